@@ -1,0 +1,35 @@
+"""extracteval: score structured-extraction models against ground truth, log to MLflow.
+
+Importing the package is cheap: it imports neither mlflow, scikit-learn nor matplotlib, and the
+scoring entry points load pandas only when first used.
+
+Example:
+    >>> import extracteval
+    >>> extracteval.__version__
+    '0.1.0'
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "score_fields": "extracteval.core.fields",
+    "FieldsConfig": "extracteval.core.fields",
+    "FieldsResult": "extracteval.core.fields",
+    "ModelPredictions": "extracteval.core.fields",
+    "Counts": "extracteval.core.counts",
+    "InputError": "extracteval.errors",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'extracteval' has no attribute {name!r}")
+    return getattr(import_module(module), name)

@@ -1,0 +1,5 @@
+import sys
+
+from extracteval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,76 @@
+"""The `extracteval` command: glue only.
+
+Sub-commands live in `extracteval.commands.*`; each module exposes `configure(parser)` and
+`run(args) -> int` and imports its heavy dependencies inside `run`, so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+from collections.abc import Sequence
+
+from extracteval import __version__
+
+# task name → module under extracteval.commands providing `configure` and `run`
+SCORE_TASKS = {
+    "fields": "score_fields",
+}
+COMMANDS = {
+    "demo": ("demo", "run every example in experiments/ and print the leaderboards"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors: exit 2, no traceback, like InputError
+        self.print_usage(sys.stderr)
+        self.exit(2, f"extracteval: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="extracteval",
+        description="Score structured-extraction models against ground truth and compare them.",
+    )
+    parser.add_argument("--version", action="version", version=f"extracteval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    score = sub.add_parser("score", help="score models against ground truth (no MLflow)")
+    score_sub = score.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
+    for task, module in SCORE_TASKS.items():
+        mod = import_module(f"extracteval.commands.{module}")
+        p = score_sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.configure(p)
+        p.set_defaults(_run=mod.run)
+    for name, (module, help_text) in COMMANDS.items():
+        mod = import_module(f"extracteval.commands.{module}")
+        p = sub.add_parser(name, help=help_text, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.configure(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point. Returns the exit code: 0 ok, 2 bad input, 1 internal error."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return 2
+    from extracteval.errors import InputError
+
+    try:
+        return int(run(args) or 0)
+    except InputError as e:
+        print(f"extracteval: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("extracteval: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

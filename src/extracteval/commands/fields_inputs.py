@@ -1,0 +1,59 @@
+"""Shared glue of the fields-style commands: arguments → inputs and config."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from extracteval.errors import InputError
+
+
+def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, str]:
+    from extracteval.io.fields_inputs import load_fields_inputs
+
+    return load_fields_inputs(args.truth, args.predictions, id_column=args.id_column, delimiter=args.delimiter, keys=args.keys)
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    """FieldsConfig from a --strategies file overlaid with explicit command-line options."""
+    from extracteval.core.fields import FieldsConfig
+    from extracteval.core.normalize import NormalizationConfig
+    from extracteval.core.strategies import parse_strategy_map
+    from extracteval.io.config import load_mapping
+
+    opts: dict[str, Any] = {}
+    norm: dict[str, Any] = {}
+    if args.strategies:
+        raw = load_mapping(args.strategies)
+        if "strategies" in raw and isinstance(raw["strategies"], dict):
+            allowed = {"strategies", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division"}
+            unknown = sorted(set(raw) - allowed)
+            if unknown:
+                raise InputError(f"{args.strategies}: unknown keys {unknown}; expected some of {sorted(allowed)}.")
+            opts["strategies"] = parse_strategy_map(raw["strategies"], source=str(args.strategies))
+            for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division"):
+                if k in raw:
+                    opts[k] = raw[k]
+            if "null_tokens" in raw:
+                norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
+            if "dayfirst" in raw:
+                norm["dayfirst"] = bool(raw["dayfirst"])
+        else:
+            opts["strategies"] = parse_strategy_map(raw, source=str(args.strategies))
+    if args.fuzzy_threshold is not None:
+        opts["fuzzy_threshold"] = args.fuzzy_threshold
+    if args.zero_division is not None:
+        opts["zero_division"] = args.zero_division
+    if args.null_tokens is not None:
+        norm["null_tokens"] = frozenset(t.strip().casefold() for t in args.null_tokens.split(",") if t.strip())
+    if args.dayfirst:
+        norm["dayfirst"] = True
+    if args.no_ci:
+        opts["bootstrap"] = 0
+    elif args.resamples is not None:
+        opts["bootstrap"] = args.resamples
+    if args.seed is not None:
+        opts["seed"] = args.seed
+    if norm:
+        opts["normalization"] = NormalizationConfig(**norm)
+    return FieldsConfig(**opts)

@@ -1,0 +1,125 @@
+"""`extracteval score fields`: document metadata extraction, field by field (seed 000)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "field-level P/R/F1/accuracy per model, field winners and ranking (seed 000)"
+DESCRIPTION = """\
+Score one or more models' field extractions against ground truth.
+
+Inputs are CSV/TSV, JSONL, JSON or Parquet, wide (id + one column per field, optional
+`status` ok/pending/error) or long (id, field, value[, model][, status]); Kleister
+key=value TSV files are read as well (pass --keys in.tsv.xz for the keys asked).
+
+example:
+  extracteval score fields --truth truth.csv \\
+      --predictions gpt=gpt.csv --predictions llama=llama.csv --json
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--truth", required=True, metavar="FILE", help="ground-truth file")
+    p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE",
+                   help="a model's predictions (repeat for several models); a bare FILE takes names from its `model` column or file name")
+    p.add_argument("--strategies", metavar="FILE", help='JSON/YAML: {"field": "EXACT|FUZZY|IGNORE", …} or {"strategies": {…}, "fuzzy_threshold": …}')
+    p.add_argument("--id-column", default="id", metavar="NAME", help="record id column (default: id)")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default: ',' for .csv, tab for .tsv)")
+    p.add_argument("--keys", metavar="FILE", help="Kleister in.tsv(.xz): document names and the keys asked of each")
+    p.add_argument("--fields", metavar="A,B", help="score only these fields")
+    p.add_argument("--fuzzy-threshold", type=float, metavar="X", help="FUZZY match threshold (default 0.85)")
+    p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "absent" (default: not present,n/a,na,none,null,-)')
+    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+    p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
+    p.add_argument("--no-ci", action="store_true", help="skip bootstrap confidence intervals")
+    p.add_argument("--resamples", type=int, metavar="N", help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, metavar="N", help="bootstrap seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--output", metavar="DIR", help="write result.json, per-field CSV and per-record Parquet to DIR")
+
+
+def run(args: argparse.Namespace) -> int:
+    from extracteval.commands.fields_inputs import build_config, load_inputs
+    from extracteval.core.fields import score_fields
+
+    truth, preds, truth_source = load_inputs(args)
+    config = build_config(args)
+    fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
+    result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source)
+    doc = result.to_dict()
+    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+    if args.output:
+        write_outputs(result, doc, Path(args.output))
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=_json_default)
+        sys.stdout.write("\n")
+    else:
+        from extracteval.report.terminal import render_fields
+
+        print(render_fields(doc, use_colour=sys.stdout.isatty()))
+        if args.output:
+            print(f"\nwrote {args.output}/result.json, field_metrics.csv, records.parquet")
+    return 0
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
+    """result.json, field_metrics.csv (one row per model and field) and records.parquet."""
+    import pandas as pd
+
+    from extracteval.errors import InputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
+        rows = []
+        for m in result.ranking:
+            for f, fm in result.models[m].fields.items():
+                d = fm.to_dict()
+                d.pop("examples")
+                d["flags"] = ";".join(d["flags"])
+                rows.append({"model": m, "field": f, **d})
+        pd.DataFrame(rows).to_csv(out / "field_metrics.csv", index=False)
+        if result.records is not None:
+            result.records.to_frame().to_parquet(out / "records.parquet", index=False)
+    except OSError as e:
+        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+
+
+def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Score one `experiments/<name>/experiment.yaml` of task `fields`; returns (doc, terminal text)."""
+    ns = argparse.Namespace(
+        truth=str(folder / spec["truth"]),
+        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+        strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
+        id_column=spec.get("id_column", "id"),
+        delimiter=None,
+        keys=None,
+        fields=None,
+        fuzzy_threshold=None,
+        null_tokens=None,
+        dayfirst=bool(spec.get("dayfirst", False)),
+        zero_division=None,
+        no_ci=False,
+        resamples=None,
+        seed=None,
+    )
+    from extracteval.commands.fields_inputs import build_config, load_inputs
+    from extracteval.core.fields import score_fields
+    from extracteval.report.terminal import render_fields
+
+    truth, preds, truth_source = load_inputs(ns)
+    result = score_fields(truth, preds, config=build_config(ns), truth_source=truth_source)
+    doc = result.to_dict()
+    return doc, render_fields(doc, use_colour=sys.stdout.isatty())

@@ -1,0 +1,825 @@
+"""The `fields` task: document metadata extraction scored field by field (seed 000).
+
+Pipeline: validate and align inputs → for each field, dictionary-encode the truth and every
+model's column together, canonicalise each *distinct* value once, classify every cell with
+vectorised comparisons of integer codes (distinct pairs only for FUZZY and multi-valued cells)
+→ per-record count arrays → summed ledgers → ratios once → winners, ranking, intervals, checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.core.bootstrap import Interval, bootstrap_macro_f1
+from extracteval.core.counts import Counts, ratios
+from extracteval.core.matching import max_matching
+from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
+from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_models
+from extracteval.core.similarity import FuzzySimilarity
+from extracteval.core.strategies import Strategy, get_strategy
+from extracteval.errors import InputError
+
+__all__ = [
+    "FieldsConfig",
+    "ModelPredictions",
+    "FieldMetrics",
+    "ModelResult",
+    "Check",
+    "PairComparison",
+    "FieldsResult",
+    "RecordLedger",
+    "score_fields",
+    "STATUSES",
+]
+
+# `skipped`: the cell is not part of the evaluation (a Kleister key not asked for that document)
+STATUSES = ("ok", "pending", "error", "skipped")
+KINDS = ("tp", "fp", "fn", "tn", "wrong")  # "wrong" = a wrong value, counted FP and FN
+_OK, _PENDING, _ERROR, _SKIPPED = 0, 1, 2, 3
+_STATUS_CODE = {"ok": _OK, "": _OK, "pending": _PENDING, "error": _ERROR, "skipped": _SKIPPED}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldsConfig:
+    """Options of the `fields` task.
+
+    Attributes:
+        strategies: per-field strategy; fields not listed use `default_strategy` (EXACT).
+        fuzzy_threshold: FUZZY match when rapidfuzz similarity ≥ this (0–1).
+        fuzzy_scorer: rapidfuzz scorer name (`ratio`, `token_sort_ratio`, …).
+        normalization: null tokens, day-first dates, currency stripping.
+        zero_division: value of a ratio whose denominator is 0 (except the all-TN rule).
+        min_records: warn when a metric rests on fewer valid records than this.
+        bootstrap: resamples for confidence intervals; 0 turns them off.
+        confidence: interval coverage (0.95).
+        seed: random seed of the bootstrap.
+        max_examples: examples kept per classification kind, per model and field.
+    """
+
+    strategies: Mapping[str, Strategy] = field(default_factory=dict)
+    default_strategy: Strategy = Strategy.EXACT
+    fuzzy_threshold: float = 0.85
+    fuzzy_scorer: str = "ratio"
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    zero_division: float = 0.0
+    min_records: int = 30
+    bootstrap: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+    max_examples: int = 5
+
+    def __post_init__(self) -> None:
+        for name in ("fuzzy_threshold", "zero_division"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
+                raise InputError(f"Expected `{name}` to be a number in [0, 1], but got {v!r}.")
+        if not 0.0 < self.confidence < 1.0:
+            raise InputError(f"Expected `confidence` to be in (0, 1), but got {self.confidence!r}.")
+        if self.bootstrap < 0:
+            raise InputError(f"Expected `bootstrap` to be ≥ 0 resamples, but got {self.bootstrap!r}.")
+        object.__setattr__(self, "strategies", {str(k): get_strategy(v, where=f"strategy of field {k!r}") for k, v in self.strategies.items()})
+        object.__setattr__(self, "default_strategy", get_strategy(self.default_strategy, where="default_strategy"))
+        for fname, s in self.strategies.items():
+            if s is Strategy.SEMANTIC:
+                raise InputError(
+                    f"strategy of field {fname!r}: SEMANTIC needs a similarity backend, which the `fields` task "
+                    "does not take; use EXACT, FUZZY or IGNORE (or the `json` task for SEMANTIC)."
+                )
+
+    def strategy_for(self, fname: str) -> Strategy:
+        return self.strategies.get(fname, self.default_strategy)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategies": {k: v.value for k, v in sorted(self.strategies.items())},
+            "default_strategy": self.default_strategy.value,
+            "fuzzy_threshold": self.fuzzy_threshold,
+            "fuzzy_scorer": self.fuzzy_scorer,
+            "normalization": self.normalization.to_dict(),
+            "zero_division": self.zero_division,
+            "min_records": self.min_records,
+            "bootstrap": self.bootstrap,
+            "confidence": self.confidence,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelPredictions:
+    """One model's predictions, wide: index = record id, one column per field.
+
+    Attributes:
+        name: model name, unique among the models compared.
+        values: cell values; lists/tuples are multi-valued cells.
+        status: per-record (Series) or per-cell (DataFrame) `ok` / `pending` / `error`; None = all ok.
+        source: where the predictions came from (a file name), used in messages.
+    """
+
+    name: str
+    values: pd.DataFrame
+    status: pd.Series | pd.DataFrame | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldMetrics:
+    counts: Counts
+    precision: float
+    recall: float
+    f1: float
+    accuracy: float
+    exact_match_rate: float
+    strategy: str
+    flags: tuple[str, ...] = ()
+    examples: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return not self.counts.no_valid_classifications
+
+    def score(self) -> Score:
+        return Score(f1=self.f1, precision=self.precision, recall=self.recall)
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.counts
+        return {
+            "tp": c.tp,
+            "fp": c.fp,
+            "fn": c.fn,
+            "tn": c.tn,
+            "excluded": c.excluded,
+            "valid_records": c.cells,
+            "precision": self.precision,
+            "recall": self.recall,
+            "f1": self.f1,
+            "accuracy": self.accuracy,
+            "exact_match_rate": self.exact_match_rate,
+            "strategy": self.strategy,
+            "flags": list(self.flags),
+            "examples": {k: [dict(e) for e in v] for k, v in self.examples.items()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelResult:
+    name: str
+    fields: Mapping[str, FieldMetrics]
+    overall: Mapping[str, float]
+    micro: Mapping[str, float]
+    totals: Counts
+    rank: int
+    tier: str
+    tier_colour: str
+    field_wins: float
+    fields_won: tuple[str, ...]
+    fields_scored: int
+    missing_records: int
+    source: str = ""
+    overall_f1_ci: Interval | None = None
+
+    @property
+    def wins_label(self) -> str:
+        return f"Won {format_wins(self.field_wins)} of {self.fields_scored} fields"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "tier": self.tier,
+            "tier_colour": self.tier_colour,
+            "field_wins": self.field_wins,
+            "field_wins_display": format_wins(self.field_wins),
+            "wins_label": self.wins_label,
+            "fields_won": list(self.fields_won),
+            "fields_scored": self.fields_scored,
+            "missing_records": self.missing_records,
+            "source": self.source,
+            "overall": dict(self.overall),
+            "micro": dict(self.micro),
+            "totals": self.totals.to_dict(),
+            "ci": None if self.overall_f1_ci is None else {"overall_f1": self.overall_f1_ci.to_dict()},
+            "fields": {k: v.to_dict() for k, v in self.fields.items()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One validation check of seed 000: `consistency` checks failing means a bug in the scorer;
+    `data_quality` checks describe the input."""
+
+    name: str
+    kind: str
+    passed: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "passed": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairComparison:
+    """Overall-F1 difference between two adjacent models of the ranking."""
+
+    higher: str
+    lower: str
+    difference: Interval
+
+    @property
+    def significant(self) -> bool:
+        return not self.difference.contains_zero
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "higher": self.higher,
+            "lower": self.lower,
+            "difference": self.difference.to_dict(),
+            "significant": self.significant,
+            "verdict": "significantly different" if self.significant else "not significantly different",
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordLedger:
+    """Per-record classifications: `counts[model]` is int32 (records, fields, 5) holding
+    tp, fp, fn, tn, excluded. Not part of `to_dict()` (it can be large); see `to_frame()`."""
+
+    record_ids: tuple[str, ...]
+    fields: tuple[str, ...]
+    counts: Mapping[str, np.ndarray]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table: model, record_id, field, tp, fp, fn, tn, excluded."""
+        frames = []
+        n, f = len(self.record_ids), len(self.fields)
+        rid = np.repeat(np.asarray(self.record_ids, dtype=object), f)
+        fld = np.tile(np.asarray(self.fields, dtype=object), n)
+        for m, arr in self.counts.items():
+            flat = arr.reshape(n * f, 5)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "model": m,
+                        "record_id": rid,
+                        "field": fld,
+                        "tp": flat[:, 0],
+                        "fp": flat[:, 1],
+                        "fn": flat[:, 2],
+                        "tn": flat[:, 3],
+                        "excluded": flat[:, 4],
+                    }
+                )
+            )
+        if not frames:
+            return pd.DataFrame(columns=["model", "record_id", "field", "tp", "fp", "fn", "tn", "excluded"])
+        return pd.concat(frames, ignore_index=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldsResult:
+    task: str
+    models: Mapping[str, ModelResult]
+    ranking: tuple[str, ...]
+    field_winners: Mapping[str, FieldWinner]
+    comparisons: tuple[PairComparison, ...]
+    checks: tuple[Check, ...]
+    warnings: tuple[str, ...]
+    fields: tuple[str, ...]
+    n_records: int
+    config: Mapping[str, Any]
+    records: RecordLedger | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "n_records": self.n_records,
+            "fields": list(self.fields),
+            "ranking": list(self.ranking),
+            "models": {m: self.models[m].to_dict() for m in self.ranking},
+            "field_winners": {k: v.to_dict() for k, v in self.field_winners.items()},
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "checks": [c.to_dict() for c in self.checks],
+            "warnings": list(self.warnings),
+            "config": dict(self.config),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# input validation and alignment
+
+
+def _sorted_ids(index: pd.Index) -> np.ndarray:
+    ids = np.asarray([str(x) for x in index], dtype=object)
+    return np.sort(ids)
+
+
+def _check_unique(ids: pd.Index, what: str) -> None:
+    if ids.has_duplicates:
+        dup = sorted({str(x) for x in ids[ids.duplicated()]})
+        shown = ", ".join(repr(d) for d in dup[:5]) + (" …" if len(dup) > 5 else "")
+        raise InputError(f"{what}: record ids must be unique; found {len(dup)} duplicated: {shown}.")
+
+
+def _object_column(frame: pd.DataFrame, column: str, order: np.ndarray) -> np.ndarray:
+    if column not in frame.columns:
+        return np.full(len(order), None, dtype=object)
+    col = frame[column]
+    aligned = col.reindex(order)
+    return aligned.to_numpy(dtype=object, na_value=None)
+
+
+def _status_codes(status: pd.Series | pd.DataFrame | None, order: np.ndarray, fields: Sequence[str], what: str) -> np.ndarray:
+    """(records, fields) array of status codes; records missing from the predictions are `ok`."""
+    n, f = len(order), len(fields)
+    out = np.zeros((n, f), dtype=np.int8)
+    if status is None:
+        return out
+
+    def encode(values: pd.Series) -> np.ndarray:
+        raw = values.reindex(order).to_numpy(dtype=object, na_value="")
+        codes, uniques = pd.factorize(raw)
+        lut = np.empty(len(uniques), dtype=np.int8)
+        for i, u in enumerate(uniques):
+            key = str(u).strip().lower()
+            if key not in _STATUS_CODE:
+                bad = order[np.flatnonzero(codes == i)[0]]
+                raise InputError(
+                    f"{what}: record {bad!r}: column 'status' must be one of {', '.join(STATUSES)} (or empty), but found {u!r}."
+                )
+            lut[i] = _STATUS_CODE[key]
+        return lut[codes] if len(codes) else np.zeros(0, dtype=np.int8)
+
+    if isinstance(status, pd.DataFrame):
+        for j, fname in enumerate(fields):
+            if fname in status.columns:
+                out[:, j] = encode(status[fname])
+    else:
+        out[:] = encode(status)[:, None]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# classification of one field for every model
+
+
+@dataclass
+class _Encoded:
+    """A field's values dictionary-encoded across truth and every model."""
+
+    codes: np.ndarray  # (1 + n_models, n) codes into `uniques`, -1 = missing
+    uniques: list[Any]
+    canon: np.ndarray  # per unique: index into `keys`, -1 = absent; last entry is -1 (for code -1)
+    keys: list[str]  # distinct canonical keys of scalar uniques
+    multi: np.ndarray  # per unique (+1): True when the unique is a list/tuple/set of values
+    elements: dict[int, tuple[str, ...]]  # multi unique index → distinct canonical element keys
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, set):
+        return tuple(sorted((_hashable(x) for x in v), key=repr))
+    if isinstance(v, dict):
+        return ("__dict__", tuple(sorted((str(k), _hashable(x)) for k, x in v.items())))
+    return v
+
+
+def _encode(columns: list[np.ndarray], normalizer: Normalizer) -> _Encoded:
+    stacked = np.concatenate(columns) if columns else np.zeros(0, dtype=object)
+    try:
+        codes, uniques_arr = pd.factorize(stacked, use_na_sentinel=True)
+    except TypeError:  # lists or dicts in the cells: make them hashable first
+        stacked = np.fromiter((_hashable(v) for v in stacked), dtype=object, count=len(stacked))
+        codes, uniques_arr = pd.factorize(stacked, use_na_sentinel=True)
+    uniques = list(uniques_arr)
+    n_u = len(uniques)
+    canon_keys: list[str | None] = []
+    multi = np.zeros(n_u + 1, dtype=bool)
+    elements: dict[int, tuple[str, ...]] = {}
+    for i, u in enumerate(uniques):
+        if isinstance(u, tuple) and not (len(u) == 2 and u[0] == "__dict__"):
+            multi[i] = True
+            elems = {normalizer.key(_unhash(x)) for x in u}
+            elems.discard(None)
+            elements[i] = tuple(sorted(elems))
+            canon_keys.append(None)
+        else:
+            canon_keys.append(normalizer.key(_unhash(u)))
+    kcodes, kuniq = pd.factorize(np.asarray(canon_keys, dtype=object), use_na_sentinel=True)
+    canon = np.append(kcodes.astype(np.int64), -1)
+    n_models_plus = len(columns)
+    n = len(columns[0]) if columns else 0
+    return _Encoded(
+        codes=codes.reshape(n_models_plus, n),
+        uniques=uniques,
+        canon=canon,
+        keys=list(kuniq),
+        multi=multi,
+        elements=elements,
+    )
+
+
+def _unhash(v: Any) -> Any:
+    if isinstance(v, tuple):
+        if len(v) == 2 and v[0] == "__dict__":
+            return {k: _unhash(x) for k, x in v[1]}
+        return [_unhash(x) for x in v]
+    return v
+
+
+def _set_counts(t: tuple[str, ...], p: tuple[str, ...], strategy: Strategy, sim: FuzzySimilarity, threshold: float) -> tuple[int, int, int, int]:
+    """tp, fp, fn, tn of one multi-valued cell: optimal one-to-one matching of the two sets."""
+    if not t and not p:
+        return 0, 0, 0, 1
+    if strategy is Strategy.EXACT:
+        matched = len(set(t) & set(p))
+    else:
+        score = np.zeros((len(t), len(p)))
+        for i, a in enumerate(t):
+            for j, b in enumerate(p):
+                score[i, j] = _pair_similarity(a, b, sim)
+        matched = len(max_matching(score, threshold))
+    return matched, len(p) - matched, len(t) - matched, 0
+
+
+def _pair_similarity(a: str, b: str, sim: FuzzySimilarity) -> float:
+    if a == b:
+        return 1.0
+    if key_type(a) != "t" or key_type(b) != "t":
+        return 0.0  # numbers, dates and booleans are equal only when their canonical forms are
+    return float(sim.similarity([key_text(a)], [key_text(b)])[0])
+
+
+def _classify_field(
+    enc: _Encoded, strategy: Strategy, sim: FuzzySimilarity, threshold: float
+) -> np.ndarray:
+    """(n_models, n, 4) counts tp, fp, fn, tn for every model's cell of one field."""
+    codes = enc.codes
+    t_codes = codes[0]
+    n_models = codes.shape[0] - 1
+    n = codes.shape[1]
+    out = np.zeros((n_models, n, 4), dtype=np.int32)
+    t = enc.canon[t_codes]
+    t_multi = enc.multi[t_codes]
+    for m in range(n_models):
+        p_codes = codes[m + 1]
+        p = enc.canon[p_codes]
+        scalar = ~(t_multi | enc.multi[p_codes])
+        t_abs, p_abs = t < 0, p < 0
+        equal = (t == p) & ~t_abs
+        if strategy is Strategy.FUZZY:
+            cand = scalar & ~t_abs & ~p_abs & ~equal
+            if cand.any():
+                pair = t[cand] * (len(enc.keys) + 1) + p[cand]
+                upairs, inv = np.unique(pair, return_inverse=True)
+                ti, pi = np.divmod(upairs, len(enc.keys) + 1)
+                ok = np.fromiter(
+                    (_pair_similarity(enc.keys[a], enc.keys[b], sim) >= threshold for a, b in zip(ti, pi)),
+                    dtype=bool,
+                    count=len(upairs),
+                )
+                idx = np.flatnonzero(cand)
+                equal[idx] = ok[inv]
+        out[m, :, 0] = equal
+        out[m, :, 1] = ~p_abs & ~equal
+        out[m, :, 2] = ~t_abs & ~equal
+        out[m, :, 3] = t_abs & p_abs
+        if not scalar.all():
+            idx = np.flatnonzero(~scalar)
+            u = len(enc.uniques) + 1
+            # codes are ≥ -1: shift by one so the pair key is unique and decodes back
+            pair = (t_codes[idx].astype(np.int64) + 1) * (u + 1) + (p_codes[idx] + 1)
+            upairs, inv = np.unique(pair, return_inverse=True)
+            per_pair = np.empty((len(upairs), 4), dtype=np.int32)
+            for k, up in enumerate(upairs):
+                tc, pc = divmod(int(up), u + 1)
+                tc, pc = tc - 1, pc - 1
+                per_pair[k] = _set_counts(_elements(enc, tc), _elements(enc, pc), strategy, sim, threshold)
+            out[m, idx, :] = per_pair[inv]
+    return out
+
+
+def _elements(enc: _Encoded, code: int) -> tuple[str, ...]:
+    if code < 0 or code >= len(enc.uniques):
+        return ()
+    if enc.multi[code]:
+        return enc.elements[code]
+    k = enc.canon[code]
+    return () if k < 0 else (enc.keys[k],)
+
+
+def _display(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, (np.integer, np.floating, np.bool_)):
+        return v.item()
+    if isinstance(v, tuple):
+        return [_display(x) for x in v]
+    return v
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entry point
+
+
+def score_fields(
+    truth: pd.DataFrame,
+    predictions: Sequence[ModelPredictions],
+    *,
+    config: FieldsConfig | None = None,
+    fields: Sequence[str] | None = None,
+    truth_source: str = "truth",
+) -> FieldsResult:
+    """Score one or more models' field extractions against the truth (seed 000 semantics).
+
+    Args:
+        truth: index = record id, one column per field.
+        predictions: one `ModelPredictions` per model (names unique).
+        config: options; defaults are seed 000's (EXACT everywhere, zero_division 0).
+        fields: fields to score (default: every truth column, in order).
+        truth_source: name of the truth input, used in messages.
+
+    Example:
+        >>> import pandas as pd
+        >>> truth = pd.DataFrame({"type": ["Service Agreement", "NDA", "Not Present"]}, index=["1", "2", "3"])
+        >>> a = pd.DataFrame({"type": ["Service Agreement", "License Agreement", "Not Present"]}, index=["1", "2", "3"])
+        >>> b = pd.DataFrame({"type": ["Service Agreement", "NDA", "Employment Agreement"]}, index=["1", "2", "3"])
+        >>> r = score_fields(truth, [ModelPredictions(name="A", values=a), ModelPredictions(name="B", values=b)],
+        ...                  config=FieldsConfig(bootstrap=0))
+        >>> r.models["B"].fields["type"].f1, r.field_winners["type"].winners
+        (0.8, ('B',))
+    """
+    cfg = config or FieldsConfig()
+    if not predictions:
+        raise InputError("no predictions: give at least one model's predictions.")
+    names = [p.name for p in predictions]
+    seen: set[str] = set()
+    for p in predictions:
+        if not p.name or not str(p.name).strip():
+            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
+        if p.name in seen:
+            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
+        seen.add(p.name)
+    _check_unique(truth.index, truth_source)
+    all_fields = [str(c) for c in truth.columns]
+    if fields is not None:
+        unknown = [f for f in fields if f not in all_fields]
+        if unknown:
+            raise InputError(f"{truth_source}: fields {unknown} are not columns of the ground truth (columns: {all_fields}).")
+        all_fields = list(fields)
+    unknown_strat = sorted(set(cfg.strategies) - set(all_fields))
+    scored = [f for f in all_fields if cfg.strategy_for(f) is not Strategy.IGNORE]
+    warnings: list[str] = []
+    if unknown_strat:
+        warnings.append(f"strategies given for fields that are not in the ground truth: {unknown_strat}")
+
+    truth = truth.copy()
+    truth.index = truth.index.map(str)
+    order = _sorted_ids(truth.index)
+    n = len(order)
+    truth_ids = set(order)
+
+    aligned: list[tuple[ModelPredictions, pd.DataFrame, np.ndarray, int]] = []
+    for p in sorted(predictions, key=lambda x: x.name):
+        what = p.source or f"predictions of model {p.name!r}"
+        values = p.values.copy()
+        values.index = values.index.map(str)
+        _check_unique(values.index, what)
+        extra = sorted(set(values.index) - truth_ids)
+        if extra:
+            shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
+            raise InputError(
+                f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
+                "Every prediction must have a ground-truth record."
+            )
+        missing = truth_ids - set(values.index)
+        if missing:
+            shown = ", ".join(repr(x) for x in sorted(missing)[:5]) + (" …" if len(missing) > 5 else "")
+            warnings.append(
+                f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: {shown}"
+            )
+        unknown_cols = [c for c in values.columns if str(c) not in all_fields]
+        if unknown_cols and fields is None:
+            warnings.append(f"model {p.name!r}: columns not in the ground truth are ignored: {unknown_cols}")
+        absent_cols = [f for f in scored if f not in values.columns]
+        if absent_cols:
+            warnings.append(f"model {p.name!r}: fields missing from the predictions count as empty predictions: {absent_cols}")
+        status = p.status
+        if status is not None:
+            status = status.copy()
+            status.index = status.index.map(str)
+        codes = _status_codes(status, order, scored, what)
+        aligned.append((p, values, codes, len(missing)))
+
+    normalizer = Normalizer(cfg.normalization)
+    sim = FuzzySimilarity(scorer=cfg.fuzzy_scorer)
+    model_names = [a[0].name for a in aligned]
+    n_models = len(model_names)
+    per_record = {m: np.zeros((n, len(scored), 5), dtype=np.int32) for m in model_names}
+    examples: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+
+    for j, fname in enumerate(scored):
+        cols = [_object_column(truth, fname, order)] + [_object_column(v, fname, order) for _, v, _, _ in aligned]
+        enc = _encode(cols, normalizer)
+        counts = _classify_field(enc, cfg.strategy_for(fname), sim, cfg.fuzzy_threshold)
+        for mi, (p, _, status_codes, _) in enumerate(aligned):
+            excl = status_codes[:, j] != _OK
+            c = counts[mi]
+            c[excl] = 0
+            per_record[p.name][:, j, :4] = c
+            per_record[p.name][:, j, 4] = excl
+            examples[(p.name, fname)] = _examples(c, excl, enc, mi, order, cfg.max_examples)
+
+    # ledgers and ratios
+    zd = cfg.zero_division
+    model_fields: dict[str, dict[str, FieldMetrics]] = {}
+    totals: dict[str, Counts] = {}
+    for m in model_names:
+        arr = per_record[m]
+        sums = arr.sum(axis=0)  # (fields, 5)
+        valid_cells = (arr[:, :, 4] == 0).sum(axis=0)
+        exact = ((arr[:, :, 4] == 0) & (arr[:, :, 1] == 0) & (arr[:, :, 2] == 0)).sum(axis=0)
+        r = ratios(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3], zero_division=zd)
+        fm: dict[str, FieldMetrics] = {}
+        for j, fname in enumerate(scored):
+            c = Counts(
+                tp=int(sums[j, 0]), fp=int(sums[j, 1]), fn=int(sums[j, 2]), tn=int(sums[j, 3]),
+                excluded=int(sums[j, 4]), cells=int(valid_cells[j]), exact=int(exact[j]),
+            )
+            flags: list[str] = []
+            if c.no_valid_classifications:
+                flags.append("no_valid_classifications")
+                p_, r_, f_, a_, e_ = 0.0, 0.0, 0.0, 0.0, 0.0
+            else:
+                p_, r_, f_, a_ = (float(r[k][j]) for k in ("precision", "recall", "f1", "accuracy"))
+                e_ = c.exact / c.cells if c.cells else zd
+                if c.cells < cfg.min_records:
+                    flags.append("small_sample")
+            if c.tp == c.fp == c.fn == 0 and c.tn > 0:
+                flags.append("all_true_negative")
+            fm[fname] = FieldMetrics(
+                counts=c, precision=p_, recall=r_, f1=f_, accuracy=a_, exact_match_rate=e_,
+                strategy=cfg.strategy_for(fname).value, flags=tuple(flags), examples=examples[(m, fname)],
+            )
+        model_fields[m] = fm
+        totals[m] = sum((f.counts for f in fm.values()), Counts())
+
+    overall: dict[str, dict[str, float]] = {}
+    micro: dict[str, dict[str, float]] = {}
+    for m in model_names:
+        valid = [f for f in model_fields[m].values() if f.valid]
+        if valid:
+            overall[m] = {k: float(np.mean([getattr(f, k) for f in valid])) for k in ("precision", "recall", "f1", "accuracy")}
+        else:
+            overall[m] = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "accuracy": 0.0}
+        t = totals[m]
+        mr = ratios(t.tp, t.fp, t.fn, t.tn, zero_division=zd)
+        micro[m] = {k: float(mr[k]) for k in ("precision", "recall", "f1", "accuracy")}
+
+    winners = field_winners({f: {m: model_fields[m][f].score() for m in model_names} for f in scored})
+    wins = field_wins(winners, model_names)
+    ranked = rank_models({m: Score(f1=overall[m]["f1"], precision=overall[m]["precision"], recall=overall[m]["recall"]) for m in model_names}, wins)
+    ranking = tuple(r.model for r in ranked)
+
+    intervals: dict[str, Interval] = {}
+    comparisons: tuple[PairComparison, ...] = ()
+    if cfg.bootstrap > 0 and n > 0:
+        pairs = list(zip(ranking[:-1], ranking[1:]))
+        intervals, diffs = bootstrap_macro_f1(
+            {m: per_record[m][:, :, :4] for m in model_names},
+            pairs,
+            resamples=cfg.bootstrap,
+            confidence=cfg.confidence,
+            seed=cfg.seed,
+            zero_division=zd,
+        )
+        comparisons = tuple(PairComparison(higher=a, lower=b, difference=diffs[(a, b)]) for a, b in pairs)
+
+    sources = {p.name: p.source for p, *_ in aligned}
+    missing_counts = {p.name: miss for p, _, _, miss in aligned}
+    models: dict[str, ModelResult] = {}
+    for r in ranked:
+        models[r.model] = ModelResult(
+            name=r.model,
+            fields=model_fields[r.model],
+            overall=overall[r.model],
+            micro=micro[r.model],
+            totals=totals[r.model],
+            rank=r.rank,
+            tier=r.tier,
+            tier_colour=r.tier_colour,
+            field_wins=wins[r.model],
+            fields_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners),
+            fields_scored=sum(1 for f in model_fields[r.model].values() if f.valid),
+            missing_records=missing_counts[r.model],
+            source=sources[r.model],
+            overall_f1_ci=intervals.get(r.model),
+        )
+
+    checks = tuple(_checks(models, scored, n, cfg))
+    for m, res in models.items():
+        small = [f for f, v in res.fields.items() if "small_sample" in v.flags]
+        if small:
+            warnings.append(
+                f"model {m!r}: fewer than {cfg.min_records} valid records support the metrics of {len(small)} field(s) "
+                f"({', '.join(small[:8])}{' …' if len(small) > 8 else ''}); intervals will be wide."
+            )
+    if n_models == 1:
+        warnings.append("only one model: every field is a universal tie, so no field wins are awarded.")
+
+    cfg_dict = cfg.to_dict()
+    cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in all_fields}
+    return FieldsResult(
+        task="fields",
+        models=models,
+        ranking=ranking,
+        field_winners=winners,
+        comparisons=comparisons,
+        checks=checks,
+        warnings=tuple(warnings),
+        fields=tuple(scored),
+        n_records=n,
+        config=cfg_dict,
+        records=RecordLedger(record_ids=tuple(order), fields=tuple(scored), counts=per_record),
+    )
+
+
+def _examples(c: np.ndarray, excl: np.ndarray, enc: _Encoded, mi: int, order: np.ndarray, k: int) -> dict[str, list[dict[str, Any]]]:
+    """Up to k examples of each classification kind, first record ids first (deterministic)."""
+    tp, fp, fn, tn = c[:, 0] > 0, c[:, 1] > 0, c[:, 2] > 0, c[:, 3] > 0
+    masks = {
+        "tp": tp & ~fp & ~fn,
+        "fp": fp & ~fn,
+        "fn": fn & ~fp,
+        "tn": tn,
+        "wrong": fp & fn,
+        "excluded": excl,
+    }
+    out: dict[str, list[dict[str, Any]]] = {}
+    t_codes, p_codes = enc.codes[0], enc.codes[mi + 1]
+    for kind, mask in masks.items():
+        idx = np.flatnonzero(mask)[:k]
+        if len(idx) == 0:
+            continue
+        out[kind] = [
+            {
+                "record_id": str(order[i]),
+                "truth": _display(enc.uniques[t_codes[i]]) if t_codes[i] >= 0 else None,
+                "prediction": _display(enc.uniques[p_codes[i]]) if p_codes[i] >= 0 else None,
+            }
+            for i in idx
+        ]
+    return out
+
+
+def _checks(models: Mapping[str, ModelResult], fields: Sequence[str], n: int, cfg: FieldsConfig) -> list[Check]:
+    """Seed 000's mathematical-consistency and data-quality checks."""
+    tol = 1e-9
+    f1_bad, impossible, not_present_bad, macro_bad, range_bad = [], [], [], [], []
+    for m, res in models.items():
+        valid = [(f, v) for f, v in res.fields.items() if v.valid]
+        for f, v in valid:
+            c = v.counts
+            if v.precision + v.recall > 0 and abs(v.f1 - 2 * v.precision * v.recall / (v.precision + v.recall)) > tol:
+                f1_bad.append(f"{m}/{f}")
+            if (v.precision >= 1 - tol and c.fp != 0) or (v.recall >= 1 - tol and c.fn != 0):
+                impossible.append(f"{m}/{f}")
+            if c.tp == c.fp == c.fn == 0 and c.tn > 0 and not (v.precision == v.recall == v.f1 == 1.0):
+                not_present_bad.append(f"{m}/{f}")
+        if valid:
+            for k in ("precision", "recall", "f1", "accuracy"):
+                vals = [getattr(v, k) for _, v in valid]
+                if abs(res.overall[k] - float(np.mean(vals))) > tol:
+                    macro_bad.append(f"{m}/{k}")
+                if res.overall[k] > max(vals) + tol or res.overall[k] < min(vals) - tol:
+                    range_bad.append(f"{m}/{k}")
+    no_valid = [f"{m}/{f}" for m, res in models.items() for f, v in res.fields.items() if not v.valid]
+    missing = {m: res.missing_records for m, res in models.items() if res.missing_records}
+    small = [f"{m}/{f}" for m, res in models.items() for f, v in res.fields.items() if v.valid and v.counts.cells < cfg.min_records]
+
+    def listing(items: list[str]) -> str:
+        return ", ".join(items[:10]) + (f" … ({len(items)} in all)" if len(items) > 10 else "")
+
+    return [
+        Check(name="f1_formula", kind="consistency", passed=not f1_bad,
+              detail="F1 = 2PR/(P+R) holds for every field" if not f1_bad else f"violated for {listing(f1_bad)}"),
+        Check(name="impossible_metrics", kind="consistency", passed=not impossible,
+              detail="precision 100% ⇒ FP = 0 and recall 100% ⇒ FN = 0" if not impossible else f"violated for {listing(impossible)}"),
+        Check(name="perfect_not_present", kind="consistency", passed=not not_present_bad,
+              detail="all-TN fields score 100%" if not not_present_bad else f"violated for {listing(not_present_bad)}"),
+        Check(name="macro_average", kind="consistency", passed=not macro_bad,
+              detail="overall metrics are the mean over fields with valid classifications" if not macro_bad else f"violated for {listing(macro_bad)}"),
+        Check(name="overall_within_field_range", kind="consistency", passed=not range_bad,
+              detail="overall metrics lie between the field minimum and maximum" if not range_bad else f"violated for {listing(range_bad)}"),
+        Check(name="equal_length", kind="data_quality", passed=not missing,
+              detail=f"every model has a prediction for all {n} records" if not missing else
+              "records without a prediction: " + ", ".join(f"{m}: {k}" for m, k in sorted(missing.items()))),
+        Check(name="valid_classifications", kind="data_quality", passed=not no_valid,
+              detail="every field has valid classifications" if not no_valid else f"no valid classifications (all pending/error): {listing(no_valid)}"),
+        Check(name="sample_size", kind="data_quality", passed=not small,
+              detail=f"every field rests on ≥ {cfg.min_records} valid records" if not small else f"fewer than {cfg.min_records} valid records: {listing(small)}"),
+    ]

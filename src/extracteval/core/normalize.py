@@ -1,0 +1,242 @@
+"""Value normalisation: absent values, text, numbers, booleans and dates.
+
+Every value is turned into a *canonical key*: a short string with a type prefix (`t:` text,
+`n:` number, `b:` boolean, `d:` date, `j:` JSON object/array) or `None` when the value is
+absent. Two values are EXACT-equal when their keys are equal. A `Normalizer` caches the key of
+each distinct value, so a column of a million cells with a few thousand distinct values costs a
+few thousand parses.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_NULL_TOKENS",
+    "Normalizer",
+    "NormalizationConfig",
+    "key_text",
+    "key_type",
+]
+
+DEFAULT_NULL_TOKENS: frozenset[str] = frozenset({"not present", "n/a", "na", "none", "null", "-"})
+
+_BOOLEANS = {"true": "b:true", "yes": "b:true", "false": "b:false", "no": "b:false"}
+_WS = re.compile(r"\s+")
+# "1,000", "1000.0", "-3.5", "1e3", ".5"; thousands separators only in groups of three
+_NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?$")
+_CURRENCY = re.compile(r"^(?:[$€£¥]|(?:usd|eur|gbp|jpy|chf|cad|aud)\b)\s*|\s*(?:[$€£¥]|\b(?:usd|eur|gbp|jpy|chf|cad|aud))$")
+
+_MONTHS = (
+    "jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|"
+    "sep|sept|september|oct|october|nov|november|dec|december"
+)
+# A strict set of date shapes: anything else stays text, and plain numbers are never dates.
+_DATE_SHAPES = [
+    re.compile(r"^\d{4}-\d{1,2}-\d{1,2}(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?$"),
+    re.compile(r"^\d{4}[/.]\d{1,2}[/.]\d{1,2}$"),
+    re.compile(r"^\d{1,2}[/.-]\d{1,2}[/.-]\d{4}$"),
+    re.compile(r"^\d{1,2}/\d{1,2}/\d{2}$"),  # two-digit years only with slashes: "1.2.33" is a version
+    re.compile(rf"^(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}$"),
+    re.compile(rf"^\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?,?\s+\d{{4}}$"),
+    re.compile(rf"^\d{{1,2}}-(?:{_MONTHS})-\d{{4}}$"),
+    re.compile(rf"^(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s+)(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}$"),
+]
+_ISO_YMD = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NormalizationConfig:
+    """How values are normalised before comparison.
+
+    Attributes:
+        null_tokens: strings (case-insensitive, after strip) that mean "absent".
+        dayfirst: read `01/02/2024` as 1 February (True) or January 2 (False, default).
+        strip_currency: drop `$`, `€`, `USD`… around numbers and a trailing `%`.
+        detect_types: parse numbers, booleans and dates; when False only text rules apply.
+    """
+
+    null_tokens: frozenset[str] = DEFAULT_NULL_TOKENS
+    dayfirst: bool = False
+    strip_currency: bool = True
+    detect_types: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "null_tokens": sorted(self.null_tokens),
+            "dayfirst": self.dayfirst,
+            "strip_currency": self.strip_currency,
+            "detect_types": self.detect_types,
+        }
+
+
+def key_type(key: str) -> str:
+    """The type letter of a canonical key: `t`, `n`, `b`, `d` or `j`."""
+    return key[0]
+
+
+def key_text(key: str) -> str:
+    """The comparable text of a canonical key (without its type prefix)."""
+    return key[2:]
+
+
+def _normalise_text(s: str) -> str:
+    return _WS.sub(" ", unicodedata.normalize("NFKC", s).casefold()).strip()
+
+
+def _number_key(x: float) -> str:
+    if math.isinf(x):
+        return "n:inf" if x > 0 else "n:-inf"
+    if x == int(x) and abs(x) < 1e16:
+        return f"n:{int(x)}"
+    return f"n:{x!r}"
+
+
+@dataclass
+class Normalizer:
+    """Canonical keys for values, cached per distinct value.
+
+    Example:
+        >>> n = Normalizer()
+        >>> n.key("2024-01-01") == n.key("January 1, 2024")
+        True
+        >>> n.key("1,000") == n.key(1000.0)
+        True
+        >>> n.key("Not Present") is None
+        True
+    """
+
+    config: NormalizationConfig = field(default_factory=NormalizationConfig)
+    _cache: dict[Any, str | None] = field(default_factory=dict, repr=False)
+
+    def is_absent(self, value: Any) -> bool:
+        return self.key(value) is None
+
+    def key(self, value: Any) -> str | None:
+        """The canonical key of one value, or None when the value is absent."""
+        if value is None:
+            return None
+        if isinstance(value, (list, tuple, dict, set)):
+            return self._structured_key(value)
+        cache_key = (type(value), value)
+        try:
+            return self._cache[cache_key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable value of an unexpected type
+            return self._compute(value)
+        k = self._cache[cache_key] = self._compute(value)
+        return k
+
+    def keys(self, values: np.ndarray | list[Any]) -> list[str | None]:
+        return [self.key(v) for v in values]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _structured_key(self, value: Any) -> str | None:
+        if len(value) == 0:
+            return None
+        return "j:" + json.dumps(_canonical_json(value, self), sort_keys=True, ensure_ascii=False)
+
+    def _compute(self, value: Any) -> str | None:
+        if isinstance(value, bool) or isinstance(value, np.bool_):
+            return "b:true" if value else "b:false"
+        if isinstance(value, (int, np.integer)):
+            return _number_key(float(value)) if abs(int(value)) < 2**53 else f"n:{int(value)}"
+        if isinstance(value, (float, np.floating)):
+            if math.isnan(value):
+                return None
+            return _number_key(float(value))
+        if isinstance(value, datetime):
+            if (value.hour, value.minute, value.second, value.microsecond) == (0, 0, 0, 0):
+                return "d:" + value.date().isoformat()
+            return "d:" + value.replace(tzinfo=None).isoformat()
+        if isinstance(value, date):
+            return "d:" + value.isoformat()
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", errors="replace")
+        if not isinstance(value, str):
+            value = str(value)
+        return self._string_key(value)
+
+    def _string_key(self, raw: str) -> str | None:
+        text = _normalise_text(raw)
+        if not text or text in self.config.null_tokens:
+            return None
+        if not self.config.detect_types:
+            return "t:" + text
+        b = _BOOLEANS.get(text)
+        if b is not None:
+            return b
+        if text[0].isdigit() or text[0] in "+-.$€£¥%" or text[:3] in _CURRENCY_PREFIXES:
+            n = self._number(text)
+            if n is not None:
+                return n
+        if any(c.isdigit() for c in text):
+            d = self._date(text)
+            if d is not None:
+                return d
+        return "t:" + text
+
+    def _number(self, text: str) -> str | None:
+        t = text
+        if self.config.strip_currency:
+            t = _CURRENCY.sub("", t).strip()
+            if t.endswith("%"):
+                t = t[:-1].strip()
+        if not t or not _NUMBER.match(t) or not any(c.isdigit() for c in t):
+            return None
+        try:
+            return _number_key(float(t.replace(",", "")))
+        except ValueError:
+            return None
+
+    def _date(self, text: str) -> str | None:
+        if not any(p.match(text) for p in _DATE_SHAPES):
+            return None
+        m = _ISO_YMD.match(text)
+        try:
+            if m:  # year first is never ambiguous: skip dateutil's dayfirst guessing
+                return "d:" + date(int(m[1]), int(m[2]), int(m[3])).isoformat()
+            from dateutil import parser as date_parser
+
+            dt = date_parser.parse(text, dayfirst=self.config.dayfirst, yearfirst=False)
+        except (ValueError, OverflowError):
+            return None
+        if (dt.hour, dt.minute, dt.second, dt.microsecond) == (0, 0, 0, 0):
+            return "d:" + dt.date().isoformat()
+        return "d:" + dt.replace(tzinfo=None).isoformat()
+
+
+_CURRENCY_PREFIXES = {"usd", "eur", "gbp", "jpy", "chf", "cad", "aud"}
+
+
+def _canonical_json(value: Any, normalizer: Normalizer) -> Any:
+    """Nested value with every leaf replaced by its canonical key (iterative, no recursion limit)."""
+    # Build bottom-up with an explicit stack so a 10,000-deep nesting cannot overflow.
+    root: list[Any] = [None]
+    stack: list[tuple[Any, list[Any] | dict[str, Any], Any]] = [(value, root, 0)]
+    while stack:
+        node, parent, slot = stack.pop()
+        if isinstance(node, dict):
+            out: dict[str, Any] = {}
+            parent[slot] = out
+            for k, v in node.items():
+                stack.append((v, out, str(k)))
+        elif isinstance(node, (list, tuple, set)):
+            items = sorted(node, key=repr) if isinstance(node, set) else list(node)
+            lst: list[Any] = [None] * len(items)
+            parent[slot] = lst
+            for i, v in enumerate(items):
+                stack.append((v, lst, i))
+        else:
+            parent[slot] = None if node is None else normalizer.key(node)
+    return root[0]

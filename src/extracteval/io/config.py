@@ -1,0 +1,58 @@
+"""Configuration files (JSON or YAML, loaded safely) and `NAME=FILE` specs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from extracteval.errors import InputError
+from extracteval.io.tables import read_text
+
+__all__ = ["load_mapping", "parse_model_spec", "safe_file_name"]
+
+
+def load_mapping(path: str | Path) -> dict[str, Any]:
+    """A JSON or YAML file whose top level is a mapping. YAML is read with `safe_load` only."""
+    p = Path(path)
+    text = read_text(p)
+    if not text.strip():
+        raise InputError(f"{p}: the file is empty; expected a mapping such as {{\"party\": \"FUZZY\"}}.")
+    if p.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            obj = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise InputError(f"{p}: not valid YAML ({e}).") from None
+    else:
+        try:
+            obj = json.loads(text)
+        except ValueError as e:
+            raise InputError(f"{p}: not valid JSON ({e}); YAML files need a .yaml or .yml suffix.") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{p}: expected a mapping at the top level, but found {type(obj).__name__}.")
+    return obj
+
+
+def parse_model_spec(spec: str) -> tuple[str | None, Path]:
+    """`NAME=FILE` → (NAME, FILE); a bare `FILE` → (None, FILE)."""
+    if "=" in spec:
+        name, _, file = spec.partition("=")
+        name = name.strip()
+        if not name:
+            raise InputError(f"--predictions {spec!r}: the model name before '=' is empty; expected NAME=FILE.")
+        if not file:
+            raise InputError(f"--predictions {spec!r}: the file after '=' is empty; expected NAME=FILE.")
+        return name, Path(file)
+    return None, Path(spec)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_file_name(name: str, *, max_len: int = 120) -> str:
+    """A file name derived from user text: no path separators, no leading dots, bounded length."""
+    s = _UNSAFE.sub("_", name).strip("._") or "unnamed"
+    return s[:max_len]

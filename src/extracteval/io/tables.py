@@ -1,0 +1,356 @@
+"""Readers for tabular inputs: CSV/TSV, JSONL, JSON, Parquet and Kleister `key=value` TSV.
+
+Every error is an `InputError` naming the file, the line or record id, the column, what was
+expected and what was found.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import lzma
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.errors import InputError
+
+__all__ = [
+    "read_text",
+    "read_table",
+    "read_kleister",
+    "read_kleister_keys",
+    "is_kleister",
+    "LoadedTable",
+    "load_fields_table",
+]
+
+_TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".json", ".parquet", ".pq")
+_KLEISTER_TOKEN = re.compile(r"^[^=\s]+=\S*$")
+
+
+def read_text(path: str | Path) -> str:
+    """The whole file as text: UTF-8 (a BOM is dropped), `.xz` decompressed; clear errors."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{p}: file not found.") from None
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a directory; expected a file.") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied; cannot read the file.") from None
+    except OSError as e:
+        raise InputError(f"{p}: cannot read the file ({e.strerror or e}).") from None
+    if p.suffix == ".xz":
+        try:
+            data = lzma.decompress(data)
+        except lzma.LZMAError as e:
+            raise InputError(f"{p}: not a valid .xz file ({e}).") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise InputError(
+            f"{p}: line {line}: expected UTF-8 text, but found byte 0x{data[e.start]:02x} at offset {e.start}; "
+            "save the file as UTF-8."
+        ) from None
+
+
+def is_kleister(path: str | Path, text: str | None = None) -> bool:
+    """True when a .tsv file holds space-separated `key=value` tokens (Kleister's gold format)."""
+    p = Path(path)
+    if p.suffix not in (".tsv", ".xz") or p.name.endswith(".csv.xz"):
+        return False
+    text = read_text(p) if text is None else text
+    for line in text.splitlines():
+        tokens = line.split()
+        if tokens:
+            return all(_KLEISTER_TOKEN.match(t) for t in tokens) and "\t" not in line
+    return False
+
+
+def read_kleister(path: str | Path, *, ids: list[str] | None = None, text: str | None = None) -> pd.DataFrame:
+    """Kleister `expected.tsv` / `out.tsv`: one line per document, `key=value` tokens, `_` for spaces.
+
+    Repeated keys (`party=A party=B`) become a list. Ids are the 1-based line numbers, or `ids`
+    (e.g. file names from `in.tsv`) when given. An empty line is a document with no values.
+    """
+    p = Path(path)
+    text = read_text(p) if text is None else text
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if ids is not None and len(ids) != len(lines):
+        raise InputError(f"{p}: expected {len(ids)} lines (one per document of the keys file), but found {len(lines)}.")
+    rows: list[dict[str, Any]] = []
+    for i, line in enumerate(lines, start=1):
+        rec: dict[str, Any] = {}
+        for tok in line.split():
+            if "=" not in tok:
+                raise InputError(f"{p}: line {i}: expected space-separated key=value tokens, but found {tok!r}.")
+            k, v = tok.split("=", 1)
+            v = v.replace("_", " ")
+            if k in rec:
+                prev = rec[k]
+                rec[k] = [*prev, v] if isinstance(prev, list) else [prev, v]
+            else:
+                rec[k] = v
+        rows.append(rec)
+    index = ids if ids is not None else [str(i) for i in range(1, len(rows) + 1)]
+    frame = pd.DataFrame.from_records(rows, index=pd.Index(index, name="id")) if rows else pd.DataFrame(index=pd.Index([], name="id"))
+    return frame.astype(object).where(frame.notna(), None)
+
+
+def read_kleister_keys(path: str | Path) -> tuple[list[str], list[set[str]]]:
+    """Kleister `in.tsv(.xz)`: column 1 the document file name, column 2 the keys asked."""
+    p = Path(path)
+    text = read_text(p)
+    ids: list[str] = []
+    asked: list[set[str]] = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        cols = line.split("\t")
+        if len(cols) < 2:
+            raise InputError(f"{p}: line {i}: expected tab-separated columns 'filename<TAB>keys…', but found {len(cols)} column(s).")
+        ids.append(cols[0])
+        asked.append(set(cols[1].split()))
+    return ids, asked
+
+
+def _sniff_wrong_delimiter(p: Path, columns: list[str], expected: str) -> None:
+    if len(columns) == 1:
+        name = columns[0]
+        for delim, label in ((";", "';'"), ("\t", "tab"), ("|", "'|'"), (",", "','")):
+            if delim != expected and delim in name:
+                raise InputError(
+                    f"{p}: expected {'comma' if expected == ',' else repr(expected)}-separated columns, but the header "
+                    f"{name!r} looks {label}-separated; pass --delimiter {delim!r} or convert the file."
+                )
+
+
+def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFrame:
+    """Read a CSV/TSV, JSONL, JSON (array of objects) or Parquet file into a DataFrame.
+
+    CSV cells are kept as strings (no NA guessing: absent-value rules are the scorer's), and a
+    cell holding a JSON list (`["A", "B"]`) becomes a list (a multi-valued cell).
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return _read_parquet(p)
+    text = read_text(p)
+    if not text.strip():
+        raise InputError(f"{p}: the file is empty; expected a header line with an 'id' column, then one line per record.")
+    if suffix in (".jsonl", ".ndjson"):
+        return _read_jsonl(p, text)
+    if suffix == ".json":
+        return _read_json(p, text)
+    delim = delimiter or ("\t" if suffix == ".tsv" else ",")
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=delim, dtype=str, keep_default_na=False, na_filter=False, engine="c")
+    except pd.errors.ParserError as e:
+        msg = str(e).replace("Error tokenizing data. C error: ", "")
+        raise InputError(f"{p}: not a valid {'TSV' if delim == chr(9) else 'CSV'} table: {msg}.") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{p}: the file is empty; expected a header line with an 'id' column.") from None
+    _sniff_wrong_delimiter(p, [str(c) for c in frame.columns], delim)
+    frame = frame.astype(object)
+    for col in frame.columns:
+        frame[col] = _parse_json_lists(frame[col])
+    return frame
+
+
+def _parse_json_lists(col: pd.Series) -> pd.Series:
+    values = col.to_numpy(dtype=object)
+    uniq = pd.unique(values)
+    mapping: dict[Any, Any] = {}
+    for u in uniq:
+        if isinstance(u, str) and u.startswith("[") and u.endswith("]"):
+            try:
+                parsed = json.loads(u)
+            except ValueError:
+                continue
+            if isinstance(parsed, list):
+                mapping[u] = parsed
+    if not mapping:
+        return col
+    return pd.Series([mapping.get(v, v) if isinstance(v, str) else v for v in values], index=col.index, dtype=object)
+
+
+def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
+    rows = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{p}: line {i}: expected a JSON object, but found {type(obj).__name__}.")
+        rows.append(obj)
+    if not rows:
+        raise InputError(f"{p}: the file has no records.")
+    return pd.DataFrame.from_records(rows).astype(object)
+
+
+def _read_json(p: Path, text: str) -> pd.DataFrame:
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise InputError(f"{p}: not valid JSON ({e}).") from None
+    if isinstance(obj, dict) and "records" in obj:
+        obj = obj["records"]
+    if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
+        raise InputError(f"{p}: expected a JSON array of objects (one per record), but found {type(obj).__name__}.")
+    if not obj:
+        raise InputError(f"{p}: the file has no records.")
+    return pd.DataFrame.from_records(obj).astype(object)
+
+
+def _read_parquet(p: Path) -> pd.DataFrame:
+    if not p.exists():
+        raise InputError(f"{p}: file not found.")
+    try:
+        frame = pd.read_parquet(p)
+    except Exception as e:  # pyarrow raises several unrelated types for a bad file
+        raise InputError(f"{p}: not a readable Parquet file ({type(e).__name__}: {e}).") from None
+    frame = frame.astype(object)
+    for col in frame.columns:
+        if any(isinstance(v, np.ndarray) for v in frame[col].head(1000)):
+            frame[col] = [list(v) if isinstance(v, np.ndarray) else v for v in frame[col]]
+    return frame
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """A fields-task input: wide values indexed by record id, optional status, for one model or
+    (long format with a `model` column) several."""
+
+    values: dict[str, pd.DataFrame]  # model name ("" for truth / unnamed) → wide values
+    status: dict[str, pd.Series | pd.DataFrame | None]
+    source: str
+    layout: str  # "wide", "long" or "kleister"
+
+
+def _require_id(p: Path, frame: pd.DataFrame, id_column: str) -> None:
+    if id_column not in frame.columns:
+        cols = [str(c) for c in frame.columns][:20]
+        raise InputError(f"{p}: no {id_column!r} column; columns found: {cols}. Pass --id-column NAME if the ids are in another column.")
+    ids = frame[id_column]
+    blank = ids.isna() | (ids.astype(str).str.strip() == "")
+    if blank.any():
+        row = int(np.flatnonzero(blank.to_numpy())[0]) + 2
+        raise InputError(f"{p}: line {row}: column {id_column!r} is empty; every record needs an id.")
+
+
+def _dup_error(p: Path, ids: Iterable[Any], what: str = "record ids") -> None:
+    s = pd.Series([str(x) for x in ids])
+    dups = sorted(set(s[s.duplicated()]))
+    if dups:
+        shown = ", ".join(repr(d) for d in dups[:5]) + (" …" if len(dups) > 5 else "")
+        raise InputError(f"{p}: {what} must be unique; found {len(dups)} duplicated: {shown}.")
+
+
+def load_fields_table(
+    path: str | Path,
+    *,
+    id_column: str = "id",
+    delimiter: str | None = None,
+    kleister_ids: list[str] | None = None,
+    kleister_asked: list[set[str]] | None = None,
+) -> LoadedTable:
+    """Load a truth or predictions file for the `fields` task, wide or long.
+
+    Wide: one row per record, `id` plus one column per field, optional `status` (ok / pending /
+    error). Long: columns `id, field, value` with optional `model` and `status`, one row per cell;
+    repeated (id, field) rows form a multi-valued cell. Kleister TSV: see `read_kleister`.
+    """
+    p = Path(path)
+    if p.suffix.lower() not in _TABLE_SUFFIXES and p.suffix != ".xz":
+        raise InputError(f"{p}: unsupported file type {p.suffix!r}; expected one of {', '.join(_TABLE_SUFFIXES)} or Kleister .tsv.")
+    if p.suffix in (".tsv", ".xz"):
+        text = read_text(p)
+        if not text.strip():
+            raise InputError(f"{p}: the file is empty.")
+        if is_kleister(p, text):
+            frame = read_kleister(p, ids=kleister_ids, text=text)
+            status = None
+            if kleister_asked is not None:
+                # a key not asked for a document is not part of its evaluation
+                cols = sorted(set().union(*kleister_asked) | set(frame.columns))
+                frame = frame.reindex(columns=cols)
+                st = pd.DataFrame(
+                    [["ok" if c in asked else "skipped" for c in cols] for asked in kleister_asked],
+                    index=frame.index,
+                    columns=cols,
+                )
+                status = st
+            return LoadedTable(values={"": frame}, status={"": status}, source=str(p), layout="kleister")
+    frame = read_table(p, delimiter=delimiter)
+    if frame.empty and len(frame.columns):
+        raise InputError(f"{p}: the file has a header but no records.")
+    frame.columns = [str(c) for c in frame.columns]
+    _require_id(p, frame, id_column)
+    frame[id_column] = frame[id_column].map(lambda x: str(x).strip())
+    if {"field", "value"} <= set(frame.columns):
+        return _long(p, frame, id_column)
+    _dup_error(p, frame[id_column])
+    frame = frame.set_index(id_column)
+    status = None
+    if "status" in frame.columns:
+        status = frame["status"]
+        frame = frame.drop(columns=["status"])
+    if "model" in frame.columns:
+        models = {}
+        stats = {}
+        for name, g in frame.groupby("model", sort=True):
+            models[str(name)] = g.drop(columns=["model"])
+            stats[str(name)] = None if status is None else status.loc[g.index]
+        return LoadedTable(values=models, status=stats, source=str(p), layout="wide")
+    return LoadedTable(values={"": frame}, status={"": status}, source=str(p), layout="wide")
+
+
+def _long(p: Path, frame: pd.DataFrame, id_column: str) -> LoadedTable:
+    has_model = "model" in frame.columns
+    if has_model:
+        frame["model"] = frame["model"].map(str)
+    frame["field"] = frame["field"].map(str)
+    values: dict[str, pd.DataFrame] = {}
+    statuses: dict[str, pd.DataFrame | None] = {}
+    groups = frame.groupby("model", sort=True) if has_model else [("", frame)]
+    for name, g in groups:
+        cells: dict[tuple[str, str], Any] = {}
+        st: dict[tuple[str, str], str] = {}
+        for rid, fld, val, status in zip(
+            g[id_column], g["field"], g["value"], g["status"] if "status" in g.columns else [""] * len(g)
+        ):
+            k = (rid, fld)
+            if k in cells:
+                prev = cells[k]
+                cells[k] = [*prev, val] if isinstance(prev, list) else [prev, val]
+                if st.get(k, "") != (status or ""):
+                    raise InputError(
+                        f"{p}: record {rid!r}, field {fld!r}{' (model ' + repr(name) + ')' if name else ''}: "
+                        f"repeated rows must have the same status, but found {st.get(k)!r} and {status!r}."
+                    )
+            else:
+                cells[k] = val
+                st[k] = status or ""
+        rows: dict[str, dict[str, Any]] = {}
+        srows: dict[str, dict[str, str]] = {}
+        for (rid, fld), v in cells.items():
+            rows.setdefault(rid, {})[fld] = v
+            srows.setdefault(rid, {})[fld] = st[(rid, fld)]
+        cols = list(dict.fromkeys(k[1] for k in cells))
+        wide = pd.DataFrame.from_dict(rows, orient="index", dtype=object).reindex(columns=cols)
+        wide.index.name = id_column
+        swide = pd.DataFrame.from_dict(srows, orient="index", dtype=object).reindex(columns=cols).fillna("")
+        values[str(name)] = wide
+        statuses[str(name)] = swide if "status" in g.columns else None
+    return LoadedTable(values=values, status=statuses, source=str(p), layout="long")
