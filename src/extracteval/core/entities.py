@@ -1,0 +1,747 @@
+"""The `entities` task: lists of entities per record, aligned optimally, then scored (seed 003, SPEC §7).
+
+Each record holds a list of entities (dicts): invoice line items, parties, products. Per record,
+predicted and gold entities are aligned by optimal one-to-one assignment (`max_matching`: most
+pairs at or above `match_threshold`, then the highest total similarity; never greedy, never
+dependent on input order) on a weighted per-field similarity. Then:
+
+- entity presence: matched / extra / missed entities → `precision_entities`, `recall_entities`,
+  `f1_entities` (counts first, `counts.ratios` last);
+- per-feature one-vs-rest metrics and row accuracy (the `labels` kernel), in two views that are
+  always both reported: `matched` (matched pairs only, as seed 003's library reports them) and
+  `strict` (every missed gold entity and every extra prediction counts as an error, so a model
+  cannot look good by matching few entities).
+
+Pipeline: flatten every record's entities into columns → dictionary-encode each feature across
+truth and all models once (`LabelEncoder`, canonical keys per distinct value) → all candidate
+pairs of all records as index arrays → per-field similarity vectorised over pairs (rapidfuzz
+`cpdist` over *distinct* text pairs for FUZZY) → weighted mean → one `max_matching` per record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from extracteval.core.counts import Counts, ratios
+from extracteval.core.labels import (
+    _MISSING_KEY,
+    FeatureLedger,
+    LabelEncoder,
+    ViewMetrics,
+    display_labels,
+    ledger_from_codes,
+    view_metrics,
+)
+from extracteval.core.matching import max_matching
+from extracteval.core.normalize import NormalizationConfig, key_text, key_type
+from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_models
+from extracteval.core.similarity import FUZZY_SCORERS
+from extracteval.core.strategies import Strategy, get_strategy
+from extracteval.errors import InputError
+
+__all__ = [
+    "ENTITY_VIEWS",
+    "PRESENCE_KEYS",
+    "EntitiesConfig",
+    "ModelEntities",
+    "EntityPresence",
+    "EntitiesModelResult",
+    "EntitiesResult",
+    "align_entities",
+    "score_entities",
+]
+
+ENTITY_VIEWS = {
+    "matched": "matched entity pairs only; missed and extra entities are not counted (seed 003)",
+    "strict": "every entity; a missed gold entity or an extra prediction counts as an error in every feature",
+}
+_TIE_EPS = 1e-6
+PRESENCE_KEYS = (
+    "predicted_count", "gold_count", "matched_count", "extra_predictions_count", "missed_gold_count",
+    "precision_entities", "recall_entities", "f1_entities",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration and inputs
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntitiesConfig:
+    """Options of the `entities` task.
+
+    Attributes:
+        features: fields scored per entity (default: every field of any ground-truth entity).
+        key_fields: fields the alignment similarity is computed on (default: the fields of
+            `weights` when given, else every scored feature).
+        weights: alignment weight per key field (default 1.0 each); must be ≥ 0, sum > 0.
+        strategies: per-field `EXACT` (default) / `FUZZY` / `IGNORE` (not scored, not aligned on).
+            EXACT similarity is 1 for equal canonical keys, else 0; FUZZY is the rapidfuzz
+            similarity of two texts (numbers and dates still compare exactly) and a matched
+            pair's value is *correct* when it is ≥ `fuzzy_threshold`.
+        types: per-feature value type, as in the `labels` task (`auto`, `category`, `text`,
+            `number`, `date`).
+        match_threshold: pairs whose weighted similarity is below this stay unmatched.
+    """
+
+    features: Sequence[str] | None = None
+    key_fields: Sequence[str] | None = None
+    weights: Mapping[str, float] | None = None
+    strategies: Mapping[str, Strategy] = field(default_factory=dict)
+    default_strategy: Strategy = Strategy.EXACT
+    types: Mapping[str, str] = field(default_factory=dict)
+    match_threshold: float = 0.5
+    fuzzy_threshold: float = 0.85
+    fuzzy_scorer: str = "ratio"
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    zero_division: float = 0.0
+    max_examples: int = 5
+
+    def __post_init__(self) -> None:
+        for name in ("match_threshold", "fuzzy_threshold", "zero_division"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
+                raise InputError(f"Expected `{name}` to be a number in [0, 1], but got {v!r}.")
+        if self.fuzzy_scorer not in FUZZY_SCORERS:
+            raise InputError(f"fuzzy scorer: expected one of {', '.join(FUZZY_SCORERS)}, but got {self.fuzzy_scorer!r}.")
+        strategies = {str(k): get_strategy(v, where=f"strategy of field {k!r}") for k, v in self.strategies.items()}
+        default = get_strategy(self.default_strategy, where="default_strategy")
+        for fname, s in [*strategies.items(), ("(default)", default)]:
+            if s is Strategy.SEMANTIC:
+                raise InputError(
+                    f"strategy of field {fname!r}: SEMANTIC needs a similarity backend, which the `entities` task "
+                    "does not take yet; use EXACT, FUZZY or IGNORE."
+                )
+        object.__setattr__(self, "strategies", strategies)
+        object.__setattr__(self, "default_strategy", default)
+        if self.weights is not None:
+            weights: dict[str, float] = {}
+            for k, v in self.weights.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)) or float(v) < 0:
+                    raise InputError(f"weight of field {k!r}: expected a finite number ≥ 0, but got {v!r}.")
+                weights[str(k)] = float(v)
+            if not weights or sum(weights.values()) <= 0:
+                raise InputError(
+                    f"weights: expected weights that sum to a positive number, but got {weights or 'no weights'} "
+                    f"(sum {sum(weights.values()):g}); give at least one key field a weight > 0."
+                )
+            object.__setattr__(self, "weights", weights)
+        for name in ("features", "key_fields"):
+            v = getattr(self, name)
+            if v is not None:
+                if isinstance(v, str) or not all(isinstance(x, str) and x.strip() for x in v):
+                    raise InputError(f"Expected `{name}` to be a list of field names, but got {v!r}.")
+                object.__setattr__(self, name, tuple(dict.fromkeys(x.strip() for x in v)))
+        if self.key_fields is not None and not self.key_fields:
+            raise InputError("key_fields: expected at least one field to align entities on, but got none.")
+        object.__setattr__(self, "types", {str(k): str(v) for k, v in self.types.items()})
+        if self.max_examples < 0:
+            raise InputError(f"Expected `max_examples` ≥ 0, but got {self.max_examples!r}.")
+
+    def strategy_for(self, fname: str) -> Strategy:
+        return self.strategies.get(fname, self.default_strategy)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": None if self.features is None else list(self.features),
+            "key_fields": None if self.key_fields is None else list(self.key_fields),
+            "weights": None if self.weights is None else dict(sorted(self.weights.items())),
+            "strategies": {k: v.value for k, v in sorted(self.strategies.items())},
+            "default_strategy": self.default_strategy.value,
+            "types": dict(sorted(self.types.items())),
+            "match_threshold": self.match_threshold,
+            "fuzzy_threshold": self.fuzzy_threshold,
+            "fuzzy_scorer": self.fuzzy_scorer,
+            "normalization": self.normalization.to_dict(),
+            "zero_division": self.zero_division,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelEntities:
+    """One model's predicted entities: record id → list of entity dicts.
+
+    A predicted entity that is not an object (malformed model output) is counted as an extra
+    prediction that matches nothing, never raised.
+    """
+
+    name: str
+    records: Mapping[str, Sequence[Any]]
+    source: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# results
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntityPresence:
+    """Entity detection summary (seed 003 `entity_detection_summary`): based on which entities
+    were matched, not on the values inside them. `records_both_empty` are records with no gold and
+    no predicted entity (true negatives; a model right about "no line items" everywhere scores 1.0)."""
+
+    counts: Counts
+    invalid_predictions: int
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.counts
+        r = ratios(c.tp, c.fp, c.fn, c.tn, zero_division=0.0)
+        return {
+            "predicted_count": c.tp + c.fp,
+            "gold_count": c.tp + c.fn,
+            "matched_count": c.tp,
+            "extra_predictions_count": c.fp,
+            "missed_gold_count": c.fn,
+            "precision_entities": float(r["precision"]),
+            "recall_entities": float(r["recall"]),
+            "f1_entities": float(r["f1"]),
+            "records_both_empty": c.tn,
+            "invalid_predictions_count": self.invalid_predictions,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntitiesModelResult:
+    name: str
+    rank: int
+    tier: str
+    tier_colour: str
+    feature_wins: float
+    features_won: tuple[str, ...]
+    presence: EntityPresence
+    matched: ViewMetrics
+    strict: ViewMetrics
+    ledgers: Mapping[str, Mapping[str, FeatureLedger]]  # view → feature → ledger
+    mean_match_similarity: float
+    records_missing_prediction: int
+    records_not_in_truth: int
+    examples: Mapping[str, Sequence[Mapping[str, Any]]]
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "tier": self.tier,
+            "tier_colour": self.tier_colour,
+            "feature_wins": self.feature_wins,
+            "feature_wins_display": format_wins(self.feature_wins),
+            "features_won": list(self.features_won),
+            "source": self.source,
+            "entity_detection_summary": self.presence.to_dict(),
+            "mean_match_similarity": self.mean_match_similarity,
+            "alignment": {
+                "records_missing_prediction": self.records_missing_prediction,
+                "records_not_in_truth": self.records_not_in_truth,
+            },
+            "matched": self.matched.to_dict(),
+            "strict": self.strict.to_dict(),
+            "examples": {k: [dict(e) for e in v] for k, v in self.examples.items()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntitiesResult:
+    task: str
+    n_records: int
+    features: tuple[str, ...]
+    key_fields: tuple[str, ...]
+    weights: Mapping[str, float]
+    models: Mapping[str, EntitiesModelResult]
+    ranking: tuple[str, ...]
+    feature_winners: Mapping[str, FieldWinner]
+    warnings: tuple[str, ...]
+    config: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "n_records": self.n_records,
+            "features": list(self.features),
+            "key_fields": list(self.key_fields),
+            "weights": dict(self.weights),
+            "views": dict(ENTITY_VIEWS),
+            "ranked_by": "strict view: mean F1 over features, then precision, recall, feature wins, name",
+            "ranking": list(self.ranking),
+            "models": {m: self.models[m].to_dict() for m in self.ranking},
+            "feature_winners": {k: v.to_dict() for k, v in self.feature_winners.items()},
+            "warnings": list(self.warnings),
+            "config": dict(self.config),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# flattening and encoding
+
+
+@dataclass
+class _Side:
+    """All entities of one side (truth or one model), flattened and canonically ordered."""
+
+    record: np.ndarray  # record index per entity, ascending
+    start: np.ndarray  # (n_records + 1,) offsets into the entity arrays
+    valid: np.ndarray  # False for a predicted entity that is not an object
+    raw: list[Any]  # the entities themselves, for examples
+    orig: np.ndarray  # position of each entity in its record's input list
+    codes: dict[str, np.ndarray] = field(default_factory=dict)  # feature → label codes
+
+
+def _flatten(records: Mapping[str, Sequence[Any]], order: Sequence[str], *, what: str, strict: bool) -> tuple[list[int], list[Any], list[int]]:
+    rec_idx: list[int] = []
+    ents: list[Any] = []
+    pos: list[int] = []
+    for ri, rid in enumerate(order):
+        items = records.get(rid)
+        if items is None:
+            continue
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+            raise InputError(f"{what}: record {rid!r}: expected a list of entity objects, but found {type(items).__name__}.")
+        for k, e in enumerate(items):
+            if strict and not isinstance(e, Mapping):
+                raise InputError(
+                    f"{what}: record {rid!r}: entities[{k}]: expected an object (a JSON object of fields), "
+                    f"but found {type(e).__name__} {_short(e)}."
+                )
+            rec_idx.append(ri)
+            ents.append(e)
+            pos.append(k)
+    return rec_idx, ents, pos
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "…"
+
+
+def _offsets(record: np.ndarray, n_records: int) -> np.ndarray:
+    counts = np.bincount(record, minlength=n_records) if len(record) else np.zeros(n_records, dtype=np.int64)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# alignment
+
+
+def _pairs(gold: _Side, pred: _Side, n_records: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (gold, pred) candidate pair of every record, gold-major within a record.
+
+    Returns pair_gold, pair_pred and the (n_records + 1,) offsets of each record's block."""
+    g_n = np.diff(gold.start)
+    p_n = np.diff(pred.start)
+    per_rec = g_n * p_n
+    pstart = np.concatenate([[0], np.cumsum(per_rec)]).astype(np.int64)
+    total = int(pstart[-1])
+    if total == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, pstart
+    # for each gold entity: P_r partners, the pred entities of its record
+    g_idx = np.arange(len(gold.record), dtype=np.int64)
+    reps = p_n[gold.record]
+    pair_gold = np.repeat(g_idx, reps)
+    first = np.repeat(pred.start[gold.record], reps)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
+    pair_pred = first + within
+    return pair_gold, pair_pred, pstart
+
+
+@dataclass
+class _FieldTable:
+    """Per-feature key table: label keys, their display labels, text per key for FUZZY."""
+
+    keys: list[str]
+    labels: list[str]
+    missing: int  # code of <MISSING>, or -1
+    is_text: np.ndarray
+    texts: list[str]
+
+
+def _fuzzy_scores(code_a: np.ndarray, code_b: np.ndarray, table: _FieldTable, scorer: str, cache: dict[tuple[int, int], float]) -> np.ndarray:
+    """Similarity of code pairs: 1 for equal keys, rapidfuzz score/100 for two different texts,
+    0 otherwise; computed once per distinct pair (batched through `cpdist`)."""
+    out = (code_a == code_b).astype(np.float64)
+    cand = (code_a != code_b) & table.is_text[code_a] & table.is_text[code_b]
+    if not cand.any():
+        return out
+    width = len(table.keys) + 1
+    pair = code_a[cand] * width + code_b[cand]
+    upairs, inv = np.unique(pair, return_inverse=True)
+    ua, ub = np.divmod(upairs, width)
+    vals = np.empty(len(upairs), dtype=np.float64)
+    todo = []
+    for i, (a, b) in enumerate(zip(ua.tolist(), ub.tolist())):
+        v = cache.get((a, b))
+        if v is None:
+            todo.append(i)
+        else:
+            vals[i] = v
+    if todo:
+        from rapidfuzz import fuzz
+        from rapidfuzz.process import cpdist
+
+        idx = np.asarray(todo)
+        scores = cpdist([table.texts[a] for a in ua[idx]], [table.texts[b] for b in ub[idx]], scorer=getattr(fuzz, scorer), workers=1)
+        vals[idx] = np.asarray(scores, dtype=np.float64) / 100.0
+        for i in todo:
+            cache[(int(ua[i]), int(ub[i]))] = float(vals[i])
+    out[np.flatnonzero(cand)] = vals[inv]
+    return out
+
+
+@dataclass
+class _Prepared:
+    order: list[str]
+    truth: dict[str, Sequence[Any]]
+    pred_records: list[dict[str, Sequence[Any]]]
+    gold: _Side
+    sides: list[_Side]
+    tables: dict[str, _FieldTable]
+    features_all: list[str]
+    scored: list[str]
+    key_fields: list[str]
+    weights: dict[str, float]
+    warnings: list[str]
+
+
+def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities], cfg: EntitiesConfig, truth_source: str) -> _Prepared:
+    """Validate, flatten, encode every needed field once, and order entities canonically."""
+    seen: set[str] = set()
+    for p in preds:
+        if not p.name or not str(p.name).strip():
+            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
+        if p.name in seen:
+            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
+        seen.add(p.name)
+    truth = {str(k): v for k, v in truth.items()}
+    pred_records = [{str(k): v for k, v in p.records.items()} for p in preds]
+    order = sorted(set(truth).union(*[set(r) for r in pred_records]))
+    n_rec = len(order)
+    warnings: list[str] = []
+
+    g_rec, g_ents, g_pos = _flatten(truth, order, what=truth_source, strict=True)
+    gold_fields = sorted({str(k) for e in g_ents for k in e})
+    if not gold_fields:
+        raise InputError(f"{truth_source}: no ground-truth entity has any field; expected lists of objects such as "
+                         '{"description": "Bolt", "quantity": 2}.')
+
+    def unknown(names: Sequence[str], what: str) -> None:
+        bad = [f for f in names if f not in gold_fields]
+        if bad:
+            raise InputError(f"unknown {what} {bad}: not a field of any ground-truth entity in {truth_source} "
+                             f"(fields found: {gold_fields}).")
+
+    if cfg.features is not None:
+        unknown(cfg.features, "feature(s)")
+    features_all = list(cfg.features) if cfg.features is not None else gold_fields
+    unknown(sorted(cfg.strategies), "field(s) in strategies")
+    unknown(sorted(cfg.types), "field(s) in types")
+    if cfg.key_fields is not None:
+        unknown(cfg.key_fields, "key field(s)")
+    if cfg.weights is not None:
+        unknown(sorted(cfg.weights), "field(s) in weights")
+    scored = [f for f in features_all if cfg.strategy_for(f) is not Strategy.IGNORE]
+    if cfg.key_fields is not None:
+        key_fields = list(cfg.key_fields)
+        if cfg.weights is not None:
+            extra_w = sorted(set(cfg.weights) - set(key_fields))
+            if extra_w:
+                raise InputError(f"weights given for fields {extra_w} that are not key fields (key fields: {key_fields}).")
+    elif cfg.weights is not None:
+        key_fields = sorted(cfg.weights)
+    else:
+        key_fields = list(scored)
+    ignored_keys = [f for f in key_fields if cfg.strategy_for(f) is Strategy.IGNORE]
+    if ignored_keys:
+        raise InputError(f"key fields {ignored_keys} have strategy IGNORE; align on EXACT or FUZZY fields only.")
+    weights = {f: (cfg.weights or {}).get(f, 1.0) for f in key_fields}
+    if sum(weights.values()) <= 0:
+        raise InputError(f"weights: the key fields' weights {weights} sum to 0; expected a positive sum.")
+    if not scored:
+        raise InputError("no feature to score: every feature has strategy IGNORE.")
+    fields_needed = list(dict.fromkeys(scored + key_fields))
+
+    g_arr = np.asarray(g_rec, dtype=np.int64)
+    gold = _Side(record=g_arr, start=_offsets(g_arr, n_rec), valid=np.ones(len(g_ents), dtype=bool), raw=g_ents,
+                 orig=np.asarray(g_pos, dtype=np.int64))
+    sides: list[_Side] = []
+    for p, recs in zip(preds, pred_records):
+        p_rec, p_ents, p_pos = _flatten(recs, order, what=p.source or f"predictions of model {p.name!r}", strict=False)
+        arr = np.asarray(p_rec, dtype=np.int64)
+        valid = np.fromiter((isinstance(e, Mapping) for e in p_ents), dtype=bool, count=len(p_ents))
+        sides.append(_Side(record=arr, start=_offsets(arr, n_rec), valid=valid, raw=p_ents, orig=np.asarray(p_pos, dtype=np.int64)))
+        if (~valid).any():
+            k = int((~valid).sum())
+            first = int(np.flatnonzero(~valid)[0])
+            warnings.append(
+                f"model {p.name!r}: {k} predicted entit{'y is' if k == 1 else 'ies are'} not an object and count as extra "
+                f"predictions (first: record {order[arr[first]]!r}, entities[{p_pos[first]}] = {_short(p_ents[first])})"
+            )
+        unknown_keys = sorted({str(k) for e in p_ents if isinstance(e, Mapping) for k in e} - set(features_all) - set(gold_fields))
+        if unknown_keys:
+            warnings.append(f"model {p.name!r}: predicted fields not in any ground-truth entity are ignored: {unknown_keys[:10]}")
+
+    # encode every needed field across truth and all models once
+    tables: dict[str, _FieldTable] = {}
+    for f in fields_needed:
+        enc = LabelEncoder(cfg.types.get(f, "auto"), cfg.normalization)
+        cols = [np.asarray([e.get(f) for e in gold.raw], dtype=object)]
+        for s in sides:
+            cols.append(np.asarray([e.get(f) if isinstance(e, Mapping) else None for e in s.raw], dtype=object))
+        codes, table = enc.encode(cols)
+        miss = table.index(_MISSING_KEY) if _MISSING_KEY in table else -1
+        if len(codes[0]) and miss >= 0 and bool((codes[0] == miss).all()):
+            raise InputError(
+                f"{truth_source}: feature {f!r} is missing in every ground-truth entity; there is nothing to score or "
+                "align on: fill it, or leave it out of --features/--key-fields."
+            )
+        gold.codes[f] = codes[0]
+        for s, c in zip(sides, codes[1:]):
+            s.codes[f] = c
+        is_text = np.array([k != _MISSING_KEY and key_type(k) == "t" for k in table] + [False], dtype=bool)
+        tables[f] = _FieldTable(keys=table, labels=display_labels(table), missing=miss, is_text=is_text,
+                                texts=[key_text(k) if k != _MISSING_KEY else "" for k in table])
+
+    # canonical order within each record, so that shuffling entities cannot change a tie's outcome
+    def canonical(side: _Side) -> None:
+        if not len(side.record):
+            return
+        keys = [side.codes[f] for f in reversed(fields_needed)] + [~side.valid, side.record]
+        perm = np.lexsort(keys)
+        side.record = side.record[perm]
+        side.valid = side.valid[perm]
+        side.orig = side.orig[perm]
+        side.raw = [side.raw[i] for i in perm]
+        for f in fields_needed:
+            side.codes[f] = side.codes[f][perm]
+
+    canonical(gold)
+    for s in sides:
+        canonical(s)
+    return _Prepared(order=order, truth=truth, pred_records=pred_records, gold=gold, sides=sides, tables=tables,
+                     features_all=features_all, scored=scored, key_fields=key_fields, weights=weights, warnings=warnings)
+
+
+def _match(prep: _Prepared, side: _Side, cfg: EntitiesConfig, fuzzy_cache: dict[str, dict[tuple[int, int], float]]) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Matched (gold, pred) entity indices and their similarity, one optimal assignment per record."""
+    gold, n_rec = prep.gold, len(prep.order)
+    pair_g, pair_p, pstart = _pairs(gold, side, n_rec)
+    num = np.zeros(len(pair_g))
+    den = np.zeros(len(pair_g))
+    for f in prep.key_fields:
+        t = prep.tables[f]
+        a, b = gold.codes[f][pair_g], side.codes[f][pair_p]
+        considered = (a != t.missing) | (b != t.missing)  # both absent: the field says nothing
+        if cfg.strategy_for(f) is Strategy.FUZZY:
+            s = _fuzzy_scores(a, b, t, cfg.fuzzy_scorer, fuzzy_cache[f])
+        else:
+            s = (a == b).astype(np.float64)
+        s[a == t.missing] = 0.0
+        num += prep.weights[f] * s * considered
+        den += prep.weights[f] * considered
+    sim = np.divide(num, den, out=np.zeros(len(pair_g)), where=den > 0)
+    sim[~side.valid[pair_p]] = 0.0
+    thr = float(cfg.match_threshold)
+    # Ties on the key fields (two gold lines with the same description) go to the pair that agrees
+    # on more of the scored fields: admissible scores are squeezed into [thr, 1] with a tiny share
+    # for that agreement, which keeps them admissible and never reorders different similarities
+    # by more than _TIE_EPS.
+    rank = sim.copy()
+    if thr < 1.0 and len(pair_g):
+        agree = np.zeros(len(pair_g))
+        for f in prep.scored:
+            agree += gold.codes[f][pair_g] == side.codes[f][pair_p]
+        agree /= max(len(prep.scored), 1)
+        ok = sim >= thr
+        rank[ok] = thr + (1.0 - thr) * ((1.0 - _TIE_EPS) * (sim[ok] - thr) / (1.0 - thr) + _TIE_EPS * agree[ok])
+
+    g_n, p_n = np.diff(gold.start), np.diff(side.start)
+    matched_g: list[int] = []
+    matched_p: list[int] = []
+    matched_s: list[float] = []
+    for r in np.flatnonzero((g_n > 0) & (p_n > 0)).tolist():
+        gn, pn = int(g_n[r]), int(p_n[r])
+        block = rank[pstart[r] : pstart[r + 1]].reshape(gn, pn)
+        if gn == 1 or pn == 1:
+            k = int(np.argmax(block))  # first maximum: entities are canonically ordered
+            i, j = divmod(k, pn)
+            pairs = [(i, j)] if block[i, j] >= thr else []
+        else:
+            pairs = max_matching(block, thr)
+        block = sim[pstart[r] : pstart[r + 1]].reshape(gn, pn)
+        g0, p0 = int(gold.start[r]), int(side.start[r])
+        for i, j in pairs:
+            matched_g.append(g0 + i)
+            matched_p.append(p0 + j)
+            matched_s.append(float(block[i, j]))
+    return np.asarray(matched_g, dtype=np.int64), np.asarray(matched_p, dtype=np.int64), matched_s
+
+
+def align_entities(
+    gold: Sequence[Mapping[str, Any]],
+    pred: Sequence[Any],
+    *,
+    config: EntitiesConfig | None = None,
+) -> list[tuple[int, int, float]]:
+    """Optimal alignment of one record's entities: sorted `(gold index, pred index, similarity)`.
+
+    Example:
+        >>> gold = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]
+        >>> pred = [{"sku": "B", "qty": 2}, {"sku": "A", "qty": 5}]
+        >>> [(g, p) for g, p, _ in align_entities(gold, pred)]
+        [(0, 1), (1, 0)]
+    """
+    cfg = config or EntitiesConfig()
+    prep = _prepare({"r": list(gold)}, [ModelEntities(name="m", records={"r": list(pred)})], cfg, "gold")
+    side = prep.sides[0]
+    mg, mp, sims = _match(prep, side, cfg, {f: {} for f in prep.tables})
+    return sorted((int(prep.gold.orig[g]), int(side.orig[p]), s) for g, p, s in zip(mg.tolist(), mp.tolist(), sims))
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entry point
+
+
+def score_entities(
+    truth: Mapping[str, Sequence[Mapping[str, Any]]],
+    predictions: Sequence[ModelEntities],
+    *,
+    config: EntitiesConfig | None = None,
+    truth_source: str = "truth",
+) -> EntitiesResult:
+    """Align and score one or more models' entity lists against the truth.
+
+    Args:
+        truth: record id → list of gold entities (dicts). A non-object entity is an `InputError`.
+        predictions: one `ModelEntities` per model (unique names). A truth record without a
+            prediction has all its entities missed; a predicted record not in the truth has all
+            its entities extra (both reported in warnings and `alignment`).
+        config: features, key fields, weights, strategies, thresholds.
+        truth_source: name of the truth input, used in messages.
+
+    Example:
+        >>> truth = {"inv1": [{"item": "bolt", "qty": 2}, {"item": "nut", "qty": 4}]}
+        >>> pred = {"inv1": [{"item": "bolt", "qty": 2}]}
+        >>> r = score_entities(truth, [ModelEntities(name="m", records=pred)])
+        >>> s = r.models["m"].presence.to_dict()
+        >>> s["matched_count"], s["missed_gold_count"], s["recall_entities"]
+        (1, 1, 0.5)
+        >>> r.models["m"].matched.row_accuracy, r.models["m"].strict.row_accuracy
+        (1.0, 0.5)
+    """
+    cfg = config or EntitiesConfig()
+    if not predictions:
+        raise InputError("no predictions: give at least one model's predictions.")
+    preds = sorted(predictions, key=lambda x: x.name)
+    prep = _prepare(truth, preds, cfg, truth_source)
+    order, gold, tables, scored = prep.order, prep.gold, prep.tables, prep.scored
+    n_rec = len(order)
+    warnings = prep.warnings
+    zd = cfg.zero_division
+    fuzzy_cache: dict[str, dict[tuple[int, int], float]] = {f: {} for f in tables}
+    results: dict[str, dict[str, Any]] = {}
+    for p, side, recs in zip(preds, prep.sides, prep.pred_records):
+        mg, mp, matched_s = _match(prep, side, cfg, fuzzy_cache)
+        un_g = np.setdiff1d(np.arange(len(gold.record)), mg)
+        un_p = np.setdiff1d(np.arange(len(side.record)), mp)
+
+        ledgers: dict[str, dict[str, FeatureLedger]] = {"matched": {}, "strict": {}}
+        ok = np.ones(len(mg), dtype=bool)
+        for f in scored:
+            t = tables[f]
+            a, b = gold.codes[f][mg], side.codes[f][mp]
+            if cfg.strategy_for(f) is Strategy.FUZZY:
+                correct = _fuzzy_scores(a, b, t, cfg.fuzzy_scorer, fuzzy_cache[f]) >= cfg.fuzzy_threshold
+                b = np.where(correct, a, b)  # a fuzzy-equal value predicts the gold label
+            ok &= a == b
+            ledgers["matched"][f] = ledger_from_codes(a, b, t.labels)
+            ledgers["strict"][f] = ledger_from_codes(a, b, t.labels, missing_truth=gold.codes[f][un_g], extra_pred=side.codes[f][un_p])
+        n_match = len(mg)
+        correct_rows = int(ok.sum())
+        g_n, p_n = np.diff(gold.start), np.diff(side.start)
+        both_empty = int(((g_n == 0) & (p_n == 0) & _present(order, prep.truth, recs)).sum())
+        presence = EntityPresence(
+            counts=Counts(tp=n_match, fp=len(un_p), fn=len(un_g), tn=both_empty, cells=n_rec),
+            invalid_predictions=int((~side.valid).sum()),
+        )
+        views = {
+            "matched": view_metrics("matched", ledgers["matched"], correct_rows=correct_rows, rows=n_match,
+                                    zero_division=zd, description=ENTITY_VIEWS["matched"]),
+            "strict": view_metrics("strict", ledgers["strict"], correct_rows=correct_rows, rows=n_match + len(un_g) + len(un_p),
+                                   zero_division=zd, description=ENTITY_VIEWS["strict"]),
+        }
+        missing_recs = sorted(set(prep.truth) - set(recs))
+        extra_recs = sorted(set(recs) - set(prep.truth))
+        if missing_recs:
+            warnings.append(f"model {p.name!r}: {len(missing_recs)} ground-truth record(s) have no prediction; their "
+                            f"entities count as missed: " + ", ".join(repr(x) for x in missing_recs[:5]) + (" …" if len(missing_recs) > 5 else ""))
+        if extra_recs:
+            warnings.append(f"model {p.name!r}: {len(extra_recs)} predicted record(s) are not in the ground truth; their "
+                            f"entities count as extra predictions: " + ", ".join(repr(x) for x in extra_recs[:5]) + (" …" if len(extra_recs) > 5 else ""))
+        k = cfg.max_examples
+        examples = {
+            "missed": [{"record_id": order[gold.record[i]], "index": int(gold.orig[i]), "gold": _plain(gold.raw[i])} for i in un_g[:k]],
+            "extra": [{"record_id": order[side.record[i]], "index": int(side.orig[i]), "predicted": _plain(side.raw[i])} for i in un_p[:k]],
+            "wrong_values": [
+                {"record_id": order[gold.record[g]], "gold": _plain(gold.raw[g]), "predicted": _plain(side.raw[q]),
+                 "similarity": s_}
+                for g, q, s_, good in zip(mg.tolist(), mp.tolist(), matched_s, ok.tolist()) if not good
+            ][:k],
+        }
+        results[p.name] = {
+            "views": views, "ledgers": ledgers, "presence": presence,
+            "mean_sim": float(np.mean(matched_s)) if matched_s else 0.0,
+            "missing_recs": len(missing_recs), "extra_recs": len(extra_recs), "examples": examples, "source": p.source,
+        }
+
+    names = [p.name for p in preds]
+    winners = field_winners({f: {m: results[m]["views"]["strict"].features[f].score() for m in names} for f in scored})
+    wins = field_wins(winners, names)
+    ranked = rank_models({m: results[m]["views"]["strict"].score() for m in names}, wins)
+    models: dict[str, EntitiesModelResult] = {}
+    for r in ranked:
+        d = results[r.model]
+        models[r.model] = EntitiesModelResult(
+            name=r.model, rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
+            features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners),
+            presence=d["presence"], matched=d["views"]["matched"], strict=d["views"]["strict"], ledgers=d["ledgers"],
+            mean_match_similarity=d["mean_sim"], records_missing_prediction=d["missing_recs"],
+            records_not_in_truth=d["extra_recs"], examples=d["examples"], source=d["source"],
+        )
+        pres = d["presence"].to_dict()
+        gap = d["views"]["matched"].totals["f1"] - pres["recall_entities"]
+        if pres["gold_count"] and gap > 0.15:
+            warnings.append(
+                f"model {r.model!r}: {100 * d['views']['matched'].totals['f1']:.1f}% F1 on matched pairs but only "
+                f"{100 * pres['recall_entities']:.1f}% of gold entities found ({pres['missed_gold_count']} missed); "
+                f"the strict view ({100 * d['views']['strict'].totals['f1']:.1f}% F1) counts them."
+            )
+    if len(names) == 1:
+        warnings.append("only one model: every feature is a universal tie, so no feature wins are awarded.")
+    cfg_dict = cfg.to_dict()
+    cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in prep.features_all}
+    cfg_dict["types_used"] = {f: cfg.types.get(f, "auto") for f in tables}
+    return EntitiesResult(
+        task="entities", n_records=n_rec, features=tuple(scored), key_fields=tuple(prep.key_fields), weights=prep.weights,
+        models=models, ranking=tuple(r.model for r in ranked), feature_winners=winners, warnings=tuple(warnings),
+        config=cfg_dict,
+    )
+
+
+def _present(order: Sequence[str], truth: Mapping[str, Any], pred: Mapping[str, Any]) -> np.ndarray:
+    """Records present on both sides (a record absent from one side is never a true negative)."""
+    return np.fromiter((rid in truth and rid in pred for rid in order), dtype=bool, count=len(order))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (np.integer, np.floating, np.bool_)):
+        return v.item()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
