@@ -16,6 +16,8 @@ from extracteval import __version__
 # task name → module under extracteval.commands providing `configure` and `run`
 SCORE_TASKS = {
     "fields": "score_fields",
+    "labels": "score_labels",
+    "entities": "score_entities",
 }
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),

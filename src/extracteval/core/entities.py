@@ -476,7 +476,7 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
             k = int((~valid).sum())
             first = int(np.flatnonzero(~valid)[0])
             warnings.append(
-                f"model {p.name!r}: {k} predicted entit{'y is' if k == 1 else 'ies are'} not an object and count as extra "
+                f"model {p.name!r}: {k} predicted entit{'y is' if k == 1 else 'ies are'} not an object and {'counts' if k == 1 else 'count'} as extra "
                 f"predictions (first: record {order[arr[first]]!r}, entities[{p_pos[first]}] = {_short(p_ents[first])})"
             )
         unknown_keys = sorted({str(k) for e in p_ents if isinstance(e, Mapping) for k in e} - set(features_all) - set(gold_fields))

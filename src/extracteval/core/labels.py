@@ -646,6 +646,13 @@ def score_labels(
                 unp = [i for i, k in enumerate(table) if k in enc.unparsable]
                 unparsable_pred[p.name][f] = int(np.isin(pc, unp).sum()) if unp else 0
 
+    for f, k in unparsable_truth.items():
+        if k:
+            warnings.append(f"{truth_source}: feature {f!r} ({cfg.type_of(f)}): {k} ground-truth value(s) do not parse and are compared as text.")
+    for m in names:
+        for f, k in unparsable_pred[m].items():
+            if k:
+                warnings.append(f"model {m!r}: feature {f!r} ({cfg.type_of(f)}): {k} predicted value(s) do not parse and are compared as text.")
     zd = cfg.zero_division
     views: dict[str, dict[str, ViewMetrics]] = {}
     for p, values, both, missing, extra in aligned_inputs:

@@ -1,0 +1,172 @@
+"""`extracteval score entities`: lists of entities per record, optimally aligned (seed 003)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "multi-entity extraction: optimal entity alignment, entity P/R/F1, per-feature metrics (seed 003)"
+DESCRIPTION = """\
+Score one or more models' entity lists (invoice line items, parties, products) against ground
+truth. Per record, predicted and gold entities are aligned by optimal one-to-one assignment on
+a weighted per-field similarity (pairs below --match-threshold stay unmatched). Reported:
+
+  entity_detection_summary  predicted_count, gold_count, matched_count, extra_predictions_count,
+                            missed_gold_count, precision_entities, recall_entities, f1_entities
+  matched                   per-feature metrics and row accuracy on matched pairs only
+  strict                    the same with every missed or extra entity counted as an error
+
+Models are ranked on the strict view, so matching few entities well cannot win.
+
+Inputs: JSONL, one record per line: {"id": "INV-1", "entities": [{"description": …}, …]}
+(also a JSON array of such records, a JSON object {id: [entities]}, or Parquet).
+
+--weights FILE is JSON/YAML, either {field: weight} or {"weights": {…}, "strategies":
+{"description": "FUZZY"}, "types": {…}, "key_fields": […], "match_threshold": 0.5,
+"fuzzy_threshold": 0.85}.
+
+example:
+  extracteval score entities --truth truth.jsonl --predictions gpt=gpt.jsonl \\
+      --predictions llama=llama.jsonl --key-fields description,amount --weights weights.yaml --json
+"""
+
+_WEIGHTS_KEYS = {"weights", "strategies", "types", "key_fields", "features", "match_threshold", "fuzzy_threshold",
+                 "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division"}
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--truth", required=True, metavar="FILE", help="ground-truth entities (JSONL/JSON/Parquet)")
+    p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE",
+                   help="a model's predicted entities (repeat per model); a bare FILE is named after its file name")
+    p.add_argument("--key-fields", metavar="A,B", help="fields the alignment similarity uses (default: weighted fields, else all)")
+    p.add_argument("--weights", metavar="FILE", help="JSON/YAML alignment weights and options (see above)")
+    p.add_argument("--strategies", metavar="FILE", help='JSON/YAML: {"field": "EXACT|FUZZY|IGNORE", …}')
+    p.add_argument("--features", metavar="A,B", help="score only these entity fields (default: every field of a gold entity)")
+    p.add_argument("--match-threshold", type=float, metavar="X", help="minimum weighted similarity of a matched pair (default 0.5)")
+    p.add_argument("--fuzzy-threshold", type=float, metavar="X", help="FUZZY value counts as correct at ≥ X (default 0.85)")
+    p.add_argument("--entities-key", default="entities", metavar="NAME", help="key of the entity list in each record (default: entities)")
+    p.add_argument("--id-column", default="id", metavar="NAME", help="record id key (default: id)")
+    p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "missing" (default: not present,n/a,na,none,null,-)')
+    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+    p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
+
+
+def _csv(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [x.strip() for x in value.split(",") if x.strip()]
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    """EntitiesConfig from --weights / --strategies files overlaid with explicit options."""
+    from extracteval.core.entities import EntitiesConfig
+    from extracteval.core.normalize import NormalizationConfig
+    from extracteval.core.strategies import parse_strategy_map
+    from extracteval.errors import InputError
+    from extracteval.io.config import load_mapping
+
+    opts: dict[str, Any] = {}
+    norm: dict[str, Any] = {}
+    if args.weights:
+        raw = load_mapping(args.weights)
+        structured = any(isinstance(v, (dict, list)) for v in raw.values()) or bool(set(raw) & {"match_threshold", "fuzzy_threshold"})
+        if structured:
+            unknown = sorted(set(raw) - _WEIGHTS_KEYS)
+            if unknown:
+                raise InputError(f"{args.weights}: unknown keys {unknown}; expected some of {sorted(_WEIGHTS_KEYS)}.")
+            for k in ("weights", "types"):
+                if k in raw and not isinstance(raw[k], dict):
+                    raise InputError(f"{args.weights}: {k!r} must be a mapping of field to value, but found {type(raw[k]).__name__}.")
+            if "weights" in raw:
+                opts["weights"] = raw["weights"]
+            if "types" in raw:
+                opts["types"] = raw["types"]
+            if "strategies" in raw:
+                opts["strategies"] = parse_strategy_map(raw["strategies"], source=f"{args.weights}: strategies")
+            for k in ("key_fields", "features"):
+                if k in raw:
+                    if not isinstance(raw[k], list):
+                        raise InputError(f"{args.weights}: {k!r} must be a list of field names, but found {type(raw[k]).__name__}.")
+                    opts[k] = [str(x) for x in raw[k]]
+            for k in ("match_threshold", "fuzzy_threshold", "fuzzy_scorer", "zero_division"):
+                if k in raw:
+                    opts[k] = raw[k]
+            if "null_tokens" in raw:
+                norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
+            if "dayfirst" in raw:
+                norm["dayfirst"] = bool(raw["dayfirst"])
+        else:
+            opts["weights"] = raw
+    if args.strategies:
+        opts["strategies"] = {**opts.get("strategies", {}), **parse_strategy_map(load_mapping(args.strategies), source=str(args.strategies))}
+    if args.key_fields is not None:
+        opts["key_fields"] = _csv(args.key_fields)
+    if args.features is not None:
+        opts["features"] = _csv(args.features)
+    for k in ("match_threshold", "fuzzy_threshold", "zero_division"):
+        v = getattr(args, k)
+        if v is not None:
+            opts[k] = v
+    if args.null_tokens is not None:
+        norm["null_tokens"] = frozenset(t.strip().casefold() for t in args.null_tokens.split(",") if t.strip())
+    if args.dayfirst:
+        norm["dayfirst"] = True
+    if norm:
+        opts["normalization"] = NormalizationConfig(**norm)
+    try:
+        return EntitiesConfig(**opts)
+    except InputError as e:
+        raise InputError(f"{args.weights}: {e}" if args.weights and "weight" in str(e) else str(e)) from None
+
+
+def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    from extracteval.core.entities import score_entities
+    from extracteval.io.entities_inputs import load_entities_inputs
+
+    config = build_config(args)
+    truth, preds, truth_source = load_entities_inputs(args.truth, args.predictions, id_column=args.id_column, entities_key=args.entities_key)
+    result = score_entities(truth, preds, config=config, truth_source=truth_source)
+    doc = result.to_dict()
+    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+    return result, doc
+
+
+def run(args: argparse.Namespace) -> int:
+    _, doc = score(args)
+    if args.output:
+        from extracteval.commands.score_labels import write_outputs
+
+        write_outputs(doc, Path(args.output), views=("matched", "strict"))
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        from extracteval.report.labels_entities import render_entities
+
+        print(render_entities(doc, use_colour=sys.stdout.isatty()))
+        if args.output:
+            print(f"\nwrote {args.output}/result.json, feature_metrics.csv")
+    return 0
+
+
+def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Score one `experiments/<name>/experiment.yaml` of task `entities`; returns (doc, terminal text)."""
+    from extracteval.report.labels_entities import render_entities
+
+    ns = argparse.Namespace(
+        truth=str(folder / spec["truth"]),
+        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+        key_fields=",".join(spec["key_fields"]) if spec.get("key_fields") else None,
+        weights=str(folder / spec["weights"]) if spec.get("weights") else None,
+        strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
+        features=None, match_threshold=None, fuzzy_threshold=None,
+        entities_key=spec.get("entities_key", "entities"), id_column=spec.get("id_column", "id"),
+        null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
+    )
+    _, doc = score(ns)
+    return doc, render_entities(doc, use_colour=sys.stdout.isatty())

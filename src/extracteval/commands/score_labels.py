@@ -1,0 +1,180 @@
+"""`extracteval score labels`: per-feature one-vs-rest classification metrics (seed 003)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "per-feature one-vs-rest P/R/F1/specificity, micro accuracy and row accuracy (seed 003)"
+DESCRIPTION = """\
+Score one or more models' per-record labels (categories, text, numbers, dates), feature by
+feature: one-vs-rest precision, recall, F1 and specificity per observed label, macro-averaged
+(or one --positive-label per feature for binary reporting), micro accuracy, totals = mean over
+features, and row accuracy (every feature right). Missing values are their own class <MISSING>.
+
+Two views are always reported: `aligned` (rows present in truth and predictions) and `strict`
+(a row missing on either side counts as an error). Models are ranked on the strict view.
+
+Inputs: CSV/TSV, JSONL, JSON or Parquet with an `id` column and one column per feature (the
+same tables as `score fields`).
+
+example:
+  extracteval score labels --truth truth.csv --predictions a=a.csv --predictions b=b.csv \\
+      --type amount=number --positive-label is_fraud=yes --json
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--truth", required=True, metavar="FILE", help="ground-truth table")
+    p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE",
+                   help="a model's predictions (repeat per model); a bare FILE is named after its `model` column or file name")
+    p.add_argument("--id-column", default="id", metavar="NAME", help="record id column (default: id)")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default: ',' for .csv, tab for .tsv)")
+    p.add_argument("--features", metavar="A,B", help="score only these features (default: every truth column)")
+    p.add_argument("--type", action="append", default=[], metavar="FEATURE=TYPE",
+                   help="value type of a feature: auto (default), category, text, number, date (repeatable)")
+    p.add_argument("--positive-label", action="append", default=[], metavar="FEATURE=LABEL",
+                   help="report this label's one-vs-rest metrics for the feature (binary) instead of the macro average")
+    p.add_argument("--config", metavar="FILE", help='JSON/YAML: {"types": {…}, "positive_labels": {…}, "null_tokens": […], "dayfirst": …, "zero_division": …}')
+    p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "missing" (default: not present,n/a,na,none,null,-)')
+    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+    p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
+
+
+def _pairs(items: list[str], option: str) -> dict[str, str]:
+    from extracteval.errors import InputError
+
+    out: dict[str, str] = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise InputError(f"{option} {item!r}: expected FEATURE=VALUE.")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    """LabelsConfig from a --config file overlaid with explicit command-line options."""
+    from extracteval.core.labels import LabelsConfig
+    from extracteval.core.normalize import NormalizationConfig
+    from extracteval.errors import InputError
+    from extracteval.io.config import load_mapping
+
+    opts: dict[str, Any] = {"types": {}, "positive_labels": {}}
+    norm: dict[str, Any] = {}
+    if args.config:
+        raw = load_mapping(args.config)
+        allowed = {"types", "positive_labels", "null_tokens", "dayfirst", "zero_division", "features"}
+        unknown = sorted(set(raw) - allowed)
+        if unknown:
+            raise InputError(f"{args.config}: unknown keys {unknown}; expected some of {sorted(allowed)}.")
+        for k in ("types", "positive_labels"):
+            if k in raw:
+                if not isinstance(raw[k], dict):
+                    raise InputError(f"{args.config}: {k!r} must be a mapping of feature to value, but found {type(raw[k]).__name__}.")
+                opts[k].update({str(f): v for f, v in raw[k].items()})
+        if "null_tokens" in raw:
+            if not isinstance(raw["null_tokens"], list):
+                raise InputError(f"{args.config}: 'null_tokens' must be a list of strings.")
+            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
+        if "dayfirst" in raw:
+            norm["dayfirst"] = bool(raw["dayfirst"])
+        if "zero_division" in raw:
+            opts["zero_division"] = raw["zero_division"]
+    opts["types"].update(_pairs(args.type, "--type"))
+    opts["positive_labels"].update(_pairs(args.positive_label, "--positive-label"))
+    if args.null_tokens is not None:
+        norm["null_tokens"] = frozenset(t.strip().casefold() for t in args.null_tokens.split(",") if t.strip())
+    if args.dayfirst:
+        norm["dayfirst"] = True
+    if args.zero_division is not None:
+        opts["zero_division"] = args.zero_division
+    if norm:
+        opts["normalization"] = NormalizationConfig(**norm)
+    return LabelsConfig(**opts)
+
+
+def _features(args: argparse.Namespace) -> list[str] | None:
+    if args.features:
+        return [f.strip() for f in args.features.split(",") if f.strip()]
+    if args.config:
+        from extracteval.io.config import load_mapping
+
+        raw = load_mapping(args.config).get("features")
+        if raw is not None:
+            return [str(f) for f in raw]
+    return None
+
+
+def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    from extracteval.core.labels import score_labels
+    from extracteval.io.entities_inputs import load_labels_inputs
+
+    truth, preds, truth_source, notes = load_labels_inputs(args.truth, args.predictions, id_column=args.id_column, delimiter=args.delimiter)
+    result = score_labels(truth, preds, config=build_config(args), features=_features(args), truth_source=truth_source)
+    doc = result.to_dict()
+    doc["warnings"] = notes + doc["warnings"]
+    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+    return result, doc
+
+
+def run(args: argparse.Namespace) -> int:
+    result, doc = score(args)
+    if args.output:
+        write_outputs(doc, Path(args.output))
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        from extracteval.report.labels_entities import render_labels
+
+        print(render_labels(doc, use_colour=sys.stdout.isatty()))
+        if args.output:
+            print(f"\nwrote {args.output}/result.json, feature_metrics.csv")
+    return 0
+
+
+def feature_rows(doc: dict[str, Any], views: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One row per model, view, feature and label (label `*` = the feature's headline metrics)."""
+    rows = []
+    for m in doc["ranking"]:
+        for view in views:
+            for f, fm in doc["models"][m][view]["features"].items():
+                base = {"model": m, "view": view, "feature": f}
+                rows.append({**base, "label": "*", "mode": fm["mode"], **{k: fm[k] for k in ("precision", "recall", "f1", "specificity", "micro_accuracy", "rows", "correct")}})
+                for label, v in fm["labels"].items():
+                    rows.append({**base, "label": label, "mode": "one-vs-rest", **v})
+    return rows
+
+
+def write_outputs(doc: dict[str, Any], out: Path, *, views: tuple[str, ...] = ("aligned", "strict")) -> None:
+    import pandas as pd
+
+    from extracteval.errors import InputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        pd.DataFrame(feature_rows(doc, views)).to_csv(out / "feature_metrics.csv", index=False)
+    except OSError as e:
+        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+
+
+def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Score one `experiments/<name>/experiment.yaml` of task `labels`; returns (doc, terminal text)."""
+    from extracteval.report.labels_entities import render_labels
+
+    ns = argparse.Namespace(
+        truth=str(folder / spec["truth"]),
+        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+        id_column=spec.get("id_column", "id"), delimiter=None, features=None, type=[], positive_label=[],
+        config=str(folder / spec["config"]) if spec.get("config") else None,
+        null_tokens=None, dayfirst=False, zero_division=None,
+    )
+    _, doc = score(ns)
+    return doc, render_labels(doc, use_colour=sys.stdout.isatty())

@@ -1,0 +1,105 @@
+"""Terminal views of `labels` and `entities` result documents (their `to_dict()`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extracteval.core.ranking import format_wins
+from extracteval.report.terminal import colour, percent, table
+
+__all__ = ["render_labels", "render_entities"]
+
+
+def _winner_label(w: dict[str, Any] | None) -> tuple[str, str | None]:
+    if w is None:
+        return "-", None
+    if w["kind"] == "sole":
+        return w["winners"][0] + " (sole)", w["badge"]
+    if w["kind"] == "shared":
+        return ", ".join(w["winners"]) + f" (shared, {format_wins(w['win_share'])} each)", w["badge"]
+    if w["kind"] == "universal":
+        return "all tie (no wins)", w["badge"]
+    return "no winner (best F1 is 0)", None
+
+
+def _feature_table(doc: dict[str, Any], first: str, second: str, use_colour: bool) -> str:
+    ranking = doc["ranking"]
+    rows, cols = [], []
+    for f in doc["features"]:
+        cells = [f]
+        for m in ranking:
+            a = doc["models"][m][first]["features"][f]
+            b = doc["models"][m][second]["features"][f]
+            tag = "" if a["mode"] == "macro" else f" [{a['positive_label']}]"
+            cells.append(f"{percent(a['f1'])} / {percent(b['f1'])}{tag}")
+        label, badge = _winner_label(doc["feature_winners"].get(f))
+        cells.append(label)
+        rows.append(cells)
+        cols.append([None] * (1 + len(ranking)) + [badge])
+    head = ["Feature", *[f"{m} ({first} / {second} F1)" for m in ranking], "Winner (strict)"]
+    return table(head, rows, align="l" + "r" * len(ranking) + "l", colours=cols, use_colour=use_colour)
+
+
+def _warnings(doc: dict[str, Any], use_colour: bool) -> list[str]:
+    return [colour(f"warning: {w}", "yellow", use_colour) for w in doc.get("warnings", [])]
+
+
+def render_labels(doc: dict[str, Any], *, use_colour: bool = False) -> str:
+    """Ranking with both views side by side, then per-feature F1 (aligned / strict) and winners."""
+    ranking = doc["ranking"]
+    out = [
+        f"extracteval · labels · {len(ranking)} model(s) · {doc['n_records']} records · {len(doc['features'])} features",
+        "aligned = " + doc["views"]["aligned"] + "; strict = " + doc["views"]["strict"],
+        "",
+    ]
+    rows, cols = [], []
+    for m in ranking:
+        r = doc["models"][m]
+        a, s, al = r["aligned"], r["strict"], r["alignment"]
+        rows.append([
+            f"#{r['rank']}", m, f"{al['aligned_rows']}/{al['missing_rows']}/{al['extra_rows']}",
+            percent(s["totals"]["precision"]), percent(s["totals"]["recall"]), percent(s["totals"]["f1"]),
+            percent(s["totals"]["specificity"]), percent(s["totals"]["micro_accuracy"]), percent(s["row_accuracy"]),
+            percent(a["totals"]["f1"]), percent(a["row_accuracy"]),
+            r["tier"].replace("_", " "), f"{r['feature_wins_display']} of {len(doc['features'])}",
+        ])
+        cols.append([None, "bold"] + [None] * 9 + [r["tier_colour"], None])
+    head = ["Rank", "Model", "Rows ok/miss/extra", "Strict P", "Strict R", "Strict F1", "Strict spec",
+            "Strict micro acc", "Strict row acc", "Aligned F1", "Aligned row acc", "Tier", "Feature wins"]
+    out.append(table(head, rows, align="llrrrrrrrrrll", colours=cols, use_colour=use_colour))
+    out += ["", "Per feature (macro over labels unless [positive label]):", _feature_table(doc, "aligned", "strict", use_colour)]
+    out += _warnings(doc, use_colour)
+    return "\n".join(out)
+
+
+def render_entities(doc: dict[str, Any], *, use_colour: bool = False) -> str:
+    """Ranking with entity presence, matched-pairs and strict metrics side by side, then per feature."""
+    ranking = doc["ranking"]
+    kf = ", ".join(f"{f}×{doc['weights'][f]:g}" for f in doc["key_fields"])
+    out = [
+        f"extracteval · entities · {len(ranking)} model(s) · {doc['n_records']} records · {len(doc['features'])} features · "
+        f"aligned on {kf} (match ≥ {doc['config']['match_threshold']:g})",
+        "matched = " + doc["views"]["matched"],
+        "strict  = " + doc["views"]["strict"],
+        "",
+    ]
+    rows, cols = [], []
+    for m in ranking:
+        r = doc["models"][m]
+        e, mt, s = r["entity_detection_summary"], r["matched"], r["strict"]
+        low_recall = e["gold_count"] > 0 and mt["totals"]["f1"] - e["recall_entities"] > 0.15
+        rows.append([
+            f"#{r['rank']}", m, f"{e['matched_count']}/{e['gold_count']}", str(e["extra_predictions_count"]),
+            percent(e["precision_entities"]), percent(e["recall_entities"]), percent(e["f1_entities"]),
+            percent(mt["totals"]["f1"]), percent(mt["row_accuracy"]),
+            percent(s["totals"]["f1"]), percent(s["row_accuracy"]),
+            r["tier"].replace("_", " "), f"{r['feature_wins_display']} of {len(doc['features'])}",
+        ])
+        cols.append([None, "bold", None, None, None, "red" if low_recall else None, None,
+                     "yellow" if low_recall else None, None, None, None, r["tier_colour"], None])
+    head = ["Rank", "Model", "Matched/gold", "Extra", "Entity P", "Entity R", "Entity F1",
+            "Matched-pairs F1", "Matched row acc", "Strict F1", "Strict row acc", "Tier", "Feature wins"]
+    out.append(table(head, rows, align="llrrrrrrrrrll", colours=cols, use_colour=use_colour))
+    out += ["", "Per feature (macro F1 over labels):", _feature_table(doc, "matched", "strict", use_colour)]
+    out += _warnings(doc, use_colour)
+    return "\n".join(out)
