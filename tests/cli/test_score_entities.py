@@ -1,0 +1,127 @@
+"""`extracteval score entities` end to end: --json keys, views, weights files, bad inputs, demo."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from extracteval.core.entities import PRESENCE_KEYS
+
+REPO = Path(__file__).resolve().parents[2]
+
+TRUTH = [
+    {"id": "INV-1", "entities": [
+        {"description": "Steel bolt M8", "quantity": 100, "unit_price": "0.12", "amount": "12.00"},
+        {"description": "Hex nut M8", "quantity": 100, "unit_price": "0.05", "amount": "5.00"},
+    ]},
+    {"id": "INV-2", "entities": [{"description": "Consulting hours", "quantity": 10, "unit_price": "150.00", "amount": "1,500.00"}]},
+]
+GOOD = [
+    {"id": "INV-1", "entities": [
+        {"description": "Hex nut M8", "quantity": "100", "unit_price": 0.05, "amount": 5},
+        {"description": "Steel bolt M8", "quantity": 100, "unit_price": "0.12", "amount": "12"},
+    ]},
+    {"id": "INV-2", "entities": [{"description": "Consulting hrs", "quantity": 10, "unit_price": "150", "amount": "1500"}]},
+]
+FEW = [{"id": "INV-1", "entities": [TRUTH[0]["entities"][0]]}, {"id": "INV-2", "entities": []}]
+
+
+def _jsonl(path: Path, rows) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    return {
+        "truth": _jsonl(tmp_path / "truth.jsonl", TRUTH),
+        "good": _jsonl(tmp_path / "good.jsonl", GOOD),
+        "few": _jsonl(tmp_path / "few.jsonl", FEW),
+        "dir": tmp_path,
+    }
+
+
+def test_json_keys_views_and_ranking(cli, files):
+    (files["dir"] / "w.yaml").write_text("weights: {description: 2, amount: 1}\nstrategies: {description: FUZZY}\n", encoding="utf-8")
+    r = cli("score", "entities", "--truth", str(files["truth"]), "--predictions", f"good={files['good']}",
+            "--predictions", f"few={files['few']}", "--weights", str(files["dir"] / "w.yaml"), "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["ranking"] == ["good", "few"]
+    assert doc["key_fields"] == ["amount", "description"] and doc["weights"] == {"amount": 1.0, "description": 2.0}
+    for m in ("good", "few"):
+        summary = doc["models"][m]["entity_detection_summary"]
+        assert set(PRESENCE_KEYS) <= set(summary)
+        assert {"matched", "strict"} <= set(doc["models"][m])
+    few = doc["models"]["few"]
+    assert few["entity_detection_summary"]["matched_count"] == 1
+    assert few["entity_detection_summary"]["recall_entities"] == pytest.approx(1 / 3)
+    assert few["matched"]["row_accuracy"] == 1.0 and few["strict"]["row_accuracy"] == pytest.approx(1 / 3)
+    assert doc["models"]["good"]["matched"]["features"]["description"]["micro_accuracy"] == 1.0  # "hrs" ≈ "hours"
+    assert any("'few'" in w and "of gold entities found" in w for w in doc["warnings"])
+
+
+def test_terminal_shows_both_views_and_key_fields_option(cli, files, tmp_path):
+    r = cli("score", "entities", "--truth", str(files["truth"]), "--predictions", f"few={files['few']}",
+            "--key-fields", "description", "--output", str(tmp_path / "out"))
+    assert r.code == 0, r.err
+    assert "aligned on description×1" in r.out
+    assert "Matched-pairs F1" in r.out and "Strict F1" in r.out and "Entity R" in r.out
+    assert "1/3" in r.out
+    assert (tmp_path / "out" / "feature_metrics.csv").read_text().count("matched") > 0
+
+
+@pytest.mark.parametrize(
+    ("truth_rows", "args", "message"),
+    [
+        ([{"id": "A", "entities": [{"description": "x"}, "Bolt"]}], [], r"truth\.jsonl: line 1: record 'A': entities\[1\]: expected an object .*found str 'Bolt'"),
+        (TRUTH, ["--key-fields", "sku"], r"unknown key field\(s\) \['sku'\]: not a field of any ground-truth entity"),
+        (TRUTH, ["--features", "description,discount"], r"unknown feature\(s\) \['discount'\]"),
+        ([{"id": "A", "entities": [{"description": "x", "sku": None}]}, {"id": "B", "entities": [{"description": "y"}]}], [],
+         r"feature 'sku' is missing in every ground-truth entity"),
+        ([{"id": "A", "entities": [{"d": 1}]}, {"id": "A", "entities": []}], [], r"line 2: record id 'A' repeats line 1"),
+        ([{"id": "A"}], [], r"line 1: record 'A': no 'entities' key"),
+    ],
+)
+def test_bad_inputs_exit_2_naming_file_line_and_field(cli, files, truth_rows, args, message):
+    truth = _jsonl(files["dir"] / "truth.jsonl", truth_rows)
+    r = cli("score", "entities", "--truth", str(truth), "--predictions", f"good={files['good']}", *args)
+    assert r.code == 2, r.out
+    assert "Traceback" not in r.err
+    assert re.search(message, r.err), r.err
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ("description: 0\namount: 0\n", r"w\.yaml: weights: expected weights that sum to a positive number"),
+        ("description: -1\namount: 2\n", r"weight of field 'description': expected a finite number ≥ 0, but got -1"),
+        ("weights: {description: 1}\nmatch_treshold: 0.4\n", r"unknown keys \['match_treshold'\]"),
+        ("weights: {description: 1}\nstrategies: {description: CLOSE}\n", r"expected one of EXACT, FUZZY, SEMANTIC, IGNORE, but got 'CLOSE'"),
+    ],
+)
+def test_bad_weights_files(cli, files, weights, message):
+    (files["dir"] / "w.yaml").write_text(weights, encoding="utf-8")
+    r = cli("score", "entities", "--truth", str(files["truth"]), "--predictions", f"good={files['good']}", "--weights", str(files["dir"] / "w.yaml"))
+    assert r.code == 2
+    assert re.search(message, r.err), r.err
+
+
+def test_demo_runs_the_invoices_example(cli, tmp_path):
+    if not (REPO / "experiments" / "invoices" / "experiment.yaml").exists():
+        pytest.fail("experiments/invoices is missing")
+    r = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "invoices", "--output", str(tmp_path))
+    assert r.code == 0, r.err
+    assert "== invoices (entities)" in r.out
+    doc = json.loads((tmp_path / "invoices" / "result.json").read_text())
+    models = doc["models"]
+    assert len(models) == 3
+    # the story the example tells: one model is excellent on the pairs it matched but misses lines
+    looks_good = [m for m, v in models.items()
+                  if v["matched"]["row_accuracy"] >= 0.85 and v["entity_detection_summary"]["recall_entities"] <= 0.75]
+    assert looks_good, {m: (v["matched"]["row_accuracy"], v["entity_detection_summary"]["recall_entities"]) for m, v in models.items()}
+    assert models[looks_good[0]]["rank"] > 1
+    assert any("of gold entities found" in w for w in doc["warnings"])

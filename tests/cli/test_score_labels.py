@@ -1,0 +1,79 @@
+"""`extracteval score labels` end to end: terminal, --json keys, --output, bad inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+TRUTH = "id,colour,size,price\n1,red,S,10\n2,blue,M,20\n3,red,L,\n4,green,M,\"1,000\"\n"
+PRED = "id,colour,size,price,status\n1,red,S,10.0,ok\n2,red,M,20,\n4,green,M,1000,ok\n5,red,S,3,error\n9,red,S,abc,ok\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "truth.csv").write_text(TRUTH, encoding="utf-8")
+    (tmp_path / "a.csv").write_text(PRED, encoding="utf-8")
+    return tmp_path
+
+
+def test_json_document_has_both_views_and_the_documented_keys(cli, files):
+    r = cli("score", "labels", "--truth", str(files / "truth.csv"), "--predictions", f"a={files / 'a.csv'}",
+            "--predictions", f"perfect={files / 'truth.csv'}", "--type", "price=number", "--positive-label", "colour=Red", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["task"] == "labels" and doc["ranking"] == ["perfect", "a"]
+    a = doc["models"]["a"]
+    assert a["alignment"] == {"aligned_rows": 3, "missing_rows": 1, "extra_rows": 1}
+    for view in ("aligned", "strict"):
+        v = a[view]
+        assert set(v) == {"description", "rows", "correct_rows", "row_accuracy", "totals", "features"}
+        assert set(v["totals"]) == {"precision", "recall", "f1", "specificity", "micro_accuracy"}
+        assert set(v["features"]["size"]) >= {"mode", "precision", "recall", "f1", "specificity", "micro_accuracy", "labels"}
+    assert a["aligned"]["rows"] == 3 and a["strict"]["rows"] == 5
+    assert a["strict"]["row_accuracy"] == pytest.approx(2 / 5)
+    assert a["aligned"]["features"]["colour"]["mode"] == "binary"
+    assert a["aligned"]["features"]["colour"]["positive_label"] == "red"
+    assert a["unparsable_predictions"] == {"price": 1}
+    assert any("status pending/error" in w for w in doc["warnings"])
+    assert any("do not parse" in w for w in doc["warnings"])
+    assert doc["config"]["missing_label"] == "<MISSING>"
+
+
+def test_terminal_table_and_output_folder(cli, files, tmp_path):
+    out = tmp_path / "out"
+    r = cli("score", "labels", "--truth", str(files / "truth.csv"), "--predictions", f"a={files / 'a.csv'}", "--output", str(out))
+    assert r.code == 0, r.err
+    assert "Strict F1" in r.out and "Aligned row acc" in r.out and "3/1/1" in r.out
+    assert json.loads((out / "result.json").read_text())["task"] == "labels"
+    rows = pd.read_csv(out / "feature_metrics.csv", keep_default_na=False)
+    assert set(rows["view"]) == {"aligned", "strict"}
+    assert "<MISSING>" in set(rows["label"])  # the empty price of row 3 is its own class
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--features", "ghost"], r"features \['ghost'\] are not columns"),
+        (["--type", "price=money"], r"type of feature 'price': expected one of auto, category, text, number, date, but got 'money'"),
+        (["--positive-label", "nope"], r"--positive-label 'nope': expected FEATURE=VALUE"),
+        (["--positive-label", "weight=1"], r"positive label given for features \['weight'\]"),
+    ],
+)
+def test_bad_options_exit_2_without_traceback(cli, files, args, message):
+    r = cli("score", "labels", "--truth", str(files / "truth.csv"), "--predictions", f"a={files / 'a.csv'}", *args)
+    assert r.code == 2
+    assert "Traceback" not in r.err
+    assert pytest.importorskip("re").search(message, r.err), r.err
+
+
+def test_bad_files_exit_2_naming_the_file(cli, files):
+    (files / "dup.csv").write_text("id,colour\n1,red\n1,blue\n", encoding="utf-8")
+    r = cli("score", "labels", "--truth", str(files / "dup.csv"), "--predictions", f"a={files / 'a.csv'}")
+    assert r.code == 2 and "dup.csv" in r.err and "duplicated" in r.err
+    (files / "allmissing.csv").write_text("id,colour,notes\n1,red,\n2,blue,n/a\n", encoding="utf-8")
+    r = cli("score", "labels", "--truth", str(files / "allmissing.csv"), "--predictions", f"a={files / 'a.csv'}")
+    assert r.code == 2 and "'notes' is missing (<MISSING>) in every ground-truth record" in r.err
+    r = cli("score", "labels", "--truth", str(files / "nope.csv"), "--predictions", f"a={files / 'a.csv'}")
+    assert r.code == 2 and "nope.csv: file not found" in r.err
