@@ -31,12 +31,12 @@ def _feature_table(doc: dict[str, Any], first: str, second: str, use_colour: boo
             a = doc["models"][m][first]["features"][f]
             b = doc["models"][m][second]["features"][f]
             tag = "" if a["mode"] == "macro" else f" [{a['positive_label']}]"
-            cells.append(f"{percent(a['f1'])} / {percent(b['f1'])}{tag}")
+            cells.append(f"{percent(a['f1'])} / {percent(b['f1'])}{tag}  acc {percent(a['micro_accuracy'])} / {percent(b['micro_accuracy'])}")
         label, badge = _winner_label(doc["feature_winners"].get(f))
         cells.append(label)
         rows.append(cells)
         cols.append([None] * (1 + len(ranking)) + [badge])
-    head = ["Feature", *[f"{m} ({first} / {second} F1)" for m in ranking], "Winner (strict)"]
+    head = ["Feature", *[f"{m}: F1 {first} / {second}, micro accuracy" for m in ranking], "Winner (strict)"]
     return table(head, rows, align="l" + "r" * len(ranking) + "l", colours=cols, use_colour=use_colour)
 
 
