@@ -290,25 +290,28 @@ class _Side:
     codes: dict[str, np.ndarray] = field(default_factory=dict)  # feature → label codes
 
 
-def _flatten(records: Mapping[str, Sequence[Any]], order: Sequence[str], *, what: str, strict: bool) -> tuple[list[int], list[Any], list[int]]:
-    rec_idx: list[int] = []
+def _flatten(records: Mapping[str, Sequence[Any]], order: Sequence[str], *, what: str, strict: bool) -> tuple[np.ndarray, list[Any], np.ndarray]:
+    """Entities of every record in `order`, their record index and their position in the record."""
     ents: list[Any] = []
-    pos: list[int] = []
+    lens = np.zeros(len(order), dtype=np.int64)
     for ri, rid in enumerate(order):
         items = records.get(rid)
         if items is None:
             continue
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise InputError(f"{what}: record {rid!r}: expected a list of entity objects, but found {type(items).__name__}.")
-        for k, e in enumerate(items):
-            if strict and not isinstance(e, Mapping):
+        ents.extend(items)
+        lens[ri] = len(items)
+    rec_idx = np.repeat(np.arange(len(order), dtype=np.int64), lens)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if len(order) else np.zeros(0, dtype=np.int64)
+    pos = np.arange(len(ents), dtype=np.int64) - np.repeat(starts, lens)
+    if strict and not all(type(e) is dict for e in ents):
+        for i, e in enumerate(ents):
+            if not isinstance(e, Mapping):
                 raise InputError(
-                    f"{what}: record {rid!r}: entities[{k}]: expected an object (a JSON object of fields), "
+                    f"{what}: record {order[rec_idx[i]]!r}: entities[{pos[i]}]: expected an object (a JSON object of fields), "
                     f"but found {type(e).__name__} {_short(e)}."
                 )
-            rec_idx.append(ri)
-            ents.append(e)
-            pos.append(k)
     return rec_idx, ents, pos
 
 
@@ -359,35 +362,22 @@ class _FieldTable:
     texts: list[str]
 
 
-def _fuzzy_scores(code_a: np.ndarray, code_b: np.ndarray, table: _FieldTable, scorer: str, cache: dict[tuple[int, int], float]) -> np.ndarray:
+def _fuzzy_scores(code_a: np.ndarray, code_b: np.ndarray, table: _FieldTable, scorer: str) -> np.ndarray:
     """Similarity of code pairs: 1 for equal keys, rapidfuzz score/100 for two different texts,
-    0 otherwise; computed once per distinct pair (batched through `cpdist`)."""
+    0 otherwise; computed once per *distinct* pair, in one batched `cpdist` call."""
     out = (code_a == code_b).astype(np.float64)
     cand = (code_a != code_b) & table.is_text[code_a] & table.is_text[code_b]
     if not cand.any():
         return out
     width = len(table.keys) + 1
-    pair = code_a[cand] * width + code_b[cand]
-    upairs, inv = np.unique(pair, return_inverse=True)
+    upairs, inv = np.unique(code_a[cand] * width + code_b[cand], return_inverse=True)
     ua, ub = np.divmod(upairs, width)
-    vals = np.empty(len(upairs), dtype=np.float64)
-    todo = []
-    for i, (a, b) in enumerate(zip(ua.tolist(), ub.tolist())):
-        v = cache.get((a, b))
-        if v is None:
-            todo.append(i)
-        else:
-            vals[i] = v
-    if todo:
-        from rapidfuzz import fuzz
-        from rapidfuzz.process import cpdist
+    from rapidfuzz import fuzz
+    from rapidfuzz.process import cpdist
 
-        idx = np.asarray(todo)
-        scores = cpdist([table.texts[a] for a in ua[idx]], [table.texts[b] for b in ub[idx]], scorer=getattr(fuzz, scorer), workers=1)
-        vals[idx] = np.asarray(scores, dtype=np.float64) / 100.0
-        for i in todo:
-            cache[(int(ua[i]), int(ub[i]))] = float(vals[i])
-    out[np.flatnonzero(cand)] = vals[inv]
+    texts = table.texts
+    scores = cpdist([texts[a] for a in ua.tolist()], [texts[b] for b in ub.tolist()], scorer=getattr(fuzz, scorer), workers=1)
+    out[cand] = (np.asarray(scores, dtype=np.float64) / 100.0)[inv]
     return out
 
 
@@ -421,7 +411,7 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
     n_rec = len(order)
     warnings: list[str] = []
 
-    g_rec, g_ents, g_pos = _flatten(truth, order, what=truth_source, strict=True)
+    g_arr, g_ents, g_pos = _flatten(truth, order, what=truth_source, strict=True)
     gold_fields = sorted({str(k) for e in g_ents for k in e})
     if not gold_fields:
         raise InputError(f"{truth_source}: no ground-truth entity has any field; expected lists of objects such as "
@@ -463,15 +453,12 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
         raise InputError("no feature to score: every feature has strategy IGNORE.")
     fields_needed = list(dict.fromkeys(scored + key_fields))
 
-    g_arr = np.asarray(g_rec, dtype=np.int64)
-    gold = _Side(record=g_arr, start=_offsets(g_arr, n_rec), valid=np.ones(len(g_ents), dtype=bool), raw=g_ents,
-                 orig=np.asarray(g_pos, dtype=np.int64))
+    gold = _Side(record=g_arr, start=_offsets(g_arr, n_rec), valid=np.ones(len(g_ents), dtype=bool), raw=g_ents, orig=g_pos)
     sides: list[_Side] = []
     for p, recs in zip(preds, pred_records):
-        p_rec, p_ents, p_pos = _flatten(recs, order, what=p.source or f"predictions of model {p.name!r}", strict=False)
-        arr = np.asarray(p_rec, dtype=np.int64)
-        valid = np.fromiter((isinstance(e, Mapping) for e in p_ents), dtype=bool, count=len(p_ents))
-        sides.append(_Side(record=arr, start=_offsets(arr, n_rec), valid=valid, raw=p_ents, orig=np.asarray(p_pos, dtype=np.int64)))
+        arr, p_ents, p_pos = _flatten(recs, order, what=p.source or f"predictions of model {p.name!r}", strict=False)
+        valid = np.fromiter((type(e) is dict or isinstance(e, Mapping) for e in p_ents), dtype=bool, count=len(p_ents))
+        sides.append(_Side(record=arr, start=_offsets(arr, n_rec), valid=valid, raw=p_ents, orig=p_pos))
         if (~valid).any():
             k = int((~valid).sum())
             first = int(np.flatnonzero(~valid)[0])
@@ -479,17 +466,21 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
                 f"model {p.name!r}: {k} predicted entit{'y is' if k == 1 else 'ies are'} not an object and {'counts' if k == 1 else 'count'} as extra "
                 f"predictions (first: record {order[arr[first]]!r}, entities[{p_pos[first]}] = {_short(p_ents[first])})"
             )
-        unknown_keys = sorted({str(k) for e in p_ents if isinstance(e, Mapping) for k in e} - set(features_all) - set(gold_fields))
+        unknown_keys = sorted({str(k) for e, ok in zip(p_ents, valid.tolist()) if ok for k in e} - set(features_all) - set(gold_fields))
         if unknown_keys:
             warnings.append(f"model {p.name!r}: predicted fields not in any ground-truth entity are ignored: {unknown_keys[:10]}")
 
     # encode every needed field across truth and all models once
     tables: dict[str, _FieldTable] = {}
+    empty: dict[str, Any] = {}
+    views = [gold.raw] + [[e if ok else empty for e, ok in zip(s.raw, s.valid.tolist())] for s in sides]
     for f in fields_needed:
         enc = LabelEncoder(cfg.types.get(f, "auto"), cfg.normalization)
-        cols = [np.asarray([e.get(f) for e in gold.raw], dtype=object)]
-        for s in sides:
-            cols.append(np.asarray([e.get(f) if isinstance(e, Mapping) else None for e in s.raw], dtype=object))
+        cols = []
+        for view in views:
+            col = np.empty(len(view), dtype=object)
+            col[:] = [e.get(f) for e in view]
+            cols.append(col)
         codes, table = enc.encode(cols)
         miss = table.index(_MISSING_KEY) if _MISSING_KEY in table else -1
         if len(codes[0]) and miss >= 0 and bool((codes[0] == miss).all()):
@@ -524,7 +515,7 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
                      features_all=features_all, scored=scored, key_fields=key_fields, weights=weights, warnings=warnings)
 
 
-def _match(prep: _Prepared, side: _Side, cfg: EntitiesConfig, fuzzy_cache: dict[str, dict[tuple[int, int], float]]) -> tuple[np.ndarray, np.ndarray, list[float]]:
+def _match(prep: _Prepared, side: _Side, cfg: EntitiesConfig) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """Matched (gold, pred) entity indices and their similarity, one optimal assignment per record."""
     gold, n_rec = prep.gold, len(prep.order)
     pair_g, pair_p, pstart = _pairs(gold, side, n_rec)
@@ -535,7 +526,7 @@ def _match(prep: _Prepared, side: _Side, cfg: EntitiesConfig, fuzzy_cache: dict[
         a, b = gold.codes[f][pair_g], side.codes[f][pair_p]
         considered = (a != t.missing) | (b != t.missing)  # both absent: the field says nothing
         if cfg.strategy_for(f) is Strategy.FUZZY:
-            s = _fuzzy_scores(a, b, t, cfg.fuzzy_scorer, fuzzy_cache[f])
+            s = _fuzzy_scores(a, b, t, cfg.fuzzy_scorer)
         else:
             s = (a == b).astype(np.float64)
         s[a == t.missing] = 0.0
@@ -564,11 +555,8 @@ def _match(prep: _Prepared, side: _Side, cfg: EntitiesConfig, fuzzy_cache: dict[
     for r in np.flatnonzero((g_n > 0) & (p_n > 0)).tolist():
         gn, pn = int(g_n[r]), int(p_n[r])
         block = rank[pstart[r] : pstart[r + 1]].reshape(gn, pn)
-        if gn == 1 or pn == 1:
-            k = int(np.argmax(block))  # first maximum: entities are canonically ordered
-            i, j = divmod(k, pn)
-            pairs = [(i, j)] if block[i, j] >= thr else []
-        else:
+        pairs = _mutual_best(block, thr)
+        if pairs is None:
             pairs = max_matching(block, thr)
         block = sim[pstart[r] : pstart[r + 1]].reshape(gn, pn)
         g0, p0 = int(gold.start[r]), int(side.start[r])
@@ -577,6 +565,28 @@ def _match(prep: _Prepared, side: _Side, cfg: EntitiesConfig, fuzzy_cache: dict[
             matched_p.append(p0 + j)
             matched_s.append(float(block[i, j]))
     return np.asarray(matched_g, dtype=np.int64), np.asarray(matched_p, dtype=np.int64), matched_s
+
+
+def _mutual_best(block: np.ndarray, thr: float) -> list[tuple[int, int]] | None:
+    """The optimal assignment when it is evident, else None (then `max_matching` decides).
+
+    On the smaller side, when every entity's best partner is admissible and no two share a best
+    partner, taking those pairs matches min(G, P) entities (the most possible) with the sum of
+    the row maxima (the highest possible total): exactly what `max_matching` maximises. Most
+    records of a decent model are like that, and this costs one argmax instead of an assignment.
+    """
+    gn, pn = block.shape
+    if gn <= pn:
+        best = np.argmax(block, axis=1)  # first maximum: entities are canonically ordered
+        if (block[np.arange(gn), best] >= thr).all() and len(set(best.tolist())) == gn:
+            return list(zip(range(gn), best.tolist()))
+    else:
+        best = np.argmax(block, axis=0)
+        if (block[best, np.arange(pn)] >= thr).all() and len(set(best.tolist())) == pn:
+            return list(zip(best.tolist(), range(pn)))
+    if gn == 1 or pn == 1:
+        return []  # the single candidate pairs are all below the threshold
+    return None
 
 
 def align_entities(
@@ -596,7 +606,7 @@ def align_entities(
     cfg = config or EntitiesConfig()
     prep = _prepare({"r": list(gold)}, [ModelEntities(name="m", records={"r": list(pred)})], cfg, "gold")
     side = prep.sides[0]
-    mg, mp, sims = _match(prep, side, cfg, {f: {} for f in prep.tables})
+    mg, mp, sims = _match(prep, side, cfg)
     return sorted((int(prep.gold.orig[g]), int(side.orig[p]), s) for g, p, s in zip(mg.tolist(), mp.tolist(), sims))
 
 
@@ -640,12 +650,11 @@ def score_entities(
     n_rec = len(order)
     warnings = prep.warnings
     zd = cfg.zero_division
-    fuzzy_cache: dict[str, dict[tuple[int, int], float]] = {f: {} for f in tables}
     results: dict[str, dict[str, Any]] = {}
     for p, side, recs in zip(preds, prep.sides, prep.pred_records):
-        mg, mp, matched_s = _match(prep, side, cfg, fuzzy_cache)
-        un_g = np.setdiff1d(np.arange(len(gold.record)), mg)
-        un_p = np.setdiff1d(np.arange(len(side.record)), mp)
+        mg, mp, matched_s = _match(prep, side, cfg)
+        un_g = _unmatched(len(gold.record), mg)
+        un_p = _unmatched(len(side.record), mp)
 
         ledgers: dict[str, dict[str, FeatureLedger]] = {"matched": {}, "strict": {}}
         ok = np.ones(len(mg), dtype=bool)
@@ -653,7 +662,7 @@ def score_entities(
             t = tables[f]
             a, b = gold.codes[f][mg], side.codes[f][mp]
             if cfg.strategy_for(f) is Strategy.FUZZY:
-                correct = _fuzzy_scores(a, b, t, cfg.fuzzy_scorer, fuzzy_cache[f]) >= cfg.fuzzy_threshold
+                correct = _fuzzy_scores(a, b, t, cfg.fuzzy_scorer) >= cfg.fuzzy_threshold
                 b = np.where(correct, a, b)  # a fuzzy-equal value predicts the gold label
             ok &= a == b
             ledgers["matched"][f] = ledger_from_codes(a, b, t.labels)
@@ -685,10 +694,10 @@ def score_entities(
             "missed": [{"record_id": order[gold.record[i]], "index": int(gold.orig[i]), "gold": _plain(gold.raw[i])} for i in un_g[:k]],
             "extra": [{"record_id": order[side.record[i]], "index": int(side.orig[i]), "predicted": _plain(side.raw[i])} for i in un_p[:k]],
             "wrong_values": [
-                {"record_id": order[gold.record[g]], "gold": _plain(gold.raw[g]), "predicted": _plain(side.raw[q]),
-                 "similarity": s_}
-                for g, q, s_, good in zip(mg.tolist(), mp.tolist(), matched_s, ok.tolist()) if not good
-            ][:k],
+                {"record_id": order[gold.record[mg[i]]], "gold": _plain(gold.raw[mg[i]]), "predicted": _plain(side.raw[mp[i]]),
+                 "similarity": matched_s[i]}
+                for i in np.flatnonzero(~ok)[:k].tolist()
+            ],
         }
         results[p.name] = {
             "views": views, "ledgers": ledgers, "presence": presence,
@@ -728,6 +737,12 @@ def score_entities(
         models=models, ranking=tuple(r.model for r in ranked), feature_winners=winners, warnings=tuple(warnings),
         config=cfg_dict,
     )
+
+
+def _unmatched(n: int, matched: np.ndarray) -> np.ndarray:
+    free = np.ones(n, dtype=bool)
+    free[matched] = False
+    return np.flatnonzero(free)
 
 
 def _present(order: Sequence[str], truth: Mapping[str, Any], pred: Mapping[str, Any]) -> np.ndarray:
