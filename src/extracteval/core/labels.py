@@ -504,18 +504,13 @@ class LabelsResult:
 
 
 def _ids(index: pd.Index, what: str) -> pd.Index:
-    ids = pd.Index([str(x) for x in index])
+    # ids 1 and "1" are the same record; a string index is used as it is (no per-id conversion)
+    ids = index if pd.api.types.is_string_dtype(index.dtype) and index.inferred_type == "string" else index.astype(str)
     if ids.has_duplicates:
         dup = sorted(set(ids[ids.duplicated()]))
         shown = ", ".join(repr(d) for d in dup[:5]) + (" …" if len(dup) > 5 else "")
         raise InputError(f"{what}: record ids must be unique; found {len(dup)} duplicated: {shown}.")
     return ids
-
-
-def _column(frame: pd.DataFrame, col: str, ids: np.ndarray) -> np.ndarray:
-    if col not in frame.columns:
-        return np.full(len(ids), None, dtype=object)
-    return frame[col].reindex(ids).to_numpy(dtype=object, na_value=None)
 
 
 def score_labels(
@@ -555,10 +550,10 @@ def score_labels(
         if p.name in seen:
             raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
         seen.add(p.name)
-    truth = truth.copy()
-    truth.index = _ids(truth.index, truth_source)
+    # set_axis is lazy under copy-on-write: no copy of the caller's data
+    truth = truth.set_axis(_ids(truth.index, truth_source), axis=0)
     columns = [str(c) for c in truth.columns]
-    truth.columns = columns
+    truth = truth.set_axis(columns, axis=1)
     if features is not None:
         unknown = [f for f in features if f not in columns]
         if unknown:
@@ -573,34 +568,44 @@ def score_labels(
         if unknown:
             raise InputError(f"{what} given for features {unknown} that are not scored (features: {feats}).")
 
-    order = np.sort(truth.index.to_numpy(dtype=object))
-    truth_ids = set(order)
+    # Alignment by position: one hash lookup of every predicted id in the truth index, per model.
+    t_ids = truth.index.to_numpy(dtype=object)
+    t_index = pd.Index(t_ids)
+    n_truth = len(t_ids)
     warnings: list[str] = []
+
+    def shown(ids: np.ndarray) -> str:
+        first = sorted(ids.tolist())[:5] if len(ids) <= 10_000 else sorted(ids[:10_000].tolist())[:5]
+        return ", ".join(repr(x) for x in first) + (" …" if len(ids) > 5 else "")
 
     aligned_inputs = []
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
-        values = p.values.copy()
-        values.index = _ids(values.index, what)
-        values.columns = [str(c) for c in values.columns]
-        pid = set(values.index)
-        both = np.asarray([i for i in order if i in pid], dtype=object)
-        missing = np.asarray([i for i in order if i not in pid], dtype=object)
-        extra = np.sort(np.asarray([i for i in pid if i not in truth_ids], dtype=object))
-        if len(missing):
+        values = p.values.set_axis(_ids(p.values.index, what), axis=0)
+        values = values.set_axis([str(c) for c in values.columns], axis=1)
+        p_ids = values.index.to_numpy(dtype=object)
+        loc = t_index.get_indexer(p_ids)
+        in_truth = loc >= 0
+        both_p = np.flatnonzero(in_truth)
+        both_t = loc[in_truth]
+        hit = np.zeros(n_truth, dtype=bool)
+        hit[both_t] = True
+        missing_t = np.flatnonzero(~hit)
+        extra_p = np.flatnonzero(~in_truth)
+        if len(missing_t):
             warnings.append(
-                f"model {p.name!r}: {len(missing)} ground-truth row(s) have no prediction; counted as errors in the strict view: "
-                + ", ".join(repr(x) for x in missing[:5]) + (" …" if len(missing) > 5 else "")
+                f"model {p.name!r}: {len(missing_t)} ground-truth row(s) have no prediction; counted as errors in the strict view: "
+                + shown(t_ids[missing_t])
             )
-        if len(extra):
+        if len(extra_p):
             warnings.append(
-                f"model {p.name!r}: {len(extra)} predicted row(s) have no ground truth; counted as errors in the strict view: "
-                + ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
+                f"model {p.name!r}: {len(extra_p)} predicted row(s) have no ground truth; counted as errors in the strict view: "
+                + shown(p_ids[extra_p])
             )
         absent = [f for f in feats if f not in values.columns]
         if absent:
             warnings.append(f"model {p.name!r}: features missing from the predictions are predicted as {MISSING}: {absent}")
-        aligned_inputs.append((p, values, both, missing, extra))
+        aligned_inputs.append((p, values, (both_t, both_p), missing_t, extra_p))
 
     names = [a[0].name for a in aligned_inputs]
     ledgers: dict[str, dict[str, dict[str, FeatureLedger]]] = {m: {"aligned": {}, "strict": {}} for m in names}
@@ -609,13 +614,14 @@ def score_labels(
     unparsable_pred: dict[str, dict[str, int]] = {m: {} for m in names}
     positive: dict[str, str | None] = {}
 
+    def column(frame: pd.DataFrame, f: str) -> np.ndarray:
+        if f not in frame.columns:
+            return np.full(len(frame), None, dtype=object)
+        return frame[f].to_numpy(dtype=object, na_value=None)
+
     for f in feats:
         enc = LabelEncoder(cfg.type_of(f), cfg.normalization)
-        t_col = _column(truth, f, order)
-        cols = [t_col]
-        for p, values, both, missing, extra in aligned_inputs:
-            cols.append(_column(values, f, np.concatenate([both, extra]).astype(object)))
-        codes, table = enc.encode(cols)
+        codes, table = enc.encode([column(truth, f)] + [column(values, f) for _, values, *_ in aligned_inputs])
         labels = display_labels(table)
         t_codes = codes[0]
         if _MISSING_KEY in table and bool((t_codes == table.index(_MISSING_KEY)).all()):
@@ -623,27 +629,22 @@ def score_labels(
                 f"{truth_source}: feature {f!r} is missing ({MISSING}) in every ground-truth record; "
                 "there is nothing to score: fill it or leave it out with --features."
             )
+        unp = [i for i, k in enumerate(table) if k in enc.unparsable]
         if cfg.type_of(f) in ("number", "date"):
-            unp_codes = {i for i, k in enumerate(table) if k in enc.unparsable}
-            unparsable_truth[f] = int(np.isin(t_codes, list(unp_codes)).sum()) if unp_codes else 0
+            unparsable_truth[f] = int(np.isin(t_codes, unp).sum()) if unp else 0
         if f in cfg.positive_labels:
             pk = enc.key(cfg.positive_labels[f])
             positive[f] = labels[table.index(pk)] if pk in table else (MISSING if pk == _MISSING_KEY else key_text(pk))
             if pk not in table:
                 warnings.append(f"feature {f!r}: positive label {cfg.positive_labels[f]!r} occurs in no truth or prediction.")
-        pos_of = {rid: i for i, rid in enumerate(order)}
-        for mi, (p, values, both, missing, extra) in enumerate(aligned_inputs):
+        for mi, (p, values, (both_t, both_p), missing_t, extra_p) in enumerate(aligned_inputs):
             pc = codes[mi + 1]
-            nb = len(both)
-            t_both = t_codes[np.fromiter((pos_of[i] for i in both), dtype=np.int64, count=nb)] if nb else np.zeros(0, np.int64)
-            t_miss = t_codes[np.fromiter((pos_of[i] for i in missing), dtype=np.int64, count=len(missing))] if len(missing) else np.zeros(0, np.int64)
-            p_both, p_extra = pc[:nb], pc[nb:]
+            t_both, p_both = t_codes[both_t], pc[both_p]
             ledgers[p.name]["aligned"][f] = ledger_from_codes(t_both, p_both, labels)
-            ledgers[p.name]["strict"][f] = ledger_from_codes(t_both, p_both, labels, missing_truth=t_miss, extra_pred=p_extra)
+            ledgers[p.name]["strict"][f] = ledger_from_codes(t_both, p_both, labels, missing_truth=t_codes[missing_t], extra_pred=pc[extra_p])
             ok = t_both == p_both
             row_ok[p.name] = ok if p.name not in row_ok else (row_ok[p.name] & ok)
             if cfg.type_of(f) in ("number", "date"):
-                unp = [i for i, k in enumerate(table) if k in enc.unparsable]
                 unparsable_pred[p.name][f] = int(np.isin(pc, unp).sum()) if unp else 0
 
     for f, k in unparsable_truth.items():
@@ -655,7 +656,7 @@ def score_labels(
                 warnings.append(f"model {m!r}: feature {f!r} ({cfg.type_of(f)}): {k} predicted value(s) do not parse and are compared as text.")
     zd = cfg.zero_division
     views: dict[str, dict[str, ViewMetrics]] = {}
-    for p, values, both, missing, extra in aligned_inputs:
+    for p, values, (both, _), missing, extra in aligned_inputs:
         ok_rows = int(row_ok[p.name].sum()) if len(both) else 0
         views[p.name] = {
             "aligned": view_metrics("aligned", ledgers[p.name]["aligned"], correct_rows=ok_rows, rows=len(both), positive_labels=positive, zero_division=zd),
@@ -667,7 +668,7 @@ def score_labels(
     ranked = rank_models({m: views[m]["strict"].score() for m in names}, wins)
     models: dict[str, LabelsModelResult] = {}
     for r in ranked:
-        p, values, both, missing, extra = next(a for a in aligned_inputs if a[0].name == r.model)
+        p, values, (both, _), missing, extra = next(a for a in aligned_inputs if a[0].name == r.model)
         models[r.model] = LabelsModelResult(
             name=r.model, rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
             features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners),
@@ -680,7 +681,7 @@ def score_labels(
     cfg_dict = cfg.to_dict()
     cfg_dict["types_used"] = {f: cfg.type_of(f) for f in feats}
     return LabelsResult(
-        task="labels", features=tuple(feats), n_records=len(order), models=models,
+        task="labels", features=tuple(feats), n_records=n_truth, models=models,
         ranking=tuple(r.model for r in ranked), feature_winners=winners, unparsable_truth=unparsable_truth,
         warnings=tuple(warnings), config=cfg_dict,
     )
