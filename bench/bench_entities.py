@@ -99,21 +99,27 @@ def main() -> None:
     # warm-up on a few records: scipy's import (~0.5 s, once per process) is not what this measures
     warm = dict(list(truth.items())[:50])
     score_entities(warm, [ModelEntities(name="m", records={k: pred[k] for k in warm})], config=cfg)
-    t0 = time.perf_counter()
-    r = score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg)
-    dt = time.perf_counter() - t0
+    times = []
+    for _ in range(3):  # best of three: the machine is shared, the best run is the least disturbed
+        t0 = time.perf_counter()
+        r = score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg)
+        times.append(time.perf_counter() - t0)
+    dt = min(times)
     s = r.models["m"].presence.to_dict()
     rate = N_RECORDS / dt
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"extracteval score_entities: {N_RECORDS:,} records × {N_ENTITIES} entities × 6 features in {dt:.2f} s "
-          f"= {rate:,.0f} records/s (target ≥ 5,000) · peak RSS {peak_mb:,.0f} MB")
+          f"= {rate:,.0f} records/s (best of 3; median {N_RECORDS / sorted(times)[1]:,.0f}; target ≥ 5,000) · peak RSS {peak_mb:,.0f} MB")
     print(f"  matched {s['matched_count']:,} of {s['gold_count']:,} gold, {s['extra_predictions_count']:,} extra")
 
     sub_t = dict(list(truth.items())[:NAIVE_RECORDS])
     sub_p = {k: pred[k] for k in sub_t}
-    t0 = time.perf_counter()
-    naive_matched = naive(sub_t, sub_p, cfg)
-    nd = time.perf_counter() - t0
+    nds = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        naive_matched = naive(sub_t, sub_p, cfg)
+        nds.append(time.perf_counter() - t0)
+    nd = min(nds)
     naive_rate = NAIVE_RECORDS / nd
     t0 = time.perf_counter()
     rs = score_entities(sub_t, [ModelEntities(name="m", records=sub_p)], config=cfg)

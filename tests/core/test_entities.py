@@ -295,3 +295,21 @@ def test_counts_of_a_union_are_the_sum_of_counts(ta, pa, tb, pb):
         for f in ("item", "qty"):
             merged = a.ledgers[view][f] + b.ledgers[view][f]
             assert merged.to_dict() == ab.ledgers[view][f].to_dict()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"a": st.integers(0, 2), "b": st.integers(0, 2), "c": st.integers(0, 1)}), min_size=1, max_size=6),
+       st.lists(st.fixed_dictionaries({"a": st.integers(0, 2), "b": st.integers(0, 2), "c": st.integers(0, 1)}), min_size=1, max_size=6),
+       st.sampled_from([0.3, 0.5, 0.7]))
+def test_alignment_equals_the_assignment_solver(gold, pred, thr):
+    """The batched shortcut and the solver agree: same number of pairs, same total similarity."""
+    from extracteval.core.matching import max_matching
+
+    w = {"a": 0.5, "b": 0.3, "c": 0.2}
+    sim = np.array([[sum(w[f] for f in w if g[f] == p[f]) for p in pred] for g in gold])
+    expected = max_matching(sim, thr)
+    got = align_entities(gold, pred, config=EntitiesConfig(weights=w, match_threshold=thr))
+    assert len(got) == len(expected)
+    assert sum(s for *_, s in got) == pytest.approx(sum(sim[i, j] for i, j in expected), abs=1e-4)
+    for g, p, s in got:
+        assert s == pytest.approx(sim[g, p]) and s >= thr - 1e-12

@@ -549,44 +549,60 @@ def _match(prep: _Prepared, side: _Side, cfg: EntitiesConfig) -> tuple[np.ndarra
         rank[ok] = thr + (1.0 - thr) * ((1.0 - _TIE_EPS) * (sim[ok] - thr) / (1.0 - thr) + _TIE_EPS * agree[ok])
 
     g_n, p_n = np.diff(gold.start), np.diff(side.start)
-    matched_g: list[int] = []
-    matched_p: list[int] = []
-    matched_s: list[float] = []
-    for r in np.flatnonzero((g_n > 0) & (p_n > 0)).tolist():
-        gn, pn = int(g_n[r]), int(p_n[r])
-        block = rank[pstart[r] : pstart[r + 1]].reshape(gn, pn)
-        pairs = _mutual_best(block, thr)
-        if pairs is None:
-            pairs = max_matching(block, thr)
-        block = sim[pstart[r] : pstart[r + 1]].reshape(gn, pn)
-        g0, p0 = int(gold.start[r]), int(side.start[r])
-        for i, j in pairs:
-            matched_g.append(g0 + i)
-            matched_p.append(p0 + j)
-            matched_s.append(float(block[i, j]))
-    return np.asarray(matched_g, dtype=np.int64), np.asarray(matched_p, dtype=np.int64), matched_s
-
-
-def _mutual_best(block: np.ndarray, thr: float) -> list[tuple[int, int]] | None:
-    """The optimal assignment when it is evident, else None (then `max_matching` decides).
-
-    On the smaller side, when every entity's best partner is admissible and no two share a best
-    partner, taking those pairs matches min(G, P) entities (the most possible) with the sum of
-    the row maxima (the highest possible total): exactly what `max_matching` maximises. Most
-    records of a decent model are like that, and this costs one argmax instead of an assignment.
-    """
-    gn, pn = block.shape
-    if gn <= pn:
-        best = np.argmax(block, axis=1)  # first maximum: entities are canonically ordered
-        if (block[np.arange(gn), best] >= thr).all() and len(set(best.tolist())) == gn:
-            return list(zip(range(gn), best.tolist()))
-    else:
-        best = np.argmax(block, axis=0)
-        if (block[best, np.arange(pn)] >= thr).all() and len(set(best.tolist())) == pn:
-            return list(zip(best.tolist(), range(pn)))
-    if gn == 1 or pn == 1:
-        return []  # the single candidate pairs are all below the threshold
-    return None
+    out_g: list[np.ndarray] = []
+    out_p: list[np.ndarray] = []
+    active = np.flatnonzero((g_n > 0) & (p_n > 0))
+    # Records of one shape (G gold × P predicted) are checked together for an *evident* optimal
+    # assignment: on the smaller side, every entity's best partner is admissible and no two share
+    # one. Those pairs match min(G, P) entities (the most possible) with the sum of the row maxima
+    # (the highest possible total), exactly what `max_matching` maximises, for one argmax instead
+    # of an assignment. Only the other records go through the solver, one by one.
+    shape = g_n[active] * (int(p_n.max(initial=0)) + 1) + p_n[active]
+    for key in np.unique(shape).tolist():
+        recs = active[shape == key]
+        gn, pn = int(g_n[recs[0]]), int(p_n[recs[0]])
+        idx = pstart[recs][:, None] + np.arange(gn * pn)[None, :]
+        blocks = rank[idx].reshape(len(recs), gn, pn)
+        if gn <= pn:
+            best = blocks.argmax(axis=2)  # (k, G): first maximum, entities are canonically ordered
+            val = np.take_along_axis(blocks, best[:, :, None], axis=2)[:, :, 0]
+            rows = np.broadcast_to(np.arange(gn), best.shape)
+            cols = best
+        else:
+            best = blocks.argmax(axis=1)  # (k, P)
+            val = np.take_along_axis(blocks, best[:, None, :], axis=1)[:, 0, :]
+            rows = best
+            cols = np.broadcast_to(np.arange(pn), best.shape)
+        distinct = (np.diff(np.sort(best, axis=1), axis=1) != 0).all(axis=1)
+        evident = (val >= thr).all(axis=1) & distinct
+        if evident.any():
+            out_g.append((gold.start[recs[evident]][:, None] + rows[evident]).ravel())
+            out_p.append((side.start[recs[evident]][:, None] + cols[evident]).ravel())
+        if gn == 1 or pn == 1:
+            # one candidate per entity on the smaller side: admissible best pairs are the matching
+            ok = ~evident[:, None] & (val >= thr)
+            if ok.any():
+                out_g.append((gold.start[recs][:, None] + rows)[ok])
+                out_p.append((side.start[recs][:, None] + cols)[ok])
+            continue
+        for k in np.flatnonzero(~evident).tolist():
+            r = int(recs[k])
+            pairs = max_matching(blocks[k], thr)
+            if pairs:
+                ij = np.asarray(pairs, dtype=np.int64)
+                out_g.append(gold.start[r] + ij[:, 0])
+                out_p.append(side.start[r] + ij[:, 1])
+    if not out_g:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, []
+    mg = np.concatenate(out_g).astype(np.int64)
+    mp = np.concatenate(out_p).astype(np.int64)
+    order = np.argsort(mg, kind="stable")
+    mg, mp = mg[order], mp[order]
+    # the reported similarity of a pair is the weighted field similarity, not the tie-break score
+    r_of = gold.record[mg]
+    sims = sim[pstart[r_of] + (mg - gold.start[r_of]) * p_n[r_of] + (mp - side.start[r_of])]
+    return mg, mp, sims.tolist()
 
 
 def align_entities(
