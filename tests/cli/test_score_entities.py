@@ -125,3 +125,36 @@ def test_demo_runs_the_invoices_example(cli, tmp_path):
     assert looks_good, {m: (v["matched"]["row_accuracy"], v["entity_detection_summary"]["recall_entities"]) for m, v in models.items()}
     assert models[looks_good[0]]["rank"] > 1
     assert any("of gold entities found" in w for w in doc["warnings"])
+
+
+def test_parquet_and_json_object_inputs_give_the_same_result(cli, files):
+    import pandas as pd
+
+    # Parquet structs need one type per field: the same predictions with every value a string
+    rows = [{"id": r["id"], "entities": [{k: str(v) for k, v in e.items()} for e in r["entities"]]} for r in GOOD]
+    jl = _jsonl(files["dir"] / "good_str.jsonl", rows)
+    pq = files["dir"] / "good.parquet"
+    pd.DataFrame({"id": [r["id"] for r in rows], "entities": [r["entities"] for r in rows]}).to_parquet(pq)
+    obj = files["dir"] / "good.json"
+    obj.write_text(json.dumps({r["id"]: r["entities"] for r in rows}), encoding="utf-8")
+    docs = []
+    for path in (jl, pq, obj):
+        r = cli("score", "entities", "--truth", str(files["truth"]), "--predictions", f"good={path}", "--json")
+        assert r.code == 0, r.err
+        d = r.json()
+        d.pop("inputs")
+        d["models"]["good"].pop("source")
+        docs.append(d)
+    assert docs[0]["models"]["good"]["entity_detection_summary"]["matched_count"] == 3
+    assert docs[0] == docs[1] == docs[2]
+
+
+def test_malformed_prediction_lists_are_counted_not_fatal(cli, files):
+    bad = _jsonl(files["dir"] / "bad.jsonl", [
+        {"id": "INV-1", "entities": "no line items found"},
+        {"id": "INV-2", "entities": None},
+    ])
+    r = cli("score", "entities", "--truth", str(files["truth"]), "--predictions", f"bad={bad}", "--json")
+    assert r.code == 0, r.err
+    s = r.json()["models"]["bad"]["entity_detection_summary"]
+    assert (s["predicted_count"], s["matched_count"], s["invalid_predictions_count"], s["missed_gold_count"]) == (1, 0, 1, 3)

@@ -77,3 +77,23 @@ def test_bad_files_exit_2_naming_the_file(cli, files):
     assert r.code == 2 and "'notes' is missing (<MISSING>) in every ground-truth record" in r.err
     r = cli("score", "labels", "--truth", str(files / "nope.csv"), "--predictions", f"a={files / 'a.csv'}")
     assert r.code == 2 and "nope.csv: file not found" in r.err
+
+
+def test_demo_runs_the_tickets_example(cli, tmp_path):
+    from pathlib import Path
+
+    experiments = Path(__file__).resolve().parents[2] / "experiments"
+    r = cli("demo", "--experiments", str(experiments), "--only", "tickets", "--output", str(tmp_path))
+    assert r.code == 0, r.err
+    assert "== tickets (labels)" in r.out
+    doc = json.loads((tmp_path / "tickets" / "result.json").read_text())
+    assert doc["ranking"][0] == "gpt-4o-mini" and len(doc["models"]) == 3
+    rules = doc["models"]["keyword-rules"]
+    assert rules["alignment"] == {"aligned_rows": 74, "missing_rows": 6, "extra_rows": 2}
+    refunds = rules["aligned"]["features"]["refund_amount"]["labels"]
+    assert "<MISSING>" in refunds and "none" not in refunds and "n/a" not in refunds
+    assert rules["unparsable_predictions"]["refund_amount"] > 0
+    # "$45.00" and "March 3, 2024" are the same values as "45" and "2024-03-03"
+    gpt = doc["models"]["gpt-4o-mini"]["aligned"]["features"]
+    assert gpt["refund_amount"]["micro_accuracy"] == 1.0 and gpt["follow_up_date"]["micro_accuracy"] == 1.0
+    assert doc["models"]["gpt-4o-mini"]["aligned"]["features"]["priority"]["mode"] == "binary"
