@@ -30,6 +30,7 @@ import numpy as np
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.labels import (
     _MISSING_KEY,
+    FEATURE_TYPES,
     FeatureLedger,
     LabelEncoder,
     ViewMetrics,
@@ -139,7 +140,13 @@ class EntitiesConfig:
                 object.__setattr__(self, name, tuple(dict.fromkeys(x.strip() for x in v)))
         if self.key_fields is not None and not self.key_fields:
             raise InputError("key_fields: expected at least one field to align entities on, but got none.")
-        object.__setattr__(self, "types", {str(k): str(v) for k, v in self.types.items()})
+        types = {}
+        for k, v in self.types.items():
+            t = str(v).strip().lower()
+            if t not in FEATURE_TYPES:
+                raise InputError(f"type of field {k!r}: expected one of {', '.join(FEATURE_TYPES)}, but got {v!r}.")
+            types[str(k)] = t
+        object.__setattr__(self, "types", types)
         if self.max_examples < 0:
             raise InputError(f"Expected `max_examples` ≥ 0, but got {self.max_examples!r}.")
 
@@ -187,10 +194,11 @@ class EntityPresence:
 
     counts: Counts
     invalid_predictions: int
+    zero_division: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         c = self.counts
-        r = ratios(c.tp, c.fp, c.fn, c.tn, zero_division=0.0)
+        r = ratios(c.tp, c.fp, c.fn, c.tn, zero_division=self.zero_division)
         return {
             "predicted_count": c.tp + c.fp,
             "gold_count": c.tp + c.fn,
@@ -690,6 +698,7 @@ def score_entities(
         presence = EntityPresence(
             counts=Counts(tp=n_match, fp=len(un_p), fn=len(un_g), tn=both_empty, cells=n_rec),
             invalid_predictions=int((~side.valid).sum()),
+            zero_division=zd,
         )
         views = {
             "matched": view_metrics("matched", ledgers["matched"], correct_rows=correct_rows, rows=n_match,
@@ -749,7 +758,7 @@ def score_entities(
     cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in prep.features_all}
     cfg_dict["types_used"] = {f: cfg.types.get(f, "auto") for f in tables}
     return EntitiesResult(
-        task="entities", n_records=n_rec, features=tuple(scored), key_fields=tuple(prep.key_fields), weights=prep.weights,
+        task="entities", n_records=len(prep.truth), features=tuple(scored), key_fields=tuple(prep.key_fields), weights=prep.weights,
         models=models, ranking=tuple(r.model for r in ranked), feature_winners=winners, warnings=tuple(warnings),
         config=cfg_dict,
     )
