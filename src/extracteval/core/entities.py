@@ -40,7 +40,7 @@ from extracteval.core.labels import (
 )
 from extracteval.core.matching import max_matching
 from extracteval.core.normalize import NormalizationConfig, key_text, key_type
-from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_models
+from extracteval.core.ranking import FieldWinner, field_winners, field_wins, format_wins, rank_models
 from extracteval.core.similarity import FUZZY_SCORERS
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
