@@ -72,6 +72,12 @@ def test_terminal_shows_both_views_and_key_fields_option(cli, files, tmp_path):
     assert "Matched-pairs F1" in r.out and "Strict F1" in r.out and "Entity R" in r.out
     assert "1/3" in r.out
     assert (tmp_path / "out" / "feature_metrics.csv").read_text().count("matched") > 0
+    import pandas as pd
+
+    recs = pd.read_parquet(tmp_path / "out" / "records.parquet")
+    assert recs.set_index("record_id")[["gold", "predicted", "matched"]].to_dict("index") == {
+        "INV-1": {"gold": 2, "predicted": 1, "matched": 1}, "INV-2": {"gold": 1, "predicted": 0, "matched": 0}}
+    assert recs["matched"].sum() == 1
 
 
 @pytest.mark.parametrize(

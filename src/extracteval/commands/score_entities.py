@@ -137,11 +137,13 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    _, doc = score(args)
+    result, doc = score(args)
     if args.output:
         from extracteval.commands.score_labels import write_outputs
 
-        write_outputs(doc, Path(args.output), views=("matched", "strict"))
+        out = Path(args.output)
+        write_outputs(doc, out, views=("matched", "strict"))
+        _write_records(result, out)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
@@ -150,8 +152,21 @@ def run(args: argparse.Namespace) -> int:
 
         print(render_entities(doc, use_colour=sys.stdout.isatty()))
         if args.output:
-            print(f"\nwrote {args.output}/result.json, feature_metrics.csv")
+            print(f"\nwrote {args.output}/result.json, feature_metrics.csv, records.parquet")
     return 0
+
+
+def _write_records(result: Any, out: Path) -> None:
+    """records.parquet: per model and record, gold / predicted / matched / fully correct pairs."""
+    import pandas as pd
+
+    from extracteval.errors import InputError
+
+    frames = [result.models[m].records_frame().assign(model=m) for m in result.ranking]
+    try:
+        pd.concat(frames, ignore_index=True).to_parquet(out / "records.parquet", index=False)
+    except OSError as e:
+        raise InputError(f"{out}: cannot write records.parquet ({e.strerror or e}).") from None
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

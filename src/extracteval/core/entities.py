@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.labels import (
@@ -230,6 +231,12 @@ class EntitiesModelResult:
     records_not_in_truth: int
     examples: Mapping[str, Sequence[Mapping[str, Any]]]
     source: str = ""
+    per_record: Any = None  # pandas DataFrame, see `records_frame`; not part of to_dict() (it can be large)
+
+    def records_frame(self) -> Any:
+        """One row per record: record_id, gold, predicted, matched, correct_pairs (all features
+        right), in_truth, in_predictions — the presence ledger record by record."""
+        return self.per_record
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -728,6 +735,15 @@ def score_entities(
             "views": views, "ledgers": ledgers, "presence": presence,
             "mean_sim": float(np.mean(matched_s)) if matched_s else 0.0,
             "missing_recs": len(missing_recs), "extra_recs": len(extra_recs), "examples": examples, "source": p.source,
+            "per_record": pd.DataFrame({
+                "record_id": order,
+                "gold": g_n,
+                "predicted": p_n,
+                "matched": np.bincount(gold.record[mg], minlength=n_rec),
+                "correct_pairs": np.bincount(gold.record[mg][ok], minlength=n_rec),
+                "in_truth": np.fromiter((rid in prep.truth for rid in order), dtype=bool, count=n_rec),
+                "in_predictions": np.fromiter((rid in recs for rid in order), dtype=bool, count=n_rec),
+            }),
         }
 
     names = [p.name for p in preds]
@@ -742,7 +758,7 @@ def score_entities(
             features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners),
             presence=d["presence"], matched=d["views"]["matched"], strict=d["views"]["strict"], ledgers=d["ledgers"],
             mean_match_similarity=d["mean_sim"], records_missing_prediction=d["missing_recs"],
-            records_not_in_truth=d["extra_recs"], examples=d["examples"], source=d["source"],
+            records_not_in_truth=d["extra_recs"], examples=d["examples"], source=d["source"], per_record=d["per_record"],
         )
         pres = d["presence"].to_dict()
         gap = d["views"]["matched"].totals["f1"] - pres["recall_entities"]
