@@ -313,3 +313,13 @@ def test_alignment_equals_the_assignment_solver(gold, pred, thr):
     assert sum(s for *_, s in got) == pytest.approx(sum(sim[i, j] for i, j in expected), abs=1e-4)
     for g, p, s in got:
         assert s == pytest.approx(sim[g, p]) and s >= thr - 1e-12
+
+
+def test_records_with_no_entities_on_both_sides_are_true_negatives():
+    truth = {"a": [], "b": [{"item": "bolt"}]}
+    r = _score(truth, {"a": [], "b": [{"item": "bolt"}]})
+    assert r.models["m"].presence.to_dict()["records_both_empty"] == 1
+    # a record with no prediction at all is not a true negative, even when its truth is empty
+    r = score_entities({"a": [], "c": [], "b": [{"item": "bolt"}]}, [ModelEntities(name="m", records={"a": []})])
+    s = r.models["m"].presence.to_dict()
+    assert s["missed_gold_count"] == 1 and s["recall_entities"] == 0.0 and s["records_both_empty"] == 1

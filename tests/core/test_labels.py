@@ -261,3 +261,15 @@ def test_metrics_in_range_and_f1_formula(ab):
     if ab:
         same = feature_ledger([x for x, _ in ab], [x for x, _ in ab])
         assert feature_metrics(same).f1 == 1.0 and feature_metrics(same).micro_accuracy == 1.0
+
+
+def test_positive_label_not_observed_and_zero_division():
+    led = feature_ledger(["a", "b"], ["a", "a"])
+    m = feature_metrics(led, positive_label="zzz")
+    assert m.mode == "binary" and "positive_label_not_observed" in m.flags
+    assert (m.precision, m.recall, m.f1, m.specificity) == (0.0, 0.0, 0.0, 1.0)
+    # a label only predicted has undefined recall: zero_division decides, as in scikit-learn
+    m1 = feature_metrics(feature_ledger(["a"], ["b"]), zero_division=1.0)
+    assert m1.labels["b"]["recall"] == 1.0 and m1.labels["b"]["precision"] == 0.0
+    m0 = feature_metrics(feature_ledger([], []))
+    assert m0.micro_accuracy == 0.0 and "no_rows" in m0.flags and m0.labels == {}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -300,9 +301,13 @@ class _Side:
     record: np.ndarray  # record index per entity, ascending
     start: np.ndarray  # (n_records + 1,) offsets into the entity arrays
     valid: np.ndarray  # False for a predicted entity that is not an object
-    raw: list[Any]  # the entities themselves, for examples
+    raw: list[Any]  # the entities themselves in input order, for examples (see `entity`)
     orig: np.ndarray  # position of each entity in its record's input list
+    perm: np.ndarray | None = None  # canonical position → index into `raw`
     codes: dict[str, np.ndarray] = field(default_factory=dict)  # feature → label codes
+
+    def entity(self, i: int) -> Any:
+        return self.raw[int(self.perm[i]) if self.perm is not None else i]
 
 
 def _flatten(records: Mapping[str, Sequence[Any]], order: Sequence[str], *, what: str, strict: bool) -> tuple[np.ndarray, list[Any], np.ndarray]:
@@ -427,7 +432,7 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
     warnings: list[str] = []
 
     g_arr, g_ents, g_pos = _flatten(truth, order, what=truth_source, strict=True)
-    gold_fields = sorted({str(k) for e in g_ents for k in e})
+    gold_fields = sorted({str(k) for k in set(chain.from_iterable(g_ents))})
     if not gold_fields:
         raise InputError(f"{truth_source}: no ground-truth entity has any field; expected lists of objects such as "
                          '{"description": "Bolt", "quantity": 2}.')
@@ -481,20 +486,24 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
                 f"model {p.name!r}: {k} predicted entit{'y is' if k == 1 else 'ies are'} not an object and {'counts' if k == 1 else 'count'} as extra "
                 f"predictions (first: record {order[arr[first]]!r}, entities[{p_pos[first]}] = {_short(p_ents[first])})"
             )
-        unknown_keys = sorted({str(k) for e, ok in zip(p_ents, valid.tolist()) if ok for k in e} - set(features_all) - set(gold_fields))
+        keys_seen = set(chain.from_iterable(p_ents)) if valid.all() else set(chain.from_iterable(e for e, ok in zip(p_ents, valid.tolist()) if ok))
+        unknown_keys = sorted({str(k) for k in keys_seen} - set(features_all) - set(gold_fields))
         if unknown_keys:
             warnings.append(f"model {p.name!r}: predicted fields not in any ground-truth entity are ignored: {unknown_keys[:10]}")
 
     # encode every needed field across truth and all models once
     tables: dict[str, _FieldTable] = {}
+    # plain dicts only (a non-object prediction reads as an empty entity), so that dict.get can
+    # be mapped over a column at C speed
     empty: dict[str, Any] = {}
-    views = [gold.raw] + [[e if ok else empty for e, ok in zip(s.raw, s.valid.tolist())] for s in sides]
+    views = [[e if type(e) is dict else dict(e) if ok else empty for e, ok in zip(side.raw, side.valid.tolist())]
+             for side in [gold, *sides]]
     for f in fields_needed:
         enc = LabelEncoder(cfg.types.get(f, "auto"), cfg.normalization)
         cols = []
         for view in views:
             col = np.empty(len(view), dtype=object)
-            col[:] = [e.get(f) for e in view]
+            col[:] = list(map(dict.get, view, repeat(f, len(view))))
             cols.append(col)
         codes, table = enc.encode(cols)
         miss = table.index(_MISSING_KEY) if _MISSING_KEY in table else -1
@@ -519,7 +528,7 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
         side.record = side.record[perm]
         side.valid = side.valid[perm]
         side.orig = side.orig[perm]
-        side.raw = [side.raw[i] for i in perm]
+        side.perm = perm
         for f in fields_needed:
             side.codes[f] = side.codes[f][perm]
 
@@ -723,10 +732,10 @@ def score_entities(
                             f"entities count as extra predictions: " + ", ".join(repr(x) for x in extra_recs[:5]) + (" …" if len(extra_recs) > 5 else ""))
         k = cfg.max_examples
         examples = {
-            "missed": [{"record_id": order[gold.record[i]], "index": int(gold.orig[i]), "gold": _plain(gold.raw[i])} for i in un_g[:k]],
-            "extra": [{"record_id": order[side.record[i]], "index": int(side.orig[i]), "predicted": _plain(side.raw[i])} for i in un_p[:k]],
+            "missed": [{"record_id": order[gold.record[i]], "index": int(gold.orig[i]), "gold": _plain(gold.entity(i))} for i in un_g[:k]],
+            "extra": [{"record_id": order[side.record[i]], "index": int(side.orig[i]), "predicted": _plain(side.entity(i))} for i in un_p[:k]],
             "wrong_values": [
-                {"record_id": order[gold.record[mg[i]]], "gold": _plain(gold.raw[mg[i]]), "predicted": _plain(side.raw[mp[i]]),
+                {"record_id": order[gold.record[mg[i]]], "gold": _plain(gold.entity(mg[i])), "predicted": _plain(side.entity(mp[i])),
                  "similarity": matched_s[i]}
                 for i in np.flatnonzero(~ok)[:k].tolist()
             ],
