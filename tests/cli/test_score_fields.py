@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -242,15 +241,20 @@ def test_import_does_not_load_heavy_modules():
     assert out == ""
 
 
-def test_help_is_fast():
-    cmd = [sys.executable, "-m", "extracteval", "score", "fields", "--help"]
-    subprocess.run(cmd, capture_output=True, check=True)  # warm the bytecode cache
-    best = min(_timed(cmd) for _ in range(3))
-    assert best < 0.5, f"`extracteval score fields --help` took {best:.2f}s"
-
-
-def _timed(cmd) -> float:
-    t = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
-    assert res.returncode == 0 and "--predictions" in res.stdout
-    return time.perf_counter() - t
+def test_help_loads_nothing_heavy():
+    """`--help` must answer fast (< 0.5 s; timed in bench/bench_fields.py, never in a test):
+    building the whole parser and printing help must not import numpy, pandas or mlflow."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from extracteval.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    try:\n"
+        "        main(['score', 'fields', '--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "assert '--predictions' in out.getvalue()\n"
+        "print(','.join(m for m in ('numpy', 'pandas', 'mlflow', 'sklearn', 'matplotlib', 'scipy') if m in sys.modules))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == ""
