@@ -6,6 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import json
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,3 +30,31 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"reference data not found at {SHARED_DATA} (set EXTRACTEVAL_SHARED_DATA to run the reference tests)")
     return SHARED_DATA
+
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run the `extracteval` command in-process: cli("score", "fields", ...) -> CliResult."""
+
+    from extracteval.cli import main
+
+    def run(*argv: str) -> CliResult:
+        try:
+            code = main(list(argv))
+        except SystemExit as e:  # argparse usage errors and --help
+            code = int(e.code or 0)
+        captured = capsys.readouterr()
+        return CliResult(code=code, out=captured.out, err=captured.err)
+
+    return run

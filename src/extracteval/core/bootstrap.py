@@ -72,21 +72,41 @@ def bootstrap_macro_f1(
     if not models:
         return {}, {}
     n = next(iter(per_record.values())).shape[0]
-    flat = {m: per_record[m].reshape(n, -1).astype(np.float64) for m in models}
     shape = per_record[models[0]].shape[1:]
     point = {m: float(_macro_f1(per_record[m].sum(axis=0), zero_division)) for m in models}
     samples = {m: np.empty(resamples) for m in models}
-    rng = np.random.default_rng(seed)
-    done = 0
-    while done < resamples and n > 0:
-        b = min(_BLOCK, resamples - done)
-        idx = rng.integers(0, n, size=(b, n))
-        offsets = (np.arange(b, dtype=np.int64) * n)[:, None]
-        weights = np.bincount((idx + offsets).ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
-        for m in models:
-            c = (weights @ flat[m]).reshape(b, *shape)
-            samples[m][done : done + b] = _macro_f1(c, zero_division)
-        done += b
+    if n > 0:
+        width = int(np.prod(shape))
+        joined = np.ascontiguousarray(np.concatenate([per_record[m].reshape(n, width) for m in models], axis=1), dtype=np.int64)
+        # float32 sums of integer counts are exact below 2**24
+        dtype = np.float32 if n * max(int(joined.max(initial=0)), 1) < 2**24 else np.float64
+        rows = joined.view(np.dtype((np.void, joined.dtype.itemsize * joined.shape[1]))).ravel()
+        _, first, freq = np.unique(rows, return_index=True, return_counts=True)
+        rng = np.random.default_rng(seed)
+        if len(freq) * 4 <= n:
+            # Records with the same counts for every model are interchangeable: drawing n records
+            # and counting each distinct pattern is a multinomial draw over the patterns, so the
+            # work scales with the number of distinct patterns, not of records.
+            matrix = joined[first].astype(dtype)
+
+            def draw(b: int) -> np.ndarray:
+                return rng.multinomial(n, freq / n, size=b).astype(dtype)
+        else:
+            matrix = joined.astype(dtype)
+            offsets_cache: dict[int, np.ndarray] = {}
+
+            def draw(b: int) -> np.ndarray:
+                idx = rng.integers(0, n, size=(b, n))
+                offsets = offsets_cache.setdefault(b, (np.arange(b, dtype=np.int64) * n)[:, None])
+                return np.bincount((idx + offsets).ravel(), minlength=b * n).reshape(b, n).astype(dtype)
+
+        done = 0
+        while done < resamples:
+            b = min(_BLOCK, resamples - done)
+            totals = (draw(b) @ matrix).astype(np.float64)  # (b, models × width): one product for all models
+            for k, m in enumerate(models):
+                samples[m][done : done + b] = _macro_f1(totals[:, k * width : (k + 1) * width].reshape(b, *shape), zero_division)
+            done += b
     alpha = (1.0 - confidence) / 2.0
     q = [100 * alpha, 100 * (1 - alpha)]
 

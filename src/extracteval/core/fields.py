@@ -312,9 +312,12 @@ class FieldsResult:
 # input validation and alignment
 
 
+def _str_index(index: pd.Index) -> pd.Index:
+    return index if index.dtype == object and pd.api.types.infer_dtype(index) == "string" else index.astype(str)
+
+
 def _sorted_ids(index: pd.Index) -> np.ndarray:
-    ids = np.asarray([str(x) for x in index], dtype=object)
-    return np.sort(ids)
+    return np.sort(np.asarray(index.to_numpy(dtype=object), dtype=object))
 
 
 def _check_unique(ids: pd.Index, what: str) -> None:
@@ -324,12 +327,23 @@ def _check_unique(ids: pd.Index, what: str) -> None:
         raise InputError(f"{what}: record ids must be unique; found {len(dup)} duplicated: {shown}.")
 
 
-def _object_column(frame: pd.DataFrame, column: str, order: np.ndarray) -> np.ndarray:
+def _column_codes(frame: pd.DataFrame, column: str, indexer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary-encode one column in its own row order (fast for Arrow-backed strings), then
+    align the codes to the sorted record order. Returns (codes, uniques); code -1 = missing."""
     if column not in frame.columns:
-        return np.full(len(order), None, dtype=object)
+        return np.full(len(indexer), -1, dtype=np.int64), np.zeros(0, dtype=object)
     col = frame[column]
-    aligned = col.reindex(order)
-    return aligned.to_numpy(dtype=object, na_value=None)
+    if pd.api.types.infer_dtype(col, skipna=True) in ("boolean", "mixed", "mixed-integer", "mixed-integer-float"):
+        # hashing makes True == 1 == 1.0; spell booleans out so they stay distinct values
+        col = col.map(lambda v: ("true" if v else "false") if isinstance(v, (bool, np.bool_)) else v)
+    try:
+        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    except TypeError:  # lists or dicts in the cells: make them hashable first
+        hashed = np.fromiter((_hashable(v) for v in col.to_numpy(dtype=object)), dtype=object, count=len(col))
+        codes, uniques = pd.factorize(hashed, use_na_sentinel=True)
+    codes = np.asarray(codes, dtype=np.int64)
+    aligned = np.where(indexer >= 0, codes[np.maximum(indexer, 0)], -1) if len(codes) else np.full(len(indexer), -1, dtype=np.int64)
+    return aligned, np.asarray(uniques, dtype=object)
 
 
 def _status_codes(status: pd.Series | pd.DataFrame | None, order: np.ndarray, fields: Sequence[str], what: str) -> np.ndarray:
@@ -388,18 +402,23 @@ def _hashable(v: Any) -> Any:
     return v
 
 
-def _encode(columns: list[np.ndarray], normalizer: Normalizer) -> _Encoded:
-    stacked = np.concatenate(columns) if columns else np.zeros(0, dtype=object)
-    try:
-        codes, uniques_arr = pd.factorize(stacked, use_na_sentinel=True)
-    except TypeError:  # lists or dicts in the cells: make them hashable first
-        stacked = np.fromiter((_hashable(v) for v in stacked), dtype=object, count=len(stacked))
-        codes, uniques_arr = pd.factorize(stacked, use_na_sentinel=True)
+def _encode(columns: list[tuple[np.ndarray, np.ndarray]], normalizer: Normalizer) -> _Encoded:
+    """Merge per-column dictionaries into one, then canonicalise each distinct value once."""
+    all_uniques = np.concatenate([u for _, u in columns]) if columns else np.zeros(0, dtype=object)
+    gcodes, uniques_arr = pd.factorize(all_uniques, use_na_sentinel=True) if len(all_uniques) else (np.zeros(0, dtype=np.int64), [])
+    gcodes = np.append(np.asarray(gcodes, dtype=np.int64), -1)  # local code -1 → global -1
+    rows = []
+    offset = 0
+    for codes, u in columns:
+        local_to_global = np.concatenate([gcodes[offset : offset + len(u)], [-1]])
+        rows.append(local_to_global[codes])  # codes of -1 pick the trailing -1
+        offset += len(u)
     uniques = list(uniques_arr)
     n_u = len(uniques)
     canon_keys: list[str | None] = []
     multi = np.zeros(n_u + 1, dtype=bool)
     elements: dict[int, tuple[str, ...]] = {}
+    scalar_idx: list[int] = []
     for i, u in enumerate(uniques):
         if isinstance(u, tuple) and not (len(u) == 2 and u[0] == "__dict__"):
             multi[i] = True
@@ -408,13 +427,14 @@ def _encode(columns: list[np.ndarray], normalizer: Normalizer) -> _Encoded:
             elements[i] = tuple(sorted(elems))
             canon_keys.append(None)
         else:
-            canon_keys.append(normalizer.key(_unhash(u)))
+            canon_keys.append(None)
+            scalar_idx.append(i)
+    for i, k in zip(scalar_idx, normalizer.keys([_unhash(uniques[i]) for i in scalar_idx])):
+        canon_keys[i] = k
     kcodes, kuniq = pd.factorize(np.asarray(canon_keys, dtype=object), use_na_sentinel=True)
-    canon = np.append(kcodes.astype(np.int64), -1)
-    n_models_plus = len(columns)
-    n = len(columns[0]) if columns else 0
+    canon = np.append(np.asarray(kcodes, dtype=np.int64), -1)
     return _Encoded(
-        codes=codes.reshape(n_models_plus, n),
+        codes=np.vstack(rows) if rows else np.zeros((0, 0), dtype=np.int64),
         uniques=uniques,
         canon=canon,
         keys=list(kuniq),
@@ -564,7 +584,6 @@ def score_fields(
         if p.name in seen:
             raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
         seen.add(p.name)
-    _check_unique(truth.index, truth_source)
     all_fields = [str(c) for c in truth.columns]
     if fields is not None:
         unknown = [f for f in fields if f not in all_fields]
@@ -577,27 +596,30 @@ def score_fields(
     if unknown_strat:
         warnings.append(f"strategies given for fields that are not in the ground truth: {unknown_strat}")
 
-    truth = truth.copy()
-    truth.index = truth.index.map(str)
+    truth = truth.copy(deep=False)
+    truth.index = _str_index(truth.index)
+    _check_unique(truth.index, truth_source)
     order = _sorted_ids(truth.index)
     n = len(order)
-    truth_ids = set(order)
+    order_index = pd.Index(order)
 
     aligned: list[tuple[ModelPredictions, pd.DataFrame, np.ndarray, int]] = []
+    model_indexers: list[np.ndarray] = []
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
-        values = p.values.copy()
-        values.index = values.index.map(str)
+        values = p.values.copy(deep=False)
+        values.index = _str_index(values.index)
         _check_unique(values.index, what)
-        extra = sorted(set(values.index) - truth_ids)
+        extra = sorted(str(x) for x in values.index[order_index.get_indexer(values.index) < 0])
         if extra:
             shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
             raise InputError(
                 f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
                 "Every prediction must have a ground-truth record."
             )
-        missing = truth_ids - set(values.index)
-        if missing:
+        model_indexer = values.index.get_indexer(order_index)
+        missing = order[model_indexer < 0]
+        if len(missing):
             shown = ", ".join(repr(x) for x in sorted(missing)[:5]) + (" …" if len(missing) > 5 else "")
             warnings.append(
                 f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: {shown}"
@@ -610,10 +632,11 @@ def score_fields(
             warnings.append(f"model {p.name!r}: fields missing from the predictions count as empty predictions: {absent_cols}")
         status = p.status
         if status is not None:
-            status = status.copy()
-            status.index = status.index.map(str)
+            status = status.copy(deep=False)
+            status.index = _str_index(status.index)
         codes = _status_codes(status, order, scored, what)
         aligned.append((p, values, codes, len(missing)))
+        model_indexers.append(model_indexer)
 
     normalizer = Normalizer(cfg.normalization)
     sim = FuzzySimilarity(scorer=cfg.fuzzy_scorer)
@@ -621,9 +644,12 @@ def score_fields(
     n_models = len(model_names)
     per_record = {m: np.zeros((n, len(scored), 5), dtype=np.int32) for m in model_names}
     examples: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    truth_indexer = truth.index.get_indexer(order_index)
 
     for j, fname in enumerate(scored):
-        cols = [_object_column(truth, fname, order)] + [_object_column(v, fname, order) for _, v, _, _ in aligned]
+        cols = [_column_codes(truth, fname, truth_indexer)] + [
+            _column_codes(v, fname, idx) for (_, v, _, _), idx in zip(aligned, model_indexers)
+        ]
         enc = _encode(cols, normalizer)
         counts = _classify_field(enc, cfg.strategy_for(fname), sim, cfg.fuzzy_threshold)
         for mi, (p, _, status_codes, _) in enumerate(aligned):

@@ -31,6 +31,8 @@ DEFAULT_NULL_TOKENS: frozenset[str] = frozenset({"not present", "n/a", "na", "no
 
 _BOOLEANS = {"true": "b:true", "yes": "b:true", "false": "b:false", "no": "b:false"}
 _WS = re.compile(r"\s+")
+_HAS_DIGIT = re.compile(r"\d")
+_MISSING = object()
 # "1,000", "1000.0", "-3.5", "1e3", ".5"; thousands separators only in groups of three
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?$")
 _CURRENCY = re.compile(r"^(?:[$€£¥]|(?:usd|eur|gbp|jpy|chf|cad|aud)\b)\s*|\s*(?:[$€£¥]|\b(?:usd|eur|gbp|jpy|chf|cad|aud))$")
@@ -39,18 +41,41 @@ _MONTHS = (
     "jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|"
     "sep|sept|september|oct|october|nov|november|dec|december"
 )
-# A strict set of date shapes: anything else stays text, and plain numbers are never dates.
-_DATE_SHAPES = [
-    re.compile(r"^\d{4}-\d{1,2}-\d{1,2}(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?$"),
-    re.compile(r"^\d{4}[/.]\d{1,2}[/.]\d{1,2}$"),
-    re.compile(r"^\d{1,2}[/.-]\d{1,2}[/.-]\d{4}$"),
-    re.compile(r"^\d{1,2}/\d{1,2}/\d{2}$"),  # two-digit years only with slashes: "1.2.33" is a version
-    re.compile(rf"^(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}$"),
-    re.compile(rf"^\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?,?\s+\d{{4}}$"),
-    re.compile(rf"^\d{{1,2}}-(?:{_MONTHS})-\d{{4}}$"),
-    re.compile(rf"^(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s+)(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}$"),
+_MONTH_NUMBER = {
+    name: i
+    for i, names in enumerate(
+        [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
+         ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"),
+         ("dec", "december")],
+        start=1,
+    )
+    for name in names
+}
+_ORD = r"(?:st|nd|rd|th)?"
+_WEEKDAY = r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?"
+# A strict set of date shapes, each parsed directly from its groups: anything else stays text,
+# and plain numbers are never dates. Only ISO timestamps with a time part go through dateutil.
+_DATE_SHAPES: list[tuple[str, re.Pattern[str]]] = [
+    ("ymd", re.compile(r"^(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})$")),
+    ("iso_time", re.compile(r"^\d{4}-\d{1,2}-\d{1,2}[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?$")),
+    ("abY", re.compile(r"^(?P<a>\d{1,2})[/.-](?P<b>\d{1,2})[/.-](?P<y>\d{4})$")),
+    # two-digit years only with slashes: "1.2.33" is a version, not a date
+    ("aby", re.compile(r"^(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{2})$")),
+    ("Mdy", re.compile(rf"^{_WEEKDAY}(?P<mon>{_MONTHS})\.?\s+(?P<d>\d{{1,2}}){_ORD},?\s+(?P<y>\d{{4}})$")),
+    ("dMy", re.compile(rf"^{_WEEKDAY}(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<mon>{_MONTHS})\.?,?\s+(?P<y>\d{{4}})$")),
+    ("d-M-y", re.compile(rf"^(?P<d>\d{{1,2}})-(?P<mon>{_MONTHS})-(?P<y>\d{{4}})$")),
 ]
-_ISO_YMD = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
+
+
+def _two_digit_year(y: int, today: date | None = None) -> int:
+    """dateutil's rule: the century that puts the year within 50 years of today."""
+    this_year = (today or date.today()).year
+    year = this_year // 100 * 100 + y
+    if year >= this_year + 50:
+        year -= 100
+    elif year < this_year - 50:
+        year += 100
+    return year
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,7 +162,31 @@ class Normalizer:
         return k
 
     def keys(self, values: np.ndarray | list[Any]) -> list[str | None]:
-        return [self.key(v) for v in values]
+        """Canonical keys of many values; strings not seen before are normalised as one batch
+        (the same rules as `key`, with less per-value overhead)."""
+        out: list[str | None] = [None] * len(values)
+        cache = self._cache
+        todo_idx: list[int] = []
+        todo: list[str] = []
+        for i, v in enumerate(values):
+            if type(v) is str:
+                k = cache.get((str, v), _MISSING)
+                if k is _MISSING:
+                    todo_idx.append(i)
+                    todo.append(v)
+                else:
+                    out[i] = k  # type: ignore[assignment]
+            elif v is not None:
+                out[i] = self.key(v)
+        if todo:
+            classify = self._classify_text
+            ws, nfkc = _WS.sub, unicodedata.normalize
+            for i, raw in zip(todo_idx, todo):
+                k = cache.get((str, raw), _MISSING)  # the same string twice in one batch
+                if k is _MISSING:
+                    k = cache[(str, raw)] = classify(ws(" ", nfkc("NFKC", raw).casefold()).strip())
+                out[i] = k  # type: ignore[assignment]
+        return out
 
     # -- internals -------------------------------------------------------------------------
 
@@ -168,7 +217,10 @@ class Normalizer:
         return self._string_key(value)
 
     def _string_key(self, raw: str) -> str | None:
-        text = _normalise_text(raw)
+        return self._classify_text(_normalise_text(raw))
+
+    def _classify_text(self, text: str) -> str | None:
+        """Key of an already normalised (NFKC, casefolded, whitespace-collapsed) string."""
         if not text or text in self.config.null_tokens:
             return None
         if not self.config.detect_types:
@@ -180,7 +232,7 @@ class Normalizer:
             n = self._number(text)
             if n is not None:
                 return n
-        if any(c.isdigit() for c in text):
+        if _HAS_DIGIT.search(text):
             d = self._date(text)
             if d is not None:
                 return d
@@ -200,20 +252,30 @@ class Normalizer:
             return None
 
     def _date(self, text: str) -> str | None:
-        if not any(p.match(text) for p in _DATE_SHAPES):
-            return None
-        m = _ISO_YMD.match(text)
-        try:
-            if m:  # year first is never ambiguous: skip dateutil's dayfirst guessing
-                return "d:" + date(int(m[1]), int(m[2]), int(m[3])).isoformat()
-            from dateutil import parser as date_parser
+        for kind, pattern in _DATE_SHAPES:
+            m = pattern.match(text)
+            if m is None:
+                continue
+            try:
+                if kind == "iso_time":
+                    from dateutil import parser as date_parser
 
-            dt = date_parser.parse(text, dayfirst=self.config.dayfirst, yearfirst=False)
-        except (ValueError, OverflowError):
-            return None
-        if (dt.hour, dt.minute, dt.second, dt.microsecond) == (0, 0, 0, 0):
-            return "d:" + dt.date().isoformat()
-        return "d:" + dt.replace(tzinfo=None).isoformat()
+                    dt = date_parser.isoparse(text.upper())
+                    if (dt.hour, dt.minute, dt.second, dt.microsecond) == (0, 0, 0, 0):
+                        return "d:" + dt.date().isoformat()
+                    return "d:" + dt.replace(tzinfo=None).isoformat()
+                if kind in ("abY", "aby"):
+                    a, b = int(m["a"]), int(m["b"])
+                    y = int(m["y"]) if kind == "abY" else _two_digit_year(int(m["y"]))
+                    day, month = (a, b) if self.config.dayfirst else (b, a)
+                    if month > 12 and day <= 12:  # unambiguous the other way round, as dateutil reads it
+                        day, month = month, day
+                    return "d:" + date(y, month, day).isoformat()
+                month = _MONTH_NUMBER[m["mon"]] if "mon" in m.groupdict() else int(m["m"])
+                return "d:" + date(int(m["y"]), month, int(m["d"])).isoformat()
+            except (ValueError, OverflowError):
+                return None
+        return None
 
 
 _CURRENCY_PREFIXES = {"usd", "eur", "gbp", "jpy", "chf", "cad", "aud"}

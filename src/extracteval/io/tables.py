@@ -272,6 +272,10 @@ def load_fields_table(
     repeated (id, field) rows form a multi-valued cell. Kleister TSV: see `read_kleister`.
     """
     p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: file not found.")
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory; expected a file.")
     if p.suffix.lower() not in _TABLE_SUFFIXES and p.suffix != ".xz":
         raise InputError(f"{p}: unsupported file type {p.suffix!r}; expected one of {', '.join(_TABLE_SUFFIXES)} or Kleister .tsv.")
     if p.suffix in (".tsv", ".xz"):

@@ -1,0 +1,318 @@
+"""Cross-run leaderboards: rank already-scored runs from their logged metrics (SPEC §4, §10).
+
+Pure: the MLflow layer turns tracking-store runs into `RunSummary` objects (metrics by SPEC §9
+key) and per-record tables; this module groups runs by the digests of their truth and config,
+refuses unfair comparisons, finds item winners (fields, tags, features…), ranks, and attaches
+paired-bootstrap intervals when per-record results are available.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cmp_to_key
+from typing import Any
+
+import numpy as np
+
+from extracteval.core.bootstrap import Interval
+from extracteval.core.ranking import TIER_COLOURS, FieldWinner, Score, _cmp_desc, field_winners, field_wins, format_wins, tier
+from extracteval.errors import InputError
+
+__all__ = ["RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "LeaderboardGroup", "Leaderboard", "build_leaderboard"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankingSpec:
+    """How one task's runs are ranked.
+
+    primary: metric key of the main score; tie_breaks: further keys, larger is better; then total
+    item wins, then model name. item_prefix/item_keys: per-item metric keys
+    (`<prefix><item>/<key>`) whose first key picks item winners, the others break ties.
+    """
+
+    task: str
+    primary: str
+    tie_breaks: tuple[str, ...]
+    item_prefix: str | None = None
+    item_keys: tuple[str, ...] = ("f1", "precision", "recall")
+    item_label: str = "fields"
+
+
+RANKING_SPECS: dict[str, RankingSpec] = {
+    "fields": RankingSpec(task="fields", primary="overall/f1", tie_breaks=("overall/precision", "overall/recall"), item_prefix="field/"),
+    "json": RankingSpec(task="json", primary="rqs/mean", tie_breaks=("json/accuracy", "json/completeness"), item_prefix="field/", item_keys=("accuracy",)),
+    "spans": RankingSpec(
+        task="spans", primary="spans/relaxed@0.5/micro/f1", tie_breaks=("spans/exact/micro/f1", "spans/relaxed@0.5/micro/precision", "spans/relaxed@0.5/micro/recall"),
+        item_prefix="tag/", item_label="tags",
+    ),
+    "entities": RankingSpec(task="entities", primary="entities/f1_entities", tie_breaks=("entities/precision_entities", "entities/recall_entities"), item_prefix="feature/", item_label="features"),
+    "labels": RankingSpec(task="labels", primary="labels/macro/f1", tie_breaks=("labels/micro_accuracy", "labels/row_accuracy"), item_prefix="feature/", item_label="features"),
+    "structured": RankingSpec(task="structured", primary="structured/field_f1", tie_breaks=("structured/exact_match_rate", "structured/json_valid_rate")),
+    "toolcalls": RankingSpec(task="toolcalls", primary="toolcalls/call_accuracy", tie_breaks=("toolcalls/args_f1", "toolcalls/name_match_rate")),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    run_id: str
+    model: str
+    task: str
+    truth_digest: str
+    config_digest: str
+    metrics: Mapping[str, float]
+    run_name: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaderboardEntry:
+    run_id: str
+    model: str
+    rank: int
+    score: float
+    tie_breaks: Mapping[str, float]
+    item_wins: float
+    items_scored: int
+    tier: str
+    tier_colour: str
+    overall: Mapping[str, float]
+    micro: Mapping[str, float]
+    ci: Interval | None = None
+
+    @property
+    def wins_label(self) -> str:
+        return f"Won {format_wins(self.item_wins)} of {self.items_scored}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "model": self.model,
+            "rank": self.rank,
+            "score": self.score,
+            "tie_breaks": dict(self.tie_breaks),
+            "overall": dict(self.overall),
+            "micro": dict(self.micro),
+            "field_wins": self.item_wins,
+            "wins_label": self.wins_label,
+            "tier": self.tier,
+            "tier_colour": self.tier_colour,
+            "ci": None if self.ci is None else self.ci.to_dict(),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaderboardGroup:
+    truth_digest: str
+    config_digest: str
+    entries: tuple[LeaderboardEntry, ...]
+    item_winners: Mapping[str, FieldWinner]
+    comparisons: tuple[Mapping[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "truth_digest": self.truth_digest,
+            "config_digest": self.config_digest,
+            "ranking": [e.to_dict() for e in self.entries],
+            "field_winners": {k: v.to_dict() for k, v in self.item_winners.items()},
+            "comparisons": [dict(c) for c in self.comparisons],
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Leaderboard:
+    task: str
+    spec: RankingSpec
+    groups: tuple[LeaderboardGroup, ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        one = self.groups[0] if len(self.groups) == 1 else None
+        doc: dict[str, Any] = {
+            "task": self.task,
+            "primary_metric": self.spec.primary,
+            "tie_breaks": [*self.spec.tie_breaks, "field_wins", "model"],
+            "groups": [g.to_dict() for g in self.groups],
+            "warnings": list(self.warnings),
+        }
+        if one is not None:
+            doc["ranking"] = [e.to_dict() for e in one.entries]
+            doc["field_winners"] = {k: v.to_dict() for k, v in one.item_winners.items()}
+            doc["comparisons"] = [dict(c) for c in one.comparisons]
+        return doc
+
+
+def _items(metrics: Mapping[str, float], spec: RankingSpec) -> dict[str, Score]:
+    """Per-item scores from keys `<prefix><item>/<key>`; the first item key is the winner metric."""
+    if not spec.item_prefix:
+        return {}
+    keys = spec.item_keys
+    found: dict[str, dict[str, float]] = {}
+    for k, v in metrics.items():
+        if not k.startswith(spec.item_prefix):
+            continue
+        item, _, leaf = k[len(spec.item_prefix) :].rpartition("/")
+        if item and leaf in keys:
+            found.setdefault(item, {})[leaf] = float(v)
+    out = {}
+    for item, vals in found.items():
+        if keys[0] not in vals:
+            continue
+        rest = [vals.get(k, 0.0) for k in keys[1:3]] + [0.0, 0.0]
+        out[item] = Score(f1=vals[keys[0]], precision=rest[0], recall=rest[1])
+    return out
+
+
+def _distinct_names(runs: Sequence[RunSummary]) -> dict[str, str]:
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.model] = counts.get(r.model, 0) + 1
+    return {r.run_id: (r.model if counts[r.model] == 1 else f"{r.model} ({r.run_id[:8]})") for r in runs}
+
+
+def build_leaderboard(
+    runs: Sequence[RunSummary],
+    *,
+    task: str | None = None,
+    group_by_truth: bool = False,
+    intervals: Mapping[str, Interval] | None = None,
+    pair_intervals: Mapping[tuple[str, str], Interval] | None = None,
+) -> Leaderboard:
+    """Rank runs of one task.
+
+    Args:
+        runs: the runs to compare (one model each).
+        task: the task to rank; required when the runs hold several tasks.
+        group_by_truth: rank each (truth digest, config digest) group separately instead of
+            refusing to compare runs scored against different truth or config.
+        intervals: run id → interval of its primary metric.
+        pair_intervals: (higher run id, lower run id) → interval of the difference.
+
+    Raises:
+        InputError: no runs, mixed tasks without `task`, or mixed digests without `group_by_truth`.
+    """
+    if not runs:
+        raise InputError("no runs to rank: the experiment has no extracteval runs matching the filter.")
+    tasks = sorted({r.task for r in runs})
+    if task is None:
+        if len(tasks) > 1:
+            raise InputError(f"the runs hold several tasks ({', '.join(tasks)}); choose one with --task.")
+        task = tasks[0]
+    runs = [r for r in runs if r.task == task]
+    if not runs:
+        raise InputError(f"no runs of task {task!r} (tasks found: {', '.join(tasks)}).")
+    spec = RANKING_SPECS.get(task)
+    if spec is None:
+        raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(RANKING_SPECS))}.")
+    warnings = []
+    missing = [r.run_name or r.run_id for r in runs if spec.primary not in r.metrics]
+    if missing:
+        raise InputError(f"runs without the primary metric {spec.primary!r}: {', '.join(missing[:10])}.")
+    groups: dict[tuple[str, str], list[RunSummary]] = {}
+    for r in runs:
+        groups.setdefault((r.truth_digest, r.config_digest), []).append(r)
+    if len(groups) > 1 and not group_by_truth:
+        desc = "; ".join(
+            f"truth {t[:12]}… config {c[:12]}…: {', '.join(sorted(x.run_name or x.model for x in g))}" for (t, c), g in sorted(groups.items())
+        )
+        raise InputError(
+            f"refusing to rank runs scored against different ground truth or config ({len(groups)} groups: {desc}). "
+            "Rank each group separately with --group-by-truth, or filter the runs."
+        )
+    names = _distinct_names(runs)
+    out_groups = []
+    for (t, c), members in sorted(groups.items()):
+        out_groups.append(_rank_group(members, spec, names, t, c, intervals or {}, pair_intervals or {}))
+    if len(runs) == 1:
+        warnings.append("only one run: every item is a universal tie, so no wins are awarded.")
+    return Leaderboard(task=task, spec=spec, groups=tuple(out_groups), warnings=tuple(warnings))
+
+
+def _rank_group(
+    members: Sequence[RunSummary],
+    spec: RankingSpec,
+    names: Mapping[str, str],
+    truth: str,
+    config: str,
+    intervals: Mapping[str, Interval],
+    pair_intervals: Mapping[tuple[str, str], Interval],
+) -> LeaderboardGroup:
+    by_name = {names[r.run_id]: r for r in members}
+    items: dict[str, dict[str, Score]] = {}
+    for n, r in by_name.items():
+        for item, s in _items(r.metrics, spec).items():
+            items.setdefault(item, {})[n] = s
+    winners = field_winners(items)
+    wins = field_wins(winners, list(by_name))
+
+    def key(n: str) -> tuple[float, ...]:
+        m = by_name[n].metrics
+        return (float(m[spec.primary]), *(float(m.get(k, 0.0)) for k in spec.tie_breaks), wins[n])
+
+    def cmp(a: str, b: str) -> int:
+        c = _cmp_desc(key(a), key(b))
+        return c if c else (-1 if a < b else (1 if a > b else 0))
+
+    order = sorted(by_name, key=cmp_to_key(cmp))
+    entries = []
+    for i, n in enumerate(order, start=1):
+        r = by_name[n]
+        m = r.metrics
+        t = tier(float(m[spec.primary]))
+        entries.append(
+            LeaderboardEntry(
+                run_id=r.run_id,
+                model=n,
+                rank=i,
+                score=float(m[spec.primary]),
+                tie_breaks={k: float(m.get(k, 0.0)) for k in spec.tie_breaks},
+                item_wins=wins[n],
+                items_scored=sum(1 for s in items.values() if n in s),
+                tier=t,
+                tier_colour=TIER_COLOURS[t],
+                overall={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("overall/") and k.count("/") == 1},
+                micro={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("micro/") and k.count("/") == 1},
+                ci=intervals.get(r.run_id),
+            )
+        )
+    comparisons = []
+    for hi, lo in zip(entries[:-1], entries[1:]):
+        iv = pair_intervals.get((hi.run_id, lo.run_id))
+        if iv is None:
+            continue
+        significant = not iv.contains_zero
+        comparisons.append(
+            {
+                "higher": hi.model,
+                "lower": lo.model,
+                "difference": iv.to_dict(),
+                "significant": significant,
+                "verdict": "significantly different" if significant else "not significantly different",
+            }
+        )
+    return LeaderboardGroup(truth_digest=truth, config_digest=config, entries=tuple(entries), item_winners=winners, comparisons=tuple(comparisons))
+
+
+def paired_record_matrix(frames: Mapping[str, Any], items: Sequence[str] | None = None) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Per-run per-record counts (DataFrames with record_id, field, tp, fp, fn, tn) → arrays
+    (records, items, 4) on the record ids and items every run shares, for a paired bootstrap."""
+    shared_ids: set[str] | None = None
+    shared_items: set[str] | None = None
+    for f in frames.values():
+        ids = set(f["record_id"].astype(str))
+        its = set(f["field"].astype(str))
+        shared_ids = ids if shared_ids is None else shared_ids & ids
+        shared_items = its if shared_items is None else shared_items & its
+    rec = sorted(shared_ids or ())
+    its_sorted = sorted(shared_items or ()) if items is None else [i for i in items if i in (shared_items or set())]
+    out = {}
+    for run_id, f in frames.items():
+        g = f[f["record_id"].astype(str).isin(rec) & f["field"].astype(str).isin(its_sorted)]
+        arr = np.zeros((len(rec), len(its_sorted), 4), dtype=np.int64)
+        ri = {r: i for i, r in enumerate(rec)}
+        fi = {x: i for i, x in enumerate(its_sorted)}
+        r_idx = g["record_id"].astype(str).map(ri).to_numpy()
+        f_idx = g["field"].astype(str).map(fi).to_numpy()
+        for k, col in enumerate(("tp", "fp", "fn", "tn")):
+            np.add.at(arr[:, :, k], (r_idx, f_idx), g[col].to_numpy())
+        out[run_id] = arr
+    return rec, out

@@ -1,0 +1,103 @@
+"""Leaderboard ranking from run metrics: planted ties, fairness, significance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from extracteval.core.bootstrap import bootstrap_macro_f1
+from extracteval.core.leaderboard import RunSummary, build_leaderboard, paired_record_matrix
+from extracteval.errors import InputError
+
+
+def run(name, f1, p, r, fields, truth="T1", config="C1"):
+    metrics = {"overall/f1": f1, "overall/precision": p, "overall/recall": r}
+    for field, (ff, fp, fr) in fields.items():
+        metrics.update({f"field/{field}/f1": ff, f"field/{field}/precision": fp, f"field/{field}/recall": fr})
+    return RunSummary(run_id=f"id-{name}", model=name, task="fields", truth_digest=truth, config_digest=config, metrics=metrics, run_name=name)
+
+
+def six_runs():
+    # field "u": universal tie (0 wins); field "s": shared by A and B (1/2 each); field "w": E and F tie at the
+    # top (1/2 each); field "x": sole win for F
+    same = (0.5, 0.5, 0.5)
+    return [
+        run("A", 0.80, 0.90, 0.70, {"u": same, "s": (0.9, 0.9, 0.9), "w": (0.1, 0.1, 0.1), "x": (0.1, 0.1, 0.1)}),
+        run("B", 0.80, 0.85, 0.75, {"u": same, "s": (0.9, 0.9, 0.9), "w": (0.1, 0.1, 0.1), "x": (0.1, 0.1, 0.1)}),
+        run("C", 0.70, 0.70, 0.80, {"u": same, "s": (0.2, 0.2, 0.2), "w": (0.1, 0.1, 0.1), "x": (0.1, 0.1, 0.1)}),
+        run("D", 0.70, 0.70, 0.70, {"u": same, "s": (0.2, 0.2, 0.2), "w": (0.1, 0.1, 0.1), "x": (0.1, 0.1, 0.1)}),
+        run("F", 0.60, 0.60, 0.60, {"u": same, "s": (0.2, 0.2, 0.2), "w": (0.8, 0.8, 0.8), "x": (0.9, 0.9, 0.9)}),
+        run("E", 0.60, 0.60, 0.60, {"u": same, "s": (0.2, 0.2, 0.2), "w": (0.8, 0.8, 0.8), "x": (0.1, 0.1, 0.1)}),
+    ]
+
+
+def test_planted_ties_give_the_documented_ranks():
+    lb = build_leaderboard(six_runs())
+    ranking = lb.to_dict()["ranking"]
+    # A/B: equal F1, precision decides; C/D: equal F1 and precision, recall decides;
+    # E/F: fully equal overall, F has more wins (1.5 vs 0.5)
+    assert [e["model"] for e in ranking] == ["A", "B", "C", "D", "F", "E"]
+    assert [e["rank"] for e in ranking] == [1, 2, 3, 4, 5, 6]
+    winners = lb.groups[0].item_winners
+    assert winners["u"].kind == "universal" and winners["u"].win_share == 0.0
+    assert winners["s"].kind == "shared" and winners["s"].winners == ("A", "B") and winners["s"].win_share == 0.5
+    wins = {e["model"]: e["field_wins"] for e in ranking}
+    assert wins == {"A": 0.5, "B": 0.5, "C": 0.0, "D": 0.0, "F": 1.5, "E": 0.5}
+
+
+def test_fully_equal_runs_fall_back_to_name():
+    same = {"f": (0.5, 0.5, 0.5)}
+    lb = build_leaderboard([run("zeta", 0.5, 0.5, 0.5, same), run("alpha", 0.5, 0.5, 0.5, same)])
+    assert [e.model for e in lb.groups[0].entries] == ["alpha", "zeta"]
+
+
+def test_mixed_truth_is_refused_then_grouped():
+    runs = six_runs()[:2] + [run("edited", 0.9, 0.9, 0.9, {"u": (1, 1, 1)}, truth="T2")]
+    with pytest.raises(InputError, match="refusing to rank.*2 groups.*edited"):
+        build_leaderboard(runs)
+    lb = build_leaderboard(runs, group_by_truth=True)
+    assert len(lb.groups) == 2
+    assert [len(g.entries) for g in lb.groups] == [2, 1]
+
+
+def test_mixed_config_is_refused():
+    runs = [run("a", 0.5, 0.5, 0.5, {}), run("b", 0.5, 0.5, 0.5, {}, config="C2")]
+    with pytest.raises(InputError, match="different ground truth or config"):
+        build_leaderboard(runs)
+
+
+def test_mixed_tasks_need_a_choice():
+    r = run("a", 0.5, 0.5, 0.5, {})
+    other = RunSummary(run_id="j", model="j", task="json", truth_digest="T", config_digest="C", metrics={"rqs/mean": 0.5})
+    with pytest.raises(InputError, match="several tasks.*--task"):
+        build_leaderboard([r, other])
+    assert build_leaderboard([r, other], task="json").groups[0].entries[0].model == "j"
+
+
+def test_same_model_name_twice_is_disambiguated_by_run_id():
+    a = run("m", 0.5, 0.5, 0.5, {})
+    b = RunSummary(**{**a.__dict__, "run_id": "other-run"})
+    names = [e.model for e in build_leaderboard([a, b]).groups[0].entries]
+    assert len(set(names)) == 2 and all(n.startswith("m (") for n in names)
+
+
+def _per_record_frame(correct: np.ndarray) -> pd.DataFrame:
+    n = len(correct)
+    return pd.DataFrame(
+        {"record_id": [f"r{i:03d}" for i in range(n)], "field": "f", "tp": correct.astype(int), "fp": (~correct).astype(int), "fn": (~correct).astype(int), "tn": 0}
+    )
+
+
+def test_significance_from_paired_per_record_results():
+    rng = np.random.default_rng(5)
+    base = rng.random(500) < 0.8
+    noisy = base.copy()
+    noisy[[3, 100, 400]] = ~noisy[[3, 100, 400]]
+    better = base | (rng.random(500) < 0.7)
+    frames = {"base": _per_record_frame(base), "noisy": _per_record_frame(noisy), "better": _per_record_frame(better)}
+    ids, arrays = paired_record_matrix(frames)
+    assert len(ids) == 500
+    _, diffs = bootstrap_macro_f1(arrays, [("base", "noisy"), ("better", "base")], resamples=500, seed=0)
+    assert diffs[("base", "noisy")].contains_zero
+    assert not diffs[("better", "base")].contains_zero

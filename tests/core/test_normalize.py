@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from extracteval.core.normalize import NormalizationConfig, Normalizer
+
+
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        ("2024-01-01", "January 1, 2024"),
+        ("2024-01-01", "1 January 2024"),
+        ("2024-01-01", "Jan 1, 2024"),
+        ("2024-01-01", "01/01/2024"),
+        ("2024-03-02", "03/02/2024"),
+        ("2024-01-01", "2024/01/01"),
+        ("1,000", "1000.0"),
+        ("1000", "1e3"),
+        ("$1,250.50", "1250.5"),
+        ("USD 99", "99"),
+        ("15%", "15"),
+        ("Yes", "true"),
+        ("NO", "false"),
+        ("  Service   Agreement ", "service agreement"),
+        ("ﬁle", "file"),  # NFKC ligature
+    ],
+)
+def test_equal_after_normalisation(a, b):
+    n = Normalizer()
+    assert n.key(a) == n.key(b)
+
+
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        ("2024", "2024-01-01"),  # plain numbers are never dates
+        ("foo bar", "foo baz"),  # two different unparsable values are not equal
+        ("13/45/2024", "14/45/2024"),  # invalid dates stay text and stay different
+        ("1.2.33", "1.2.34"),  # version strings are not dates
+        ("1,00", "100"),  # malformed thousands separator stays text
+    ],
+)
+def test_not_equal(a, b):
+    n = Normalizer()
+    assert n.key(a) != n.key(b)
+
+
+@pytest.mark.parametrize("v", [None, float("nan"), "", "   ", "Not Present", "N/A", "na", "None", "NULL", "-", [], {}])
+def test_absent_values(v):
+    assert Normalizer().key(v) is None
+
+
+def test_dayfirst_flag():
+    assert Normalizer(NormalizationConfig(dayfirst=True)).key("03/02/2024") == "d:2024-02-03"
+    assert Normalizer().key("03/02/2024") == "d:2024-03-02"
+
+
+def test_custom_null_tokens():
+    n = Normalizer(NormalizationConfig(null_tokens=frozenset({"missing"})))
+    assert n.key("MISSING") is None
+    assert n.key("n/a") == "t:n/a"
+
+
+def test_parse_is_cached_per_distinct_value():
+    n = Normalizer()
+    for _ in range(3):
+        n.key("January 1, 2024")
+    assert len(n._cache) == 1
+
+
+def test_typed_python_values():
+    from datetime import date, datetime
+
+    n = Normalizer()
+    assert n.key(True) == n.key("yes")
+    assert n.key(3) == n.key(3.0) == n.key("3")
+    assert n.key(date(2024, 1, 1)) == n.key(datetime(2024, 1, 1)) == n.key("2024-01-01")
+    assert n.key(math.inf) == "n:inf"
+
+
+@given(st.one_of(st.text(max_size=30), st.integers(), st.floats(allow_nan=True), st.booleans(), st.none()))
+def test_normalisation_is_idempotent_and_total(v):
+    n = Normalizer()
+    k = n.key(v)
+    assert k is None or isinstance(k, str)
+    assert n.key(v) == k
+    if k is not None and k.startswith("t:"):
+        # the normalised text of a text key is its own fixed point
+        assert n.key(k[2:]) == k

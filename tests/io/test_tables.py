@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import lzma
+
+import pytest
+
+from extracteval.errors import InputError
+from extracteval.io.config import load_mapping, parse_model_spec, safe_file_name
+from extracteval.io.tables import is_kleister, load_fields_table, read_kleister, read_kleister_keys, read_table
+
+
+def test_csv_cells_stay_strings_and_json_lists_become_lists(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text('id,parties,amount,code\n1,"[""A"", ""B""]",NA,007\n2,[not json,,\n', encoding="utf-8")
+    f = read_table(p)
+    assert f.loc[0, "parties"] == ["A", "B"]
+    assert f.loc[0, "amount"] == "NA"  # no NA guessing: absent-value rules belong to the scorer
+    assert f.loc[0, "code"] == "007"
+    assert f.loc[1, "parties"] == "[not json"
+
+
+def test_kleister_reader(tmp_path):
+    p = tmp_path / "expected.tsv"
+    p.write_text("party=Acme_Inc. party=Bolt_LLC term=3_years\n\njurisdiction=New_York\n", encoding="utf-8")
+    assert is_kleister(p)
+    f = read_kleister(p)
+    assert list(f.index) == ["1", "2", "3"]
+    assert f.loc["1", "party"] == ["Acme Inc.", "Bolt LLC"]
+    assert f.loc["1", "term"] == "3 years"
+    assert f.loc["2", "party"] is None
+    assert f.loc["3", "jurisdiction"] == "New York"
+
+
+def test_kleister_keys_and_skipped_cells(tmp_path):
+    keys = tmp_path / "in.tsv.xz"
+    keys.write_bytes(lzma.compress(b"a.pdf\tparty term\ttext\nb.pdf\tjurisdiction\ttext\n"))
+    ids, asked = read_kleister_keys(keys)
+    assert ids == ["a.pdf", "b.pdf"] and asked == [{"party", "term"}, {"jurisdiction"}]
+    gold = tmp_path / "expected.tsv"
+    gold.write_text("party=A\njurisdiction=X\n", encoding="utf-8")
+    t = load_fields_table(gold, kleister_ids=ids, kleister_asked=asked)
+    st = t.status[""]
+    assert st.loc["a.pdf", "jurisdiction"] == "skipped" and st.loc["b.pdf", "jurisdiction"] == "ok"
+    bad = tmp_path / "short.tsv"
+    bad.write_text("party=A\n", encoding="utf-8")
+    with pytest.raises(InputError, match="short.tsv: expected 2 lines"):
+        load_fields_table(bad, kleister_ids=ids, kleister_asked=asked)
+
+
+def test_tab_separated_table_is_not_kleister(tmp_path):
+    p = tmp_path / "t.tsv"
+    p.write_text("id\tname\n1\tx=y\n", encoding="utf-8")
+    assert not is_kleister(p)
+    t = load_fields_table(p)
+    assert t.values[""].loc["1", "name"] == "x=y"
+
+
+def test_jsonl_errors_name_the_line(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"id": 1}\n{"id": 2,\n', encoding="utf-8")
+    with pytest.raises(InputError, match="t.jsonl: line 2: expected one JSON object per line"):
+        read_table(p)
+    p.write_text('{"id": 1}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(InputError, match="line 2: expected a JSON object, but found list"):
+        read_table(p)
+
+
+def test_parquet_garbage(tmp_path):
+    p = tmp_path / "t.parquet"
+    p.write_bytes(b"not parquet at all")
+    with pytest.raises(InputError, match="t.parquet: not a readable Parquet file"):
+        read_table(p)
+
+
+def test_long_format_repeated_rows_make_lists(tmp_path):
+    p = tmp_path / "long.csv"
+    p.write_text("id,field,value\n1,party,A\n1,party,B\n1,date,2024-01-01\n2,party,C\n", encoding="utf-8")
+    t = load_fields_table(p)
+    assert t.layout == "long"
+    f = t.values[""]
+    assert f.loc["1", "party"] == ["A", "B"] and f.loc["2", "party"] == "C"
+    assert f.loc["2", "date"] is None or f.loc["2", "date"] != f.loc["2", "date"]
+
+
+def test_empty_id_names_the_line(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("id,a\n1,x\n,y\n", encoding="utf-8")
+    with pytest.raises(InputError, match="t.csv: line 3: column 'id' is empty"):
+        load_fields_table(p)
+
+
+def test_config_files(tmp_path):
+    y = tmp_path / "c.yaml"
+    y.write_text("a: FUZZY\n", encoding="utf-8")
+    assert load_mapping(y) == {"a": "FUZZY"}
+    y.write_text("!!python/object/apply:os.system ['echo pwned']\n", encoding="utf-8")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_mapping(y)  # safe_load refuses to construct Python objects
+    j = tmp_path / "c.json"
+    j.write_text("[1]", encoding="utf-8")
+    with pytest.raises(InputError, match="expected a mapping at the top level, but found list"):
+        load_mapping(j)
+
+
+def test_model_spec_and_safe_file_names():
+    assert parse_model_spec("gpt=preds/a.csv")[0] == "gpt"
+    assert parse_model_spec("preds/a.csv")[0] is None
+    with pytest.raises(InputError, match="model name before '=' is empty"):
+        parse_model_spec("=a.csv")
+    assert safe_file_name("../../etc/passwd") == "etc_passwd"
+    assert safe_file_name("<script>alert(1)</script>") == "script_alert_1_script"
+    assert safe_file_name("...") == "unnamed"
