@@ -110,3 +110,14 @@ def test_model_spec_and_safe_file_names():
     assert safe_file_name("../../etc/passwd") == "etc_passwd"
     assert safe_file_name("<script>alert(1)</script>") == "script_alert_1_script"
     assert safe_file_name("...") == "unnamed"
+
+
+def test_wide_file_with_model_column_holds_several_models(tmp_path):
+    p = tmp_path / "preds.csv"
+    p.write_text("id,model,a\n1,m1,x\n2,m1,y\n1,m2,x\n", encoding="utf-8")
+    t = load_fields_table(p)
+    assert sorted(t.values) == ["m1", "m2"]
+    assert list(t.values["m1"].index) == ["1", "2"]
+    p.write_text("id,model,a\n1,m1,x\n1,m1,y\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"\(model, record id\) pairs must be unique.*'m1 / 1'"):
+        load_fields_table(p)

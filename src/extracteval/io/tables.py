@@ -304,7 +304,10 @@ def load_fields_table(
     frame[id_column] = frame[id_column].map(lambda x: str(x).strip())
     if {"field", "value"} <= set(frame.columns):
         return _long(p, frame, id_column)
-    _dup_error(p, frame[id_column])
+    if "model" in frame.columns:  # several models in one wide file: ids repeat once per model
+        _dup_error(p, frame["model"].astype(str) + " / " + frame[id_column], "(model, record id) pairs")
+    else:
+        _dup_error(p, frame[id_column])
     frame = frame.set_index(id_column)
     status = None
     if "status" in frame.columns:
