@@ -57,6 +57,10 @@ __all__ = [
     "category_of",
     "entry_sort_key",
     "parse_python_calls",
+    "BfclEntry",
+    "BfclCategoryScore",
+    "BfclModelScore",
+    "score_bfcl",
 ]
 
 # BFCL type names → the Python type a decoded value must have
@@ -509,3 +513,121 @@ def check_entry(
     if not answers:
         raise InputError(f"{entry_id}: the possible answer is empty; a simple entry needs one expected call.")
     return check_call(specs[0], calls[0], answers[0], **opts)
+
+
+# --------------------------------------------------------------------------------------------
+# scoring a whole file
+
+
+@dataclass(frozen=True, kw_only=True)
+class BfclCategoryScore:
+    """Accuracy of one model on one BFCL category, as BFCL's score file states it."""
+
+    category: str
+    correct_count: int
+    total_count: int
+    failed_ids: tuple[str, ...]
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct_count / self.total_count if self.total_count else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accuracy": self.accuracy,
+            "correct_count": self.correct_count,
+            "total_count": self.total_count,
+            "failed_ids": list(self.failed_ids),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BfclModelScore:
+    """One model's BFCL verdicts: overall `call_accuracy`, per category, and each failure's reason."""
+
+    model: str
+    correct_count: int
+    total_count: int
+    failed_ids: tuple[str, ...]
+    categories: dict[str, BfclCategoryScore]
+    failures: dict[str, Verdict]
+    missing_ids: tuple[str, ...]
+    error_types: dict[str, int]
+
+    @property
+    def call_accuracy(self) -> float:
+        return self.correct_count / self.total_count if self.total_count else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_accuracy": self.call_accuracy,
+            "correct_count": self.correct_count,
+            "total_count": self.total_count,
+            "failed_ids": list(self.failed_ids),
+            "missing_ids": list(self.missing_ids),
+            "error_types": dict(self.error_types),
+            "categories": {c: s.to_dict() for c, s in self.categories.items()},
+            "failures": {i: {"error_type": v.error_type, "error": v.error} for i, v in self.failures.items()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BfclEntry:
+    """What the checker needs about one test entry."""
+
+    id: str
+    category: str
+    functions: Sequence[Mapping[str, Any]]
+    answers: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]]
+
+
+def score_bfcl(
+    entries: Sequence[BfclEntry],
+    results: Mapping[str, Any],
+    *,
+    model: str = "model",
+    underscore_to_dot: bool = False,
+) -> BfclModelScore:
+    """Check every entry; an entry with no result fails with `missing_result`.
+
+    `total_count` is the number of entries, `failed_ids` sorted in BFCL's natural id order, so the
+    numbers line up with BFCL's `*_score.json` files.
+    """
+    failures: dict[str, Verdict] = {}
+    per_cat_total: dict[str, int] = {}
+    per_cat_failed: dict[str, list[str]] = {}
+    missing = []
+    for e in entries:
+        per_cat_total[e.category] = per_cat_total.get(e.category, 0) + 1
+        per_cat_failed.setdefault(e.category, [])
+        if e.id not in results:
+            missing.append(e.id)
+            v = _fail("missing_result", "The result file has no entry with this id.")
+        else:
+            v = check_entry(e.functions, decode_result(results[e.id]), e.answers, e.category, underscore_to_dot=underscore_to_dot, entry_id=e.id)
+        if not v.valid:
+            failures[e.id] = v
+            per_cat_failed[e.category].append(e.id)
+    order = sorted(failures, key=entry_sort_key)
+    cats = {
+        c: BfclCategoryScore(
+            category=c,
+            correct_count=per_cat_total[c] - len(per_cat_failed[c]),
+            total_count=per_cat_total[c],
+            failed_ids=tuple(sorted(per_cat_failed[c], key=entry_sort_key)),
+        )
+        for c in sorted(per_cat_total)
+    }
+    types: dict[str, int] = {}
+    for v in failures.values():
+        types[str(v.error_type)] = types.get(str(v.error_type), 0) + 1
+    return BfclModelScore(
+        model=model,
+        correct_count=len(entries) - len(failures),
+        total_count=len(entries),
+        failed_ids=tuple(order),
+        categories=cats,
+        failures={i: failures[i] for i in order},
+        missing_ids=tuple(sorted(missing, key=entry_sort_key)),
+        error_types=dict(sorted(types.items())),
+    )
