@@ -16,9 +16,12 @@ from extracteval import __version__
 # task name → module under extracteval.commands providing `configure` and `run`
 SCORE_TASKS = {
     "fields": "score_fields",
+    "structured": "score_structured",
+    "toolcalls": "score_toolcalls",
 }
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),
+    "compare-models": ("compare_models", "baseline vs candidate: metric gap, fine-tuning verdict, bootstrap interval"),
 }
 
 

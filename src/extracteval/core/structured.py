@@ -692,6 +692,12 @@ class StructuredResult:
                 raise KeyError(metric)
         return out
 
+    def count_matrix(self, model: str) -> tuple[tuple[str, ...], np.ndarray]:
+        """(count column names, int array records × columns) of one model, in record-id order."""
+        cols = tuple(f.name for f in fields(StructuredCounts))
+        rows = [[getattr(r.counts(), c) for c in cols] for r in self.records[model]]
+        return cols, np.array(rows, dtype=np.int64).reshape(len(rows), len(cols))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "task": self.task,
