@@ -224,12 +224,50 @@ def parse_calls(raw: Any) -> ParsedCalls:
     for candidate in (body, f"[{body}]"):
         try:
             calls_py = parse_python_calls(candidate, keep_positional=True)
-        except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        except SyntaxError:
+            calls_py = _parse_with_keyword_names(candidate)
+            if calls_py is None:
+                continue
+        except (ValueError, TypeError, RecursionError, MemoryError):
             continue
         return ParsedCalls(tuple(Call(next(iter(c)), next(iter(c.values()))) for c in calls_py), "python")
     if json_calls is not None:
         return json_calls
     return ParsedCalls((), "unknown", json_error or "neither JSON tool calls nor Python call syntax")
+
+
+_KW_PREFIX = "_kw_arg_"
+
+
+def _parse_with_keyword_names(text: str) -> list[dict[str, dict[str, Any]]] | None:
+    """Python calls whose argument names are reserved words (`convert(from="EUR")`, which models
+    do write): rename them with the tokenizer (strings untouched), parse, rename back."""
+    import io
+    import keyword
+    import tokenize
+
+    from extracteval.core.bfcl import parse_python_calls
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    lines = text.splitlines(keepends=True)
+    edits = []
+    for k, tok in enumerate(tokens[:-1]):
+        nxt = tokens[k + 1]
+        if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and nxt.type == tokenize.OP and nxt.string == "=":
+            edits.append(tok.start)
+    if not edits:
+        return None
+    for row, col in sorted(edits, reverse=True):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + _KW_PREFIX + line[col:]
+    try:
+        calls = parse_python_calls("".join(lines), keep_positional=True)
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return None
+    return [{n: {(a[len(_KW_PREFIX):] if a.startswith(_KW_PREFIX) else a): v for a, v in args.items()}} for c in calls for n, args in c.items()]
 
 
 # --------------------------------------------------------------------------------------------
