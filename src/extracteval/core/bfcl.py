@@ -41,6 +41,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,7 +185,9 @@ def parse_python_calls(text: str, *, keep_positional: bool = False) -> list[dict
     `"*1"`, … Raises `SyntaxError` or `ValueError` on anything that is not a call or a list of
     calls.
     """
-    tree = ast.parse(text.strip(), mode="eval")
+    with warnings.catch_warnings():  # e.g. "invalid escape sequence" in model text: not our concern
+        warnings.simplefilter("ignore")
+        tree = ast.parse(text.strip(), mode="eval")
     body = tree.body
     elems = [body] if isinstance(body, ast.Call) else body.elts if isinstance(body, (ast.List, ast.Tuple)) else None
     if elems is None:

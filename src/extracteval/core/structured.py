@@ -309,12 +309,16 @@ def _is_absent_leaf(v: Any) -> bool:
 
 
 def _leaf_agreement(a: Any, b: Any) -> float:
-    fa = {p: leaf_key(v) for p, v in flatten(a).items()}
-    fb = {p: leaf_key(v) for p, v in flatten(b).items()}
-    if not fa and not fb:
+    """Dice agreement of two items' leaves as multisets of (path without indices, value), so
+    nested lists in another order still agree."""
+    from collections import Counter
+
+    fa = Counter((generic_path(p), leaf_key(v)) for p, v in flatten(a).items())
+    fb = Counter((generic_path(p), leaf_key(v)) for p, v in flatten(b).items())
+    total = sum(fa.values()) + sum(fb.values())
+    if not total:
         return 1.0
-    same = sum(1 for p, k in fa.items() if fb.get(p) == k)
-    return 2.0 * same / (len(fa) + len(fb))
+    return 2.0 * sum((fa & fb).values()) / total
 
 
 def align_lists(reference: Any, prediction: Any) -> Any:

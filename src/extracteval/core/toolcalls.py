@@ -39,6 +39,8 @@ pairs is maximised first, then their argument agreement. Call order never matter
 from __future__ import annotations
 
 import json
+import keyword
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -237,17 +239,19 @@ def parse_calls(raw: Any) -> ParsedCalls:
 
 
 _KW_PREFIX = "_kw_arg_"
+_KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
 
 
 def _parse_with_keyword_names(text: str) -> list[dict[str, dict[str, Any]]] | None:
     """Python calls whose argument names are reserved words (`convert(from="EUR")`, which models
     do write): rename them with the tokenizer (strings untouched), parse, rename back."""
     import io
-    import keyword
     import tokenize
 
     from extracteval.core.bfcl import parse_python_calls
 
+    if not _KEYWORD_ARG.search(text):
+        return None
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
