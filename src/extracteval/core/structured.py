@@ -30,6 +30,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -241,32 +242,40 @@ def parse_json_output(raw: Any) -> ParsedOutput:
 _PLAIN_KEY = re.compile(r"^[A-Za-z_$][\w$-]*$")
 
 
+@lru_cache(maxsize=1 << 16)
 def _key_part(key: str) -> str:
     return key if _PLAIN_KEY.match(key) else json.dumps(key, ensure_ascii=False)
 
 
+# Keys of absent leaves start with NUL: they take part in exact match, not in field counting.
+_ABSENT_NULL, _ABSENT_OBJ, _ABSENT_ARR = "\x00null", "\x00{}", "\x00[]"
+
+
 def leaf_key(v: Any) -> str:
-    """Canonical text of a JSON leaf: numbers by value (`1.0` = `1`), strings quoted, `{}`/`[]`."""
+    """Canonical key of a JSON leaf, type-prefixed: `s:` text, `n:` number by value (`1.0` = `1`),
+    `b:` boolean; absent leaves (`null`, `{}`, `[]`, NaN) get NUL-prefixed keys."""
     t = type(v)
     if t is str:
-        return json.dumps(v, ensure_ascii=False)
+        return "s:" + v
     if t is bool:
-        return "true" if v else "false"
+        return "b:1" if v else "b:0"
     if t is int:
-        return str(v)
+        return "n:" + str(v)
     if t is float:
+        if v != v:
+            return _ABSENT_NULL
         if v.is_integer() and abs(v) < 1e16:
-            return str(int(v))
-        return repr(v)
+            return "n:" + str(int(v))
+        return "n:" + repr(v)
     if v is None:
-        return "null"
+        return _ABSENT_NULL
     if isinstance(v, dict):
-        return "{}"
+        return _ABSENT_OBJ
     if isinstance(v, (list, tuple)):
-        return "[]"
+        return _ABSENT_ARR
     if isinstance(v, (np.integer, np.floating, np.bool_)):
         return leaf_key(v.item())
-    return json.dumps(str(v), ensure_ascii=False)
+    return "s:" + str(v)
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -295,6 +304,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 _INDEX = re.compile(r"\[\d+\]")
 
 
+@lru_cache(maxsize=1 << 16)
 def generic_path(path: str) -> str:
     """`items[3].sku` → `items[].sku`: the field a path belongs to, for per-field tables."""
     return _INDEX.sub("[]", path)
@@ -466,7 +476,8 @@ class StructuredCounts:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StructuredRecord:
-    """One record's verdict and counts; `fields` maps generic paths to (tp, fp, fn)."""
+    """One record's verdict and counts; `fields` maps generic paths to (tp, fp, fn) (filled by
+    `score_structured_record`; a whole run keeps one per-field table instead)."""
 
     id: str
     valid: bool
@@ -491,25 +502,54 @@ class StructuredRecord:
         )
 
 
-def _keys(flat: Mapping[str, Any], key_fn: Callable[[Any], str | None]) -> dict[str, str]:
-    out = {}
-    for p, v in flat.items():
-        if v is _HOLE or _is_absent_leaf(v):
+def flat_keys(value: Any, key_fn: Callable[[Any], str | None] = leaf_key) -> dict[str, str]:
+    """`path → canonical key` for every leaf of a document, in one iterative pass.
+
+    Absent leaves keep their NUL-prefixed key (for exact match); holes left by optimal list
+    alignment are skipped; a leaf the key function maps to None (a null token) is absent.
+    """
+    out: dict[str, str] = {}
+    stack: list[tuple[str, Any]] = [("", value)]
+    pop, push = stack.pop, stack.append
+    exact_keys = key_fn is leaf_key
+    while stack:
+        path, v = pop()
+        t = type(v)
+        if t is dict and v:
+            for k, x in v.items():
+                part = _key_part(k) if type(k) is str else _key_part(str(k))
+                push((path + "." + part if path else part, x))
+        elif (t is list or t is tuple) and v:
+            for i, x in enumerate(v):
+                push((f"{path}[{i}]", x))
+        elif t is str and exact_keys:
+            out[path or "$"] = "s:" + v
+        elif v is _HOLE:
             continue
-        k = key_fn(v)
-        if k is not None:
-            out[p] = k
+        else:
+            k = leaf_key(v)
+            if k[0] != "\x00" and not exact_keys:
+                k = key_fn(v) or _ABSENT_NULL
+            out[path or "$"] = k
     return out
 
 
-def compare_flat(ref: Mapping[str, str], pred: Mapping[str, str]) -> tuple[int, int, int, dict[str, tuple[int, int, int]]]:
-    """TP/FP/FN of two `path → key` maps (wrong value = FP + FN), with per generic path counts."""
+def compare_flat(
+    ref: Mapping[str, str], pred: Mapping[str, str], acc: dict[str, list[int]] | None = None
+) -> tuple[int, int, int, dict[str, tuple[int, int, int]]]:
+    """TP/FP/FN of two `path → key` maps (wrong value = FP + FN), with per generic path counts.
+
+    With `acc`, the per-path counts are added into it (a run's running table) and the returned
+    per-path dict is empty.
+    """
     tp = fp = fn = 0
-    per: dict[str, list[int]] = {}
+    per: dict[str, list[int]] = {} if acc is None else acc
     for p, k in ref.items():
+        if k[0] == "\x00":
+            continue
         g = per.setdefault(generic_path(p), [0, 0, 0])
         pk = pred.get(p)
-        if pk is None:
+        if pk is None or pk[0] == "\x00":
             fn += 1
             g[2] += 1
         elif pk == k:
@@ -520,9 +560,15 @@ def compare_flat(ref: Mapping[str, str], pred: Mapping[str, str]) -> tuple[int, 
             fn += 1
             g[1] += 1
             g[2] += 1
-    for p in pred.keys() - ref.keys():
-        fp += 1
-        per.setdefault(generic_path(p), [0, 0, 0])[1] += 1
+    for p, k in pred.items():
+        if k[0] == "\x00":
+            continue
+        rk = ref.get(p)
+        if rk is None or rk[0] == "\x00":
+            fp += 1
+            per.setdefault(generic_path(p), [0, 0, 0])[1] += 1
+    if acc is not None:
+        return tp, fp, fn, {}
     return tp, fp, fn, {g: (c[0], c[1], c[2]) for g, c in per.items()}
 
 
@@ -530,20 +576,22 @@ def _canonical(flat: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((p, leaf_key(v)) for p, v in flat.items() if v is not _HOLE))
 
 
+def _missing_record(rid: str, ref_keys: Mapping[str, str], error: str, acc: dict[str, list[int]] | None = None) -> StructuredRecord:
+    tp, fp, fn, per = compare_flat(ref_keys, {}, acc)
+    return StructuredRecord(id=rid, valid=False, extracted=False, exact=False, tp=tp, fp=fp, fn=fn, error=error, fields=per)
+
+
 class _Scorer:
     """Per-model scoring state: caches parses and flattenings per distinct output / reference."""
 
     def __init__(self, config: StructuredConfig) -> None:
         self.config = config
-        self._parse_cache: dict[Any, ParsedOutput] = {}
         if config.value_match == "normalized":
             from extracteval.core.normalize import Normalizer
 
             norm = Normalizer()
 
             def key_fn(v: Any) -> str | None:
-                if isinstance(v, (dict, list)):
-                    return leaf_key(v)
                 return norm.key(v)
 
             self.key_fn: Callable[[Any], str | None] = key_fn
@@ -551,28 +599,25 @@ class _Scorer:
             self.key_fn = leaf_key
 
     def parse(self, raw: Any) -> ParsedOutput:
-        if isinstance(raw, str):
-            hit = self._parse_cache.get(raw)
-            if hit is None:
-                hit = self._parse_cache[raw] = parse_json_output(raw)
-            return hit
+        # No cache: model outputs are nearly all distinct, and caching 100k parsed documents
+        # would hold them all in memory for nothing.
         return parse_json_output(raw)
 
-    def record(self, rid: str, reference: Any, raw: Any, ref_flat: Mapping[str, Any] | None = None) -> StructuredRecord:
-        ref_flat = flatten(reference) if ref_flat is None else ref_flat
-        ref_keys = _keys(ref_flat, self.key_fn)
+    def reference_keys(self, reference: Any) -> dict[str, str]:
+        return flat_keys(reference, self.key_fn)
+
+    def record(self, rid: str, reference: Any, raw: Any, ref_keys: Mapping[str, str] | None = None, acc: dict[str, list[int]] | None = None) -> StructuredRecord:
+        ref_keys = self.reference_keys(reference) if ref_keys is None else ref_keys
         parsed = self.parse(raw)
         if not parsed.ok:
-            tp, fp, fn, per = compare_flat(ref_keys, {})
-            return StructuredRecord(id=rid, valid=False, extracted=False, exact=False, tp=tp, fp=fp, fn=fn, error=parsed.error, fields=per)
+            return _missing_record(rid, ref_keys, parsed.error or "not valid JSON", acc)
         value = parsed.value
         if self.config.list_matching == "optimal":
             value = align_lists(reference, value)
-        pred_flat = flatten(value)
-        pred_keys = _keys(pred_flat, self.key_fn)
-        tp, fp, fn, per = compare_flat(ref_keys, pred_keys)
+        pred_keys = flat_keys(value, self.key_fn)
+        tp, fp, fn, per = compare_flat(ref_keys, pred_keys, acc)
         if self.config.value_match == "exact":
-            exact = _canonical(ref_flat) == _canonical(pred_flat)
+            exact = fp == 0 and fn == 0 and pred_keys == ref_keys
         else:
             exact = fp == 0 and fn == 0
         return StructuredRecord(id=rid, valid=True, extracted=parsed.extracted, exact=exact, tp=tp, fp=fp, fn=fn, fields=per)
@@ -735,35 +780,38 @@ def score_structured(
 
     config = config or StructuredConfig()
     ids = sorted(truth, key=str)
-    ref_flat = {i: flatten(truth[i]) for i in ids}
+    scorer = _Scorer(config)
+    ref_keys = {i: scorer.reference_keys(truth[i]) for i in ids}
     models = sorted(predictions)
     results: dict[str, StructuredModelResult] = {}
     records: dict[str, tuple[StructuredRecord, ...]] = {}
     field_scores: dict[str, dict[str, Score]] = {}
     for m in models:
-        scorer = _Scorer(config)
         preds = predictions[m]
         recs = []
-        total = StructuredCounts()
-        for k, i in enumerate(ids, start=1):
-            raw = preds.get(i)
-            if i not in preds:
-                rec = StructuredRecord(id=i, valid=False, extracted=False, exact=False, tp=0, fp=0, fn=0, error="no output for this id")
-                tp, fp, fn, per = compare_flat(_keys(ref_flat[i], scorer.key_fn), {})
-                rec = replace(rec, tp=tp, fn=fn, fields=per)
-            else:
-                rec = scorer.record(i, truth[i], raw, ref_flat[i])
-            recs.append(rec)
-            total = total + rec.counts()
-            if progress is not None:
-                progress(k, len(ids), m, total.metrics(zero_division=config.zero_division))
+        running = [0] * 8  # StructuredCounts fields, summed as plain ints in the hot loop
         per_field: dict[str, list[int]] = {}
-        for r in recs:
-            for g, (a, b, c) in r.fields.items():
-                acc = per_field.setdefault(g, [0, 0, 0])
-                acc[0] += a
-                acc[1] += b
-                acc[2] += c
+        for k, i in enumerate(ids, start=1):
+            if i not in preds:
+                rec = _missing_record(i, ref_keys[i], "no output for this id", per_field)
+            else:
+                rec = scorer.record(i, truth[i], preds[i], ref_keys[i], per_field)
+            recs.append(rec)
+            if progress is not None:
+                running[0] += 1
+                running[1] += rec.valid
+                running[4] += rec.exact
+                progress(k, len(ids), m, _RunningRates(running))
+        total = StructuredCounts(
+            records=len(recs),
+            valid=sum(r.valid for r in recs),
+            strict_valid=sum(r.valid and not r.extracted for r in recs),
+            extracted=sum(r.extracted for r in recs),
+            exact=sum(r.exact for r in recs),
+            tp=sum(r.tp for r in recs),
+            fp=sum(r.fp for r in recs),
+            fn=sum(r.fn for r in recs),
+        )
         fields_out = {}
         for g in sorted(per_field):
             tp, fp, fn = per_field[g]
@@ -805,6 +853,26 @@ def score_structured(
         records=records,
         field_winners={g: {"kind": w.kind, "winners": list(w.winners)} for g, w in sorted(winners.items())},
     )
+
+
+class _RunningRates(Mapping[str, float]):
+    """The running metrics a progress line shows, computed only when it is read."""
+
+    def __init__(self, running: list[int]) -> None:
+        self._r = running
+
+    def _rates(self) -> dict[str, float]:
+        n = self._r[0] or 1
+        return {"json_valid_rate": self._r[1] / n, "exact_match_rate": self._r[4] / n}
+
+    def __getitem__(self, key: str) -> float:
+        return self._rates()[key]
+
+    def __iter__(self) -> Any:
+        return iter(("json_valid_rate", "exact_match_rate"))
+
+    def __len__(self) -> int:
+        return 2
 
 
 def _preview(raw: Any, limit: int = 160) -> str:

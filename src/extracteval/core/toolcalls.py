@@ -47,12 +47,14 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.core.bfcl import parse_python_calls
 from extracteval.core.counts import ratios
+from extracteval.core.matching import max_matching
 from extracteval.core.structured import (
     PASS_THRESHOLD,
     ExtendedScores,
     extended_scores,
-    flatten,
+    flat_keys,
     leaf_key,
     parse_json_output,
 )
@@ -187,8 +189,6 @@ def parse_calls(raw: Any) -> ParsedCalls:
         >>> parse_calls('{"name": "f", "arguments": "{bad json"}').valid
         False
     """
-    from extracteval.core.bfcl import parse_python_calls
-
     if raw is None or (isinstance(raw, float) and raw != raw):
         return ParsedCalls((), "none", "no output")
     if isinstance(raw, (bytes, bytearray)):
@@ -205,6 +205,11 @@ def parse_calls(raw: Any) -> ParsedCalls:
     text = raw.strip()
     if not text:
         return ParsedCalls((), "none", "empty output")
+    if _LOOKS_LIKE_CALL.match(text):
+        # `name(`… or `[name(`…: Python call syntax first (JSON never starts like that)
+        py = _python_calls(text)
+        if py is not None:
+            return py
     parsed = parse_json_output(text)
     json_error = None
     json_calls: ParsedCalls | None = None
@@ -222,6 +227,18 @@ def parse_calls(raw: Any) -> ParsedCalls:
             return json_calls
     # Python call syntax before JSON found inside prose: `[f(a={"x": 1})]` holds a JSON object
     # that is an argument, not a call.
+    py = _python_calls(text)
+    if py is not None:
+        return py
+    if json_calls is not None:
+        return json_calls
+    return ParsedCalls((), "unknown", json_error or "neither JSON tool calls nor Python call syntax")
+
+
+_LOOKS_LIKE_CALL = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
+
+
+def _python_calls(text: str) -> ParsedCalls | None:
     body = _strip_fences(text)
     for candidate in (body, f"[{body}]"):
         try:
@@ -233,9 +250,7 @@ def parse_calls(raw: Any) -> ParsedCalls:
         except (ValueError, TypeError, RecursionError, MemoryError):
             continue
         return ParsedCalls(tuple(Call(next(iter(c)), next(iter(c.values()))) for c in calls_py), "python")
-    if json_calls is not None:
-        return json_calls
-    return ParsedCalls((), "unknown", json_error or "neither JSON tool calls nor Python call syntax")
+    return None
 
 
 _KW_PREFIX = "_kw_arg_"
@@ -247,8 +262,6 @@ def _parse_with_keyword_names(text: str) -> list[dict[str, dict[str, Any]]] | No
     do write): rename them with the tokenizer (strings untouched), parse, rename back."""
     import io
     import tokenize
-
-    from extracteval.core.bfcl import parse_python_calls
 
     if not _KEYWORD_ARG.search(text):
         return None
@@ -292,8 +305,12 @@ class RefCall:
 
 
 def _whole_key(v: Any, key_fn: Callable[[Any], str | None]) -> str:
-    flat = flatten(v)
-    return json.dumps(sorted((p, key_fn(x) or "null") for p, x in flat.items()), ensure_ascii=False)
+    return json.dumps(sorted(flat_keys(v, key_fn).items()), ensure_ascii=False)
+
+
+def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) -> dict[str, str]:
+    """Flattened argument paths with a value (null / {} / [] leaves are absent)."""
+    return {p: k for p, k in flat_keys(args, key_fn).items() if k[0] != "\x00"}
 
 
 def _absent(v: Any) -> bool:
@@ -339,7 +356,7 @@ def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable
         if not c.valid:
             raise InputError(f"{where}[{k}]: {c.error}.")
         assert c.args is not None and c.name is not None
-        accept = {p: frozenset([kk]) for p, v in flatten(c.args).items() if not _absent(v) and (kk := key_fn(v)) is not None}
+        accept = {p: frozenset([k]) for p, k in _present_keys(c.args, key_fn).items()}
         out.append(RefCall(name=c.name, accept=accept, optional=frozenset(), whole=False))
     return tuple(out)
 
@@ -443,7 +460,7 @@ def _pred_keys(call: Call, ref: RefCall, key_fn: Callable[[Any], str | None]) ->
         return {}
     if ref.whole:
         return {p: _whole_key(v, key_fn) for p, v in call.args.items()}
-    return {p: k for p, v in flatten(call.args).items() if not _absent(v) and (k := key_fn(v)) is not None}
+    return _present_keys(call.args, key_fn)
 
 
 def _compare(ref: RefCall, pred: Mapping[str, str]) -> tuple[int, int, int]:
@@ -466,8 +483,6 @@ def _compare(ref: RefCall, pred: Mapping[str, str]) -> tuple[int, int, int]:
 
 def score_toolcall_record(refs: Sequence[RefCall], output: Any, *, rid: str = "", key_fn: Callable[[Any], str | None] = leaf_key) -> ToolCallRecord:
     """Score one record's output against its reference calls (see the module docstring)."""
-    from extracteval.core.matching import max_matching
-
     parsed = parse_calls(output)
     preds = parsed.calls
     n_ref, n_pred = len(refs), len(preds)
@@ -475,14 +490,22 @@ def score_toolcall_record(refs: Sequence[RefCall], output: Any, *, rid: str = ""
     cmp = [[_compare(refs[i], keys[i][j]) for j in range(n_pred)] for i in range(n_ref)]
     pairs: list[tuple[int, int]] = []
     if n_ref and n_pred:
-        score = np.zeros((n_ref, n_pred))
+        score = [[0.0] * n_pred for _ in range(n_ref)]
         for i in range(n_ref):
             for j in range(n_pred):
                 if preds[j].name == refs[i].name:
                     tp, fp, fn = cmp[i][j]
                     agree = 2 * tp / (2 * tp + fp + fn) if (tp + fp + fn) else 1.0
-                    score[i, j] = 0.5 + 0.5 * agree
-        pairs = sorted(max_matching(score, 0.5))
+                    score[i][j] = 0.5 + 0.5 * agree
+        if n_ref == 1 or n_pred == 1:
+            # one row or one column: the optimal assignment is its best admissible cell (the
+            # first one on ties, as the assignment solver would take)
+            flat = [x for row in score for x in row]
+            k = max(range(len(flat)), key=flat.__getitem__)
+            if flat[k] >= 0.5:
+                pairs = [(k, 0)] if n_pred == 1 else [(0, k)]
+        else:
+            pairs = sorted(max_matching(np.array(score), 0.5))
     tp = fp = fn = exact = 0
     paired_ref = {i for i, _ in pairs}
     paired_pred = {j for _, j in pairs}
@@ -496,7 +519,7 @@ def score_toolcall_record(refs: Sequence[RefCall], output: Any, *, rid: str = ""
             fn += sum(1 for p in refs[i].accept if p not in refs[i].optional)
     for j in range(n_pred):
         if j not in paired_pred and preds[j].valid and preds[j].args is not None:
-            fp += len({p for p, v in flatten(preds[j].args).items() if not _absent(v)})
+            fp += len(_present_keys(preds[j].args, key_fn))
     valid = parsed.valid
     correct = valid and n_pred == n_ref and exact == n_ref
     counts = ToolCallCounts(
@@ -616,20 +639,19 @@ def score_toolcalls(
     for m in sorted(predictions):
         preds = predictions[m]
         recs = []
-        total = ToolCallCounts()
-        cache: dict[str, ToolCallRecord] = {}
+        running = [0, 0, 0]  # records, valid, correct: what the progress line shows
         for k, i in enumerate(ids, start=1):
-            raw = preds.get(i)
-            ck = f"{i}\x00{raw}" if isinstance(raw, str) else None
-            rec = cache.get(ck) if ck else None
-            if rec is None:
-                rec = score_toolcall_record(refs[i], raw, rid=i, key_fn=key_fn)
-                if i not in preds:
-                    rec = replace(rec, error="no output for this id")
+            rec = score_toolcall_record(refs[i], preds.get(i), rid=i, key_fn=key_fn)
+            if i not in preds:
+                rec = replace(rec, error="no output for this id")
             recs.append(rec)
-            total = total + rec.counts
             if progress is not None:
-                progress(k, len(ids), m, total.metrics(zero_division=config.zero_division))
+                running[0] += 1
+                running[1] += rec.valid
+                running[2] += rec.correct
+                n = running[0]
+                progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
+        total = ToolCallCounts(**{f.name: sum(getattr(r.counts, f.name) for r in recs) for f in fields(ToolCallCounts)})
         formats: dict[str, int] = {}
         for r in recs:
             formats[r.format] = formats.get(r.format, 0) + 1
