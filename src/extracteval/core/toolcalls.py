@@ -43,6 +43,7 @@ import keyword
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,7 @@ from extracteval.core.structured import (
     flat_keys,
     leaf_key,
     parse_json_output,
+    paused_gc,
 )
 from extracteval.errors import InputError
 
@@ -127,7 +129,16 @@ def _args_value(name: Any, raw: Any) -> Call:
     return Call(name, raw)
 
 
+def _first_args(obj: Mapping[str, Any]) -> Any:
+    for k in _ARG_KEYS:
+        if k in obj:
+            return obj[k]
+    return None
+
+
 def _calls_from_object(obj: Any, depth: int = 0) -> tuple[list[Call], str]:
+    if type(obj) is dict and len(obj) == 2 and type(obj.get("name")) is str and "arguments" in obj:
+        return [_args_value(obj["name"], obj["arguments"])], "name_arguments"  # the common shape
     if depth > 8:
         raise _NotCalls("calls nested too deeply")
     if isinstance(obj, list):
@@ -159,9 +170,9 @@ def _calls_from_object(obj: Any, depth: int = 0) -> tuple[list[Call], str]:
         return _calls_from_object(obj["function_call"], depth + 1)
     if "function" in obj and isinstance(obj["function"], dict) and "name" in obj["function"]:
         f = obj["function"]
-        return [_args_value(f.get("name"), next((f[k] for k in _ARG_KEYS if k in f), None))], "openai"
+        return [_args_value(f.get("name"), _first_args(f))], "openai"
     if "name" in obj and (isinstance(obj["name"], str) or any(k in obj for k in _ARG_KEYS)):
-        return [_args_value(obj.get("name"), next((obj[k] for k in _ARG_KEYS if k in obj), None))], "name_arguments"
+        return [_args_value(obj.get("name"), _first_args(obj))], "name_arguments"
     if len(obj) == 1:
         name, args = next(iter(obj.items()))
         return [_args_value(name, args)], "bfcl"
@@ -310,7 +321,7 @@ def _whole_key(v: Any, key_fn: Callable[[Any], str | None]) -> str:
 
 def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) -> dict[str, str]:
     """Flattened argument paths with a value (null / {} / [] leaves are absent)."""
-    return {p: k for p, k in flat_keys(args, key_fn).items() if k[0] != "\x00"}
+    return flat_keys(args, key_fn, present_only=True)
 
 
 def _absent(v: Any) -> bool:
@@ -481,31 +492,53 @@ def _compare(ref: RefCall, pred: Mapping[str, str]) -> tuple[int, int, int]:
     return tp, fp, fn
 
 
+def _pair_score(c: tuple[int, int, int]) -> float:
+    """0.5 for a same-name pair plus half its argument agreement (Dice of tp, fp, fn)."""
+    tp, fp, fn = c
+    return 0.5 + 0.5 * (2 * tp / (2 * tp + fp + fn) if (tp + fp + fn) else 1.0)
+
+
 def score_toolcall_record(refs: Sequence[RefCall], output: Any, *, rid: str = "", key_fn: Callable[[Any], str | None] = leaf_key) -> ToolCallRecord:
     """Score one record's output against its reference calls (see the module docstring)."""
     parsed = parse_calls(output)
     preds = parsed.calls
     n_ref, n_pred = len(refs), len(preds)
-    keys = [[_pred_keys(c, r, key_fn) for c in preds] for r in refs]
-    cmp = [[_compare(refs[i], keys[i][j]) for j in range(n_pred)] for i in range(n_ref)]
+    # argument comparison only where the names agree (the only admissible pairs)
+    cmp = [[_compare(r, _pred_keys(c, r, key_fn)) if c.name == r.name else (0, 0, 0) for c in preds] for r in refs]
     pairs: list[tuple[int, int]] = []
-    if n_ref and n_pred:
-        score = [[0.0] * n_pred for _ in range(n_ref)]
-        for i in range(n_ref):
-            for j in range(n_pred):
-                if preds[j].name == refs[i].name:
-                    tp, fp, fn = cmp[i][j]
-                    agree = 2 * tp / (2 * tp + fp + fn) if (tp + fp + fn) else 1.0
-                    score[i][j] = 0.5 + 0.5 * agree
-        if n_ref == 1 or n_pred == 1:
-            # one row or one column: the optimal assignment is its best admissible cell (the
-            # first one on ties, as the assignment solver would take)
-            flat = [x for row in score for x in row]
-            k = max(range(len(flat)), key=flat.__getitem__)
-            if flat[k] >= 0.5:
-                pairs = [(k, 0)] if n_pred == 1 else [(0, k)]
-        else:
-            pairs = sorted(max_matching(np.array(score), 0.5))
+    if n_ref == 1 and n_pred == 1:
+        p0, r0 = preds[0], refs[0]
+        if p0.name == r0.name:
+            tp, fp, fn = cmp[0][0]
+            ok = fp == 0 and fn == 0 and p0.valid
+            valid = parsed.valid
+            return ToolCallRecord(
+                id=rid, valid=valid, correct=valid and ok, format=parsed.format, pairs=((0, 0),),
+                counts=ToolCallCounts(records=1, valid_records=int(valid), correct_records=int(valid and ok), ref_calls=1, pred_calls=1,
+                                      invalid_calls=int(not p0.valid), name_matches=1, args_exact=int(ok), tp=tp, fp=fp, fn=fn),
+                error=parsed.error or p0.error,
+            )
+    elif n_ref and n_pred:
+        # Only same-name pairs are admissible, so the assignment splits into one independent
+        # problem per function name; most are 1×1 or 1×k and need no solver.
+        groups: dict[str | None, tuple[list[int], list[int]]] = {}
+        for i, r in enumerate(refs):
+            groups.setdefault(r.name, ([], []))[0].append(i)
+        for j, c in enumerate(preds):
+            if c.name in groups:
+                groups[c.name][1].append(j)
+        for ri, pj in groups.values():
+            if not pj:
+                continue
+            score = [[_pair_score(cmp[i][j]) for j in pj] for i in ri]
+            if len(ri) == 1 or len(pj) == 1:
+                # a single row or column: the optimum is its best cell (the first on ties)
+                flat = [x for row in score for x in row]
+                k = max(range(len(flat)), key=flat.__getitem__)
+                pairs.append((ri[0], pj[k]) if len(ri) == 1 else (ri[k], pj[0]))
+            else:
+                pairs += [(ri[a], pj[b]) for a, b in max_matching(np.array(score), 0.5)]
+        pairs.sort()
     tp = fp = fn = exact = 0
     paired_ref = {i for i, _ in pairs}
     paired_pred = {j for _, j in pairs}
@@ -633,24 +666,26 @@ def score_toolcalls(
     config = config or ToolCallConfig()
     key_fn = config.key_fn()
     ids = sorted(truth, key=str)
-    refs = {i: reference_calls(truth[i], possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}") for i in ids}
+    with paused_gc():
+        refs = {i: reference_calls(truth[i], possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}") for i in ids}
     results: dict[str, ToolCallModelResult] = {}
     records: dict[str, tuple[ToolCallRecord, ...]] = {}
     for m in sorted(predictions):
         preds = predictions[m]
         recs = []
         running = [0, 0, 0]  # records, valid, correct: what the progress line shows
-        for k, i in enumerate(ids, start=1):
-            rec = score_toolcall_record(refs[i], preds.get(i), rid=i, key_fn=key_fn)
-            if i not in preds:
-                rec = replace(rec, error="no output for this id")
-            recs.append(rec)
-            if progress is not None:
-                running[0] += 1
-                running[1] += rec.valid
-                running[2] += rec.correct
-                n = running[0]
-                progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
+        with paused_gc():
+            for k, i in enumerate(ids, start=1):
+                rec = score_toolcall_record(refs[i], preds.get(i), rid=i, key_fn=key_fn)
+                if i not in preds:
+                    rec = replace(rec, error="no output for this id")
+                recs.append(rec)
+                if progress is not None:
+                    running[0] += 1
+                    running[1] += rec.valid
+                    running[2] += rec.correct
+                    n = running[0]
+                    progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
         total = ToolCallCounts(**{f.name: sum(getattr(r.counts, f.name) for r in recs) for f in fields(ToolCallCounts)})
         formats: dict[str, int] = {}
         for r in recs:
@@ -671,7 +706,7 @@ def score_toolcalls(
             missing_ids=tuple(i for i in ids if i not in preds),
             failed_ids=tuple(r.id for r in recs if not r.correct),
             formats=dict(sorted(formats.items())),
-            invalid_examples=tuple({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid)[:5],
+            invalid_examples=tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), 5)),
             extended=extended,
         )
         records[m] = tuple(recs)
