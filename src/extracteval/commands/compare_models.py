@@ -91,6 +91,7 @@ def write_records(out: Path, columns: tuple[str, ...], matrices: dict[str, Any],
 def read_records(folder: Path) -> tuple[str, tuple[str, ...], dict[str, Any], float]:
     import numpy as np
 
+    from extracteval.core.structured import natural_key
     from extracteval.errors import InputError
     from extracteval.io.config import load_mapping
     from extracteval.io.toolcall_inputs import read_json_records
@@ -116,7 +117,7 @@ def read_records(folder: Path) -> tuple[str, tuple[str, ...], dict[str, Any], fl
     matrices = {}
     ids_ref = None
     for m, r in rows.items():
-        r.sort(key=lambda t: t[0])
+        r.sort(key=lambda t: natural_key(t[0]))
         ids = [t[0] for t in r]
         if ids_ref is None:
             ids_ref = ids

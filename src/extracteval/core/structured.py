@@ -31,7 +31,7 @@ import json
 import math
 import re
 from contextlib import contextmanager
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from itertools import islice
 from dataclasses import dataclass, field, fields, replace
@@ -785,7 +785,7 @@ def score_structured(
     from extracteval.core.ranking import Score, field_winners, field_wins, rank_models
 
     config = config or StructuredConfig()
-    ids = sorted(truth, key=str)
+    ids = sorted(truth, key=natural_key)
     scorer = _Scorer(config)
     with paused_gc():
         ref_keys = {i: scorer.reference_keys(truth[i]) for i in ids}
@@ -905,5 +905,9 @@ def _preview(raw: Any, limit: int = 160) -> str:
     return s if len(s) <= limit else s[:limit] + "…"
 
 
-def iter_ids(ids: Iterable[Any]) -> list[str]:
-    return sorted(str(i) for i in ids)
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(rid: Any) -> tuple[Any, ...]:
+    """Sort key for record ids: `r2` before `r10`; numbers and text never compared directly."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(str(rid)) if part)

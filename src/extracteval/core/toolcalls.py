@@ -57,6 +57,7 @@ from extracteval.core.structured import (
     extended_scores,
     flat_keys,
     leaf_key,
+    natural_key,
     parse_json_output,
     paused_gc,
 )
@@ -665,7 +666,7 @@ def score_toolcalls(
     """
     config = config or ToolCallConfig()
     key_fn = config.key_fn()
-    ids = sorted(truth, key=str)
+    ids = sorted(truth, key=natural_key)
     with paused_gc():
         refs = {i: reference_calls(truth[i], possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}") for i in ids}
     results: dict[str, ToolCallModelResult] = {}
