@@ -154,3 +154,13 @@ def test_example_data_is_what_the_generator_writes(tmp_path: Path) -> None:
     for rel in ("structured/truth.jsonl", "structured/qwen2.5-1.5b.jsonl", "toolcalls/gpt-4o.jsonl", "toolcalls/llama-3.1-8b.jsonl"):
         assert (tmp_path / rel).read_text(encoding="utf-8") == (REPO / "experiments" / "slm-vs-llm" / rel).read_text(encoding="utf-8"), rel
     assert len((tmp_path / "toolcalls" / "truth.jsonl").read_text().splitlines()) >= 50
+
+
+def test_missing_and_extra_ids_are_reported(cli, files) -> None:
+    preds = write_jsonl(files["dir"] / "partial.jsonl", [{"id": "r1", "output": "{}"}, {"id": "zz9", "output": "{}"}])
+    r = cli("score", "structured", "--truth", str(files["truth"]), "--predictions", f"p={preds}")
+    assert r.code == 0
+    assert "no output for 19 record(s)" in r.out and "ids not in the truth (ignored), e.g. zz9" in r.out
+    doc = cli("score", "structured", "--truth", str(files["truth"]), "--predictions", f"p={preds}", "--json").json()
+    assert doc["models"]["p"]["extra_ids"] == ["zz9"] and len(doc["models"]["p"]["missing_ids"]) == 19
+    assert doc["models"]["p"]["missing_ids"][:3] == ["r0", "r2", "r3"]  # natural id order

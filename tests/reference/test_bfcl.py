@@ -169,3 +169,23 @@ def test_v1_wrong_values_fail_with_bfcl_error_types(shared_data: Path) -> None:
     assert (v.valid, v.error_type) == (False, "value_error:others")
     python_style = "[calculate_triangle_area(base=10, height=5)]"
     assert check_entry(q["simple_0"].functions, decode_result(python_style), a["simple_0"], "simple").valid
+
+
+def test_cli_reads_the_v1_layout_for_all_four_categories(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = shared_data / "toolcalls" / "bfcl_v1_sample"
+    argv = ["score", "toolcalls", "--checker", "bfcl", "--json"]
+    broken = {"simple_3", "parallel_function_7"}
+    for cat in V1:
+        q = load_bfcl_questions(root / f"{cat}.json")
+        a = load_bfcl_answers(root / "possible_answer" / f"{cat}.json", q)
+        rows = []
+        for rid in q:
+            result = _perfect_result(a[rid], q[rid].functions)
+            rows.append({"id": rid, "result": result[:-1] if rid in broken else result})
+        res = tmp_path / f"{cat}_result.json"
+        res.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        argv += ["--questions", str(root / f"{cat}.json"), "--truth", str(root / "possible_answer" / f"{cat}.json"), "--predictions", f"m={res}"]
+    m = _cli(capsys, *argv)["models"]["m"]
+    assert (m["total_count"], m["correct_count"]) == (100, 98)
+    assert m["failed_ids"] == ["parallel_function_7", "simple_3"]
+    assert m["error_types"] == {"parallel_function_checker_no_order:wrong_count": 1, "simple_function_checker:wrong_count": 1}

@@ -190,6 +190,7 @@ def render(doc: dict[str, Any]) -> str:
     for name in doc["ranking"]:
         for ex in models[name]["invalid_examples"][:2]:
             out.append(f"invalid ({name}, id {ex['id']}): {ex['error']}")
+    out += _id_warnings(doc)
     if "decision" in doc:
         from extracteval.core.decision import Decision, DecisionThresholds
 
@@ -202,6 +203,17 @@ def render(doc: dict[str, Any]) -> str:
             thresholds=DecisionThresholds(**d["thresholds"]),
         )))
     return "\n".join(out)
+
+
+def _id_warnings(doc: dict[str, Any]) -> list[str]:
+    out = []
+    for name in doc["ranking"]:
+        m = doc["models"][name]
+        if m.get("missing_ids"):
+            out.append(f"warning: {name} has no output for {len(m['missing_ids'])} record(s) (counted invalid), e.g. {', '.join(m['missing_ids'][:3])}")
+        if m.get("extra_ids"):
+            out.append(f"warning: {name} has {len(m['extra_ids'])} output(s) for ids not in the truth (ignored), e.g. {', '.join(m['extra_ids'][:3])}")
+    return out
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

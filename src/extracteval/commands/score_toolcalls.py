@@ -243,6 +243,9 @@ def render(doc: dict[str, Any]) -> str:
             out.append(f"{name}: formats " + ", ".join(f"{k} {v}" for k, v in m["formats"].items()))
             for ex in m["invalid_examples"][:2]:
                 out.append(f"  invalid (id {ex['id']}): {ex['error']}")
+        from extracteval.commands.score_structured import _id_warnings
+
+        out += _id_warnings(doc)
     if "decision" in doc:
         d = doc["decision"]
         out.append("")

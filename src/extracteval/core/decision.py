@@ -198,8 +198,8 @@ def decide(
         while done < resamples:
             k = min(64, resamples - done)
             idx = rng.integers(0, n, size=(k, n))
-            w = np.zeros((k, n))
-            np.add.at(w, (np.repeat(np.arange(k), n), idx.ravel()), 1.0)
+            offsets = (np.arange(k, dtype=np.int64) * n)[:, None]
+            w = np.bincount((idx + offsets).ravel(), minlength=k * n).reshape(k, n).astype(np.float64)
             gb = metric_from_counts(metric, columns, w @ b, zero_division=zero_division)
             gc = metric_from_counts(metric, columns, w @ c, zero_division=zero_division)
             gaps[done : done + k] = gb - gc

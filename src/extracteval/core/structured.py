@@ -703,6 +703,7 @@ class StructuredModelResult:
     metrics: dict[str, float]
     fields: dict[str, dict[str, Any]]
     missing_ids: tuple[str, ...]
+    extra_ids: tuple[str, ...]
     invalid_examples: tuple[dict[str, Any], ...]
     extended: dict[str, ExtendedScores]
     rank: int = 0
@@ -720,6 +721,7 @@ class StructuredModelResult:
             "counts": self.counts.to_dict(),
             "fields": self.fields,
             "missing_ids": list(self.missing_ids),
+            "extra_ids": list(self.extra_ids),  # outputs for ids the truth does not have: ignored
             "invalid_examples": list(self.invalid_examples),
             "extended": {k: v.to_dict() for k, v in self.extended.items()},
         }
@@ -842,6 +844,7 @@ def score_structured(
             metrics=total.metrics(zero_division=config.zero_division),
             fields=fields_out,
             missing_ids=tuple(i for i in ids if i not in preds),
+            extra_ids=tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
             invalid_examples=invalid,
             extended=extended,
         )

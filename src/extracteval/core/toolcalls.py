@@ -579,6 +579,7 @@ class ToolCallModelResult:
     counts: ToolCallCounts
     metrics: dict[str, float]
     missing_ids: tuple[str, ...]
+    extra_ids: tuple[str, ...]
     failed_ids: tuple[str, ...]
     formats: dict[str, int]
     invalid_examples: tuple[dict[str, Any], ...]
@@ -595,6 +596,7 @@ class ToolCallModelResult:
             "total_count": self.counts.records,
             "failed_ids": list(self.failed_ids),
             "missing_ids": list(self.missing_ids),
+            "extra_ids": list(self.extra_ids),  # outputs for ids the truth does not have: ignored
             "counts": self.counts.to_dict(),
             "formats": dict(self.formats),
             "invalid_examples": list(self.invalid_examples),
@@ -705,6 +707,7 @@ def score_toolcalls(
             counts=total,
             metrics=total.metrics(zero_division=config.zero_division),
             missing_ids=tuple(i for i in ids if i not in preds),
+            extra_ids=tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
             failed_ids=tuple(r.id for r in recs if not r.correct),
             formats=dict(sorted(formats.items())),
             invalid_examples=tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), 5)),
