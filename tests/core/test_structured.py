@@ -184,3 +184,25 @@ def test_perfect_prediction_scores_one(docs, lm) -> None:
     assert m["json_valid_rate"] == m["exact_match_rate"] == 1.0
     if res.models["m"].counts.tp:
         assert m["field_f1"] == 1.0
+
+
+def test_optimal_prefers_more_shared_leaves_over_more_pairs() -> None:
+    ref = {"items": [{"a": 1, "b": 2, "c": 3, "d": 4}, {"e": 5}]}
+    # pred[0] shares 4 leaves with ref[0]; pairing both items (ref0-pred1, ref1-pred0) would share 2
+    pred = {"items": [{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}, {"a": 1}]}
+    r = score_structured_record(ref, json.dumps(pred), config=StructuredConfig(list_matching="optimal"))
+    assert r.tp == 4
+
+
+flat_item = st.fixed_dictionaries({}, optional={"sku": st.sampled_from(["A", "B"]), "qty": st.integers(1, 3), "ok": st.booleans()})
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(flat_item, max_size=5), st.lists(flat_item, max_size=5), st.randoms(use_true_random=False))
+def test_optimal_list_counts_do_not_depend_on_item_order(ref_items, pred_items, rnd) -> None:
+    cfg = StructuredConfig(list_matching="optimal")
+    a = score_structured_record({"items": ref_items}, json.dumps({"items": pred_items}), config=cfg)
+    shuffled = list(pred_items)
+    rnd.shuffle(shuffled)
+    b = score_structured_record({"items": ref_items}, json.dumps({"items": shuffled}), config=cfg)
+    assert (a.tp, a.fp, a.fn) == (b.tp, b.fp, b.fn)

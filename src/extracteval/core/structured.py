@@ -17,8 +17,8 @@ Per record:
   reference leaf a FN. `exact` = the whole canonical document equals the reference.
 * **Lists.** `list_matching="positional"` (default, seed 004) compares `items[i]` with
   `items[i]`; `"optimal"` first aligns the predicted items of each list to the reference items
-  by optimal one-to-one assignment on their leaf agreement (`core.matching.max_matching`), so a
-  reordered list is not penalised.
+  by the one-to-one assignment that maximises the leaves they share (maximum-weight assignment,
+  never greedy), so a reordered list is not penalised.
 
 Counts first, ratios last: `StructuredCounts` add up over records, chunks and machines; rates and
 P/R/F1 are computed once from the sums.
@@ -30,6 +30,7 @@ import gc
 import json
 import math
 import re
+from collections import Counter
 from contextlib import contextmanager
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -321,28 +322,26 @@ def _is_absent_leaf(v: Any) -> bool:
 # optimal list alignment
 
 
-def _leaf_agreement(a: Any, b: Any) -> float:
-    """Dice agreement of two items' leaves as multisets of (path without indices, value), so
-    nested lists in another order still agree."""
-    from collections import Counter
+def _leaf_bag(v: Any) -> Counter[tuple[str, str]]:
+    return Counter((generic_path(p), k) for p, k in flat_keys(v, present_only=True).items())
 
-    fa = Counter((generic_path(p), leaf_key(v)) for p, v in flatten(a).items())
-    fb = Counter((generic_path(p), leaf_key(v)) for p, v in flatten(b).items())
-    total = sum(fa.values()) + sum(fb.values())
-    if not total:
-        return 1.0
-    return 2.0 * sum((fa & fb).values()) / total
+
+def _common_leaves(a: Counter[tuple[str, str]], b: Counter[tuple[str, str]]) -> int:
+    """Leaves two items share as multisets of (path without indices, value): nested lists in
+    another order still agree."""
+    return sum((a & b).values())
 
 
 def align_lists(reference: Any, prediction: Any) -> Any:
     """A copy of `prediction` whose lists are reordered to best match the reference's lists.
 
     Every list in the prediction that sits at the same path as a list in the reference has its
-    items assigned one-to-one to reference items (optimal assignment on leaf agreement, pairs with
-    no agreement left unmatched); matched items take their partner's index, unmatched items follow
-    after the last reference index. Nested lists inside matched items are aligned in turn.
+    items assigned one-to-one to reference items: the assignment that maximises the number of
+    shared leaves (scipy's `linear_sum_assignment`, never greedy; pairs sharing nothing stay
+    unmatched). Matched items take their partner's index, unmatched items follow after the last
+    reference index. Nested lists inside matched items are aligned in turn.
     """
-    from extracteval.core.matching import max_matching
+    from scipy.optimize import linear_sum_assignment
 
     root_holder: list[Any] = [None]
     # (reference node, prediction node, setter into the copy)
@@ -358,8 +357,13 @@ def align_lists(reference: Any, prediction: Any) -> Any:
         elif isinstance(pred, (list, tuple)):
             items = list(pred)
             if isinstance(ref, (list, tuple)) and ref and items:
-                score = np.array([[_leaf_agreement(r, p) for p in items] for r in ref], dtype=np.float64)
-                pairs = max_matching(score, 1e-12)
+                # maximum-weight assignment on shared leaves: the pairing that maximises TP
+                # (a matching that first maximises the number of pairs could trade one
+                # well-matched item for two poorly matched ones)
+                bags = [_leaf_bag(p) for p in items]
+                common = np.array([[_common_leaves(rb, pb) for pb in bags] for rb in (_leaf_bag(r) for r in ref)], dtype=np.float64)
+                rows, cols = linear_sum_assignment(common, maximize=True)
+                pairs = [(int(i), int(j)) for i, j in zip(rows, cols) if common[i, j] > 0]
                 slots: list[Any] = [_ABSENT] * len(ref)
                 partner: list[Any] = [_ABSENT] * len(ref)
                 used = set()
@@ -368,15 +372,19 @@ def align_lists(reference: Any, prediction: Any) -> Any:
                     partner[i] = ref[i]
                     used.add(j)
                 rest = [items[j] for j in range(len(items)) if j not in used]
-                # Holes (reference items with no partner) are filled by nothing: the remaining
-                # predicted items go after the reference's length so they count as extra.
+                # Reference items left without a partner take the remaining predicted items in
+                # order (they share no leaf with any of them, else the assignment would have
+                # paired them, so the counts do not depend on which goes where); holes stay
+                # empty and surplus predicted items go after the reference's length.
                 ordered: list[tuple[Any, Any]] = []
+                leftovers = iter(rest)
                 for i in range(len(ref)):
                     if slots[i] is not _ABSENT:
                         ordered.append((partner[i], slots[i]))
                     else:
-                        ordered.append((_ABSENT, _HOLE))
-                ordered += [(_ABSENT, x) for x in rest]
+                        nxt = next(leftovers, _HOLE)
+                        ordered.append((ref[i] if nxt is not _HOLE else _ABSENT, nxt))
+                ordered += [(_ABSENT, x) for x in leftovers]
             else:
                 ordered = [(ref[i] if isinstance(ref, (list, tuple)) and i < len(ref) else _ABSENT, x) for i, x in enumerate(items)]
             new_list: list[Any] = [None] * len(ordered)
