@@ -134,3 +134,11 @@ def test_help_lists_both_tasks_and_compare_models(cli) -> None:
     assert "structured" in r.out and "toolcalls" in r.out
     r = cli("--help")
     assert "compare-models" in r.out
+
+
+def test_bfcl_output_also_carries_the_generic_view(cli, tmp_path) -> None:
+    f = _bfcl_files(tmp_path)
+    m = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(f["a"]), "--predictions", f"m={f['r']}", "--json").json()["models"]["m"]
+    g = m["generic"]
+    # simple_python_2 passes BFCL ("CM" normalises to "cm") but is not an exact value generically
+    assert g["call_accuracy"] == pytest.approx(1 / 3) and g["valid_call_rate"] == 1.0 and g["name_match_rate"] == 1.0

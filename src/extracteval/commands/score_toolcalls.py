@@ -171,6 +171,10 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
         bucket.update(loaded)
         sources.setdefault(name, []).append(str(path))
     scores = {m: score_bfcl(ordered, results[m], model=m, underscore_to_dot=args.underscore_to_dot) for m in sorted(results)}
+    # The generic metrics on the same data (argument P/R/F1 etc.), next to BFCL's verdicts
+    from extracteval.core.toolcalls import score_toolcalls
+
+    generic = score_toolcalls({e.id: list(e.answers) for e in ordered}, results, possible_answer=True)
     ranking = sorted(scores, key=lambda m: (-scores[m].call_accuracy, m))
     doc: dict[str, Any] = {
         "task": "toolcalls",
@@ -179,7 +183,7 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
         "n_records": len(ordered),
         "categories": sorted({e.category for e in ordered}),
         "ranking": ranking,
-        "models": {m: {"rank": k, **scores[m].to_dict()} for k, m in enumerate(ranking, start=1)},
+        "models": {m: {"rank": k, **scores[m].to_dict(), "generic": _generic_view(generic.models[m])} for k, m in enumerate(ranking, start=1)},
         "inputs": {"questions": list(args.questions), "truth": list(args.truth), "predictions": sources},
         "count_columns": ["records", "correct_records"],
     }
@@ -191,6 +195,11 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
         doc["decision"] = make_decision("toolcalls", ("records", "correct_records"), matrices, args).to_dict()
     extra = {m: [{"error_type": scores[m].failures[i].error_type if i in scores[m].failures else None} for i in ids] for m in scores}
     return doc, scores, {"columns": ("records", "correct_records"), "matrices": matrices, "ids": ids, "extra": extra}
+
+
+def _generic_view(m: Any) -> dict[str, Any]:
+    keys = ("valid_call_rate", "name_match_rate", "args_exact_rate", "args_precision", "args_recall", "args_f1", "call_accuracy")
+    return {k: m.metrics[k] for k in keys} | {"note": "generic checker on the same files (optimal pairing, exact values); BFCL's verdicts are above"}
 
 
 def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any]) -> None:

@@ -314,9 +314,6 @@ def generic_path(path: str) -> str:
     return _INDEX.sub("[]", path)
 
 
-def _is_absent_leaf(v: Any) -> bool:
-    return v is None or (isinstance(v, (dict, list, tuple)) and not v) or (isinstance(v, float) and math.isnan(v))
-
 
 # --------------------------------------------------------------------------------------------
 # optimal list alignment

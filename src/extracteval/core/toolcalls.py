@@ -325,9 +325,6 @@ def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) 
     return flat_keys(args, key_fn, present_only=True)
 
 
-def _absent(v: Any) -> bool:
-    return v is None or (isinstance(v, (dict, list)) and not v)
-
 
 def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable[[Any], str | None] = leaf_key, where: str = "reference") -> tuple[RefCall, ...]:
     """Read reference calls; a malformed reference is an `InputError` naming `where`."""
