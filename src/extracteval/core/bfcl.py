@@ -30,10 +30,12 @@ Example:
     >>> spec = [{"name": "math.factorial", "parameters": {"type": "dict",
     ...          "properties": {"number": {"type": "integer"}}, "required": ["number"]}}]
     >>> answer = [{"math.factorial": {"number": [5]}}]
-    >>> check_entry(spec, decode_result('[{"math.factorial": "{\\\\"number\\\\": 5}"}]'), answer, "simple").valid
-    False
     >>> check_entry(spec, decode_result([{"math.factorial": '{"number": 5}'}]), answer, "simple").valid
     True
+    >>> check_entry(spec, decode_result("[math.factorial(number=5)]"), answer, "simple").valid
+    True
+    >>> check_entry(spec, decode_result("[math.factorial(number='5')]"), answer, "simple").error_type
+    'type_error:simple'
 """
 
 from __future__ import annotations
