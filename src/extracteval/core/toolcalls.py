@@ -303,6 +303,9 @@ def _parse_with_keyword_names(text: str) -> list[dict[str, dict[str, Any]]] | No
 # references
 
 
+_NO_OPTIONAL: frozenset[str] = frozenset()
+
+
 @dataclass(frozen=True, slots=True)
 class RefCall:
     """A reference call: acceptable leaf keys per argument path, and paths that may be omitted.
@@ -311,7 +314,7 @@ class RefCall:
     """
 
     name: str
-    accept: dict[str, frozenset[str]]
+    accept: dict[str, tuple[str, ...]]
     optional: frozenset[str]
     whole: bool
 
@@ -345,7 +348,7 @@ def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable
                     raise InputError(f"{where}[{k}].{name}.{p}: expected a list of acceptable values, but found {json.dumps(values)[:60]}.")
                 if "" in values:
                     optional.add(p)
-                accept[p] = frozenset(_whole_key(v, key_fn) for v in values if v != "")
+                accept[p] = tuple(sorted({_whole_key(v, key_fn) for v in values if v != ""}))
             out.append(RefCall(name=str(name), accept=accept, optional=frozenset(optional), whole=True))
         return tuple(out)
     if isinstance(obj, str):
@@ -365,8 +368,8 @@ def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable
         if not c.valid:
             raise InputError(f"{where}[{k}]: {c.error}.")
         assert c.args is not None and c.name is not None
-        accept = {p: frozenset([k]) for p, k in _present_keys(c.args, key_fn).items()}
-        out.append(RefCall(name=c.name, accept=accept, optional=frozenset(), whole=False))
+        accept = {p: (k,) for p, k in _present_keys(c.args, key_fn).items()}
+        out.append(RefCall(name=c.name, accept=accept, optional=_NO_OPTIONAL, whole=False))
     return tuple(out)
 
 
