@@ -18,9 +18,12 @@ SCORE_TASKS = {
     "fields": "score_fields",
     "labels": "score_labels",
     "entities": "score_entities",
+    "structured": "score_structured",
+    "toolcalls": "score_toolcalls",
 }
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),
+    "compare-models": ("compare_models", "baseline vs candidate: metric gap, fine-tuning verdict, bootstrap interval"),
 }
 
 

@@ -13,7 +13,14 @@ its task, truth, predictions and config), score all models and print each leader
 """
 
 # task → module in extracteval.commands with run_experiment(folder, spec) -> (doc, text)
-TASK_RUNNERS = {"fields": "score_fields", "labels": "score_labels", "entities": "score_entities"}
+TASK_RUNNERS = {
+    "fields": "score_fields",
+    "labels": "score_labels",
+    "entities": "score_entities",
+    "structured": "score_structured",
+    "toolcalls": "score_toolcalls",
+    "structured+toolcalls": "compare_models",
+}
 
 
 def configure(p: argparse.ArgumentParser) -> None:

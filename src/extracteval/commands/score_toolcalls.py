@@ -1,0 +1,283 @@
+"""`extracteval score toolcalls`: tool-call track (seed 004), generic or BFCL-compatible."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "predicted tool calls vs reference calls; BFCL-compatible checker with --checker bfcl (seed 004)"
+DESCRIPTION = """\
+Score predicted function calls against reference calls.
+
+generic checker (default): JSONL records keyed by `id`. Truth: `calls` (or `reference`,
+`expected`) holding {"name","arguments"} objects or lists of them, or `ground_truth` holding
+BFCL possible answers ({func: {param: [acceptable values]}}, "" = may be omitted). Predictions:
+`output` (or `result`, `response`) in any format: {"name","arguments"} (arguments an object or a
+JSON string), OpenAI tool_calls, BFCL {func: {args}} / {func: "<json>"}, Python call strings
+`[f(a=1), g(b="x")]` (parsed with ast, never evaluated), fenced or after prose.
+Metrics: valid_call_rate, name_match_rate, args_exact_rate, args P/R/F1 over flattened argument
+paths, call_accuracy; parallel calls are matched order-free by optimal assignment.
+
+bfcl checker: the verdicts of the official BFCL AST checker on BFCL question, possible-answer
+and result files (v1 and v4 layouts); repeat --questions/--truth pairs for several categories.
+
+examples:
+  extracteval score toolcalls --truth calls.jsonl --predictions llm=llm.jsonl --predictions slm=slm.jsonl
+  extracteval score toolcalls --checker bfcl --questions BFCL_v4_simple_python.json \\
+      --truth possible_answer/BFCL_v4_simple_python.json \\
+      --predictions mymodel=BFCL_v4_simple_python_result.json --json
+"""
+
+TRUTH_KEYS = ("calls", "reference", "expected", "truth", "ground_truth", "possible_answer")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    from extracteval.commands.compare_models import add_decision_arguments
+    from extracteval.commands.live_progress import add_progress_argument
+    from extracteval.commands.score_structured import add_extended_arguments
+
+    p.add_argument("--checker", choices=("generic", "bfcl"), default="generic", help="generic metrics (default) or BFCL-compatible verdicts")
+    p.add_argument("--truth", action="append", required=True, metavar="FILE",
+                   help="reference calls (generic) or a BFCL possible-answer file (bfcl; repeat with --questions for several categories)")
+    p.add_argument("--questions", action="append", metavar="FILE", help="BFCL question file with the function specs (bfcl checker)")
+    p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE",
+                   help="a model's outputs; repeat per model (bfcl: repeat the same NAME for each category's result file)")
+    p.add_argument("--underscore-to-dot", action="store_true",
+                   help="bfcl: expect `a.b` functions under the name `a_b` (BFCL's mangling for APIs that forbid dots)")
+    p.add_argument("--possible-answer", action="store_true", help="generic: read the truth as BFCL possible answers (automatic for a `ground_truth` key)")
+    p.add_argument("--value-match", choices=("exact", "normalized"), default="exact", help="generic: compare argument leaves as canonical JSON (default) or normalised values")
+    p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
+    add_extended_arguments(p)
+    add_progress_argument(p)
+    add_decision_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
+
+
+def run(args: argparse.Namespace) -> int:
+    doc, result, records = (_run_bfcl(args) if args.checker == "bfcl" else _run_generic(args))
+    if args.output:
+        _write_output(Path(args.output), doc, records)
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(render(doc))
+        if args.output:
+            print(f"\nwrote {args.output}/result.json, records.jsonl")
+    return 0
+
+
+def _load_truth(path: str, force_possible: bool) -> tuple[dict[str, Any], bool]:
+    from extracteval.errors import InputError
+    from extracteval.io.toolcall_inputs import read_json_records
+
+    p = Path(path)
+    if p.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
+        raise InputError(f"{p}: tool-call references must be JSON Lines (or a JSON array) with `id` and `calls`/`ground_truth`.")
+    truth: dict[str, Any] = {}
+    possible = force_possible
+    for line, rec in read_json_records(p):
+        if not isinstance(rec, dict) or "id" not in rec:
+            raise InputError(f"{p}: line {line}: expected an object with \"id\" and one of {', '.join(TRUTH_KEYS)}.")
+        key = next((k for k in TRUTH_KEYS if k in rec), None)
+        if key is None:
+            raise InputError(f"{p}: line {line} (id {rec['id']}): no reference key; expected one of {', '.join(TRUTH_KEYS)} (found {sorted(rec)[:8]}).")
+        if key in ("ground_truth", "possible_answer"):
+            possible = True
+        rid = str(rec["id"])
+        if rid in truth:
+            raise InputError(f"{p}: line {line}: id {rid!r} appears twice.")
+        truth[rid] = rec[key]
+    return truth, possible
+
+
+def _run_generic(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    from extracteval.commands.compare_models import make_decision
+    from extracteval.commands.live_progress import LiveProgress
+    from extracteval.commands.score_structured import extended_backends, load_predictions
+    from extracteval.core.toolcalls import ToolCallConfig, score_toolcalls
+    from extracteval.errors import InputError
+
+    if args.questions:
+        raise InputError("--questions is for --checker bfcl; the generic checker reads references from --truth only.")
+    if len(args.truth) != 1:
+        raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
+    truth, possible = _load_truth(args.truth[0], args.possible_answer)
+    preds, sources = load_predictions(args.predictions)
+    config = ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
+    progress = LiveProgress("toolcalls", ("valid_call_rate", "call_accuracy"), mode=args.progress)
+    result = score_toolcalls(truth, preds, possible_answer=possible, config=config, similarity=extended_backends(args), progress=progress)
+    doc = result.to_dict()
+    doc["inputs"] = {"truth": args.truth[0], "predictions": sources}
+    cols, _ = result.count_matrix(result.ranking[0]) if result.ranking else ((), None)
+    doc["count_columns"] = list(cols)
+    matrices = {m: result.count_matrix(m)[1] for m in result.ranking}
+    if args.baseline or args.candidate:
+        if not (args.baseline and args.candidate):
+            raise InputError("--baseline and --candidate go together; give both model names.")
+        doc["decision"] = make_decision("toolcalls", tuple(cols), matrices, args, zero_division=config.zero_division).to_dict()
+    ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else []
+    extra = {m: [{"correct": r.correct, "format": r.format, "error": r.error} for r in result.records[m]] for m in result.ranking}
+    return doc, result, {"columns": cols, "matrices": matrices, "ids": ids, "extra": extra}
+
+
+def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    import numpy as np
+
+    from extracteval.commands.compare_models import make_decision
+    from extracteval.core.bfcl import BfclEntry, entry_sort_key, score_bfcl
+    from extracteval.errors import InputError
+    from extracteval.io.config import parse_model_spec
+    from extracteval.io.toolcall_inputs import load_bfcl_answers, load_bfcl_questions, load_bfcl_results
+
+    if not args.questions:
+        raise InputError("--checker bfcl needs --questions FILE (the BFCL question file with the function specs) for each --truth possible-answer file.")
+    if len(args.questions) != len(args.truth):
+        raise InputError(f"--checker bfcl pairs --questions and --truth files in order; got {len(args.questions)} --questions and {len(args.truth)} --truth.")
+    if args.semantic_similarity or args.llm_judge:
+        raise InputError("--semantic-similarity and --llm-judge apply to the generic checker; the BFCL checker gives BFCL's verdicts only.")
+    entries: dict[str, BfclEntry] = {}
+    for qf, af in zip(args.questions, args.truth):
+        questions = load_bfcl_questions(qf)
+        answers = load_bfcl_answers(af, questions)
+        missing = sorted(set(questions) - set(answers), key=entry_sort_key)
+        extra = sorted(set(answers) - set(questions), key=entry_sort_key)
+        if missing or extra:
+            detail = (f"{len(missing)} question(s) without an answer, e.g. {missing[:3]}" if missing else "") + (
+                ("; " if missing else "") + f"{len(extra)} answer(s) without a question, e.g. {extra[:3]}" if extra else "")
+            raise InputError(f"{af}: the possible answers do not match the questions of {qf}: {detail}.")
+        for rid, q in questions.items():
+            if rid in entries:
+                raise InputError(f"{qf}: id {rid!r} also appears in another --questions file.")
+            entries[rid] = BfclEntry(id=rid, category=q.category, functions=q.functions, answers=answers[rid])
+    ordered = [entries[i] for i in sorted(entries, key=entry_sort_key)]
+    results: dict[str, dict[str, Any]] = {}
+    sources: dict[str, list[str]] = {}
+    for spec in args.predictions:
+        name, path = parse_model_spec(spec)
+        name = name or path.stem
+        loaded = load_bfcl_results(path)
+        unknown = sorted(set(loaded) - set(entries), key=entry_sort_key)
+        if unknown:
+            raise InputError(f"{path}: {len(unknown)} result id(s) have no question, e.g. {unknown[:3]}; pass the matching --questions/--truth files.")
+        bucket = results.setdefault(name, {})
+        dup = set(bucket) & set(loaded)
+        if dup:
+            raise InputError(f"{path}: ids already given for model {name!r} by another file, e.g. {sorted(dup)[:3]}.")
+        bucket.update(loaded)
+        sources.setdefault(name, []).append(str(path))
+    scores = {m: score_bfcl(ordered, results[m], model=m, underscore_to_dot=args.underscore_to_dot) for m in sorted(results)}
+    # The generic metrics on the same data (argument P/R/F1 etc.), next to BFCL's verdicts
+    from extracteval.core.toolcalls import score_toolcalls
+
+    generic = score_toolcalls({e.id: list(e.answers) for e in ordered}, results, possible_answer=True)
+    ranking = sorted(scores, key=lambda m: (-scores[m].call_accuracy, m))
+    doc: dict[str, Any] = {
+        "task": "toolcalls",
+        "checker": "bfcl",
+        "config": {"underscore_to_dot": bool(args.underscore_to_dot)},
+        "n_records": len(ordered),
+        "categories": sorted({e.category for e in ordered}),
+        "ranking": ranking,
+        "models": {m: {"rank": k, **scores[m].to_dict(), "generic": _generic_view(generic.models[m])} for k, m in enumerate(ranking, start=1)},
+        "inputs": {"questions": list(args.questions), "truth": list(args.truth), "predictions": sources},
+        "count_columns": ["records", "correct_records"],
+    }
+    ids = [e.id for e in ordered]
+    matrices = {m: np.array([[1, int(i not in set(scores[m].failed_ids))] for i in ids], dtype=np.int64).reshape(len(ids), 2) for m in scores}
+    if args.baseline or args.candidate:
+        if not (args.baseline and args.candidate):
+            raise InputError("--baseline and --candidate go together; give both model names.")
+        doc["decision"] = make_decision("toolcalls", ("records", "correct_records"), matrices, args).to_dict()
+    extra = {m: [{"error_type": scores[m].failures[i].error_type if i in scores[m].failures else None} for i in ids] for m in scores}
+    return doc, scores, {"columns": ("records", "correct_records"), "matrices": matrices, "ids": ids, "extra": extra}
+
+
+def _generic_view(m: Any) -> dict[str, Any]:
+    keys = ("valid_call_rate", "name_match_rate", "args_exact_rate", "args_precision", "args_recall", "args_f1", "call_accuracy")
+    return {k: m.metrics[k] for k in keys} | {"note": "generic checker on the same files (optimal pairing, exact values); BFCL's verdicts are above"}
+
+
+def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any]) -> None:
+    from extracteval.commands.compare_models import write_records
+    from extracteval.errors import InputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+        write_records(out, tuple(records["columns"]), records["matrices"], records["ids"], records["extra"])
+    except OSError as e:
+        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+
+
+def render(doc: dict[str, Any]) -> str:
+    from extracteval.commands.compare_models import render_decision
+    from extracteval.core.decision import Decision, DecisionThresholds
+    from extracteval.report.terminal import percent, table
+
+    models = doc["models"]
+    out = [f"extracteval · toolcalls ({doc['checker']} checker) · {len(doc['ranking'])} model(s) · {doc['n_records']} records", ""]
+    if doc["checker"] == "bfcl":
+        cats = doc["categories"]
+        headers = ["Rank", "Model", "Accuracy", "Correct", *cats]
+        rows = []
+        for name in doc["ranking"]:
+            m = models[name]
+            rows.append([f"#{m['rank']}", name, percent(m["call_accuracy"]), f"{m['correct_count']}/{m['total_count']}"]
+                        + [percent(m["categories"][c]["accuracy"]) if c in m["categories"] else "-" for c in cats])
+        out.append(table(headers, rows, align="ll" + "r" * (len(headers) - 2)))
+        for name in doc["ranking"]:
+            m = models[name]
+            if m["error_types"]:
+                out.append("")
+                out.append(f"{name}: {len(m['failed_ids'])} failed — " + ", ".join(f"{k} {v}" for k, v in m["error_types"].items()))
+                shown = m["failed_ids"][:12]
+                out.append("  failed ids: " + ", ".join(shown) + (f", … ({len(m['failed_ids']) - 12} more)" if len(m["failed_ids"]) > 12 else ""))
+    else:
+        ext_keys = sorted({k for m in models.values() for k in m["extended"]})
+        headers = ["Rank", "Model", "Valid", "Name match", "Args exact", "Args P", "Args R", "Args F1", "Call acc."] + [f"{k} (pass)" for k in ext_keys]
+        rows = []
+        for name in doc["ranking"]:
+            m = models[name]
+            rows.append([f"#{m['rank']}", name] + [percent(m[k]) for k in ("valid_call_rate", "name_match_rate", "args_exact_rate", "args_precision", "args_recall", "args_f1", "call_accuracy")]
+                        + [f"{m['extended'][k]['mean']:.3f} ({percent(m['extended'][k]['pass_rate'])})" if k in m["extended"] else "-" for k in ext_keys])
+        out.append(table(headers, rows, align="ll" + "r" * (len(headers) - 2)))
+        out.append("")
+        for name in doc["ranking"]:
+            m = models[name]
+            out.append(f"{name}: formats " + ", ".join(f"{k} {v}" for k, v in m["formats"].items()))
+            for ex in m["invalid_examples"][:2]:
+                out.append(f"  invalid (id {ex['id']}): {ex['error']}")
+        from extracteval.commands.score_structured import _id_warnings
+
+        out += _id_warnings(doc)
+    if "decision" in doc:
+        d = doc["decision"]
+        out.append("")
+        out.append(render_decision(Decision(
+            metric=d["metric"], baseline=d["baseline"], candidate=d["candidate"], baseline_value=d["baseline_value"],
+            candidate_value=d["candidate_value"], gap=d["gap"], verdict=d["verdict"], ci_low=d["ci"]["low"], ci_high=d["ci"]["high"],
+            confidence=d["ci"]["confidence"], resamples=d["ci"]["resamples"], seed=d["ci"]["seed"], n_records=d["n_records"],
+            thresholds=DecisionThresholds(**d["thresholds"]),
+        )))
+    return "\n".join(out)
+
+
+def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Score one `experiments/<name>/experiment.yaml` of task `toolcalls`; returns (doc, text)."""
+    dec = spec.get("decision") or {}
+    ns = argparse.Namespace(
+        checker="generic", truth=[str(folder / spec["truth"])], questions=None,
+        predictions=[f"{n}={folder / p}" for n, p in spec["predictions"].items()],
+        underscore_to_dot=False, possible_answer=bool(spec.get("possible_answer", False)), value_match=spec.get("value_match", "exact"),
+        zero_division=0.0, semantic_similarity=False, llm_judge=False, similarity_option=[], pass_threshold=0.85, progress="never",
+        baseline=dec.get("baseline"), candidate=dec.get("candidate"), decision_metric=dec.get("metric"),
+        recommend_threshold=dec.get("recommend_threshold", 0.15), moderate_threshold=dec.get("moderate_threshold", 0.05),
+        resamples=dec.get("resamples", 1000), seed=dec.get("seed", 0),
+    )
+    doc, _, _ = _run_generic(ns)
+    return doc, render(doc)
