@@ -35,7 +35,7 @@ import numpy as np
 
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.matching import max_matching
-from extracteval.core.ranking import Score, field_winners, field_wins, format_wins, rank_models
+from extracteval.core.ranking import TIER_COLOURS, Score, field_winners, field_wins, format_wins, rank_models
 
 __all__ = [
     "SpansConfig",
@@ -358,6 +358,7 @@ class ModelSpans:
         d: dict[str, Any] = {
             "rank": self.rank,
             "tier": self.tier,
+            "tier_colour": TIER_COLOURS.get(self.tier),
             "tag_wins": self.tag_wins,
             "wins_label": format_wins(self.tag_wins),
             "exact": self.exact.to_dict(),
@@ -682,10 +683,11 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     counts = {k: counts[k] for k in ERROR_KINDS}
     k_ex = cfg.max_examples
 
-    def _doc_key(gi: int | None, pi: int | None) -> tuple[str, int, int]:
+    def _doc_key(gi: int | None, pi: int | None) -> tuple[int, int, int]:
+        # document order is canonical (JSONL: sorted ids; token files: file order)
         if gi is not None:
-            return (corpus.doc_ids[int(gold.doc[gi])], int(gold.start[gi]), int(gold.end[gi]))
-        return (corpus.doc_ids[int(pred.doc[pi])], int(pred.start[pi]), int(pred.end[pi]))  # type: ignore[index]
+            return (int(gold.doc[gi]), int(gold.start[gi]), int(gold.end[gi]))
+        return (int(pred.doc[pi]), int(pred.start[pi]), int(pred.end[pi]))  # type: ignore[index]
 
     examples: dict[str, list[dict[str, Any]]] = {}
     for kind in ("boundary", "type", "boundary_type"):
