@@ -49,6 +49,7 @@ __all__ = [
     "SpansResult",
     "score_spans",
     "span_counts",
+    "corpus_from_tags",
     "curve_thresholds",
     "ERROR_KINDS",
 ]
@@ -405,6 +406,85 @@ class SpansResult:
             "warnings": list(self.warnings),
             "config": self.config.to_dict(),
         }
+
+
+def corpus_from_tags(
+    gold: Sequence[str],
+    predictions: Mapping[str, Sequence[str]],
+    *,
+    sentence_start: np.ndarray | Sequence[bool] | None = None,
+    tokens: Sequence[str] | None = None,
+    scheme: str = "conlleval",
+    doc_ids: Sequence[str] | None = None,
+) -> SpanCorpus:
+    """Token tag sequences (all sentences concatenated) → SpanCorpus, one document per sentence.
+
+    Tags are dictionary-encoded (each distinct tag parsed once) and decoded by `scheme`
+    (`core.schemes`). Raises `schemes.UnknownTagError` whose `source` attribute is "gold" or the
+    model name. `tokens` default to the gold tags' positions as text ("t0", "t1", …).
+
+    Example:
+        >>> c = corpus_from_tags(["B-PER", "I-PER", "O"], {"m": ["B-PER", "O", "O"]})
+        >>> score_spans(c).models["m"].exact.micro.tp, c.token_correct["m"]
+        (0, 2)
+    """
+    from extracteval.core.schemes import UnknownTagError, decode, encode_tags, get_scheme
+
+    sch = get_scheme(scheme).name
+    n = len(gold)
+    sent = np.zeros(n, dtype=bool) if sentence_start is None else np.asarray(sentence_start, dtype=bool).copy()
+    if len(sent) != n:
+        raise ValueError(f"Expected `sentence_start` to have one flag per token ({n}), but got {len(sent)}.")
+    if n:
+        sent[0] = True
+    types: list[str] = []
+    encoded = {}
+    for who, seq in [("gold", gold), *sorted(predictions.items())]:
+        if len(seq) != n:
+            raise ValueError(f"Expected the tags of {who!r} to have one tag per gold token ({n}), but got {len(seq)}.")
+        try:
+            enc = encode_tags(seq, scheme=sch, types=types)
+        except UnknownTagError as e:
+            e.source = who  # type: ignore[attr-defined]
+            raise
+        types[:] = list(enc.types)
+        encoded[who] = enc
+    order = sorted(range(len(types)), key=lambda i: types[i])
+    remap = np.empty(max(len(types), 1), dtype=np.int32)
+    remap[order] = np.arange(len(types), dtype=np.int32)
+    sent_pos = np.flatnonzero(sent)
+    ill: dict[str, int] = {}
+    ill_ex: dict[str, tuple[tuple[int, int, int], ...]] = {}
+
+    def spans_of(who: str) -> SpanSet:
+        enc = encoded[who]
+        ch = decode(enc.prefix, enc.type, sent, sch)
+        ill[who] = ch.ill_formed
+        ill_ex[who] = tuple((int(np.searchsorted(sent_pos, s, side="right") - 1), s, e) for s, e in ch.ill_formed_examples)
+        doc = np.searchsorted(sent_pos, ch.start, side="right") - 1
+        return SpanSet(doc=doc.astype(np.int64), start=ch.start.astype(np.int64), end=ch.end.astype(np.int64), tag=remap[ch.type])
+
+    # token accuracy compares whole tag strings, as conlleval does
+    g_tags = encoded["gold"]
+    token_correct = {}
+    for who in predictions:
+        e = encoded[who]
+        lut = {t: i for i, t in enumerate(e.tags)}
+        g_in_p = np.array([lut.get(t, -1) for t in g_tags.tags], dtype=np.int64)
+        token_correct[who] = int(np.count_nonzero(g_in_p[g_tags.tag] == e.tag)) if n else 0
+    return SpanCorpus(
+        doc_ids=tuple(doc_ids) if doc_ids is not None else tuple(f"sentence {k + 1}" for k in range(len(sent_pos))),
+        tags=tuple(types[i] for i in order),
+        unit="token",
+        gold=spans_of("gold"),
+        predictions={who: spans_of(who) for who in predictions},
+        tokens=np.asarray(list(tokens) if tokens is not None else [f"t{i}" for i in range(n)], dtype=object),
+        doc_offsets=sent_pos.astype(np.int64),
+        token_correct=token_correct,
+        n_tokens=n,
+        ill_formed=ill,
+        ill_formed_examples=ill_ex,
+    )
 
 
 # --------------------------------------------------------------------------------------------

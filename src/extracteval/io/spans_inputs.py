@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.core.schemes import UnknownTagError, decode, encode_tags, get_scheme
-from extracteval.core.spans import SpanCorpus, SpanSet
+from extracteval.core.schemes import UnknownTagError, get_scheme
+from extracteval.core.spans import SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
 from extracteval.io.tables import read_text
 
@@ -93,20 +93,6 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     return TokenFile(path=p, tokens=tokens, tags=tags, sentence_start=prev_break[tok], line=tok + 1, n_columns=ncol)
 
 
-def _encode(tf: TokenFile, column: int, label: str, scheme: str, types: list[str]) -> Any:
-    try:
-        enc = encode_tags(tf.tags[column], scheme=scheme, types=types)
-    except UnknownTagError as e:
-        raise InputError(
-            f"{tf.path}: line {int(tf.line[e.position])}: {label} tag {e.tag!r} is not valid under scheme {e.scheme}: "
-            f"expected 'O' or PREFIX-TYPE with PREFIX one of {', '.join(e.allowed)}"
-            + (" (pass --scheme to pick another scheme)" if e.scheme != "conlleval" else "")
-            + "."
-        ) from None
-    types[:] = list(enc.types)
-    return enc
-
-
 def _check_aligned(ref: TokenFile, other: TokenFile, what: str) -> None:
     if len(ref.tokens) != len(other.tokens) or not np.array_equal(ref.sentence_start, other.sentence_start):
         n = min(len(ref.tokens), len(other.tokens))
@@ -159,8 +145,6 @@ def load_token_corpus(
     for _, tf, _ in preds:
         if tf is not ref:
             _check_aligned(ref, tf, "predictions must tag the truth's tokens")
-    types: list[str] = []
-    gold_enc = _encode(ref, ref_col, "gold", sch, types)
     for tf, col in golds[1:]:
         if tf.tags[col] != ref.tags[ref_col]:
             k = next(i for i, (a, b) in enumerate(zip(ref.tags[ref_col], tf.tags[col])) if a != b)
@@ -168,47 +152,31 @@ def load_token_corpus(
                 f"{tf.path}: line {int(tf.line[k])}: gold tag {tf.tags[col][k]!r} differs from {ref.tags[ref_col][k]!r} "
                 f"in {ref.path}; every --conll file must share the same gold column."
             )
-    pred_enc = {}
+    pred_tags: dict[str, list[str]] = {}
+    pred_file: dict[str, TokenFile] = {}
     for name, tf, col in preds:
-        if name in pred_enc:
+        if name in pred_tags:
             raise InputError(f"--conll/--predictions: model name {name!r} is given twice; use NAME=FILE to name each model.")
-        pred_enc[name] = _encode(tf, col, "predicted", sch, types)
-    # tag codes follow sorted type names, so output never depends on which tag appeared first
-    order = sorted(range(len(types)), key=lambda i: types[i])
-    remap = np.empty(max(len(types), 1), dtype=np.int32)
-    remap[order] = np.arange(len(types), dtype=np.int32)
-    sent = ref.sentence_start
-    sent_pos = np.flatnonzero(sent)
-    n = len(ref.tokens)
-    ill: dict[str, int] = {}
-    ill_ex: dict[str, tuple[tuple[int, int, int], ...]] = {}
-
-    def spans_of(enc: Any, who: str) -> SpanSet:
-        ch = decode(enc.prefix, enc.type, sent, sch)
-        ill[who] = ch.ill_formed
-        ill_ex[who] = tuple((int(np.searchsorted(sent_pos, s, side="right") - 1), s, e) for s, e in ch.ill_formed_examples)
-        doc = np.searchsorted(sent_pos, ch.start, side="right") - 1
-        return SpanSet(doc=doc.astype(np.int64), start=ch.start.astype(np.int64), end=ch.end.astype(np.int64), tag=remap[ch.type])
-
-    gold = spans_of(gold_enc, "gold")
-    predicted = {name: spans_of(enc, name) for name, enc in pred_enc.items()}
-    gold_strings = np.asarray(ref.tags[ref_col], dtype=object)
-    token_correct = {
-        name: int(np.count_nonzero(gold_strings == np.asarray(tf.tags[col], dtype=object))) for name, tf, col in preds
-    }
-    return SpanCorpus(
-        doc_ids=tuple(f"line {int(ref.line[i])}" for i in sent_pos),
-        tags=tuple(types[i] for i in order),
-        unit="token",
-        gold=gold,
-        predictions=predicted,
-        tokens=np.asarray(ref.tokens, dtype=object),
-        doc_offsets=sent_pos.astype(np.int64),
-        token_correct=token_correct,
-        n_tokens=n,
-        ill_formed=ill,
-        ill_formed_examples=ill_ex,
-    )
+        pred_tags[name] = tf.tags[col]
+        pred_file[name] = tf
+    try:
+        return corpus_from_tags(
+            ref.tags[ref_col],
+            pred_tags,
+            sentence_start=ref.sentence_start,
+            tokens=ref.tokens,
+            scheme=sch,
+            doc_ids=[f"line {int(ref.line[i])}" for i in np.flatnonzero(ref.sentence_start)],
+        )
+    except UnknownTagError as e:
+        who = getattr(e, "source", "gold")
+        tf = ref if who == "gold" else pred_file[who]
+        raise InputError(
+            f"{tf.path}: line {int(tf.line[e.position])}: {'gold' if who == 'gold' else 'predicted'} tag {e.tag!r} is not valid "
+            f"under scheme {e.scheme}: expected 'O' or PREFIX-TYPE with PREFIX one of {', '.join(e.allowed)}"
+            + (" (pass --scheme to pick another scheme)" if e.scheme == "conlleval" else "")
+            + "."
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------
