@@ -83,6 +83,7 @@ class SpansConfig:
         scheme: tagging scheme used to decode token files (recorded in the config).
         zero_division: value of a ratio whose denominator is 0.
         max_examples: examples kept per error kind and model.
+        relaxed: False skips relaxed matching and the curve (exact results and errors only).
     """
 
     threshold: float = 0.5
@@ -93,6 +94,7 @@ class SpansConfig:
     scheme: str | None = None
     zero_division: float = 0.0
     max_examples: int = 5
+    relaxed: bool = True
 
     def __post_init__(self) -> None:
         for name in ("threshold", "iou_weight", "text_weight", "zero_division"):
@@ -127,6 +129,7 @@ class SpansConfig:
             "scheme": self.scheme,
             "zero_division": self.zero_division,
             "max_examples": self.max_examples,
+            "relaxed": self.relaxed,
         }
 
 
@@ -204,8 +207,8 @@ class SpanCorpus:
     def __post_init__(self) -> None:
         if self.unit not in ("char", "token"):
             raise ValueError(f"Expected `unit` to be 'char' or 'token', but got {self.unit!r}.")
-        if self.unit == "token" and (self.tokens is None or self.doc_offsets is None):
-            raise ValueError("A token corpus needs `tokens` and `doc_offsets`.")
+        if self.unit == "token" and self.doc_offsets is None:
+            raise ValueError("A token corpus needs `doc_offsets` (first token of each document).")
 
     def span_texts(self, spans: SpanSet, idx: np.ndarray) -> list[str] | None:
         """Texts of spans[idx]: their own text, else the document text, else the tokens; None
@@ -213,7 +216,8 @@ class SpanCorpus:
         out: list[str] = []
         if self.unit == "token":
             tokens = self.tokens
-            assert tokens is not None
+            if tokens is None:
+                return None
             for s, e in zip(spans.start[idx].tolist(), spans.end[idx].tolist()):
                 out.append(" ".join(tokens[s:e].tolist()))
             return out
@@ -232,7 +236,7 @@ class SpanCorpus:
 
     def has_text(self) -> bool:
         if self.unit == "token":
-            return True
+            return self.tokens is not None
         if self.texts and all(t is not None for t in self.texts):
             return True
         sets = [self.gold, *self.predictions.values()]
@@ -421,7 +425,8 @@ def corpus_from_tags(
 
     Tags are dictionary-encoded (each distinct tag parsed once) and decoded by `scheme`
     (`core.schemes`). Raises `schemes.UnknownTagError` whose `source` attribute is "gold" or the
-    model name. `tokens` default to the gold tags' positions as text ("t0", "t1", …).
+    model name. Without `tokens` there are no span texts and the relaxed score uses IoU alone
+    (with a warning), as for JSONL spans without text.
 
     Example:
         >>> c = corpus_from_tags(["B-PER", "I-PER", "O"], {"m": ["B-PER", "O", "O"]})
@@ -478,7 +483,7 @@ def corpus_from_tags(
         unit="token",
         gold=spans_of("gold"),
         predictions={who: spans_of(who) for who in predictions},
-        tokens=np.asarray(list(tokens) if tokens is not None else [f"t{i}" for i in range(n)], dtype=object),
+        tokens=None if tokens is None else np.asarray(tokens, dtype=object),
         doc_offsets=sent_pos.astype(np.int64),
         token_correct=token_correct,
         n_tokens=n,
@@ -701,36 +706,37 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     # relaxed: score every same-tag overlapping pair once
     r_idx = np.flatnonzero(same_tag)
     rg, rp = g[r_idx], p[r_idx]
+    n_g, n_p = len(gold), len(pred)
+    relaxed: dict[str, MatchResult] = {}
+    curve: list[CurvePoint] = []
+    text_fallback = False
     inter = np.minimum(gold.end[rg], pred.end[rp]) - np.maximum(gold.start[rg], pred.start[rp])
     union = np.maximum(gold.end[rg], pred.end[rp]) - np.minimum(gold.start[rg], pred.start[rp])
     iou = inter / np.maximum(union, 1)
-    sim = np.ones(len(r_idx))
-    fuzzy = np.flatnonzero(~exact[r_idx])
-    text_fallback = False
-    if len(fuzzy):
-        gt = corpus.span_texts(gold, rg[fuzzy])
-        pt = corpus.span_texts(pred, rp[fuzzy])
-        if gt is None or pt is None:
-            sim[fuzzy] = iou[fuzzy]
-            text_fallback = True
-        else:
-            from extracteval.core.similarity import FuzzySimilarity
+    score = iou.copy()  # the boundary-error stage below ranks by IoU when relaxed is off
+    if cfg.relaxed:
+        sim = np.ones(len(r_idx))
+        fuzzy = np.flatnonzero(~exact[r_idx])
+        if len(fuzzy):
+            gt = corpus.span_texts(gold, rg[fuzzy])
+            pt = corpus.span_texts(pred, rp[fuzzy])
+            if gt is None or pt is None:
+                sim[fuzzy] = iou[fuzzy]
+                text_fallback = True
+            else:
+                from extracteval.core.similarity import FuzzySimilarity
 
-            sim[fuzzy] = FuzzySimilarity().similarity(gt, pt)
-    score = cfg.iou_weight * iou + cfg.text_weight * sim
-    score[exact[r_idx]] = 1.0
-
-    relaxed: dict[str, MatchResult] = {}
-    for t in cfg.thresholds:
-        chosen = _match(rg, rp, score, t)
-        rtp, rfp, rfn = _per_tag(gold.tag[rg[chosen]], gold, pred, nt)
-        relaxed[_threshold_key(t)] = _match_result(_threshold_key(t), t, rtp, rfp, rfn, tags, zd)
-
-    n_g, n_p = len(gold), len(pred)
-    curve = []
-    for t, ctp in zip(curve_thresholds(cfg.curve_step), _curve_tp(rg, rp, score, curve_thresholds(cfg.curve_step))):
-        m = _metrics(Counts(tp=int(ctp), fp=n_p - int(ctp), fn=n_g - int(ctp)), zd)
-        curve.append(CurvePoint(threshold=t, tp=m.tp, fp=m.fp, fn=m.fn, precision=m.precision, recall=m.recall, f1=m.f1))
+                sim[fuzzy] = FuzzySimilarity().similarity(gt, pt)
+        score = cfg.iou_weight * iou + cfg.text_weight * sim
+        score[exact[r_idx]] = 1.0
+        for t in cfg.thresholds:
+            chosen = _match(rg, rp, score, t)
+            rtp, rfp, rfn = _per_tag(gold.tag[rg[chosen]], gold, pred, nt)
+            relaxed[_threshold_key(t)] = _match_result(_threshold_key(t), t, rtp, rfp, rfn, tags, zd)
+        ths = curve_thresholds(cfg.curve_step)
+        for t, ctp in zip(ths, _curve_tp(rg, rp, score, ths)):
+            m = _metrics(Counts(tp=int(ctp), fp=n_p - int(ctp), fn=n_g - int(ctp)), zd)
+            curve.append(CurvePoint(threshold=t, tp=m.tp, fp=m.fp, fn=m.fn, precision=m.precision, recall=m.recall, f1=m.f1))
 
     # error breakdown relative to the exact matching
     g_free = np.ones(n_g, dtype=bool)
@@ -763,19 +769,22 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     counts = {k: counts[k] for k in ERROR_KINDS}
     k_ex = cfg.max_examples
 
-    def _doc_key(gi: int | None, pi: int | None) -> tuple[int, int, int]:
-        # document order is canonical (JSONL: sorted ids; token files: file order)
-        if gi is not None:
-            return (int(gold.doc[gi]), int(gold.start[gi]), int(gold.end[gi]))
-        return (int(pred.doc[pi]), int(pred.start[pi]), int(pred.end[pi]))  # type: ignore[index]
+    # document order is canonical (JSONL: sorted ids; token files: file order)
+    def _first(g_sel: np.ndarray | None, p_sel: np.ndarray | None) -> list[tuple[int | None, int | None]]:
+        side, sel = (gold, g_sel) if g_sel is not None else (pred, p_sel)
+        assert sel is not None
+        order = np.lexsort((side.end[sel], side.start[sel], side.doc[sel]))[:k_ex]
+        return [
+            (None if g_sel is None else int(g_sel[i]), None if p_sel is None else int(p_sel[i]))
+            for i in order.tolist()
+        ]
 
     examples: dict[str, list[dict[str, Any]]] = {}
     for kind in ("boundary", "type", "boundary_type"):
         chosen = pairs_of[kind]
-        items = sorted(((int(g[e]), int(p[e])) for e in chosen), key=lambda gp: _doc_key(*gp))[:k_ex]
-        examples[kind] = [_example(corpus, gold, pred, a, b) for a, b in items]
-    examples["missed"] = [_example(corpus, gold, pred, int(i), None) for i in sorted(missed.tolist(), key=lambda i: _doc_key(i, None))[:k_ex]]
-    examples["spurious"] = [_example(corpus, gold, pred, None, int(i)) for i in sorted(spurious.tolist(), key=lambda i: _doc_key(None, i))[:k_ex]]
+        examples[kind] = [_example(corpus, gold, pred, a, b) for a, b in _first(g[chosen], p[chosen])]
+    examples["missed"] = [_example(corpus, gold, pred, a, None) for a, _ in _first(missed, None)]
+    examples["spurious"] = [_example(corpus, gold, pred, None, b) for _, b in _first(None, spurious)]
     conf: dict[tuple[str, str], int] = {}
     for kind in ("type", "boundary_type"):
         for e in pairs_of[kind].tolist():
