@@ -134,6 +134,7 @@ def _bio_sentences(alphabet: list[str]):
     )
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # seqeval averages empty arrays
 @settings(max_examples=150, deadline=None)
 @given(_bio_sentences(BIO))
 def test_conlleval_scheme_equals_seqeval_default_on_bio(sents) -> None:
@@ -142,6 +143,7 @@ def test_conlleval_scheme_equals_seqeval_default_on_bio(sents) -> None:
     _compare(_seqeval_report(y_true, y_pred), _ours(y_true, y_pred, "conlleval"))
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # seqeval averages empty arrays
 @settings(max_examples=150, deadline=None)
 @given(_bio_sentences(BIO))
 def test_iob2_equals_seqeval_strict_iob2(sents) -> None:
@@ -157,6 +159,7 @@ def test_iob2_equals_seqeval_strict_iob2(sents) -> None:
 IOBES_TAGS = ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "E-LOC", "S-LOC"]
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # seqeval averages empty arrays
 @settings(max_examples=150, deadline=None)
 @given(_bio_sentences(IOBES_TAGS))
 def test_iobes_equals_seqeval_strict_iobes(sents) -> None:
