@@ -158,6 +158,17 @@ def test_no_text_falls_back_to_iou_with_a_warning() -> None:
     assert any("TextSim is replaced by IoU" in w for w in res.warnings)
 
 
+def test_text_fallback_is_per_span() -> None:
+    """Document 1 has text: TextSim("administrator", "The administrator") lifts the pair to 0.80;
+    document 2 has none: the same offsets score IoU = 13/17 = 0.76, below 0.8."""
+    gold = [[(4, 17, "A")], [(4, 17, "A")]]
+    pred = [[(0, 17, "A")], [(0, 17, "A")]]
+    res = score_spans(char_corpus([EX2, None], gold, {"m": pred}))
+    assert res.models["m"].relaxed["relaxed@0.8"].micro.tp == 1
+    assert res.models["m"].relaxed["relaxed@0.5"].micro.tp == 2
+    assert len(res.warnings) == 1
+
+
 def test_overlapping_pairs_equals_brute_force_with_nested_spans() -> None:
     rng = random.Random(3)
     for _ in range(50):

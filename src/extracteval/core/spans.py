@@ -210,37 +210,26 @@ class SpanCorpus:
         if self.unit == "token" and self.doc_offsets is None:
             raise ValueError("A token corpus needs `doc_offsets` (first token of each document).")
 
-    def span_texts(self, spans: SpanSet, idx: np.ndarray) -> list[str] | None:
-        """Texts of spans[idx]: their own text, else the document text, else the tokens; None
-        when some span has no text at all (then TextSim falls back to IoU)."""
-        out: list[str] = []
+    def span_texts(self, spans: SpanSet, idx: np.ndarray) -> list[str | None]:
+        """Texts of spans[idx]: their own text, else the document text, else the tokens joined
+        by spaces; None for a span with no text at all (its TextSim then falls back to IoU)."""
+        idx = np.asarray(idx, dtype=np.int64)
         if self.unit == "token":
             tokens = self.tokens
             if tokens is None:
-                return None
-            for s, e in zip(spans.start[idx].tolist(), spans.end[idx].tolist()):
-                out.append(" ".join(tokens[s:e].tolist()))
-            return out
+                return [None] * len(idx)
+            return [" ".join(tokens[s:e].tolist()) for s, e in zip(spans.start[idx].tolist(), spans.end[idx].tolist())]
         texts = self.texts or ()
         own = spans.text
+        out: list[str | None] = []
         for i in idx.tolist():
             t = own[i] if own is not None else None
             if t is None:
                 d = int(spans.doc[i])
                 doc_text = texts[d] if d < len(texts) else None
-                if doc_text is None:
-                    return None
-                t = doc_text[int(spans.start[i]) : int(spans.end[i])]
+                t = None if doc_text is None else doc_text[int(spans.start[i]) : int(spans.end[i])]
             out.append(t)
         return out
-
-    def has_text(self) -> bool:
-        if self.unit == "token":
-            return self.tokens is not None
-        if self.texts and all(t is not None for t in self.texts):
-            return True
-        sets = [self.gold, *self.predictions.values()]
-        return all(s.text is not None and all(x is not None for x in s.text) for s in sets) if sets else False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -673,7 +662,7 @@ def _span_dict(corpus: SpanCorpus, spans: SpanSet, i: int) -> dict[str, Any]:
         assert corpus.doc_offsets is not None
         off = int(corpus.doc_offsets[d])
         s, e = s - off, e - off
-    return {"start": s, "end": e, "tag": corpus.tags[int(spans.tag[i])], "text": texts[0] if texts else None}
+    return {"start": s, "end": e, "tag": corpus.tags[int(spans.tag[i])], "text": texts[0]}
 
 
 def _example(corpus: SpanCorpus, gold: SpanSet, pred: SpanSet, gi: int | None, pi: int | None) -> dict[str, Any]:
@@ -720,13 +709,16 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
         if len(fuzzy):
             gt = corpus.span_texts(gold, rg[fuzzy])
             pt = corpus.span_texts(pred, rp[fuzzy])
-            if gt is None or pt is None:
-                sim[fuzzy] = iou[fuzzy]
+            known = np.array([a is not None and b is not None for a, b in zip(gt, pt)], dtype=bool)
+            if not known.all():
+                sim[fuzzy[~known]] = iou[fuzzy[~known]]
                 text_fallback = True
-            else:
+            if known.any():
                 from extracteval.core.similarity import FuzzySimilarity
 
-                sim[fuzzy] = FuzzySimilarity().similarity(gt, pt)
+                sim[fuzzy[known]] = FuzzySimilarity().similarity(
+                    [a for a, k in zip(gt, known) if k], [b for b, k in zip(pt, known) if k]  # type: ignore[misc]
+                )
         score = cfg.iou_weight * iou + cfg.text_weight * sim
         score[exact[r_idx]] = 1.0
         for t in cfg.thresholds:
@@ -836,8 +828,8 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
     warnings: list[str] = []
     if any(fallback for _, fallback in scored.values()):
         warnings.append(
-            "some spans have no text (no document `text` and no span `text`): TextSim is replaced by IoU for them, "
-            "so their relaxed score is IoU alone."
+            "some spans have no text (no document `text`, span `text` or tokens): TextSim is replaced by IoU for the pairs involving them, "
+            "whose relaxed score is therefore IoU alone."
         )
     gold_bad = int(corpus.ill_formed.get("gold", 0))
     scheme = cfg.scheme or "the scheme"
