@@ -55,11 +55,15 @@ def _scheme(value: str) -> str:
 
 
 def _named(specs: list[str], what: str) -> list[tuple[str, Path]]:
+    from extracteval.errors import InputError
     from extracteval.io.config import parse_model_spec
 
     out = []
     for spec in specs:
-        name, path = parse_model_spec(spec)
+        try:
+            name, path = parse_model_spec(spec)
+        except InputError as e:  # its message names --predictions; say which option it was
+            raise InputError(str(e).replace("--predictions", what, 1)) from None
         out.append((name or path.stem, path))
     return out
 
