@@ -187,3 +187,37 @@ def test_usage_errors(cli, tmp_path: Path) -> None:
 def test_help_lists_spans(cli) -> None:
     r = cli("score", "--help")
     assert r.code == 0 and "spans" in r.out
+
+
+def test_two_conll_files_are_two_models_and_gold_must_agree(cli, tmp_path: Path) -> None:
+    a = tmp_path / "a.conll"
+    b = tmp_path / "b.conll"
+    a.write_text("x B-X B-X\ny I-X I-X\n", encoding="utf-8")
+    b.write_text("x B-X B-X\ny I-X O\n", encoding="utf-8")
+    r = cli("score", "spans", "--conll", f"good={a}", "--conll", f"short={b}", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["ranking"] == ["good", "short"]
+    c = tmp_path / "c.conll"
+    c.write_text("x B-X B-X\ny O O\n", encoding="utf-8")
+    r = cli("score", "spans", "--conll", f"good={a}", "--conll", f"other={c}")
+    assert r.code == 2 and f"{c}: line 2: gold tag 'O' differs from 'I-X'" in r.err
+
+
+def test_predictions_must_tag_the_truth_tokens(cli, tmp_path: Path) -> None:
+    gold = tmp_path / "gold.txt"
+    pred = tmp_path / "pred.txt"
+    gold.write_text("a B-X\nb I-X\n", encoding="utf-8")
+    pred.write_text("a B-X\nc I-X\n", encoding="utf-8")
+    r = cli("score", "spans", "--truth", str(gold), "--predictions", f"m={pred}")
+    assert r.code == 2 and f"{pred}: line 2: token 'c' differs from 'b'" in r.err
+
+
+def test_suffix_tags(cli, tmp_path: Path) -> None:
+    f = tmp_path / "s.conll"
+    f.write_text("x NP-B NP-B\ny NP-I NP-I\nz O VP-B\n", encoding="utf-8")
+    r = cli("score", "spans", "--conll", str(f), "--suffix", "--json")
+    assert r.code == 0, r.err
+    m = r.json()["models"]["s"]["exact"]["micro"]
+    assert (m["tp"], m["fp"], m["fn"]) == (1, 1, 0)
+    r = cli("score", "spans", "--conll", str(f))
+    assert r.code == 2 and "line 1: gold tag 'NP-B' is not valid" in r.err

@@ -94,3 +94,21 @@ def test_e_b_edge_case_strict_iobes_splits(shared_data: Path) -> None:
     assert corpus.ill_formed == {"gold": 0, "m": 0}
     assert m.errors.counts["boundary"] == 1 and m.errors.counts["missed"] == 1
     assert m.relaxed["relaxed@0.5"].micro.tp == 1  # either half: 0.65·0.5 + 0.35·TextSim ≥ 0.5
+
+
+def test_suffix_tags_give_the_same_report(shared_data: Path) -> None:
+    """seqeval's `suffix=True` copy of the sample (`NP-B`) reads to the same chunks."""
+    corpus = load_token_corpus(conll=[("m", shared_data / SAMPLE / "seqeval_ground_truth_inv.txt")], suffix=True)
+    m = score_spans(corpus).models["m"]
+    printed = (shared_data / SAMPLE / "result.conlleval.txt").read_text(encoding="utf-8").replace("\r\n", "\n").rstrip("\n").split("\n")
+    assert _report_lines(corpus, m) == printed
+
+
+def test_cli_terminal_view_prints_conllevals_report(shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from extracteval.cli import main
+
+    assert main(["score", "spans", "--conll", str(shared_data / SAMPLE / "output.txt")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    printed = (shared_data / SAMPLE / "result.conlleval.txt").read_text(encoding="utf-8").replace("\r\n", "\n").rstrip("\n").split("\n")
+    start = out.index(printed[0])
+    assert out[start : start + len(printed)] == printed

@@ -39,6 +39,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     src.add_argument("--predictions", action="append", metavar="NAME=FILE", help="a model's predictions, same format as --truth (repeatable)")
     p.add_argument("--scheme", default="conlleval", metavar="NAME", type=_scheme,
                    help="tag decoding for token files: conlleval (default; reproduces conlleval.pl), IOB2, IOE2, IOBES, BILOU (strict: ill-formed chunks dropped and counted)")
+    p.add_argument("--suffix", action="store_true", help="token tags are TYPE-PREFIX (NP-B) instead of PREFIX-TYPE (B-NP)")
     p.add_argument("--threshold", type=float, default=0.5, metavar="X", help="main relaxed threshold (default 0.5; 0.5 and 0.8 are always reported)")
     p.add_argument("--iou-weight", type=float, default=0.65, metavar="W", help="weight of IoU in the relaxed score (default 0.65; TextSim gets 1 − W)")
     p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
@@ -79,7 +80,7 @@ def load(args: argparse.Namespace) -> Any:
         for _, path in _named(args.conll, "--conll"):
             if is_jsonl(path):
                 raise InputError(f"--conll {path}: expected a token file (token … gold pred), but the name ends in {path.suffix}; use --truth for JSONL.")
-        return load_token_corpus(scheme=args.scheme, conll=_named(args.conll, "--conll"))
+        return load_token_corpus(scheme=args.scheme, conll=_named(args.conll, "--conll"), suffix=args.suffix)
     if not args.truth:
         raise InputError("spans: pass --conll FILE, or --truth FILE with --predictions NAME=FILE.")
     preds = _named(args.predictions or [], "--predictions")
@@ -90,7 +91,7 @@ def load(args: argparse.Namespace) -> Any:
         return load_jsonl_corpus(args.truth, preds)
     if not preds:
         raise InputError(f"--truth {args.truth}: a token truth file needs --predictions NAME=FILE (or use --conll for a file with both columns).")
-    return load_token_corpus(scheme=args.scheme, truth=args.truth, predictions=preds)
+    return load_token_corpus(scheme=args.scheme, truth=args.truth, predictions=preds, suffix=args.suffix)
 
 
 def build_config(args: argparse.Namespace, unit: str) -> Any:
@@ -102,7 +103,7 @@ def build_config(args: argparse.Namespace, unit: str) -> Any:
             threshold=args.threshold,
             iou_weight=args.iou_weight,
             text_weight=round(1.0 - args.iou_weight, 12),
-            scheme=args.scheme if unit == "token" else None,
+            scheme=(args.scheme + (" (suffix tags)" if args.suffix else "")) if unit == "token" else None,
             zero_division=args.zero_division,
             max_examples=args.examples,
         )
@@ -166,6 +167,7 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
         truth=str(folder / spec["truth"]) if spec.get("truth") else None,
         predictions=[f"{name}={folder / path}" for name, path in (spec.get("predictions") or {}).items()] or None,
         scheme=_scheme(str(spec.get("scheme", "conlleval"))),
+        suffix=bool(spec.get("suffix", False)),
         threshold=float(spec.get("threshold", 0.5)),
         iou_weight=float(spec.get("iou_weight", 0.65)),
         zero_division=0.0,

@@ -65,7 +65,7 @@ class UnknownTagError(ValueError):
         self.scheme = scheme
         self.allowed = tuple(allowed)
         super().__init__(
-            f"unknown tag {tag!r} for scheme {scheme}: expected 'O' or PREFIX-TYPE with PREFIX one of {', '.join(allowed)}"
+            f"unknown tag {tag!r} for scheme {scheme}: expected 'O' or PREFIX-TYPE (TYPE-PREFIX with suffix tags) with PREFIX one of {', '.join(allowed)}"
         )
 
 
@@ -173,11 +173,15 @@ class EncodedTags:
     tags: tuple[str, ...]
 
 
-def encode_tags(tags: Sequence[str], *, scheme: str | Scheme = "conlleval", types: Sequence[str] | None = None) -> EncodedTags:
+def encode_tags(
+    tags: Sequence[str], *, scheme: str | Scheme = "conlleval", types: Sequence[str] | None = None, suffix: bool = False
+) -> EncodedTags:
     """Dictionary-encode tags: each *distinct* tag string is parsed once.
 
     `types` fixes the type vocabulary (new types are appended), so several sequences can share
-    codes. Raises UnknownTagError for a tag whose prefix the scheme does not accept.
+    codes. `suffix=True` reads `TYPE-PREFIX` tags (`NP-B`, as seqeval's `suffix=True`); the
+    prefix is then after the last hyphen. Raises UnknownTagError for a tag whose prefix the
+    scheme does not accept.
     """
     sch = get_scheme(scheme)
     allowed = set(sch.prefixes)
@@ -191,7 +195,10 @@ def encode_tags(tags: Sequence[str], *, scheme: str | Scheme = "conlleval", type
     for tag, k in distinct.items():
         if tag == "O":
             continue
-        head, sep, typ = tag.partition("-")
+        if suffix:
+            typ, sep, head = tag.rpartition("-")
+        else:
+            head, sep, typ = tag.partition("-")
         if not sep or head not in allowed or not typ:
             pos = int(np.flatnonzero(codes == k)[0])
             raise UnknownTagError(pos, tag, sch.name, sorted(allowed, key=PREFIXES.index))

@@ -409,13 +409,14 @@ def corpus_from_tags(
     tokens: Sequence[str] | None = None,
     scheme: str = "conlleval",
     doc_ids: Sequence[str] | None = None,
+    suffix: bool = False,
 ) -> SpanCorpus:
     """Token tag sequences (all sentences concatenated) → SpanCorpus, one document per sentence.
 
     Tags are dictionary-encoded (each distinct tag parsed once) and decoded by `scheme`
     (`core.schemes`). Raises `schemes.UnknownTagError` whose `source` attribute is "gold" or the
     model name. Without `tokens` there are no span texts and the relaxed score uses IoU alone
-    (with a warning), as for JSONL spans without text.
+    (with a warning), as for JSONL spans without text. `suffix=True` reads `TYPE-PREFIX` tags.
 
     Example:
         >>> c = corpus_from_tags(["B-PER", "I-PER", "O"], {"m": ["B-PER", "O", "O"]})
@@ -437,7 +438,7 @@ def corpus_from_tags(
         if len(seq) != n:
             raise ValueError(f"Expected the tags of {who!r} to have one tag per gold token ({n}), but got {len(seq)}.")
         try:
-            enc = encode_tags(seq, scheme=sch, types=types)
+            enc = encode_tags(seq, scheme=sch, types=types, suffix=suffix)
         except UnknownTagError as e:
             e.source = who  # type: ignore[attr-defined]
             raise

@@ -125,8 +125,9 @@ def load_token_corpus(
     conll: Sequence[tuple[str, str | Path]] = (),
     truth: str | Path | None = None,
     predictions: Sequence[tuple[str, str | Path]] = (),
+    suffix: bool = False,
 ) -> SpanCorpus:
-    """Token files → SpanCorpus (one document per sentence).
+    """Token files → SpanCorpus (one document per sentence); `suffix=True` reads `TYPE-PREFIX` tags.
 
     Either `conll` files (`token … gold pred`; several files = several models, whose tokens and
     gold tags must agree) or a `truth` file (`token … gold`) with `predictions` files
@@ -175,13 +176,14 @@ def load_token_corpus(
             tokens=ref.tokens,
             scheme=sch,
             doc_ids=[f"line {int(ref.line[i])}" for i in np.flatnonzero(ref.sentence_start)],
+            suffix=suffix,
         )
     except UnknownTagError as e:
         who = getattr(e, "source", "gold")
         tf = ref if who == "gold" else pred_file[who]
         raise InputError(
             f"{tf.path}: line {int(tf.line[e.position])}: {'gold' if who == 'gold' else 'predicted'} tag {e.tag!r} is not valid "
-            f"under scheme {e.scheme}: expected 'O' or PREFIX-TYPE with PREFIX one of {', '.join(e.allowed)}"
+            f"under scheme {e.scheme}: expected 'O' or {'TYPE-PREFIX' if suffix else 'PREFIX-TYPE'} with PREFIX one of {', '.join(e.allowed)}"
             + (" (pass --scheme to pick another scheme)" if e.scheme == "conlleval" else "")
             + "."
         ) from None
