@@ -314,3 +314,13 @@ def test_several_models_ranked_by_exact_micro_f1() -> None:
     assert list(doc["models"]) == ["beta", "zeta", "alpha"]
     assert set(doc["models"]["beta"]) >= {"exact", "relaxed@0.5", "relaxed@0.8", "curve", "errors"}
     assert np.isclose(doc["models"]["zeta"]["exact"]["micro"]["f1"], 2 / 3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(corpora())
+def test_exact_only_mode_gives_the_same_exact_results_and_errors(data) -> None:
+    texts, gold, pred = data
+    full = score_spans(char_corpus(texts, gold, {"m": pred})).models["m"]
+    bare = score_spans(char_corpus(texts, gold, {"m": pred}), config=SpansConfig(relaxed=False)).models["m"]
+    assert bare.exact == full.exact and bare.errors.to_dict() == full.errors.to_dict()
+    assert not bare.relaxed and not bare.curve

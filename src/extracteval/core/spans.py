@@ -703,7 +703,7 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     inter = np.minimum(gold.end[rg], pred.end[rp]) - np.maximum(gold.start[rg], pred.start[rp])
     union = np.maximum(gold.end[rg], pred.end[rp]) - np.minimum(gold.start[rg], pred.start[rp])
     iou = inter / np.maximum(union, 1)
-    score = iou.copy()  # the boundary-error stage below ranks by IoU when relaxed is off
+    score = iou
     if cfg.relaxed:
         sim = np.ones(len(r_idx))
         fuzzy = np.flatnonzero(~exact[r_idx])
@@ -736,12 +736,11 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     p_free = np.ones(n_p, dtype=bool)
     g_free[g[e_chosen]] = False
     p_free[p[e_chosen]] = False
-    full_score = np.zeros(len(g))
-    full_score[r_idx] = score
+    # error pairs are ranked by IoU alone, so the breakdown does not depend on relaxed options
     other = ~same_tag
     ginter = np.minimum(gold.end[g], pred.end[p]) - np.maximum(gold.start[g], pred.start[p])
     gunion = np.maximum(gold.end[g], pred.end[p]) - np.minimum(gold.start[g], pred.start[p])
-    full_score[other] = ginter[other] / np.maximum(gunion[other], 1)
+    full_score = ginter / np.maximum(gunion, 1)
     stages = (
         ("type", other & same_bounds),
         ("boundary", same_tag & ~same_bounds),
