@@ -62,7 +62,7 @@ def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
     ranking = doc["ranking"]
     cfg = doc["config"]
     token = doc["unit"] == "token"
-    relaxed_keys = [f"relaxed@{t:g}" for t in cfg["report_thresholds"]]
+    relaxed_keys = [f"relaxed@{t:g}" for t in cfg["report_thresholds"] if all(f"relaxed@{t:g}" in models[m] for m in ranking)]
     out = [
         f"extracteval · spans · {len(ranking)} model(s) · {doc['n_documents']} "
         + ("sentences" if token else "documents")
@@ -125,12 +125,14 @@ def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
             rows.append(row)
         out.append(table(headers, rows, align="l" + "r" * (len(headers) - 1)))
         out.append("")
-        out.append("F1 vs relaxed threshold (micro):")
         pts = r["curve"]
+        if pts:
+            out.append("F1 vs relaxed threshold (micro):")
         for i in range(0, len(pts), 7):
             chunk = pts[i : i + 7]
             out.append("  " + "  ".join(f"{p['threshold']:.2f}→{100 * p['f1']:5.1f}" for p in chunk))
-        out.append("")
+        if pts:
+            out.append("")
         c = r["errors"]["counts"]
         total = sum(c.values())
         out.append(
