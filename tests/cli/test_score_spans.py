@@ -221,3 +221,18 @@ def test_suffix_tags(cli, tmp_path: Path) -> None:
     assert (m["tp"], m["fp"], m["fn"]) == (1, 1, 0)
     r = cli("score", "spans", "--conll", str(f))
     assert r.code == 2 and "line 1: gold tag 'NP-B' is not valid" in r.err
+
+
+def test_predicted_span_outside_the_truth_text(cli, tmp_path: Path) -> None:
+    truth = _write_jsonl(tmp_path / "t.jsonl", [{"id": "d", "text": "short", "gold": []}])
+    pred = _write_jsonl(tmp_path / "p.jsonl", [{"id": "d", "pred": [{"start": 2, "end": 40, "tag": "A"}]}])
+    r = cli("score", "spans", "--truth", str(truth), "--predictions", f"m={pred}")
+    assert r.code == 2 and f"{pred}: line 1 (id 'd'): pred[0]: span [2, 40) lies outside the truth text (5 characters)" in r.err
+
+
+def test_json_array_of_documents(cli, tmp_path: Path) -> None:
+    f = tmp_path / "docs.json"
+    f.write_text(json.dumps([{"id": "a", "text": EX2, "gold": [_span(EX2, "delete", "Action")], "pred": [_span(EX2, "delete", "Action")]}]), encoding="utf-8")
+    r = cli("score", "spans", "--truth", str(f), "--json")
+    assert r.code == 0, r.err
+    assert r.json()["models"]["docs"]["exact"]["micro"]["tp"] == 1

@@ -1,6 +1,6 @@
 """Readers for the `spans` task: JSONL span files and CoNLL-style token files → `SpanCorpus`.
 
-JSONL: one document per line, `{"id", "text"?, "gold": [{"start", "end", "tag", "text"?}], "pred": [...]}`
+JSONL: one document per line (or a JSON array of documents), `{"id", "text"?, "gold": [{"start", "end", "tag", "text"?}], "pred": [...]}`
 (a truth file may say `spans` instead of `gold`, a predictions file `spans` instead of `pred`; one
 file holding both `gold` and `pred` serves as truth and predictions). Offsets are characters,
 `end` exclusive.
@@ -215,16 +215,21 @@ def load_token_corpus(
 @dataclass
 class _Doc:
     id: str
-    line: int
+    at: str  # "line N" or "record N"
     text: str | None
     spans: list[tuple[int, int, str, str | None]]
 
 
-def _read_jsonl(path: Path, keys: Sequence[str], *, required: bool = True) -> tuple[list[_Doc], str | None]:
-    text = read_text(path)
-    docs: list[_Doc] = []
-    seen: dict[str, int] = {}
-    used_key: str | None = None
+def _records(path: Path, text: str):
+    """(number, "line N" / "record N", object) for JSONL, or for a JSON array of documents."""
+    if text.lstrip().startswith("["):
+        try:
+            arr = json.loads(text)
+        except ValueError as e:
+            raise InputError(f"{path}: not valid JSON ({e}).") from None
+        for i, rec in enumerate(arr, start=1):
+            yield i, f"record {i}", rec
+        return
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -232,31 +237,40 @@ def _read_jsonl(path: Path, keys: Sequence[str], *, required: bool = True) -> tu
             rec = json.loads(line)
         except ValueError as e:
             raise InputError(f"{path}: line {n}: not valid JSON ({e}).") from None
+        yield n, f"line {n}", rec
+
+
+def _read_jsonl(path: Path, keys: Sequence[str], *, required: bool = True) -> tuple[list[_Doc], str | None]:
+    text = read_text(path)
+    docs: list[_Doc] = []
+    seen: dict[str, str] = {}
+    used_key: str | None = None
+    for n, at, rec in _records(path, text):
         if not isinstance(rec, dict):
-            raise InputError(f"{path}: line {n}: expected a JSON object per line, but found {type(rec).__name__}.")
+            raise InputError(f"{path}: {at}: expected a JSON object per document, but found {type(rec).__name__}.")
         if "id" not in rec or rec["id"] is None or str(rec["id"]).strip() == "":
-            raise InputError(f"{path}: line {n}: expected an \"id\" key naming the document, but found none.")
+            raise InputError(f"{path}: {at}: expected an \"id\" key naming the document, but found none.")
         rid = str(rec["id"]).strip()
         if rid in seen:
-            raise InputError(f"{path}: line {n}: document id {rid!r} repeats line {seen[rid]}; ids must be unique.")
-        seen[rid] = n
+            raise InputError(f"{path}: {at}: document id {rid!r} repeats {seen[rid]}; ids must be unique.")
+        seen[rid] = at
         doc_text = rec.get("text")
         if doc_text is not None and not isinstance(doc_text, str):
-            raise InputError(f"{path}: line {n} (id {rid!r}): \"text\": expected a string, but found {type(doc_text).__name__}.")
+            raise InputError(f"{path}: {at} (id {rid!r}): \"text\": expected a string, but found {type(doc_text).__name__}.")
         key = next((k for k in keys if k in rec), None)
         if key is None:
             if required:
-                raise InputError(f"{path}: line {n} (id {rid!r}): expected a {' or '.join(repr(k) for k in keys)} list of spans, but found keys {sorted(rec)}.")
+                raise InputError(f"{path}: {at} (id {rid!r}): expected a {' or '.join(repr(k) for k in keys)} list of spans, but found keys {sorted(rec)}.")
             return [], None
         used_key = used_key or key
         raw = rec[key]
         if raw is None:
             raw = []
         if not isinstance(raw, list):
-            raise InputError(f"{path}: line {n} (id {rid!r}): {key!r}: expected a list of spans, but found {type(raw).__name__}.")
+            raise InputError(f"{path}: {at} (id {rid!r}): {key!r}: expected a list of spans, but found {type(raw).__name__}.")
         spans = []
         for j, sp in enumerate(raw):
-            where = f"{path}: line {n} (id {rid!r}): {key}[{j}]"
+            where = f"{path}: {at} (id {rid!r}): {key}[{j}]"
             if not isinstance(sp, dict):
                 raise InputError(f"{where}: expected an object {{\"start\", \"end\", \"tag\"}}, but found {type(sp).__name__}.")
             for k in ("start", "end"):
@@ -286,7 +300,7 @@ def _read_jsonl(path: Path, keys: Sequence[str], *, required: bool = True) -> tu
                         "fix the offsets or the span text."
                     )
             spans.append((s, e, tag.strip(), own))
-        docs.append(_Doc(id=rid, line=n, text=doc_text, spans=spans))
+        docs.append(_Doc(id=rid, at=at, text=doc_text, spans=spans))
     if not docs:
         raise InputError(f"{path}: no documents found; expected one JSON object per line.")
     return docs, used_key
@@ -329,9 +343,9 @@ def load_jsonl_corpus(truth: str | Path, predictions: Sequence[tuple[str, str | 
             if t is not None:
                 for j, (s, e, _, own) in enumerate(d.spans):
                     if e > len(t):
-                        raise InputError(f"{pp}: line {d.line} (id {d.id!r}): span {j} [{s}, {e}) lies outside the truth text ({len(t)} characters).")
+                        raise InputError(f"{pp}: {d.at} (id {d.id!r}): pred[{j}]: span [{s}, {e}) lies outside the truth text ({len(t)} characters).")
                     if own is not None and t[s:e] != own:
-                        raise InputError(f"{pp}: line {d.line} (id {d.id!r}): span {j}: text {own!r} differs from the truth text at [{s}, {e}), {t[s:e]!r}.")
+                        raise InputError(f"{pp}: {d.at} (id {d.id!r}): pred[{j}].text: {own!r} differs from the truth text at [{s}, {e}), {t[s:e]!r}.")
             elif d.text is not None:
                 gdocs[index[d.id]].text = None  # only the truth's text counts
         pdocs[name] = docs
