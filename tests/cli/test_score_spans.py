@@ -75,6 +75,7 @@ def test_jsonl_terminal_view_and_threshold(cli, jsonl_files, tmp_path: Path) -> 
     doc = json.loads((out / "result.json").read_text())
     assert doc["models"]["llm"]["relaxed@0.7"]["micro"]["tp"] == 4
     assert (out / "tag_metrics.csv").read_text().startswith("model,mode,tag,precision")
+    assert (out / "f1_vs_threshold.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_combined_jsonl_file(cli, tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--examples", type=int, default=5, metavar="N", help="examples kept per error kind (default 5)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    p.add_argument("--output", metavar="DIR", help="write result.json and tag_metrics.csv to DIR")
+    p.add_argument("--output", metavar="DIR", help="write result.json, tag_metrics.csv and f1_vs_threshold.png to DIR")
 
 
 def _scheme(value: str) -> str:
@@ -131,12 +131,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render_spans(doc, use_colour=sys.stdout.isatty()))
         if args.output:
-            print(f"\nwrote {args.output}/result.json, tag_metrics.csv")
+            print(f"\nwrote {args.output}/result.json, tag_metrics.csv, f1_vs_threshold.png")
     return 0
 
 
 def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
-    """result.json and tag_metrics.csv (one row per model, mode and tag)."""
+    """result.json, tag_metrics.csv (one row per model, mode and tag) and f1_vs_threshold.png."""
     import csv
 
     from extracteval.errors import InputError
@@ -154,6 +154,10 @@ def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
                         w.writerow([m, mode.mode, tag, tm.precision, tm.recall, tm.f1, tm.support, tm.tp, tm.fp, tm.fn])
                     mi = mode.micro
                     w.writerow([m, mode.mode, "(micro)", mi.precision, mi.recall, mi.f1, mi.support, mi.tp, mi.fp, mi.fn])
+        if any(doc["models"][m].get("curve") for m in doc["ranking"]):
+            from extracteval.report.spans_figures import curve_figure
+
+            curve_figure(doc).savefig(out / "f1_vs_threshold.png")
     except OSError as e:
         raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
 
