@@ -156,17 +156,28 @@ def test_iob2_equals_seqeval_strict_iob2(sents) -> None:
     _compare(report, _ours(y_true, y_pred, "IOB2"))
 
 
-IOBES_TAGS = ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "E-LOC", "S-LOC"]
+STRICT_ALPHABETS = {
+    "IOBES": ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "E-LOC", "S-LOC"],
+    "IOE2": ["O", "I-PER", "E-PER", "I-LOC", "E-LOC"],
+    "BILOU": ["O", "B-PER", "I-PER", "L-PER", "U-PER", "B-LOC", "L-LOC", "U-LOC"],
+}
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # seqeval averages empty arrays
-@settings(max_examples=150, deadline=None)
-@given(_bio_sentences(IOBES_TAGS))
-def test_iobes_equals_seqeval_strict_iobes(sents) -> None:
+@pytest.mark.parametrize("scheme", sorted(STRICT_ALPHABETS))
+def test_strict_schemes_equal_seqeval_strict(scheme: str) -> None:
     pytest.importorskip("seqeval", reason="seqeval (optional oracle) is not installed")
-    from seqeval.scheme import IOBES as SEQEVAL_IOBES
+    import seqeval.scheme
 
-    y_true = [[g for g, _ in s] for s in sents]
-    y_pred = [[p for _, p in s] for s in sents]
-    report = _seqeval_report(y_true, y_pred, mode="strict", scheme=SEQEVAL_IOBES)
-    _compare(report, _ours(y_true, y_pred, "IOBES"))
+    @settings(max_examples=100, deadline=None)
+    @given(_bio_sentences(STRICT_ALPHABETS[scheme]))
+    def check(sents) -> None:
+        y_true = [[g for g, _ in s] for s in sents]
+        y_pred = [[p for _, p in s] for s in sents]
+        report = _seqeval_report(y_true, y_pred, mode="strict", scheme=getattr(seqeval.scheme, scheme))
+        _compare(report, _ours(y_true, y_pred, scheme))
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # seqeval averages empty arrays
+        check()
