@@ -80,3 +80,24 @@ def test_jsonl_offsets_may_be_whole_floats_and_labels(tmp_path: Path) -> None:
     c = load_jsonl_corpus(t, [("m", p)])
     assert c.doc_ids == ("1",) and c.tags == ("X",)
     assert c.gold.start.tolist() == [0] and c.predictions["m"].start.tolist() == [4]
+
+
+def test_document_and_span_order_in_files_changes_nothing(tmp_path: Path) -> None:
+    import json
+    import random
+
+    from extracteval.core.spans import score_spans
+
+    repo = Path(__file__).resolve().parents[2] / "experiments" / "requirements"
+    truth = [json.loads(x) for x in (repo / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
+    pred = [json.loads(x) for x in (repo / "predictions" / "llama-3.1-8b.jsonl").read_text(encoding="utf-8").splitlines()]
+    base = score_spans(load_jsonl_corpus(repo / "truth.jsonl", [("m", repo / "predictions" / "llama-3.1-8b.jsonl")])).to_dict()
+    rng = random.Random(5)
+    for rows in (truth, pred):
+        rng.shuffle(rows)
+        for r in rows:
+            rng.shuffle(r["gold"] if "gold" in r else r["pred"])
+    (tmp_path / "t.jsonl").write_text("\n".join(json.dumps(r) for r in truth), encoding="utf-8")
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in pred), encoding="utf-8")
+    shuffled = score_spans(load_jsonl_corpus(tmp_path / "t.jsonl", [("m", tmp_path / "p.jsonl")])).to_dict()
+    assert shuffled == base
