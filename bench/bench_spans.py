@@ -3,7 +3,8 @@
 Data: synthetic CoNLL-style BIO tags, 8 entity types, sentences of 25 tokens (1M tokens by
 default), predictions = gold with boundary slips, type swaps, misses and spurious chunks.
 Figures: end-to-end throughput (tokens/s) of extracteval exact-only and exact + relaxed (from
-in-memory tag lists, the input seqeval takes, and from a CoNLL file), seqeval
+in-memory tag lists, the input seqeval takes, and from a CoNLL file; bootstrap intervals off,
+as the peers compute none), seqeval
 `classification_report`, nervaluate `Evaluator.evaluate()` (all its schemes), peak memory, and
 one 100k-token document against 4k sentences of 25 tokens (cost must be linear in length).
 
@@ -99,14 +100,14 @@ def main() -> None:
         fg, sent = _flat(gold)
         fp, _ = _flat(pred)
         c = corpus_from_tags(fg, {"m": fp}, sentence_start=sent)
-        return score_spans(c, config=SpansConfig(scheme="conlleval", relaxed=False))
+        return score_spans(c, config=SpansConfig(scheme="conlleval", relaxed=False, bootstrap=0))
 
     def run_full():
         fg, sent = _flat(gold)
         fp, _ = _flat(pred)
         ft, _ = _flat(tokens)
         c = corpus_from_tags(fg, {"m": fp}, sentence_start=sent, tokens=ft)
-        return score_spans(c, config=SpansConfig(scheme="conlleval"))
+        return score_spans(c, config=SpansConfig(scheme="conlleval", bootstrap=0))
 
     run_full()  # warm-up: imports (scipy, rapidfuzz) are not part of the figures
     t_exact = timed(run_exact, 3)
@@ -124,7 +125,7 @@ def main() -> None:
 
         def from_file():
             c = load_token_corpus(conll=[("m", path)])
-            return score_spans(c, config=SpansConfig(scheme="conlleval"))
+            return score_spans(c, config=SpansConfig(scheme="conlleval", bootstrap=0))
 
         t_file = timed(from_file, 1)
         print(f"extracteval from CoNLL file, everything:          {t_file:7.3f} s  {n_tok / t_file / 1e6:6.2f} M tokens/s")
@@ -167,7 +168,7 @@ def main() -> None:
         fg, sent = _flat(g)
         fp, _ = _flat(p)
         ft, _ = _flat(t)
-        return score_spans(corpus_from_tags(fg, {"m": fp}, sentence_start=sent, tokens=ft), config=SpansConfig(scheme="conlleval"))
+        return score_spans(corpus_from_tags(fg, {"m": fp}, sentence_start=sent, tokens=ft), config=SpansConfig(scheme="conlleval", bootstrap=0))
 
     t_short = timed(lambda: ours_on(short_g, short_p, short_t), 3)
     t_long = timed(lambda: ours_on(long_g, long_p, long_t), 3)

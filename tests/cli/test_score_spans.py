@@ -63,6 +63,14 @@ def test_jsonl_two_models_json_document(cli, jsonl_files) -> None:
     assert "token_accuracy" not in m
     assert doc["models"]["oracle"]["rank"] == 1 and doc["models"]["oracle"]["exact"]["micro"]["f1"] == 1.0
     assert doc["config"]["iou_weight"] == 0.65 and doc["config"]["report_thresholds"] == [0.5, 0.8]
+    ci = m["ci"]["exact_micro_f1"]
+    assert ci["low"] <= m["exact"]["micro"]["f1"] <= ci["high"] and ci["resamples"] == 1000
+    (cmp,) = doc["comparisons"]
+    assert (cmp["higher"], cmp["lower"]) == ("oracle", "llm") and cmp["verdict"] in ("significantly different", "not significantly different")
+    again = cli("score", "spans", "--truth", str(truth), "--predictions", f"llm={llm}", "--predictions", f"oracle={perfect}", "--json")
+    assert again.json() == doc  # seeded
+    bare = cli("score", "spans", "--truth", str(truth), "--predictions", f"llm={llm}", "--no-ci", "--json").json()
+    assert bare["models"]["llm"]["ci"] is None and bare["comparisons"] == []
 
 
 def test_jsonl_terminal_view_and_threshold(cli, jsonl_files, tmp_path: Path) -> None:

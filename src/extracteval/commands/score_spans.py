@@ -44,6 +44,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iou-weight", type=float, default=0.65, metavar="W", help="weight of IoU in the relaxed score (default 0.65; TextSim gets 1 − W)")
     p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--examples", type=int, default=5, metavar="N", help="examples kept per error kind (default 5)")
+    p.add_argument("--no-ci", action="store_true", help="skip bootstrap confidence intervals")
+    p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples of documents (default 1000)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, tag_metrics.csv and f1_vs_threshold.png to DIR")
 
@@ -106,6 +109,8 @@ def build_config(args: argparse.Namespace, unit: str) -> Any:
             scheme=(args.scheme + (" (suffix tags)" if args.suffix else "")) if unit == "token" else None,
             zero_division=args.zero_division,
             max_examples=args.examples,
+            bootstrap=0 if args.no_ci else args.resamples,
+            seed=args.seed,
         )
     except ValueError as e:
         raise InputError(f"spans options: {e}") from None
@@ -176,6 +181,9 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
         iou_weight=float(spec.get("iou_weight", 0.65)),
         zero_division=0.0,
         examples=5,
+        no_ci=False,
+        resamples=1000,
+        seed=0,
     )
     _, doc = score(ns)
     return doc, render_spans(doc, use_colour=sys.stdout.isatty())

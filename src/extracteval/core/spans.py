@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.core.bootstrap import Interval, bootstrap_macro_f1
 from extracteval.core.counts import Counts, ratios
+from extracteval.core.fields import PairComparison
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import TIER_COLOURS, Score, field_winners, field_wins, format_wins, rank_models
 
@@ -84,6 +86,10 @@ class SpansConfig:
         zero_division: value of a ratio whose denominator is 0.
         max_examples: examples kept per error kind and model.
         relaxed: False skips relaxed matching and the curve (exact results and errors only).
+        bootstrap: resamples of documents for the confidence interval of each model's exact
+            micro F1 and of the F1 difference of adjacent ranks (paired); 0 turns them off.
+        confidence: interval coverage (0.95).
+        seed: random seed of the bootstrap.
     """
 
     threshold: float = 0.5
@@ -95,6 +101,9 @@ class SpansConfig:
     zero_division: float = 0.0
     max_examples: int = 5
     relaxed: bool = True
+    bootstrap: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
 
     def __post_init__(self) -> None:
         for name in ("threshold", "iou_weight", "text_weight", "zero_division"):
@@ -110,6 +119,10 @@ class SpansConfig:
                 f"{self.iou_weight!r} + {self.text_weight!r}."
             )
         curve_thresholds(self.curve_step)
+        if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) or self.bootstrap < 0:
+            raise ValueError(f"Expected `bootstrap` to be an int ≥ 0 (resamples), but got {self.bootstrap!r}.")
+        if not 0.0 < float(self.confidence) < 1.0:
+            raise ValueError(f"Expected `confidence` to be in the (0, 1) range, but got {self.confidence!r}.")
         if not isinstance(self.max_examples, int) or self.max_examples < 0:
             raise ValueError(f"Expected `max_examples` to be an int ≥ 0, but got {self.max_examples!r}.")
 
@@ -130,6 +143,9 @@ class SpansConfig:
             "zero_division": self.zero_division,
             "max_examples": self.max_examples,
             "relaxed": self.relaxed,
+            "bootstrap": self.bootstrap,
+            "confidence": self.confidence,
+            "seed": self.seed,
         }
 
 
@@ -347,6 +363,7 @@ class ModelSpans:
     rank: int = 0
     tier: str = ""
     tag_wins: float = 0.0
+    ci: Interval | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -365,6 +382,7 @@ class ModelSpans:
             d["token_accuracy"] = self.token_accuracy
             d["token_correct"] = self.token_correct
         d["ill_formed_chunks"] = self.ill_formed
+        d["ci"] = {"exact_micro_f1": self.ci.to_dict()} if self.ci is not None else None
         return d
 
 
@@ -383,6 +401,7 @@ class SpansResult:
     ranking: tuple[str, ...]
     tag_winners: Mapping[str, Any]
     warnings: tuple[str, ...]
+    comparisons: tuple[PairComparison, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -396,6 +415,7 @@ class SpansResult:
             "ranking": list(self.ranking),
             "models": {m: self.models[m].to_dict() for m in self.ranking},
             "tag_winners": {t: w.to_dict() for t, w in self.tag_winners.items()},
+            "comparisons": [c.to_dict() for c in self.comparisons],
             "warnings": list(self.warnings),
             "config": self.config.to_dict(),
         }
@@ -648,7 +668,7 @@ def span_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | None = 
     """The mergeable ledger of one model: `{mode: {tag: Counts}}` for `exact` and every reported
     relaxed threshold. Ledgers of disjoint document sets add up to the ledger of their union."""
     cfg = config or SpansConfig()
-    ms, _ = _score_model(corpus, model, cfg)
+    ms, _, _ = _score_model(corpus, model, cfg)
     out: dict[str, dict[str, Counts]] = {}
     for mode, res in [("exact", ms.exact), *ms.relaxed.items()]:
         out[mode] = {t: Counts(tp=m.tp, fp=m.fp, fn=m.fn) for t, m in res.per_tag.items()}
@@ -675,8 +695,19 @@ def _example(corpus: SpanCorpus, gold: SpanSet, pred: SpanSet, gi: int | None, p
     }
 
 
-def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[ModelSpans, bool]:
-    """One model's results, and whether TextSim had to fall back to IoU."""
+def _doc_counts(corpus: SpanCorpus, gold: SpanSet, pred: SpanSet, tp_docs: np.ndarray) -> np.ndarray:
+    """(documents, 1, 4) exact tp, fp, fn, 0 per document: the bootstrap's resampling unit."""
+    n = len(corpus.doc_ids)
+    tp = np.bincount(tp_docs, minlength=n)
+    out = np.zeros((n, 1, 4), dtype=np.int64)
+    out[:, 0, 0] = tp
+    out[:, 0, 1] = np.bincount(pred.doc, minlength=n) - tp
+    out[:, 0, 2] = np.bincount(gold.doc, minlength=n) - tp
+    return out
+
+
+def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[ModelSpans, bool, np.ndarray]:
+    """One model's results, whether TextSim had to fall back to IoU, and per-document exact counts."""
     gold = corpus.gold.canonical()
     pred = corpus.predictions[model].canonical()
     tags = corpus.tags
@@ -800,12 +831,13 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
         token_correct=tok_ok,
         ill_formed=int(corpus.ill_formed.get(model, 0)),
     )
-    return ms, text_fallback
+    return ms, text_fallback, _doc_counts(corpus, gold, pred, gold.doc[g[e_chosen]])
 
 
 def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> SpansResult:
     """Score every model of `corpus` (see the module docstring); models ranked by exact micro
-    F1, then precision, recall, per-tag wins and name (`core.ranking`).
+    F1, then precision, recall, per-tag wins and name (`core.ranking`), with bootstrap intervals
+    (documents resampled, paired across models) for each exact micro F1 and adjacent difference.
 
     Example:
         >>> import numpy as np
@@ -824,9 +856,9 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
     if not corpus.predictions:
         raise ValueError("score_spans needs at least one model's predictions.")
     scored = {m: _score_model(corpus, m, cfg) for m in sorted(corpus.predictions)}
-    models = {m: ms for m, (ms, _) in scored.items()}
+    models = {m: ms for m, (ms, _, _) in scored.items()}
     warnings: list[str] = []
-    if any(fallback for _, fallback in scored.values()):
+    if any(fallback for _, fallback, _ in scored.values()):
         warnings.append(
             "some spans have no text (no document `text`, span `text` or tokens): TextSim is replaced by IoU for the pairs involving them, "
             "whose relaxed score is therefore IoU alone."
@@ -852,6 +884,21 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
     wins = field_wins(winners, list(models))
     overall = {m: Score(f1=ms.exact.micro.f1, precision=ms.exact.micro.precision, recall=ms.exact.micro.recall) for m, ms in models.items()}
     ranked = rank_models(overall, wins)
+    order = [r.model for r in ranked]
+    pairs = list(zip(order, order[1:]))
+    cis: dict[str, Interval] = {}
+    comparisons: list[PairComparison] = []
+    if cfg.bootstrap > 0 and len(corpus.doc_ids) > 1:
+        # one "field" per model: the macro F1 of a single field is the micro F1 of all spans
+        cis, diffs = bootstrap_macro_f1(
+            {m: scored[m][2] for m in order},
+            pairs,
+            resamples=cfg.bootstrap,
+            confidence=cfg.confidence,
+            seed=cfg.seed,
+            zero_division=cfg.zero_division,
+        )
+        comparisons = [PairComparison(higher=a, lower=b, difference=diffs[(a, b)]) for a, b in pairs]
     final: dict[str, ModelSpans] = {}
     for r in ranked:
         ms = models[r.model]
@@ -867,6 +914,7 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
             rank=r.rank,
             tier=r.tier,
             tag_wins=r.field_wins,
+            ci=cis.get(r.model),
         )
     return SpansResult(
         config=cfg,
@@ -880,4 +928,5 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
         ranking=tuple(r.model for r in ranked),
         tag_winners=winners,
         warnings=tuple(warnings),
+        comparisons=tuple(comparisons),
     )

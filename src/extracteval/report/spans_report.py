@@ -72,21 +72,35 @@ def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
         "",
     ]
     if len(ranking) > 1:
+        show_ci = any(models[m].get("ci") for m in ranking)
         rows, cols = [], []
         for m in ranking:
             r = models[m]
             e = r["exact"]
-            row = [f"#{r['rank']}", m, percent(e["micro"]["precision"]), percent(e["micro"]["recall"]), percent(e["micro"]["f1"]), percent(e["macro"]["f1"])]
+            row = [f"#{r['rank']}", m, percent(e["micro"]["precision"]), percent(e["micro"]["recall"]), percent(e["micro"]["f1"])]
+            if show_ci:
+                ci = (r.get("ci") or {}).get("exact_micro_f1")
+                row.append(f"[{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]" if ci else "-")
+            row.append(percent(e["macro"]["f1"]))
             row += [percent(r[k]["micro"]["f1"]) for k in relaxed_keys]
             if token:
                 row.append(percent(r.get("token_accuracy")))
             row += [r["tier"].replace("_", " "), r["wins_label"]]
             rows.append(row)
-            cols.append([None, "bold"] + [None] * (4 + len(relaxed_keys) + (1 if token else 0)) + [r.get("tier_colour"), None])
-        headers = ["Rank", "Model", "Exact P", "Exact R", "Exact F1", "Macro F1"] + [f"F1 {k}" for k in relaxed_keys]
-        headers += (["Token acc"] if token else []) + ["Tier", "Tag wins"]
+            n_num = 4 + (1 if show_ci else 0) + len(relaxed_keys) + (1 if token else 0)
+            cols.append([None, "bold"] + [None] * n_num + [r.get("tier_colour"), None])
+        headers = ["Rank", "Model", "Exact P", "Exact R", "Exact F1"] + (["F1 95% CI"] if show_ci else []) + ["Macro F1"]
+        headers += [f"F1 {k}" for k in relaxed_keys] + (["Token acc"] if token else []) + ["Tier", "Tag wins"]
         out.append("Ranking (by exact micro F1, then precision, recall, tag wins, name):")
-        out.append(table(headers, rows, align="ll" + "r" * (4 + len(relaxed_keys) + (1 if token else 0)) + "ll", use_colour=use_colour))
+        out.append(table(headers, rows, align="ll" + "r" * (len(headers) - 4) + "ll", colours=cols, use_colour=use_colour))
+        if doc.get("comparisons"):
+            out.append("Adjacent ranks (documents resampled, paired bootstrap of the exact micro F1 difference):")
+            for c in doc["comparisons"]:
+                d = c["difference"]
+                out.append(
+                    f"  {c['higher']} vs {c['lower']}: ΔF1 {100 * d['estimate']:+.1f} points, "
+                    f"{int(round(100 * d['confidence']))}% CI [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] — {c['verdict']}"
+                )
         out.append("")
     for m in ranking:
         r = models[m]
