@@ -594,7 +594,15 @@ def _match(g: np.ndarray, p: np.ndarray, score: np.ndarray, threshold: float) ->
 
 
 def _max_cardinality(edges: list[tuple[int, int]]) -> int:
-    """Size of a maximum bipartite matching (augmenting paths; components here are tiny)."""
+    """Size of a maximum bipartite matching: augmenting paths for the usual tiny components,
+    scipy's Hopcroft–Karp (no recursion) for large ones."""
+    if len(edges) > 64:
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import maximum_bipartite_matching
+
+        ga, pb = (np.unique(np.array(x), return_inverse=True) for x in zip(*edges))
+        m = csr_matrix((np.ones(len(edges)), (ga[1], pb[1])), shape=(len(ga[0]), len(pb[0])))
+        return int(np.count_nonzero(maximum_bipartite_matching(m, perm_type="column") >= 0))
     adj: dict[int, list[int]] = {}
     for a, b in edges:
         adj.setdefault(a, []).append(b)
