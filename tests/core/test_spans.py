@@ -324,3 +324,14 @@ def test_exact_only_mode_gives_the_same_exact_results_and_errors(data) -> None:
     bare = score_spans(char_corpus(texts, gold, {"m": pred}), config=SpansConfig(relaxed=False)).models["m"]
     assert bare.exact == full.exact and bare.errors.to_dict() == full.errors.to_dict()
     assert not bare.relaxed and not bare.curve
+
+
+def test_long_overlap_chain_curve_and_matching_agree() -> None:
+    """Gold [2i, 2i+2) and pred [2i+1, 2i+3): one component of 199 pairs, every IoU 1/3."""
+    gold = [[(2 * i, 2 * i + 2, "T") for i in range(100)]]
+    pred = [[(2 * i + 1, 2 * i + 3, "T") for i in range(100)]]
+    r = score_spans(char_corpus([None], gold, {"m": pred}), config=SpansConfig(threshold=0.3, bootstrap=0)).models["m"]
+    assert r.relaxed["relaxed@0.3"].micro.tp == 100
+    tp = {p.threshold: p.tp for p in r.curve}
+    assert tp[0.3] == 100 and tp[0.35] == 0
+    assert r.errors.counts["boundary"] == 100
