@@ -20,6 +20,7 @@ SCORE_TASKS = {
     "entities": "score_entities",
     "structured": "score_structured",
     "toolcalls": "score_toolcalls",
+    "spans": "score_spans",
 }
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),

@@ -17,6 +17,7 @@ TASK_RUNNERS = {
     "fields": "score_fields",
     "labels": "score_labels",
     "entities": "score_entities",
+    "spans": "score_spans",
     "structured": "score_structured",
     "toolcalls": "score_toolcalls",
     "structured+toolcalls": "compare_models",

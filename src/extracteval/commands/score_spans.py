@@ -1,0 +1,189 @@
+"""`extracteval score spans`: span / NER evaluation, exact and relaxed (seed 002)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "span/NER P/R/F1: exact (conlleval-equal) and relaxed matching, curve, error breakdown (seed 002)"
+DESCRIPTION = """\
+Score one or more models' spans against gold spans.
+
+Inputs:
+  --conll [NAME=]FILE   token file, one token per line, last two columns gold and predicted tag,
+                        blank line = sentence break, -DOCSTART- ignored (repeat for several models)
+  --truth FILE --predictions NAME=FILE …
+                        JSONL: {"id", "text"?, "gold": [{"start","end","tag"}]} and
+                        {"id", "pred": [...]} (character offsets, end exclusive); or token files
+                        whose last column is the gold / predicted tag
+
+Matching: exact (same start, end, tag; equals conlleval.pl in the default conlleval scheme) and
+relaxed (same tag, overlapping, 0.65·IoU + 0.35·TextSim ≥ threshold; TextSim = rapidfuzz
+fuzz.ratio / 100 of the span texts), both one-to-one by optimal assignment.
+
+example:
+  extracteval score spans --conll output.txt
+  extracteval score spans --truth gold.jsonl --predictions gpt=gpt.jsonl --predictions llama=llama.jsonl --json
+"""
+
+SCHEME_NAMES = ("conlleval", "IOB2", "IOE2", "IOBES", "BILOU")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    src = p.add_argument_group("inputs")
+    src.add_argument("--conll", action="append", metavar="[NAME=]FILE", help="token file with gold and predicted tags in the last two columns (repeatable)")
+    src.add_argument("--truth", metavar="FILE", help="gold spans: JSONL, or a token file whose last column is the gold tag")
+    src.add_argument("--predictions", action="append", metavar="NAME=FILE", help="a model's predictions, same format as --truth (repeatable)")
+    p.add_argument("--scheme", default="conlleval", metavar="NAME", type=_scheme,
+                   help="tag decoding for token files: conlleval (default; reproduces conlleval.pl), IOB2, IOE2, IOBES, BILOU (strict: ill-formed chunks dropped and counted)")
+    p.add_argument("--suffix", action="store_true", help="token tags are TYPE-PREFIX (NP-B) instead of PREFIX-TYPE (B-NP)")
+    p.add_argument("--threshold", type=float, default=0.5, metavar="X", help="main relaxed threshold (default 0.5; 0.5 and 0.8 are always reported)")
+    p.add_argument("--iou-weight", type=float, default=0.65, metavar="W", help="weight of IoU in the relaxed score (default 0.65; TextSim gets 1 − W)")
+    p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
+    p.add_argument("--examples", type=int, default=5, metavar="N", help="examples kept per error kind (default 5)")
+    p.add_argument("--no-ci", action="store_true", help="skip bootstrap confidence intervals")
+    p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples of documents (default 1000)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--output", metavar="DIR", help="write result.json, tag_metrics.csv and f1_vs_threshold.png to DIR")
+
+
+def _scheme(value: str) -> str:
+    for name in SCHEME_NAMES:
+        if value.lower() == name.lower():
+            return name
+    raise argparse.ArgumentTypeError(f"expected one of {', '.join(SCHEME_NAMES)}, but got {value!r}")
+
+
+def _named(specs: list[str], what: str) -> list[tuple[str, Path]]:
+    from extracteval.errors import InputError
+    from extracteval.io.config import parse_model_spec
+
+    out = []
+    for spec in specs:
+        try:
+            name, path = parse_model_spec(spec)
+        except InputError as e:  # its message names --predictions; say which option it was
+            raise InputError(str(e).replace("--predictions", what, 1)) from None
+        out.append((name or path.stem, path))
+    return out
+
+
+def load(args: argparse.Namespace) -> Any:
+    """Build the SpanCorpus the options describe."""
+    from extracteval.errors import InputError
+    from extracteval.io.spans_inputs import is_jsonl, load_jsonl_corpus, load_token_corpus
+
+    if args.conll and (args.truth or args.predictions):
+        raise InputError("spans: pass either --conll FILE (gold and predictions in one token file) or --truth/--predictions, not both.")
+    if args.conll:
+        for _, path in _named(args.conll, "--conll"):
+            if is_jsonl(path):
+                raise InputError(f"--conll {path}: expected a token file (token … gold pred), but the name ends in {path.suffix}; use --truth for JSONL.")
+        return load_token_corpus(scheme=args.scheme, conll=_named(args.conll, "--conll"), suffix=args.suffix)
+    if not args.truth:
+        raise InputError("spans: pass --conll FILE, or --truth FILE with --predictions NAME=FILE.")
+    preds = _named(args.predictions or [], "--predictions")
+    if is_jsonl(args.truth):
+        for _, path in preds:
+            if not is_jsonl(path):
+                raise InputError(f"--predictions {path}: the truth is JSONL, so predictions must be JSONL too (.jsonl), but found {path.suffix or 'no suffix'}.")
+        return load_jsonl_corpus(args.truth, preds)
+    if not preds:
+        raise InputError(f"--truth {args.truth}: a token truth file needs --predictions NAME=FILE (or use --conll for a file with both columns).")
+    return load_token_corpus(scheme=args.scheme, truth=args.truth, predictions=preds, suffix=args.suffix)
+
+
+def build_config(args: argparse.Namespace, unit: str) -> Any:
+    from extracteval.core.spans import SpansConfig
+    from extracteval.errors import InputError
+
+    try:
+        return SpansConfig(
+            threshold=args.threshold,
+            iou_weight=args.iou_weight,
+            text_weight=round(1.0 - args.iou_weight, 12),
+            scheme=(args.scheme + (" (suffix tags)" if args.suffix else "")) if unit == "token" else None,
+            zero_division=args.zero_division,
+            max_examples=args.examples,
+            bootstrap=0 if args.no_ci else args.resamples,
+            seed=args.seed,
+        )
+    except ValueError as e:
+        raise InputError(f"spans options: {e}") from None
+
+
+def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    from extracteval.core.spans import score_spans
+
+    corpus = load(args)
+    result = score_spans(corpus, config=build_config(args, corpus.unit))
+    return result, result.to_dict()
+
+
+def run(args: argparse.Namespace) -> int:
+    from extracteval.report.spans_report import render_spans
+
+    result, doc = score(args)
+    if args.output:
+        write_outputs(result, doc, Path(args.output))
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(render_spans(doc, use_colour=sys.stdout.isatty()))
+        if args.output:
+            print(f"\nwrote {args.output}/result.json, tag_metrics.csv, f1_vs_threshold.png")
+    return 0
+
+
+def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
+    """result.json, tag_metrics.csv (one row per model, mode and tag) and f1_vs_threshold.png."""
+    import csv
+
+    from extracteval.errors import InputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+        with open(out / "tag_metrics.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["model", "mode", "tag", "precision", "recall", "f1", "support", "tp", "fp", "fn"])
+            for m in result.ranking:
+                ms = result.models[m]
+                for mode in [ms.exact, *ms.relaxed.values()]:
+                    for tag, tm in mode.per_tag.items():
+                        w.writerow([m, mode.mode, tag, tm.precision, tm.recall, tm.f1, tm.support, tm.tp, tm.fp, tm.fn])
+                    mi = mode.micro
+                    w.writerow([m, mode.mode, "(micro)", mi.precision, mi.recall, mi.f1, mi.support, mi.tp, mi.fp, mi.fn])
+        if any(doc["models"][m].get("curve") for m in doc["ranking"]):
+            from extracteval.report.spans_figures import curve_figure
+
+            curve_figure(doc).savefig(out / "f1_vs_threshold.png")
+    except OSError as e:
+        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+
+
+def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Score one `experiments/<name>/experiment.yaml` of task `spans`; returns (doc, terminal text)."""
+    from extracteval.report.spans_report import render_spans
+
+    ns = argparse.Namespace(
+        conll=[f"{n}={folder / p}" for n, p in spec["conll"].items()] if spec.get("conll") else None,
+        truth=str(folder / spec["truth"]) if spec.get("truth") else None,
+        predictions=[f"{name}={folder / path}" for name, path in (spec.get("predictions") or {}).items()] or None,
+        scheme=_scheme(str(spec.get("scheme", "conlleval"))),
+        suffix=bool(spec.get("suffix", False)),
+        threshold=float(spec.get("threshold", 0.5)),
+        iou_weight=float(spec.get("iou_weight", 0.65)),
+        zero_division=0.0,
+        examples=5,
+        no_ci=False,
+        resamples=1000,
+        seed=0,
+    )
+    _, doc = score(ns)
+    return doc, render_spans(doc, use_colour=sys.stdout.isatty())

@@ -1,0 +1,183 @@
+"""Tagging schemes: conlleval chunking checked against a port of conlleval.pl's own counting,
+strict schemes against hand-made cases and against seqeval (an oracle, when installed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extracteval.core.schemes import SCHEMES, UnknownTagError, decode, encode_tags, get_scheme
+from extracteval.core.spans import corpus_from_tags, score_spans
+from tests.reference.conlleval_port import conlleval_counts
+
+
+def chunks(tags: list[str], scheme: str, breaks: tuple[int, ...] = ()) -> tuple[list[tuple[int, int, str]], int]:
+    enc = encode_tags(tags, scheme=scheme)
+    sent = np.zeros(len(tags), dtype=bool)
+    sent[list(breaks)] = True
+    ch = decode(enc.prefix, enc.type, sent, scheme)
+    return [(int(s), int(e), enc.types[t]) for s, e, t in zip(ch.start, ch.end, ch.type)], ch.ill_formed
+
+
+@pytest.mark.parametrize(
+    ("scheme", "tags", "expected", "ill"),
+    [
+        ("IOB2", "B-X I-X O B-Y", [(0, 2, "X"), (3, 4, "Y")], 0),
+        ("IOB2", "I-X I-X B-X", [(2, 3, "X")], 1),  # I after O starts nothing well-formed
+        ("IOB2", "B-X I-Y", [(0, 1, "X")], 1),
+        ("IOE2", "I-X E-X E-X O I-Y", [(0, 2, "X"), (2, 3, "X")], 1),
+        ("IOBES", "B-X I-X E-X S-Y B-X E-X", [(0, 3, "X"), (3, 4, "Y"), (4, 6, "X")], 0),
+        ("IOBES", "B-X I-X O S-X S-X", [(3, 4, "X"), (4, 5, "X")], 1),
+        ("IOBES", "B-X E-X B-X E-X", [(0, 2, "X"), (2, 4, "X")], 0),
+        ("BILOU", "B-X L-X U-X B-Y I-Y L-Y I-X", [(0, 2, "X"), (2, 3, "X"), (3, 6, "Y")], 1),
+        ("conlleval", "B-X E-X B-X E-X", [(0, 4, "X")], 0),  # no E→B boundary in conlleval.pl
+        ("conlleval", "S-X S-X O I-X B-X", [(0, 2, "X"), (3, 4, "X"), (4, 5, "X")], 0),
+        ("conlleval", "I-X I-Y E-Y E-Y", [(0, 1, "X"), (1, 3, "Y"), (3, 4, "Y")], 0),
+    ],
+)
+def test_scheme_cases(scheme: str, tags: str, expected: list, ill: int) -> None:
+    assert chunks(tags.split(), scheme) == (expected, ill)
+
+
+def test_sentence_breaks_end_chunks() -> None:
+    assert chunks(["B-X", "I-X", "I-X"], "conlleval", breaks=(2,))[0] == [(0, 2, "X"), (2, 3, "X")]
+    assert chunks(["B-X", "I-X", "I-X"], "IOB2", breaks=(2,)) == ([(0, 2, "X")], 1)
+
+
+def test_types_keep_hyphens_like_conlleval() -> None:
+    assert chunks(["B-ADJP-X", "I-ADJP-X"], "conlleval")[0] == [(0, 2, "ADJP-X")]
+
+
+def test_unknown_prefix_and_scheme_errors() -> None:
+    with pytest.raises(UnknownTagError) as e:
+        encode_tags(["O", "B-X", "E-X"], scheme="IOB2")
+    assert e.value.position == 2 and e.value.tag == "E-X"
+    for bad in ("X", "B-", "Q-PER", "B"):
+        with pytest.raises(UnknownTagError):
+            encode_tags([bad], scheme="conlleval")
+    with pytest.raises(ValueError, match="conlleval, IOB2, IOE2, IOBES, BILOU"):
+        get_scheme("iob9")
+    assert get_scheme("iobes") is SCHEMES["IOBES"]
+
+
+TAGS_ALL = ["O", "B-X", "I-X", "E-X", "S-X", "B-Y", "I-Y", "E-Y", "S-Y"]
+
+
+def _sequences(alphabet: list[str]):
+    return st.lists(st.tuples(st.sampled_from(alphabet), st.sampled_from(alphabet), st.integers(0, 6)), min_size=1, max_size=40)
+
+
+def _to_lines(rows: list[tuple[str, str, int]]) -> tuple[list[str], list[str], list[str], np.ndarray]:
+    lines, gold, pred, sent = [], [], [], []
+    for i, (g, p, r) in enumerate(rows):
+        is_break = r == 0 and i > 0
+        if is_break:
+            lines.append("")
+        lines.append(f"w{i} {g} {p}")
+        gold.append(g)
+        pred.append(p)
+        sent.append(is_break or i == 0)
+    return lines, gold, pred, np.array(sent)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sequences(TAGS_ALL))
+def test_conlleval_scheme_equals_conlleval_pl_counting(rows) -> None:
+    """Span matching under the `conlleval` scheme gives exactly the counts of conlleval.pl's own
+    state machine (ported line by line), per type, for any mix of B/I/E/S tags and breaks."""
+    lines, gold, pred, sent = _to_lines(rows)
+    want = conlleval_counts(lines)
+    m = score_spans(corpus_from_tags(gold, {"m": pred}, sentence_start=sent)).models["m"]
+    micro = m.exact.micro
+    assert (micro.tp, micro.tp + micro.fp, micro.tp + micro.fn) == (want["correct"], want["found"], want["gold"])
+    got = {t: (x.tp, x.tp + x.fp, x.tp + x.fn) for t, x in m.exact.per_tag.items()}
+    assert got == want["per_type"]
+    assert m.token_correct == want["correct_tags"]
+
+
+
+
+BIO = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def _seqeval_report(y_true, y_pred, **kw) -> dict:
+    sm = pytest.importorskip("seqeval.metrics", reason="seqeval (an optional oracle, `pip install seqeval`) is not installed")
+    return sm.classification_report(y_true, y_pred, output_dict=True, zero_division=0, **kw)
+
+
+def _ours(y_true, y_pred, scheme: str) -> dict:
+    flat_g = [t for s in y_true for t in s]
+    flat_p = [t for s in y_pred for t in s]
+    sent = np.zeros(len(flat_g), dtype=bool)
+    sent[np.cumsum([0] + [len(s) for s in y_true[:-1]])] = True
+    return score_spans(corpus_from_tags(flat_g, {"m": flat_p}, sentence_start=sent, scheme=scheme)).models["m"].exact
+
+
+def _compare(report: dict, ours) -> None:
+    tags = {t for t in report if t not in ("micro avg", "macro avg", "weighted avg")}
+    assert tags == set(ours.per_tag)
+    for t in tags:
+        assert report[t]["support"] == ours.per_tag[t].support
+        for k in ("precision", "recall", "f1-score"):
+            assert report[t][k] == pytest.approx(getattr(ours.per_tag[t], k.replace("-score", "")), abs=1e-12), (t, k)
+    for k in ("precision", "recall", "f1-score"):
+        assert report["micro avg"][k] == pytest.approx(getattr(ours.micro, k.replace("-score", "")), abs=1e-12)
+
+
+def _bio_sentences(alphabet: list[str]):
+    return st.lists(
+        st.lists(st.tuples(st.sampled_from(alphabet), st.sampled_from(alphabet)), min_size=1, max_size=12),
+        min_size=1,
+        max_size=6,
+    )
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # seqeval averages empty arrays
+@settings(max_examples=150, deadline=None)
+@given(_bio_sentences(BIO))
+def test_conlleval_scheme_equals_seqeval_default_on_bio(sents) -> None:
+    y_true = [[g for g, _ in s] for s in sents]
+    y_pred = [[p for _, p in s] for s in sents]
+    _compare(_seqeval_report(y_true, y_pred), _ours(y_true, y_pred, "conlleval"))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # seqeval averages empty arrays
+@settings(max_examples=150, deadline=None)
+@given(_bio_sentences(BIO))
+def test_iob2_equals_seqeval_strict_iob2(sents) -> None:
+    pytest.importorskip("seqeval", reason="seqeval (optional oracle) is not installed")
+    from seqeval.scheme import IOB2 as SEQEVAL_IOB2
+
+    y_true = [[g for g, _ in s] for s in sents]
+    y_pred = [[p for _, p in s] for s in sents]
+    report = _seqeval_report(y_true, y_pred, mode="strict", scheme=SEQEVAL_IOB2)
+    _compare(report, _ours(y_true, y_pred, "IOB2"))
+
+
+STRICT_ALPHABETS = {
+    "IOBES": ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "E-LOC", "S-LOC"],
+    "IOE2": ["O", "I-PER", "E-PER", "I-LOC", "E-LOC"],
+    "BILOU": ["O", "B-PER", "I-PER", "L-PER", "U-PER", "B-LOC", "L-LOC", "U-LOC"],
+}
+
+
+@pytest.mark.parametrize("scheme", sorted(STRICT_ALPHABETS))
+def test_strict_schemes_equal_seqeval_strict(scheme: str) -> None:
+    pytest.importorskip("seqeval", reason="seqeval (optional oracle) is not installed")
+    import seqeval.scheme
+
+    @settings(max_examples=100, deadline=None)
+    @given(_bio_sentences(STRICT_ALPHABETS[scheme]))
+    def check(sents) -> None:
+        y_true = [[g for g, _ in s] for s in sents]
+        y_pred = [[p for _, p in s] for s in sents]
+        report = _seqeval_report(y_true, y_pred, mode="strict", scheme=getattr(seqeval.scheme, scheme))
+        _compare(report, _ours(y_true, y_pred, scheme))
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # seqeval averages empty arrays
+        check()

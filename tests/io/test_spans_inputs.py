@@ -1,0 +1,103 @@
+"""Token-file reader: the vectorised byte-level parser agrees with a plain line-by-line reading
+on any mix of blank lines, -DOCSTART-/-X- lines, CRLF, tabs, repeated spaces and a BOM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from extracteval.errors import InputError
+from extracteval.io.spans_inputs import load_jsonl_corpus, read_token_file
+
+
+def naive(text: str, tag_columns: int) -> tuple[list[str], list[list[str]], list[bool], list[int]]:
+    tokens, tags, starts, lines = [], [[] for _ in range(tag_columns)], [], []
+    prev_break = True
+    for n, line in enumerate(text.split("\n"), start=1):
+        f = line.split()
+        if not f or f[0] in ("-DOCSTART-", "-X-"):
+            prev_break = True
+            continue
+        tokens.append(f[0])
+        for k in range(tag_columns):
+            tags[k].append(f[-1 - k])
+        starts.append(prev_break)
+        lines.append(n)
+        prev_break = False
+    return tokens, tags, starts, lines
+
+
+WORDS = st.sampled_from(["The", "cat", "Zürich", "naïve", "3.5", "'s", "--", "日本"])
+TAGS = st.sampled_from(["O", "B-PER", "I-PER", "B-LOC"])
+SEPS = st.sampled_from([" ", "\t", "  ", " \t"])
+ENDS = st.sampled_from(["\n", "\r\n"])
+
+
+@st.composite
+def token_files(draw: st.DrawFn) -> str:
+    out = []
+    if draw(st.booleans()):
+        out.append("-DOCSTART- -X- O O" + draw(ENDS) + draw(ENDS))
+    for _ in range(draw(st.integers(1, 5))):
+        for _ in range(draw(st.integers(1, 6))):
+            sep = draw(SEPS)
+            out.append(sep.join([draw(WORDS), "NN", draw(TAGS), draw(TAGS)]) + draw(ENDS))
+        out.append(draw(st.sampled_from(["\n", "\r\n", "\n\n", "   \n"])))
+    return "".join(out)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(token_files(), st.booleans())
+def test_reader_equals_line_by_line(tmp_path: Path, text: str, bom: bool) -> None:
+    f = tmp_path / "x.conll"
+    f.write_bytes(("\ufeff" if bom else "").encode() + text.encode("utf-8"))
+    tf = read_token_file(f, tag_columns=2)
+    tokens, tags, starts, lines = naive(text, 2)
+    assert tf.tokens == tokens
+    assert tf.tags == tags
+    assert tf.sentence_start.tolist() == starts
+    assert tf.line.tolist() == lines
+
+
+def test_reader_errors_name_file_line_and_content(tmp_path: Path) -> None:
+    f = tmp_path / "x.conll"
+    f.write_text("a NN B-X B-X\n\n-DOCSTART- -X- O O\nb NN I-X\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"x.conll: line 4: expected 4 columns as on line 1 .*found 3: 'b NN I-X'"):
+        read_token_file(f, tag_columns=2)
+    f.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no tokens found"):
+        read_token_file(f, tag_columns=2)
+
+
+def test_jsonl_offsets_may_be_whole_floats_and_labels(tmp_path: Path) -> None:
+    t = tmp_path / "t.jsonl"
+    t.write_text('{"id": 1, "text": "abc def", "gold": [{"start": 0.0, "end": 3, "label": "X"}]}\n', encoding="utf-8")
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "1", "pred": [{"start": 4, "end": 7, "tag": "X", "text": "def"}]}\n', encoding="utf-8")
+    c = load_jsonl_corpus(t, [("m", p)])
+    assert c.doc_ids == ("1",) and c.tags == ("X",)
+    assert c.gold.start.tolist() == [0] and c.predictions["m"].start.tolist() == [4]
+
+
+def test_document_and_span_order_in_files_changes_nothing(tmp_path: Path) -> None:
+    import json
+    import random
+
+    from extracteval.core.spans import score_spans
+
+    repo = Path(__file__).resolve().parents[2] / "experiments" / "requirements"
+    truth = [json.loads(x) for x in (repo / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
+    pred = [json.loads(x) for x in (repo / "predictions" / "llama-3.1-8b.jsonl").read_text(encoding="utf-8").splitlines()]
+    base = score_spans(load_jsonl_corpus(repo / "truth.jsonl", [("m", repo / "predictions" / "llama-3.1-8b.jsonl")])).to_dict()
+    rng = random.Random(5)
+    for rows in (truth, pred):
+        rng.shuffle(rows)
+        for r in rows:
+            rng.shuffle(r["gold"] if "gold" in r else r["pred"])
+    (tmp_path / "t.jsonl").write_text("\n".join(json.dumps(r) for r in truth), encoding="utf-8")
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in pred), encoding="utf-8")
+    shuffled = score_spans(load_jsonl_corpus(tmp_path / "t.jsonl", [("m", tmp_path / "p.jsonl")])).to_dict()
+    assert shuffled == base
