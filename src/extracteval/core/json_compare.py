@@ -1,0 +1,958 @@
+"""The `json` task: seed 001's 4-phase JSON comparison and the Response Quality Score (RQS).
+
+Per record, every key of the union of the ground truth (GT) and the model output (AIO) falls into
+seed 001's buckets (phase 0); completeness (phase 1), hallucination (phase 2) and accuracy with
+per-field EXACT / FUZZY / SEMANTIC / IGNORE strategies (phase 3) follow, and RQS combines them
+(phase 4). Per model, the per-record values are averaged and the bucket counts summed.
+
+Pipeline: flatten every object once into (path, value) leaves (iteratively: no recursion limit)
+→ canonicalise each *distinct* value once → join GT and AIO leaves on (record, path) with sorted
+integer ids → buckets, strategies and EXACT matches as vectorised comparisons of integer codes →
+FUZZY / SEMANTIC similarity once per distinct (truth, prediction) pair, in one batch per backend
+→ per-record scores by `bincount` → aggregates, per-field table, ranking.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.core.normalize import NormalizationConfig, Normalizer
+from extracteval.core.ranking import Score, rank_models
+from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
+from extracteval.core.strategies import Strategy, get_strategy
+from extracteval.errors import InputError
+
+__all__ = [
+    "BUCKETS",
+    "RQSWeights",
+    "JsonConfig",
+    "JsonPredictions",
+    "RecordScore",
+    "FieldAccuracy",
+    "ModelJsonResult",
+    "JsonResult",
+    "score_json",
+    "compare_json",
+    "flatten_json",
+    "auto_strategy",
+]
+
+BUCKETS = ("extra_keys", "gt_null_aio_has_value", "gt_non_null", "aio_missing_or_null", "both_non_null")
+# Primary class of one key (cell); gt_non_null is the union of MISSING and BOTH.
+_EXTRA, _GT_NULL_HAS, _NULL_BOTH, _MISSING, _BOTH = 0, 1, 2, 3, 4
+_STRATEGIES = (Strategy.EXACT, Strategy.FUZZY, Strategy.SEMANTIC, Strategy.IGNORE)
+_S_EXACT, _S_FUZZY, _S_SEMANTIC, _S_IGNORE = 0, 1, 2, 3
+_STRATEGY_CODE = {s: i for i, s in enumerate(_STRATEGIES)}
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_INDEX = re.compile(r"\[\d+\]")
+_SEGMENT = re.compile(r'\["(?:[^"\\]|\\.)*"\]|\[\d+\]|\[\*\]|[^.\[]+')
+_RECORD_LIMIT = 10_000  # per-record rows in to_dict() by default up to this many (model × record) rows
+
+
+def _unit(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
+        raise InputError(f"Expected `{name}` to be a number in [0, 1], but got {v!r}.")
+    return float(v)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RQSWeights:
+    """Weights of phase 4: rqs = a·accuracy + c·completeness + s·safety − h·hallucination."""
+
+    accuracy: float = 0.45
+    completeness: float = 0.25
+    hallucination: float = 0.15
+    safety: float = 0.15
+
+    def __post_init__(self) -> None:
+        for name in ("accuracy", "completeness", "hallucination", "safety"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise InputError(f"Expected RQS weight `{name}` to be a finite number ≥ 0, but got {v!r}.")
+
+    def to_dict(self) -> dict[str, float]:
+        return {"accuracy": self.accuracy, "completeness": self.completeness, "hallucination": self.hallucination, "safety": self.safety}
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonConfig:
+    """Options of the `json` task.
+
+    Attributes:
+        strategies: per-field strategy (a top-level key; with `flatten`, a path such as
+            `address.city`, a pattern `items[*].price`, or an ancestor `address` applying to every
+            leaf below it). Fields not listed are auto-detected (see `auto_strategy`).
+        fuzzy_threshold: FUZZY match when rapidfuzz similarity ≥ this (0–1, default 0.85).
+        semantic_threshold: SEMANTIC match when the similarity backend scores ≥ this (0–1, default 0.80).
+        fuzzy_scorer: rapidfuzz scorer name.
+        weights: RQS weights (seed 001: 0.45 / 0.25 / 0.15 / 0.15).
+        clamp: RQS is clamped to this interval (default [0, 1]).
+        flatten: classify nested paths (`a.b`, `items[0]`) instead of top-level keys.
+        normalization: null tokens, day-first dates, currency stripping.
+        default_safety: safety score of a record without one (default 1.0).
+        safety_key: the per-record key / column holding the safety score (recorded in the config).
+    """
+
+    strategies: Mapping[str, Strategy] = field(default_factory=dict)
+    fuzzy_threshold: float = 0.85
+    semantic_threshold: float = 0.80
+    fuzzy_scorer: str = "ratio"
+    weights: RQSWeights = field(default_factory=RQSWeights)
+    clamp: tuple[float, float] = (0.0, 1.0)
+    flatten: bool = False
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    default_safety: float = 1.0
+    safety_key: str = "safety_score"
+
+    def __post_init__(self) -> None:
+        for name in ("fuzzy_threshold", "semantic_threshold", "default_safety"):
+            object.__setattr__(self, name, _unit(name, getattr(self, name)))
+        if not isinstance(self.strategies, Mapping):
+            raise InputError(f"Expected `strategies` to be a mapping of field to strategy, but got {type(self.strategies).__name__}.")
+        object.__setattr__(
+            self, "strategies", {str(k): get_strategy(v, where=f"strategy of field {k!r}") for k, v in self.strategies.items()}
+        )
+        if isinstance(self.weights, Mapping):
+            object.__setattr__(self, "weights", RQSWeights(**self.weights))
+        try:
+            lo, hi = (float(x) for x in self.clamp)
+        except (TypeError, ValueError):
+            raise InputError(f"Expected `clamp` to be two numbers (low, high), but got {self.clamp!r}.") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            raise InputError(f"Expected `clamp` to be (low, high) with low ≤ high, but got {self.clamp!r}.")
+        object.__setattr__(self, "clamp", (lo, hi))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategies": {k: v.value for k, v in sorted(self.strategies.items())},
+            "fuzzy_threshold": self.fuzzy_threshold,
+            "semantic_threshold": self.semantic_threshold,
+            "fuzzy_scorer": self.fuzzy_scorer,
+            "weights": self.weights.to_dict(),
+            "clamp": list(self.clamp),
+            "flatten": self.flatten,
+            "normalization": self.normalization.to_dict(),
+            "safety_score": {"key": self.safety_key, "default": self.default_safety},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonPredictions:
+    """One model's outputs: `records[id]` is the predicted JSON object of that record.
+
+    A value that is not an object (a string, a list, None…) is *invalid*: the record is scored as
+    an empty prediction (every truth key missing) and counted in `invalid_predictions`.
+    `safety` holds optional per-record safety scores in [0, 1].
+    """
+
+    name: str
+    records: Mapping[str, Any]
+    safety: Mapping[str, float] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordScore:
+    """Seed 001's phases for one record."""
+
+    record_id: str
+    buckets: Mapping[str, tuple[str, ...]]
+    completeness: float
+    hallucination: float
+    accuracy: float
+    safety_score: float
+    rqs: float
+    total_keys: int
+    scored: int
+    matched: int
+    strategies: Mapping[str, str]
+    scores: Mapping[str, float | None]
+    mismatched: tuple[str, ...]
+    flags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "record_id": self.record_id,
+            "rqs": self.rqs,
+            "completeness": self.completeness,
+            "hallucination": self.hallucination,
+            "accuracy": self.accuracy,
+            "safety_score": self.safety_score,
+            "total_keys": self.total_keys,
+            "scored": self.scored,
+            "matched": self.matched,
+            "buckets": {b: list(self.buckets[b]) for b in BUCKETS},
+            "mismatched": list(self.mismatched),
+            "flags": list(self.flags),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldAccuracy:
+    """One field (key or path pattern) of one model, summed over records."""
+
+    field: str
+    counts: Mapping[str, int]
+    scored: int
+    matched: int
+    ignored: int
+    similarity_failures: int
+    strategies: Mapping[str, int]
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.matched / self.scored if self.scored else None
+
+    @property
+    def completeness(self) -> float | None:
+        g = self.counts["gt_non_null"]
+        return self.counts["both_non_null"] / g if g else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accuracy": self.accuracy,
+            "completeness": self.completeness,
+            "scored": self.scored,
+            "matched": self.matched,
+            "ignored": self.ignored,
+            "similarity_failures": self.similarity_failures,
+            "strategies": dict(self.strategies),
+            **{b: int(self.counts[b]) for b in BUCKETS},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Cells:
+    """Every (record, key) cell of one model, sorted by record then path (internal)."""
+
+    rec: np.ndarray  # int64 record index
+    path: np.ndarray  # int64 path code (paths sorted by name)
+    cls: np.ndarray  # int8 primary class (_EXTRA … _BOTH)
+    strategy: np.ndarray  # int8 strategy code, -1 when the cell is not both_non_null
+    score: np.ndarray  # float64 similarity (1/0 for EXACT), NaN = backend failure or not scored
+    matched: np.ndarray  # bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelJsonResult:
+    """Aggregates of one model: means of per-record values and summed bucket counts."""
+
+    name: str
+    rank: int
+    tier: str
+    tier_colour: str
+    rqs: Mapping[str, float]
+    completeness: float
+    hallucination: float
+    accuracy: float
+    safety: float
+    buckets: Mapping[str, int]
+    scored: int
+    matched: int
+    ignored: int
+    similarity_failures: int
+    missing_records: int
+    invalid_predictions: int
+    safety_scores_given: int
+    fields: Mapping[str, FieldAccuracy]
+    source: str
+    _record_ids: tuple[str, ...] = field(repr=False, default=())
+    _paths: tuple[str, ...] = field(repr=False, default=())
+    _per_record: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)
+    _cells: _Cells | None = field(repr=False, default=None)
+    _flags: Mapping[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
+
+    def record(self, record_id: str) -> RecordScore:
+        """Seed 001's phases and bucket listing for one record."""
+        try:
+            i = self._record_ids.index(str(record_id))
+        except ValueError:
+            raise InputError(f"record {record_id!r} is not in the ground truth.") from None
+        return self._record_at(i, *self._bounds())
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        assert self._cells is not None
+        n = len(self._record_ids)
+        return np.searchsorted(self._cells.rec, np.arange(n)), np.searchsorted(self._cells.rec, np.arange(n), side="right")
+
+    def _record_at(self, i: int, starts: np.ndarray, ends: np.ndarray) -> RecordScore:
+        c = self._cells
+        assert c is not None
+        sl = slice(int(starts[i]), int(ends[i]))
+        paths = [self._paths[p] for p in c.path[sl]]
+        cls = c.cls[sl]
+        strat = c.strategy[sl]
+        score = c.score[sl]
+        matched = c.matched[sl]
+        lists: dict[str, list[str]] = {b: [] for b in BUCKETS}
+        strategies: dict[str, str] = {}
+        scores: dict[str, float | None] = {}
+        mismatched: list[str] = []
+        for p, k, s, sc, ok in zip(paths, cls, strat, score, matched):
+            if k == _EXTRA:
+                lists["extra_keys"].append(p)
+            elif k == _GT_NULL_HAS:
+                lists["gt_null_aio_has_value"].append(p)
+            elif k == _MISSING:
+                lists["gt_non_null"].append(p)
+                lists["aio_missing_or_null"].append(p)
+            elif k == _BOTH:
+                lists["gt_non_null"].append(p)
+                lists["both_non_null"].append(p)
+                strategies[p] = _STRATEGIES[s].value
+                if s != _S_IGNORE:
+                    scores[p] = None if math.isnan(sc) else float(sc)
+                    if not ok:
+                        mismatched.append(p)
+        r = self._per_record
+        return RecordScore(
+            record_id=self._record_ids[i],
+            buckets={b: tuple(v) for b, v in lists.items()},
+            completeness=float(r["completeness"][i]),
+            hallucination=float(r["hallucination"][i]),
+            accuracy=float(r["accuracy"][i]),
+            safety_score=float(r["safety"][i]),
+            rqs=float(r["rqs"][i]),
+            total_keys=int(r["total_keys"][i]),
+            scored=int(r["scored"][i]),
+            matched=int(r["matched"][i]),
+            strategies=strategies,
+            scores=scores,
+            mismatched=tuple(mismatched),
+            flags=self._flags.get(self._record_ids[i], ()),
+        )
+
+    def records(self) -> list[RecordScore]:
+        """Every record's phases and buckets, in record-id order."""
+        starts, ends = self._bounds()
+        return [self._record_at(i, starts, ends) for i in range(len(self._record_ids))]
+
+    def records_frame(self) -> pd.DataFrame:
+        """One row per record: record_id, rqs, completeness, hallucination, accuracy, safety_score,
+        the five bucket counts, scored, matched, flags."""
+        r = self._per_record
+        frame = pd.DataFrame(
+            {
+                "model": self.name,
+                "record_id": list(self._record_ids),
+                "rqs": r["rqs"],
+                "completeness": r["completeness"],
+                "hallucination": r["hallucination"],
+                "accuracy": r["accuracy"],
+                "safety_score": r["safety"],
+                **{b: r[b] for b in BUCKETS},
+                "total_keys": r["total_keys"],
+                "scored": r["scored"],
+                "matched": r["matched"],
+                "flags": [";".join(self._flags.get(x, ())) for x in self._record_ids],
+            }
+        )
+        return frame
+
+    def cells_frame(self) -> pd.DataFrame:
+        """The per-record bucket listing: one row per (record, key) with its bucket, strategy,
+        similarity score and match; `gt_non_null` keys appear under their finer bucket
+        (`aio_missing_or_null` or `both_non_null`), keys null on both sides as `null_both`."""
+        c = self._cells
+        assert c is not None
+        names = np.array(["extra_keys", "gt_null_aio_has_value", "null_both", "aio_missing_or_null", "both_non_null"], dtype=object)
+        strat = np.array([s.value for s in _STRATEGIES] + [None], dtype=object)
+        return pd.DataFrame(
+            {
+                "model": self.name,
+                "record_id": np.asarray(self._record_ids, dtype=object)[c.rec] if len(c.rec) else np.array([], dtype=object),
+                "key": np.asarray(self._paths, dtype=object)[c.path] if len(c.path) else np.array([], dtype=object),
+                "bucket": names[c.cls],
+                "strategy": strat[c.strategy],
+                "score": c.score,
+                "matched": np.where(c.strategy >= 0, c.matched, False),
+            }
+        )
+
+    def to_dict(self, *, include_records: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "rank": self.rank,
+            "tier": self.tier,
+            "tier_colour": self.tier_colour,
+            "source": self.source,
+            "n_records": len(self._record_ids),
+            "rqs": dict(self.rqs),
+            "completeness": self.completeness,
+            "hallucination": self.hallucination,
+            "accuracy": self.accuracy,
+            "safety": self.safety,
+            "buckets": dict(self.buckets),
+            "scored": self.scored,
+            "matched": self.matched,
+            "ignored": self.ignored,
+            "similarity_failures": self.similarity_failures,
+            "missing_records": self.missing_records,
+            "invalid_predictions": self.invalid_predictions,
+            "safety_scores_given": self.safety_scores_given,
+            "fields": {k: v.to_dict() for k, v in self.fields.items()},
+        }
+        if include_records:
+            d["records"] = [r.to_dict() for r in self.records()]
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonResult:
+    task: str
+    models: Mapping[str, ModelJsonResult]
+    ranking: tuple[str, ...]
+    n_records: int
+    fields: tuple[str, ...]
+    warnings: tuple[str, ...]
+    config: Mapping[str, Any]
+
+    def to_dict(self, *, include_records: bool | None = None) -> dict[str, Any]:
+        """The `--json` document. Per-record rows are included when `include_records` is True, or
+        by default (None) when there are at most 10,000 (model, record) rows; use
+        `records_frame()` / `cells_frame()` for artifacts of any size."""
+        if include_records is None:
+            include_records = self.n_records * max(1, len(self.models)) <= _RECORD_LIMIT
+        return {
+            "task": self.task,
+            "n_records": self.n_records,
+            "fields": list(self.fields),
+            "ranking": list(self.ranking),
+            "models": {m: self.models[m].to_dict(include_records=include_records) for m in self.ranking},
+            "records_included": include_records,
+            "warnings": list(self.warnings),
+            "config": dict(self.config),
+        }
+
+    def records_frame(self) -> pd.DataFrame:
+        """Per-record scores of every model (one row per model and record)."""
+        return pd.concat([self.models[m].records_frame() for m in self.ranking], ignore_index=True)
+
+    def cells_frame(self) -> pd.DataFrame:
+        """Per-record bucket listing of every model (one row per model, record and key)."""
+        return pd.concat([self.models[m].cells_frame() for m in self.ranking], ignore_index=True)
+
+    def fields_frame(self) -> pd.DataFrame:
+        """Per-field accuracy table: one row per model and field."""
+        rows = [{"model": m, "field": f, **fa.to_dict()} for m in self.ranking for f, fa in self.models[m].fields.items()]
+        for r in rows:
+            r["strategies"] = ";".join(f"{k}:{v}" for k, v in sorted(r["strategies"].items()))
+        return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# flattening and canonical keys
+
+
+def _segment(key: Any, cache: dict[Any, str]) -> str:
+    s = cache.get(key)
+    if s is None:
+        k = str(key)
+        s = cache[key] = k if k and not any(c in k for c in '.[]"') else "[" + json.dumps(k, ensure_ascii=False) + "]"
+    return s
+
+
+def _join(prefix: str, seg: str) -> str:
+    if not prefix:
+        return seg
+    return prefix + seg if seg[0] == "[" else prefix + "." + seg
+
+
+def flatten_json(obj: Mapping[str, Any], *, flatten: bool = True) -> dict[str, Any]:
+    """Leaves of a JSON object by path: `{"a": {"b": 1}, "items": [5]}` → `{"a.b": 1, "items[0]": 5}`.
+
+    Iterative (an explicit stack), so a 10,000-deep nesting is fine. Empty objects and lists are
+    leaves (absent values). Keys containing `.`, `[`, `]` or `"` are written `["a.b"]`. With
+    `flatten=False` the top-level keys are returned as they are.
+
+    Example:
+        >>> flatten_json({"a": {"b": 1, "c.d": 2}, "items": [{"x": 1}, []]})
+        {'a.b': 1, 'a["c.d"]': 2, 'items[0].x': 1, 'items[1]': []}
+    """
+    if not flatten:
+        return {str(k): v for k, v in obj.items()}
+    seg_cache: dict[Any, str] = {}
+    out: dict[str, Any] = {}
+    stack: list[tuple[str, Any]] = [(_segment(k, seg_cache), v) for k, v in reversed(list(obj.items()))]
+    while stack:
+        p, v = stack.pop()
+        if isinstance(v, dict) and v:
+            stack.extend((_join(p, _segment(k, seg_cache)), x) for k, x in reversed(list(v.items())))
+        elif isinstance(v, (list, tuple)) and v:
+            stack.extend((f"{p}[{i}]", v[i]) for i in range(len(v) - 1, -1, -1))
+        else:
+            out[p] = v
+    return out
+
+
+def _gather(objs: Sequence[Mapping[str, Any]], flatten: bool, keyf: Any, paths: list[str], keys: list[str | None]) -> np.ndarray:
+    """Append every leaf's path and canonical key; returns the number of leaves per object."""
+    counts = np.zeros(len(objs), dtype=np.int64)
+    seg_cache: dict[Any, str] = {}
+    append_p, append_k = paths.append, keys.append
+    for i, obj in enumerate(objs):
+        n0 = len(paths)
+        if not flatten:
+            for k, v in obj.items():
+                append_p(k if type(k) is str else str(k))
+                append_k(keyf(v))
+        else:
+            stack = [(_segment(k, seg_cache), v) for k, v in obj.items()]
+            while stack:
+                p, v = stack.pop()
+                if isinstance(v, dict):
+                    if v:
+                        for k, x in v.items():
+                            s = seg_cache.get(k) or _segment(k, seg_cache)
+                            stack.append((p + s if s[0] == "[" else p + "." + s, x))
+                        continue
+                elif isinstance(v, (list, tuple)) and v:
+                    for j, x in enumerate(v):
+                        stack.append((f"{p}[{j}]", x))
+                    continue
+                append_p(p)
+                append_k(keyf(v))
+        counts[i] = len(paths) - n0
+    return counts
+
+
+def _keyer(normalizer: Normalizer) -> Any:
+    cache: dict[Any, str | None] = {}
+    nkey = normalizer.key
+
+    def key(v: Any) -> str | None:
+        t = type(v)
+        if t is dict or t is list:
+            return nkey(v)
+        ck = (t, v)
+        try:
+            return cache[ck]
+        except KeyError:
+            k = cache[ck] = nkey(v)
+            return k
+        except TypeError:
+            return nkey(v)
+
+    return key
+
+
+def auto_strategy(canonical_key: str) -> Strategy:
+    """Seed 001's auto-detection from the truth value's type: numeric, boolean, date, email,
+    array and object → EXACT; any other text → SEMANTIC."""
+    t = canonical_key[0]
+    if t != "t":
+        return Strategy.EXACT
+    return Strategy.EXACT if _EMAIL.match(canonical_key[2:]) else Strategy.SEMANTIC
+
+
+def _pattern(path: str) -> str:
+    return _INDEX.sub("[*]", path)
+
+
+def _lookup_candidates(path: str, flatten: bool) -> list[str]:
+    """Config keys that may set a path's strategy, most specific first: the path, its `[*]`
+    pattern, then each ancestor (as path and pattern)."""
+    if not flatten:
+        return [path]
+    segs = _SEGMENT.findall(path)
+    out: list[str] = []
+    for n in range(len(segs), 0, -1):
+        p = ""
+        for s in segs[:n]:
+            p = _join(p, s)
+        for c in (p, _pattern(p)):
+            if c not in out:
+                out.append(c)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring
+
+
+def _similarity_scores(
+    backend: SimilarityBackend, pair_ids: np.ndarray, key_list: Sequence[str], n_keys: int, what: str
+) -> np.ndarray:
+    """Similarity of every distinct (truth key, prediction key) pair, one batched call."""
+    upairs, inv = np.unique(pair_ids, return_inverse=True)
+    gi, ai = np.divmod(upairs, n_keys)
+    texts_a = [key_list[i][2:] for i in gi]
+    texts_b = [key_list[i][2:] for i in ai]
+    raw = np.asarray(backend.similarity(texts_a, texts_b), dtype=np.float64).ravel()
+    if raw.shape[0] != len(upairs):
+        raise InputError(
+            f"{what} similarity backend {getattr(backend, 'name', backend)!r} returned {raw.shape[0]} scores for {len(upairs)} pairs."
+        )
+    return raw[inv]
+
+
+def score_json(
+    truth: Mapping[str, Any],
+    predictions: Sequence[JsonPredictions],
+    *,
+    config: JsonConfig | None = None,
+    similarity: SimilarityBackend | None = None,
+    fuzzy_similarity: SimilarityBackend | None = None,
+    truth_source: str = "truth",
+) -> JsonResult:
+    """Score models' JSON outputs against golden JSON with seed 001's four phases and RQS.
+
+    Args:
+        truth: record id → golden JSON object.
+        predictions: one `JsonPredictions` per model (names unique).
+        config: options (strategies, thresholds, weights, flatten…).
+        similarity: backend for SEMANTIC fields (default: `LexicalSimilarity`, labelled "lexical").
+        fuzzy_similarity: backend for FUZZY fields (default: rapidfuzz with `config.fuzzy_scorer`).
+        truth_source: name of the truth input, used in messages.
+
+    Example:
+        >>> gt = {"r1": {"name": "John Smith", "email": "john@example.com", "status": "active"}}
+        >>> aio = {"r1": {"name": "John Smyth", "email": "JOHN@example.com", "extra": "x"}}
+        >>> r = score_json(gt, [JsonPredictions(name="m", records=aio)], config=JsonConfig(strategies={"name": "FUZZY"}))
+        >>> m = r.models["m"]
+        >>> m.completeness, m.hallucination, m.accuracy
+        (0.6666666666666666, 0.25, 1.0)
+    """
+    cfg = config or JsonConfig()
+    if not predictions:
+        raise InputError("no predictions: give at least one model's predictions.")
+    seen: set[str] = set()
+    for p in predictions:
+        if not isinstance(p.name, str) or not p.name.strip():
+            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
+        if p.name in seen:
+            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
+        seen.add(p.name)
+    if not isinstance(truth, Mapping):
+        raise InputError(f"{truth_source}: expected a mapping of record id to JSON object, but got {type(truth).__name__}.")
+    truth_ids = {str(k): k for k in truth}
+    if len(truth_ids) != len(truth):
+        raise InputError(f"{truth_source}: record ids must be unique as strings.")
+    order = sorted(truth_ids)
+    n = len(order)
+    truth_objs: list[Mapping[str, Any]] = []
+    for rid in order:
+        obj = truth[truth_ids[rid]]
+        if not isinstance(obj, Mapping):
+            raise InputError(f"{truth_source}: record {rid!r}: the ground truth must be a JSON object, but found {type(obj).__name__}.")
+        truth_objs.append(obj)
+
+    normalizer = Normalizer(cfg.normalization)
+    keyf = _keyer(normalizer)
+    if similarity is None:
+        from extracteval.core.similarity import LexicalSimilarity
+
+        similarity = LexicalSimilarity()
+    fuzzy = fuzzy_similarity or FuzzySimilarity(scorer=cfg.fuzzy_scorer)
+    warnings: list[str] = []
+
+    # gather leaves: truth once, then each model
+    paths: list[str] = []
+    keys: list[str | None] = []
+    t_counts = _gather(truth_objs, cfg.flatten, keyf, paths, keys)
+    spans = [(0, len(paths))]
+    model_meta = []
+    for p in sorted(predictions, key=lambda x: x.name):
+        what = p.source or f"predictions of model {p.name!r}"
+        recs = {str(k): v for k, v in p.records.items()}
+        extra = sorted(set(recs) - set(order))
+        if extra:
+            shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
+            raise InputError(
+                f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
+                "Every prediction must have a ground-truth record."
+            )
+        objs: list[Mapping[str, Any]] = []
+        flags: dict[str, tuple[str, ...]] = {}
+        for rid in order:
+            if rid not in recs:
+                objs.append({})
+                flags[rid] = ("missing_prediction",)
+            elif not isinstance(recs[rid], Mapping):
+                objs.append({})
+                flags[rid] = (f"invalid_prediction:{type(recs[rid]).__name__}",)
+            else:
+                objs.append(recs[rid])
+        safety = np.full(n, cfg.default_safety)
+        given = 0
+        pos = {rid: i for i, rid in enumerate(order)}
+        for rid, s in (p.safety or {}).items():
+            rid = str(rid)
+            if rid not in pos:
+                continue
+            if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)) or not 0.0 <= float(s) <= 1.0:
+                raise InputError(f"{what}: record {rid!r}: `{cfg.safety_key}` must be a number in [0, 1], but found {s!r}.")
+            safety[pos[rid]] = float(s)
+            given += 1
+        start = len(paths)
+        counts = _gather(objs, cfg.flatten, keyf, paths, keys)
+        spans.append((start, len(paths)))
+        model_meta.append((p, counts, safety, given, flags))
+        missing = [r for r, f in flags.items() if f[0] == "missing_prediction"]
+        invalid = [r for r, f in flags.items() if f[0] != "missing_prediction"]
+        if missing:
+            warnings.append(
+                f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: "
+                + ", ".join(repr(x) for x in missing[:5]) + (" …" if len(missing) > 5 else "")
+            )
+        if invalid:
+            warnings.append(
+                f"model {p.name!r}: {len(invalid)} prediction(s) are not JSON objects and count as empty predictions: "
+                + ", ".join(f"{x!r} ({flags[x][0].split(':', 1)[1]})" for x in invalid[:5]) + (" …" if len(invalid) > 5 else "")
+            )
+
+    # dictionary-encode paths (codes in name order) and canonical keys
+    path_arr = np.asarray(paths, dtype=object)
+    pcodes, puniq = pd.factorize(path_arr)
+    rank = np.empty(len(puniq), dtype=np.int64)
+    sorted_idx = np.argsort(np.asarray(puniq, dtype=str), kind="stable")
+    rank[sorted_idx] = np.arange(len(puniq))
+    pcodes = rank[pcodes] if len(pcodes) else pcodes.astype(np.int64)
+    path_names = tuple(str(x) for x in np.asarray(puniq, dtype=object)[sorted_idx])
+    n_paths = max(1, len(path_names))
+    kcodes, kuniq = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=True)
+    kcodes = kcodes.astype(np.int64)
+    key_list = [str(k) for k in kuniq]
+    n_keys = max(1, len(key_list))
+
+    # strategies: explicit per path (nearest configured ancestor / pattern) else auto per truth key
+    override = np.full(len(path_names), -1, dtype=np.int8)
+    used_config: set[str] = set()
+    for i, pth in enumerate(path_names):
+        for cand in _lookup_candidates(pth, cfg.flatten):
+            s = cfg.strategies.get(cand)
+            if s is not None:
+                override[i] = _STRATEGY_CODE[s]
+                used_config.add(cand)
+                break
+    unused = sorted(set(cfg.strategies) - used_config)
+    if unused:
+        warnings.append(f"strategies given for fields that appear in no record: {unused}")
+    auto = np.fromiter((_STRATEGY_CODE[auto_strategy(k)] for k in key_list), dtype=np.int8, count=len(key_list))
+
+    # per-field table keys: the path pattern (items[*].price) when flattening
+    if cfg.flatten:
+        fcodes_u, funiq = pd.factorize(np.asarray([_pattern(p) for p in path_names], dtype=object), sort=True)
+        field_of_path, field_names = fcodes_u.astype(np.int64), tuple(str(x) for x in funiq)
+    else:
+        field_of_path, field_names = np.arange(len(path_names), dtype=np.int64), path_names
+    n_fields = len(field_names)
+
+    t0, t1 = spans[0]
+    t_rec = np.repeat(np.arange(n, dtype=np.int64), t_counts)
+    t_id = t_rec * n_paths + pcodes[t0:t1]
+    t_key = kcodes[t0:t1]
+    w = cfg.weights
+    lo, hi = cfg.clamp
+    results: dict[str, dict[str, Any]] = {}
+
+    for (p, counts, safety, given, flags), (s0, s1) in zip(model_meta, spans[1:]):
+        a_rec = np.repeat(np.arange(n, dtype=np.int64), counts)
+        a_id = a_rec * n_paths + pcodes[s0:s1]
+        a_key = kcodes[s0:s1]
+        u = np.union1d(t_id, a_id)
+        gk = np.full(len(u), -2, dtype=np.int64)
+        ak = np.full(len(u), -2, dtype=np.int64)
+        gk[np.searchsorted(u, t_id)] = t_key
+        ak[np.searchsorted(u, a_id)] = a_key
+        rec, pc = np.divmod(u, n_paths)
+        g_in, a_in = gk != -2, ak != -2
+        g_val, a_val = gk >= 0, ak >= 0
+        cls = np.full(len(u), _NULL_BOTH, dtype=np.int8)
+        cls[~g_in & a_in] = _EXTRA
+        cls[g_in & ~g_val & a_val] = _GT_NULL_HAS
+        cls[g_val & ~a_val] = _MISSING
+        both = g_val & a_val
+        cls[both] = _BOTH
+
+        strat = np.full(len(u), -1, dtype=np.int8)
+        ov = override[pc[both]]
+        strat[both] = np.where(ov >= 0, ov, auto[gk[both]])
+        score = np.full(len(u), np.nan)
+        equal = both & (gk == ak)
+        score[equal] = 1.0
+        exact_ne = both & ~equal & (strat == _S_EXACT)
+        score[exact_ne] = 0.0
+        for code, backend, label in ((_S_FUZZY, fuzzy, "FUZZY"), (_S_SEMANTIC, similarity, "SEMANTIC")):
+            cand = both & ~equal & (strat == code)
+            if not cand.any():
+                continue
+            idx = np.flatnonzero(cand)
+            g_t = np.fromiter((key_list[k][0] for k in gk[idx]), dtype="<U1", count=len(idx))
+            a_t = np.fromiter((key_list[k][0] for k in ak[idx]), dtype="<U1", count=len(idx))
+            # numbers, booleans and dates are never "nearly" equal: only text or JSON goes to a backend
+            textual = np.isin(g_t, ("t", "j")) | np.isin(a_t, ("t", "j"))
+            score[idx[~textual]] = 0.0
+            ti = idx[textual]
+            if len(ti):
+                score[ti] = _similarity_scores(backend, gk[ti] * n_keys + ak[ti], key_list, n_keys, label)
+        thr = np.where(strat == _S_SEMANTIC, cfg.semantic_threshold, np.where(strat == _S_FUZZY, cfg.fuzzy_threshold, 1.0))
+        with np.errstate(invalid="ignore"):
+            matched = both & (score >= thr - 1e-12)
+        scorable = both & (strat != _S_IGNORE)
+        failures = scorable & np.isnan(score)
+
+        def per_rec(mask: np.ndarray) -> np.ndarray:
+            return np.bincount(rec[mask], minlength=n).astype(np.int64)
+
+        cnt = {
+            "extra_keys": per_rec(cls == _EXTRA),
+            "gt_null_aio_has_value": per_rec(cls == _GT_NULL_HAS),
+            "gt_non_null": per_rec(g_val),
+            "aio_missing_or_null": per_rec(cls == _MISSING),
+            "both_non_null": per_rec(both),
+        }
+        total = np.bincount(rec, minlength=n).astype(np.int64)
+        n_scored = per_rec(scorable)
+        n_matched = per_rec(scorable & matched)
+        completeness = np.divide(cnt["both_non_null"], cnt["gt_non_null"], out=np.ones(n), where=cnt["gt_non_null"] > 0)
+        halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(n), where=total > 0)
+        accuracy = np.divide(n_matched, n_scored, out=np.ones(n), where=n_scored > 0)
+        rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
+
+        fld = field_of_path[pc]
+
+        def per_field(mask: np.ndarray) -> np.ndarray:
+            return np.bincount(fld[mask], minlength=n_fields).astype(np.int64)
+
+        f_counts = {
+            "extra_keys": per_field(cls == _EXTRA),
+            "gt_null_aio_has_value": per_field(cls == _GT_NULL_HAS),
+            "gt_non_null": per_field(g_val),
+            "aio_missing_or_null": per_field(cls == _MISSING),
+            "both_non_null": per_field(both),
+        }
+        f_scored, f_matched = per_field(scorable), per_field(scorable & matched)
+        f_ignored, f_fail = per_field(both & (strat == _S_IGNORE)), per_field(failures)
+        f_strat = [per_field(both & (strat == c)) for c in range(len(_STRATEGIES))]
+        fields_out: dict[str, FieldAccuracy] = {}
+        for j, fname in enumerate(field_names):
+            present = sum(int(f_counts[b][j]) for b in ("extra_keys", "gt_null_aio_has_value", "gt_non_null"))
+            if present == 0:
+                continue  # null on both sides everywhere for this model: nothing to report
+            fields_out[fname] = FieldAccuracy(
+                field=fname,
+                counts={b: int(f_counts[b][j]) for b in BUCKETS},
+                scored=int(f_scored[j]),
+                matched=int(f_matched[j]),
+                ignored=int(f_ignored[j]),
+                similarity_failures=int(f_fail[j]),
+                strategies={_STRATEGIES[c].value: int(f_strat[c][j]) for c in range(len(_STRATEGIES)) if f_strat[c][j]},
+            )
+        n_fail = int(failures.sum())
+        if n_fail:
+            warnings.append(
+                f"model {p.name!r}: the similarity backend failed on {n_fail} value(s); they count as not matched "
+                "(see similarity_failures per field)."
+            )
+        results[p.name] = {
+            "meta": p,
+            "per_record": {
+                "rqs": rqs, "completeness": completeness, "hallucination": halluc, "accuracy": accuracy,
+                "safety": safety, "total_keys": total, "scored": n_scored, "matched": n_matched, **cnt,
+            },
+            "cells": _Cells(rec=rec, path=pc, cls=cls, strategy=strat, score=np.where(scorable | (strat == _S_IGNORE), score, np.nan), matched=matched),
+            "fields": fields_out,
+            "given": given,
+            "flags": flags,
+            "failures": n_fail,
+        }
+
+    def summary(x: np.ndarray) -> dict[str, float]:
+        if len(x) == 0:
+            return {"mean": 0.0, "median": 0.0, "min": 0.0, "max": 0.0}
+        return {"mean": float(np.mean(x)), "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
+
+    means = {m: {k: float(np.mean(r["per_record"][k])) if n else 0.0 for k in ("rqs", "completeness", "hallucination", "accuracy", "safety")} for m, r in results.items()}
+    # Ranking keys in order: mean RQS, accuracy, completeness, lower hallucination, name. The core
+    # ranker compares (f1, precision, recall, wins) with tolerance then the name, so the RQS keys
+    # map onto it with hallucination negated as the fourth key; the tier is the RQS tier.
+    ranked = rank_models(
+        {m: Score(f1=v["rqs"], precision=v["accuracy"], recall=v["completeness"]) for m, v in means.items()},
+        {m: -v["hallucination"] for m, v in means.items()},
+    )
+    models: dict[str, ModelJsonResult] = {}
+    for r in ranked:
+        res = results[r.model]
+        pr = res["per_record"]
+        flags = res["flags"]
+        models[r.model] = ModelJsonResult(
+            name=r.model,
+            rank=r.rank,
+            tier=r.tier,
+            tier_colour=r.tier_colour,
+            rqs=summary(pr["rqs"]),
+            completeness=means[r.model]["completeness"],
+            hallucination=means[r.model]["hallucination"],
+            accuracy=means[r.model]["accuracy"],
+            safety=means[r.model]["safety"],
+            buckets={b: int(pr[b].sum()) for b in BUCKETS},
+            scored=int(pr["scored"].sum()),
+            matched=int(pr["matched"].sum()),
+            ignored=sum(f.ignored for f in res["fields"].values()),
+            similarity_failures=res["failures"],
+            missing_records=sum(1 for f in flags.values() if f[0] == "missing_prediction"),
+            invalid_predictions=sum(1 for f in flags.values() if f[0] != "missing_prediction"),
+            safety_scores_given=res["given"],
+            fields=res["fields"],
+            source=res["meta"].source,
+            _record_ids=tuple(order),
+            _paths=path_names,
+            _per_record=pr,
+            _cells=res["cells"],
+            _flags=flags,
+        )
+    if n == 0:
+        warnings.append(f"{truth_source}: the ground truth has no records.")
+    cfg_dict = cfg.to_dict()
+    sem = describe_similarity(similarity)
+    cfg_dict["similarity"] = {"semantic": sem, "fuzzy": describe_similarity(fuzzy)}
+    cfg_dict["semantic_backend"] = sem.get("name", "custom")
+    cfg_dict["null_tokens"] = sorted(cfg.normalization.null_tokens)
+    return JsonResult(
+        task="json",
+        models=models,
+        ranking=tuple(r.model for r in ranked),
+        n_records=n,
+        fields=field_names,
+        warnings=tuple(warnings),
+        config=cfg_dict,
+    )
+
+
+def compare_json(
+    truth: Mapping[str, Any],
+    prediction: Any,
+    *,
+    config: JsonConfig | None = None,
+    similarity: SimilarityBackend | None = None,
+    fuzzy_similarity: SimilarityBackend | None = None,
+    safety_score: float | None = None,
+) -> RecordScore:
+    """Seed 001's four phases and RQS for one (golden, predicted) pair of JSON objects.
+
+    Example (seed 001's walkthrough with the default *lexical* backend: the bio paraphrase
+    shares too little spelling to pass 0.80, so accuracy is 2/3 here; the seed's LLM scored it 0.88):
+        >>> gt = {"name": "John Smith", "email": "john@example.com",
+        ...       "bio": "Senior engineer with 10 years of experience...", "internal_id": None, "status": "active"}
+        >>> aio = {"name": "John Smyth", "email": "john@example.com",
+        ...        "bio": "Experienced senior engineer, 10+ years...", "internal_id": "abc123", "extra_field": "surprise"}
+        >>> r = compare_json(gt, aio, config=JsonConfig(strategies={"name": "FUZZY", "bio": "SEMANTIC"}))
+        >>> r.completeness, r.hallucination, r.accuracy, r.buckets["gt_null_aio_has_value"]
+        (0.75, 0.3333333333333333, 0.6666666666666666, ('internal_id',))
+    """
+    res = score_json(
+        {"record": truth},
+        [JsonPredictions(name="model", records={"record": prediction}, safety={} if safety_score is None else {"record": safety_score})],
+        config=config,
+        similarity=similarity,
+        fuzzy_similarity=fuzzy_similarity,
+    )
+    return res.models["model"].record("record")
