@@ -16,6 +16,7 @@ from extracteval import __version__
 # task name → module under extracteval.commands providing `configure` and `run`
 SCORE_TASKS = {
     "fields": "score_fields",
+    "json": "score_json",
 }
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),

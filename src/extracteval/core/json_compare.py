@@ -816,6 +816,8 @@ def score_json(
         halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(n), where=total > 0)
         accuracy = np.divide(n_matched, n_scored, out=np.ones(n), where=n_scored > 0)
         rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
+        # 12 decimals: seed 001's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
+        rqs = np.round(rqs, 12)
 
         fld = field_of_path[pc]
 
