@@ -53,7 +53,6 @@ _S_EXACT, _S_FUZZY, _S_SEMANTIC, _S_IGNORE = 0, 1, 2, 3
 _STRATEGY_CODE = {s: i for i, s in enumerate(_STRATEGIES)}
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _INDEX = re.compile(r"\[\d+\]")
-_SEGMENT = re.compile(r'\["(?:[^"\\]|\\.)*"\]|\[\d+\]|\[\*\]|[^.\[]+')
 _RECORD_LIMIT = 10_000  # per-record rows in to_dict() by default up to this many (model × record) rows
 
 
@@ -523,6 +522,43 @@ def _gather(objs: Sequence[Mapping[str, Any]], flatten: bool, keyf: Any, paths: 
     return counts
 
 
+def _dumps_iterative(value: Any) -> str:
+    """`json.dumps(value, sort_keys=True, ensure_ascii=False)` without recursion (any depth)."""
+    out: list[str] = []
+    stack: list[tuple[bool, Any]] = [(False, value)]
+    while stack:
+        literal, x = stack.pop()
+        if literal:
+            out.append(x)
+        elif isinstance(x, dict):
+            seq: list[tuple[bool, Any]] = [(True, "{")]
+            for i, (k, v) in enumerate(sorted(x.items())):
+                seq.append((True, (", " if i else "") + json.dumps(k, ensure_ascii=False) + ": "))
+                seq.append((False, v))
+            seq.append((True, "}"))
+            stack.extend(reversed(seq))
+        elif isinstance(x, (list, tuple)):
+            seq = [(True, "[")]
+            for i, v in enumerate(x):
+                if i:
+                    seq.append((True, ", "))
+                seq.append((False, v))
+            seq.append((True, "]"))
+            stack.extend(reversed(seq))
+        else:
+            out.append(json.dumps(x, ensure_ascii=False))
+    return "".join(out)
+
+
+def _structured_key(normalizer: Normalizer, v: Any) -> str | None:
+    try:
+        return normalizer.key(v)
+    except RecursionError:  # json.dumps recurses: a very deep value takes the iterative path
+        from extracteval.core.normalize import _canonical_json
+
+        return None if len(v) == 0 else "j:" + _dumps_iterative(_canonical_json(v, normalizer))
+
+
 def _keyer(normalizer: Normalizer) -> Any:
     cache: dict[Any, str | None] = {}
     nkey = normalizer.key
@@ -530,7 +566,7 @@ def _keyer(normalizer: Normalizer) -> Any:
     def key(v: Any) -> str | None:
         t = type(v)
         if t is dict or t is list:
-            return nkey(v)
+            return _structured_key(normalizer, v)
         ck = (t, v)
         try:
             return cache[ck]
@@ -556,21 +592,22 @@ def _pattern(path: str) -> str:
     return _INDEX.sub("[*]", path)
 
 
-def _lookup_candidates(path: str, flatten: bool) -> list[str]:
-    """Config keys that may set a path's strategy, most specific first: the path, its `[*]`
-    pattern, then each ancestor (as path and pattern)."""
-    if not flatten:
-        return [path]
-    segs = _SEGMENT.findall(path)
-    out: list[str] = []
-    for n in range(len(segs), 0, -1):
-        p = ""
-        for s in segs[:n]:
-            p = _join(p, s)
-        for c in (p, _pattern(p)):
-            if c not in out:
-                out.append(c)
-    return out
+def _configured_strategy(path: str, strategies: Mapping[str, Strategy], flatten: bool) -> tuple[str, Strategy] | None:
+    """The configured strategy of a path: the longest config key that is the path itself, its
+    `[*]` pattern, or an ancestor of either (the exact path wins over the pattern at equal length).
+    Linear in the path length for each config key, so 10,000-deep paths stay cheap."""
+    hit = strategies.get(path)
+    if hit is not None or not flatten:
+        return None if hit is None else (path, hit)
+    pattern = _pattern(path)
+    best: tuple[int, int, str] | None = None
+    for key in strategies:
+        n = len(key)
+        for rank, candidate in ((1, path), (0, pattern)):
+            if n <= len(candidate) and candidate.startswith(key) and (n == len(candidate) or candidate[n] in ".["):
+                if best is None or (n, rank) > best[:2]:
+                    best = (n, rank, key)
+    return None if best is None else (best[2], strategies[best[2]])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -725,13 +762,12 @@ def score_json(
     # strategies: explicit per path (nearest configured ancestor / pattern) else auto per truth key
     override = np.full(len(path_names), -1, dtype=np.int8)
     used_config: set[str] = set()
-    for i, pth in enumerate(path_names):
-        for cand in _lookup_candidates(pth, cfg.flatten):
-            s = cfg.strategies.get(cand)
-            if s is not None:
-                override[i] = _STRATEGY_CODE[s]
-                used_config.add(cand)
-                break
+    if cfg.strategies:
+        for i, pth in enumerate(path_names):
+            found = _configured_strategy(pth, cfg.strategies, cfg.flatten)
+            if found is not None:
+                used_config.add(found[0])
+                override[i] = _STRATEGY_CODE[found[1]]
     unused = sorted(set(cfg.strategies) - used_config)
     if unused:
         warnings.append(f"strategies given for fields that appear in no record: {unused}")
