@@ -34,9 +34,11 @@ def render_json(doc: dict[str, Any], *, use_colour: bool = False, max_fields: in
             percent(r["accuracy"]), percent(r["completeness"]), percent(r["hallucination"]),
             r["tier"].replace("_", " "),
         ])
+
         cols.append([None, "bold", None, None, None, None, None, None, r["tier_colour"]])
     out.append(table(["Rank", "Model", "RQS mean", "median", "min–max", "Accuracy", "Completeness", "Hallucination", "Tier"],
                      rows, align="llrrrrrrl", colours=cols, use_colour=use_colour))
+    out.append(f"(RQS at most {cfg.get('rqs_best_attainable', 1.0):g} with these weights; tier by the share of that maximum)")
     out.append("")
     out.append("Key buckets (summed over records):")
     brows = []
@@ -50,7 +52,7 @@ def render_json(doc: dict[str, Any], *, use_colour: bool = False, max_fields: in
     out.append("")
     fields = list(doc["fields"])
     shown = fields[:max_fields]
-    out.append("Per field (accuracy on keys present in both; strategy):")
+    out.append("Per field (accuracy on keys present in both; +Nh = N hallucinated values; strategy):")
     frows = []
     for f in shown:
         cells = [f]
@@ -61,7 +63,15 @@ def render_json(doc: dict[str, Any], *, use_colour: bool = False, max_fields: in
                 cells.append("-")
                 continue
             strategies.update(fa["strategies"])
-            cells.append("ignored" if fa["scored"] == 0 and fa["ignored"] else percent(fa["accuracy"]))
+            invented = fa["extra_keys"] + fa["gt_null_aio_has_value"]
+            if fa["scored"]:
+                cells.append(percent(fa["accuracy"]) + (f" +{invented}h" if invented else ""))
+            elif fa["ignored"]:
+                cells.append("ignored" + (f" +{invented}h" if invented else ""))
+            elif invented:
+                cells.append(f"+{invented}h")
+            else:
+                cells.append("-")
         cells.append("+".join(sorted(strategies)) or "-")
         frows.append(cells)
     out.append(table(["Field", *ranking, "Strategy"], frows, align="l" + "r" * len(ranking) + "l"))
