@@ -14,6 +14,7 @@ FUZZY / SEMANTIC similarity once per distinct (truth, prediction) pair, in one b
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import re
@@ -53,6 +54,7 @@ _S_EXACT, _S_FUZZY, _S_SEMANTIC, _S_IGNORE = 0, 1, 2, 3
 _STRATEGY_CODE = {s: i for i, s in enumerate(_STRATEGIES)}
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _INDEX = re.compile(r"\[\d+\]")
+_NO_RECORD = object()
 _RECORD_LIMIT = 10_000  # per-record rows in to_dict() by default up to this many (model × record) rows
 
 
@@ -491,34 +493,144 @@ def flatten_json(obj: Mapping[str, Any], *, flatten: bool = True) -> dict[str, A
     return out
 
 
-def _gather(objs: Sequence[Mapping[str, Any]], flatten: bool, keyf: Any, paths: list[str], keys: list[str | None]) -> np.ndarray:
-    """Append every leaf's path and canonical key; returns the number of leaves per object."""
-    counts = np.zeros(len(objs), dtype=np.int64)
-    seg_cache: dict[Any, str] = {}
-    append_p, append_k = paths.append, keys.append
-    for i, obj in enumerate(objs):
-        n0 = len(paths)
-        if not flatten:
-            for k, v in obj.items():
-                append_p(k if type(k) is str else str(k))
-                append_k(keyf(v))
+class _PathTable:
+    """Path names and integer codes, shared by the truth and every model. A child's code is
+    looked up by (parent code, key) so each distinct path string is built once, not per record."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.ids: dict[str, int] = {}
+        self.by_key: dict[tuple[int, Any], int] = {}
+        self.by_index: dict[tuple[int, int], int] = {}
+        self.seg_cache: dict[Any, str] = {}
+
+    def code(self, parent: int, key: Any, index: bool) -> int:
+        if index:
+            name = f"{self.names[parent]}[{key}]"
         else:
-            stack = [(_segment(k, seg_cache), v) for k, v in obj.items()]
+            seg = _segment(key, self.seg_cache)
+            name = seg if parent < 0 else _join(self.names[parent], seg)
+        c = self.ids.get(name)
+        if c is None:
+            c = self.ids[name] = len(self.names)
+            self.names.append(name)
+        (self.by_index if index else self.by_key)[(parent, key)] = c
+        return c
+
+    def top(self, key: Any) -> int:
+        """Code of an unflattened top-level key (used as it is, no escaping)."""
+        t = (-2, key)
+        c = self.by_key.get(t)
+        if c is None:
+            name = key if type(key) is str else str(key)
+            c = self.ids.get(name)
+            if c is None:
+                c = self.ids[name] = len(self.names)
+                self.names.append(name)
+            self.by_key[t] = c
+        return c
+
+
+class _KeyTable:
+    """Canonical-key codes of leaf values (-1 = absent), cached per (type, value): the type
+    keeps `True`, `1` and `1.0` apart, and the normaliser runs once per distinct value."""
+
+    def __init__(self, normalizer: Normalizer) -> None:
+        self.normalizer = normalizer
+        self.keys: list[str] = []
+        self.ids: dict[str, int] = {}
+        self.by_type: dict[type, dict[Any, int]] = {}
+
+    def _key_code(self, key: str | None) -> int:
+        if key is None:
+            return -1
+        c = self.ids.get(key)
+        if c is None:
+            c = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+        return c
+
+    def code(self, v: Any) -> int:
+        """Slow path: a value not seen before (or not hashable)."""
+        tv = type(v)
+        if isinstance(v, (Mapping, list, tuple, set)):
+            return self._key_code(_structured_key(self.normalizer, v))
+        try:
+            hash(v)
+        except TypeError:
+            return self._key_code(self.normalizer.key(v))
+        c = self._key_code(self.normalizer.key(v))
+        if v == v:  # NaN is never equal to itself: do not fill the cache with NaN objects
+            self.by_type.setdefault(tv, {})[v] = c
+        return c
+
+
+_LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _gather(
+    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable, codes: list[int], kcodes: list[int]
+) -> np.ndarray:
+    """Append every leaf's path code and canonical-key code; returns the number of leaves per object.
+
+    The hot loop of the task: one pass over each object with an explicit stack (no recursion);
+    per leaf two dictionary look-ups, the normaliser only for values never seen before."""
+    counts = np.zeros(len(objs), dtype=np.int64)
+    by_key, by_index, new_code = table.by_key, table.by_index, table.code
+    by_type, key_code = keys.by_type, keys.code
+    append_c, append_k = codes.append, kcodes.append
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # millions of short-lived tuples and no cycles: collection passes would dominate
+    try:
+        for i, obj in enumerate(objs):
+            n0 = len(codes)
+            if not flatten:
+                top = table.top
+                for k, v in obj.items():
+                    append_c(top(k))
+                    tv = type(v)
+                    d = by_type.get(tv) if tv in _LEAF_TYPES else None
+                    kc = None if d is None else d.get(v)
+                    append_k(key_code(v) if kc is None else kc)
+                counts[i] = len(codes) - n0
+                continue
+            stack: list[tuple[int, Any]] = []
+            push = stack.append
+            for k, v in obj.items():
+                c = by_key.get((-1, k))
+                push((new_code(-1, k, False) if c is None else c, v))
+            pop = stack.pop
             while stack:
-                p, v = stack.pop()
-                if isinstance(v, dict):
+                c, v = pop()
+                tv = type(v)
+                if tv in _LEAF_TYPES:
+                    append_c(c)
+                    d = by_type.get(tv)
+                    kc = None if d is None else d.get(v)
+                    append_k(key_code(v) if kc is None else kc)
+                elif tv is dict or isinstance(v, Mapping):
                     if v:
                         for k, x in v.items():
-                            s = seg_cache.get(k) or _segment(k, seg_cache)
-                            stack.append((p + s if s[0] == "[" else p + "." + s, x))
-                        continue
-                elif isinstance(v, (list, tuple)) and v:
-                    for j, x in enumerate(v):
-                        stack.append((f"{p}[{j}]", x))
-                    continue
-                append_p(p)
-                append_k(keyf(v))
-        counts[i] = len(paths) - n0
+                            cc = by_key.get((c, k))
+                            push((new_code(c, k, False) if cc is None else cc, x))
+                    else:
+                        append_c(c)
+                        append_k(-1)  # an empty object is an absent value
+                elif tv is list or tv is tuple:
+                    if v:
+                        for j, x in enumerate(v):
+                            cc = by_index.get((c, j))
+                            push((new_code(c, j, True) if cc is None else cc, x))
+                    else:
+                        append_c(c)
+                        append_k(-1)
+                else:
+                    append_c(c)
+                    append_k(key_code(v))
+            counts[i] = len(codes) - n0
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return counts
 
 
@@ -557,26 +669,6 @@ def _structured_key(normalizer: Normalizer, v: Any) -> str | None:
         from extracteval.core.normalize import _canonical_json
 
         return None if len(v) == 0 else "j:" + _dumps_iterative(_canonical_json(v, normalizer))
-
-
-def _keyer(normalizer: Normalizer) -> Any:
-    cache: dict[Any, str | None] = {}
-    nkey = normalizer.key
-
-    def key(v: Any) -> str | None:
-        t = type(v)
-        if t is dict or t is list:
-            return _structured_key(normalizer, v)
-        ck = (t, v)
-        try:
-            return cache[ck]
-        except KeyError:
-            k = cache[ck] = nkey(v)
-            return k
-        except TypeError:
-            return nkey(v)
-
-    return key
 
 
 def auto_strategy(canonical_key: str) -> Strategy:
@@ -682,7 +774,6 @@ def score_json(
         truth_objs.append(obj)
 
     normalizer = Normalizer(cfg.normalization)
-    keyf = _keyer(normalizer)
     if similarity is None:
         from extracteval.core.similarity import LexicalSimilarity
 
@@ -691,10 +782,12 @@ def score_json(
     warnings: list[str] = []
 
     # gather leaves: truth once, then each model
-    paths: list[str] = []
-    keys: list[str | None] = []
-    t_counts = _gather(truth_objs, cfg.flatten, keyf, paths, keys)
-    spans = [(0, len(paths))]
+    table = _PathTable()
+    keytab = _KeyTable(normalizer)
+    leaf_paths: list[int] = []
+    leaf_keys: list[int] = []
+    t_counts = _gather(truth_objs, cfg.flatten, table, keytab, leaf_paths, leaf_keys)
+    spans = [(0, len(leaf_keys))]
     model_meta = []
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
@@ -709,14 +802,15 @@ def score_json(
         objs: list[Mapping[str, Any]] = []
         flags: dict[str, tuple[str, ...]] = {}
         for rid in order:
-            if rid not in recs:
+            obj = recs.get(rid, _NO_RECORD)
+            if obj is _NO_RECORD:
                 objs.append({})
                 flags[rid] = ("missing_prediction",)
-            elif not isinstance(recs[rid], Mapping):
+            elif not isinstance(obj, Mapping):
                 objs.append({})
-                flags[rid] = (f"invalid_prediction:{type(recs[rid]).__name__}",)
+                flags[rid] = (f"invalid_prediction:{type(obj).__name__}",)
             else:
-                objs.append(recs[rid])
+                objs.append(obj)
         safety = np.full(n, cfg.default_safety)
         given = 0
         pos = {rid: i for i, rid in enumerate(order)}
@@ -728,9 +822,9 @@ def score_json(
                 raise InputError(f"{what}: record {rid!r}: `{cfg.safety_key}` must be a number in [0, 1], but found {s!r}.")
             safety[pos[rid]] = float(s)
             given += 1
-        start = len(paths)
-        counts = _gather(objs, cfg.flatten, keyf, paths, keys)
-        spans.append((start, len(paths)))
+        start = len(leaf_keys)
+        counts = _gather(objs, cfg.flatten, table, keytab, leaf_paths, leaf_keys)
+        spans.append((start, len(leaf_keys)))
         model_meta.append((p, counts, safety, given, flags))
         missing = [r for r, f in flags.items() if f[0] == "missing_prediction"]
         invalid = [r for r, f in flags.items() if f[0] != "missing_prediction"]
@@ -745,19 +839,25 @@ def score_json(
                 + ", ".join(f"{x!r} ({flags[x][0].split(':', 1)[1]})" for x in invalid[:5]) + (" …" if len(invalid) > 5 else "")
             )
 
-    # dictionary-encode paths (codes in name order) and canonical keys
-    path_arr = np.asarray(paths, dtype=object)
-    pcodes, puniq = pd.factorize(path_arr)
-    rank = np.empty(len(puniq), dtype=np.int64)
-    sorted_idx = np.argsort(np.asarray(puniq, dtype=str), kind="stable")
-    rank[sorted_idx] = np.arange(len(puniq))
-    pcodes = rank[pcodes] if len(pcodes) else pcodes.astype(np.int64)
-    path_names = tuple(str(x) for x in np.asarray(puniq, dtype=object)[sorted_idx])
+    # path codes in name order (so listings and tables never depend on input order) and
+    # canonical-key codes of every leaf value
+    raw_paths = np.fromiter(leaf_paths, dtype=np.int64, count=len(leaf_paths))
+    used = np.zeros(len(table.names), dtype=bool)
+    used[raw_paths] = True  # containers (a parent of leaves) have codes but are not keys themselves
+    leaf_codes = np.flatnonzero(used)
+    names = np.asarray(table.names, dtype=object)[leaf_codes]
+    order_idx = np.argsort(names.astype(str), kind="stable") if len(names) else np.zeros(0, dtype=np.int64)
+    rank = np.full(len(table.names), -1, dtype=np.int64)
+    rank[leaf_codes[order_idx]] = np.arange(len(names))
+    pcodes = rank[raw_paths]
+    path_names = tuple(str(x) for x in names[order_idx])
     n_paths = max(1, len(path_names))
-    kcodes, kuniq = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=True)
-    kcodes = kcodes.astype(np.int64)
-    key_list = [str(k) for k in kuniq]
+    del leaf_paths
+    kcodes = np.fromiter(leaf_keys, dtype=np.int64, count=len(leaf_keys))
+    key_list = keytab.keys
+    del leaf_keys
     n_keys = max(1, len(key_list))
+    key_type = np.asarray([k[0] for k in key_list] or ["t"], dtype="<U1")
 
     # strategies: explicit per path (nearest configured ancestor / pattern) else auto per truth key
     override = np.full(len(path_names), -1, dtype=np.int8)
@@ -793,7 +893,10 @@ def score_json(
         a_rec = np.repeat(np.arange(n, dtype=np.int64), counts)
         a_id = a_rec * n_paths + pcodes[s0:s1]
         a_key = kcodes[s0:s1]
-        u = np.union1d(t_id, a_id)
+        u = np.concatenate([t_id, a_id])  # ids are unique within each side: sort, drop repeats
+        u.sort()
+        if len(u) > 1:
+            u = u[np.concatenate([[True], u[1:] != u[:-1]])]
         gk = np.full(len(u), -2, dtype=np.int64)
         ak = np.full(len(u), -2, dtype=np.int64)
         gk[np.searchsorted(u, t_id)] = t_key
@@ -821,8 +924,7 @@ def score_json(
             if not cand.any():
                 continue
             idx = np.flatnonzero(cand)
-            g_t = np.fromiter((key_list[k][0] for k in gk[idx]), dtype="<U1", count=len(idx))
-            a_t = np.fromiter((key_list[k][0] for k in ak[idx]), dtype="<U1", count=len(idx))
+            g_t, a_t = key_type[gk[idx]], key_type[ak[idx]]
             # numbers, booleans and dates are never "nearly" equal: only text or JSON goes to a backend
             textual = np.isin(g_t, ("t", "j")) | np.isin(a_t, ("t", "j"))
             score[idx[~textual]] = 0.0
