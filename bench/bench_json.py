@@ -149,25 +149,25 @@ def main() -> None:
 
     gc.collect()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
+    w0, c0 = time.perf_counter(), time.process_time()
     res = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg)
-    t_fast = time.perf_counter() - t0
+    wall_fast, cpu_fast = time.perf_counter() - w0, time.process_time() - c0
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    rate_fast = n / t_fast
     m = res.models["m"]
-    print(f"  extracteval score_json : {t_fast:7.2f} s  {rate_fast:10,.0f} records/s  "
-          f"(peak RSS {rss1 / 1024:.0f} MB, +{(rss1 - rss0) / 1024:.0f} MB)  mean RQS {m.rqs['mean']:.4f}")
+    print(f"  extracteval score_json : wall {wall_fast:6.2f} s = {n / wall_fast:8,.0f} records/s; "
+          f"CPU {cpu_fast:6.2f} s = {n / cpu_fast:8,.0f} records/s  (peak RSS {rss1 / 1024:.0f} MB, +{(rss1 - rss0) / 1024:.0f} MB)")
 
     ids = sorted(truth)[:n_naive]
-    t0 = time.perf_counter()
+    w0, c0 = time.perf_counter(), time.process_time()
     naive = [naive_score(truth[i], pred[i], STRATEGIES) for i in ids]
-    t_naive = time.perf_counter() - t0
-    rate_naive = n_naive / t_naive
-    print(f"  naive per-record Python: {t_naive:7.2f} s  {rate_naive:10,.0f} records/s  (on the first {n_naive:,} records)")
+    wall_naive, cpu_naive = time.perf_counter() - w0, time.process_time() - c0
+    print(f"  naive per-record Python: wall {wall_naive:6.2f} s = {n_naive / wall_naive:8,.0f} records/s; "
+          f"CPU {cpu_naive:6.2f} s = {n_naive / cpu_naive:8,.0f} records/s  (first {n_naive:,} records)")
     fast_rqs = m.records_frame().set_index("record_id")["rqs"].loc[ids].to_numpy()
     agree = bool(np.array_equal(fast_rqs, np.asarray(naive)))
-    print(f"  per-record RQS identical on the naive slice: {agree}")
-    print(f"  speed-up vs naive: {rate_fast / rate_naive:.1f}x   (targets: ≥ 20,000 records/s and ≥ 5x naive)")
+    print(f"  per-record RQS identical to the naive implementation on its {n_naive:,} records: {agree}; mean RQS {m.rqs['mean']:.4f}")
+    print(f"  speed-up vs naive: {(n / cpu_fast) / (n_naive / cpu_naive):.1f}x by CPU time, "
+          f"{(n / wall_fast) / (n_naive / wall_naive):.1f}x by wall time   (targets: ≥ 20,000 records/s and ≥ 5x naive)")
 
 
 if __name__ == "__main__":

@@ -417,3 +417,19 @@ def test_default_semantic_backend_is_labelled_lexical() -> None:
     assert res.config["similarity"]["semantic"]["kind"] == "lexical"
     assert "not semantic" in res.config["similarity"]["semantic"]["description"]
     assert res.config["null_tokens"] == sorted(Normalizer().config.null_tokens)
+
+
+@pytest.mark.parametrize("flatten", [False, True])
+def test_equal_by_python_but_different_types_are_not_equal(flatten) -> None:
+    # True == 1 and False == 0 in Python, so the shortcut for predictions equal to their truth
+    # must still see that a boolean is not a number
+    gt = {"a": True, "b": 1, "c": {"d": [0, False]}, "e": 1.0, "f": "x"}
+    aio = {"a": 1, "b": True, "c": {"d": [False, 0]}, "e": 1, "f": "x"}
+    assert gt == aio
+    r = compare_json(gt, aio, config=JsonConfig(flatten=flatten))
+    if flatten:
+        assert r.mismatched == ("a", "b", "c.d[0]", "c.d[1]")
+        assert r.scored == 6
+    else:
+        assert r.mismatched == ("a", "b", "c")
+    assert compare_json(gt, dict(gt), config=JsonConfig(flatten=flatten)).accuracy == 1.0

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import gc
 import json
+from bisect import bisect_left
+from array import array
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -500,9 +502,12 @@ class _PathTable:
     def __init__(self) -> None:
         self.names: list[str] = []
         self.ids: dict[str, int] = {}
+        self.steps: list[tuple[int, Any]] = []  # per code: (parent code, key or index)
         self.by_key: dict[tuple[int, Any], int] = {}
         self.by_index: dict[tuple[int, int], int] = {}
         self.seg_cache: dict[Any, str] = {}
+        self.shapes: dict[tuple[int, tuple[Any, ...]], list[int]] = {}
+        self.list_shapes: dict[tuple[int, int], list[int]] = {}
 
     def code(self, parent: int, key: Any, index: bool) -> int:
         if index:
@@ -514,8 +519,18 @@ class _PathTable:
         if c is None:
             c = self.ids[name] = len(self.names)
             self.names.append(name)
+            self.steps.append((parent, key))
         (self.by_index if index else self.by_key)[(parent, key)] = c
         return c
+
+    def accessors(self, code: int) -> list[Any]:
+        """The keys / indices leading from the root object to a path."""
+        out: list[Any] = []
+        while code >= 0:
+            code, key = self.steps[code]
+            out.append(key)
+        out.reverse()
+        return out
 
     def top(self, key: Any) -> int:
         """Code of an unflattened top-level key (used as it is, no escaping)."""
@@ -527,6 +542,7 @@ class _PathTable:
             if c is None:
                 c = self.ids[name] = len(self.names)
                 self.names.append(name)
+                self.steps.append((-1, key))
             self.by_key[t] = c
         return c
 
@@ -565,73 +581,98 @@ class _KeyTable:
         return c
 
 
-_LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 
 
 def _gather(
-    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable, codes: list[int], kcodes: list[int]
+    objs: Sequence[Mapping[str, Any]],
+    flatten: bool,
+    table: _PathTable,
+    keys: _KeyTable,
+    codes: array,
+    kcodes: array,
+    copy_from: Sequence[tuple[int, int] | None] | None = None,
 ) -> np.ndarray:
     """Append every leaf's path code and canonical-key code; returns the number of leaves per object.
 
-    The hot loop of the task: one pass over each object with an explicit stack (no recursion);
-    per leaf two dictionary look-ups, the normaliser only for values never seen before."""
-    counts = np.zeros(len(objs), dtype=np.int64)
-    by_key, by_index, new_code = table.by_key, table.by_index, table.code
-    by_type, key_code = keys.by_type, keys.code
+    The hot loop of the task: one pass over each object with an explicit stack (no recursion).
+    An object's child path codes are cached by (parent code, tuple of keys), so records of the
+    same shape cost one look-up per object; a leaf costs one look-up of its value's key code; the
+    normaliser runs only for values never seen before. `copy_from[i] = (a, b)` copies the codes
+    already gathered at [a, b) instead of walking object i."""
+    counts: list[int] = []
+    shapes: dict[tuple[int, tuple[Any, ...]], list[int]] = table.shapes
+    list_shapes: dict[tuple[int, int], list[int]] = table.list_shapes
+    new_code, top = table.code, table.top
+    key_code = keys.code
+    str_get = keys.by_type.setdefault(str, {}).get
+    int_get = keys.by_type.setdefault(int, {}).get
+    float_get = keys.by_type.setdefault(float, {}).get
+    bool_get = keys.by_type.setdefault(bool, {}).get
     append_c, append_k = codes.append, kcodes.append
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples and no cycles: collection passes would dominate
     try:
         for i, obj in enumerate(objs):
             n0 = len(codes)
-            if not flatten:
-                top = table.top
-                for k, v in obj.items():
-                    append_c(top(k))
-                    tv = type(v)
-                    d = by_type.get(tv) if tv in _LEAF_TYPES else None
-                    kc = None if d is None else d.get(v)
-                    append_k(key_code(v) if kc is None else kc)
-                counts[i] = len(codes) - n0
+            if copy_from is not None and copy_from[i] is not None:
+                a, b = copy_from[i]  # same leaves as already gathered (a prediction equal to its truth)
+                codes.extend(codes[a:b])
+                kcodes.extend(kcodes[a:b])
+                counts.append(b - a)
                 continue
-            stack: list[tuple[int, Any]] = []
-            push = stack.append
-            for k, v in obj.items():
-                c = by_key.get((-1, k))
-                push((new_code(-1, k, False) if c is None else c, v))
-            pop = stack.pop
+            stack: list[tuple[int, Any]] = [(-1, obj)]
+            push, pop = stack.append, stack.pop
             while stack:
                 c, v = pop()
                 tv = type(v)
-                if tv in _LEAF_TYPES:
-                    append_c(c)
-                    d = by_type.get(tv)
-                    kc = None if d is None else d.get(v)
-                    append_k(key_code(v) if kc is None else kc)
-                elif tv is dict or isinstance(v, Mapping):
-                    if v:
-                        for k, x in v.items():
-                            cc = by_key.get((c, k))
-                            push((new_code(c, k, False) if cc is None else cc, x))
+                if tv is list or tv is tuple:  # non-empty (flatten only)
+                    lshape = (c, len(v))
+                    child = list_shapes.get(lshape)
+                    if child is None:
+                        child = list_shapes[lshape] = [new_code(c, j, True) for j in range(len(v))]
+                    items = zip(child, v)
+                else:  # a mapping
+                    if not v:
+                        if c >= 0:
+                            append_c(c)
+                            append_k(-1)  # an empty object is an absent value
+                        continue
+                    shape = (c, tuple(v))
+                    child = shapes.get(shape)
+                    if child is None:
+                        child = shapes[shape] = [new_code(c, k, False) if flatten or c >= 0 else top(k) for k in shape[1]]
+                    items = zip(child, v.values())
+                for cc, x in items:
+                    tx = type(x)
+                    if tx is str:
+                        kc = str_get(x)
+                    elif x is None:
+                        kc = -1
+                    elif tx is int:
+                        kc = int_get(x)
+                    elif tx is float:
+                        kc = float_get(x)
+                    elif tx is bool:
+                        kc = bool_get(x)
+                    elif not flatten:
+                        kc = None
+                    elif tx is dict or tx is list or tx is tuple or isinstance(x, Mapping):
+                        if x:
+                            push((cc, x))
+                        else:
+                            append_c(cc)
+                            append_k(-1)
+                        continue
                     else:
-                        append_c(c)
-                        append_k(-1)  # an empty object is an absent value
-                elif tv is list or tv is tuple:
-                    if v:
-                        for j, x in enumerate(v):
-                            cc = by_index.get((c, j))
-                            push((new_code(c, j, True) if cc is None else cc, x))
-                    else:
-                        append_c(c)
-                        append_k(-1)
-                else:
-                    append_c(c)
-                    append_k(key_code(v))
-            counts[i] = len(codes) - n0
+                        kc = None
+                    append_c(cc)
+                    append_k(key_code(x) if kc is None else kc)
+            counts.append(len(codes) - n0)
     finally:
         if gc_was_enabled:
             gc.enable()
-    return counts
+    return np.asarray(counts, dtype=np.int64)
 
 
 def _dumps_iterative(value: Any) -> str:
@@ -769,7 +810,7 @@ def score_json(
     truth_objs: list[Mapping[str, Any]] = []
     for rid in order:
         obj = truth[truth_ids[rid]]
-        if not isinstance(obj, Mapping):
+        if type(obj) is not dict and not isinstance(obj, Mapping):
             raise InputError(f"{truth_source}: record {rid!r}: the ground truth must be a JSON object, but found {type(obj).__name__}.")
         truth_objs.append(obj)
 
@@ -784,11 +825,45 @@ def score_json(
     # gather leaves: truth once, then each model
     table = _PathTable()
     keytab = _KeyTable(normalizer)
-    leaf_paths: list[int] = []
-    leaf_keys: list[int] = []
+    leaf_paths = array("q")  # int64 codes, appended in the hot loop and read without copying
+    leaf_keys = array("q")
     t_counts = _gather(truth_objs, cfg.flatten, table, keytab, leaf_paths, leaf_keys)
     spans = [(0, len(leaf_keys))]
     model_meta = []
+    t_ends = np.cumsum(t_counts)
+    t_starts = t_ends - t_counts
+    # A prediction equal (==) to its truth has the same leaves, so its codes are copied instead of
+    # walked, except where == hides a type: True == 1 == 1.0 and False == 0 have different
+    # canonical keys. So every truth leaf holding a boolean or a number 0 / 1 is checked in the
+    # prediction: a boolean must face a boolean, a number a non-boolean.
+    ambiguous = [i for i, k in enumerate(keytab.keys) if k in ("b:true", "b:false", "n:0", "n:1")]
+    t_kc = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
+    amb_idx = np.flatnonzero(np.isin(t_kc, ambiguous)) if ambiguous else np.zeros(0, dtype=np.int64)
+    amb_list = amb_idx.tolist()
+    amb_bool = [keytab.keys[k][0] == "b" for k in t_kc[amb_idx].tolist()]
+    del t_kc
+    starts_list, ends_list = t_starts.tolist(), t_ends.tolist()
+    steps_cache: dict[int, list[Any]] = {}
+
+    def same_leaves(i: int, obj: Any) -> bool:
+        try:
+            if obj != truth_objs[i]:
+                return False
+        except RecursionError:
+            return False
+        lo, hi = bisect_left(amb_list, starts_list[i]), bisect_left(amb_list, ends_list[i])
+        for j in range(lo, hi):
+            code = leaf_paths[amb_list[j]]
+            steps = steps_cache.get(code)
+            if steps is None:
+                steps = steps_cache[code] = table.accessors(code)
+            v = obj
+            for k in steps:
+                v = v[k]
+            if (type(v) is bool) != amb_bool[j]:
+                return False
+        return True
+
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
         recs = {str(k): v for k, v in p.records.items()}
@@ -806,14 +881,14 @@ def score_json(
             if obj is _NO_RECORD:
                 objs.append({})
                 flags[rid] = ("missing_prediction",)
-            elif not isinstance(obj, Mapping):
+            elif type(obj) is not dict and not isinstance(obj, Mapping):
                 objs.append({})
                 flags[rid] = (f"invalid_prediction:{type(obj).__name__}",)
             else:
                 objs.append(obj)
         safety = np.full(n, cfg.default_safety)
         given = 0
-        pos = {rid: i for i, rid in enumerate(order)}
+        pos = {rid: i for i, rid in enumerate(order)} if p.safety else {}
         for rid, s in (p.safety or {}).items():
             rid = str(rid)
             if rid not in pos:
@@ -823,7 +898,8 @@ def score_json(
             safety[pos[rid]] = float(s)
             given += 1
         start = len(leaf_keys)
-        counts = _gather(objs, cfg.flatten, table, keytab, leaf_paths, leaf_keys)
+        copy_from = [(starts_list[i], ends_list[i]) if same_leaves(i, obj) else None for i, obj in enumerate(objs)]
+        counts = _gather(objs, cfg.flatten, table, keytab, leaf_paths, leaf_keys, copy_from)
         spans.append((start, len(leaf_keys)))
         model_meta.append((p, counts, safety, given, flags))
         missing = [r for r, f in flags.items() if f[0] == "missing_prediction"]
@@ -841,7 +917,7 @@ def score_json(
 
     # path codes in name order (so listings and tables never depend on input order) and
     # canonical-key codes of every leaf value
-    raw_paths = np.fromiter(leaf_paths, dtype=np.int64, count=len(leaf_paths))
+    raw_paths = np.frombuffer(leaf_paths, dtype=np.int64) if len(leaf_paths) else np.zeros(0, dtype=np.int64)
     used = np.zeros(len(table.names), dtype=bool)
     used[raw_paths] = True  # containers (a parent of leaves) have codes but are not keys themselves
     leaf_codes = np.flatnonzero(used)
@@ -852,10 +928,8 @@ def score_json(
     pcodes = rank[raw_paths]
     path_names = tuple(str(x) for x in names[order_idx])
     n_paths = max(1, len(path_names))
-    del leaf_paths
-    kcodes = np.fromiter(leaf_keys, dtype=np.int64, count=len(leaf_keys))
+    kcodes = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
     key_list = keytab.keys
-    del leaf_keys
     n_keys = max(1, len(key_list))
     key_type = np.asarray([k[0] for k in key_list] or ["t"], dtype="<U1")
 
@@ -893,14 +967,24 @@ def score_json(
         a_rec = np.repeat(np.arange(n, dtype=np.int64), counts)
         a_id = a_rec * n_paths + pcodes[s0:s1]
         a_key = kcodes[s0:s1]
-        u = np.concatenate([t_id, a_id])  # ids are unique within each side: sort, drop repeats
-        u.sort()
-        if len(u) > 1:
-            u = u[np.concatenate([[True], u[1:] != u[:-1]])]
-        gk = np.full(len(u), -2, dtype=np.int64)
-        ak = np.full(len(u), -2, dtype=np.int64)
-        gk[np.searchsorted(u, t_id)] = t_key
-        ak[np.searchsorted(u, a_id)] = a_key
+        if n * n_paths <= 4 * (len(t_id) + len(a_id)) + 1024:
+            # dense id space (the usual case): scatter both sides, no sort needed
+            gk_all = np.full(n * n_paths, -2, dtype=np.int64)
+            ak_all = np.full(n * n_paths, -2, dtype=np.int64)
+            gk_all[t_id] = t_key
+            ak_all[a_id] = a_key
+            u = np.flatnonzero((gk_all != -2) | (ak_all != -2))
+            gk, ak = gk_all[u], ak_all[u]
+            del gk_all, ak_all
+        else:  # sparse (e.g. long lists flattened): ids are unique within each side, sort and merge
+            u = np.concatenate([t_id, a_id])
+            u.sort()
+            if len(u) > 1:
+                u = u[np.concatenate([[True], u[1:] != u[:-1]])]
+            gk = np.full(len(u), -2, dtype=np.int64)
+            ak = np.full(len(u), -2, dtype=np.int64)
+            gk[np.searchsorted(u, t_id)] = t_key
+            ak[np.searchsorted(u, a_id)] = a_key
         rec, pc = np.divmod(u, n_paths)
         g_in, a_in = gk != -2, ak != -2
         g_val, a_val = gk >= 0, ak >= 0
@@ -937,19 +1021,18 @@ def score_json(
         scorable = both & (strat != _S_IGNORE)
         failures = scorable & np.isnan(score)
 
-        def per_rec(mask: np.ndarray) -> np.ndarray:
-            return np.bincount(rec[mask], minlength=n).astype(np.int64)
-
+        # one bincount per grouping: (record, class), then the scored / matched subsets
+        by_cls = np.bincount(rec * 5 + cls, minlength=n * 5).reshape(n, 5)
         cnt = {
-            "extra_keys": per_rec(cls == _EXTRA),
-            "gt_null_aio_has_value": per_rec(cls == _GT_NULL_HAS),
-            "gt_non_null": per_rec(g_val),
-            "aio_missing_or_null": per_rec(cls == _MISSING),
-            "both_non_null": per_rec(both),
+            "extra_keys": by_cls[:, _EXTRA],
+            "gt_null_aio_has_value": by_cls[:, _GT_NULL_HAS],
+            "gt_non_null": by_cls[:, _MISSING] + by_cls[:, _BOTH],
+            "aio_missing_or_null": by_cls[:, _MISSING],
+            "both_non_null": by_cls[:, _BOTH],
         }
-        total = np.bincount(rec, minlength=n).astype(np.int64)
-        n_scored = per_rec(scorable)
-        n_matched = per_rec(scorable & matched)
+        total = by_cls.sum(axis=1)
+        n_scored = np.bincount(rec[scorable], minlength=n)
+        n_matched = np.bincount(rec[scorable & matched], minlength=n)
         completeness = np.divide(cnt["both_non_null"], cnt["gt_non_null"], out=np.ones(n), where=cnt["gt_non_null"] > 0)
         halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(n), where=total > 0)
         accuracy = np.divide(n_matched, n_scored, out=np.ones(n), where=n_scored > 0)
@@ -960,18 +1043,20 @@ def score_json(
         fld = field_of_path[pc]
 
         def per_field(mask: np.ndarray) -> np.ndarray:
-            return np.bincount(fld[mask], minlength=n_fields).astype(np.int64)
+            return np.bincount(fld[mask], minlength=n_fields)
 
+        f_cls = np.bincount(fld * 5 + cls, minlength=n_fields * 5).reshape(n_fields, 5)
         f_counts = {
-            "extra_keys": per_field(cls == _EXTRA),
-            "gt_null_aio_has_value": per_field(cls == _GT_NULL_HAS),
-            "gt_non_null": per_field(g_val),
-            "aio_missing_or_null": per_field(cls == _MISSING),
-            "both_non_null": per_field(both),
+            "extra_keys": f_cls[:, _EXTRA],
+            "gt_null_aio_has_value": f_cls[:, _GT_NULL_HAS],
+            "gt_non_null": f_cls[:, _MISSING] + f_cls[:, _BOTH],
+            "aio_missing_or_null": f_cls[:, _MISSING],
+            "both_non_null": f_cls[:, _BOTH],
         }
-        f_scored, f_matched = per_field(scorable), per_field(scorable & matched)
-        f_ignored, f_fail = per_field(both & (strat == _S_IGNORE)), per_field(failures)
-        f_strat = [per_field(both & (strat == c)) for c in range(len(_STRATEGIES))]
+        f_scored, f_matched, f_fail = per_field(scorable), per_field(scorable & matched), per_field(failures)
+        f_st = np.bincount(fld[both] * 4 + strat[both], minlength=n_fields * 4).reshape(n_fields, 4)
+        f_ignored = f_st[:, _S_IGNORE]
+        f_strat = [f_st[:, c] for c in range(len(_STRATEGIES))]
         fields_out: dict[str, FieldAccuracy] = {}
         for j, fname in enumerate(field_names):
             present = sum(int(f_counts[b][j]) for b in ("extra_keys", "gt_null_aio_has_value", "gt_non_null"))
