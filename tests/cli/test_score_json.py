@@ -197,3 +197,14 @@ def test_demo_runs_the_customers_example(cli) -> None:
     r = cli("demo", "--experiments", str(EXPERIMENTS), "--only", "customers")
     assert r.code == 0, r.err
     assert "== customers (json)" in r.out and "RQS mean" in r.out and "`lexical` backend" in r.out
+
+
+def test_status_in_pairs_layout(cli, tmp_path) -> None:
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", [
+        {"id": "1", "truth": {"a": 1}, "prediction": {"a": 1}, "status": "ok"},
+        {"id": "2", "truth": {"a": 2}, "prediction": None, "status": "error"},
+    ])
+    r = cli("score", "json", "--predictions", f"p={pairs}", "--json")
+    assert r.code == 0, r.err
+    m = r.json()["models"]["p"]
+    assert m["excluded_records"] == 1 and m["rqs"]["min"] == 0.85

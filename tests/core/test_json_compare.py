@@ -433,3 +433,17 @@ def test_equal_by_python_but_different_types_are_not_equal(flatten) -> None:
     else:
         assert r.mismatched == ("a", "b", "c")
     assert compare_json(gt, dict(gt), config=JsonConfig(flatten=flatten)).accuracy == 1.0
+
+
+def test_pending_and_error_records_are_excluded_from_aggregates() -> None:
+    truth = {"r1": {"a": 1}, "r2": {"a": 2}, "r3": {"a": 3}}
+    preds = {"r1": {"a": 1}, "r2": {"b": 9}, "r3": {}}
+    res = score_json(truth, [JsonPredictions(name="m", records=preds, status={"r2": "pending", "r3": "ERROR", "r1": "ok"})])
+    m = res.models["m"]
+    assert m.excluded_records == 2
+    assert m.rqs == {"mean": 0.85, "median": 0.85, "min": 0.85, "max": 0.85}
+    assert m.buckets["extra_keys"] == 0 and m.fields["a"].scored == 1
+    assert m.record("r2").flags == ("excluded:pending",) and m.record("r3").flags == ("excluded:error",)
+    assert any("left out of its aggregates" in w for w in res.warnings)
+    with pytest.raises(InputError, match=r"record 'r1': `status` must be one of ok, pending, error"):
+        score_json(truth, [JsonPredictions(name="m", records=preds, status={"r1": "done"})])

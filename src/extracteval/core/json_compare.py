@@ -153,12 +153,15 @@ class JsonPredictions:
 
     A value that is not an object (a string, a list, None…) is *invalid*: the record is scored as
     an empty prediction (every truth key missing) and counted in `invalid_predictions`.
-    `safety` holds optional per-record safety scores in [0, 1].
+    `safety` holds optional per-record safety scores in [0, 1]; `status` optional per-record
+    `ok` / `pending` / `error`: pending and error records are *excluded* from the model's
+    aggregates (counted in `excluded_records`, flagged, still listed per record).
     """
 
     name: str
     records: Mapping[str, Any]
     safety: Mapping[str, float] = field(default_factory=dict)
+    status: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
 
 
@@ -264,6 +267,7 @@ class ModelJsonResult:
     similarity_failures: int
     missing_records: int
     invalid_predictions: int
+    excluded_records: int
     safety_scores_given: int
     fields: Mapping[str, FieldAccuracy]
     source: str
@@ -399,6 +403,7 @@ class ModelJsonResult:
             "similarity_failures": self.similarity_failures,
             "missing_records": self.missing_records,
             "invalid_predictions": self.invalid_predictions,
+            "excluded_records": self.excluded_records,
             "safety_scores_given": self.safety_scores_given,
             "fields": {k: v.to_dict() for k, v in self.fields.items()},
         }
@@ -875,15 +880,15 @@ def score_json(
                 "Every prediction must have a ground-truth record."
             )
         objs: list[Mapping[str, Any]] = []
-        flags: dict[str, tuple[str, ...]] = {}
+        flags: dict[str, list[str]] = {}
         for rid in order:
             obj = recs.get(rid, _NO_RECORD)
             if obj is _NO_RECORD:
                 objs.append({})
-                flags[rid] = ("missing_prediction",)
+                flags[rid] = ["missing_prediction"]
             elif type(obj) is not dict and not isinstance(obj, Mapping):
                 objs.append({})
-                flags[rid] = (f"invalid_prediction:{type(obj).__name__}",)
+                flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
             else:
                 objs.append(obj)
         safety = np.full(n, cfg.default_safety)
@@ -897,13 +902,30 @@ def score_json(
                 raise InputError(f"{what}: record {rid!r}: `{cfg.safety_key}` must be a number in [0, 1], but found {s!r}.")
             safety[pos[rid]] = float(s)
             given += 1
+        excluded = np.zeros(n, dtype=bool)
+        if p.status:
+            pos = pos or {rid: i for i, rid in enumerate(order)}
+            for rid, st in p.status.items():
+                rid = str(rid)
+                key = "" if st is None else str(st).strip().lower()
+                if key not in ("", "ok", "pending", "error"):
+                    raise InputError(f"{what}: record {rid!r}: `status` must be one of ok, pending, error (or empty), but found {st!r}.")
+                if key in ("pending", "error") and rid in pos:
+                    excluded[pos[rid]] = True
+                    flags.setdefault(rid, []).append(f"excluded:{key}")
         start = len(leaf_keys)
         copy_from = [(starts_list[i], ends_list[i]) if same_leaves(i, obj) else None for i, obj in enumerate(objs)]
         counts = _gather(objs, cfg.flatten, table, keytab, leaf_paths, leaf_keys, copy_from)
         spans.append((start, len(leaf_keys)))
-        model_meta.append((p, counts, safety, given, flags))
-        missing = [r for r, f in flags.items() if f[0] == "missing_prediction"]
-        invalid = [r for r, f in flags.items() if f[0] != "missing_prediction"]
+        model_meta.append((p, counts, safety, given, {k: tuple(v) for k, v in flags.items()}, excluded))
+        missing = [r for r, f in flags.items() if "missing_prediction" in f]
+        invalid = [r for r, f in flags.items() if f[0].startswith("invalid_prediction")]
+        if excluded.any():
+            ex = [order[i] for i in np.flatnonzero(excluded)]
+            warnings.append(
+                f"model {p.name!r}: {len(ex)} record(s) are pending or failed (status) and are left out of its aggregates: "
+                + ", ".join(repr(x) for x in ex[:5]) + (" …" if len(ex) > 5 else "")
+            )
         if missing:
             warnings.append(
                 f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: "
@@ -963,7 +985,7 @@ def score_json(
     lo, hi = cfg.clamp
     results: dict[str, dict[str, Any]] = {}
 
-    for (p, counts, safety, given, flags), (s0, s1) in zip(model_meta, spans[1:]):
+    for (p, counts, safety, given, flags, excluded), (s0, s1) in zip(model_meta, spans[1:]):
         a_rec = np.repeat(np.arange(n, dtype=np.int64), counts)
         a_id = a_rec * n_paths + pcodes[s0:s1]
         a_key = kcodes[s0:s1]
@@ -1041,11 +1063,12 @@ def score_json(
         rqs = np.round(rqs, 12)
 
         fld = field_of_path[pc]
+        keep_cell = ~excluded[rec] if excluded.any() else np.ones(len(rec), dtype=bool)
 
         def per_field(mask: np.ndarray) -> np.ndarray:
-            return np.bincount(fld[mask], minlength=n_fields)
+            return np.bincount(fld[mask & keep_cell], minlength=n_fields)
 
-        f_cls = np.bincount(fld * 5 + cls, minlength=n_fields * 5).reshape(n_fields, 5)
+        f_cls = np.bincount((fld * 5 + cls)[keep_cell], minlength=n_fields * 5).reshape(n_fields, 5)
         f_counts = {
             "extra_keys": f_cls[:, _EXTRA],
             "gt_null_aio_has_value": f_cls[:, _GT_NULL_HAS],
@@ -1054,7 +1077,8 @@ def score_json(
             "both_non_null": f_cls[:, _BOTH],
         }
         f_scored, f_matched, f_fail = per_field(scorable), per_field(scorable & matched), per_field(failures)
-        f_st = np.bincount(fld[both] * 4 + strat[both], minlength=n_fields * 4).reshape(n_fields, 4)
+        kb = both & keep_cell
+        f_st = np.bincount(fld[kb] * 4 + strat[kb], minlength=n_fields * 4).reshape(n_fields, 4)
         f_ignored = f_st[:, _S_IGNORE]
         f_strat = [f_st[:, c] for c in range(len(_STRATEGIES))]
         fields_out: dict[str, FieldAccuracy] = {}
@@ -1071,7 +1095,7 @@ def score_json(
                 similarity_failures=int(f_fail[j]),
                 strategies={_STRATEGIES[c].value: int(f_strat[c][j]) for c in range(len(_STRATEGIES)) if f_strat[c][j]},
             )
-        n_fail = int(failures.sum())
+        n_fail = int((failures & keep_cell).sum())
         if n_fail:
             warnings.append(
                 f"model {p.name!r}: the similarity backend failed on {n_fail} value(s); they count as not matched "
@@ -1083,10 +1107,11 @@ def score_json(
                 "rqs": rqs, "completeness": completeness, "hallucination": halluc, "accuracy": accuracy,
                 "safety": safety, "total_keys": total, "scored": n_scored, "matched": n_matched, **cnt,
             },
-            "cells": _Cells(rec=rec, path=pc, cls=cls, strategy=strat, score=np.where(scorable | (strat == _S_IGNORE), score, np.nan), matched=matched),
+            "cells": _Cells(rec=rec.astype(np.int32), path=pc.astype(np.int32), cls=cls, strategy=strat, score=np.where(scorable | (strat == _S_IGNORE), score, np.nan), matched=matched),
             "fields": fields_out,
             "given": given,
             "flags": flags,
+            "keep": ~excluded,
             "failures": n_fail,
         }
 
@@ -1095,7 +1120,11 @@ def score_json(
             return {"mean": 0.0, "median": 0.0, "min": 0.0, "max": 0.0}
         return {"mean": float(np.mean(x)), "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
 
-    means = {m: {k: float(np.mean(r["per_record"][k])) if n else 0.0 for k in ("rqs", "completeness", "hallucination", "accuracy", "safety")} for m, r in results.items()}
+    means = {
+        m: {k: float(np.mean(r["per_record"][k][r["keep"]])) if r["keep"].any() else 0.0
+            for k in ("rqs", "completeness", "hallucination", "accuracy", "safety")}
+        for m, r in results.items()
+    }
     # Ranking keys in order: mean RQS, accuracy, completeness, lower hallucination, name. The core
     # ranker compares (f1, precision, recall, wins) with tolerance then the name, so the RQS keys
     # map onto it with hallucination negated as the fourth key; the tier is the RQS tier.
@@ -1118,18 +1147,19 @@ def score_json(
             rank=r.rank,
             tier=tier_name,
             tier_colour=TIER_COLOURS[tier_name],
-            rqs=summary(pr["rqs"]),
+            rqs=summary(pr["rqs"][res["keep"]]),
             completeness=means[r.model]["completeness"],
             hallucination=means[r.model]["hallucination"],
             accuracy=means[r.model]["accuracy"],
             safety=means[r.model]["safety"],
-            buckets={b: int(pr[b].sum()) for b in BUCKETS},
-            scored=int(pr["scored"].sum()),
-            matched=int(pr["matched"].sum()),
+            buckets={b: int(pr[b][res["keep"]].sum()) for b in BUCKETS},
+            scored=int(pr["scored"][res["keep"]].sum()),
+            matched=int(pr["matched"][res["keep"]].sum()),
             ignored=sum(f.ignored for f in res["fields"].values()),
             similarity_failures=res["failures"],
-            missing_records=sum(1 for f in flags.values() if f[0] == "missing_prediction"),
-            invalid_predictions=sum(1 for f in flags.values() if f[0] != "missing_prediction"),
+            missing_records=sum(1 for f in flags.values() if "missing_prediction" in f),
+            invalid_predictions=sum(1 for f in flags.values() if f[0].startswith("invalid_prediction")),
+            excluded_records=int((~res["keep"]).sum()),
             safety_scores_given=res["given"],
             fields=res["fields"],
             source=res["meta"].source,

@@ -5,7 +5,7 @@ Layouts (per file, decided by its first record):
 | layout | one record |
 |---|---|
 | records (JSONL / JSON array) | `{"id": "r1", "name": "…", "address": {…}}`: the object minus `id` (and, for predictions, minus the safety key) |
-| pairs (JSONL / JSON array) | `{"id": "r1", "truth": {…}, "prediction": {…}}`, optional `model` (several models in one file) and safety key |
+| pairs (JSONL / JSON array) | `{"id": "r1", "truth": {…}, "prediction": {…}}`, optional `model` (several models in one file), `status` (ok / pending / error) and safety key |
 | table (CSV / TSV / Parquet, wide or long as in the `fields` task) | one row per record, one column per key |
 
 A `.json` file may also be an object mapping id → record. Every error names the file and the line
@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from extracteval.core.json_compare import JsonPredictions
 from extracteval.errors import InputError
@@ -47,6 +49,7 @@ class LoadedJson:
     truth: dict[str, Any] | None = None
     predictions: dict[str, dict[str, Any]] = field(default_factory=dict)
     safety: dict[str, dict[str, float]] = field(default_factory=dict)
+    status: dict[str, dict[str, str]] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)  # id → "line 3" (for messages)
 
 
@@ -249,6 +252,8 @@ def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety
                 out.truth[rid] = record  # type: ignore[index]
             else:
                 out.predictions.setdefault("", {})[rid] = record
+        if role == "predictions" and pairs and obj.get("status") is not None:
+            out.status.setdefault(model, {})[rid] = str(obj["status"])
         if role == "predictions" and safety_key in obj:
             s = _safety_value(p, where, rid, safety_key, obj[safety_key])
             if s is not None:
@@ -283,6 +288,14 @@ def _read_table(p: Path, *, role: str, id_key: str, safety_key: str) -> LoadedJs
         out.truth = {str(rid): {str(c): _cell(v) for c, v in row.items()} for rid, row in zip(frame.index, frame.to_dict("records"))}
         return out
     for model, frame in t.values.items():
+        st = t.status.get(model)
+        if isinstance(st, pd.DataFrame):
+            raise InputError(
+                f"{p}: per-cell `status` (long layout) is not supported by the json task; give one status per record "
+                "(a `status` column in the wide layout)."
+            )
+        if st is not None:
+            out.status[model] = {str(k): str(v) for k, v in st.items() if v is not None and str(v).strip()}
         recs: dict[str, Any] = {}
         for rid, row in zip(frame.index, frame.to_dict("records")):
             rid = str(rid)
@@ -365,5 +378,9 @@ def load_json_inputs(
                 recs = {
                     rid: {k: v for k, v in rec.items() if k in truth_map.get(rid, {}) or not absent(v)} for rid, rec in recs.items()
                 }
-            models.append(JsonPredictions(name=model_name, records=recs, safety=lj.safety.get(key, {}), source=str(path)))
+            models.append(
+                JsonPredictions(
+                    name=model_name, records=recs, safety=lj.safety.get(key, {}), status=lj.status.get(key, {}), source=str(path)
+                )
+            )
     return truth_map, models, truth_source, notes
