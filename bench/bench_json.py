@@ -140,8 +140,9 @@ def naive_score(gt: dict[str, Any], aio: dict[str, Any], strategies: dict[str, s
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 100_000
-    n_naive = int(sys.argv[2]) if len(sys.argv) > 2 else min(n, 10_000)
+    numbers = [int(a) for a in sys.argv[1:] if a.isdigit()]  # bench/run.py passes task names: ignore them
+    n = numbers[0] if numbers else 100_000
+    n_naive = numbers[1] if len(numbers) > 1 else min(n, 10_000)
     truth, pred = make_data(n)
     leaves = sum(len(naive_flatten(t)) for t in list(truth.values())[:1000]) / min(n, 1000)
     cfg = JsonConfig(flatten=True, strategies=STRATEGIES)
