@@ -447,3 +447,27 @@ def test_pending_and_error_records_are_excluded_from_aggregates() -> None:
     assert any("left out of its aggregates" in w for w in res.warnings)
     with pytest.raises(InputError, match=r"record 'r1': `status` must be one of ok, pending, error"):
         score_json(truth, [JsonPredictions(name="m", records=preds, status={"r1": "done"})])
+
+
+def test_chunked_scoring_equals_one_chunk(monkeypatch) -> None:
+    import extracteval.core.json_compare as jc
+
+    rng = random.Random(9)
+    truth, preds_a, preds_b = {}, {}, {}
+    for i in range(23):
+        t = {"name": f"N{i % 4}", "age": i % 3, "ok": i % 2 == 0, "addr": {"city": ["Paris", "Lyon"][i % 2]}}
+        if i > 15:  # paths that only appear in later chunks
+            t["late"] = {"items": [{"sku": f"S{i}"}, {"sku": None}]}
+        truth[f"r{i:02d}"] = t
+        preds_a[f"r{i:02d}"] = dict(t) if rng.random() < 0.5 else {**t, "age": i, "extra": [1], "ok": 1}
+        preds_b[f"r{i:02d}"] = {"name": f"n{i % 4}x"} if i % 5 else "refused"
+    preds = [JsonPredictions(name="a", records=preds_a, status={"r03": "error"}), JsonPredictions(name="b", records=preds_b)]
+    for flatten in (False, True):
+        cfg = JsonConfig(flatten=flatten, strategies={"name": "FUZZY", "late.items[*].sku": "EXACT"})
+        whole = score_json(truth, preds, config=cfg)
+        monkeypatch.setattr(jc, "_CHUNK", 4)
+        chunked = score_json(truth, preds, config=cfg)
+        monkeypatch.setattr(jc, "_CHUNK", 10_000)
+        assert chunked.to_dict(include_records=True) == whole.to_dict(include_records=True)
+        assert chunked.cells_frame().equals(whole.cells_frame())
+        assert chunked.fields_frame().equals(whole.fields_frame())

@@ -57,6 +57,7 @@ _STRATEGY_CODE = {s: i for i, s in enumerate(_STRATEGIES)}
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _INDEX = re.compile(r"\[\d+\]")
 _NO_RECORD = object()
+_CHUNK = 10_000  # records scored together: bounds the memory of the vectorised steps
 _RECORD_LIMIT = 10_000  # per-record rows in to_dict() by default up to this many (model × record) rows
 
 
@@ -293,7 +294,8 @@ class ModelJsonResult:
     def _record_at(self, i: int, starts: np.ndarray, ends: np.ndarray) -> RecordScore:
         c = self._cells
         assert c is not None
-        sl = slice(int(starts[i]), int(ends[i]))
+        sl = np.arange(int(starts[i]), int(ends[i]))
+        sl = sl[np.argsort(c.path[sl], kind="stable")]  # keys in name order
         paths = [self._paths[p] for p in c.path[sl]]
         cls = c.cls[sl]
         strat = c.strategy[sl]
@@ -370,6 +372,8 @@ class ModelJsonResult:
         (`aio_missing_or_null` or `both_non_null`), keys null on both sides as `null_both`."""
         c = self._cells
         assert c is not None
+        o = np.lexsort((c.path, c.rec))
+        c = _Cells(rec=c.rec[o], path=c.path[o], cls=c.cls[o], strategy=c.strategy[o], score=c.score[o], matched=c.matched[o])
         names = np.array(["extra_keys", "gt_null_aio_has_value", "null_both", "aio_missing_or_null", "both_non_null"], dtype=object)
         strat = np.array([s.value for s in _STRATEGIES] + [None], dtype=object)
         return pd.DataFrame(
@@ -826,49 +830,10 @@ def score_json(
         similarity = LexicalSimilarity()
     fuzzy = fuzzy_similarity or FuzzySimilarity(scorer=cfg.fuzzy_scorer)
     warnings: list[str] = []
+    pos = {rid: i for i, rid in enumerate(order)}
 
-    # gather leaves: truth once, then each model
-    table = _PathTable()
-    keytab = _KeyTable(normalizer)
-    leaf_paths = array("q")  # int64 codes, appended in the hot loop and read without copying
-    leaf_keys = array("q")
-    t_counts = _gather(truth_objs, cfg.flatten, table, keytab, leaf_paths, leaf_keys)
-    spans = [(0, len(leaf_keys))]
-    model_meta = []
-    t_ends = np.cumsum(t_counts)
-    t_starts = t_ends - t_counts
-    # A prediction equal (==) to its truth has the same leaves, so its codes are copied instead of
-    # walked, except where == hides a type: True == 1 == 1.0 and False == 0 have different
-    # canonical keys. So every truth leaf holding a boolean or a number 0 / 1 is checked in the
-    # prediction: a boolean must face a boolean, a number a non-boolean.
-    ambiguous = [i for i, k in enumerate(keytab.keys) if k in ("b:true", "b:false", "n:0", "n:1")]
-    t_kc = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
-    amb_idx = np.flatnonzero(np.isin(t_kc, ambiguous)) if ambiguous else np.zeros(0, dtype=np.int64)
-    amb_list = amb_idx.tolist()
-    amb_bool = [keytab.keys[k][0] == "b" for k in t_kc[amb_idx].tolist()]
-    del t_kc
-    starts_list, ends_list = t_starts.tolist(), t_ends.tolist()
-    steps_cache: dict[int, list[Any]] = {}
-
-    def same_leaves(i: int, obj: Any) -> bool:
-        try:
-            if obj != truth_objs[i]:
-                return False
-        except RecursionError:
-            return False
-        lo, hi = bisect_left(amb_list, starts_list[i]), bisect_left(amb_list, ends_list[i])
-        for j in range(lo, hi):
-            code = leaf_paths[amb_list[j]]
-            steps = steps_cache.get(code)
-            if steps is None:
-                steps = steps_cache[code] = table.accessors(code)
-            v = obj
-            for k in steps:
-                v = v[k]
-            if (type(v) is bool) != amb_bool[j]:
-                return False
-        return True
-
+    # each model's inputs, validated once: objects per record, flags, safety, exclusions
+    models_in: list[tuple[JsonPredictions, list[Mapping[str, Any]], np.ndarray, int, dict[str, tuple[str, ...]], np.ndarray]] = []
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
         recs = {str(k): v for k, v in p.records.items()}
@@ -893,7 +858,6 @@ def score_json(
                 objs.append(obj)
         safety = np.full(n, cfg.default_safety)
         given = 0
-        pos = {rid: i for i, rid in enumerate(order)} if p.safety else {}
         for rid, s in (p.safety or {}).items():
             rid = str(rid)
             if rid not in pos:
@@ -903,29 +867,17 @@ def score_json(
             safety[pos[rid]] = float(s)
             given += 1
         excluded = np.zeros(n, dtype=bool)
-        if p.status:
-            pos = pos or {rid: i for i, rid in enumerate(order)}
-            for rid, st in p.status.items():
-                rid = str(rid)
-                key = "" if st is None else str(st).strip().lower()
-                if key not in ("", "ok", "pending", "error"):
-                    raise InputError(f"{what}: record {rid!r}: `status` must be one of ok, pending, error (or empty), but found {st!r}.")
-                if key in ("pending", "error") and rid in pos:
-                    excluded[pos[rid]] = True
-                    flags.setdefault(rid, []).append(f"excluded:{key}")
-        start = len(leaf_keys)
-        copy_from = [(starts_list[i], ends_list[i]) if same_leaves(i, obj) else None for i, obj in enumerate(objs)]
-        counts = _gather(objs, cfg.flatten, table, keytab, leaf_paths, leaf_keys, copy_from)
-        spans.append((start, len(leaf_keys)))
-        model_meta.append((p, counts, safety, given, {k: tuple(v) for k, v in flags.items()}, excluded))
+        for rid, st in (p.status or {}).items():
+            rid = str(rid)
+            key = "" if st is None else str(st).strip().lower()
+            if key not in ("", "ok", "pending", "error"):
+                raise InputError(f"{what}: record {rid!r}: `status` must be one of ok, pending, error (or empty), but found {st!r}.")
+            if key in ("pending", "error") and rid in pos:
+                excluded[pos[rid]] = True
+                flags.setdefault(rid, []).append(f"excluded:{key}")
+        models_in.append((p, objs, safety, given, {k: tuple(v) for k, v in flags.items()}, excluded))
         missing = [r for r, f in flags.items() if "missing_prediction" in f]
         invalid = [r for r, f in flags.items() if f[0].startswith("invalid_prediction")]
-        if excluded.any():
-            ex = [order[i] for i in np.flatnonzero(excluded)]
-            warnings.append(
-                f"model {p.name!r}: {len(ex)} record(s) are pending or failed (status) and are left out of its aggregates: "
-                + ", ".join(repr(x) for x in ex[:5]) + (" …" if len(ex) > 5 else "")
-            )
         if missing:
             warnings.append(
                 f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: "
@@ -936,183 +888,300 @@ def score_json(
                 f"model {p.name!r}: {len(invalid)} prediction(s) are not JSON objects and count as empty predictions: "
                 + ", ".join(f"{x!r} ({flags[x][0].split(':', 1)[1]})" for x in invalid[:5]) + (" …" if len(invalid) > 5 else "")
             )
+        if excluded.any():
+            ex = [order[i] for i in np.flatnonzero(excluded)]
+            warnings.append(
+                f"model {p.name!r}: {len(ex)} record(s) are pending or failed (status) and are left out of its aggregates: "
+                + ", ".join(repr(x) for x in ex[:5]) + (" …" if len(ex) > 5 else "")
+            )
 
-    # path codes in name order (so listings and tables never depend on input order) and
-    # canonical-key codes of every leaf value
-    raw_paths = np.frombuffer(leaf_paths, dtype=np.int64) if len(leaf_paths) else np.zeros(0, dtype=np.int64)
-    used = np.zeros(len(table.names), dtype=bool)
-    used[raw_paths] = True  # containers (a parent of leaves) have codes but are not keys themselves
-    leaf_codes = np.flatnonzero(used)
-    names = np.asarray(table.names, dtype=object)[leaf_codes]
-    order_idx = np.argsort(names.astype(str), kind="stable") if len(names) else np.zeros(0, dtype=np.int64)
-    rank = np.full(len(table.names), -1, dtype=np.int64)
-    rank[leaf_codes[order_idx]] = np.arange(len(names))
-    pcodes = rank[raw_paths]
-    path_names = tuple(str(x) for x in names[order_idx])
-    n_paths = max(1, len(path_names))
-    kcodes = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
-    key_list = keytab.keys
-    n_keys = max(1, len(key_list))
-    key_type = np.asarray([k[0] for k in key_list] or ["t"], dtype="<U1")
-
-    # strategies: explicit per path (nearest configured ancestor / pattern) else auto per truth key
-    override = np.full(len(path_names), -1, dtype=np.int8)
+    table = _PathTable()
+    keytab = _KeyTable(normalizer)
+    # per path code: configured strategy (-1 = auto); per key code: auto strategy and type letter.
+    # Both grow as new paths and values appear, chunk after chunk.
+    override = np.zeros(0, dtype=np.int8)
+    auto = np.zeros(0, dtype=np.int8)
+    key_type = np.zeros(0, dtype="<U1")
     used_config: set[str] = set()
-    if cfg.strategies:
-        for i, pth in enumerate(path_names):
-            found = _configured_strategy(pth, cfg.strategies, cfg.flatten)
-            if found is not None:
-                used_config.add(found[0])
-                override[i] = _STRATEGY_CODE[found[1]]
+
+    def extend_tables() -> None:
+        nonlocal override, auto, key_type
+        k0 = len(override)
+        if len(table.names) > k0:
+            new = np.full(len(table.names) - k0, -1, dtype=np.int8)
+            if cfg.strategies:
+                for i, pth in enumerate(table.names[k0:]):
+                    found = _configured_strategy(pth, cfg.strategies, cfg.flatten)
+                    if found is not None:
+                        used_config.add(found[0])
+                        new[i] = _STRATEGY_CODE[found[1]]
+            override = np.concatenate([override, new])
+        a0 = len(auto)
+        if len(keytab.keys) > a0:
+            fresh = keytab.keys[a0:]
+            auto = np.concatenate([auto, np.fromiter((_STRATEGY_CODE[auto_strategy(k)] for k in fresh), dtype=np.int8, count=len(fresh))])
+            key_type = np.concatenate([key_type, np.asarray([k[0] for k in fresh], dtype="<U1")])
+
+    w = cfg.weights
+    lo, hi = cfg.clamp
+    per_record_keys = ("rqs", "completeness", "hallucination", "accuracy", "total_keys", "scored", "matched", *BUCKETS)
+    acc: dict[str, dict[str, Any]] = {
+        p.name: {"per_record": {k: [] for k in per_record_keys}, "cells": [], "fields": [], "failures": 0} for p, *_ in models_in
+    }
+    ambiguous_keys = ("b:true", "b:false", "n:0", "n:1")
+
+    # Records are scored in chunks: every array below is bounded by the chunk, so memory stays
+    # flat however many records there are; only per-record results and per-cell listings grow.
+    for c0 in range(0, n, _CHUNK):
+        c1 = min(n, c0 + _CHUNK)
+        nc = c1 - c0
+        leaf_paths = array("q")  # int64 codes, appended in the hot loop and read without copying
+        leaf_keys = array("q")
+        t_counts = _gather(truth_objs[c0:c1], cfg.flatten, table, keytab, leaf_paths, leaf_keys)
+        t_len = len(leaf_keys)
+        t_ends = np.cumsum(t_counts)
+        starts_list, ends_list = (t_ends - t_counts).tolist(), t_ends.tolist()
+        # A prediction equal (==) to its truth has the same leaves, so its codes are copied instead
+        # of walked, except where == hides a type: True == 1 == 1.0 and False == 0 have different
+        # canonical keys. So each truth leaf holding a boolean or a number 0 / 1 is checked in the
+        # prediction: a boolean must face a boolean, a number a non-boolean.
+        amb_codes = [keytab.ids[k] for k in ambiguous_keys if k in keytab.ids]
+        t_kc = np.frombuffer(leaf_keys, dtype=np.int64) if t_len else np.zeros(0, dtype=np.int64)
+        amb_idx = np.flatnonzero(np.isin(t_kc, amb_codes)) if amb_codes else np.zeros(0, dtype=np.int64)
+        amb_list = amb_idx.tolist()
+        amb_bool = [keytab.keys[k][0] == "b" for k in t_kc[amb_idx].tolist()]
+        del t_kc  # release the buffer: the arrays grow again below
+        steps_cache: dict[int, list[Any]] = {}
+
+        def same_leaves(i: int, obj: Any) -> bool:
+            try:
+                if obj != truth_objs[c0 + i]:
+                    return False
+            except RecursionError:
+                return False
+            for j in range(bisect_left(amb_list, starts_list[i]), bisect_left(amb_list, ends_list[i])):
+                code = leaf_paths[amb_list[j]]
+                steps = steps_cache.get(code)
+                if steps is None:
+                    steps = steps_cache[code] = table.accessors(code)
+                v = obj
+                for k in steps:
+                    v = v[k]
+                if (type(v) is bool) != amb_bool[j]:
+                    return False
+            return True
+
+        spans = []
+        for p, objs, *_ in models_in:
+            start = len(leaf_keys)
+            chunk = objs[c0:c1]
+            copy_from = [(starts_list[i], ends_list[i]) if same_leaves(i, obj) else None for i, obj in enumerate(chunk)]
+            counts = _gather(chunk, cfg.flatten, table, keytab, leaf_paths, leaf_keys, copy_from)
+            spans.append((start, len(leaf_keys), counts))
+        extend_tables()
+        n_paths = max(1, len(table.names))
+        n_keys = max(1, len(keytab.keys))
+        raw_paths = np.frombuffer(leaf_paths, dtype=np.int64) if len(leaf_paths) else np.zeros(0, dtype=np.int64)
+        kcodes = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
+        t_id = np.repeat(np.arange(nc, dtype=np.int64), t_counts) * n_paths + raw_paths[:t_len]
+        t_key = kcodes[:t_len]
+
+        for (p, objs, safety_all, given, flags, excluded_all), (s0, s1, counts) in zip(models_in, spans):
+            a_id = np.repeat(np.arange(nc, dtype=np.int64), counts) * n_paths + raw_paths[s0:s1]
+            a_key = kcodes[s0:s1]
+            if nc * n_paths <= 4 * (len(t_id) + len(a_id)) + 1024:
+                # dense id space (the usual case): scatter both sides, no sort needed
+                gk_all = np.full(nc * n_paths, -2, dtype=np.int64)
+                ak_all = np.full(nc * n_paths, -2, dtype=np.int64)
+                gk_all[t_id] = t_key
+                ak_all[a_id] = a_key
+                u = np.flatnonzero((gk_all != -2) | (ak_all != -2))
+                gk, ak = gk_all[u], ak_all[u]
+                del gk_all, ak_all
+            else:  # sparse (e.g. long lists flattened): ids are unique within each side, sort and merge
+                u = np.concatenate([t_id, a_id])
+                u.sort()
+                if len(u) > 1:
+                    u = u[np.concatenate([[True], u[1:] != u[:-1]])]
+                gk = np.full(len(u), -2, dtype=np.int64)
+                ak = np.full(len(u), -2, dtype=np.int64)
+                gk[np.searchsorted(u, t_id)] = t_key
+                ak[np.searchsorted(u, a_id)] = a_key
+            rec, pc = np.divmod(u, n_paths)
+            del u
+            g_in, a_in = gk != -2, ak != -2
+            g_val, a_val = gk >= 0, ak >= 0
+            cls = np.full(len(rec), _NULL_BOTH, dtype=np.int8)
+            cls[~g_in & a_in] = _EXTRA
+            cls[g_in & ~g_val & a_val] = _GT_NULL_HAS
+            cls[g_val & ~a_val] = _MISSING
+            both = g_val & a_val
+            cls[both] = _BOTH
+
+            strat = np.full(len(rec), -1, dtype=np.int8)
+            ov = override[pc[both]]
+            strat[both] = np.where(ov >= 0, ov, auto[gk[both]])
+            score = np.full(len(rec), np.nan)
+            equal = both & (gk == ak)
+            score[equal] = 1.0
+            score[both & ~equal & (strat == _S_EXACT)] = 0.0
+            for code, backend, label in ((_S_FUZZY, fuzzy, "FUZZY"), (_S_SEMANTIC, similarity, "SEMANTIC")):
+                cand = both & ~equal & (strat == code)
+                if not cand.any():
+                    continue
+                idx = np.flatnonzero(cand)
+                g_t, a_t = key_type[gk[idx]], key_type[ak[idx]]
+                # numbers, booleans and dates are never "nearly" equal: only text or JSON goes to a backend
+                textual = np.isin(g_t, ("t", "j")) | np.isin(a_t, ("t", "j"))
+                score[idx[~textual]] = 0.0
+                ti = idx[textual]
+                if len(ti):
+                    score[ti] = _similarity_scores(backend, gk[ti] * n_keys + ak[ti], keytab.keys, n_keys, label)
+            thr = np.where(strat == _S_SEMANTIC, cfg.semantic_threshold, np.where(strat == _S_FUZZY, cfg.fuzzy_threshold, 1.0))
+            with np.errstate(invalid="ignore"):
+                matched = both & (score >= thr - 1e-12)
+            del thr
+            scorable = both & (strat != _S_IGNORE)
+            failures = scorable & np.isnan(score)
+
+            # one bincount per grouping: (record, class), then the scored / matched subsets
+            by_cls = np.bincount(rec * 5 + cls, minlength=nc * 5).reshape(nc, 5)
+            cnt = {
+                "extra_keys": by_cls[:, _EXTRA],
+                "gt_null_aio_has_value": by_cls[:, _GT_NULL_HAS],
+                "gt_non_null": by_cls[:, _MISSING] + by_cls[:, _BOTH],
+                "aio_missing_or_null": by_cls[:, _MISSING],
+                "both_non_null": by_cls[:, _BOTH],
+            }
+            total = by_cls.sum(axis=1)
+            n_scored = np.bincount(rec[scorable], minlength=nc)
+            n_matched = np.bincount(rec[scorable & matched], minlength=nc)
+            safety = safety_all[c0:c1]
+            completeness = np.divide(cnt["both_non_null"], cnt["gt_non_null"], out=np.ones(nc), where=cnt["gt_non_null"] > 0)
+            halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(nc), where=total > 0)
+            accuracy = np.divide(n_matched, n_scored, out=np.ones(nc), where=n_scored > 0)
+            rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
+            # 12 decimals: seed 001's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
+            rqs = np.round(rqs, 12)
+            a = acc[p.name]
+            for k, v in (("rqs", rqs), ("completeness", completeness), ("hallucination", halluc), ("accuracy", accuracy),
+                         ("total_keys", total), ("scored", n_scored), ("matched", n_matched), *cnt.items()):
+                a["per_record"][k].append(v)
+
+            # per raw path code (mapped to fields once all paths are known); excluded records left out
+            excluded = excluded_all[c0:c1]
+            keep = ~excluded[rec] if excluded.any() else np.ones(len(rec), dtype=bool)
+            kb = both & keep
+            a["fields"].append((
+                n_paths,
+                np.bincount((pc * 5 + cls)[keep], minlength=n_paths * 5).reshape(n_paths, 5),
+                np.bincount(pc[scorable & keep], minlength=n_paths),
+                np.bincount(pc[scorable & matched & keep], minlength=n_paths),
+                np.bincount(pc[failures & keep], minlength=n_paths),
+                np.bincount(pc[kb] * 4 + strat[kb], minlength=n_paths * 4).reshape(n_paths, 4),
+            ))
+            a["failures"] += int((failures & keep).sum())
+            a["cells"].append(_Cells(
+                rec=(rec + c0).astype(np.int32),
+                path=pc.astype(np.int32),
+                cls=cls,
+                strategy=strat,
+                score=np.where(both, score, np.nan),
+                matched=matched,
+            ))
+        del raw_paths, kcodes, t_id, t_key
+
+    # path names in name order (listings and tables never depend on input order); containers
+    # (parents of leaves) have codes but are not keys themselves
+    n_codes = len(table.names)
+    used = np.zeros(n_codes, dtype=bool)
+    for a in acc.values():
+        for c in a["cells"]:
+            used[c.path] = True
+    leaf_codes = np.flatnonzero(used)
+    names = np.asarray(table.names, dtype=object)[leaf_codes] if n_codes else np.zeros(0, dtype=object)
+    order_idx = np.argsort(names.astype(str), kind="stable") if len(names) else np.zeros(0, dtype=np.int64)
+    rank = np.full(max(1, n_codes), -1, dtype=np.int64)
+    rank[leaf_codes[order_idx]] = np.arange(len(names))
+    path_names = tuple(str(x) for x in names[order_idx])
     unused = sorted(set(cfg.strategies) - used_config)
     if unused:
         warnings.append(f"strategies given for fields that appear in no record: {unused}")
-    auto = np.fromiter((_STRATEGY_CODE[auto_strategy(k)] for k in key_list), dtype=np.int8, count=len(key_list))
 
     # per-field table keys: the path pattern (items[*].price) when flattening
     if cfg.flatten:
-        fcodes_u, funiq = pd.factorize(np.asarray([_pattern(p) for p in path_names], dtype=object), sort=True)
-        field_of_path, field_names = fcodes_u.astype(np.int64), tuple(str(x) for x in funiq)
+        fcodes_u, funiq = pd.factorize(np.asarray([_pattern(x) for x in path_names], dtype=object), sort=True)
+        field_of_rank, field_names = fcodes_u.astype(np.int64), tuple(str(x) for x in funiq)
     else:
-        field_of_path, field_names = np.arange(len(path_names), dtype=np.int64), path_names
+        field_of_rank, field_names = np.arange(len(path_names), dtype=np.int64), path_names
     n_fields = len(field_names)
+    field_of_code = np.full(max(1, n_codes), 0, dtype=np.int64)
+    field_of_code[leaf_codes[order_idx]] = field_of_rank
 
-    t0, t1 = spans[0]
-    t_rec = np.repeat(np.arange(n, dtype=np.int64), t_counts)
-    t_id = t_rec * n_paths + pcodes[t0:t1]
-    t_key = kcodes[t0:t1]
-    w = cfg.weights
-    lo, hi = cfg.clamp
+    def to_fields(arr: np.ndarray) -> np.ndarray:
+        """Sum rows of a per-code array into per-field rows (only leaf codes carry counts)."""
+        out = np.zeros((n_fields, *arr.shape[1:]), dtype=np.int64)
+        if len(leaf_codes):
+            np.add.at(out, field_of_code[leaf_codes], arr[leaf_codes])
+        return out
+
     results: dict[str, dict[str, Any]] = {}
-
-    for (p, counts, safety, given, flags, excluded), (s0, s1) in zip(model_meta, spans[1:]):
-        a_rec = np.repeat(np.arange(n, dtype=np.int64), counts)
-        a_id = a_rec * n_paths + pcodes[s0:s1]
-        a_key = kcodes[s0:s1]
-        if n * n_paths <= 4 * (len(t_id) + len(a_id)) + 1024:
-            # dense id space (the usual case): scatter both sides, no sort needed
-            gk_all = np.full(n * n_paths, -2, dtype=np.int64)
-            ak_all = np.full(n * n_paths, -2, dtype=np.int64)
-            gk_all[t_id] = t_key
-            ak_all[a_id] = a_key
-            u = np.flatnonzero((gk_all != -2) | (ak_all != -2))
-            gk, ak = gk_all[u], ak_all[u]
-            del gk_all, ak_all
-        else:  # sparse (e.g. long lists flattened): ids are unique within each side, sort and merge
-            u = np.concatenate([t_id, a_id])
-            u.sort()
-            if len(u) > 1:
-                u = u[np.concatenate([[True], u[1:] != u[:-1]])]
-            gk = np.full(len(u), -2, dtype=np.int64)
-            ak = np.full(len(u), -2, dtype=np.int64)
-            gk[np.searchsorted(u, t_id)] = t_key
-            ak[np.searchsorted(u, a_id)] = a_key
-        rec, pc = np.divmod(u, n_paths)
-        g_in, a_in = gk != -2, ak != -2
-        g_val, a_val = gk >= 0, ak >= 0
-        cls = np.full(len(u), _NULL_BOTH, dtype=np.int8)
-        cls[~g_in & a_in] = _EXTRA
-        cls[g_in & ~g_val & a_val] = _GT_NULL_HAS
-        cls[g_val & ~a_val] = _MISSING
-        both = g_val & a_val
-        cls[both] = _BOTH
-
-        strat = np.full(len(u), -1, dtype=np.int8)
-        ov = override[pc[both]]
-        strat[both] = np.where(ov >= 0, ov, auto[gk[both]])
-        score = np.full(len(u), np.nan)
-        equal = both & (gk == ak)
-        score[equal] = 1.0
-        exact_ne = both & ~equal & (strat == _S_EXACT)
-        score[exact_ne] = 0.0
-        for code, backend, label in ((_S_FUZZY, fuzzy, "FUZZY"), (_S_SEMANTIC, similarity, "SEMANTIC")):
-            cand = both & ~equal & (strat == code)
-            if not cand.any():
-                continue
-            idx = np.flatnonzero(cand)
-            g_t, a_t = key_type[gk[idx]], key_type[ak[idx]]
-            # numbers, booleans and dates are never "nearly" equal: only text or JSON goes to a backend
-            textual = np.isin(g_t, ("t", "j")) | np.isin(a_t, ("t", "j"))
-            score[idx[~textual]] = 0.0
-            ti = idx[textual]
-            if len(ti):
-                score[ti] = _similarity_scores(backend, gk[ti] * n_keys + ak[ti], key_list, n_keys, label)
-        thr = np.where(strat == _S_SEMANTIC, cfg.semantic_threshold, np.where(strat == _S_FUZZY, cfg.fuzzy_threshold, 1.0))
-        with np.errstate(invalid="ignore"):
-            matched = both & (score >= thr - 1e-12)
-        scorable = both & (strat != _S_IGNORE)
-        failures = scorable & np.isnan(score)
-
-        # one bincount per grouping: (record, class), then the scored / matched subsets
-        by_cls = np.bincount(rec * 5 + cls, minlength=n * 5).reshape(n, 5)
-        cnt = {
-            "extra_keys": by_cls[:, _EXTRA],
-            "gt_null_aio_has_value": by_cls[:, _GT_NULL_HAS],
-            "gt_non_null": by_cls[:, _MISSING] + by_cls[:, _BOTH],
-            "aio_missing_or_null": by_cls[:, _MISSING],
-            "both_non_null": by_cls[:, _BOTH],
+    for p, objs, safety_all, given, flags, excluded_all in models_in:
+        a = acc[p.name]
+        pr: dict[str, np.ndarray] = {
+            k: (np.concatenate(v) if v else np.zeros(0, dtype=np.float64 if k in ("rqs", "completeness", "hallucination", "accuracy") else np.int64))
+            for k, v in a["per_record"].items()
         }
-        total = by_cls.sum(axis=1)
-        n_scored = np.bincount(rec[scorable], minlength=n)
-        n_matched = np.bincount(rec[scorable & matched], minlength=n)
-        completeness = np.divide(cnt["both_non_null"], cnt["gt_non_null"], out=np.ones(n), where=cnt["gt_non_null"] > 0)
-        halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(n), where=total > 0)
-        accuracy = np.divide(n_matched, n_scored, out=np.ones(n), where=n_scored > 0)
-        rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
-        # 12 decimals: seed 001's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
-        rqs = np.round(rqs, 12)
-
-        fld = field_of_path[pc]
-        keep_cell = ~excluded[rec] if excluded.any() else np.ones(len(rec), dtype=bool)
-
-        def per_field(mask: np.ndarray) -> np.ndarray:
-            return np.bincount(fld[mask & keep_cell], minlength=n_fields)
-
-        f_cls = np.bincount((fld * 5 + cls)[keep_cell], minlength=n_fields * 5).reshape(n_fields, 5)
-        f_counts = {
-            "extra_keys": f_cls[:, _EXTRA],
-            "gt_null_aio_has_value": f_cls[:, _GT_NULL_HAS],
-            "gt_non_null": f_cls[:, _MISSING] + f_cls[:, _BOTH],
-            "aio_missing_or_null": f_cls[:, _MISSING],
-            "both_non_null": f_cls[:, _BOTH],
-        }
-        f_scored, f_matched, f_fail = per_field(scorable), per_field(scorable & matched), per_field(failures)
-        kb = both & keep_cell
-        f_st = np.bincount(fld[kb] * 4 + strat[kb], minlength=n_fields * 4).reshape(n_fields, 4)
-        f_ignored = f_st[:, _S_IGNORE]
-        f_strat = [f_st[:, c] for c in range(len(_STRATEGIES))]
+        pr["safety"] = safety_all
+        sums = [np.zeros((max(1, n_codes), 5), dtype=np.int64), *(np.zeros(max(1, n_codes), dtype=np.int64) for _ in range(3)),
+                np.zeros((max(1, n_codes), 4), dtype=np.int64)]
+        for chunk_paths, *arrays in a["fields"]:
+            for total_arr, arr in zip(sums, arrays):
+                total_arr[:chunk_paths] += arr
+        f_cls, f_scored, f_matched, f_fail, f_st = (to_fields(x) for x in sums)
         fields_out: dict[str, FieldAccuracy] = {}
         for j, fname in enumerate(field_names):
-            present = sum(int(f_counts[b][j]) for b in ("extra_keys", "gt_null_aio_has_value", "gt_non_null"))
-            if present == 0:
+            counts_j = {
+                "extra_keys": int(f_cls[j, _EXTRA]),
+                "gt_null_aio_has_value": int(f_cls[j, _GT_NULL_HAS]),
+                "gt_non_null": int(f_cls[j, _MISSING] + f_cls[j, _BOTH]),
+                "aio_missing_or_null": int(f_cls[j, _MISSING]),
+                "both_non_null": int(f_cls[j, _BOTH]),
+            }
+            if counts_j["extra_keys"] + counts_j["gt_null_aio_has_value"] + counts_j["gt_non_null"] == 0:
                 continue  # null on both sides everywhere for this model: nothing to report
             fields_out[fname] = FieldAccuracy(
                 field=fname,
-                counts={b: int(f_counts[b][j]) for b in BUCKETS},
+                counts=counts_j,
                 scored=int(f_scored[j]),
                 matched=int(f_matched[j]),
-                ignored=int(f_ignored[j]),
+                ignored=int(f_st[j, _S_IGNORE]),
                 similarity_failures=int(f_fail[j]),
-                strategies={_STRATEGIES[c].value: int(f_strat[c][j]) for c in range(len(_STRATEGIES)) if f_strat[c][j]},
+                strategies={_STRATEGIES[c].value: int(f_st[j, c]) for c in range(len(_STRATEGIES)) if f_st[j, c]},
             )
-        n_fail = int((failures & keep_cell).sum())
-        if n_fail:
+        cells = a["cells"]
+        merged = _Cells(
+            rec=np.concatenate([c.rec for c in cells]) if cells else np.zeros(0, dtype=np.int32),
+            path=(rank[np.concatenate([c.path for c in cells])].astype(np.int32) if cells else np.zeros(0, dtype=np.int32)),
+            cls=np.concatenate([c.cls for c in cells]) if cells else np.zeros(0, dtype=np.int8),
+            strategy=np.concatenate([c.strategy for c in cells]) if cells else np.zeros(0, dtype=np.int8),
+            score=np.concatenate([c.score for c in cells]) if cells else np.zeros(0),
+            matched=np.concatenate([c.matched for c in cells]) if cells else np.zeros(0, dtype=bool),
+        )
+        if a["failures"]:
             warnings.append(
-                f"model {p.name!r}: the similarity backend failed on {n_fail} value(s); they count as not matched "
+                f"model {p.name!r}: the similarity backend failed on {a['failures']} value(s); they count as not matched "
                 "(see similarity_failures per field)."
             )
         results[p.name] = {
             "meta": p,
-            "per_record": {
-                "rqs": rqs, "completeness": completeness, "hallucination": halluc, "accuracy": accuracy,
-                "safety": safety, "total_keys": total, "scored": n_scored, "matched": n_matched, **cnt,
-            },
-            "cells": _Cells(rec=rec.astype(np.int32), path=pc.astype(np.int32), cls=cls, strategy=strat, score=np.where(scorable | (strat == _S_IGNORE), score, np.nan), matched=matched),
+            "per_record": pr,
+            "cells": merged,
             "fields": fields_out,
             "given": given,
             "flags": flags,
-            "keep": ~excluded,
-            "failures": n_fail,
+            "keep": ~excluded_all,
+            "failures": a["failures"],
         }
 
     def summary(x: np.ndarray) -> dict[str, float]:
