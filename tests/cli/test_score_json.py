@@ -208,3 +208,21 @@ def test_status_in_pairs_layout(cli, tmp_path) -> None:
     assert r.code == 0, r.err
     m = r.json()["models"]["p"]
     assert m["excluded_records"] == 1 and m["rqs"]["min"] == 0.85
+
+
+def test_embedding_needs_a_local_model_folder(cli, seed_files, tmp_path) -> None:
+    r = cli("score", "json", "--truth", str(seed_files["truth"]), "--predictions", f"m={seed_files['pred']}",
+            "--similarity", "embedding", "--embedding-model", str(tmp_path / "no-such-model"))
+    assert r.code == 2 and "never downloads" in r.err and "Traceback" not in r.err
+
+
+def test_weights_option(cli, seed_files) -> None:
+    r = cli("score", "json", "--truth", str(seed_files["truth"]), "--predictions", f"m={seed_files['pred']}",
+            "--weights", "accuracy=0.5,completeness=0.5,hallucination=0,safety=0", "--json")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["config"]["weights"] == {"accuracy": 0.5, "completeness": 0.5, "hallucination": 0.0, "safety": 0.0}
+    w2 = next(x for x in d["models"]["m"]["records"] if x["record_id"] == "w2")
+    assert w2["rqs"] == 1.0
+    r = cli("score", "json", "--truth", str(seed_files["truth"]), "--predictions", f"m={seed_files['pred']}", "--weights", "speed=1")
+    assert r.code == 2 and "accuracy, completeness, hallucination, safety" in r.err
