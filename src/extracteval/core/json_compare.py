@@ -772,6 +772,212 @@ def _similarity_scores(
     return raw[inv]
 
 
+@dataclass(frozen=True)
+class _ModelInput:
+    """One model's predictions aligned to the sorted truth ids (internal)."""
+
+    meta: JsonPredictions
+    objs: list[Mapping[str, Any]]
+    safety: np.ndarray
+    given: int
+    flags: dict[str, tuple[str, ...]]
+    excluded: np.ndarray
+
+
+def _model_input(
+    p: JsonPredictions, order: list[str], pos: dict[str, int], cfg: JsonConfig, truth_source: str, warnings: list[str]
+) -> _ModelInput:
+    """Align one model's records to the truth: empty objects for missing or invalid predictions
+    (flagged), validated safety scores and statuses; appends its warnings."""
+    n = len(order)
+    what = p.source or f"predictions of model {p.name!r}"
+    recs = {str(k): v for k, v in p.records.items()}
+    extra = sorted(set(recs) - set(order))
+    if extra:
+        shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
+        raise InputError(
+            f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
+            "Every prediction must have a ground-truth record."
+        )
+    objs: list[Mapping[str, Any]] = []
+    flags: dict[str, list[str]] = {}
+    for rid in order:
+        obj = recs.get(rid, _NO_RECORD)
+        if obj is _NO_RECORD:
+            objs.append({})
+            flags[rid] = ["missing_prediction"]
+        elif type(obj) is not dict and not isinstance(obj, Mapping):
+            objs.append({})
+            flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
+        else:
+            objs.append(obj)
+    safety = np.full(n, cfg.default_safety)
+    given = 0
+    for rid, s in (p.safety or {}).items():
+        rid = str(rid)
+        if rid not in pos:
+            continue
+        if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)) or not 0.0 <= float(s) <= 1.0:
+            raise InputError(f"{what}: record {rid!r}: `{cfg.safety_key}` must be a number in [0, 1], but found {s!r}.")
+        safety[pos[rid]] = float(s)
+        given += 1
+    excluded = np.zeros(n, dtype=bool)
+    for rid, st in (p.status or {}).items():
+        rid = str(rid)
+        key = "" if st is None else str(st).strip().lower()
+        if key not in ("", "ok", "pending", "error"):
+            raise InputError(f"{what}: record {rid!r}: `status` must be one of ok, pending, error (or empty), but found {st!r}.")
+        if key in ("pending", "error") and rid in pos:
+            excluded[pos[rid]] = True
+            flags.setdefault(rid, []).append(f"excluded:{key}")
+    missing = [r for r, f in flags.items() if "missing_prediction" in f]
+    invalid = [r for r, f in flags.items() if f[0].startswith("invalid_prediction")]
+    if missing:
+        warnings.append(
+            f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: "
+            + ", ".join(repr(x) for x in missing[:5]) + (" …" if len(missing) > 5 else "")
+        )
+    if invalid:
+        warnings.append(
+            f"model {p.name!r}: {len(invalid)} prediction(s) are not JSON objects and count as empty predictions: "
+            + ", ".join(f"{x!r} ({flags[x][0].split(':', 1)[1]})" for x in invalid[:5]) + (" …" if len(invalid) > 5 else "")
+        )
+    if excluded.any():
+        ex = [order[i] for i in np.flatnonzero(excluded)]
+        warnings.append(
+            f"model {p.name!r}: {len(ex)} record(s) are pending or failed (status) and are left out of its aggregates: "
+            + ", ".join(repr(x) for x in ex[:5]) + (" …" if len(ex) > 5 else "")
+        )
+    return _ModelInput(meta=p, objs=objs, safety=safety, given=given, flags={k: tuple(v) for k, v in flags.items()}, excluded=excluded)
+
+
+def _score_chunk(
+    t_id: np.ndarray,
+    t_key: np.ndarray,
+    a_id: np.ndarray,
+    a_key: np.ndarray,
+    *,
+    nc: int,
+    n_paths: int,
+    keys: list[str],
+    override: np.ndarray,
+    auto: np.ndarray,
+    key_type: np.ndarray,
+    safety: np.ndarray,
+    excluded: np.ndarray,
+    cfg: JsonConfig,
+    fuzzy: SimilarityBackend,
+    similarity: SimilarityBackend,
+) -> tuple[dict[str, np.ndarray], tuple[Any, ...], int, _Cells]:
+    """Phases 0–4 for one chunk of `nc` records of one model.
+
+    Leaves are identified by `record * n_paths + path code` (truth `t_*`, prediction `a_*`).
+    Returns the per-record arrays, the per-path-code counts (excluded records left out), the
+    number of similarity failures and the per-cell listing (record index local to the chunk).
+    """
+    n_keys = max(1, len(keys))
+    w = cfg.weights
+    lo, hi = cfg.clamp
+    if nc * n_paths <= 4 * (len(t_id) + len(a_id)) + 1024:
+        # dense id space (the usual case): scatter both sides, no sort needed
+        gk_all = np.full(nc * n_paths, -2, dtype=np.int64)
+        ak_all = np.full(nc * n_paths, -2, dtype=np.int64)
+        gk_all[t_id] = t_key
+        ak_all[a_id] = a_key
+        u = np.flatnonzero((gk_all != -2) | (ak_all != -2))
+        gk, ak = gk_all[u], ak_all[u]
+        del gk_all, ak_all
+    else:  # sparse (e.g. long lists flattened): ids are unique within each side, sort and merge
+        u = np.concatenate([t_id, a_id])
+        u.sort()
+        if len(u) > 1:
+            u = u[np.concatenate([[True], u[1:] != u[:-1]])]
+        gk = np.full(len(u), -2, dtype=np.int64)
+        ak = np.full(len(u), -2, dtype=np.int64)
+        gk[np.searchsorted(u, t_id)] = t_key
+        ak[np.searchsorted(u, a_id)] = a_key
+    rec, pc = np.divmod(u, n_paths)
+    del u
+    g_in, a_in = gk != -2, ak != -2
+    g_val, a_val = gk >= 0, ak >= 0
+    cls = np.full(len(rec), _NULL_BOTH, dtype=np.int8)
+    cls[~g_in & a_in] = _EXTRA
+    cls[g_in & ~g_val & a_val] = _GT_NULL_HAS
+    cls[g_val & ~a_val] = _MISSING
+    both = g_val & a_val
+    cls[both] = _BOTH
+
+    strat = np.full(len(rec), -1, dtype=np.int8)
+    ov = override[pc[both]]
+    strat[both] = np.where(ov >= 0, ov, auto[gk[both]])
+    score = np.full(len(rec), np.nan)
+    equal = both & (gk == ak)
+    score[equal] = 1.0
+    score[both & ~equal & (strat == _S_EXACT)] = 0.0
+    for code, backend, label in ((_S_FUZZY, fuzzy, "FUZZY"), (_S_SEMANTIC, similarity, "SEMANTIC")):
+        cand = both & ~equal & (strat == code)
+        if not cand.any():
+            continue
+        idx = np.flatnonzero(cand)
+        g_t, a_t = key_type[gk[idx]], key_type[ak[idx]]
+        # numbers, booleans and dates are never "nearly" equal: only text or JSON goes to a backend
+        textual = np.isin(g_t, ("t", "j")) | np.isin(a_t, ("t", "j"))
+        score[idx[~textual]] = 0.0
+        ti = idx[textual]
+        if len(ti):
+            score[ti] = _similarity_scores(backend, gk[ti] * n_keys + ak[ti], keys, n_keys, label)
+    thr = np.where(strat == _S_SEMANTIC, cfg.semantic_threshold, np.where(strat == _S_FUZZY, cfg.fuzzy_threshold, 1.0))
+    with np.errstate(invalid="ignore"):
+        matched = both & (score >= thr - 1e-12)
+    del thr
+    scorable = both & (strat != _S_IGNORE)
+    failures = scorable & np.isnan(score)
+
+    # one bincount per grouping: (record, class), then the scored / matched subsets
+    by_cls = np.bincount(rec * 5 + cls, minlength=nc * 5).reshape(nc, 5)
+    cnt = {
+        "extra_keys": by_cls[:, _EXTRA],
+        "gt_null_aio_has_value": by_cls[:, _GT_NULL_HAS],
+        "gt_non_null": by_cls[:, _MISSING] + by_cls[:, _BOTH],
+        "aio_missing_or_null": by_cls[:, _MISSING],
+        "both_non_null": by_cls[:, _BOTH],
+    }
+    total = by_cls.sum(axis=1)
+    n_scored = np.bincount(rec[scorable], minlength=nc)
+    n_matched = np.bincount(rec[scorable & matched], minlength=nc)
+    completeness = np.divide(cnt["both_non_null"], cnt["gt_non_null"], out=np.ones(nc), where=cnt["gt_non_null"] > 0)
+    halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(nc), where=total > 0)
+    accuracy = np.divide(n_matched, n_scored, out=np.ones(nc), where=n_scored > 0)
+    rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
+    # 12 decimals: seed 001's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
+    rqs = np.round(rqs, 12)
+    per_record = {
+        "rqs": rqs, "completeness": completeness, "hallucination": halluc, "accuracy": accuracy,
+        "total_keys": total, "scored": n_scored, "matched": n_matched, **cnt,
+    }
+
+    # per raw path code (mapped to fields once all paths are known); excluded records left out
+    keep = ~excluded[rec] if excluded.any() else np.ones(len(rec), dtype=bool)
+    kb = both & keep
+    fields = (
+        n_paths,
+        np.bincount((pc * 5 + cls)[keep], minlength=n_paths * 5).reshape(n_paths, 5),
+        np.bincount(pc[scorable & keep], minlength=n_paths),
+        np.bincount(pc[scorable & matched & keep], minlength=n_paths),
+        np.bincount(pc[failures & keep], minlength=n_paths),
+        np.bincount(pc[kb] * 4 + strat[kb], minlength=n_paths * 4).reshape(n_paths, 4),
+    )
+    cells = _Cells(
+        rec=rec.astype(np.int32),
+        path=pc.astype(np.int32),
+        cls=cls,
+        strategy=strat,
+        score=np.where(both, score, np.nan),
+        matched=matched,
+    )
+    return per_record, fields, int((failures & keep).sum()), cells
+
+
 def score_json(
     truth: Mapping[str, Any],
     predictions: Sequence[JsonPredictions],
@@ -832,68 +1038,7 @@ def score_json(
     warnings: list[str] = []
     pos = {rid: i for i, rid in enumerate(order)}
 
-    # each model's inputs, validated once: objects per record, flags, safety, exclusions
-    models_in: list[tuple[JsonPredictions, list[Mapping[str, Any]], np.ndarray, int, dict[str, tuple[str, ...]], np.ndarray]] = []
-    for p in sorted(predictions, key=lambda x: x.name):
-        what = p.source or f"predictions of model {p.name!r}"
-        recs = {str(k): v for k, v in p.records.items()}
-        extra = sorted(set(recs) - set(order))
-        if extra:
-            shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
-            raise InputError(
-                f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
-                "Every prediction must have a ground-truth record."
-            )
-        objs: list[Mapping[str, Any]] = []
-        flags: dict[str, list[str]] = {}
-        for rid in order:
-            obj = recs.get(rid, _NO_RECORD)
-            if obj is _NO_RECORD:
-                objs.append({})
-                flags[rid] = ["missing_prediction"]
-            elif type(obj) is not dict and not isinstance(obj, Mapping):
-                objs.append({})
-                flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
-            else:
-                objs.append(obj)
-        safety = np.full(n, cfg.default_safety)
-        given = 0
-        for rid, s in (p.safety or {}).items():
-            rid = str(rid)
-            if rid not in pos:
-                continue
-            if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)) or not 0.0 <= float(s) <= 1.0:
-                raise InputError(f"{what}: record {rid!r}: `{cfg.safety_key}` must be a number in [0, 1], but found {s!r}.")
-            safety[pos[rid]] = float(s)
-            given += 1
-        excluded = np.zeros(n, dtype=bool)
-        for rid, st in (p.status or {}).items():
-            rid = str(rid)
-            key = "" if st is None else str(st).strip().lower()
-            if key not in ("", "ok", "pending", "error"):
-                raise InputError(f"{what}: record {rid!r}: `status` must be one of ok, pending, error (or empty), but found {st!r}.")
-            if key in ("pending", "error") and rid in pos:
-                excluded[pos[rid]] = True
-                flags.setdefault(rid, []).append(f"excluded:{key}")
-        models_in.append((p, objs, safety, given, {k: tuple(v) for k, v in flags.items()}, excluded))
-        missing = [r for r, f in flags.items() if "missing_prediction" in f]
-        invalid = [r for r, f in flags.items() if f[0].startswith("invalid_prediction")]
-        if missing:
-            warnings.append(
-                f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: "
-                + ", ".join(repr(x) for x in missing[:5]) + (" …" if len(missing) > 5 else "")
-            )
-        if invalid:
-            warnings.append(
-                f"model {p.name!r}: {len(invalid)} prediction(s) are not JSON objects and count as empty predictions: "
-                + ", ".join(f"{x!r} ({flags[x][0].split(':', 1)[1]})" for x in invalid[:5]) + (" …" if len(invalid) > 5 else "")
-            )
-        if excluded.any():
-            ex = [order[i] for i in np.flatnonzero(excluded)]
-            warnings.append(
-                f"model {p.name!r}: {len(ex)} record(s) are pending or failed (status) and are left out of its aggregates: "
-                + ", ".join(repr(x) for x in ex[:5]) + (" …" if len(ex) > 5 else "")
-            )
+    models_in = [_model_input(p, order, pos, cfg, truth_source, warnings) for p in sorted(predictions, key=lambda x: x.name)]
 
     table = _PathTable()
     keytab = _KeyTable(normalizer)
@@ -926,7 +1071,7 @@ def score_json(
     lo, hi = cfg.clamp
     per_record_keys = ("rqs", "completeness", "hallucination", "accuracy", "total_keys", "scored", "matched", *BUCKETS)
     acc: dict[str, dict[str, Any]] = {
-        p.name: {"per_record": {k: [] for k in per_record_keys}, "cells": [], "fields": [], "failures": 0} for p, *_ in models_in
+        mi.meta.name: {"per_record": {k: [] for k in per_record_keys}, "cells": [], "fields": [], "failures": 0} for mi in models_in
     }
     ambiguous_keys = ("b:true", "b:false", "n:0", "n:1")
 
@@ -972,123 +1117,34 @@ def score_json(
             return True
 
         spans = []
-        for p, objs, *_ in models_in:
+        for mi in models_in:
             start = len(leaf_keys)
-            chunk = objs[c0:c1]
+            chunk = mi.objs[c0:c1]
             copy_from = [(starts_list[i], ends_list[i]) if same_leaves(i, obj) else None for i, obj in enumerate(chunk)]
             counts = _gather(chunk, cfg.flatten, table, keytab, leaf_paths, leaf_keys, copy_from)
             spans.append((start, len(leaf_keys), counts))
         extend_tables()
         n_paths = max(1, len(table.names))
-        n_keys = max(1, len(keytab.keys))
         raw_paths = np.frombuffer(leaf_paths, dtype=np.int64) if len(leaf_paths) else np.zeros(0, dtype=np.int64)
         kcodes = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
         t_id = np.repeat(np.arange(nc, dtype=np.int64), t_counts) * n_paths + raw_paths[:t_len]
         t_key = kcodes[:t_len]
 
-        for (p, objs, safety_all, given, flags, excluded_all), (s0, s1, counts) in zip(models_in, spans):
+        for mi, (s0, s1, counts) in zip(models_in, spans):
             a_id = np.repeat(np.arange(nc, dtype=np.int64), counts) * n_paths + raw_paths[s0:s1]
             a_key = kcodes[s0:s1]
-            if nc * n_paths <= 4 * (len(t_id) + len(a_id)) + 1024:
-                # dense id space (the usual case): scatter both sides, no sort needed
-                gk_all = np.full(nc * n_paths, -2, dtype=np.int64)
-                ak_all = np.full(nc * n_paths, -2, dtype=np.int64)
-                gk_all[t_id] = t_key
-                ak_all[a_id] = a_key
-                u = np.flatnonzero((gk_all != -2) | (ak_all != -2))
-                gk, ak = gk_all[u], ak_all[u]
-                del gk_all, ak_all
-            else:  # sparse (e.g. long lists flattened): ids are unique within each side, sort and merge
-                u = np.concatenate([t_id, a_id])
-                u.sort()
-                if len(u) > 1:
-                    u = u[np.concatenate([[True], u[1:] != u[:-1]])]
-                gk = np.full(len(u), -2, dtype=np.int64)
-                ak = np.full(len(u), -2, dtype=np.int64)
-                gk[np.searchsorted(u, t_id)] = t_key
-                ak[np.searchsorted(u, a_id)] = a_key
-            rec, pc = np.divmod(u, n_paths)
-            del u
-            g_in, a_in = gk != -2, ak != -2
-            g_val, a_val = gk >= 0, ak >= 0
-            cls = np.full(len(rec), _NULL_BOTH, dtype=np.int8)
-            cls[~g_in & a_in] = _EXTRA
-            cls[g_in & ~g_val & a_val] = _GT_NULL_HAS
-            cls[g_val & ~a_val] = _MISSING
-            both = g_val & a_val
-            cls[both] = _BOTH
-
-            strat = np.full(len(rec), -1, dtype=np.int8)
-            ov = override[pc[both]]
-            strat[both] = np.where(ov >= 0, ov, auto[gk[both]])
-            score = np.full(len(rec), np.nan)
-            equal = both & (gk == ak)
-            score[equal] = 1.0
-            score[both & ~equal & (strat == _S_EXACT)] = 0.0
-            for code, backend, label in ((_S_FUZZY, fuzzy, "FUZZY"), (_S_SEMANTIC, similarity, "SEMANTIC")):
-                cand = both & ~equal & (strat == code)
-                if not cand.any():
-                    continue
-                idx = np.flatnonzero(cand)
-                g_t, a_t = key_type[gk[idx]], key_type[ak[idx]]
-                # numbers, booleans and dates are never "nearly" equal: only text or JSON goes to a backend
-                textual = np.isin(g_t, ("t", "j")) | np.isin(a_t, ("t", "j"))
-                score[idx[~textual]] = 0.0
-                ti = idx[textual]
-                if len(ti):
-                    score[ti] = _similarity_scores(backend, gk[ti] * n_keys + ak[ti], keytab.keys, n_keys, label)
-            thr = np.where(strat == _S_SEMANTIC, cfg.semantic_threshold, np.where(strat == _S_FUZZY, cfg.fuzzy_threshold, 1.0))
-            with np.errstate(invalid="ignore"):
-                matched = both & (score >= thr - 1e-12)
-            del thr
-            scorable = both & (strat != _S_IGNORE)
-            failures = scorable & np.isnan(score)
-
-            # one bincount per grouping: (record, class), then the scored / matched subsets
-            by_cls = np.bincount(rec * 5 + cls, minlength=nc * 5).reshape(nc, 5)
-            cnt = {
-                "extra_keys": by_cls[:, _EXTRA],
-                "gt_null_aio_has_value": by_cls[:, _GT_NULL_HAS],
-                "gt_non_null": by_cls[:, _MISSING] + by_cls[:, _BOTH],
-                "aio_missing_or_null": by_cls[:, _MISSING],
-                "both_non_null": by_cls[:, _BOTH],
-            }
-            total = by_cls.sum(axis=1)
-            n_scored = np.bincount(rec[scorable], minlength=nc)
-            n_matched = np.bincount(rec[scorable & matched], minlength=nc)
-            safety = safety_all[c0:c1]
-            completeness = np.divide(cnt["both_non_null"], cnt["gt_non_null"], out=np.ones(nc), where=cnt["gt_non_null"] > 0)
-            halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(nc), where=total > 0)
-            accuracy = np.divide(n_matched, n_scored, out=np.ones(nc), where=n_scored > 0)
-            rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
-            # 12 decimals: seed 001's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
-            rqs = np.round(rqs, 12)
-            a = acc[p.name]
-            for k, v in (("rqs", rqs), ("completeness", completeness), ("hallucination", halluc), ("accuracy", accuracy),
-                         ("total_keys", total), ("scored", n_scored), ("matched", n_matched), *cnt.items()):
+            per_record, fields, n_fail, cells = _score_chunk(
+                t_id, t_key, a_id, a_key, nc=nc, n_paths=n_paths, keys=keytab.keys, override=override, auto=auto,
+                key_type=key_type, safety=mi.safety[c0:c1], excluded=mi.excluded[c0:c1], cfg=cfg, fuzzy=fuzzy,
+                similarity=similarity,
+            )
+            a = acc[mi.meta.name]
+            for k, v in per_record.items():
                 a["per_record"][k].append(v)
-
-            # per raw path code (mapped to fields once all paths are known); excluded records left out
-            excluded = excluded_all[c0:c1]
-            keep = ~excluded[rec] if excluded.any() else np.ones(len(rec), dtype=bool)
-            kb = both & keep
-            a["fields"].append((
-                n_paths,
-                np.bincount((pc * 5 + cls)[keep], minlength=n_paths * 5).reshape(n_paths, 5),
-                np.bincount(pc[scorable & keep], minlength=n_paths),
-                np.bincount(pc[scorable & matched & keep], minlength=n_paths),
-                np.bincount(pc[failures & keep], minlength=n_paths),
-                np.bincount(pc[kb] * 4 + strat[kb], minlength=n_paths * 4).reshape(n_paths, 4),
-            ))
-            a["failures"] += int((failures & keep).sum())
-            a["cells"].append(_Cells(
-                rec=(rec + c0).astype(np.int32),
-                path=pc.astype(np.int32),
-                cls=cls,
-                strategy=strat,
-                score=np.where(both, score, np.nan),
-                matched=matched,
-            ))
+            a["fields"].append(fields)
+            a["failures"] += n_fail
+            a["cells"].append(_Cells(rec=cells.rec + np.int32(c0), path=cells.path, cls=cells.cls, strategy=cells.strategy,
+                                     score=cells.score, matched=cells.matched))
         del raw_paths, kcodes, t_id, t_key
 
     # path names in name order (listings and tables never depend on input order); containers
@@ -1126,13 +1182,13 @@ def score_json(
         return out
 
     results: dict[str, dict[str, Any]] = {}
-    for p, objs, safety_all, given, flags, excluded_all in models_in:
-        a = acc[p.name]
+    for mi in models_in:
+        p, a = mi.meta, acc[mi.meta.name]
         pr: dict[str, np.ndarray] = {
             k: (np.concatenate(v) if v else np.zeros(0, dtype=np.float64 if k in ("rqs", "completeness", "hallucination", "accuracy") else np.int64))
             for k, v in a["per_record"].items()
         }
-        pr["safety"] = safety_all
+        pr["safety"] = mi.safety
         sums = [np.zeros((max(1, n_codes), 5), dtype=np.int64), *(np.zeros(max(1, n_codes), dtype=np.int64) for _ in range(3)),
                 np.zeros((max(1, n_codes), 4), dtype=np.int64)]
         for chunk_paths, *arrays in a["fields"]:
@@ -1178,9 +1234,9 @@ def score_json(
             "per_record": pr,
             "cells": merged,
             "fields": fields_out,
-            "given": given,
-            "flags": flags,
-            "keep": ~excluded_all,
+            "given": mi.given,
+            "flags": mi.flags,
+            "keep": ~mi.excluded,
             "failures": a["failures"],
         }
 
