@@ -252,3 +252,11 @@ def test_llm_judge_configuration(monkeypatch) -> None:
     assert "secret" not in json.dumps(j.describe()) and "secret" not in repr(j)
     with pytest.raises(InputError, match="http:// or https://"):
         LLMJudgeSimilarity(base_url="file:///etc/passwd", model="m")
+
+
+def test_llm_judge_progress_line(judge_server, capsys) -> None:
+    srv = judge_server(lambda body, n: (200, "SCORE: 5", 0.0))
+    j = _judge(srv.url, progress=True, max_workers=1)
+    j.similarity(["a", "c"], ["b", "d"])
+    err = capsys.readouterr().err
+    assert "llm_judge: 2/2 pairs judged, 0 failure(s)" in err

@@ -322,7 +322,8 @@ class LLMJudgeSimilarity:
     The reply must be exactly `SCORE: <1-7>`; anything else is a *judge failure*: the pair scores
     NaN and `failures` counts it (never an exception). Timeouts, connection errors, HTTP 429 and
     5xx are retried `retries` times with exponential backoff, then count as failures. Pairs are
-    cached (failures too) and sent concurrently (`max_workers`).
+    cached (failures too) and sent concurrently (`max_workers`). With `progress` (default: when
+    stderr is a terminal) a one-line counter of judged pairs and failures is kept on stderr.
     """
 
     base_url: str | None = None
@@ -333,6 +334,7 @@ class LLMJudgeSimilarity:
     backoff: float = 0.5
     max_workers: int = 4
     max_tokens: int = 8
+    progress: bool | None = None
     name: str = "llm_judge"
     failures: int = 0
     calls: int = 0
@@ -445,13 +447,29 @@ class LLMJudgeSimilarity:
         pairs = list(zip(a, b))
         todo = sorted({p for p in pairs if p not in self._cache})
         if todo:
+            import sys
+
+            show = sys.stderr.isatty() if self.progress is None else self.progress
+            done = [0]
+
+            def judge(pair: tuple[str, str]) -> float:
+                s = self._judge(pair[0], pair[1])
+                if show:
+                    with self._lock:
+                        done[0] += 1
+                        sys.stderr.write(f"\rllm_judge: {done[0]}/{len(todo)} pairs judged, {self.failures} failure(s)")
+                        sys.stderr.flush()
+                return s
+
             if self.max_workers == 1 or len(todo) == 1:
-                results = [self._judge(x, y) for x, y in todo]
+                results = [judge(p) for p in todo]
             else:
                 from concurrent.futures import ThreadPoolExecutor
 
                 with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo))) as pool:
-                    results = list(pool.map(lambda p: self._judge(p[0], p[1]), todo))
+                    results = list(pool.map(judge, todo))
+            if show:
+                sys.stderr.write("\n")
             for p, s in zip(todo, results):
                 self._cache[p] = s
         return np.fromiter((self._cache[p] for p in pairs), dtype=np.float64, count=len(pairs))
