@@ -260,3 +260,27 @@ def test_llm_judge_progress_line(judge_server, capsys) -> None:
     j.similarity(["a", "c"], ["b", "d"])
     err = capsys.readouterr().err
     assert "llm_judge: 2/2 pairs judged, 0 failure(s)" in err
+
+
+def test_llm_judge_through_mlflow_deployments(monkeypatch) -> None:
+    import mlflow.deployments
+
+    calls: list[dict[str, Any]] = []
+
+    class FakeClient:
+        def predict(self, deployment_name=None, inputs=None, endpoint=None):
+            calls.append({"endpoint": endpoint, "inputs": inputs})
+            if len(calls) == 2:
+                raise RuntimeError("endpoint overloaded")
+            return {"choices": [{"message": {"role": "assistant", "content": "SCORE: 3"}}]}
+
+    targets: list[Any] = []
+    monkeypatch.setattr(mlflow.deployments, "get_deploy_client", lambda target=None: targets.append(target) or FakeClient())
+    j = LLMJudgeSimilarity(base_url="endpoints:/judge-chat", deployments_target="http://127.0.0.1:5000", backoff=0.0, retries=0,
+                           max_workers=1)
+    assert j.model == "judge-chat"
+    s = j.similarity(["a", "c"], ["b", "d"])
+    assert s[0] == 3 / 7 and np.isnan(s[1])
+    assert j.failure_reasons == {"connection": 1}
+    assert calls[0]["endpoint"] == "judge-chat" and calls[0]["inputs"]["messages"][0]["content"].startswith("You grade")
+    assert targets[0] == "http://127.0.0.1:5000"

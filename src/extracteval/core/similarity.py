@@ -315,7 +315,9 @@ class LLMJudgeSimilarity:
 
     Settings come from arguments, else the environment: `EXTRACTEVAL_JUDGE_BASE_URL` (e.g.
     `http://localhost:8000/v1`), `EXTRACTEVAL_JUDGE_MODEL`, `EXTRACTEVAL_JUDGE_API_KEY` (optional).
-    There is no default endpoint: nothing is sent anywhere unless you name it.
+    There is no default endpoint: nothing is sent anywhere unless you name it. `base_url` may also
+    be an MLflow deployments URI `endpoints:/<name>` (server from `deployments_target` or
+    MLFLOW_DEPLOYMENTS_TARGET), called through `mlflow.deployments` with the same messages.
 
     The two values travel as one JSON object inside a data block whose delimiter is derived from a
     hash of the values, so text inside a value can neither close the block nor change the rubric.
@@ -335,6 +337,7 @@ class LLMJudgeSimilarity:
     max_workers: int = 4
     max_tokens: int = 8
     progress: bool | None = None
+    deployments_target: str | None = None
     name: str = "llm_judge"
     failures: int = 0
     calls: int = 0
@@ -347,14 +350,21 @@ class LLMJudgeSimilarity:
         self.model = self.model or os.environ.get("EXTRACTEVAL_JUDGE_MODEL")
         if self.api_key is None:
             self.api_key = os.environ.get("EXTRACTEVAL_JUDGE_API_KEY")
+        if self.base_url and self.base_url.startswith("endpoints:/"):
+            # an MLflow deployments endpoint: the endpoint names the model; the deployments
+            # server comes from MLFLOW_DEPLOYMENTS_TARGET (or `deployments_target`)
+            self.model = self.model or self.base_url.removeprefix("endpoints:/").strip("/")
         if not self.base_url or not self.model:
             raise InputError(
                 "llm_judge similarity: needs a base URL and a model name, e.g. base_url='http://localhost:8000/v1', "
                 "model='qwen2.5-7b-instruct' (or EXTRACTEVAL_JUDGE_BASE_URL and EXTRACTEVAL_JUDGE_MODEL); "
                 f"got base_url={self.base_url!r}, model={self.model!r}."
             )
-        if not re.match(r"^https?://", self.base_url):
-            raise InputError(f"llm_judge base_url: expected an http:// or https:// URL, but got {self.base_url!r}.")
+        if not re.match(r"^(?:https?://|endpoints:/)", self.base_url):
+            raise InputError(
+                f"llm_judge base_url: expected an http:// or https:// URL or an MLflow deployments URI "
+                f"endpoints:/<name>, but got {self.base_url!r}."
+            )
         for name, lo in (("timeout", 0.0), ("backoff", 0.0)):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < lo:
@@ -398,6 +408,19 @@ class LLMJudgeSimilarity:
         return math.nan
 
     def _post(self, body: bytes) -> Any:
+        if self.base_url.startswith("endpoints:/"):  # type: ignore[union-attr]
+            from mlflow.deployments import get_deploy_client
+
+            payload = json.loads(body)
+            payload.pop("model", None)
+            client = get_deploy_client(self.deployments_target) if self.deployments_target else get_deploy_client()
+            if client is None:
+                raise ConnectionError("no MLflow deployments target (set MLFLOW_DEPLOYMENTS_TARGET)")
+            try:
+                reply = client.predict(endpoint=self.model, inputs=payload)
+            except Exception as e:  # the client raises MlflowException / requests errors: retried, then a failure
+                raise ConnectionError(f"MLflow deployments endpoint {self.model!r}: {e}") from e
+            return reply if isinstance(reply, dict) else dict(reply)
         import urllib.request
 
         headers = {"Content-Type": "application/json"}
