@@ -21,6 +21,7 @@ SCORE_TASKS = {
     "structured": "score_structured",
     "toolcalls": "score_toolcalls",
     "spans": "score_spans",
+    "json": "score_json",
 }
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),

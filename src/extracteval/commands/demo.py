@@ -15,6 +15,7 @@ its task, truth, predictions and config), score all models and print each leader
 # task → module in extracteval.commands with run_experiment(folder, spec) -> (doc, text)
 TASK_RUNNERS = {
     "fields": "score_fields",
+    "json": "score_json",
     "labels": "score_labels",
     "entities": "score_entities",
     "spans": "score_spans",

@@ -1,0 +1,244 @@
+"""`extracteval score json`: seed 001's 4-phase JSON comparison and Response Quality Score."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "JSON outputs vs golden JSON: key buckets, completeness, hallucination, accuracy, RQS (seed 001)"
+DESCRIPTION = """\
+Score one or more models' JSON outputs against golden JSON, record by record, with seed 001's
+four phases (key buckets, completeness, hallucination, accuracy with per-field EXACT / FUZZY /
+SEMANTIC / IGNORE strategies) and the Response Quality Score; models are ranked by mean RQS.
+
+Inputs: JSONL with {"id", ...object...} per line, or {"id", "truth", "prediction"} per line
+(then --truth may be omitted), a JSON array of such records, or the wide/long tables of the
+`fields` task (CSV/TSV/Parquet). A per-record `safety_score` key/column (0-1) is optional.
+
+SEMANTIC fields use the offline `lexical` backend by default (TF-IDF character n-grams: lexical,
+not semantic). `--similarity llm_judge` needs --judge-base-url/--judge-model (or
+EXTRACTEVAL_JUDGE_BASE_URL / EXTRACTEVAL_JUDGE_MODEL, key in EXTRACTEVAL_JUDGE_API_KEY);
+`--similarity embedding` needs --embedding-model (a local sentence-transformers folder).
+
+example:
+  extracteval score json --truth truth.jsonl --predictions gpt=gpt.jsonl \\
+      --predictions llama=llama.jsonl --strategies strategies.yaml --json
+"""
+
+CONFIG_KEYS = {
+    "strategies", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "weights", "clamp", "flatten",
+    "null_tokens", "dayfirst", "default_safety", "safety_key", "similarity", "similarity_options",
+}
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--truth", metavar="FILE", help="golden JSON (optional when the predictions are {id, truth, prediction} files)")
+    p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE",
+                   help="a model's outputs (repeat per model); a bare FILE is named after its `model` key or file name")
+    p.add_argument("--strategies", metavar="FILE",
+                   help='JSON/YAML: {"field": "EXACT|FUZZY|SEMANTIC|IGNORE", …} or {"strategies": {…}, "fuzzy_threshold": …, "weights": {…}, …}')
+    p.add_argument("--similarity", metavar="NAME", help="backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge")
+    p.add_argument("--embedding-model", metavar="DIR", help="local sentence-transformers model folder for --similarity embedding (never downloads)")
+    p.add_argument("--judge-base-url", metavar="URL", help="OpenAI-compatible endpoint for --similarity llm_judge (or EXTRACTEVAL_JUDGE_BASE_URL)")
+    p.add_argument("--judge-model", metavar="NAME", help="judge model name (or EXTRACTEVAL_JUDGE_MODEL)")
+    p.add_argument("--fuzzy-threshold", type=float, metavar="X", help="FUZZY match threshold (default 0.85)")
+    p.add_argument("--semantic-threshold", type=float, metavar="X", help="SEMANTIC match threshold (default 0.80)")
+    p.add_argument("--weights", metavar="K=V,…", help="RQS weights, e.g. accuracy=0.45,completeness=0.25,hallucination=0.15,safety=0.15")
+    p.add_argument("--flatten", action="store_true", help="classify nested paths (a.b, items[0]) instead of top-level keys")
+    p.add_argument("--id-key", default="id", metavar="NAME", help="record id key/column (default: id)")
+    p.add_argument("--safety-key", metavar="NAME", help="per-record safety score key/column (default: safety_score)")
+    p.add_argument("--default-safety", type=float, metavar="X", help="safety score of records without one (default 1.0)")
+    p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "absent" (default: not present,n/a,na,none,null,-)')
+    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+    p.add_argument("--records", choices=("auto", "all", "none"), default="auto",
+                   help="per-record rows in --json: auto (up to 10,000 model×record rows), all, none")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--output", metavar="DIR", help="write result.json, field_accuracy.csv, records.parquet, buckets.parquet to DIR")
+
+
+def _parse_weights(text: str) -> dict[str, float]:
+    from extracteval.errors import InputError
+
+    out: dict[str, float] = {}
+    valid = ("accuracy", "completeness", "hallucination", "safety")
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        k, sep, v = part.partition("=")
+        k = k.strip()
+        if not sep or k not in valid:
+            raise InputError(f"--weights {text!r}: expected K=V pairs with K in {', '.join(valid)}, but found {part!r}.")
+        try:
+            out[k] = float(v)
+        except ValueError:
+            raise InputError(f"--weights: {k}={v!r} is not a number.") from None
+    return out
+
+
+def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
+    """JsonConfig, similarity backend name and its options from --strategies overlaid with flags."""
+    from extracteval.core.json_compare import JsonConfig, RQSWeights
+    from extracteval.core.normalize import NormalizationConfig
+    from extracteval.core.strategies import parse_strategy_map
+    from extracteval.errors import InputError
+    from extracteval.io.config import load_mapping
+
+    opts: dict[str, Any] = {}
+    norm: dict[str, Any] = {}
+    sim_name, sim_opts = "lexical", {}
+    if args.strategies:
+        raw = load_mapping(args.strategies)
+        if "strategies" in raw and isinstance(raw["strategies"], dict):
+            unknown = sorted(set(raw) - CONFIG_KEYS)
+            if unknown:
+                raise InputError(f"{args.strategies}: unknown keys {unknown}; expected some of {sorted(CONFIG_KEYS)}.")
+            opts["strategies"] = parse_strategy_map(raw["strategies"], source=str(args.strategies))
+            for k in ("fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "flatten", "default_safety", "safety_key"):
+                if k in raw:
+                    opts[k] = raw[k]
+            if "weights" in raw:
+                if not isinstance(raw["weights"], dict):
+                    raise InputError(f"{args.strategies}: 'weights' must be a mapping such as {{\"accuracy\": 0.45}}.")
+                bad = sorted(set(raw["weights"]) - {"accuracy", "completeness", "hallucination", "safety"})
+                if bad:
+                    raise InputError(f"{args.strategies}: unknown RQS weights {bad}; expected accuracy, completeness, hallucination, safety.")
+                opts["weights"] = dict(raw["weights"])
+            if "clamp" in raw:
+                opts["clamp"] = tuple(raw["clamp"]) if isinstance(raw["clamp"], list) else raw["clamp"]
+            if "null_tokens" in raw:
+                norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
+            if "dayfirst" in raw:
+                norm["dayfirst"] = bool(raw["dayfirst"])
+            if "similarity" in raw:
+                sim_name = str(raw["similarity"])
+            if "similarity_options" in raw:
+                if not isinstance(raw["similarity_options"], dict):
+                    raise InputError(f"{args.strategies}: 'similarity_options' must be a mapping.")
+                sim_opts = dict(raw["similarity_options"])
+                if "api_key" in sim_opts:
+                    raise InputError(f"{args.strategies}: do not put API keys in config files; set EXTRACTEVAL_JUDGE_API_KEY instead.")
+        else:
+            opts["strategies"] = parse_strategy_map(raw, source=str(args.strategies))
+    for flag, key in (("fuzzy_threshold", "fuzzy_threshold"), ("semantic_threshold", "semantic_threshold"),
+                      ("default_safety", "default_safety"), ("safety_key", "safety_key")):
+        v = getattr(args, flag, None)
+        if v is not None:
+            opts[key] = v
+    if getattr(args, "flatten", False):
+        opts["flatten"] = True
+    if getattr(args, "weights", None):
+        w = dict(opts.get("weights", {}))
+        w.update(_parse_weights(args.weights))
+        opts["weights"] = w
+    if "weights" in opts:
+        opts["weights"] = RQSWeights(**opts["weights"])
+    if getattr(args, "null_tokens", None) is not None:
+        norm["null_tokens"] = frozenset(t.strip().casefold() for t in args.null_tokens.split(",") if t.strip())
+    if getattr(args, "dayfirst", False):
+        norm["dayfirst"] = True
+    if norm:
+        opts["normalization"] = NormalizationConfig(**norm)
+    if getattr(args, "similarity", None):
+        sim_name = args.similarity
+    if getattr(args, "embedding_model", None):
+        sim_opts["model_path"] = args.embedding_model
+    if getattr(args, "judge_base_url", None):
+        sim_opts["base_url"] = args.judge_base_url
+    if getattr(args, "judge_model", None):
+        sim_opts["model"] = args.judge_model
+    return JsonConfig(**opts), sim_name, sim_opts
+
+
+def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """Load, score and build the `--json` document (shared by `run` and `run_experiment`)."""
+    from extracteval.core.json_compare import score_json
+    from extracteval.core.normalize import Normalizer
+    from extracteval.core.similarity import get_similarity
+    from extracteval.io.json_inputs import load_json_inputs
+
+    config, sim_name, sim_opts = build_config(args)
+    backend = get_similarity(sim_name, **sim_opts)
+    normalizer = Normalizer(config.normalization)
+    truth, preds, truth_source, notes = load_json_inputs(
+        args.truth, args.predictions, id_key=args.id_key, safety_key=config.safety_key, is_absent=normalizer.is_absent
+    )
+    result = score_json(truth, preds, config=config, similarity=backend, truth_source=truth_source)
+    include = {"auto": None, "all": True, "none": False}[getattr(args, "records", "auto") or "auto"]
+    doc = result.to_dict(include_records=include)
+    doc["warnings"] = [*notes, *doc["warnings"]]
+    judge = getattr(backend, "failure_reasons", None)
+    if judge is not None:
+        doc["config"]["similarity"]["semantic"]["calls"] = backend.calls  # type: ignore[attr-defined]
+        doc["config"]["similarity"]["semantic"]["failures"] = dict(judge)
+    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+    return result, doc
+
+
+def run(args: argparse.Namespace) -> int:
+    result, doc = score(args)
+    if args.output:
+        write_outputs(result, doc, Path(args.output))
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=_json_default)
+        sys.stdout.write("\n")
+    else:
+        from extracteval.report.json_terminal import render_json
+
+        print(render_json(doc, use_colour=sys.stdout.isatty()))
+        if args.output:
+            print(f"\nwrote {args.output}/result.json, field_accuracy.csv, records.parquet, buckets.parquet")
+    return 0
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
+    """result.json, field_accuracy.csv, records.parquet (per-record scores) and buckets.parquet
+    (the per-record bucket listing: one row per model, record and key)."""
+    from extracteval.errors import InputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
+        result.fields_frame().to_csv(out / "field_accuracy.csv", index=False)
+        result.records_frame().to_parquet(out / "records.parquet", index=False)
+        result.cells_frame().to_parquet(out / "buckets.parquet", index=False)
+    except OSError as e:
+        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+
+
+def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Score one `experiments/<name>/experiment.yaml` of task `json`; returns (doc, terminal text)."""
+    from extracteval.report.json_terminal import render_json
+
+    ns = argparse.Namespace(
+        truth=str(folder / spec["truth"]) if spec.get("truth") else None,
+        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+        strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
+        similarity=spec.get("similarity"),
+        embedding_model=None,
+        judge_base_url=None,
+        judge_model=None,
+        fuzzy_threshold=None,
+        semantic_threshold=None,
+        weights=None,
+        flatten=bool(spec.get("flatten", False)),
+        id_key=spec.get("id_key", "id"),
+        safety_key=None,
+        default_safety=None,
+        null_tokens=None,
+        dayfirst=bool(spec.get("dayfirst", False)),
+        records="none",
+    )
+    _, doc = score(ns)
+    return doc, render_json(doc, use_colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))

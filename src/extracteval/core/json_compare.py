@@ -1,0 +1,1344 @@
+"""The `json` task: seed 001's 4-phase JSON comparison and the Response Quality Score (RQS).
+
+Per record, every key of the union of the ground truth (GT) and the model output (AIO) falls into
+seed 001's buckets (phase 0); completeness (phase 1), hallucination (phase 2) and accuracy with
+per-field EXACT / FUZZY / SEMANTIC / IGNORE strategies (phase 3) follow, and RQS combines them
+(phase 4). Per model, the per-record values are averaged and the bucket counts summed.
+
+Pipeline: flatten every object once into (path, value) leaves (iteratively: no recursion limit)
+→ canonicalise each *distinct* value once → join GT and AIO leaves on (record, path) with sorted
+integer ids → buckets, strategies and EXACT matches as vectorised comparisons of integer codes →
+FUZZY / SEMANTIC similarity once per distinct (truth, prediction) pair, in one batch per backend
+→ per-record scores by `bincount` → aggregates, per-field table, ranking.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from bisect import bisect_left
+from array import array
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.core.normalize import NormalizationConfig, Normalizer
+from extracteval.core.ranking import TIER_COLOURS, Score, rank_models, tier
+from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
+from extracteval.core.strategies import Strategy, get_strategy
+from extracteval.errors import InputError
+
+__all__ = [
+    "BUCKETS",
+    "RQSWeights",
+    "JsonConfig",
+    "JsonPredictions",
+    "RecordScore",
+    "FieldAccuracy",
+    "ModelJsonResult",
+    "JsonResult",
+    "score_json",
+    "compare_json",
+    "flatten_json",
+    "auto_strategy",
+]
+
+BUCKETS = ("extra_keys", "gt_null_aio_has_value", "gt_non_null", "aio_missing_or_null", "both_non_null")
+# Primary class of one key (cell); gt_non_null is the union of MISSING and BOTH.
+_EXTRA, _GT_NULL_HAS, _NULL_BOTH, _MISSING, _BOTH = 0, 1, 2, 3, 4
+_STRATEGIES = (Strategy.EXACT, Strategy.FUZZY, Strategy.SEMANTIC, Strategy.IGNORE)
+_S_EXACT, _S_FUZZY, _S_SEMANTIC, _S_IGNORE = 0, 1, 2, 3
+_STRATEGY_CODE = {s: i for i, s in enumerate(_STRATEGIES)}
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_INDEX = re.compile(r"\[\d+\]")
+_NO_RECORD = object()
+_CHUNK = 10_000  # records scored together: bounds the memory of the vectorised steps
+_RECORD_LIMIT = 10_000  # per-record rows in to_dict() by default up to this many (model × record) rows
+
+
+def _unit(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
+        raise InputError(f"Expected `{name}` to be a number in [0, 1], but got {v!r}.")
+    return float(v)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RQSWeights:
+    """Weights of phase 4: rqs = a·accuracy + c·completeness + s·safety − h·hallucination."""
+
+    accuracy: float = 0.45
+    completeness: float = 0.25
+    hallucination: float = 0.15
+    safety: float = 0.15
+
+    def __post_init__(self) -> None:
+        for name in ("accuracy", "completeness", "hallucination", "safety"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise InputError(f"Expected RQS weight `{name}` to be a finite number ≥ 0, but got {v!r}.")
+
+    def to_dict(self) -> dict[str, float]:
+        return {"accuracy": self.accuracy, "completeness": self.completeness, "hallucination": self.hallucination, "safety": self.safety}
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonConfig:
+    """Options of the `json` task.
+
+    Attributes:
+        strategies: per-field strategy (a top-level key; with `flatten`, a path such as
+            `address.city`, a pattern `items[*].price`, or an ancestor `address` applying to every
+            leaf below it). Fields not listed are auto-detected (see `auto_strategy`).
+        fuzzy_threshold: FUZZY match when rapidfuzz similarity ≥ this (0–1, default 0.85).
+        semantic_threshold: SEMANTIC match when the similarity backend scores ≥ this (0–1, default 0.80).
+        fuzzy_scorer: rapidfuzz scorer name.
+        weights: RQS weights (seed 001: 0.45 / 0.25 / 0.15 / 0.15).
+        clamp: RQS is clamped to this interval (default [0, 1]).
+        flatten: classify nested paths (`a.b`, `items[0]`) instead of top-level keys.
+        normalization: null tokens, day-first dates, currency stripping.
+        default_safety: safety score of a record without one (default 1.0).
+        safety_key: the per-record key / column holding the safety score (recorded in the config).
+    """
+
+    strategies: Mapping[str, Strategy] = field(default_factory=dict)
+    fuzzy_threshold: float = 0.85
+    semantic_threshold: float = 0.80
+    fuzzy_scorer: str = "ratio"
+    weights: RQSWeights = field(default_factory=RQSWeights)
+    clamp: tuple[float, float] = (0.0, 1.0)
+    flatten: bool = False
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    default_safety: float = 1.0
+    safety_key: str = "safety_score"
+
+    def __post_init__(self) -> None:
+        for name in ("fuzzy_threshold", "semantic_threshold", "default_safety"):
+            object.__setattr__(self, name, _unit(name, getattr(self, name)))
+        if not isinstance(self.strategies, Mapping):
+            raise InputError(f"Expected `strategies` to be a mapping of field to strategy, but got {type(self.strategies).__name__}.")
+        object.__setattr__(
+            self, "strategies", {str(k): get_strategy(v, where=f"strategy of field {k!r}") for k, v in self.strategies.items()}
+        )
+        if isinstance(self.weights, Mapping):
+            object.__setattr__(self, "weights", RQSWeights(**self.weights))
+        try:
+            lo, hi = (float(x) for x in self.clamp)
+        except (TypeError, ValueError):
+            raise InputError(f"Expected `clamp` to be two numbers (low, high), but got {self.clamp!r}.") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            raise InputError(f"Expected `clamp` to be (low, high) with low ≤ high, but got {self.clamp!r}.")
+        object.__setattr__(self, "clamp", (lo, hi))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategies": {k: v.value for k, v in sorted(self.strategies.items())},
+            "fuzzy_threshold": self.fuzzy_threshold,
+            "semantic_threshold": self.semantic_threshold,
+            "fuzzy_scorer": self.fuzzy_scorer,
+            "weights": self.weights.to_dict(),
+            "clamp": list(self.clamp),
+            "flatten": self.flatten,
+            "normalization": self.normalization.to_dict(),
+            "safety_score": {"key": self.safety_key, "default": self.default_safety},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonPredictions:
+    """One model's outputs: `records[id]` is the predicted JSON object of that record.
+
+    A value that is not an object (a string, a list, None…) is *invalid*: the record is scored as
+    an empty prediction (every truth key missing) and counted in `invalid_predictions`.
+    `safety` holds optional per-record safety scores in [0, 1]; `status` optional per-record
+    `ok` / `pending` / `error`: pending and error records are *excluded* from the model's
+    aggregates (counted in `excluded_records`, flagged, still listed per record).
+    """
+
+    name: str
+    records: Mapping[str, Any]
+    safety: Mapping[str, float] = field(default_factory=dict)
+    status: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordScore:
+    """Seed 001's phases for one record."""
+
+    record_id: str
+    buckets: Mapping[str, tuple[str, ...]]
+    completeness: float
+    hallucination: float
+    accuracy: float
+    safety_score: float
+    rqs: float
+    total_keys: int
+    scored: int
+    matched: int
+    strategies: Mapping[str, str]
+    scores: Mapping[str, float | None]
+    mismatched: tuple[str, ...]
+    flags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "record_id": self.record_id,
+            "rqs": self.rqs,
+            "completeness": self.completeness,
+            "hallucination": self.hallucination,
+            "accuracy": self.accuracy,
+            "safety_score": self.safety_score,
+            "total_keys": self.total_keys,
+            "scored": self.scored,
+            "matched": self.matched,
+            "buckets": {b: list(self.buckets[b]) for b in BUCKETS},
+            "mismatched": list(self.mismatched),
+            "flags": list(self.flags),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldAccuracy:
+    """One field (key or path pattern) of one model, summed over records."""
+
+    field: str
+    counts: Mapping[str, int]
+    scored: int
+    matched: int
+    ignored: int
+    similarity_failures: int
+    strategies: Mapping[str, int]
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.matched / self.scored if self.scored else None
+
+    @property
+    def completeness(self) -> float | None:
+        g = self.counts["gt_non_null"]
+        return self.counts["both_non_null"] / g if g else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accuracy": self.accuracy,
+            "completeness": self.completeness,
+            "scored": self.scored,
+            "matched": self.matched,
+            "ignored": self.ignored,
+            "similarity_failures": self.similarity_failures,
+            "strategies": dict(self.strategies),
+            **{b: int(self.counts[b]) for b in BUCKETS},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Cells:
+    """Every (record, key) cell of one model, sorted by record then path (internal)."""
+
+    rec: np.ndarray  # int64 record index
+    path: np.ndarray  # int64 path code (paths sorted by name)
+    cls: np.ndarray  # int8 primary class (_EXTRA … _BOTH)
+    strategy: np.ndarray  # int8 strategy code, -1 when the cell is not both_non_null
+    score: np.ndarray  # float64 similarity (1/0 for EXACT), NaN = backend failure or not scored
+    matched: np.ndarray  # bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelJsonResult:
+    """Aggregates of one model: means of per-record values and summed bucket counts."""
+
+    name: str
+    rank: int
+    tier: str
+    tier_colour: str
+    rqs: Mapping[str, float]
+    completeness: float
+    hallucination: float
+    accuracy: float
+    safety: float
+    buckets: Mapping[str, int]
+    scored: int
+    matched: int
+    ignored: int
+    similarity_failures: int
+    missing_records: int
+    invalid_predictions: int
+    excluded_records: int
+    safety_scores_given: int
+    fields: Mapping[str, FieldAccuracy]
+    source: str
+    _record_ids: tuple[str, ...] = field(repr=False, default=())
+    _paths: tuple[str, ...] = field(repr=False, default=())
+    _per_record: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)
+    _cells: _Cells | None = field(repr=False, default=None)
+    _flags: Mapping[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
+
+    def record(self, record_id: str) -> RecordScore:
+        """Seed 001's phases and bucket listing for one record."""
+        try:
+            i = self._record_ids.index(str(record_id))
+        except ValueError:
+            raise InputError(f"record {record_id!r} is not in the ground truth.") from None
+        return self._record_at(i, *self._bounds())
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        assert self._cells is not None
+        n = len(self._record_ids)
+        return np.searchsorted(self._cells.rec, np.arange(n)), np.searchsorted(self._cells.rec, np.arange(n), side="right")
+
+    def _record_at(self, i: int, starts: np.ndarray, ends: np.ndarray) -> RecordScore:
+        c = self._cells
+        assert c is not None
+        sl = np.arange(int(starts[i]), int(ends[i]))
+        sl = sl[np.argsort(c.path[sl], kind="stable")]  # keys in name order
+        paths = [self._paths[p] for p in c.path[sl]]
+        cls = c.cls[sl]
+        strat = c.strategy[sl]
+        score = c.score[sl]
+        matched = c.matched[sl]
+        lists: dict[str, list[str]] = {b: [] for b in BUCKETS}
+        strategies: dict[str, str] = {}
+        scores: dict[str, float | None] = {}
+        mismatched: list[str] = []
+        for p, k, s, sc, ok in zip(paths, cls, strat, score, matched):
+            if k == _EXTRA:
+                lists["extra_keys"].append(p)
+            elif k == _GT_NULL_HAS:
+                lists["gt_null_aio_has_value"].append(p)
+            elif k == _MISSING:
+                lists["gt_non_null"].append(p)
+                lists["aio_missing_or_null"].append(p)
+            elif k == _BOTH:
+                lists["gt_non_null"].append(p)
+                lists["both_non_null"].append(p)
+                strategies[p] = _STRATEGIES[s].value
+                if s != _S_IGNORE:
+                    scores[p] = None if math.isnan(sc) else float(sc)
+                    if not ok:
+                        mismatched.append(p)
+        r = self._per_record
+        return RecordScore(
+            record_id=self._record_ids[i],
+            buckets={b: tuple(v) for b, v in lists.items()},
+            completeness=float(r["completeness"][i]),
+            hallucination=float(r["hallucination"][i]),
+            accuracy=float(r["accuracy"][i]),
+            safety_score=float(r["safety"][i]),
+            rqs=float(r["rqs"][i]),
+            total_keys=int(r["total_keys"][i]),
+            scored=int(r["scored"][i]),
+            matched=int(r["matched"][i]),
+            strategies=strategies,
+            scores=scores,
+            mismatched=tuple(mismatched),
+            flags=self._flags.get(self._record_ids[i], ()),
+        )
+
+    def records(self) -> list[RecordScore]:
+        """Every record's phases and buckets, in record-id order."""
+        starts, ends = self._bounds()
+        return [self._record_at(i, starts, ends) for i in range(len(self._record_ids))]
+
+    def records_frame(self) -> pd.DataFrame:
+        """One row per record: record_id, rqs, completeness, hallucination, accuracy, safety_score,
+        the five bucket counts, scored, matched, flags."""
+        r = self._per_record
+        frame = pd.DataFrame(
+            {
+                "model": self.name,
+                "record_id": list(self._record_ids),
+                "rqs": r["rqs"],
+                "completeness": r["completeness"],
+                "hallucination": r["hallucination"],
+                "accuracy": r["accuracy"],
+                "safety_score": r["safety"],
+                **{b: r[b] for b in BUCKETS},
+                "total_keys": r["total_keys"],
+                "scored": r["scored"],
+                "matched": r["matched"],
+                "flags": [";".join(self._flags.get(x, ())) for x in self._record_ids],
+            }
+        )
+        return frame
+
+    def cells_frame(self) -> pd.DataFrame:
+        """The per-record bucket listing: one row per (record, key) with its bucket, strategy,
+        similarity score and match; `gt_non_null` keys appear under their finer bucket
+        (`aio_missing_or_null` or `both_non_null`), keys null on both sides as `null_both`."""
+        c = self._cells
+        assert c is not None
+        o = np.lexsort((c.path, c.rec))
+        c = _Cells(rec=c.rec[o], path=c.path[o], cls=c.cls[o], strategy=c.strategy[o], score=c.score[o], matched=c.matched[o])
+        names = np.array(["extra_keys", "gt_null_aio_has_value", "null_both", "aio_missing_or_null", "both_non_null"], dtype=object)
+        strat = np.array([s.value for s in _STRATEGIES] + [None], dtype=object)
+        return pd.DataFrame(
+            {
+                "model": self.name,
+                "record_id": np.asarray(self._record_ids, dtype=object)[c.rec] if len(c.rec) else np.array([], dtype=object),
+                "key": np.asarray(self._paths, dtype=object)[c.path] if len(c.path) else np.array([], dtype=object),
+                "bucket": names[c.cls],
+                "strategy": strat[c.strategy],
+                "score": c.score,
+                "matched": np.where(c.strategy >= 0, c.matched, False),
+            }
+        )
+
+    def to_dict(self, *, include_records: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "rank": self.rank,
+            "tier": self.tier,
+            "tier_colour": self.tier_colour,
+            "source": self.source,
+            "n_records": len(self._record_ids),
+            "rqs": dict(self.rqs),
+            "completeness": self.completeness,
+            "hallucination": self.hallucination,
+            "accuracy": self.accuracy,
+            "safety": self.safety,
+            "buckets": dict(self.buckets),
+            "scored": self.scored,
+            "matched": self.matched,
+            "ignored": self.ignored,
+            "similarity_failures": self.similarity_failures,
+            "missing_records": self.missing_records,
+            "invalid_predictions": self.invalid_predictions,
+            "excluded_records": self.excluded_records,
+            "safety_scores_given": self.safety_scores_given,
+            "fields": {k: v.to_dict() for k, v in self.fields.items()},
+        }
+        if include_records:
+            d["records"] = [r.to_dict() for r in self.records()]
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonResult:
+    task: str
+    models: Mapping[str, ModelJsonResult]
+    ranking: tuple[str, ...]
+    n_records: int
+    fields: tuple[str, ...]
+    warnings: tuple[str, ...]
+    config: Mapping[str, Any]
+
+    def to_dict(self, *, include_records: bool | None = None) -> dict[str, Any]:
+        """The `--json` document. Per-record rows are included when `include_records` is True, or
+        by default (None) when there are at most 10,000 (model, record) rows; use
+        `records_frame()` / `cells_frame()` for artifacts of any size."""
+        if include_records is None:
+            include_records = self.n_records * max(1, len(self.models)) <= _RECORD_LIMIT
+        return {
+            "task": self.task,
+            "n_records": self.n_records,
+            "fields": list(self.fields),
+            "ranking": list(self.ranking),
+            "models": {m: self.models[m].to_dict(include_records=include_records) for m in self.ranking},
+            "records_included": include_records,
+            "warnings": list(self.warnings),
+            "config": dict(self.config),
+        }
+
+    def records_frame(self) -> pd.DataFrame:
+        """Per-record scores of every model (one row per model and record)."""
+        return pd.concat([self.models[m].records_frame() for m in self.ranking], ignore_index=True)
+
+    def cells_frame(self) -> pd.DataFrame:
+        """Per-record bucket listing of every model (one row per model, record and key)."""
+        return pd.concat([self.models[m].cells_frame() for m in self.ranking], ignore_index=True)
+
+    def fields_frame(self) -> pd.DataFrame:
+        """Per-field accuracy table: one row per model and field."""
+        rows = [{"model": m, "field": f, **fa.to_dict()} for m in self.ranking for f, fa in self.models[m].fields.items()]
+        for r in rows:
+            r["strategies"] = ";".join(f"{k}:{v}" for k, v in sorted(r["strategies"].items()))
+        return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# flattening and canonical keys
+
+
+def _segment(key: Any, cache: dict[Any, str]) -> str:
+    s = cache.get(key)
+    if s is None:
+        k = str(key)
+        s = cache[key] = k if k and not any(c in k for c in '.[]"') else "[" + json.dumps(k, ensure_ascii=False) + "]"
+    return s
+
+
+def _join(prefix: str, seg: str) -> str:
+    if not prefix:
+        return seg
+    return prefix + seg if seg[0] == "[" else prefix + "." + seg
+
+
+def flatten_json(obj: Mapping[str, Any], *, flatten: bool = True) -> dict[str, Any]:
+    """Leaves of a JSON object by path: `{"a": {"b": 1}, "items": [5]}` → `{"a.b": 1, "items[0]": 5}`.
+
+    Iterative (an explicit stack), so a 10,000-deep nesting is fine. Empty objects and lists are
+    leaves (absent values). Keys containing `.`, `[`, `]` or `"` are written `["a.b"]`. With
+    `flatten=False` the top-level keys are returned as they are.
+
+    Example:
+        >>> flatten_json({"a": {"b": 1, "c.d": 2}, "items": [{"x": 1}, []]})
+        {'a.b': 1, 'a["c.d"]': 2, 'items[0].x': 1, 'items[1]': []}
+    """
+    if not flatten:
+        return {str(k): v for k, v in obj.items()}
+    seg_cache: dict[Any, str] = {}
+    out: dict[str, Any] = {}
+    stack: list[tuple[str, Any]] = [(_segment(k, seg_cache), v) for k, v in reversed(list(obj.items()))]
+    while stack:
+        p, v = stack.pop()
+        if isinstance(v, dict) and v:
+            stack.extend((_join(p, _segment(k, seg_cache)), x) for k, x in reversed(list(v.items())))
+        elif isinstance(v, (list, tuple)) and v:
+            stack.extend((f"{p}[{i}]", v[i]) for i in range(len(v) - 1, -1, -1))
+        else:
+            out[p] = v
+    return out
+
+
+class _PathTable:
+    """Path names and integer codes, shared by the truth and every model. A child's code is
+    looked up by (parent code, key) so each distinct path string is built once, not per record."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.ids: dict[str, int] = {}
+        self.steps: list[tuple[int, Any]] = []  # per code: (parent code, key or index)
+        self.by_key: dict[tuple[int, Any], int] = {}
+        self.by_index: dict[tuple[int, int], int] = {}
+        self.seg_cache: dict[Any, str] = {}
+        self.shapes: dict[tuple[int, tuple[Any, ...]], list[int]] = {}
+        self.list_shapes: dict[tuple[int, int], list[int]] = {}
+
+    def code(self, parent: int, key: Any, index: bool) -> int:
+        if index:
+            name = f"{self.names[parent]}[{key}]"
+        else:
+            seg = _segment(key, self.seg_cache)
+            name = seg if parent < 0 else _join(self.names[parent], seg)
+        c = self.ids.get(name)
+        if c is None:
+            c = self.ids[name] = len(self.names)
+            self.names.append(name)
+            self.steps.append((parent, key))
+        (self.by_index if index else self.by_key)[(parent, key)] = c
+        return c
+
+    def accessors(self, code: int) -> list[Any]:
+        """The keys / indices leading from the root object to a path."""
+        out: list[Any] = []
+        while code >= 0:
+            code, key = self.steps[code]
+            out.append(key)
+        out.reverse()
+        return out
+
+    def top(self, key: Any) -> int:
+        """Code of an unflattened top-level key (used as it is, no escaping)."""
+        t = (-2, key)
+        c = self.by_key.get(t)
+        if c is None:
+            name = key if type(key) is str else str(key)
+            c = self.ids.get(name)
+            if c is None:
+                c = self.ids[name] = len(self.names)
+                self.names.append(name)
+                self.steps.append((-1, key))
+            self.by_key[t] = c
+        return c
+
+
+class _KeyTable:
+    """Canonical-key codes of leaf values (-1 = absent), cached per (type, value): the type
+    keeps `True`, `1` and `1.0` apart, and the normaliser runs once per distinct value."""
+
+    def __init__(self, normalizer: Normalizer) -> None:
+        self.normalizer = normalizer
+        self.keys: list[str] = []
+        self.ids: dict[str, int] = {}
+        self.by_type: dict[type, dict[Any, int]] = {}
+
+    def _key_code(self, key: str | None) -> int:
+        if key is None:
+            return -1
+        c = self.ids.get(key)
+        if c is None:
+            c = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+        return c
+
+    def code(self, v: Any) -> int:
+        """Slow path: a value not seen before (or not hashable)."""
+        tv = type(v)
+        if isinstance(v, (Mapping, list, tuple, set)):
+            return self._key_code(_structured_key(self.normalizer, v))
+        try:
+            hash(v)
+        except TypeError:
+            return self._key_code(self.normalizer.key(v))
+        c = self._key_code(self.normalizer.key(v))
+        if v == v:  # NaN is never equal to itself: do not fill the cache with NaN objects
+            self.by_type.setdefault(tv, {})[v] = c
+        return c
+
+
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _gather(
+    objs: Sequence[Mapping[str, Any]],
+    flatten: bool,
+    table: _PathTable,
+    keys: _KeyTable,
+    codes: array,
+    kcodes: array,
+    copy_from: Sequence[tuple[int, int] | None] | None = None,
+) -> np.ndarray:
+    """Append every leaf's path code and canonical-key code; returns the number of leaves per object.
+
+    The hot loop of the task: one pass over each object with an explicit stack (no recursion).
+    An object's child path codes are cached by (parent code, tuple of keys), so records of the
+    same shape cost one look-up per object; a leaf costs one look-up of its value's key code; the
+    normaliser runs only for values never seen before. `copy_from[i] = (a, b)` copies the codes
+    already gathered at [a, b) instead of walking object i."""
+    counts: list[int] = []
+    shapes: dict[tuple[int, tuple[Any, ...]], list[int]] = table.shapes
+    list_shapes: dict[tuple[int, int], list[int]] = table.list_shapes
+    new_code, top = table.code, table.top
+    key_code = keys.code
+    str_get = keys.by_type.setdefault(str, {}).get
+    int_get = keys.by_type.setdefault(int, {}).get
+    float_get = keys.by_type.setdefault(float, {}).get
+    bool_get = keys.by_type.setdefault(bool, {}).get
+    append_c, append_k = codes.append, kcodes.append
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # millions of short-lived tuples and no cycles: collection passes would dominate
+    try:
+        for i, obj in enumerate(objs):
+            n0 = len(codes)
+            if copy_from is not None and copy_from[i] is not None:
+                a, b = copy_from[i]  # same leaves as already gathered (a prediction equal to its truth)
+                codes.extend(codes[a:b])
+                kcodes.extend(kcodes[a:b])
+                counts.append(b - a)
+                continue
+            stack: list[tuple[int, Any]] = [(-1, obj)]
+            push, pop = stack.append, stack.pop
+            while stack:
+                c, v = pop()
+                tv = type(v)
+                if tv is list or tv is tuple:  # non-empty (flatten only)
+                    lshape = (c, len(v))
+                    child = list_shapes.get(lshape)
+                    if child is None:
+                        child = list_shapes[lshape] = [new_code(c, j, True) for j in range(len(v))]
+                    items = zip(child, v)
+                else:  # a mapping
+                    if not v:
+                        if c >= 0:
+                            append_c(c)
+                            append_k(-1)  # an empty object is an absent value
+                        continue
+                    shape = (c, tuple(v))
+                    child = shapes.get(shape)
+                    if child is None:
+                        child = shapes[shape] = [new_code(c, k, False) if flatten or c >= 0 else top(k) for k in shape[1]]
+                    items = zip(child, v.values())
+                for cc, x in items:
+                    tx = type(x)
+                    if tx is str:
+                        kc = str_get(x)
+                    elif x is None:
+                        kc = -1
+                    elif tx is int:
+                        kc = int_get(x)
+                    elif tx is float:
+                        kc = float_get(x)
+                    elif tx is bool:
+                        kc = bool_get(x)
+                    elif not flatten:
+                        kc = None
+                    elif tx is dict or tx is list or tx is tuple or isinstance(x, Mapping):
+                        if x:
+                            push((cc, x))
+                        else:
+                            append_c(cc)
+                            append_k(-1)
+                        continue
+                    else:
+                        kc = None
+                    append_c(cc)
+                    append_k(key_code(x) if kc is None else kc)
+            counts.append(len(codes) - n0)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return np.asarray(counts, dtype=np.int64)
+
+
+def _dumps_iterative(value: Any) -> str:
+    """`json.dumps(value, sort_keys=True, ensure_ascii=False)` without recursion (any depth)."""
+    out: list[str] = []
+    stack: list[tuple[bool, Any]] = [(False, value)]
+    while stack:
+        literal, x = stack.pop()
+        if literal:
+            out.append(x)
+        elif isinstance(x, dict):
+            seq: list[tuple[bool, Any]] = [(True, "{")]
+            for i, (k, v) in enumerate(sorted(x.items())):
+                seq.append((True, (", " if i else "") + json.dumps(k, ensure_ascii=False) + ": "))
+                seq.append((False, v))
+            seq.append((True, "}"))
+            stack.extend(reversed(seq))
+        elif isinstance(x, (list, tuple)):
+            seq = [(True, "[")]
+            for i, v in enumerate(x):
+                if i:
+                    seq.append((True, ", "))
+                seq.append((False, v))
+            seq.append((True, "]"))
+            stack.extend(reversed(seq))
+        else:
+            out.append(json.dumps(x, ensure_ascii=False))
+    return "".join(out)
+
+
+def _structured_key(normalizer: Normalizer, v: Any) -> str | None:
+    try:
+        return normalizer.key(v)
+    except RecursionError:  # json.dumps recurses: a very deep value takes the iterative path
+        from extracteval.core.normalize import _canonical_json
+
+        return None if len(v) == 0 else "j:" + _dumps_iterative(_canonical_json(v, normalizer))
+
+
+def auto_strategy(canonical_key: str) -> Strategy:
+    """Seed 001's auto-detection from the truth value's type: numeric, boolean, date, email,
+    array and object → EXACT; any other text → SEMANTIC."""
+    t = canonical_key[0]
+    if t != "t":
+        return Strategy.EXACT
+    return Strategy.EXACT if _EMAIL.match(canonical_key[2:]) else Strategy.SEMANTIC
+
+
+def _pattern(path: str) -> str:
+    return _INDEX.sub("[*]", path)
+
+
+def _configured_strategy(path: str, strategies: Mapping[str, Strategy], flatten: bool) -> tuple[str, Strategy] | None:
+    """The configured strategy of a path: the longest config key that is the path itself, its
+    `[*]` pattern, or an ancestor of either (the exact path wins over the pattern at equal length).
+    Linear in the path length for each config key, so 10,000-deep paths stay cheap."""
+    hit = strategies.get(path)
+    if hit is not None or not flatten:
+        return None if hit is None else (path, hit)
+    pattern = _pattern(path)
+    best: tuple[int, int, str] | None = None
+    for key in strategies:
+        n = len(key)
+        for rank, candidate in ((1, path), (0, pattern)):
+            if n <= len(candidate) and candidate.startswith(key) and (n == len(candidate) or candidate[n] in ".["):
+                if best is None or (n, rank) > best[:2]:
+                    best = (n, rank, key)
+    return None if best is None else (best[2], strategies[best[2]])
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring
+
+
+def _similarity_scores(
+    backend: SimilarityBackend, pair_ids: np.ndarray, key_list: Sequence[str], n_keys: int, what: str
+) -> np.ndarray:
+    """Similarity of every distinct (truth key, prediction key) pair, one batched call."""
+    upairs, inv = np.unique(pair_ids, return_inverse=True)
+    gi, ai = np.divmod(upairs, n_keys)
+    texts_a = [key_list[i][2:] for i in gi]
+    texts_b = [key_list[i][2:] for i in ai]
+    raw = np.asarray(backend.similarity(texts_a, texts_b), dtype=np.float64).ravel()
+    if raw.shape[0] != len(upairs):
+        raise InputError(
+            f"{what} similarity backend {getattr(backend, 'name', backend)!r} returned {raw.shape[0]} scores for {len(upairs)} pairs."
+        )
+    return raw[inv]
+
+
+@dataclass(frozen=True)
+class _ModelInput:
+    """One model's predictions aligned to the sorted truth ids (internal)."""
+
+    meta: JsonPredictions
+    objs: list[Mapping[str, Any]]
+    safety: np.ndarray
+    given: int
+    flags: dict[str, tuple[str, ...]]
+    excluded: np.ndarray
+
+
+def _model_input(
+    p: JsonPredictions, order: list[str], pos: dict[str, int], cfg: JsonConfig, truth_source: str, warnings: list[str]
+) -> _ModelInput:
+    """Align one model's records to the truth: empty objects for missing or invalid predictions
+    (flagged), validated safety scores and statuses; appends its warnings."""
+    n = len(order)
+    what = p.source or f"predictions of model {p.name!r}"
+    recs = {str(k): v for k, v in p.records.items()}
+    extra = sorted(set(recs) - set(order))
+    if extra:
+        shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
+        raise InputError(
+            f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
+            "Every prediction must have a ground-truth record."
+        )
+    objs: list[Mapping[str, Any]] = []
+    flags: dict[str, list[str]] = {}
+    for rid in order:
+        obj = recs.get(rid, _NO_RECORD)
+        if obj is _NO_RECORD:
+            objs.append({})
+            flags[rid] = ["missing_prediction"]
+        elif type(obj) is not dict and not isinstance(obj, Mapping):
+            objs.append({})
+            flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
+        else:
+            objs.append(obj)
+    safety = np.full(n, cfg.default_safety)
+    given = 0
+    for rid, s in (p.safety or {}).items():
+        rid = str(rid)
+        if rid not in pos:
+            continue
+        if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)) or not 0.0 <= float(s) <= 1.0:
+            raise InputError(f"{what}: record {rid!r}: `{cfg.safety_key}` must be a number in [0, 1], but found {s!r}.")
+        safety[pos[rid]] = float(s)
+        given += 1
+    excluded = np.zeros(n, dtype=bool)
+    for rid, st in (p.status or {}).items():
+        rid = str(rid)
+        key = "" if st is None else str(st).strip().lower()
+        if key not in ("", "ok", "pending", "error"):
+            raise InputError(f"{what}: record {rid!r}: `status` must be one of ok, pending, error (or empty), but found {st!r}.")
+        if key in ("pending", "error") and rid in pos:
+            excluded[pos[rid]] = True
+            flags.setdefault(rid, []).append(f"excluded:{key}")
+    missing = [r for r, f in flags.items() if "missing_prediction" in f]
+    invalid = [r for r, f in flags.items() if f[0].startswith("invalid_prediction")]
+    if missing:
+        warnings.append(
+            f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: "
+            + ", ".join(repr(x) for x in missing[:5]) + (" …" if len(missing) > 5 else "")
+        )
+    if invalid:
+        warnings.append(
+            f"model {p.name!r}: {len(invalid)} prediction(s) are not JSON objects and count as empty predictions: "
+            + ", ".join(f"{x!r} ({flags[x][0].split(':', 1)[1]})" for x in invalid[:5]) + (" …" if len(invalid) > 5 else "")
+        )
+    if excluded.any():
+        ex = [order[i] for i in np.flatnonzero(excluded)]
+        warnings.append(
+            f"model {p.name!r}: {len(ex)} record(s) are pending or failed (status) and are left out of its aggregates: "
+            + ", ".join(repr(x) for x in ex[:5]) + (" …" if len(ex) > 5 else "")
+        )
+    return _ModelInput(meta=p, objs=objs, safety=safety, given=given, flags={k: tuple(v) for k, v in flags.items()}, excluded=excluded)
+
+
+def _score_chunk(
+    t_id: np.ndarray,
+    t_key: np.ndarray,
+    a_id: np.ndarray,
+    a_key: np.ndarray,
+    *,
+    nc: int,
+    n_paths: int,
+    keys: list[str],
+    override: np.ndarray,
+    auto: np.ndarray,
+    key_type: np.ndarray,
+    safety: np.ndarray,
+    excluded: np.ndarray,
+    cfg: JsonConfig,
+    fuzzy: SimilarityBackend,
+    similarity: SimilarityBackend,
+) -> tuple[dict[str, np.ndarray], tuple[Any, ...], int, _Cells]:
+    """Phases 0–4 for one chunk of `nc` records of one model.
+
+    Leaves are identified by `record * n_paths + path code` (truth `t_*`, prediction `a_*`).
+    Returns the per-record arrays, the per-path-code counts (excluded records left out), the
+    number of similarity failures and the per-cell listing (record index local to the chunk).
+    """
+    n_keys = max(1, len(keys))
+    w = cfg.weights
+    lo, hi = cfg.clamp
+    if nc * n_paths <= 4 * (len(t_id) + len(a_id)) + 1024:
+        # dense id space (the usual case): scatter both sides, no sort needed
+        gk_all = np.full(nc * n_paths, -2, dtype=np.int64)
+        ak_all = np.full(nc * n_paths, -2, dtype=np.int64)
+        gk_all[t_id] = t_key
+        ak_all[a_id] = a_key
+        u = np.flatnonzero((gk_all != -2) | (ak_all != -2))
+        gk, ak = gk_all[u], ak_all[u]
+        del gk_all, ak_all
+    else:  # sparse (e.g. long lists flattened): ids are unique within each side, sort and merge
+        u = np.concatenate([t_id, a_id])
+        u.sort()
+        if len(u) > 1:
+            u = u[np.concatenate([[True], u[1:] != u[:-1]])]
+        gk = np.full(len(u), -2, dtype=np.int64)
+        ak = np.full(len(u), -2, dtype=np.int64)
+        gk[np.searchsorted(u, t_id)] = t_key
+        ak[np.searchsorted(u, a_id)] = a_key
+    rec, pc = np.divmod(u, n_paths)
+    del u
+    g_in, a_in = gk != -2, ak != -2
+    g_val, a_val = gk >= 0, ak >= 0
+    cls = np.full(len(rec), _NULL_BOTH, dtype=np.int8)
+    cls[~g_in & a_in] = _EXTRA
+    cls[g_in & ~g_val & a_val] = _GT_NULL_HAS
+    cls[g_val & ~a_val] = _MISSING
+    both = g_val & a_val
+    cls[both] = _BOTH
+
+    strat = np.full(len(rec), -1, dtype=np.int8)
+    ov = override[pc[both]]
+    strat[both] = np.where(ov >= 0, ov, auto[gk[both]])
+    score = np.full(len(rec), np.nan)
+    equal = both & (gk == ak)
+    score[equal] = 1.0
+    score[both & ~equal & (strat == _S_EXACT)] = 0.0
+    for code, backend, label in ((_S_FUZZY, fuzzy, "FUZZY"), (_S_SEMANTIC, similarity, "SEMANTIC")):
+        cand = both & ~equal & (strat == code)
+        if not cand.any():
+            continue
+        idx = np.flatnonzero(cand)
+        g_t, a_t = key_type[gk[idx]], key_type[ak[idx]]
+        # numbers, booleans and dates are never "nearly" equal: only text or JSON goes to a backend
+        textual = np.isin(g_t, ("t", "j")) | np.isin(a_t, ("t", "j"))
+        score[idx[~textual]] = 0.0
+        ti = idx[textual]
+        if len(ti):
+            score[ti] = _similarity_scores(backend, gk[ti] * n_keys + ak[ti], keys, n_keys, label)
+    thr = np.where(strat == _S_SEMANTIC, cfg.semantic_threshold, np.where(strat == _S_FUZZY, cfg.fuzzy_threshold, 1.0))
+    with np.errstate(invalid="ignore"):
+        matched = both & (score >= thr - 1e-12)
+    del thr
+    scorable = both & (strat != _S_IGNORE)
+    failures = scorable & np.isnan(score)
+
+    # one bincount per grouping: (record, class), then the scored / matched subsets
+    by_cls = np.bincount(rec * 5 + cls, minlength=nc * 5).reshape(nc, 5)
+    cnt = {
+        "extra_keys": by_cls[:, _EXTRA],
+        "gt_null_aio_has_value": by_cls[:, _GT_NULL_HAS],
+        "gt_non_null": by_cls[:, _MISSING] + by_cls[:, _BOTH],
+        "aio_missing_or_null": by_cls[:, _MISSING],
+        "both_non_null": by_cls[:, _BOTH],
+    }
+    total = by_cls.sum(axis=1)
+    n_scored = np.bincount(rec[scorable], minlength=nc)
+    n_matched = np.bincount(rec[scorable & matched], minlength=nc)
+    completeness = np.divide(cnt["both_non_null"], cnt["gt_non_null"], out=np.ones(nc), where=cnt["gt_non_null"] > 0)
+    halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(nc), where=total > 0)
+    accuracy = np.divide(n_matched, n_scored, out=np.ones(nc), where=n_scored > 0)
+    rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
+    # 12 decimals: seed 001's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
+    rqs = np.round(rqs, 12)
+    per_record = {
+        "rqs": rqs, "completeness": completeness, "hallucination": halluc, "accuracy": accuracy,
+        "total_keys": total, "scored": n_scored, "matched": n_matched, **cnt,
+    }
+
+    # per raw path code (mapped to fields once all paths are known); excluded records left out
+    keep = ~excluded[rec] if excluded.any() else np.ones(len(rec), dtype=bool)
+    kb = both & keep
+    fields = (
+        n_paths,
+        np.bincount((pc * 5 + cls)[keep], minlength=n_paths * 5).reshape(n_paths, 5),
+        np.bincount(pc[scorable & keep], minlength=n_paths),
+        np.bincount(pc[scorable & matched & keep], minlength=n_paths),
+        np.bincount(pc[failures & keep], minlength=n_paths),
+        np.bincount(pc[kb] * 4 + strat[kb], minlength=n_paths * 4).reshape(n_paths, 4),
+    )
+    cells = _Cells(
+        rec=rec.astype(np.int32),
+        path=pc.astype(np.int32),
+        cls=cls,
+        strategy=strat,
+        score=np.where(both, score, np.nan),
+        matched=matched,
+    )
+    return per_record, fields, int((failures & keep).sum()), cells
+
+
+def score_json(
+    truth: Mapping[str, Any],
+    predictions: Sequence[JsonPredictions],
+    *,
+    config: JsonConfig | None = None,
+    similarity: SimilarityBackend | None = None,
+    fuzzy_similarity: SimilarityBackend | None = None,
+    truth_source: str = "truth",
+) -> JsonResult:
+    """Score models' JSON outputs against golden JSON with seed 001's four phases and RQS.
+
+    Args:
+        truth: record id → golden JSON object.
+        predictions: one `JsonPredictions` per model (names unique).
+        config: options (strategies, thresholds, weights, flatten…).
+        similarity: backend for SEMANTIC fields (default: `LexicalSimilarity`, labelled "lexical").
+        fuzzy_similarity: backend for FUZZY fields (default: rapidfuzz with `config.fuzzy_scorer`).
+        truth_source: name of the truth input, used in messages.
+
+    Example:
+        >>> gt = {"r1": {"name": "John Smith", "email": "john@example.com", "status": "active"}}
+        >>> aio = {"r1": {"name": "John Smyth", "email": "JOHN@example.com", "extra": "x"}}
+        >>> r = score_json(gt, [JsonPredictions(name="m", records=aio)], config=JsonConfig(strategies={"name": "FUZZY"}))
+        >>> m = r.models["m"]
+        >>> m.completeness, m.hallucination, m.accuracy
+        (0.6666666666666666, 0.25, 1.0)
+    """
+    cfg = config or JsonConfig()
+    if not predictions:
+        raise InputError("no predictions: give at least one model's predictions.")
+    seen: set[str] = set()
+    for p in predictions:
+        if not isinstance(p.name, str) or not p.name.strip():
+            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
+        if p.name in seen:
+            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
+        seen.add(p.name)
+    if not isinstance(truth, Mapping):
+        raise InputError(f"{truth_source}: expected a mapping of record id to JSON object, but got {type(truth).__name__}.")
+    truth_ids = {str(k): k for k in truth}
+    if len(truth_ids) != len(truth):
+        raise InputError(f"{truth_source}: record ids must be unique as strings.")
+    order = sorted(truth_ids)
+    n = len(order)
+    truth_objs: list[Mapping[str, Any]] = []
+    for rid in order:
+        obj = truth[truth_ids[rid]]
+        if type(obj) is not dict and not isinstance(obj, Mapping):
+            raise InputError(f"{truth_source}: record {rid!r}: the ground truth must be a JSON object, but found {type(obj).__name__}.")
+        truth_objs.append(obj)
+
+    normalizer = Normalizer(cfg.normalization)
+    if similarity is None:
+        from extracteval.core.similarity import LexicalSimilarity
+
+        similarity = LexicalSimilarity()
+    fuzzy = fuzzy_similarity or FuzzySimilarity(scorer=cfg.fuzzy_scorer)
+    warnings: list[str] = []
+    pos = {rid: i for i, rid in enumerate(order)}
+
+    models_in = [_model_input(p, order, pos, cfg, truth_source, warnings) for p in sorted(predictions, key=lambda x: x.name)]
+
+    table = _PathTable()
+    keytab = _KeyTable(normalizer)
+    # per path code: configured strategy (-1 = auto); per key code: auto strategy and type letter.
+    # Both grow as new paths and values appear, chunk after chunk.
+    override = np.zeros(0, dtype=np.int8)
+    auto = np.zeros(0, dtype=np.int8)
+    key_type = np.zeros(0, dtype="<U1")
+    used_config: set[str] = set()
+
+    def extend_tables() -> None:
+        nonlocal override, auto, key_type
+        k0 = len(override)
+        if len(table.names) > k0:
+            new = np.full(len(table.names) - k0, -1, dtype=np.int8)
+            if cfg.strategies:
+                for i, pth in enumerate(table.names[k0:]):
+                    found = _configured_strategy(pth, cfg.strategies, cfg.flatten)
+                    if found is not None:
+                        used_config.add(found[0])
+                        new[i] = _STRATEGY_CODE[found[1]]
+            override = np.concatenate([override, new])
+        a0 = len(auto)
+        if len(keytab.keys) > a0:
+            fresh = keytab.keys[a0:]
+            auto = np.concatenate([auto, np.fromiter((_STRATEGY_CODE[auto_strategy(k)] for k in fresh), dtype=np.int8, count=len(fresh))])
+            key_type = np.concatenate([key_type, np.asarray([k[0] for k in fresh], dtype="<U1")])
+
+    w = cfg.weights
+    lo, hi = cfg.clamp
+    per_record_keys = ("rqs", "completeness", "hallucination", "accuracy", "total_keys", "scored", "matched", *BUCKETS)
+    acc: dict[str, dict[str, Any]] = {
+        mi.meta.name: {"per_record": {k: [] for k in per_record_keys}, "cells": [], "fields": [], "failures": 0} for mi in models_in
+    }
+    ambiguous_keys = ("b:true", "b:false", "n:0", "n:1")
+
+    # Records are scored in chunks: every array below is bounded by the chunk, so memory stays
+    # flat however many records there are; only per-record results and per-cell listings grow.
+    for c0 in range(0, n, _CHUNK):
+        c1 = min(n, c0 + _CHUNK)
+        nc = c1 - c0
+        leaf_paths = array("q")  # int64 codes, appended in the hot loop and read without copying
+        leaf_keys = array("q")
+        t_counts = _gather(truth_objs[c0:c1], cfg.flatten, table, keytab, leaf_paths, leaf_keys)
+        t_len = len(leaf_keys)
+        t_ends = np.cumsum(t_counts)
+        starts_list, ends_list = (t_ends - t_counts).tolist(), t_ends.tolist()
+        # A prediction equal (==) to its truth has the same leaves, so its codes are copied instead
+        # of walked, except where == hides a type: True == 1 == 1.0 and False == 0 have different
+        # canonical keys. So each truth leaf holding a boolean or a number 0 / 1 is checked in the
+        # prediction: a boolean must face a boolean, a number a non-boolean.
+        amb_codes = [keytab.ids[k] for k in ambiguous_keys if k in keytab.ids]
+        t_kc = np.frombuffer(leaf_keys, dtype=np.int64) if t_len else np.zeros(0, dtype=np.int64)
+        amb_idx = np.flatnonzero(np.isin(t_kc, amb_codes)) if amb_codes else np.zeros(0, dtype=np.int64)
+        amb_list = amb_idx.tolist()
+        amb_bool = [keytab.keys[k][0] == "b" for k in t_kc[amb_idx].tolist()]
+        del t_kc  # release the buffer: the arrays grow again below
+        steps_cache: dict[int, list[Any]] = {}
+
+        def same_leaves(i: int, obj: Any) -> bool:
+            try:
+                if obj != truth_objs[c0 + i]:
+                    return False
+            except RecursionError:
+                return False
+            for j in range(bisect_left(amb_list, starts_list[i]), bisect_left(amb_list, ends_list[i])):
+                code = leaf_paths[amb_list[j]]
+                steps = steps_cache.get(code)
+                if steps is None:
+                    steps = steps_cache[code] = table.accessors(code)
+                v = obj
+                for k in steps:
+                    v = v[k]
+                if (type(v) is bool) != amb_bool[j]:
+                    return False
+            return True
+
+        spans = []
+        for mi in models_in:
+            start = len(leaf_keys)
+            chunk = mi.objs[c0:c1]
+            copy_from = [(starts_list[i], ends_list[i]) if same_leaves(i, obj) else None for i, obj in enumerate(chunk)]
+            counts = _gather(chunk, cfg.flatten, table, keytab, leaf_paths, leaf_keys, copy_from)
+            spans.append((start, len(leaf_keys), counts))
+        extend_tables()
+        n_paths = max(1, len(table.names))
+        raw_paths = np.frombuffer(leaf_paths, dtype=np.int64) if len(leaf_paths) else np.zeros(0, dtype=np.int64)
+        kcodes = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
+        t_id = np.repeat(np.arange(nc, dtype=np.int64), t_counts) * n_paths + raw_paths[:t_len]
+        t_key = kcodes[:t_len]
+
+        for mi, (s0, s1, counts) in zip(models_in, spans):
+            a_id = np.repeat(np.arange(nc, dtype=np.int64), counts) * n_paths + raw_paths[s0:s1]
+            a_key = kcodes[s0:s1]
+            per_record, fields, n_fail, cells = _score_chunk(
+                t_id, t_key, a_id, a_key, nc=nc, n_paths=n_paths, keys=keytab.keys, override=override, auto=auto,
+                key_type=key_type, safety=mi.safety[c0:c1], excluded=mi.excluded[c0:c1], cfg=cfg, fuzzy=fuzzy,
+                similarity=similarity,
+            )
+            a = acc[mi.meta.name]
+            for k, v in per_record.items():
+                a["per_record"][k].append(v)
+            a["fields"].append(fields)
+            a["failures"] += n_fail
+            a["cells"].append(_Cells(rec=cells.rec + np.int32(c0), path=cells.path, cls=cells.cls, strategy=cells.strategy,
+                                     score=cells.score, matched=cells.matched))
+        del raw_paths, kcodes, t_id, t_key
+
+    # path names in name order (listings and tables never depend on input order); containers
+    # (parents of leaves) have codes but are not keys themselves
+    n_codes = len(table.names)
+    used = np.zeros(n_codes, dtype=bool)
+    for a in acc.values():
+        for c in a["cells"]:
+            used[c.path] = True
+    leaf_codes = np.flatnonzero(used)
+    names = np.asarray(table.names, dtype=object)[leaf_codes] if n_codes else np.zeros(0, dtype=object)
+    order_idx = np.argsort(names.astype(str), kind="stable") if len(names) else np.zeros(0, dtype=np.int64)
+    rank = np.full(max(1, n_codes), -1, dtype=np.int64)
+    rank[leaf_codes[order_idx]] = np.arange(len(names))
+    path_names = tuple(str(x) for x in names[order_idx])
+    unused = sorted(set(cfg.strategies) - used_config)
+    if unused:
+        warnings.append(f"strategies given for fields that appear in no record: {unused}")
+
+    # per-field table keys: the path pattern (items[*].price) when flattening
+    if cfg.flatten:
+        fcodes_u, funiq = pd.factorize(np.asarray([_pattern(x) for x in path_names], dtype=object), sort=True)
+        field_of_rank, field_names = fcodes_u.astype(np.int64), tuple(str(x) for x in funiq)
+    else:
+        field_of_rank, field_names = np.arange(len(path_names), dtype=np.int64), path_names
+    n_fields = len(field_names)
+    field_of_code = np.full(max(1, n_codes), 0, dtype=np.int64)
+    field_of_code[leaf_codes[order_idx]] = field_of_rank
+
+    def to_fields(arr: np.ndarray) -> np.ndarray:
+        """Sum rows of a per-code array into per-field rows (only leaf codes carry counts)."""
+        out = np.zeros((n_fields, *arr.shape[1:]), dtype=np.int64)
+        if len(leaf_codes):
+            np.add.at(out, field_of_code[leaf_codes], arr[leaf_codes])
+        return out
+
+    results: dict[str, dict[str, Any]] = {}
+    for mi in models_in:
+        p, a = mi.meta, acc[mi.meta.name]
+        pr: dict[str, np.ndarray] = {
+            k: (np.concatenate(v) if v else np.zeros(0, dtype=np.float64 if k in ("rqs", "completeness", "hallucination", "accuracy") else np.int64))
+            for k, v in a["per_record"].items()
+        }
+        pr["safety"] = mi.safety
+        sums = [np.zeros((max(1, n_codes), 5), dtype=np.int64), *(np.zeros(max(1, n_codes), dtype=np.int64) for _ in range(3)),
+                np.zeros((max(1, n_codes), 4), dtype=np.int64)]
+        for chunk_paths, *arrays in a["fields"]:
+            for total_arr, arr in zip(sums, arrays):
+                total_arr[:chunk_paths] += arr
+        f_cls, f_scored, f_matched, f_fail, f_st = (to_fields(x) for x in sums)
+        fields_out: dict[str, FieldAccuracy] = {}
+        for j, fname in enumerate(field_names):
+            counts_j = {
+                "extra_keys": int(f_cls[j, _EXTRA]),
+                "gt_null_aio_has_value": int(f_cls[j, _GT_NULL_HAS]),
+                "gt_non_null": int(f_cls[j, _MISSING] + f_cls[j, _BOTH]),
+                "aio_missing_or_null": int(f_cls[j, _MISSING]),
+                "both_non_null": int(f_cls[j, _BOTH]),
+            }
+            if counts_j["extra_keys"] + counts_j["gt_null_aio_has_value"] + counts_j["gt_non_null"] == 0:
+                continue  # null on both sides everywhere for this model: nothing to report
+            fields_out[fname] = FieldAccuracy(
+                field=fname,
+                counts=counts_j,
+                scored=int(f_scored[j]),
+                matched=int(f_matched[j]),
+                ignored=int(f_st[j, _S_IGNORE]),
+                similarity_failures=int(f_fail[j]),
+                strategies={_STRATEGIES[c].value: int(f_st[j, c]) for c in range(len(_STRATEGIES)) if f_st[j, c]},
+            )
+        cells = a["cells"]
+        merged = _Cells(
+            rec=np.concatenate([c.rec for c in cells]) if cells else np.zeros(0, dtype=np.int32),
+            path=(rank[np.concatenate([c.path for c in cells])].astype(np.int32) if cells else np.zeros(0, dtype=np.int32)),
+            cls=np.concatenate([c.cls for c in cells]) if cells else np.zeros(0, dtype=np.int8),
+            strategy=np.concatenate([c.strategy for c in cells]) if cells else np.zeros(0, dtype=np.int8),
+            score=np.concatenate([c.score for c in cells]) if cells else np.zeros(0),
+            matched=np.concatenate([c.matched for c in cells]) if cells else np.zeros(0, dtype=bool),
+        )
+        if a["failures"]:
+            warnings.append(
+                f"model {p.name!r}: the similarity backend failed on {a['failures']} value(s); they count as not matched "
+                "(see similarity_failures per field)."
+            )
+        results[p.name] = {
+            "meta": p,
+            "per_record": pr,
+            "cells": merged,
+            "fields": fields_out,
+            "given": mi.given,
+            "flags": mi.flags,
+            "keep": ~mi.excluded,
+            "failures": a["failures"],
+        }
+
+    def summary(x: np.ndarray) -> dict[str, float]:
+        if len(x) == 0:
+            return {"mean": 0.0, "median": 0.0, "min": 0.0, "max": 0.0}
+        return {"mean": float(np.mean(x)), "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
+
+    means = {
+        m: {k: float(np.mean(r["per_record"][k][r["keep"]])) if r["keep"].any() else 0.0
+            for k in ("rqs", "completeness", "hallucination", "accuracy", "safety")}
+        for m, r in results.items()
+    }
+    # Ranking keys in order: mean RQS, accuracy, completeness, lower hallucination, name. The core
+    # ranker compares (f1, precision, recall, wins) with tolerance then the name, so the RQS keys
+    # map onto it with hallucination negated as the fourth key; the tier is the RQS tier.
+    ranked = rank_models(
+        {m: Score(f1=v["rqs"], precision=v["accuracy"], recall=v["completeness"]) for m, v in means.items()},
+        {m: -v["hallucination"] for m, v in means.items()},
+    )
+    # The best attainable RQS is a + c + s (hallucination only subtracts): 0.85 with seed 001's
+    # weights, so the tier (excellent ≥ 90%, good ≥ 70%) is taken on the share of that maximum.
+    best = min(hi, max(lo, w.accuracy + w.completeness + w.safety))
+    models: dict[str, ModelJsonResult] = {}
+    for r in ranked:
+        share = means[r.model]["rqs"] / best if best > 0 else means[r.model]["rqs"]
+        tier_name = tier(share)
+        res = results[r.model]
+        pr = res["per_record"]
+        flags = res["flags"]
+        models[r.model] = ModelJsonResult(
+            name=r.model,
+            rank=r.rank,
+            tier=tier_name,
+            tier_colour=TIER_COLOURS[tier_name],
+            rqs=summary(pr["rqs"][res["keep"]]),
+            completeness=means[r.model]["completeness"],
+            hallucination=means[r.model]["hallucination"],
+            accuracy=means[r.model]["accuracy"],
+            safety=means[r.model]["safety"],
+            buckets={b: int(pr[b][res["keep"]].sum()) for b in BUCKETS},
+            scored=int(pr["scored"][res["keep"]].sum()),
+            matched=int(pr["matched"][res["keep"]].sum()),
+            ignored=sum(f.ignored for f in res["fields"].values()),
+            similarity_failures=res["failures"],
+            missing_records=sum(1 for f in flags.values() if "missing_prediction" in f),
+            invalid_predictions=sum(1 for f in flags.values() if f[0].startswith("invalid_prediction")),
+            excluded_records=int((~res["keep"]).sum()),
+            safety_scores_given=res["given"],
+            fields=res["fields"],
+            source=res["meta"].source,
+            _record_ids=tuple(order),
+            _paths=path_names,
+            _per_record=pr,
+            _cells=res["cells"],
+            _flags=flags,
+        )
+    if n == 0:
+        warnings.append(f"{truth_source}: the ground truth has no records.")
+    cfg_dict = cfg.to_dict()
+    sem = describe_similarity(similarity)
+    cfg_dict["similarity"] = {"semantic": sem, "fuzzy": describe_similarity(fuzzy)}
+    cfg_dict["semantic_backend"] = sem.get("name", "custom")
+    cfg_dict["rqs_best_attainable"] = best
+    cfg_dict["null_tokens"] = sorted(cfg.normalization.null_tokens)
+    return JsonResult(
+        task="json",
+        models=models,
+        ranking=tuple(r.model for r in ranked),
+        n_records=n,
+        fields=field_names,
+        warnings=tuple(warnings),
+        config=cfg_dict,
+    )
+
+
+def compare_json(
+    truth: Mapping[str, Any],
+    prediction: Any,
+    *,
+    config: JsonConfig | None = None,
+    similarity: SimilarityBackend | None = None,
+    fuzzy_similarity: SimilarityBackend | None = None,
+    safety_score: float | None = None,
+) -> RecordScore:
+    """Seed 001's four phases and RQS for one (golden, predicted) pair of JSON objects.
+
+    Example (seed 001's walkthrough with the default *lexical* backend: the bio paraphrase
+    shares too little spelling to pass 0.80, so accuracy is 2/3 here; the seed's LLM scored it 0.88):
+        >>> gt = {"name": "John Smith", "email": "john@example.com",
+        ...       "bio": "Senior engineer with 10 years of experience...", "internal_id": None, "status": "active"}
+        >>> aio = {"name": "John Smyth", "email": "john@example.com",
+        ...        "bio": "Experienced senior engineer, 10+ years...", "internal_id": "abc123", "extra_field": "surprise"}
+        >>> r = compare_json(gt, aio, config=JsonConfig(strategies={"name": "FUZZY", "bio": "SEMANTIC"}))
+        >>> r.completeness, r.hallucination, r.accuracy, r.buckets["gt_null_aio_has_value"]
+        (0.75, 0.3333333333333333, 0.6666666666666666, ('internal_id',))
+    """
+    res = score_json(
+        {"record": truth},
+        [JsonPredictions(name="model", records={"record": prediction}, safety={} if safety_score is None else {"record": safety_score})],
+        config=config,
+        similarity=similarity,
+        fuzzy_similarity=fuzzy_similarity,
+    )
+    return res.models["model"].record("record")

@@ -1,0 +1,84 @@
+"""Readers of the `json` task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extracteval.errors import InputError
+from extracteval.io.json_inputs import _loads_iterative, load_json_inputs, read_json_records
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES, st.booleans())
+def test_iterative_parser_agrees_with_json_loads(value, indent) -> None:
+    text = json.dumps(value, indent=2 if indent else None)
+    assert _loads_iterative(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("bad", ["{", '{"a" 1}', "[1,]", "[1 2]", '{"a": 1}x', "", "tru", '{"a": 1,}'])
+def test_iterative_parser_rejects_invalid_json(bad) -> None:
+    with pytest.raises(ValueError):
+        _loads_iterative(bad)
+
+
+def test_ten_thousand_deep_jsonl_line(tmp_path: Path) -> None:
+    line = '{"id": "1", "x": ' + '{"a": ' * 10_000 + "1" + "}" * 10_000 + "}\n"
+    (tmp_path / "t.jsonl").write_text(line, encoding="utf-8")
+    loaded = read_json_records(tmp_path / "t.jsonl", role="truth")
+    node = loaded.truth["1"]["x"]
+    depth = 0
+    while isinstance(node, dict):
+        node, depth = node["a"], depth + 1
+    assert (depth, node) == (10_000, 1)
+
+
+def test_json_array_and_id_mapping(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps([{"id": 1, "x": 1}, {"id": 2, "x": 2}]), encoding="utf-8")
+    (tmp_path / "m.json").write_text(json.dumps({"1": {"x": 1}, "2": {"x": 3}}), encoding="utf-8")
+    assert read_json_records(tmp_path / "a.json", role="truth").truth == {"1": {"x": 1}, "2": {"x": 2}}
+    assert read_json_records(tmp_path / "m.json", role="predictions").predictions == {"": {"1": {"x": 1}, "2": {"x": 3}}}
+    (tmp_path / "bad.json").write_text(json.dumps({"1": [1]}), encoding="utf-8")
+    with pytest.raises(InputError, match=r"record '1': expected a JSON object as the record, but found list"):
+        read_json_records(tmp_path / "bad.json", role="truth")
+
+
+def test_parquet_table_with_safety_column(tmp_path: Path) -> None:
+    pd.DataFrame({"id": ["1", "2"], "name": ["A", "B"]}).to_parquet(tmp_path / "t.parquet")
+    pd.DataFrame({"id": ["1", "2"], "name": ["A", None], "safety_score": [0.5, None]}).to_parquet(tmp_path / "p.parquet")
+    truth, models, _, _ = load_json_inputs(tmp_path / "t.parquet", [f"m={tmp_path / 'p.parquet'}"])
+    assert truth == {"1": {"name": "A"}, "2": {"name": "B"}}
+    assert models[0].records == {"1": {"name": "A"}, "2": {"name": None}}
+    assert models[0].safety == {"1": 0.5}
+
+
+def test_pairs_layout_rejects_stray_keys(tmp_path: Path) -> None:
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "1", "truth": {}, "prediction": {}}\n{"id": "2", "truth": {}, "prediction": {}, "oops": 1}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 2: this file is in the pairs layout .* other keys: \['oops'\]"):
+        read_json_records(p, role="predictions")
+
+
+def test_no_truth_anywhere(tmp_path: Path) -> None:
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "1", "a": 1}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="no ground truth: pass --truth FILE"):
+        load_json_inputs(None, [f"m={p}"])
+
+
+def test_unsupported_suffix(tmp_path: Path) -> None:
+    p = tmp_path / "x.xml"
+    p.write_text("<a/>", encoding="utf-8")
+    with pytest.raises(InputError, match=r"unsupported file type '.xml'"):
+        read_json_records(p, role="truth")
