@@ -19,6 +19,7 @@ SCORE_TASKS = {
 }
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),
+    "evaluate": ("evaluate", "score models and log the evaluation to MLflow (one run per model)"),
 }
 
 
