@@ -202,8 +202,10 @@ class FieldsAdapter:
         for k in _COUNT_KEYS:
             out[f"totals/{k}"] = float(getattr(t, k))
         if m.overall_f1_ci is not None:
-            out["overall/f1/ci_low"] = float(m.overall_f1_ci.low)
-            out["overall/f1/ci_high"] = float(m.overall_f1_ci.high)
+            # intervals are of F1; `…/f1/ci_low` would make `…/f1` both a metric and a folder in
+            # MLflow's file store, so the bounds sit beside the metric
+            out["overall/ci_low"] = float(m.overall_f1_ci.low)
+            out["overall/ci_high"] = float(m.overall_f1_ci.high)
         out["wins/field_wins"] = float(m.field_wins)
         out["wins/fields_scored"] = float(m.fields_scored)
         out["ranking/rank"] = float(m.rank)
@@ -216,8 +218,8 @@ class FieldsAdapter:
                 out[keys.key("field", fname, k)] = float(getattr(fm, k))
             out[keys.key("field", fname, "exact_match_rate")] = float(fm.exact_match_rate)
             if not np.isnan(ci[j, 0]) and fm.valid:
-                out[keys.key("field", fname, "f1", "ci_low")] = float(ci[j, 0])
-                out[keys.key("field", fname, "f1", "ci_high")] = float(ci[j, 1])
+                out[keys.key("field", fname, "ci_low")] = float(ci[j, 0])
+                out[keys.key("field", fname, "ci_high")] = float(ci[j, 1])
         return out
 
     def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
@@ -235,8 +237,8 @@ class FieldsAdapter:
             pair = f"{keys.segment(c.higher)} vs {keys.segment(c.lower)}"
             keys.originals[f"comparison/{pair}"] = f"comparison/{c.higher} vs {c.lower}"
             out[f"comparison/{pair}/f1_diff"] = float(c.difference.estimate)
-            out[f"comparison/{pair}/f1_diff/ci_low"] = float(c.difference.low)
-            out[f"comparison/{pair}/f1_diff/ci_high"] = float(c.difference.high)
+            out[f"comparison/{pair}/ci_low"] = float(c.difference.low)
+            out[f"comparison/{pair}/ci_high"] = float(c.difference.high)
         return out
 
     # ---- tables --------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ def upload_bundle(
             state["runs"] = {m["runs"][0]["key"]: into_run}
         else:
             exp = client.get_experiment_by_name(exp_name)
-            exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name)
+            exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
         state["experiment_id"] = exp_id
         ts = int(m["created_ms"])
         ds = m.get("dataset")
@@ -196,6 +196,21 @@ def upload_bundle(
         ) from e
     models = {p.model: state["runs"][p.key] for p in bundle.runs if p.model is not None}
     return UploadResult(tracking_uri=uri, experiment_id=str(exp_id), run_ids=dict(state["runs"]), models=models)
+
+
+def _artifact_location(uri: str, experiment: str) -> str | None:
+    """Artifacts of an embedded SQLite store go beside the database (`mlartifacts/`), not into
+    whatever folder the command happens to run in; servers choose their own location."""
+    from pathlib import Path
+
+    if not uri.startswith("sqlite:///"):
+        return None
+    db = Path(uri[len("sqlite:///"):])
+    if str(db) in ("", ":memory:"):
+        return None
+    from extracteval.io.config import safe_file_name
+
+    return (db.resolve().parent / "mlartifacts" / safe_file_name(experiment)).as_uri()
 
 
 def _reason(e: BaseException) -> str:
