@@ -69,7 +69,7 @@ class MlflowServer:
         pgid = os.getpgid(self.proc.pid)
         os.killpg(pgid, signal.SIGTERM)
         try:
-            self.proc.wait(timeout=15)
+            self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(pgid, signal.SIGKILL)
             self.proc.wait(timeout=10)
@@ -82,11 +82,16 @@ class MlflowServer:
             time.sleep(0.2)
 
 
+SERVERS: dict[str, MlflowServer] = {}  # url → running server (tests read its access log)
+
+
 @pytest.fixture(scope="module")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
     server = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
     server.start()
+    SERVERS[server.url] = server
     yield server
+    SERVERS.pop(server.url, None)
     server.stop()
 
 

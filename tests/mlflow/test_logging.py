@@ -231,3 +231,175 @@ def test_can_evaluate_exactly_the_spec_model_types():
         assert ev.can_evaluate(model_type=t, evaluator_config={})
     for t in ("classifier", "regressor", "text", None, "extraction-field"):
         assert not ev.can_evaluate(model_type=t, evaluator_config={})
+
+
+# ---------------------------------------------------------------------------------------------
+# request counting, HTML escaping, failure and resume
+
+
+def _wide(tmp_path: Path, n_fields: int, n_records: int = 40, field_name=lambda j: f"f{j:03d}", value=lambda i, j: f"v{i}-{j}") -> tuple[Path, list[Path]]:
+    truth = pd.DataFrame({"id": [f"r{i}" for i in range(n_records)], **{field_name(j): [value(i, j) for i in range(n_records)] for j in range(n_fields)}})
+    tp = tmp_path / "truth.csv"
+    truth.to_csv(tp, index=False)
+    preds = []
+    for k in range(2):
+        p = truth.copy()
+        for j in range(n_fields):
+            col = field_name(j)
+            p.loc[p.index % (3 + k + j % 4) == 0, col] = "wrong"
+        pp = tmp_path / f"model{k}.csv"
+        p.to_csv(pp, index=False)
+        preds.append(pp)
+    return tp, preds
+
+
+def _server_log(url: str) -> Path:
+    from .conftest import SERVERS
+
+    return SERVERS[url].log
+
+
+def test_metric_requests_are_batched_for_200_fields(cli, tracking_uri, tmp_path, monkeypatch):
+    """≤ ⌈metrics/1000⌉ metric-logging requests per run, counted at the client, and no
+    single-metric endpoint in the server's access log."""
+    import math
+
+    from mlflow.store.tracking.rest_store import RestStore
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    calls: dict[str, list[int]] = {}
+    for store in (RestStore, SqlAlchemyStore):
+        original = store.log_batch
+
+        def counting(self, run_id, metrics=(), params=(), tags=(), _original=original):
+            if metrics:
+                calls.setdefault(run_id, []).append(len(metrics))
+            return _original(self, run_id, metrics=metrics, params=params, tags=tags)
+
+        monkeypatch.setattr(store, "log_batch", counting)
+    truth, preds = _wide(tmp_path, 200)
+    code, out, err = cli("evaluate", "fields", "--truth", str(truth), "--predictions", f"a={preds[0]}", "--predictions", f"b={preds[1]}",
+                         "--experiment", "wide-200", "--tracking-uri", tracking_uri, "--output", str(tmp_path / "out"), "--no-figures")
+    assert code == 0, err
+    parent, children = _runs(out)
+    client = MlflowClient(tracking_uri)
+    for rid in [parent, *children.values()]:
+        n = len(client.get_run(rid).data.metrics)
+        assert sum(calls[rid]) == n
+        assert len(calls[rid]) <= math.ceil(n / 1000), (n, calls[rid])
+    assert len(client.get_run(children["a"]).data.metrics) > 2000  # 200 fields × 12 metrics: really several batches
+    if tracking_uri.startswith("http"):  # the server's own access log agrees: batches only
+        text = _server_log(tracking_uri).read_text(errors="replace")
+        assert "/runs/log-batch" in text and "/runs/log-metric" not in text
+
+
+def test_html_report_escapes_user_strings(cli, sqlite_uri, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    evil = "<script>alert(1)</script>"
+    value = '"><img src=x onerror=alert(2)>'
+    truth, preds = _wide(tmp_path, 3, field_name=lambda j: evil if j == 0 else f"f{j}", value=lambda i, j: value if j == 0 else f"v{i}")
+    code, out, err = cli("evaluate", "fields", "--truth", str(truth), "--predictions", f"{evil}={preds[0]}", "--predictions", f"b={preds[1]}",
+                         "--experiment", "escaping", "--tracking-uri", sqlite_uri, "--output", str(tmp_path / "out"), "--no-ci")
+    assert code == 0, err
+    parent, children = _runs(out)
+    client = MlflowClient(sqlite_uri)
+    for rid in [parent, *children.values()]:
+        local = Path(client.download_artifacts(rid, "extracteval", str(tmp_path / f"dl-{rid}")))
+        html = (local / "report.html").read_text(encoding="utf-8")
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert "<script" not in html.lower() and "<img src=x" not in html and "onerror=alert" not in html.replace("onerror=alert(2)&gt;", "")
+        assert "&lt;img src=x onerror=alert(2)&gt;" in html  # the value shows up, inert
+        assert "http://" not in html and "https://" not in html  # self-contained: nothing fetched
+        keys = json.loads((local / "metric_keys.json").read_text(encoding="utf-8"))
+        assert {"name": evil, "key": "_script_alert_1_script_"} in keys["names"]
+        metrics = client.get_run(rid).data.metrics
+        assert all(is_valid_key(k) for k in metrics)
+    child = client.get_run(children[evil])
+    assert child.data.metrics["field/_script_alert_1_script_/f1"] >= 0
+    assert child.data.tags["extracteval.model"] == evil
+
+
+def test_failed_upload_marks_run_failed_and_resume_completes_it(cli, sqlite_uri, contracts_args, tmp_path, monkeypatch):
+    from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
+
+    def broken(self, *a, **k):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(LocalArtifactRepository, "log_artifacts", broken)
+    out_dir = tmp_path / "kept"
+    code, out, err = cli("evaluate", "fields", *contracts_args, "--experiment", "fail-artifacts", "--tracking-uri", sqlite_uri,
+                         "--output", str(out_dir), "--no-ci")
+    assert code == 1
+    assert "No space left on device" in err and f"--resume-from {out_dir}" in err and "Traceback" not in err
+    state = json.loads((out_dir / "state.json").read_text())
+    assert state["status"] == "FAILED"
+    client = MlflowClient(sqlite_uri)
+    first = client.get_run(state["runs"]["parent"])
+    assert first.info.status == "FAILED"
+    monkeypatch.undo()
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = cli("evaluate", "--resume-from", str(out_dir))
+    assert code == 0, err
+    state2 = json.loads((out_dir / "state.json").read_text())
+    assert state2["status"] == "UPLOADED" and state2["runs"]["parent"] == state["runs"]["parent"]
+    for key, rid in state2["runs"].items():
+        run = client.get_run(rid)
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics == json.loads((out_dir / "runs" / key / "metrics.json").read_text())
+    code, out, _ = cli("evaluate", "--resume-from", str(out_dir))
+    assert code == 0 and "nothing to do" in out
+
+
+def test_server_stopped_mid_evaluation_then_resume(cli, mlflow_server, contracts_args, tmp_path, monkeypatch):
+    """Kept last in the module: it stops the shared server and starts it again."""
+    from mlflow.tracking import MlflowClient as Client
+
+    code, score_out, _ = cli("score", "fields", *contracts_args, "--json")
+    expected = json.loads(score_out)
+    original = Client.log_batch
+    stopped = []
+
+    def stop_then_log(self, run_id, metrics=(), params=(), tags=(), **kw):
+        if metrics and not stopped:
+            mlflow_server.stop()  # the server dies between two writes of the upload
+            stopped.append(run_id)
+        return original(self, run_id, metrics=metrics, params=params, tags=tags, **kw)
+
+    monkeypatch.setattr(Client, "log_batch", stop_then_log)
+    out_dir = tmp_path / "kept"
+    try:
+        code, out, err = cli("evaluate", "fields", *contracts_args, "--experiment", "fault", "--tracking-uri", mlflow_server.url,
+                             "--output", str(out_dir))
+    finally:
+        monkeypatch.setattr(Client, "log_batch", original)
+    assert stopped and code == 1
+    assert "not reachable" in err and f"extracteval evaluate --resume-from {out_dir}" in err and "Traceback" not in err
+    # the local copy is complete: every run's metrics and artifacts, the same document `score` prints
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    assert [r["key"] for r in manifest["runs"]] == ["parent", "model-1", "model-2", "model-3"]
+    for r in manifest["runs"]:
+        rdir = out_dir / "runs" / r["key"]
+        assert json.loads((rdir / "metrics.json").read_text())
+        names = {p.relative_to(rdir / "artifacts").as_posix() for p in (rdir / "artifacts").rglob("*") if p.is_file()}
+        assert {"extracteval/result.json", "extracteval/report.html", "extracteval/field_metrics.csv", "figures/field_f1.png"} <= names
+        if r["role"] == "model":
+            assert "extracteval/records.parquet" in names
+        doc = json.loads((rdir / "artifacts" / "extracteval" / "result.json").read_text())
+        assert doc["models"] == expected["models"] and doc["ranking"] == expected["ranking"]
+    state = json.loads((out_dir / "state.json").read_text())
+    assert state["status"] == "FAILED" and state["runs"]["parent"] == stopped[0]
+
+    mlflow_server.start()
+    code, out, err = cli("evaluate", "--resume-from", str(out_dir))
+    assert code == 0, err
+    client = MlflowClient(mlflow_server.url)
+    state = json.loads((out_dir / "state.json").read_text())
+    assert state["status"] == "UPLOADED" and state["runs"]["parent"] == stopped[0]  # the same parent run, completed
+    runs = client.search_runs([client.get_experiment_by_name("fault").experiment_id])
+    assert len(runs) == 4  # no duplicates
+    for key, rid in state["runs"].items():
+        run = client.get_run(rid)
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics == json.loads((out_dir / "runs" / key / "metrics.json").read_text())
+    m1 = client.get_run(state["runs"]["model-1"])
+    assert m1.data.metrics["overall/f1"] == pytest.approx(expected["models"][expected["ranking"][0]]["overall"]["f1"])

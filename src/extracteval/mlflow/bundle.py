@@ -11,9 +11,8 @@ Layout::
     DIR/manifest.json                 plan: experiment, runs (key, role, parent, name, tags, params)
     DIR/state.json                    upload progress: run ids created, status, last error
     DIR/runs/<key>/metrics.json       {metric key: value}
-    DIR/runs/<key>/artifacts/…        uploaded as is (extracteval/result.json, report.html, CSV, Parquet)
-    DIR/runs/<key>/figures/*.png      uploaded under figures/
-    DIR/runs/<key>/tables/*.parquet   uploaded with log_table as extracteval/<name>.json
+    DIR/runs/<key>/artifacts/…        uploaded as is, in one call (extracteval/result.json,
+                                      report.html, CSV, Parquet, figures/*.png)
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +85,6 @@ class RunPlan:
 class Bundle:
     path: Path
     manifest: Mapping[str, Any]
-    # in-memory figures of a fresh evaluation, (run key, artifact path) → matplotlib Figure; empty
-    # for a bundle read back from disk (its PNG files are uploaded instead)
-    figures: Mapping[tuple[str, str], Any] = field(default_factory=dict)
 
     @property
     def runs(self) -> list[RunPlan]:
@@ -121,7 +117,7 @@ def _dataset_entity(scored: Scored, digest: str) -> dict[str, Any]:
 
     import mlflow.data
 
-    frame = scored.truth.reset_index()
+    frame = scored.truth.copy().reset_index()
     frame.columns = [str(c) for c in frame.columns]
     name = f"{scored.task}-truth"
     source = str(scored.truth_source)
@@ -168,7 +164,9 @@ def write_bundle(
     c_digest = config_digest(scored.config)
     models = list(scored.models)
     keys = KeyMap.build([*adapter.item_names(scored), *models])
+    item_name = getattr(adapter, "item_table_name", "item_metrics")
     base_tags = {
+        "mlflow.loggedArtifacts": json.dumps([{"path": f"extracteval/{item_name}_table.json", "type": "table"}]),
         "extracteval.task": scored.task,
         "extracteval.version": __version__,
         "extracteval.truth_digest": t_digest,
@@ -197,14 +195,11 @@ def write_bundle(
                                        "extracteval.rank": str(i)},
                                  params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_generation(scored, m)}))
 
-    fig_objects: dict[tuple[str, str], Any] = {}
     try:
         for plan in plans:
             rdir = out / "runs" / plan.key
             adir = rdir / "artifacts" / "extracteval"
             adir.mkdir(parents=True, exist_ok=True)
-            (rdir / "figures").mkdir(exist_ok=True)
-            (rdir / "tables").mkdir(exist_ok=True)
             run_models = models if plan.role == "comparison" else [plan.model]
             if plan.role == "comparison":
                 metrics = adapter.comparison_metrics(scored, keys)
@@ -219,9 +214,9 @@ def write_bundle(
             (rdir / "metrics.json").write_text(_dumps(metrics, indent=0, sort_keys=True), encoding="utf-8")
             (adir / "result.json").write_text(doc_text, encoding="utf-8")
             item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)
-            item_name = {"fields": "field_metrics"}.get(scored.task, "item_metrics")
             item.to_csv(adir / f"{item_name}.csv", index=False)
-            item.to_parquet(rdir / "tables" / f"{item_name}.parquet", index=False)
+            # an MLflow table, exactly as `log_table` writes it (registered by the tag set below)
+            item.to_json(adir / f"{item_name}_table.json", orient="split", index=False, date_format="iso")
             if plan.role == "comparison" and hasattr(adapter, "ranking_table"):
                 adapter.ranking_table(scored, models).to_csv(adir / "leaderboard.csv", index=False)
             if plan.role != "comparison":
@@ -237,9 +232,10 @@ def write_bundle(
             if figures:
                 for fname, fig in adapter.figures(scored, run_models).items():
                     png = png_bytes(fig)
-                    (rdir / "figures" / fname).write_bytes(png)
+                    fdir = rdir / "artifacts" / "figures"
+                    fdir.mkdir(exist_ok=True)
+                    (fdir / fname).write_bytes(png)
                     pngs[fname] = png
-                    fig_objects[(plan.key, f"figures/{fname}")] = fig
             title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{n} models compared")
             html = render_report(
                 title=title,
@@ -265,7 +261,7 @@ def write_bundle(
         (out / "manifest.json").write_text(_dumps(manifest, indent=2), encoding="utf-8")
     except OSError as e:
         raise InputError(f"{out}: cannot write the local results ({e.strerror or e}).") from None
-    bundle = Bundle(path=out, manifest=manifest, figures=fig_objects)
+    bundle = Bundle(path=out, manifest=manifest)
     bundle.write_state({"runs": {}, "status": "PENDING", "error": None})
     return bundle
 

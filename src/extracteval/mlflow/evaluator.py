@@ -223,6 +223,4 @@ def _artifacts(run_id: str, bundle: Any) -> dict[str, Any]:
         if p.is_file() and p.suffix in kinds:
             rel = p.relative_to(rdir / "artifacts").as_posix()
             out[p.stem] = kinds[p.suffix](uri=get_artifact_uri(run_id, rel))
-    for p in sorted((rdir / "figures").glob("*.png")):
-        out[p.stem] = ImageEvaluationArtifact(uri=get_artifact_uri(run_id, f"figures/{p.name}"))
     return out

@@ -76,6 +76,7 @@ def _field_f1_intervals(ledger: np.ndarray, *, resamples: int, confidence: float
 class FieldsAdapter:
     task = "fields"
     model_type = "extraction-fields"
+    item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
         "default_strategy": "strategy of fields not listed (EXACT)",
@@ -324,6 +325,16 @@ class FieldsAdapter:
         strategies = json.dumps(cfg.get("strategies", {}), sort_keys=True, ensure_ascii=False)
         out["strategies"] = strategies if len(strategies) <= 5000 else f"{len(cfg.get('strategies', {}))} per-field strategies; see extracteval/result.json (config)"
         return out
+
+    def row_rationale(self, scored: Scored, model: str) -> str:
+        """One record's verdict per field (`vendor: wrong value (FP+FN)`), for per-row feedback."""
+        labels = {"tp": "correct (TP)", "fp": "spurious value (FP)", "fn": "missed (FN)", "tn": "both empty (TN)", "wrong": "wrong value (FP+FN)", "excluded": "excluded"}
+        parts = []
+        for f, fm in scored.doc["models"][model]["fields"].items():
+            kinds = [k for k in ("wrong", "tp", "fp", "fn", "tn", "excluded") if fm["examples"].get(k)]
+            if kinds:
+                parts.append(f"{f}: {labels[kinds[0]]}")
+        return "; ".join(parts)
 
     def summary(self, scored: Scored) -> str:
         from extracteval.report.terminal import render_fields

@@ -101,6 +101,7 @@ class TaskAdapter(Protocol):
 
     task: str
     model_type: str
+    item_table_name: str  # `field_metrics`, `tag_metrics`, … (CSV and MLflow table artifact names)
     # evaluator_config keys this task accepts (beyond the common ones), with a one-line meaning
     config_keys: Mapping[str, str]
 

@@ -2,8 +2,11 @@
 
 Writes per run: one `log_batch` for params and tags (chunked by MLflow's 100-per-kind limit),
 metrics in `log_batch` calls of at most 1000 (never one call per metric), one `log_inputs`
-for the ground-truth dataset, one `log_artifacts` for the artifact folder, `log_table` for the
-per-item table and `log_figure` for each figure. The run ids created are written to the
+for the ground-truth dataset and one `log_artifacts` for the artifact folder: result.json, CSV,
+Parquet, report.html, the figures (PNG files rendered by matplotlib into the local copy — what
+`log_figure` writes, without rendering each figure a second time) and the per-item MLflow table
+(the JSON `log_table` writes, registered by the `mlflow.loggedArtifacts` tag that `log_table`
+sets; `log_table` itself would append a second copy of the rows when a failed upload is resumed). The run ids created are written to the
 bundle's `state.json` as soon as they exist, so `--resume-from` completes those same runs
 instead of creating duplicates. Metrics carry the bundle's timestamp and step 0, so logging them
 again on resume writes identical values.
@@ -83,10 +86,9 @@ def upload_bundle(
             answers), `state.json` records the error, and the message says how to resume.
     """
     from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
     from mlflow.tracking import MlflowClient
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
-
-    import pandas as pd
 
     m = bundle.manifest
     uri = tracking_uri or m.get("tracking_uri") or default_tracking_uri()
@@ -103,7 +105,8 @@ def upload_bundle(
         if into_run is not None:
             if len(m["runs"]) != 1:
                 raise ValueError("into_run needs a single-run bundle")
-            exp_id = client.get_run(into_run).info.experiment_id
+            info = client.get_run(into_run).info
+            exp_id = info.experiment_id
             state["runs"] = {m["runs"][0]["key"]: into_run}
         else:
             exp = client.get_experiment_by_name(exp_name)
@@ -117,6 +120,7 @@ def upload_bundle(
             if run_id is not None and into_run is None:
                 try:
                     info = client.get_run(run_id).info
+                    artifact_uri = info.artifact_uri
                     if info.lifecycle_stage != "active":
                         run_id = None
                     else:
@@ -131,11 +135,13 @@ def upload_bundle(
                 if plan.parent is not None:
                     tags[MLFLOW_PARENT_RUN_ID] = state["runs"][plan.parent]
                 run = client.create_run(exp_id, start_time=ts, tags=tags, run_name=plan.run_name)
-                run_id = run.info.run_id
+                run_id, artifact_uri = run.info.run_id, run.info.artifact_uri
                 state["runs"][plan.key] = run_id
                 bundle.write_state(state)
             if into_run is None:
                 created.append(run_id)
+            else:
+                artifact_uri = info.artifact_uri
             rdir = bundle.run_dir(plan.key)
             step(f"params {plan.key}")
             params = [Param(k, str(v)) for k, v in sorted(plan.params.items())]
@@ -153,31 +159,14 @@ def upload_bundle(
                 step(f"dataset {plan.key}")
                 client.log_inputs(run_id, [DatasetInput(dataset=Dataset(**ds), tags=[InputTag("mlflow.data.context", "truth")])])
             step(f"artifacts {plan.key}")
-            client.log_artifacts(run_id, str(rdir / "artifacts"))
-            for table in sorted((rdir / "tables").glob("*.parquet")):
-                step(f"table {plan.key} {table.stem}")
-                client.log_table(run_id, data=pd.read_parquet(table), artifact_file=f"extracteval/{table.stem}_table.json")
-            for png in sorted((rdir / "figures").glob("*.png")):
-                step(f"figure {plan.key} {png.name}")
-                fig = bundle.figures.get((plan.key, f"figures/{png.name}"))
-                if fig is not None:
-                    client.log_figure(run_id, fig, f"figures/{png.name}")
-                else:  # resumed from disk: the same image, already rendered
-                    client.log_artifact(run_id, str(png), "figures")
-            if plan.role == "model":
-                continue  # children end before the parent, below
-            if into_run is None and plan.role == "comparison":
-                continue
-            if into_run is None:
-                client.set_terminated(run_id, "FINISHED")
+            repo = get_artifact_repository(artifact_uri, tracking_uri=uri)
+            repo.log_artifacts(str(rdir / "artifacts"))
         if into_run is None:
-            # children first, then the parent: the parent is FINISHED only when all its children are
-            for plan in bundle.runs:
-                if plan.role == "model":
-                    client.set_terminated(state["runs"][plan.key], "FINISHED")
-            for plan in bundle.runs:
-                if plan.role == "comparison":
-                    client.set_terminated(state["runs"][plan.key], "FINISHED")
+            # children first, then the parent: a FINISHED parent means every child is complete
+            order = sorted(bundle.runs, key=lambda p: p.role == "comparison")
+            for plan in order:
+                step(f"finish {plan.key}")
+                client.set_terminated(state["runs"][plan.key], "FINISHED")
         state["status"] = "UPLOADED"
         state["error"] = None
         state["uploaded_ms"] = int(time.time() * 1000)
