@@ -106,6 +106,17 @@ class FieldsAdapter:
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
 
+    def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
+        """Score one `experiments/<name>/experiment.yaml` (the demo)."""
+        ns = argparse.Namespace(
+            truth=str(folder / spec["truth"]),
+            predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+            strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
+            id_column=spec.get("id_column", "id"), delimiter=None, keys=None, fields=None, fuzzy_threshold=None,
+            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None, no_ci=False, resamples=None, seed=None,
+        )
+        return self.score_args(ns)
+
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.fields import FieldsConfig
         from extracteval.core.normalize import NormalizationConfig

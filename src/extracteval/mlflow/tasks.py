@@ -108,6 +108,12 @@ class TaskAdapter(Protocol):
     def score_args(self, args: argparse.Namespace) -> Scored:
         """Score from the `extracteval evaluate <task>` arguments (same as `score <task>`)."""
 
+    def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
+        """Score one `experiments/<name>/experiment.yaml` (the demo)."""
+
+    def build_config(self, config: Mapping[str, Any]) -> Any:
+        """The task's config object from evaluator_config-style options (validates them)."""
+
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
     ) -> Scored:
