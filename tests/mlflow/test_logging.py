@@ -112,7 +112,7 @@ def test_evaluate_cli_logs_parent_and_children(cli, tracking_uri, contracts_args
 
 def test_single_model_is_one_run(cli, tracking_uri, contracts_args, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    args = contracts_args[:4] + contracts_args[-2:]
+    args = contracts_args[:4] + ["--strategies", str(CONTRACTS / "strategies.yaml")]
     code, out, err = cli("evaluate", "fields", *args, "--experiment", "contracts-single", "--tracking-uri", tracking_uri, "--no-ci")
     assert code == 0, err
     parent, children = _runs(out)

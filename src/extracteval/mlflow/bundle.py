@@ -111,26 +111,41 @@ def _bounded(value: Any, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+_SCHEMA_TYPES = {"integer": "long", "floating": "double", "boolean": "boolean", "datetime64": "datetime", "datetime": "datetime", "date": "datetime"}
+
+
 def _dataset_entity(scored: Scored, digest: str) -> dict[str, Any]:
-    """The ground truth as an MLflow dataset (name, digest, source, schema, profile)."""
+    """The ground truth as an MLflow dataset (name, digest, source, schema, profile), in the form
+    `mlflow.data.from_pandas(...)` produces. The column types come from pandas' type inference
+    (MLflow's own inference visits every cell in Python: seconds for a few hundred columns)."""
     import warnings
 
-    import mlflow.data
+    import pandas as pd
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.types import ColSpec, Schema
 
-    frame = scored.truth.copy().reset_index()
-    frame.columns = [str(c) for c in frame.columns]
-    name = f"{scored.task}-truth"
-    source = str(scored.truth_source)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            ds = mlflow.data.from_pandas(frame, source=source, name=name, digest=digest[:32])
-            ent = ds._to_mlflow_entity()
-        except Exception:  # exotic cells (lists, dicts) defeat schema inference: describe them as text
-            ds = mlflow.data.from_pandas(frame.astype(str), source=source, name=name, digest=digest[:32])
-            ent = ds._to_mlflow_entity()
-    return {"name": ent.name, "digest": ent.digest, "source_type": ent.source_type, "source": ent.source,
-            "schema": ent.schema, "profile": ent.profile}
+    frame = scored.truth
+    cols = [("id", "string")]
+    for c in frame.columns:
+        kind = pd.api.types.infer_dtype(frame[c].head(1000), skipna=True)
+        cols.append((str(c), _SCHEMA_TYPES.get(kind, "string")))
+    schema = Schema([ColSpec(type=t, name=n, required=False) for n, t in cols])
+    try:
+        with warnings.catch_warnings():  # "can be interpreted in multiple ways": a local file either way
+            warnings.simplefilter("ignore")
+            source = resolve_dataset_source(str(scored.truth_source))
+    except Exception:  # not a path or URI MLflow knows (e.g. "dataset"): recorded as code
+        from mlflow.data.code_dataset_source import CodeDatasetSource
+
+        source = CodeDatasetSource(tags={"extracteval.truth_source": str(scored.truth_source)})
+    return {
+        "name": f"{scored.task}-truth",
+        "digest": digest[:32],
+        "source_type": source._get_source_type(),
+        "source": source.to_json(),
+        "schema": json.dumps({"mlflow_colspec": schema.to_dict()}),
+        "profile": json.dumps({"num_rows": len(frame), "num_elements": int(frame.size + len(frame))}),
+    }
 
 
 def write_bundle(
@@ -195,6 +210,7 @@ def write_bundle(
                                        "extracteval.rank": str(i)},
                                  params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_generation(scored, m)}))
 
+    shared_pngs: dict[str, bytes] | None = None
     try:
         for plan in plans:
             rdir = out / "runs" / plan.key
@@ -230,12 +246,16 @@ def write_bundle(
             )
             pngs: dict[str, bytes] = {}
             if figures:
-                for fname, fig in adapter.figures(scored, run_models).items():
-                    png = png_bytes(fig)
-                    fdir = rdir / "artifacts" / "figures"
-                    fdir.mkdir(exist_ok=True)
+                # several models: the comparison figures (every model, side by side) are rendered
+                # once and shown on the parent and on each child, where they place the model
+                # among its peers; one model: its own figures
+                if plan.role == "single" or shared_pngs is None:
+                    shared_pngs = {fname: png_bytes(fig) for fname, fig in adapter.figures(scored, run_models).items()}
+                pngs = shared_pngs
+                fdir = rdir / "artifacts" / "figures"
+                fdir.mkdir(exist_ok=True)
+                for fname, png in pngs.items():
                     (fdir / fname).write_bytes(png)
-                    pngs[fname] = png
             title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{n} models compared")
             html = render_report(
                 title=title,

@@ -49,28 +49,34 @@ def _parse_cell(value: Any, *, what: str, record: str, strict: bool) -> dict[str
 
 
 def _field_f1_intervals(ledger: np.ndarray, *, resamples: int, confidence: float, seed: int, zero_division: float) -> np.ndarray:
-    """(fields, 2) percentile interval of each field's F1, resampling records (seeded, paired
-    with nothing: one model). ledger: (records, fields, 5) tp, fp, fn, tn, excluded."""
+    """(fields, 2) percentile bootstrap interval of each field's F1, resampling records.
+
+    A field's F1 depends on the records only through their (tp, fp, fn, tn) rows, and a field
+    has few distinct rows (a single-valued cell is TP, FP, FN, FP+FN or TN). Resampling n records
+    with replacement is then exactly a multinomial draw of n over the distinct rows with their
+    observed frequencies, so each resample costs O(distinct rows) instead of O(records).
+
+    ledger: (records, fields, 5) tp, fp, fn, tn, excluded (excluded records count nothing).
+    """
     from extracteval.core.counts import ratios
 
     n, f = ledger.shape[0], ledger.shape[1]
+    out = np.full((f, 2), np.nan)
     if n == 0 or resamples <= 0:
-        return np.full((f, 2), np.nan)
-    flat = ledger[:, :, :4].reshape(n, -1).astype(np.float64)
+        return out
     rng = np.random.default_rng(seed)
-    out = np.empty((resamples, f))
-    block = max(1, min(64, 4_000_000 // max(n, 1)))
-    done = 0
-    while done < resamples:
-        b = min(block, resamples - done)
-        idx = rng.integers(0, n, size=(b, n))
-        offsets = (np.arange(b, dtype=np.int64) * n)[:, None]
-        w = np.bincount((idx + offsets).ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
-        c = (w @ flat).reshape(b, f, 4)
-        out[done : done + b] = ratios(c[..., 0], c[..., 1], c[..., 2], c[..., 3], zero_division=zero_division)["f1"]
-        done += b
     alpha = (1.0 - confidence) / 2.0
-    return np.percentile(out, [100 * alpha, 100 * (1 - alpha)], axis=0).T
+    for j in range(f):
+        rows = ledger[:, j, :4].astype(np.int64)
+        base = int(rows.max()) + 1 if rows.size else 1
+        codes = ((rows[:, 0] * base + rows[:, 1]) * base + rows[:, 2]) * base + rows[:, 3]  # one integer per row pattern
+        _, first, freq = np.unique(codes, return_index=True, return_counts=True)
+        patterns = rows[first]
+        draws = rng.multinomial(n, freq / n, size=resamples)  # (resamples, patterns)
+        c = draws @ patterns  # (resamples, 4)
+        f1 = ratios(c[:, 0], c[:, 1], c[:, 2], c[:, 3], zero_division=zero_division)["f1"]
+        out[j] = np.percentile(f1, [100 * alpha, 100 * (1 - alpha)])
+    return out
 
 
 class FieldsAdapter:
@@ -274,14 +280,25 @@ class FieldsAdapter:
         return pd.DataFrame(rows)
 
     def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
+        """model, record_id, field, tp, fp, fn, tn, excluded — one row per model, record and field.
+
+        The same table as `RecordLedger.to_frame()`, built with dictionary-encoded (categorical)
+        id columns: no per-row string objects, and Parquet stores each id once."""
         rec = scored.result.records
         if rec is None:
             return None
-        if model is None:
-            return rec.to_frame()
-        from extracteval.core.fields import RecordLedger
-
-        return RecordLedger(record_ids=rec.record_ids, fields=rec.fields, counts={model: rec.counts[model]}).to_frame()
+        n, f = len(rec.record_ids), len(rec.fields)
+        models = list(rec.counts) if model is None else [model]
+        rid_codes = np.repeat(np.arange(n, dtype=np.int32), f)
+        fld_codes = np.tile(np.arange(f, dtype=np.int32), n)
+        rid_cat = pd.Categorical.from_codes(np.tile(rid_codes, len(models)), categories=pd.Index(rec.record_ids, dtype=object))
+        fld_cat = pd.Categorical.from_codes(np.tile(fld_codes, len(models)), categories=pd.Index(rec.fields, dtype=object))
+        mdl_cat = pd.Categorical.from_codes(np.repeat(np.arange(len(models), dtype=np.int32), n * f), categories=pd.Index(models, dtype=object))
+        flat = np.concatenate([rec.counts[m].reshape(n * f, 5) for m in models]) if models else np.zeros((0, 5), dtype=np.int32)
+        return pd.DataFrame({
+            "model": mdl_cat, "record_id": rid_cat, "field": fld_cat,
+            **{k: flat[:, i] for i, k in enumerate(_COUNT_KEYS)},
+        })
 
     def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
         r = scored.result

@@ -26,6 +26,16 @@ def _pyplot() -> Any:
     return Figure
 
 
+def _margins(fig: Any, labels: list[Any], *, width: float, height: float, wspace: float | None = None) -> None:
+    """Fixed margins sized for the longest tick label. (Constrained layout measures every tick
+    label's extent and costs seconds for a few hundred fields.)"""
+    longest = max((len(_short(x)) for x in labels), default=4)
+    left = min(0.6, (0.35 + 0.075 * longest) / width)
+    top = 1.0 - min(0.3, 0.55 / height)
+    bottom = min(0.3, 0.6 / height)
+    fig.subplots_adjust(left=left, right=0.97, top=top, bottom=bottom, wspace=wspace)
+
+
 def _short(label: Any, n: int = 40) -> str:
     s = str(label)
     return s if len(s) <= n else s[: n - 1] + "…"
@@ -43,9 +53,11 @@ def item_f1_bars(table: "pd.DataFrame", *, item: str = "field", title: str = "F1
     models = list(dict.fromkeys(table["model"])) if len(table) else []
     items = list(dict.fromkeys(table[item])) if len(table) else []
     n_items, n_models = max(len(items), 1), max(len(models), 1)
-    height = min(2.0 + 0.28 * n_items * max(1.0, 0.6 * n_models), 80.0)
-    fig = Figure(figsize=(9.0, height), dpi=80, layout="constrained")
+    per_item = 0.28 if n_items <= 60 else 0.16  # many fields: thinner bars, same labels
+    height = min(2.0 + per_item * n_items * max(1.0, 0.6 * n_models), 60.0)
+    fig = Figure(figsize=(9.0, height), dpi=72)
     ax = fig.add_subplot()
+    _margins(fig, items, width=9.0, height=height)
     bar_h = 0.8 / n_models
     pos = {it: i for i, it in enumerate(items)}
     for k, m in enumerate(models):
@@ -60,8 +72,7 @@ def item_f1_bars(table: "pd.DataFrame", *, item: str = "field", title: str = "F1
                 xerr = np.vstack([np.clip(f1 - np.nan_to_num(lo, nan=f1), 0, None), np.clip(np.nan_to_num(hi, nan=f1) - f1, 0, None)])
         ax.barh(y, f1, height=bar_h, color=_COLOURS[k % len(_COLOURS)], label=_escape(_short(m)), xerr=xerr,
                 error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
-    ax.set_yticks(range(len(items)))
-    ax.set_yticklabels([_escape(_short(i)) for i in items], fontsize=8)
+    ax.set_yticks(range(len(items)), [_escape(_short(i)) for i in items], fontsize=8 if n_items <= 60 else 6)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.05)
     ax.set_xlabel("F1 (whiskers: bootstrap 95% interval)")
@@ -73,36 +84,44 @@ def item_f1_bars(table: "pd.DataFrame", *, item: str = "field", title: str = "F1
 
 
 def confusion_heatmap(table: "pd.DataFrame", *, item: str = "field", title: str = "confusion counts", counts: tuple[str, ...] = ("tp", "fp", "fn", "tn", "excluded")) -> Any:
-    """A heatmap of confusion counts: one panel per model, rows = items, columns = count kinds.
-    Colour is the share of the row's cells (so large and small fields are comparable); the
-    number printed is the count."""
+    """A heatmap of confusion counts: rows = items, one block of count columns per model.
+    Colour is the share of the row's cells within the model's block (so large and small fields
+    are comparable); the number printed is the count (up to 60 items)."""
     import numpy as np
 
     Figure = _pyplot()
-    models = list(dict.fromkeys(table["model"])) if len(table) else [""]
+    models = list(dict.fromkeys(table["model"])) if len(table) else []
     items = list(dict.fromkeys(table[item])) if len(table) else []
     cols = [c for c in counts if c in table.columns]
-    height = min(2.0 + 0.25 * max(len(items), 1), 80.0)
-    fig = Figure(figsize=(2.0 + 2.6 * len(models), height), dpi=80, layout="constrained")
-    axes = fig.subplots(1, len(models), sharey=True, squeeze=False)[0]
-    annotate = len(items) <= 60
-    for ax, m in zip(axes, models):
-        sub = table[table["model"] == m].set_index(item).reindex(items) if len(table) else table
-        values = sub[cols].to_numpy(dtype=float, na_value=0.0) if len(table) else np.zeros((0, len(cols)))
-        totals = values.sum(axis=1, keepdims=True)
-        share = np.divide(values, totals, out=np.zeros_like(values), where=totals > 0)
-        ax.imshow(share if len(values) else np.zeros((1, len(cols))), aspect="auto", cmap="Blues", vmin=0, vmax=1)
-        ax.set_xticks(range(len(cols)))
-        ax.set_xticklabels([c.upper() if c != "excluded" else "excl." for c in cols], fontsize=8)
-        ax.set_title(_escape(_short(m, 30)), fontsize=9)
-        if annotate:
-            for i in range(values.shape[0]):
-                for j in range(values.shape[1]):
-                    ax.text(j, i, f"{int(values[i, j])}", ha="center", va="center", fontsize=7,
-                            color="white" if share[i, j] > 0.6 else "black")
-    axes[0].set_yticks(range(len(items)))
-    axes[0].set_yticklabels([_escape(_short(i)) for i in items], fontsize=8)
-    fig.suptitle(_escape(title))
+    k = len(cols)
+    blocks, shares = [], []
+    for m in models:
+        sub = table[table["model"] == m].set_index(item).reindex(items)
+        v = sub[cols].to_numpy(dtype=float, na_value=0.0)
+        tot = v.sum(axis=1, keepdims=True)
+        blocks.append(v)
+        shares.append(np.divide(v, tot, out=np.zeros_like(v), where=tot > 0))
+    values = np.hstack(blocks) if blocks else np.zeros((max(len(items), 1), k))
+    share = np.hstack(shares) if shares else np.zeros_like(values)
+    height = min(2.2 + 0.2 * max(len(items), 1), 60.0)
+    width = min(3.0 + 0.5 * values.shape[1], 30.0)
+    fig = Figure(figsize=(width, height), dpi=72)
+    ax = fig.add_subplot()
+    _margins(fig, items, width=width, height=height)
+    ax.imshow(share, aspect="auto", cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    labels = [c.upper() if c != "excluded" else "excl." for c in cols]
+    ax.set_xticks(range(values.shape[1]), [labels[j % k] for j in range(values.shape[1])], fontsize=8)
+    for i in range(1, len(models)):
+        ax.axvline(i * k - 0.5, color="black", linewidth=1.5)
+    for i, m in enumerate(models):
+        ax.text(i * k + (k - 1) / 2, -0.6, _escape(_short(m, 24)), ha="center", va="bottom", fontsize=9)
+    ax.set_yticks(range(len(items)), [_escape(_short(i)) for i in items], fontsize=8)
+    if len(items) <= 60:
+        for i in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                ax.text(j, i, f"{int(values[i, j])}", ha="center", va="center", fontsize=7,
+                        color="white" if share[i, j] > 0.6 else "black")
+    ax.set_title(_escape(title), pad=18)
     return fig
 
 
