@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 from extracteval.mlflow.bundle import truth_digest
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import CONTRACTS
+from .conftest import CONTRACTS, REPO
 
 RUN_LINE = re.compile(r"run ([0-9a-f]{32})  (comparison \(parent\)|model (.+))")
 
@@ -65,7 +65,7 @@ def test_evaluate_cli_logs_parent_and_children(cli, tracking_uri, contracts_args
         seg = m  # these model names need no sanitising
         assert pm[f"ranking/{seg}/rank"] == expected["models"][m]["rank"]
         assert pm[f"wins/{seg}/field_wins"] == pytest.approx(expected["models"][m]["field_wins"])
-    assert {"extracteval/leaderboard.csv", "extracteval/result.json", "extracteval/report.html", "figures/field_f1.png",
+    assert {"extracteval/leaderboard.csv", "extracteval/field_winners.csv", "extracteval/result.json", "extracteval/report.html", "figures/field_f1.png",
             "figures/confusion_counts.png", "extracteval/field_metrics.csv", "extracteval/field_metrics_table.json",
             "extracteval/metric_keys.json"} <= _artifact_paths(client, parent)
 
@@ -110,14 +110,50 @@ def test_evaluate_cli_logs_parent_and_children(cli, tracking_uri, contracts_args
     assert json.loads((tmp_path / "out" / "state.json").read_text())["status"] == "UPLOADED"
 
 
+@pytest.mark.parametrize("spec", sorted((REPO / "experiments").glob("*/experiment.yaml")), ids=lambda p: p.parent.name)
+def test_every_example_round_trips_through_the_store(spec, tracking_uri, tmp_path):
+    """For every task built so far (each example under experiments/ whose task has an adapter):
+    everything in the local copy arrives in the store — metrics, params, tags, every artifact,
+    the dataset input."""
+    from extracteval.io.config import load_mapping
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.tasks import available_tasks, get_adapter
+    from extracteval.mlflow.upload import upload_bundle
+
+    cfg = load_mapping(spec)
+    if cfg["task"] not in available_tasks():
+        pytest.skip(f"task {cfg['task']!r} has no MLflow adapter in this version")
+    adapter = get_adapter(cfg["task"])
+    scored = adapter.score_experiment(spec.parent, cfg)
+    bundle = write_bundle(scored, adapter, tmp_path / "b", experiment=f"roundtrip-{spec.parent.name}")
+    result = upload_bundle(bundle, tracking_uri=tracking_uri)
+    client = MlflowClient(tracking_uri)
+    ds = bundle.manifest["dataset"]
+    for plan in bundle.runs:
+        run = client.get_run(result.run_ids[plan.key])
+        assert run.info.status == "FINISHED" and run.info.run_name == plan.run_name
+        assert run.data.metrics == bundle.metrics(plan.key)
+        assert run.data.params == dict(plan.params)
+        assert dict(plan.tags).items() <= run.data.tags.items()
+        if plan.parent:
+            assert run.data.tags["mlflow.parentRunId"] == result.run_ids[plan.parent]
+        local = {p.relative_to(bundle.run_dir(plan.key) / "artifacts").as_posix()
+                 for p in (bundle.run_dir(plan.key) / "artifacts").rglob("*") if p.is_file()}
+        assert _artifact_paths(client, run.info.run_id) == local
+        (inp,) = run.inputs.dataset_inputs
+        assert (inp.dataset.name, inp.dataset.digest, inp.dataset.schema, inp.dataset.profile) == (ds["name"], ds["digest"], ds["schema"], ds["profile"])
+        assert json.loads(run.data.tags["mlflow.loggedArtifacts"])[0]["type"] == "table"
+
+
 def test_single_model_is_one_run(cli, tracking_uri, contracts_args, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     args = contracts_args[:4] + ["--strategies", str(CONTRACTS / "strategies.yaml")]
-    code, out, err = cli("evaluate", "fields", *args, "--experiment", "contracts-single", "--tracking-uri", tracking_uri, "--no-ci")
+    code, out, err = cli("evaluate", "fields", *args, "--experiment", "contracts-single", "--tracking-uri", tracking_uri, "--no-ci", "--json")
     assert code == 0, err
-    parent, children = _runs(out)
-    assert parent is None and list(children) == ["gpt-4o-mini"]
-    run = MlflowClient(tracking_uri).get_run(children["gpt-4o-mini"])
+    doc = json.loads(out)  # --json: the result document plus where it was logged
+    assert doc["ranking"] == ["gpt-4o-mini"] and list(doc["mlflow"]["run_ids"]) == ["single"]
+    run = MlflowClient(tracking_uri).get_run(doc["mlflow"]["models"]["gpt-4o-mini"])
+    assert run.data.metrics["overall/f1"] == pytest.approx(doc["models"]["gpt-4o-mini"]["overall"]["f1"])
     assert run.data.tags["extracteval.role"] == "single" and "mlflow.parentRunId" not in run.data.tags
     assert "overall/ci_low" not in run.data.metrics  # --no-ci: no intervals
     assert run.data.params["bootstrap"] == "0"

@@ -233,8 +233,9 @@ def write_bundle(
             item.to_csv(adir / f"{item_name}.csv", index=False)
             # an MLflow table, exactly as `log_table` writes it (registered by the tag set below)
             item.to_json(adir / f"{item_name}_table.json", orient="split", index=False, date_format="iso")
-            if plan.role == "comparison" and hasattr(adapter, "ranking_table"):
-                adapter.ranking_table(scored, models).to_csv(adir / "leaderboard.csv", index=False)
+            if plan.role == "comparison":
+                for tname, table in adapter.comparison_tables(scored).items():
+                    table.to_csv(adir / f"{safe_file_name(tname)}.csv", index=False)
             if plan.role != "comparison":
                 rec = adapter.records_frame(scored, plan.model)
                 if rec is not None:

@@ -300,6 +300,15 @@ class FieldsAdapter:
             **{k: flat[:, i] for i, k in enumerate(_COUNT_KEYS)},
         })
 
+    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
+        """The parent run's CSV artifacts: the leaderboard and the winner of every field."""
+        winners = [
+            {"field": f, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share,
+             "best_f1": None if w.best is None else w.best.f1}
+            for f, w in scored.result.field_winners.items()
+        ]
+        return {"leaderboard": self.ranking_table(scored, scored.models), "field_winners": pd.DataFrame(winners)}
+
     def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
         r = scored.result
         rows = []

@@ -128,6 +128,9 @@ class TaskAdapter(Protocol):
     def comparison_metrics(self, scored: Scored, keys: "KeyMap") -> dict[str, float]:
         """Metrics of the parent (comparison) run of a multi-model evaluation."""
 
+    def comparison_tables(self, scored: Scored) -> dict[str, "pd.DataFrame"]:
+        """CSV artifacts of the parent run (`leaderboard`, `field_winners`, …), name → table."""
+
     def item_table(self, scored: Scored, model: str | None) -> "pd.DataFrame":
         """Per-item metrics (one row per model and item); `model=None` for every model."""
 
