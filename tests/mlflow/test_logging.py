@@ -150,6 +150,7 @@ def test_single_model_is_one_run(cli, tracking_uri, contracts_args, tmp_path, mo
     args = contracts_args[:4] + ["--strategies", str(CONTRACTS / "strategies.yaml")]
     code, out, err = cli("evaluate", "fields", *args, "--experiment", "contracts-single", "--tracking-uri", tracking_uri, "--no-ci", "--json")
     assert code == 0, err
+    assert out.lstrip().startswith("{"), out[:300]
     doc = json.loads(out)  # --json: the result document plus where it was logged
     assert doc["ranking"] == ["gpt-4o-mini"] and list(doc["mlflow"]["run_ids"]) == ["single"]
     run = MlflowClient(tracking_uri).get_run(doc["mlflow"]["models"]["gpt-4o-mini"])
@@ -382,6 +383,8 @@ def test_failed_upload_marks_run_failed_and_resume_completes_it(cli, sqlite_uri,
         run = client.get_run(rid)
         assert run.info.status == "FINISHED"
         assert run.data.metrics == json.loads((out_dir / "runs" / key / "metrics.json").read_text())
+        assert len(run.inputs.dataset_inputs) == 1  # logged before the failure and again on resume: still one
+        assert all(len(client.get_metric_history(rid, k)) == 1 for k in ("overall/f1", "micro/f1") if k in run.data.metrics)
     code, out, _ = cli("evaluate", "--resume-from", str(out_dir))
     assert code == 0 and "nothing to do" in out
 

@@ -85,6 +85,22 @@ def upload_bundle(
         UploadError: the store failed; every run created is marked FAILED (when the store still
             answers), `state.json` records the error, and the message says how to resume.
     """
+    import contextlib
+    import sys
+
+    # MLflow prints "View run … at: URL" on stdout; stdout belongs to the command (`--json`)
+    with contextlib.redirect_stdout(sys.stderr):
+        return _upload(bundle, tracking_uri=tracking_uri, experiment=experiment, into_run=into_run, on_step=on_step)
+
+
+def _upload(
+    bundle: Bundle,
+    *,
+    tracking_uri: str | None,
+    experiment: str | None,
+    into_run: str | None,
+    on_step: Callable[[str], None] | None,
+) -> UploadResult:
     from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
     from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
     from mlflow.tracking import MlflowClient
