@@ -387,6 +387,14 @@ def test_failed_upload_marks_run_failed_and_resume_completes_it(cli, sqlite_uri,
         assert all(len(client.get_metric_history(rid, k)) == 1 for k in ("overall/f1", "micro/f1") if k in run.data.metrics)
     code, out, _ = cli("evaluate", "--resume-from", str(out_dir))
     assert code == 0 and "nothing to do" in out
+    # the same results into another store: fresh runs there, in the experiment of the manifest
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    code, out, err = cli("evaluate", "--resume-from", str(out_dir), "--tracking-uri", other)
+    assert code == 0, err
+    oclient = MlflowClient(other)
+    runs = oclient.search_runs([oclient.get_experiment_by_name("fail-artifacts").experiment_id])
+    assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
+    assert not set(r.info.run_id for r in runs) & set(state2["runs"].values())
 
 
 def test_server_stopped_mid_evaluation_then_resume(cli, mlflow_server, contracts_args, tmp_path, monkeypatch):

@@ -10,6 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from extracteval.mlflow.bundle import Bundle
+    from extracteval.mlflow.upload import UploadResult
 
 DESCRIPTION = """\
 Score models exactly as `extracteval score <task>` does and log the evaluation to MLflow: one run
@@ -73,11 +78,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     adapter = get_adapter(args._evaluate_task)
     scored = adapter.score_args(args)
     uri = args.tracking_uri or default_tracking_uri()
-    temporary = not args.output
-    out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="extracteval-"))
+    # a task's `configure` may not offer --output/--json; the MLflow layer does not depend on them
+    output, as_json = getattr(args, "output", None), bool(getattr(args, "json", False))
+    temporary = not output
+    out = Path(output) if output else Path(tempfile.mkdtemp(prefix="extracteval-"))
     bundle = write_bundle(scored, adapter, out, experiment=args.experiment, run_name=args.run_name, tracking_uri=uri,
                           figures=not args.no_figures)
-    if not args.json:
+    if not as_json:
         print(adapter.summary(scored))
         print()
     try:
@@ -85,7 +92,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     except UploadError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
         return 1
-    if args.json:
+    if as_json:
         doc = dict(scored.doc)
         doc["mlflow"] = {**result.to_dict(), "experiment": args.experiment, "output": None if temporary else str(out)}
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
@@ -117,13 +124,13 @@ def _resume(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_runs(bundle: object, result: object, experiment: str) -> None:
+def _print_runs(bundle: "Bundle", result: "UploadResult", experiment: str) -> None:
     from extracteval.mlflow.upload import ui_hint
 
-    runs = {p.key: p for p in bundle.runs}  # type: ignore[attr-defined]
-    print(f"logged to MLflow experiment {experiment!r} (id {result.experiment_id}) at {result.tracking_uri}")  # type: ignore[attr-defined]
-    for key, rid in result.run_ids.items():  # type: ignore[attr-defined]
+    runs = {p.key: p for p in bundle.runs}
+    print(f"logged to MLflow experiment {experiment!r} (id {result.experiment_id}) at {result.tracking_uri}")
+    for key, rid in result.run_ids.items():
         p = runs[key]
         label = "comparison (parent)" if p.role == "comparison" else f"model {p.model}"
         print(f"  run {rid}  {label}")
-    print(f"view: {ui_hint(result.tracking_uri)}")  # type: ignore[attr-defined]
+    print(f"view: {ui_hint(result.tracking_uri)}")

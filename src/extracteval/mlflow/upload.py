@@ -124,6 +124,15 @@ def _upload(
             info = client.get_run(into_run).info
             exp_id = info.experiment_id
             state["runs"] = {m["runs"][0]["key"]: into_run}
+        elif any(state["runs"].get(p.key) for p in bundle.runs):
+            # resuming: the runs already exist; stay in their experiment (found or not, below)
+            try:
+                exp_id = client.get_run(next(state["runs"][p.key] for p in bundle.runs if state["runs"].get(p.key))).info.experiment_id
+            except Exception as e:  # noqa: BLE001 - a run deleted meanwhile: fall back to the experiment by name
+                if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
+                    raise
+                exp = client.get_experiment_by_name(exp_name)
+                exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
         else:
             exp = client.get_experiment_by_name(exp_name)
             exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
