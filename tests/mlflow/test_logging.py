@@ -56,8 +56,10 @@ def test_evaluate_cli_logs_parent_and_children(cli, tracking_uri, contracts_args
     t = prun.data.tags
     assert t["extracteval.task"] == "fields" and t["extracteval.role"] == "comparison"
     assert t["extracteval.winner"] == expected["ranking"][0]
-    truth = pd.read_csv(CONTRACTS / "truth.csv", dtype=str, keep_default_na=False).set_index("id")
-    assert re.fullmatch(r"[0-9a-f]{64}", t["extracteval.truth_digest"])
+    from extracteval.io.fields_inputs import load_fields_inputs
+
+    truth, _, _ = load_fields_inputs(CONTRACTS / "truth.csv", [f"x={CONTRACTS / 'predictions' / 'gpt-4o-mini.csv'}"])
+    assert t["extracteval.truth_digest"] == truth_digest(truth)  # SHA-256 of the truth as scored
     assert re.fullmatch(r"[0-9a-f]{64}", t["extracteval.config_digest"])
     # parent: ranking and wins of every model
     pm = prun.data.metrics

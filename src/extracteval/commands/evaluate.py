@@ -45,6 +45,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         mod = import_module(f"extracteval.commands.{module}")
         tp = sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(tp)
+        for action in tp._actions:  # same option, evaluate's meaning
+            if action.dest == "output":
+                action.help = "keep the complete local copy of the results here (default: a temporary folder, removed after a successful upload)"
         g = tp.add_argument_group(_MLFLOW_OPTIONS_HELP)
         g.add_argument("--experiment", required=True, metavar="NAME", help="MLflow experiment (created when missing)")
         g.add_argument("--run-name", metavar="NAME", help="name of the run (the parent run when several models are compared)")
