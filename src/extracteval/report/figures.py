@@ -73,7 +73,7 @@ def item_f1_bars(table: "pd.DataFrame", *, item: str = "field", title: str = "F1
         ax.barh(y, f1, height=bar_h, color=_COLOURS[k % len(_COLOURS)], label=_escape(_short(m)), xerr=xerr,
                 error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
     ax.set_yticks(range(len(items)), [_escape(_short(i)) for i in items], fontsize=8 if n_items <= 60 else 6)
-    ax.invert_yaxis()
+    ax.set_ylim(len(items) - 0.5, -0.5)  # first item on top, no empty margin rows
     ax.set_xlim(0, 1.05)
     ax.set_xlabel("F1 (whiskers: bootstrap 95% interval)")
     ax.set_title(_escape(title))
