@@ -452,3 +452,33 @@ def test_server_stopped_mid_evaluation_then_resume(cli, mlflow_server, contracts
         assert run.data.metrics == json.loads((out_dir / "runs" / key / "metrics.json").read_text())
     m1 = client.get_run(state["runs"]["model-1"])
     assert m1.data.metrics["overall/f1"] == pytest.approx(expected["models"][expected["ranking"][0]]["overall"]["f1"])
+
+
+def test_mlflow_evaluate_pyfunc_model_logs_its_decoding_settings(sqlite_uri, tmp_path):
+    """A real pyfunc model (saved and loaded); its model_config's temperature becomes a param."""
+    import mlflow
+    import mlflow.pyfunc
+
+    df = _frame(20)
+    outputs = dict(zip(df["document"], df["output"]))
+
+    class Extractor(mlflow.pyfunc.PythonModel):
+        def predict(self, context, model_input, params=None):
+            return [outputs[d] for d in model_input["document"]]
+
+    path = tmp_path / "model"
+    mlflow.pyfunc.save_model(str(path), python_model=Extractor(), pip_requirements=[], model_config={"temperature": 0.2, "top_p": 0.9})
+    model = mlflow.pyfunc.load_model(str(path))
+    mlflow.set_tracking_uri(sqlite_uri)
+    try:
+        mlflow.set_experiment("pyfunc")
+        with mlflow.start_run() as run:
+            result = mlflow.models.evaluate(model=model, data=df.drop(columns=["output"]), targets="truth",
+                                            model_type="extraction-fields", evaluators="extracteval",
+                                            evaluator_config={"bootstrap": 0, "batch_size": 8, "model_name": "extractor-v2"})
+    finally:
+        mlflow.set_tracking_uri("")
+    assert result.metrics["overall/f1"] == pytest.approx(_direct(df, list(df["output"]))["overall"]["f1"])
+    logged = MlflowClient(sqlite_uri).get_run(run.info.run_id)
+    assert logged.data.params["generation.temperature"] == "0.2" and logged.data.params["generation.top_p"] == "0.9"
+    assert logged.data.tags["extracteval.model"] == "extractor-v2"
