@@ -147,3 +147,17 @@ def test_evaluate_bad_input_exits_2_without_traceback(cli, tmp_path, contracts_a
                          "--experiment", "e", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}")
     assert code == 2 and "missing.csv" in err
     assert not (tmp_path / "m.db").exists()  # nothing logged for bad input
+
+
+def test_html_report_renders_percentages_and_escapes_everything():
+    from extracteval.mlflow.tasks import Section
+    from extracteval.report.html import render_report
+
+    table = pd.DataFrame({"model": ["<b>m</b>"], "f1": [0.83333], "field_wins": [1.5], "tp": [3]})
+    html = render_report(title="<t>", subtitle="a & b", sections=[Section(title="<h>", table=table, items=["<i>"], text="<pre>")],
+                         figures={"x_y.png": b"\x89PNG"}, meta={"<k>": "<v>"})
+    assert "83.3%" in html and ">1.5<" in html and ">3<" in html
+    for raw in ("<b>m</b>", "<t>", "<h>", "<i>", "<pre>", "<k>", "<v>"):
+        assert raw not in html.split("<style>")[1].split("</style>")[1].replace("<pre>&lt;pre&gt;</pre>", "")
+    assert "&lt;b&gt;m&lt;/b&gt;" in html and "a &amp; b" in html
+    assert "data:image/png;base64," in html and "Figure: x y" in html
