@@ -47,7 +47,7 @@ def test_genai_evaluate_then_micro_metrics_on_the_run(sqlite_uri, tmp_path, monk
     monkeypatch.chdir(tmp_path)
     mlflow.set_tracking_uri(sqlite_uri)
     try:
-        mlflow.set_experiment("genai")
+        mlflow.set_experiment(experiment_id=mlflow.create_experiment("genai", artifact_location=(tmp_path / "artifacts").as_uri()))
         result = mlflow.genai.evaluate(data=_rows(), scorers=[extraction_scorer("fields")])
         logged = log_micro_metrics(result)
     finally:

@@ -161,3 +161,18 @@ def test_html_report_renders_percentages_and_escapes_everything():
         assert raw not in html.split("<style>")[1].split("</style>")[1].replace("<pre>&lt;pre&gt;</pre>", "")
     assert "&lt;b&gt;m&lt;/b&gt;" in html and "a &amp; b" in html
     assert "data:image/png;base64," in html and "Figure: x y" in html
+
+
+def test_figures_for_other_tasks_render_one_artist_per_model():
+    """The F1-vs-threshold curve (spans) and the score histogram (json) are ready for their tasks."""
+    from extracteval.report.figures import f1_threshold_curve, png_bytes, score_histogram
+
+    thr = np.round(np.arange(0, 1.0001, 0.05), 2)
+    curves = pd.DataFrame({"model": ["a"] * len(thr) + ["$b$"] * len(thr), "threshold": np.tile(thr, 2), "f1": np.r_[1 - thr / 2, 1 - thr]})
+    fig = f1_threshold_curve(curves)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2 and [t.get_text() for t in ax.get_legend().get_texts()] == ["a", r"\$b\$"]  # `$` shown literally
+    assert png_bytes(fig).startswith(b"\x89PNG")
+    scores = pd.DataFrame({"model": ["a"] * 10 + ["b"] * 5, "rqs": np.linspace(0, 1, 15)})
+    fig = score_histogram(scores)
+    assert len(fig.axes[0].patches) == 2 and png_bytes(fig).startswith(b"\x89PNG")

@@ -177,6 +177,15 @@ def _frame(n: int = 40) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _use_experiment(name: str, tmp_path: Path) -> None:
+    """Set the active experiment, with its artifacts in tmp (never ./mlruns of the checkout)."""
+    import mlflow
+
+    exp = mlflow.get_experiment_by_name(name)
+    exp_id = exp.experiment_id if exp else mlflow.create_experiment(name, artifact_location=(tmp_path / "artifacts").as_uri())
+    mlflow.set_experiment(experiment_id=exp_id)
+
+
 def _direct(df: pd.DataFrame, outputs: list) -> dict:
     from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
 
@@ -193,13 +202,13 @@ def _direct(df: pd.DataFrame, outputs: list) -> dict:
     return r.to_dict()["models"]["m"]
 
 
-def test_mlflow_evaluate_static_dataset(tracking_uri):
+def test_mlflow_evaluate_static_dataset(tracking_uri, tmp_path):
     import mlflow
 
     df = _frame()
     mlflow.set_tracking_uri(tracking_uri)
     try:
-        mlflow.set_experiment("static")
+        _use_experiment("static", tmp_path)
         with mlflow.start_run() as run:
             result = mlflow.models.evaluate(
                 data=df, targets="truth", predictions="output", model_type="extraction-fields",
@@ -218,7 +227,7 @@ def test_mlflow_evaluate_static_dataset(tracking_uri):
         mlflow.set_tracking_uri("")
 
 
-def test_mlflow_evaluate_callable_model_in_batches(tracking_uri):
+def test_mlflow_evaluate_callable_model_in_batches(tracking_uri, tmp_path):
     import mlflow
 
     df = _frame()
@@ -231,7 +240,7 @@ def test_mlflow_evaluate_callable_model_in_batches(tracking_uri):
 
     mlflow.set_tracking_uri(tracking_uri)
     try:
-        mlflow.set_experiment("callable")
+        _use_experiment("callable", tmp_path)
         with mlflow.start_run() as run:
             result = mlflow.models.evaluate(
                 model=model, data=df.drop(columns=["output"]), targets="truth", model_type="extraction-fields",
@@ -247,13 +256,14 @@ def test_mlflow_evaluate_callable_model_in_batches(tracking_uri):
         mlflow.set_tracking_uri("")
 
 
-def test_unknown_evaluator_config_key_is_rejected_by_name(sqlite_uri):
+def test_unknown_evaluator_config_key_is_rejected_by_name(sqlite_uri, tmp_path):
     import mlflow
 
     from extracteval.errors import InputError
 
     mlflow.set_tracking_uri(sqlite_uri)
     try:
+        _use_experiment("rejected", tmp_path)
         with pytest.raises(InputError, match=r"unknown key\(s\) 'fuzzy_treshold'.*valid keys: .*fuzzy_threshold"):
             with mlflow.start_run():
                 mlflow.models.evaluate(data=_frame(5), targets="truth", predictions="output", model_type="extraction-fields",
@@ -471,7 +481,7 @@ def test_mlflow_evaluate_pyfunc_model_logs_its_decoding_settings(sqlite_uri, tmp
     model = mlflow.pyfunc.load_model(str(path))
     mlflow.set_tracking_uri(sqlite_uri)
     try:
-        mlflow.set_experiment("pyfunc")
+        _use_experiment("pyfunc", tmp_path)
         with mlflow.start_run() as run:
             result = mlflow.models.evaluate(model=model, data=df.drop(columns=["output"]), targets="truth",
                                             model_type="extraction-fields", evaluators="extracteval",
