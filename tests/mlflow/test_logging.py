@@ -492,3 +492,23 @@ def test_mlflow_evaluate_pyfunc_model_logs_its_decoding_settings(sqlite_uri, tmp
     logged = MlflowClient(sqlite_uri).get_run(run.info.run_id)
     assert logged.data.params["generation.temperature"] == "0.2" and logged.data.params["generation.top_p"] == "0.9"
     assert logged.data.tags["extracteval.model"] == "extractor-v2"
+
+
+def test_interrupted_upload_keeps_the_copy_and_says_how_to_resume(cli, sqlite_uri, contracts_args, tmp_path, monkeypatch):
+    from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
+
+    def interrupt(self, *a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LocalArtifactRepository, "log_artifacts", interrupt)
+    code, out, err = cli("evaluate", "fields", *contracts_args, "--experiment", "interrupted", "--tracking-uri", sqlite_uri, "--no-ci")
+    assert code == 1 and "interrupted" in err and "--resume-from" in err
+    kept = Path(re.search(r"--resume-from (\S+)", err).group(1))
+    state = json.loads((kept / "state.json").read_text())
+    assert state["status"] == "INTERRUPTED"
+    assert MlflowClient(sqlite_uri).get_run(state["runs"]["parent"]).info.status == "KILLED"
+    monkeypatch.undo()
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = cli("evaluate", "--resume-from", str(kept))
+    assert code == 0, err
+    assert MlflowClient(sqlite_uri).get_run(state["runs"]["parent"]).info.status == "FINISHED"

@@ -196,6 +196,15 @@ def _upload(
         state["error"] = None
         state["uploaded_ms"] = int(time.time() * 1000)
         bundle.write_state(state)
+    except KeyboardInterrupt:
+        _mark_failed(client, created, status="KILLED")
+        state["status"] = "INTERRUPTED"
+        state["error"] = f"{current}: interrupted"
+        bundle.write_state(state)
+        raise UploadError(
+            f"interrupted while writing {current}. The complete results are kept in {bundle.path}; to log them run:\n"
+            f"  extracteval evaluate --resume-from {bundle.path}" + (f" --tracking-uri {uri}" if tracking_uri else "")
+        ) from None
     except Exception as e:  # noqa: BLE001 - any store failure becomes one clear, resumable error
         reason = _reason(e)
         marked = _mark_failed(client, created)
@@ -235,11 +244,11 @@ def _reason(e: BaseException) -> str:
     return (text[:300] + "…") if len(text) > 300 else (text or type(e).__name__)
 
 
-def _mark_failed(client: Any, run_ids: list[str]) -> bool:
+def _mark_failed(client: Any, run_ids: list[str], status: str = "FAILED") -> bool:
     ok = True
     for rid in run_ids:
         try:
-            client.set_terminated(rid, "FAILED")
+            client.set_terminated(rid, status)
         except Exception:  # noqa: BLE001 - best effort: the store may be the thing that failed
             ok = False
     return ok
