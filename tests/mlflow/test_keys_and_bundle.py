@@ -176,3 +176,11 @@ def test_figures_for_other_tasks_render_one_artist_per_model():
     scores = pd.DataFrame({"model": ["a"] * 10 + ["b"] * 5, "rqs": np.linspace(0, 1, 15)})
     fig = score_histogram(scores)
     assert len(fig.axes[0].patches) == 2 and png_bytes(fig).startswith(b"\x89PNG")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import extracteval.mlflow.keys as keys
+
+    assert doctest.testmod(keys).failed == 0

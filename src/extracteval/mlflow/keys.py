@@ -58,7 +58,7 @@ class KeyMap:
         >>> km.segment("party"), km.segment("a/b")
         ('party', 'a_b')
         >>> km.key("field", "<b>x</b>", "f1")
-        'field/_b_x_/b_/f1'
+        'field/_b_x_b_/f1'
     """
 
     segments: Mapping[str, str]
