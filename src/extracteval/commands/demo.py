@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             runner = import_module(f"extracteval.commands.{module}").run_experiment
             doc, text = runner(spec_path.parent, spec)
-        print(f"== {name} ({task})")
+        print(f"== {name} ({task})" + ("" if adapter is not None or args.no_mlflow else "  [not logged: no MLflow adapter for this task yet]"))
         if spec.get("description"):
             print(" ".join(str(spec["description"]).split()))
         print()
