@@ -26,6 +26,7 @@ SCORE_TASKS = {
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),
     "compare-models": ("compare_models", "baseline vs candidate: metric gap, fine-tuning verdict, bootstrap interval"),
+    "evaluate": ("evaluate", "score models and log the evaluation to MLflow (one run per model)"),
 }
 
 

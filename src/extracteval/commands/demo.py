@@ -9,7 +9,10 @@ from pathlib import Path
 
 DESCRIPTION = """\
 Run every example in an experiments folder (each a sub-folder with an experiment.yaml naming
-its task, truth, predictions and config), score all models and print each leaderboard.
+its task, truth, predictions and config), score all models, print each leaderboard and log
+each example to MLflow: one parent run per example (the comparison) with one child run per
+model, in the experiment `extracteval-demo-<example>`. The store defaults to
+$MLFLOW_TRACKING_URI, else ./mlflow.db (no server needed); `--no-mlflow` only prints.
 """
 
 # task → module in extracteval.commands with run_experiment(folder, spec) -> (doc, text)
@@ -29,6 +32,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--experiments", default="experiments", metavar="DIR", help="folder of examples (default: ./experiments)")
     p.add_argument("--only", metavar="NAME", action="append", help="run only this example (repeatable)")
     p.add_argument("--output", metavar="DIR", help="write each example's result.json under DIR/<name>/")
+    p.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+    p.add_argument("--experiment-prefix", default="extracteval-demo", metavar="NAME", help="experiment name prefix (default: extracteval-demo)")
+    p.add_argument("--no-mlflow", action="store_true", help="only print the leaderboards; log nothing")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     if not specs:
         raise InputError(f"{root}: no */experiment.yaml found" + (f" for {args.only}" if args.only else "") + ".")
     ran = 0
+    failed = 0
+    uri = None
     for spec_path in specs:
         spec = load_mapping(spec_path)
         task = spec.get("task")
@@ -54,9 +62,14 @@ def run(args: argparse.Namespace) -> int:
         if module is None:
             print(f"== {name}: task {task!r} is not available in this version; skipped\n")
             continue
-        runner = import_module(f"extracteval.commands.{module}").run_experiment
-        doc, text = runner(spec_path.parent, spec)
-        print(f"== {name} ({task})")
+        adapter = None if args.no_mlflow else _adapter(str(task))
+        if adapter is not None:
+            scored = adapter.score_experiment(spec_path.parent, spec)
+            doc, text = scored.doc, adapter.summary(scored)
+        else:
+            runner = import_module(f"extracteval.commands.{module}").run_experiment
+            doc, text = runner(spec_path.parent, spec)
+        print(f"== {name} ({task})" + ("" if adapter is not None or args.no_mlflow else "  [not logged: no MLflow adapter for this task yet]"))
         if spec.get("description"):
             print(" ".join(str(spec["description"]).split()))
         print()
@@ -66,6 +79,49 @@ def run(args: argparse.Namespace) -> int:
             out = Path(args.output) / safe_file_name(str(name))
             out.mkdir(parents=True, exist_ok=True)
             (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        if adapter is not None:
+            uri, ok = _log(adapter, scored, f"{args.experiment_prefix}-{safe_file_name(str(name))}", args.tracking_uri)
+            failed += not ok
+            print()
         ran += 1
+    if uri is not None:
+        from extracteval.mlflow.upload import ui_hint
+
+        print(f"MLflow: every example is logged to {uri}; view: {ui_hint(uri)}")
     print(f"demo: scored {ran} example(s) from {root}/", file=sys.stderr)
-    return 0
+    return 1 if failed else 0
+
+
+def _adapter(task: str):  # noqa: ANN202 - an extracteval.mlflow.tasks.TaskAdapter or None
+    from extracteval.errors import InputError
+    from extracteval.mlflow.tasks import get_adapter
+
+    try:
+        return get_adapter(task)
+    except InputError:  # a task without MLflow support in this version: print only
+        return None
+
+
+def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[str, bool]:  # noqa: ANN001
+    """Log one example (parent run + a child per model); on failure keep the local copy."""
+    import shutil
+    import tempfile
+
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
+
+    uri = tracking_uri or default_tracking_uri()
+    out = Path(tempfile.mkdtemp(prefix="extracteval-demo-"))
+    bundle = write_bundle(scored, adapter, out, experiment=experiment, tracking_uri=uri)
+    try:
+        result = upload_bundle(bundle, tracking_uri=uri, experiment=experiment)
+    except UploadError as e:
+        print(f"extracteval: error: {e}", file=sys.stderr)
+        return uri, False
+    shutil.rmtree(out, ignore_errors=True)
+    runs = {p.key: p for p in bundle.runs}
+    print(f"logged to MLflow experiment {experiment!r}:")
+    for key, rid in result.run_ids.items():
+        p = runs[key]
+        print(f"  run {rid}  " + ("comparison (parent)" if p.role == "comparison" else f"model {p.model}"))
+    return uri, True

@@ -1,0 +1,132 @@
+"""Overhead of logging one evaluation to MLflow (embedded SQLite store), with every artifact.
+
+Measured in one run, on synthetic `fields` data (values drawn from 50 labels per field, 10–15%
+of the cells wrong, two models):
+
+1. 200 fields × 1,000 records: scoring time, then the logging overhead split into writing the
+   local copy (metrics, result.json, CSV, MLflow table, per-record Parquet, two figures per run,
+   report.html, dataset description) and uploading it (parent + 2 child runs, ~2,400 metrics each).
+   Target: overhead ≤ 3 s.
+2. 100,000 records × 20 fields, with the default 1000 bootstrap resamples and with none: the
+   share of the total time spent on logging. Target ≤ 10%.
+
+Peer: `mlflow.log_metric` called once per metric (what a naive integration does) for the same
+200-field metric set, against the batched upload.
+
+`python bench/run.py mlflow` (or `make bench`).
+"""
+
+from __future__ import annotations
+
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+
+def _data(n: int, f: int, seed: int = 0):  # noqa: ANN202
+    import numpy as np
+    import pandas as pd
+
+    from extracteval.core.fields import ModelPredictions
+
+    rng = np.random.default_rng(seed)
+    ids = [f"r{i:06d}" for i in range(n)]
+    labels = np.array([f"value {k}" for k in range(50)], dtype=object)
+    truth = pd.DataFrame(labels[rng.integers(0, 50, size=(n, f))], index=ids, columns=[f"field_{j:03d}" for j in range(f)])
+    preds = []
+    for m in range(2):
+        arr = truth.to_numpy(dtype=object).copy()
+        arr[rng.random((n, f)) < 0.10 + 0.05 * m] = "wrong"
+        arr[rng.random((n, f)) < 0.03] = None
+        preds.append(ModelPredictions(name=f"model-{m}", values=pd.DataFrame(arr, index=ids, columns=truth.columns)))
+    return truth, preds
+
+
+def _one(n: int, f: int, root: Path, bootstrap: int) -> dict[str, float]:
+    from extracteval.core.fields import FieldsConfig, score_fields
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.tasks import Scored, get_adapter
+    from extracteval.mlflow.upload import upload_bundle
+
+    adapter = get_adapter("fields")
+    truth, preds = _data(n, f)
+    t0 = time.perf_counter()
+    result = score_fields(truth, preds, config=FieldsConfig(bootstrap=bootstrap), truth_source="synthetic")
+    doc = result.to_dict()
+    scored = Scored(task="fields", result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source="synthetic", config=doc["config"])
+    t1 = time.perf_counter()
+    bundle = write_bundle(scored, adapter, root / f"bundle-{n}-{f}", experiment=f"bench-{n}x{f}")
+    t2 = time.perf_counter()
+    res = upload_bundle(bundle, tracking_uri=f"sqlite:///{root / 'bench.db'}", experiment=f"bench-{n}x{f}")
+    t3 = time.perf_counter()
+    n_metrics = sum(len(bundle.metrics(r.key)) for r in bundle.runs)
+    return {"score": t1 - t0, "write": t2 - t1, "upload": t3 - t2, "metrics": n_metrics, "runs": len(res.run_ids)}
+
+
+def _naive_per_metric(root: Path, metrics: dict[str, float]) -> float:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{root / 'bench.db'}")
+    exp = client.get_experiment_by_name("bench-naive") or None
+    exp_id = exp.experiment_id if exp else client.create_experiment("bench-naive", artifact_location=(root / "naive").as_uri())
+    run = client.create_run(exp_id)
+    t = time.perf_counter()
+    for k, v in metrics.items():
+        client.log_metric(run.info.run_id, k, v)
+    client.set_terminated(run.info.run_id)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    from mlflow.tracking import MlflowClient
+
+    root = Path(tempfile.mkdtemp(prefix="extracteval-bench-mlflow-"))
+    try:
+        t = time.perf_counter()
+        import matplotlib.figure  # noqa: F401 - one-time imports, reported on their own
+        import mlflow.data  # noqa: F401
+
+        print(f"one-time imports (matplotlib, mlflow.data), paid once per process: {time.perf_counter() - t:.2f} s")
+        MlflowClient(f"sqlite:///{root / 'bench.db'}").search_experiments()  # create the schema outside the timings
+        a = _one(1_000, 200, root, bootstrap=200)
+        overhead = a["write"] + a["upload"]
+        print(f"200 fields × 1,000 records, 2 models ({a['runs']} runs, {a['metrics']} metrics):")
+        print(f"  scoring (200 bootstrap resamples)    {a['score']:6.2f} s")
+        print(f"  write local copy (all artifacts)     {a['write']:6.2f} s")
+        print(f"  upload to SQLite store               {a['upload']:6.2f} s")
+        print(f"  logging overhead                     {overhead:6.2f} s   (target ≤ 3 s: {'met' if overhead <= 3 else 'NOT met'})")
+
+        from extracteval.mlflow.bundle import load_bundle
+
+        child = load_bundle(root / "bundle-1000-200").metrics("model-1")
+        naive = _naive_per_metric(root, child)
+        t = time.perf_counter()
+        client = MlflowClient(f"sqlite:///{root / 'bench.db'}")
+        from mlflow.entities import Metric
+
+        run = client.create_run(client.get_experiment_by_name("bench-naive").experiment_id)
+        ts = int(time.time() * 1000)
+        items = [Metric(k, v, ts, 0) for k, v in child.items()]
+        for i in range(0, len(items), 1000):
+            client.log_batch(run.info.run_id, metrics=items[i : i + 1000])
+        batched = time.perf_counter() - t
+        print(f"  {len(child)} metrics of one run: log_metric one by one {naive:.2f} s vs log_batch ≤1000 {batched:.2f} s "
+              f"({naive / batched:.0f}× faster batched)")
+
+        for boot in (1000, 0):
+            b = _one(100_000, 20, root, bootstrap=boot)
+            total = b["score"] + b["write"] + b["upload"]
+            share = (b["write"] + b["upload"]) / total
+            label = "default settings, 1000 bootstrap resamples" if boot else "no bootstrap (--no-ci)"
+            print(f"100,000 records × 20 fields, 2 models, {label}:")
+            print(f"  scoring {b['score']:.2f} s, write {b['write']:.2f} s, upload {b['upload']:.2f} s; "
+                  f"logging share {100 * share:.1f}% of {total:.2f} s (target ≤ 10%: {'met' if share <= 0.10 else 'NOT met'})")
+        print(f"peak memory (max RSS) {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""`extracteval evaluate <task> …`: score like `score <task>`, then log everything to MLflow.
+
+The results are written in full to `--output` (or a temporary folder) before anything is sent;
+if the upload fails the run is marked FAILED, the folder is kept, and
+`extracteval evaluate --resume-from DIR` logs it later without scoring again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from extracteval.mlflow.bundle import Bundle
+    from extracteval.mlflow.upload import UploadResult
+
+DESCRIPTION = """\
+Score models exactly as `extracteval score <task>` does and log the evaluation to MLflow: one run
+for one model, or a parent comparison run with one nested child run per model. Logged: metrics
+(overall/, micro/, field/<name>/…, wins/field_wins, CI bounds), params (the configuration), tags
+(task, version, truth and config digests), the ground truth as a dataset input, and artifacts
+(extracteval/result.json, per-field CSV and table, per-record Parquet, figures, report.html).
+
+The tracking store defaults to $MLFLOW_TRACKING_URI, else ./mlflow.db (MLflow's embedded SQLite
+store in the working directory); look at it with `mlflow ui --backend-store-uri sqlite:///mlflow.db`.
+
+examples:
+  extracteval evaluate fields --truth truth.csv --predictions gpt=gpt.csv \\
+      --predictions llama=llama.csv --experiment contracts
+  extracteval evaluate --resume-from ./out/contracts-eval     # after a failed upload
+"""
+
+_MLFLOW_OPTIONS_HELP = "MLflow options"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    from extracteval.cli import SCORE_TASKS, _Parser
+
+    p.add_argument("--resume-from", metavar="DIR", help="log the results kept in DIR by a failed `evaluate` (no rescoring)")
+    p.add_argument("--tracking-uri", dest="resume_tracking_uri", metavar="URI", help="with --resume-from: tracking store to log to (default: the one of the failed attempt)")
+    sub = p.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
+    for task, module in SCORE_TASKS.items():
+        mod = import_module(f"extracteval.commands.{module}")
+        tp = sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.configure(tp)
+        for action in tp._actions:  # same option, evaluate's meaning
+            if action.dest == "output":
+                action.help = "keep the complete local copy of the results here (default: a temporary folder, removed after a successful upload)"
+        g = tp.add_argument_group(_MLFLOW_OPTIONS_HELP)
+        g.add_argument("--experiment", required=True, metavar="NAME", help="MLflow experiment (created when missing)")
+        g.add_argument("--run-name", metavar="NAME", help="name of the run (the parent run when several models are compared)")
+        g.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+        g.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
+        tp.set_defaults(_run=run, _evaluate_task=task)
+
+
+def run(args: argparse.Namespace) -> int:
+    from extracteval.errors import InputError
+
+    if getattr(args, "resume_from", None):
+        if getattr(args, "task", None):
+            raise InputError("--resume-from DIR logs a finished evaluation; give it without a task and its inputs.")
+        return _resume(args)
+    if not getattr(args, "task", None):
+        raise InputError("evaluate needs a task (e.g. `extracteval evaluate fields --truth … --predictions … --experiment NAME`) or --resume-from DIR.")
+    return _evaluate(args)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import json
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
+
+    adapter = get_adapter(args._evaluate_task)
+    scored = adapter.score_args(args)
+    uri = args.tracking_uri or default_tracking_uri()
+    # a task's `configure` may not offer --output/--json; the MLflow layer does not depend on them
+    output, as_json = getattr(args, "output", None), bool(getattr(args, "json", False))
+    temporary = not output
+    out = Path(output) if output else Path(tempfile.mkdtemp(prefix="extracteval-"))
+    bundle = write_bundle(scored, adapter, out, experiment=args.experiment, run_name=args.run_name, tracking_uri=uri,
+                          figures=not args.no_figures)
+    if not as_json:
+        print(adapter.summary(scored))
+        print()
+    try:
+        result = upload_bundle(bundle, tracking_uri=uri, experiment=args.experiment)
+    except UploadError as e:
+        print(f"extracteval: error: {e}", file=sys.stderr)
+        return 1
+    if as_json:
+        doc = dict(scored.doc)
+        doc["mlflow"] = {**result.to_dict(), "experiment": args.experiment, "output": None if temporary else str(out)}
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print_runs(bundle, result, args.experiment)
+        if not temporary:
+            print(f"local copy: {out}")
+    if temporary:
+        shutil.rmtree(out, ignore_errors=True)
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from extracteval.mlflow.bundle import load_bundle
+    from extracteval.mlflow.upload import UploadError, upload_bundle
+
+    bundle = load_bundle(args.resume_from)
+    state = bundle.read_state()
+    if state.get("status") == "UPLOADED" and not args.resume_tracking_uri:
+        print(f"{bundle.path}: already logged to {state.get('tracking_uri')} (runs {', '.join(state['runs'].values())}); nothing to do.")
+        return 0
+    try:
+        result = upload_bundle(bundle, tracking_uri=args.resume_tracking_uri)
+    except UploadError as e:
+        print(f"extracteval: error: {e}", file=sys.stderr)
+        return 1
+    _print_runs(bundle, result, bundle.manifest.get("experiment") or "extracteval")
+    return 0
+
+
+def _print_runs(bundle: "Bundle", result: "UploadResult", experiment: str) -> None:
+    from extracteval.mlflow.upload import ui_hint
+
+    runs = {p.key: p for p in bundle.runs}
+    print(f"logged to MLflow experiment {experiment!r} (id {result.experiment_id}) at {result.tracking_uri}")
+    for key, rid in result.run_ids.items():
+        p = runs[key]
+        label = "comparison (parent)" if p.role == "comparison" else f"model {p.model}"
+        print(f"  run {rid}  {label}")
+    print(f"view: {ui_hint(result.tracking_uri)}")

@@ -1,0 +1,310 @@
+"""The local copy of an evaluation, written in full before anything is uploaded.
+
+A bundle is a folder holding everything the tracking store will receive: the plan of runs
+(one run, or a parent comparison run and one child per model), each run's metrics, params,
+tags, artifacts, tables and figures, and the ground-truth dataset description. Uploading
+reads only the bundle, so a failed upload can be completed later with
+`extracteval evaluate --resume-from DIR` without scoring again.
+
+Layout::
+
+    DIR/manifest.json                 plan: experiment, runs (key, role, parent, name, tags, params)
+    DIR/state.json                    upload progress: run ids created, status, last error
+    DIR/runs/<key>/metrics.json       {metric key: value}
+    DIR/runs/<key>/artifacts/…        uploaded as is, in one call (extracteval/result.json,
+                                      report.html, CSV, Parquet, figures/*.png)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from extracteval import __version__
+from extracteval.errors import InputError
+from extracteval.io.config import safe_file_name
+from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.tasks import Scored, TaskAdapter
+
+__all__ = ["Bundle", "RunPlan", "write_bundle", "load_bundle", "truth_digest", "config_digest", "BUNDLE_FORMAT"]
+
+BUNDLE_FORMAT = "extracteval-mlflow-bundle/1"
+MAX_PARAM_LENGTH = 6000
+MAX_TAG_LENGTH = 8000
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    return str(o)
+
+
+def _dumps(obj: Any, **kw: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=_json_default, **kw)
+
+
+def truth_digest(truth: Any) -> str:
+    """SHA-256 of the ground truth's canonical content: rows sorted by id, columns by name,
+    values as JSON. Independent of row and column order in the input file."""
+    frame = truth.copy()
+    frame.index = frame.index.map(str)
+    frame = frame.sort_index(kind="stable")
+    frame = frame.reindex(sorted(frame.columns, key=str), axis=1)
+    payload = frame.to_json(orient="split", date_format="iso", default_handler=str, double_precision=15)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """SHA-256 of the configuration as canonical JSON (sorted keys)."""
+    return hashlib.sha256(_dumps(config, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunPlan:
+    key: str  # `single`, `parent`, `model-1`, …
+    role: str  # `single`, `comparison`, `model`
+    run_name: str
+    parent: str | None
+    model: str | None
+    tags: Mapping[str, str]
+    params: Mapping[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "role": self.role, "run_name": self.run_name, "parent": self.parent, "model": self.model,
+                "tags": dict(self.tags), "params": dict(self.params)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bundle:
+    path: Path
+    manifest: Mapping[str, Any]
+
+    @property
+    def runs(self) -> list[RunPlan]:
+        return [RunPlan(**r) for r in self.manifest["runs"]]
+
+    def run_dir(self, key: str) -> Path:
+        return self.path / "runs" / key
+
+    def metrics(self, key: str) -> dict[str, float]:
+        return json.loads((self.run_dir(key) / "metrics.json").read_text(encoding="utf-8"))
+
+    def read_state(self) -> dict[str, Any]:
+        p = self.path / "state.json"
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else {"runs": {}, "status": "PENDING"}
+
+    def write_state(self, state: Mapping[str, Any]) -> None:
+        tmp = self.path / "state.json.tmp"
+        tmp.write_text(_dumps(state, indent=2), encoding="utf-8")
+        tmp.replace(self.path / "state.json")
+
+
+def _bounded(value: Any, limit: int) -> str:
+    s = str(value)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+_SCHEMA_TYPES = {"integer": "long", "floating": "double", "boolean": "boolean", "datetime64": "datetime", "datetime": "datetime", "date": "datetime"}
+
+
+def _dataset_entity(scored: Scored, digest: str) -> dict[str, Any]:
+    """The ground truth as an MLflow dataset (name, digest, source, schema, profile), in the form
+    `mlflow.data.from_pandas(...)` produces. The column types come from pandas' type inference
+    (MLflow's own inference visits every cell in Python: seconds for a few hundred columns)."""
+    import warnings
+
+    import pandas as pd
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.types import ColSpec, Schema
+
+    frame = scored.truth
+    cols = [("id", "string")]
+    for c in frame.columns:
+        kind = pd.api.types.infer_dtype(frame[c].head(1000), skipna=True)
+        cols.append((str(c), _SCHEMA_TYPES.get(kind, "string")))
+    schema = Schema([ColSpec(type=t, name=n, required=False) for n, t in cols])
+    try:
+        with warnings.catch_warnings():  # "can be interpreted in multiple ways": a local file either way
+            warnings.simplefilter("ignore")
+            source = resolve_dataset_source(str(scored.truth_source))
+    except Exception:  # not a path or URI MLflow knows (e.g. "dataset"): recorded as code
+        from mlflow.data.code_dataset_source import CodeDatasetSource
+
+        source = CodeDatasetSource(tags={"extracteval.truth_source": str(scored.truth_source)})
+    return {
+        "name": f"{scored.task}-truth",
+        "digest": digest[:32],
+        "source_type": source._get_source_type(),
+        "source": source.to_json(),
+        "schema": json.dumps({"mlflow_colspec": schema.to_dict()}),
+        "profile": json.dumps({"num_rows": len(frame), "num_elements": int(frame.size + len(frame))}),
+    }
+
+
+def write_bundle(
+    scored: Scored,
+    adapter: TaskAdapter,
+    out: Path,
+    *,
+    experiment: str | None,
+    run_name: str | None = None,
+    tracking_uri: str | None = None,
+    extra_tags: Mapping[str, str] | None = None,
+    figures: bool = True,
+) -> Bundle:
+    """Write the complete local copy of an evaluation to `out` and return it.
+
+    One model → one run (`single`); several → a `parent` comparison run and one `model-i` child
+    per model (ranking order). Raises InputError when `out` holds something that is not a bundle.
+    """
+    from extracteval.report.figures import png_bytes
+    from extracteval.report.html import render_report
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not (out / "manifest.json").exists():
+        raise InputError(f"{out}: the output folder is not empty and is not an extracteval bundle; choose an empty or new folder.")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
+    created_ms = int(time.time() * 1000)
+    t_digest = truth_digest(scored.truth)
+    c_digest = config_digest(scored.config)
+    models = list(scored.models)
+    keys = KeyMap.build([*adapter.item_names(scored), *models])
+    item_name = getattr(adapter, "item_table_name", "item_metrics")
+    base_tags = {
+        "mlflow.loggedArtifacts": json.dumps([{"path": f"extracteval/{item_name}_table.json", "type": "table"}]),
+        "extracteval.task": scored.task,
+        "extracteval.version": __version__,
+        "extracteval.truth_digest": t_digest,
+        "extracteval.config_digest": c_digest,
+        **(extra_tags or {}),
+    }
+    base_params = {k: _bounded(v, MAX_PARAM_LENGTH) for k, v in adapter.params(scored).items()}
+    doc_text = _dumps(scored.doc, indent=2)
+    plans: list[RunPlan] = []
+    n = len(models)
+    if n == 1:
+        m = models[0]
+        plans.append(RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
+                             tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH)},
+                             params={**base_params, **_generation(scored, m)}))
+    else:
+        ranking = ", ".join(models)
+        plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models",
+                             parent=None, model=None,
+                             tags={**base_tags, "extracteval.role": "comparison", "extracteval.ranking": _bounded(ranking, MAX_TAG_LENGTH),
+                                   "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH)},
+                             params=base_params))
+        for i, m in enumerate(models, start=1):
+            plans.append(RunPlan(key=f"model-{i}", role="model", run_name=f"{run_name}/{m}" if run_name else m, parent="parent", model=m,
+                                 tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
+                                       "extracteval.rank": str(i)},
+                                 params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_generation(scored, m)}))
+
+    shared_pngs: dict[str, bytes] | None = None
+    try:
+        for plan in plans:
+            rdir = out / "runs" / plan.key
+            adir = rdir / "artifacts" / "extracteval"
+            adir.mkdir(parents=True, exist_ok=True)
+            run_models = models if plan.role == "comparison" else [plan.model]
+            if plan.role == "comparison":
+                metrics = adapter.comparison_metrics(scored, keys)
+                # each child's headline numbers on the parent too, so the parent sorts in the runs table
+                for m in models:
+                    child = adapter.metrics(scored, m, keys)
+                    for k in ("overall/f1", "overall/precision", "overall/recall", "micro/f1"):
+                        if k in child:
+                            metrics[keys.key("models", m, k)] = child[k]
+            else:
+                metrics = adapter.metrics(scored, plan.model, keys)
+            (rdir / "metrics.json").write_text(_dumps(metrics, indent=0, sort_keys=True), encoding="utf-8")
+            (adir / "result.json").write_text(doc_text, encoding="utf-8")
+            item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)
+            item.to_csv(adir / f"{item_name}.csv", index=False)
+            # an MLflow table, exactly as `log_table` writes it (registered by the tag set below)
+            item.to_json(adir / f"{item_name}_table.json", orient="split", index=False, date_format="iso")
+            if plan.role == "comparison":
+                for tname, table in adapter.comparison_tables(scored).items():
+                    table.to_csv(adir / f"{safe_file_name(tname)}.csv", index=False)
+            if plan.role != "comparison":
+                rec = adapter.records_frame(scored, plan.model)
+                if rec is not None:
+                    rec.to_parquet(adir / "records.parquet", index=False)
+            used = {k: v for k, v in keys.originals.items() if k in metrics}
+            (adir / "metric_keys.json").write_text(
+                _dumps({"names": keys.names_table(), "metrics": [{"key": k, "original": used.get(k, k)} for k in sorted(metrics)]}, indent=1),
+                encoding="utf-8",
+            )
+            pngs: dict[str, bytes] = {}
+            if figures:
+                # several models: the comparison figures (every model, side by side) are rendered
+                # once and shown on the parent and on each child, where they place the model
+                # among its peers; one model: its own figures
+                if plan.role == "single" or shared_pngs is None:
+                    shared_pngs = {fname: png_bytes(fig) for fname, fig in adapter.figures(scored, run_models).items()}
+                pngs = shared_pngs
+                fdir = rdir / "artifacts" / "figures"
+                fdir.mkdir(exist_ok=True)
+                for fname, png in pngs.items():
+                    (fdir / fname).write_bytes(png)
+            title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{n} models compared")
+            html = render_report(
+                title=title,
+                subtitle=f"{scored.doc.get('n_records', '')} records · truth: {scored.truth_source}",
+                sections=adapter.sections(scored, run_models),
+                figures=pngs,
+                meta={"extracteval version": __version__, "truth digest (SHA-256)": t_digest, "config digest (SHA-256)": c_digest,
+                      "experiment": experiment or "", "run": plan.run_name},
+            )
+            (adir / "report.html").write_text(html, encoding="utf-8")
+        manifest = {
+            "format": BUNDLE_FORMAT,
+            "extracteval_version": __version__,
+            "task": scored.task,
+            "created_ms": created_ms,
+            "experiment": experiment,
+            "tracking_uri": tracking_uri,
+            "truth_digest": t_digest,
+            "config_digest": c_digest,
+            "dataset": _dataset_entity(scored, t_digest),
+            "runs": [p.to_dict() for p in plans],
+        }
+        (out / "manifest.json").write_text(_dumps(manifest, indent=2), encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{out}: cannot write the local results ({e.strerror or e}).") from None
+    bundle = Bundle(path=out, manifest=manifest)
+    bundle.write_state({"runs": {}, "status": "PENDING", "error": None})
+    return bundle
+
+
+def _generation(scored: Scored, model: str) -> dict[str, str]:
+    g = scored.generation.get(model) or {}
+    return {f"generation.{safe_file_name(str(k))}": _bounded(v, MAX_PARAM_LENGTH) for k, v in sorted(g.items())}
+
+
+def load_bundle(path: str | Path) -> Bundle:
+    """Read a bundle written by `write_bundle` (for `--resume-from`)."""
+    p = Path(path)
+    mf = p / "manifest.json"
+    if not mf.is_file():
+        raise InputError(f"{p}: not an extracteval results folder (no manifest.json); pass the folder printed by the failed `extracteval evaluate`.")
+    try:
+        manifest = json.loads(mf.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise InputError(f"{mf}: not valid JSON ({e}).") from None
+    if manifest.get("format") != BUNDLE_FORMAT:
+        raise InputError(f"{mf}: format {manifest.get('format')!r} is not {BUNDLE_FORMAT!r}.")
+    for r in manifest["runs"]:
+        if not (p / "runs" / r["key"] / "metrics.json").is_file():
+            raise InputError(f"{p}: run {r['key']!r} has no metrics.json; the folder is incomplete.")
+    return Bundle(path=p, manifest=manifest)

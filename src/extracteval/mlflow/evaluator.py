@@ -1,0 +1,226 @@
+"""The `extracteval` MLflow evaluator plugin (entry-point group `mlflow.model_evaluator`).
+
+Usage with a static dataset (one row per record; the targets cell is an object of field values,
+as a dict or JSON string, and so is the prediction cell — typically an LLM's raw JSON output)::
+
+    mlflow.models.evaluate(
+        data=df, targets="truth", predictions="output", model_type="extraction-fields",
+        evaluators="extracteval", evaluator_config={"id_column": "id", "strategies": {"party": "FUZZY"}},
+    )
+
+or with a model (a pyfunc model or any Python callable taking a DataFrame of the feature columns
+and returning one output per row); predictions are made in batches of `batch_size` rows with a
+progress bar on stderr when it is a terminal.
+
+The evaluator keeps no state between calls: everything it needs travels in the arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
+
+from extracteval.errors import InputError
+from extracteval.mlflow.tasks import MODEL_TYPES, get_adapter, task_for_model_type
+
+__all__ = ["ExtractevalEvaluator", "COMMON_CONFIG_KEYS", "check_config", "predict_in_batches"]
+
+COMMON_CONFIG_KEYS: Mapping[str, str] = {
+    "task": "task among those sharing the model_type (`labels` for extraction-entities)",
+    "id_column": "feature column holding record ids (default: `id` when present, else the row number)",
+    "model_name": "name of the model in results and reports (default: the predictions column, or `model`)",
+    "batch_size": "rows per model call when predicting (default 64)",
+    "generation": "decoding settings of the model (temperature, top_p, …), logged as params",
+    "output": "folder for the local copy of the results (default: a temporary folder, removed after upload)",
+    "figures": "log figures (default true)",
+    "col_mapping": "MLflow's column renaming (handled by mlflow.models.evaluate)",
+}
+# decoding settings picked up from a pyfunc model's model_config when present
+_GENERATION_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_new_tokens", "seed", "do_sample", "n", "frequency_penalty", "presence_penalty")
+
+
+def check_config(config: Mapping[str, Any], task_keys: Mapping[str, str], task: str) -> None:
+    """Reject unknown evaluator_config keys by name, listing the valid ones."""
+    valid = {**COMMON_CONFIG_KEYS, **task_keys}
+    unknown = sorted(set(config) - set(valid))
+    if unknown:
+        raise InputError(
+            f"evaluator_config: unknown key(s) {', '.join(repr(k) for k in unknown)} for task {task!r}; "
+            f"valid keys: {', '.join(sorted(valid))}."
+        )
+
+
+class _Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label, self.done = total, label, 0
+        self.enabled = sys.stderr.isatty() and total > 0
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.enabled:
+            width = 30
+            filled = int(width * self.done / self.total)
+            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _outputs(result: Any, n: int, column: str | None) -> list[Any]:
+    """A model's output for a batch → one cell per row."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(result, pd.DataFrame):
+        if column is not None and column in result.columns:
+            return list(result[column])
+        if result.shape[1] == 1:
+            return list(result.iloc[:, 0])
+        return result.to_dict(orient="records")  # wide: one column per field
+    if isinstance(result, pd.Series):
+        return list(result)
+    if isinstance(result, np.ndarray):
+        return list(result.ravel()) if result.ndim <= 1 or result.shape[1] == 1 else [list(r) for r in result]
+    if isinstance(result, (list, tuple)):
+        return list(result)
+    if n == 1:
+        return [result]
+    raise InputError(f"the model returned {type(result).__name__} for {n} rows; expected a list, Series or DataFrame with one output per row.")
+
+
+def predict_in_batches(model: Any, features: Any, *, batch_size: int = 64, column: str | None = None) -> list[Any]:
+    """Call `model.predict` (or the callable) on consecutive batches of rows; one output per row."""
+    predict = getattr(model, "predict", model)
+    n = len(features)
+    out: list[Any] = []
+    bar = _Progress(n, "predicting")
+    try:
+        for start in range(0, n, batch_size):
+            batch = features.iloc[start : start + batch_size]
+            cells = _outputs(predict(batch), len(batch), column)
+            if len(cells) != len(batch):
+                raise InputError(f"the model returned {len(cells)} outputs for a batch of {len(batch)} rows (rows {start}–{start + len(batch) - 1}).")
+            out.extend(cells)
+            bar.update(len(batch))
+    finally:
+        bar.close()
+    return out
+
+
+def _generation_settings(model: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    g: dict[str, Any] = {}
+    mc = getattr(model, "model_config", None)
+    if isinstance(mc, Mapping):
+        g.update({k: mc[k] for k in _GENERATION_KEYS if k in mc})
+    given = config.get("generation")
+    if given is not None:
+        if not isinstance(given, Mapping):
+            raise InputError(f"evaluator_config `generation`: expected a mapping such as {{'temperature': 0}}, but got {type(given).__name__}.")
+        g.update(dict(given))
+    return g
+
+
+class ExtractevalEvaluator(ModelEvaluator):
+    """Scores extraction outputs with extracteval and logs metrics, tables, figures and a report."""
+
+    name = "extracteval"
+
+    @classmethod
+    def can_evaluate(cls, *, model_type: str, evaluator_config: Mapping[str, Any] | None = None, **kwargs: Any) -> bool:
+        return model_type in MODEL_TYPES
+
+    def evaluate(
+        self,
+        *,
+        model_type: str,
+        dataset: Any,
+        run_id: str,
+        evaluator_config: Mapping[str, Any] | None = None,
+        model: Any = None,
+        extra_metrics: Any = None,
+        custom_artifacts: Any = None,
+        predictions: str | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        import mlflow
+
+        from extracteval.mlflow.bundle import write_bundle
+        from extracteval.mlflow.upload import upload_bundle
+
+        config = dict(evaluator_config or {})
+        task = task_for_model_type(model_type, config.get("task"))
+        adapter = get_adapter(task)
+        check_config(config, adapter.config_keys, task)
+        if extra_metrics or custom_artifacts:
+            warnings.warn("the extracteval evaluator ignores extra_metrics and custom_artifacts; add the `default` evaluator for them", stacklevel=2)
+        if not dataset.has_targets:
+            raise InputError("mlflow.models.evaluate(..., targets=COLUMN) is required: the column holding each record's ground truth.")
+        features = dataset.features_data
+        id_column = config.get("id_column")
+        if id_column is not None and id_column not in features.columns:
+            raise InputError(f"evaluator_config `id_column`: column {id_column!r} is not in the data (columns: {list(features.columns)}).")
+        if id_column is None and "id" in features.columns:
+            id_column = "id"
+        ids = [str(x) for x in features[id_column]] if id_column else [str(i) for i in range(len(features))]
+        if model is None:
+            if not dataset.has_predictions:
+                raise InputError("give either a model or predictions=COLUMN (the column holding each record's model output).")
+            cells = list(dataset.predictions_data)
+            default_name = dataset.predictions_name or "predictions"
+        else:
+            batch_size = int(config.get("batch_size", 64))
+            if batch_size < 1:
+                raise InputError(f"evaluator_config `batch_size`: expected a positive integer, but got {batch_size}.")
+            cells = predict_in_batches(model, features, batch_size=batch_size, column=predictions)
+            default_name = "model"
+        name = str(config.get("model_name") or default_name)
+        task_config = {k: v for k, v in config.items() if k in adapter.config_keys}
+        scored = adapter.score_frame(ids=ids, targets=list(dataset.labels_data), predictions={name: cells}, config=task_config,
+                                     truth_source=f"dataset {dataset.name}" if getattr(dataset, "name", None) else "dataset")
+        if model is not None:
+            gen = _generation_settings(model, config)
+            if gen:
+                scored = dataclasses.replace(scored, generation={name: gen})
+        keep = config.get("output") is not None
+        out = Path(config["output"]) if keep else Path(tempfile.mkdtemp(prefix="extracteval-"))
+        bundle = write_bundle(scored, adapter, out, experiment=None, tracking_uri=mlflow.get_tracking_uri(),
+                              figures=bool(config.get("figures", True)))
+        upload_bundle(bundle, tracking_uri=mlflow.get_tracking_uri(), into_run=run_id)
+        metrics = bundle.metrics("single")
+        artifacts = _artifacts(run_id, bundle)
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+        return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
+
+
+def _artifacts(run_id: str, bundle: Any) -> dict[str, Any]:
+    from mlflow.models.evaluation.artifacts import (
+        CsvEvaluationArtifact,
+        ImageEvaluationArtifact,
+        JsonEvaluationArtifact,
+        ParquetEvaluationArtifact,
+        TextEvaluationArtifact,
+    )
+    from mlflow.tracking.artifact_utils import get_artifact_uri
+
+    kinds = {".json": JsonEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".parquet": ParquetEvaluationArtifact, ".html": TextEvaluationArtifact, ".png": ImageEvaluationArtifact}
+    out: dict[str, Any] = {}
+    rdir = bundle.run_dir("single")
+    for p in sorted((rdir / "artifacts").rglob("*")):
+        if p.is_file() and p.suffix in kinds:
+            rel = p.relative_to(rdir / "artifacts").as_posix()
+            out[p.stem] = kinds[p.suffix](uri=get_artifact_uri(run_id, rel))
+    return out

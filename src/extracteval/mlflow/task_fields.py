@@ -1,0 +1,411 @@
+"""MLflow adapter of the `fields` task (seed 000): metrics, tables, figures, report sections."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.errors import InputError
+from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.tasks import Scored, Section
+
+__all__ = ["ADAPTER", "FieldsAdapter"]
+
+_COUNT_KEYS = ("tp", "fp", "fn", "tn", "excluded")
+_RATIO_KEYS = ("precision", "recall", "f1", "accuracy")
+
+
+def _parse_cell(value: Any, *, what: str, record: str, strict: bool) -> dict[str, Any] | None:
+    """A record's cell → {field: value}. Truth must parse (strict); a malformed model output is
+    data (returns None: every field counts as not predicted)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        try:
+            obj = json.loads(value)
+        except ValueError as e:
+            if strict:
+                raise InputError(f"{what}: record {record!r}: expected a JSON object of field values, but found invalid JSON ({e}).") from None
+            return None
+        if isinstance(obj, dict):
+            return obj
+        if strict:
+            raise InputError(f"{what}: record {record!r}: expected a JSON object of field values, but found {type(obj).__name__}.")
+        return None
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        if strict:
+            raise InputError(f"{what}: record {record!r}: the ground truth is empty; expected an object of field values.")
+        return None
+    if strict:
+        raise InputError(f"{what}: record {record!r}: expected an object (dict or JSON string) of field values, but found {type(value).__name__}.")
+    return None
+
+
+def _field_f1_intervals(ledger: np.ndarray, *, resamples: int, confidence: float, seed: int, zero_division: float) -> np.ndarray:
+    """(fields, 2) percentile bootstrap interval of each field's F1, resampling records.
+
+    A field's F1 depends on the records only through their (tp, fp, fn, tn) rows, and a field
+    has few distinct rows (a single-valued cell is TP, FP, FN, FP+FN or TN). Resampling n records
+    with replacement is then exactly a multinomial draw of n over the distinct rows with their
+    observed frequencies, so each resample costs O(distinct rows) instead of O(records).
+
+    ledger: (records, fields, 5) tp, fp, fn, tn, excluded (excluded records count nothing).
+    """
+    from extracteval.core.counts import ratios
+
+    n, f = ledger.shape[0], ledger.shape[1]
+    out = np.full((f, 2), np.nan)
+    if n == 0 or resamples <= 0:
+        return out
+    rng = np.random.default_rng(seed)
+    alpha = (1.0 - confidence) / 2.0
+    for j in range(f):
+        rows = ledger[:, j, :4].astype(np.int64)
+        base = int(rows.max()) + 1 if rows.size else 1
+        codes = ((rows[:, 0] * base + rows[:, 1]) * base + rows[:, 2]) * base + rows[:, 3]  # one integer per row pattern
+        _, first, freq = np.unique(codes, return_index=True, return_counts=True)
+        patterns = rows[first]
+        draws = rng.multinomial(n, freq / n, size=resamples)  # (resamples, patterns)
+        c = draws @ patterns  # (resamples, 4)
+        f1 = ratios(c[:, 0], c[:, 1], c[:, 2], c[:, 3], zero_division=zero_division)["f1"]
+        out[j] = np.percentile(f1, [100 * alpha, 100 * (1 - alpha)])
+    return out
+
+
+class FieldsAdapter:
+    task = "fields"
+    model_type = "extraction-fields"
+    item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
+    config_keys: Mapping[str, str] = {
+        "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
+        "default_strategy": "strategy of fields not listed (EXACT)",
+        "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",
+        "fuzzy_scorer": "rapidfuzz scorer name (ratio)",
+        "null_tokens": "strings meaning absent (list or comma-separated)",
+        "dayfirst": "read 01/02/2024 as 1 February (false)",
+        "zero_division": "value of an undefined ratio (0.0)",
+        "bootstrap": "bootstrap resamples for intervals; 0 = off (1000)",
+        "confidence": "interval coverage (0.95)",
+        "seed": "bootstrap seed (0)",
+        "fields": "score only these fields (list)",
+        "min_records": "warn below this many valid records (30)",
+    }
+
+    # ---- scoring -------------------------------------------------------------------------------
+
+    def score_args(self, args: argparse.Namespace) -> Scored:
+        from extracteval.commands.fields_inputs import build_config, load_inputs
+        from extracteval.core.fields import score_fields
+
+        truth, preds, truth_source = load_inputs(args)
+        config = build_config(args)
+        fields = [f.strip() for f in args.fields.split(",") if f.strip()] if getattr(args, "fields", None) else None
+        result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source)
+        doc = result.to_dict()
+        doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
+
+    def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
+        """Score one `experiments/<name>/experiment.yaml` (the demo)."""
+        ns = argparse.Namespace(
+            truth=str(folder / spec["truth"]),
+            predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+            strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
+            id_column=spec.get("id_column", "id"), delimiter=None, keys=None, fields=None, fuzzy_threshold=None,
+            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None, no_ci=False, resamples=None, seed=None,
+        )
+        return self.score_args(ns)
+
+    def build_config(self, config: Mapping[str, Any]) -> Any:
+        from extracteval.core.fields import FieldsConfig
+        from extracteval.core.normalize import NormalizationConfig
+        from extracteval.core.strategies import parse_strategy_map
+        from extracteval.io.config import load_mapping
+
+        opts: dict[str, Any] = {}
+        norm: dict[str, Any] = {}
+        strategies = config.get("strategies")
+        if strategies is not None:
+            if isinstance(strategies, str):
+                raw = load_mapping(strategies)
+                strategies = raw.get("strategies", raw) if isinstance(raw.get("strategies"), dict) else raw
+            if not isinstance(strategies, Mapping):
+                raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
+            opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
+        for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence", "seed", "min_records"):
+            if k in config and config[k] is not None:
+                opts[k] = config[k]
+        if config.get("null_tokens") is not None:
+            tokens = config["null_tokens"]
+            if isinstance(tokens, str):
+                tokens = tokens.split(",")
+            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
+        if config.get("dayfirst") is not None:
+            norm["dayfirst"] = bool(config["dayfirst"])
+        if norm:
+            opts["normalization"] = NormalizationConfig(**norm)
+        try:
+            return FieldsConfig(**opts)
+        except TypeError as e:  # a wrongly typed option
+            raise InputError(f"evaluator_config: {e}") from None
+
+    def score_frame(
+        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
+    ) -> Scored:
+        from extracteval.core.fields import ModelPredictions, score_fields
+
+        cfg = self.build_config(config)
+        ids = [str(i) for i in ids]
+        truth_rows = [_parse_cell(v, what=truth_source, record=r, strict=True) for r, v in zip(ids, targets)]
+        truth = pd.DataFrame.from_records(truth_rows, index=pd.Index(ids, name="id"))
+        preds = []
+        invalid: dict[str, list[str]] = {}
+        for name, cells in predictions.items():
+            if len(cells) != len(ids):
+                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
+            rows = []
+            for r, v in zip(ids, cells):
+                parsed = _parse_cell(v, what=f"predictions of model {name!r}", record=r, strict=False)
+                if parsed is None:
+                    invalid.setdefault(name, []).append(r)
+                    parsed = {}
+                rows.append(parsed)
+            frame = pd.DataFrame.from_records(rows, index=pd.Index(ids, name="id"))
+            preds.append(ModelPredictions(name=name, values=frame, source=f"predictions of model {name!r}"))
+        fields = config.get("fields")
+        result = score_fields(truth, preds, config=cfg, fields=list(fields) if fields else None, truth_source=truth_source)
+        doc = result.to_dict()
+        doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        doc["invalid_outputs"] = {m: {"count": len(v), "record_ids": v[:20]} for m, v in sorted(invalid.items())}
+        if invalid:
+            doc["warnings"] = list(doc["warnings"]) + [
+                f"model {m!r}: {len(v)} output(s) are not a JSON object of field values and count as empty predictions"
+                for m, v in sorted(invalid.items())
+            ]
+        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
+
+    # ---- metrics -------------------------------------------------------------------------------
+
+    def item_names(self, scored: Scored) -> Sequence[str]:
+        return list(scored.result.fields)
+
+    def _intervals(self, scored: Scored, model: str) -> np.ndarray:
+        if ("f1_ci", model) in scored.cache:
+            return scored.cache[("f1_ci", model)]
+        r = scored.result
+        cfg = r.config
+        if r.records is None or not cfg.get("bootstrap"):
+            return np.full((len(r.fields), 2), np.nan)
+        ci = _field_f1_intervals(
+            r.records.counts[model], resamples=int(cfg["bootstrap"]), confidence=float(cfg["confidence"]),
+            seed=int(cfg["seed"]), zero_division=float(cfg["zero_division"]),
+        )
+        scored.cache[("f1_ci", model)] = ci
+        return ci
+
+    def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
+        m = scored.result.models[model]
+        out: dict[str, float] = {}
+        for k in _RATIO_KEYS:
+            out[f"overall/{k}"] = float(m.overall[k])
+            out[f"micro/{k}"] = float(m.micro[k])
+        t = m.totals
+        for k in _COUNT_KEYS:
+            out[f"totals/{k}"] = float(getattr(t, k))
+        if m.overall_f1_ci is not None:
+            # intervals are of F1; `…/f1/ci_low` would make `…/f1` both a metric and a folder in
+            # MLflow's file store, so the bounds sit beside the metric
+            out["overall/ci_low"] = float(m.overall_f1_ci.low)
+            out["overall/ci_high"] = float(m.overall_f1_ci.high)
+        out["wins/field_wins"] = float(m.field_wins)
+        out["wins/fields_scored"] = float(m.fields_scored)
+        out["ranking/rank"] = float(m.rank)
+        ci = self._intervals(scored, model)
+        for j, (fname, fm) in enumerate(m.fields.items()):
+            c = fm.counts
+            for k in _COUNT_KEYS:
+                out[keys.key("field", fname, k)] = float(getattr(c, k))
+            for k in _RATIO_KEYS:
+                out[keys.key("field", fname, k)] = float(getattr(fm, k))
+            out[keys.key("field", fname, "exact_match_rate")] = float(fm.exact_match_rate)
+            if not np.isnan(ci[j, 0]) and fm.valid:
+                out[keys.key("field", fname, "ci_low")] = float(ci[j, 0])
+                out[keys.key("field", fname, "ci_high")] = float(ci[j, 1])
+        return out
+
+    def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
+        r = scored.result
+        out: dict[str, float] = {"models/count": float(len(r.ranking)), "fields/count": float(len(r.fields))}
+        for m in r.ranking:
+            mr = r.models[m]
+            out[keys.key("ranking", m, "rank")] = float(mr.rank)
+            out[keys.key("ranking", m, "overall_f1")] = float(mr.overall["f1"])
+            out[keys.key("wins", m, "field_wins")] = float(mr.field_wins)
+        kinds = [w.kind for w in r.field_winners.values()]
+        for k in ("sole", "shared", "universal", "none"):
+            out[f"field_winners/{k}"] = float(kinds.count(k))
+        for c in r.comparisons:
+            pair = f"{keys.segment(c.higher)} vs {keys.segment(c.lower)}"
+            keys.originals[f"comparison/{pair}"] = f"comparison/{c.higher} vs {c.lower}"
+            out[f"comparison/{pair}/f1_diff"] = float(c.difference.estimate)
+            out[f"comparison/{pair}/ci_low"] = float(c.difference.low)
+            out[f"comparison/{pair}/ci_high"] = float(c.difference.high)
+        return out
+
+    # ---- tables --------------------------------------------------------------------------------
+
+    def item_table(self, scored: Scored, model: str | None) -> pd.DataFrame:
+        r = scored.result
+        rows = []
+        for m in (r.ranking if model is None else (model,)):
+            ci = self._intervals(scored, m)
+            for j, (fname, fm) in enumerate(r.models[m].fields.items()):
+                d = fm.to_dict()
+                d.pop("examples")
+                d["flags"] = ";".join(d["flags"])
+                w = r.field_winners.get(fname)
+                rows.append({
+                    "model": m, "field": fname, **d,
+                    "f1_ci_low": None if np.isnan(ci[j, 0]) else float(ci[j, 0]),
+                    "f1_ci_high": None if np.isnan(ci[j, 1]) else float(ci[j, 1]),
+                    "winner": bool(w is not None and w.win_share > 0 and m in w.winners),
+                })
+        return pd.DataFrame(rows)
+
+    def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
+        """model, record_id, field, tp, fp, fn, tn, excluded — one row per model, record and field.
+
+        The same table as `RecordLedger.to_frame()`, built with dictionary-encoded (categorical)
+        id columns: no per-row string objects, and Parquet stores each id once."""
+        rec = scored.result.records
+        if rec is None:
+            return None
+        n, f = len(rec.record_ids), len(rec.fields)
+        models = list(rec.counts) if model is None else [model]
+        rid_codes = np.repeat(np.arange(n, dtype=np.int32), f)
+        fld_codes = np.tile(np.arange(f, dtype=np.int32), n)
+        rid_cat = pd.Categorical.from_codes(np.tile(rid_codes, len(models)), categories=pd.Index(rec.record_ids, dtype=object))
+        fld_cat = pd.Categorical.from_codes(np.tile(fld_codes, len(models)), categories=pd.Index(rec.fields, dtype=object))
+        mdl_cat = pd.Categorical.from_codes(np.repeat(np.arange(len(models), dtype=np.int32), n * f), categories=pd.Index(models, dtype=object))
+        flat = np.concatenate([rec.counts[m].reshape(n * f, 5) for m in models]) if models else np.zeros((0, 5), dtype=np.int32)
+        return pd.DataFrame({
+            "model": mdl_cat, "record_id": rid_cat, "field": fld_cat,
+            **{k: flat[:, i] for i, k in enumerate(_COUNT_KEYS)},
+        })
+
+    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
+        """The parent run's CSV artifacts: the leaderboard and the winner of every field."""
+        winners = [
+            {"field": f, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share,
+             "best_f1": None if w.best is None else w.best.f1}
+            for f, w in scored.result.field_winners.items()
+        ]
+        return {"leaderboard": self.ranking_table(scored, scored.models), "field_winners": pd.DataFrame(winners)}
+
+    def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
+        r = scored.result
+        rows = []
+        for m in models:
+            mr = r.models[m]
+            ci = mr.overall_f1_ci
+            rows.append({
+                "rank": mr.rank, "model": m,
+                **{k: mr.overall[k] for k in _RATIO_KEYS},
+                "micro_f1": mr.micro["f1"],
+                "f1_ci_low": None if ci is None else ci.low,
+                "f1_ci_high": None if ci is None else ci.high,
+                "tier": mr.tier, "field_wins": mr.field_wins, "wins": mr.wins_label,
+            })
+        return pd.DataFrame(rows)
+
+    # ---- figures and report --------------------------------------------------------------------
+
+    def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
+        from extracteval.report.figures import confusion_heatmap, item_f1_bars
+
+        frames = [self.item_table(scored, m) for m in models]
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        title = f"{scored.task}: per-field F1" + (f" — {models[0]}" if len(models) == 1 else "")
+        return {
+            "field_f1.png": item_f1_bars(table, item="field", title=title),
+            "confusion_counts.png": confusion_heatmap(table, item="field", title=f"{scored.task}: confusion counts per field"),
+        }
+
+    def params(self, scored: Scored) -> dict[str, str]:
+        cfg = dict(scored.config)
+        norm = cfg.get("normalization", {})
+        out = {
+            "task": scored.task,
+            "truth": str(scored.truth_source),
+            "n_records": str(scored.result.n_records),
+            "n_fields": str(len(scored.result.fields)),
+            "models": ",".join(scored.models),
+            "default_strategy": str(cfg.get("default_strategy")),
+            "fuzzy_threshold": str(cfg.get("fuzzy_threshold")),
+            "fuzzy_scorer": str(cfg.get("fuzzy_scorer")),
+            "zero_division": str(cfg.get("zero_division")),
+            "bootstrap": str(cfg.get("bootstrap")),
+            "confidence": str(cfg.get("confidence")),
+            "seed": str(cfg.get("seed")),
+            "min_records": str(cfg.get("min_records")),
+            "null_tokens": ",".join(norm.get("null_tokens", [])),
+            "dayfirst": str(norm.get("dayfirst")),
+            "strip_currency": str(norm.get("strip_currency")),
+        }
+        strategies = json.dumps(cfg.get("strategies", {}), sort_keys=True, ensure_ascii=False)
+        out["strategies"] = strategies if len(strategies) <= 5000 else f"{len(cfg.get('strategies', {}))} per-field strategies; see extracteval/result.json (config)"
+        return out
+
+    def row_rationale(self, scored: Scored, model: str) -> str:
+        """One record's verdict per field (`vendor: wrong value (FP+FN)`), for per-row feedback."""
+        labels = {"tp": "correct (TP)", "fp": "spurious value (FP)", "fn": "missed (FN)", "tn": "both empty (TN)", "wrong": "wrong value (FP+FN)", "excluded": "excluded"}
+        parts = []
+        for f, fm in scored.doc["models"][model]["fields"].items():
+            kinds = [k for k in ("wrong", "tp", "fp", "fn", "tn", "excluded") if fm["examples"].get(k)]
+            if kinds:
+                parts.append(f"{f}: {labels[kinds[0]]}")
+        return "; ".join(parts)
+
+    def summary(self, scored: Scored) -> str:
+        from extracteval.report.terminal import render_fields
+
+        return render_fields(scored.doc)
+
+    def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
+        r = scored.result
+        doc = scored.doc
+        out = [Section(title="Ranking", table=self.ranking_table(scored, models))]
+        if len(models) > 1 and doc.get("comparisons"):
+            out.append(Section(title="Adjacent ranks (paired bootstrap of the overall F1 difference)", items=[
+                f"{c['higher']} vs {c['lower']}: ΔF1 {100 * c['difference']['estimate']:+.1f} points, "
+                f"CI [{100 * c['difference']['low']:+.1f}, {100 * c['difference']['high']:+.1f}] — {c['verdict']}"
+                for c in doc["comparisons"]
+            ]))
+        if len(models) > 1:
+            wrows = [{"field": f, "kind": w["kind"], "winners": ", ".join(w["winners"]), "win_share": w["win_share"]} for f, w in doc["field_winners"].items()]
+            out.append(Section(title="Field winners", table=pd.DataFrame(wrows)))
+        frames = [self.item_table(scored, m) for m in models]
+        out.append(Section(title="Per-field metrics", table=pd.concat(frames, ignore_index=True) if frames else None))
+        out.append(Section(title="Checks", table=pd.DataFrame(doc["checks"]), status_column="passed"))
+        if doc.get("warnings"):
+            out.append(Section(title="Warnings", items=list(doc["warnings"])))
+        ex = []
+        for m in models:
+            for f, fm in doc["models"][m]["fields"].items():
+                for kind, items in fm["examples"].items():
+                    for e in items:
+                        ex.append({"model": m, "field": f, "kind": kind, "record_id": e["record_id"], "truth": e["truth"], "prediction": e["prediction"]})
+        if ex:
+            out.append(Section(title="Examples (up to five per classification kind)", table=pd.DataFrame(ex)))
+        out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
+        return out
+
+
+ADAPTER = FieldsAdapter()

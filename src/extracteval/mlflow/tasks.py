@@ -1,0 +1,193 @@
+"""Task adapters: what the MLflow layer needs to know about each task, behind one small table.
+
+The evaluator, the `evaluate` command, the bundle writer and the uploader are task-agnostic:
+they ask an adapter to score (from CLI arguments or from a DataFrame), to turn a result into
+MLflow metrics with SPEC §9 keys, into a per-item table (per field / tag / feature), a
+per-record table for Parquet, figures and report sections. Adding a task is one adapter module
+and one line in `TASKS`; nothing else changes. Adapters are imported when first asked for, so
+`import extracteval.mlflow.tasks` is cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Protocol
+
+from extracteval.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from extracteval.mlflow.keys import KeyMap
+
+__all__ = ["TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks"]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    task: str
+    model_type: str
+    module: str  # module under extracteval.mlflow exposing `ADAPTER`
+
+
+# task name → (MLflow model_type, adapter module). A task whose adapter module is not present
+# yet (built on another branch) is reported as "not available in this version".
+TASKS: dict[str, TaskSpec] = {
+    s.task: s
+    for s in (
+        TaskSpec("fields", "extraction-fields", "task_fields"),
+        TaskSpec("json", "extraction-json", "task_json"),
+        TaskSpec("spans", "extraction-spans", "task_spans"),
+        TaskSpec("entities", "extraction-entities", "task_entities"),
+        TaskSpec("labels", "extraction-entities", "task_labels"),
+        TaskSpec("structured", "structured-output", "task_structured"),
+        TaskSpec("toolcalls", "tool-calling", "task_toolcalls"),
+    )
+}
+# the exact model_types of SPEC §9; the first task listed for a model_type is its default
+MODEL_TYPES: tuple[str, ...] = (
+    "extraction-fields",
+    "extraction-json",
+    "extraction-spans",
+    "extraction-entities",
+    "structured-output",
+    "tool-calling",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scored:
+    """One scored evaluation, task-agnostic.
+
+    Attributes:
+        task: task name (`fields`, …).
+        result: the task's result object (frozen dataclass with `to_dict()`).
+        doc: `result.to_dict()` plus `inputs`; the `--json` document and `result.json`.
+        models: model names in ranking order (best first).
+        truth: the ground truth as a DataFrame (logged as the MLflow dataset input, digested).
+        truth_source: where the truth came from (a path, or `dataframe`).
+        config: the task's effective configuration (becomes params and the config digest).
+        generation: decoding settings per model when predictions came from a model.
+    """
+
+    task: str
+    result: Any
+    doc: dict[str, Any]
+    models: tuple[str, ...]
+    truth: "pd.DataFrame"
+    truth_source: str
+    config: Mapping[str, Any]
+    generation: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # derived values computed once per evaluation (e.g. per-item intervals), keyed by the adapter
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """One block of the HTML report: a heading and a table (DataFrame), a paragraph or a list."""
+
+    title: str
+    table: "pd.DataFrame | None" = None
+    text: str | None = None
+    items: Sequence[str] = ()
+    status_column: str | None = None  # a column whose value `False`/`failed` marks the row red
+
+
+class TaskAdapter(Protocol):
+    """What one task provides to the MLflow layer. See `task_fields.FieldsAdapter`."""
+
+    task: str
+    model_type: str
+    item_table_name: str  # `field_metrics`, `tag_metrics`, … (CSV and MLflow table artifact names)
+    # evaluator_config keys this task accepts (beyond the common ones), with a one-line meaning
+    config_keys: Mapping[str, str]
+
+    def score_args(self, args: argparse.Namespace) -> Scored:
+        """Score from the `extracteval evaluate <task>` arguments (same as `score <task>`)."""
+
+    def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
+        """Score one `experiments/<name>/experiment.yaml` (the demo)."""
+
+    def build_config(self, config: Mapping[str, Any]) -> Any:
+        """The task's config object from evaluator_config-style options (validates them)."""
+
+    def score_frame(
+        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
+    ) -> Scored:
+        """Score per-record targets and per-model predictions (one cell per record) from a DataFrame."""
+
+    def item_names(self, scored: Scored) -> Sequence[str]:
+        """Names that appear inside metric keys (fields / tags / features)."""
+
+    def metrics(self, scored: Scored, model: str, keys: "KeyMap") -> dict[str, float]:
+        """SPEC §9 metrics of one model, keys built with `keys.key(...)` or fixed strings."""
+
+    def comparison_metrics(self, scored: Scored, keys: "KeyMap") -> dict[str, float]:
+        """Metrics of the parent (comparison) run of a multi-model evaluation."""
+
+    def comparison_tables(self, scored: Scored) -> dict[str, "pd.DataFrame"]:
+        """CSV artifacts of the parent run (`leaderboard`, `field_winners`, …), name → table."""
+
+    def item_table(self, scored: Scored, model: str | None) -> "pd.DataFrame":
+        """Per-item metrics (one row per model and item); `model=None` for every model."""
+
+    def records_frame(self, scored: Scored, model: str | None) -> "pd.DataFrame | None":
+        """Per-record classifications for Parquet; `model=None` for every model."""
+
+    def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
+        """Artifact file name (`field_f1.png`) → matplotlib Figure."""
+
+    def params(self, scored: Scored) -> dict[str, str]:
+        """The configuration as flat string params (each value ≤ 6000 characters)."""
+
+    def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
+        """HTML report blocks for these models."""
+
+    def summary(self, scored: Scored) -> str:
+        """Terminal leaderboard text."""
+
+
+def available_tasks() -> list[str]:
+    """Tasks whose adapter is present in this installation."""
+    out = []
+    for t, spec in TASKS.items():
+        try:
+            import_module(f"extracteval.mlflow.{spec.module}")
+        except ModuleNotFoundError as e:
+            if e.name != f"extracteval.mlflow.{spec.module}":
+                raise
+            continue
+        out.append(t)
+    return out
+
+
+def get_adapter(task: str) -> TaskAdapter:
+    """The adapter of `task`; a clear error for unknown or not-yet-available tasks."""
+    spec = TASKS.get(task)
+    if spec is None:
+        raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}.")
+    try:
+        mod = import_module(f"extracteval.mlflow.{spec.module}")
+    except ModuleNotFoundError as e:
+        if e.name != f"extracteval.mlflow.{spec.module}":
+            raise
+        raise InputError(
+            f"task {task!r} (model_type {spec.model_type!r}) is not available in this version of extracteval; "
+            f"available: {', '.join(available_tasks())}."
+        ) from None
+    return mod.ADAPTER
+
+
+def task_for_model_type(model_type: str, requested: str | None = None) -> str:
+    """The task for an MLflow `model_type` (`requested` picks among tasks sharing one)."""
+    if model_type not in MODEL_TYPES:
+        raise InputError(f"model_type {model_type!r} is not an extracteval model type; expected one of {', '.join(MODEL_TYPES)}.")
+    candidates = [t for t, s in TASKS.items() if s.model_type == model_type]
+    if requested is None:
+        return candidates[0]
+    if requested not in candidates:
+        raise InputError(f"evaluator_config `task`={requested!r} does not go with model_type {model_type!r}; expected one of {candidates}.")
+    return requested

@@ -1,0 +1,254 @@
+"""Upload a bundle to an MLflow tracking store, with batched writes and resumable failure.
+
+Writes per run: one `log_batch` for params and tags (chunked by MLflow's 100-per-kind limit),
+metrics in `log_batch` calls of at most 1000 (never one call per metric), one `log_inputs`
+for the ground-truth dataset and one `log_artifacts` for the artifact folder: result.json, CSV,
+Parquet, report.html, the figures (PNG files rendered by matplotlib into the local copy — what
+`log_figure` writes, without rendering each figure a second time) and the per-item MLflow table
+(the JSON `log_table` writes, registered by the `mlflow.loggedArtifacts` tag that `log_table`
+sets; `log_table` itself would append a second copy of the rows when a failed upload is resumed). The run ids created are written to the
+bundle's `state.json` as soon as they exist, so `--resume-from` completes those same runs
+instead of creating duplicates. Metrics carry the bundle's timestamp and step 0, so logging them
+again on resume writes identical values.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from extracteval.mlflow.bundle import Bundle
+
+__all__ = ["UploadError", "UploadResult", "upload_bundle", "METRICS_PER_CALL", "default_tracking_uri", "ui_hint"]
+
+METRICS_PER_CALL = 1000
+PARAMS_TAGS_PER_CALL = 100
+
+
+class UploadError(RuntimeError):
+    """The tracking store could not take the results; the local copy is complete."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UploadResult:
+    tracking_uri: str
+    experiment_id: str
+    run_ids: Mapping[str, str]  # run key → run id
+    models: Mapping[str, str]  # model name → run id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tracking_uri": self.tracking_uri, "experiment_id": self.experiment_id, "run_ids": dict(self.run_ids), "models": dict(self.models)}
+
+
+def default_tracking_uri() -> str:
+    """$MLFLOW_TRACKING_URI when set, else MLflow's embedded SQLite store in the working directory."""
+    import os
+    from pathlib import Path
+
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    return f"sqlite:///{Path.cwd() / 'mlflow.db'}"
+
+
+def ui_hint(tracking_uri: str) -> str:
+    """How to look at the runs in the MLflow UI."""
+    if tracking_uri.startswith(("http://", "https://", "databricks")):
+        return f"open {tracking_uri} in a browser"
+    return f"mlflow ui --backend-store-uri {tracking_uri}   (then open http://127.0.0.1:5000)"
+
+
+def _chunks(items: list[Any], n: int) -> list[list[Any]]:
+    return [items[i : i + n] for i in range(0, len(items), n)]
+
+
+def upload_bundle(
+    bundle: Bundle,
+    *,
+    tracking_uri: str | None = None,
+    experiment: str | None = None,
+    into_run: str | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> UploadResult:
+    """Log every run of `bundle` to the tracking store and return the run ids.
+
+    Args:
+        tracking_uri: store to log to (default: the bundle's, else `default_tracking_uri()`).
+        experiment: experiment name (default: the bundle's; created when missing).
+        into_run: log a single-run bundle into this existing run (the `mlflow.evaluate` case);
+            the caller owns that run's lifecycle, so it is neither created nor terminated here.
+        on_step: called with a short description before each write (progress, fault injection).
+
+    Raises:
+        UploadError: the store failed; every run created is marked FAILED (when the store still
+            answers), `state.json` records the error, and the message says how to resume.
+    """
+    import contextlib
+    import sys
+
+    # MLflow prints "View run … at: URL" on stdout; stdout belongs to the command (`--json`)
+    with contextlib.redirect_stdout(sys.stderr):
+        return _upload(bundle, tracking_uri=tracking_uri, experiment=experiment, into_run=into_run, on_step=on_step)
+
+
+def _upload(
+    bundle: Bundle,
+    *,
+    tracking_uri: str | None,
+    experiment: str | None,
+    into_run: str | None,
+    on_step: Callable[[str], None] | None,
+) -> UploadResult:
+    from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+    from mlflow.tracking import MlflowClient
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+    m = bundle.manifest
+    uri = tracking_uri or m.get("tracking_uri") or default_tracking_uri()
+    exp_name = experiment or m.get("experiment") or "extracteval"
+    state = bundle.read_state()
+    state.setdefault("runs", {})
+    state["tracking_uri"] = uri
+    step = on_step or (lambda _s: None)
+    client = MlflowClient(tracking_uri=uri)
+    created: list[str] = []
+    current = "connecting"
+    try:
+        step("experiment")
+        if into_run is not None:
+            if len(m["runs"]) != 1:
+                raise ValueError("into_run needs a single-run bundle")
+            info = client.get_run(into_run).info
+            exp_id = info.experiment_id
+            state["runs"] = {m["runs"][0]["key"]: into_run}
+        elif any(state["runs"].get(p.key) for p in bundle.runs):
+            # resuming: the runs already exist; stay in their experiment (found or not, below)
+            try:
+                exp_id = client.get_run(next(state["runs"][p.key] for p in bundle.runs if state["runs"].get(p.key))).info.experiment_id
+            except Exception as e:  # noqa: BLE001 - a run deleted meanwhile: fall back to the experiment by name
+                if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
+                    raise
+                exp = client.get_experiment_by_name(exp_name)
+                exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
+        else:
+            exp = client.get_experiment_by_name(exp_name)
+            exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
+        state["experiment_id"] = exp_id
+        ts = int(m["created_ms"])
+        ds = m.get("dataset")
+        for plan in bundle.runs:
+            current = f"run {plan.run_name!r}"
+            run_id = state["runs"].get(plan.key)
+            if run_id is not None and into_run is None:
+                try:
+                    info = client.get_run(run_id).info
+                    artifact_uri = info.artifact_uri
+                    if info.lifecycle_stage != "active":
+                        run_id = None
+                    else:
+                        client.update_run(run_id, status="RUNNING")
+                except Exception as e:  # the run is gone from the store: make a new one
+                    if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
+                        raise
+                    run_id = None
+            if run_id is None:
+                step(f"create {plan.key}")
+                tags = {}
+                if plan.parent is not None:
+                    tags[MLFLOW_PARENT_RUN_ID] = state["runs"][plan.parent]
+                run = client.create_run(exp_id, start_time=ts, tags=tags, run_name=plan.run_name)
+                run_id, artifact_uri = run.info.run_id, run.info.artifact_uri
+                state["runs"][plan.key] = run_id
+                bundle.write_state(state)
+            if into_run is None:
+                created.append(run_id)
+            else:
+                artifact_uri = info.artifact_uri
+            rdir = bundle.run_dir(plan.key)
+            step(f"params {plan.key}")
+            params = [Param(k, str(v)) for k, v in sorted(plan.params.items())]
+            tags = [RunTag(k, str(v)) for k, v in sorted(plan.tags.items())]
+            for pchunk in _chunks(params, PARAMS_TAGS_PER_CALL) or [[]]:
+                tchunk, tags = tags[:PARAMS_TAGS_PER_CALL], tags[PARAMS_TAGS_PER_CALL:]
+                client.log_batch(run_id, params=pchunk, tags=tchunk)
+            for tchunk in _chunks(tags, PARAMS_TAGS_PER_CALL):
+                client.log_batch(run_id, tags=tchunk)
+            metrics = [Metric(k, float(v), ts, 0) for k, v in sorted(bundle.metrics(plan.key).items())]
+            for i, mchunk in enumerate(_chunks(metrics, METRICS_PER_CALL)):
+                step(f"metrics {plan.key} {i}")
+                client.log_batch(run_id, metrics=mchunk)
+            if ds is not None:
+                step(f"dataset {plan.key}")
+                client.log_inputs(run_id, [DatasetInput(dataset=Dataset(**ds), tags=[InputTag("mlflow.data.context", "truth")])])
+            step(f"artifacts {plan.key}")
+            repo = get_artifact_repository(artifact_uri, tracking_uri=uri)
+            repo.log_artifacts(str(rdir / "artifacts"))
+        if into_run is None:
+            # children first, then the parent: a FINISHED parent means every child is complete
+            order = sorted(bundle.runs, key=lambda p: p.role == "comparison")
+            for plan in order:
+                step(f"finish {plan.key}")
+                client.set_terminated(state["runs"][plan.key], "FINISHED")
+        state["status"] = "UPLOADED"
+        state["error"] = None
+        state["uploaded_ms"] = int(time.time() * 1000)
+        bundle.write_state(state)
+    except KeyboardInterrupt:
+        _mark_failed(client, created, status="KILLED")
+        state["status"] = "INTERRUPTED"
+        state["error"] = f"{current}: interrupted"
+        bundle.write_state(state)
+        raise UploadError(
+            f"interrupted while writing {current}. The complete results are kept in {bundle.path}; to log them run:\n"
+            f"  extracteval evaluate --resume-from {bundle.path}" + (f" --tracking-uri {uri}" if tracking_uri else "")
+        ) from None
+    except Exception as e:  # noqa: BLE001 - any store failure becomes one clear, resumable error
+        reason = _reason(e)
+        marked = _mark_failed(client, created)
+        state["status"] = "FAILED"
+        state["error"] = f"{current}: {reason}"
+        bundle.write_state(state)
+        note = "" if marked or not created else " (the store did not answer, so the runs could not be marked FAILED yet)"
+        raise UploadError(
+            f"logging to {uri} failed while writing {current}: {reason}.{note} "
+            f"The complete results are kept in {bundle.path}; once the tracking store is reachable run:\n"
+            f"  extracteval evaluate --resume-from {bundle.path}" + (f" --tracking-uri {uri}" if tracking_uri else "")
+        ) from e
+    models = {p.model: state["runs"][p.key] for p in bundle.runs if p.model is not None}
+    return UploadResult(tracking_uri=uri, experiment_id=str(exp_id), run_ids=dict(state["runs"]), models=models)
+
+
+def _artifact_location(uri: str, experiment: str) -> str | None:
+    """Artifacts of an embedded SQLite store go beside the database (`mlartifacts/`), not into
+    whatever folder the command happens to run in; servers choose their own location."""
+    from pathlib import Path
+
+    if not uri.startswith("sqlite:///"):
+        return None
+    db = Path(uri[len("sqlite:///"):])
+    if str(db) in ("", ":memory:"):
+        return None
+    from extracteval.io.config import safe_file_name
+
+    return (db.resolve().parent / "mlartifacts" / safe_file_name(experiment)).as_uri()
+
+
+def _reason(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    low = text.lower()
+    if any(s in low for s in ("connection refused", "max retries exceeded", "failed to establish", "connectionerror", "remote end closed")):
+        return "the tracking server is not reachable (connection refused)"
+    return (text[:300] + "…") if len(text) > 300 else (text or type(e).__name__)
+
+
+def _mark_failed(client: Any, run_ids: list[str], status: str = "FAILED") -> bool:
+    ok = True
+    for rid in run_ids:
+        try:
+            client.set_terminated(rid, status)
+        except Exception:  # noqa: BLE001 - best effort: the store may be the thing that failed
+            ok = False
+    return ok

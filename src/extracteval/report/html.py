@@ -1,0 +1,133 @@
+"""A self-contained HTML report: inline CSS, figures as base64 PNG, no script, no external request.
+
+It must render inside the MLflow UI's sandboxed artifact viewer (an iframe without scripts), so
+it uses no JavaScript at all. Every string that comes from the user — field names, model names,
+values, record ids, file names, warnings — goes through `html.escape`, including attribute
+values; nothing user-supplied is ever written raw.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["render_report"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d1d1f;background:#fff}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.sub{color:#555;margin-bottom:16px}table{border-collapse:collapse;font-size:12.5px;margin:4px 0 8px}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f4f5f7}
+td.num{text-align:right;font-variant-numeric:tabular-nums}tr.bad td{background:#fde8e8}
+pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}img{max-width:100%;border:1px solid #eee}
+.note{color:#555;font-size:12px}ul{margin:4px 0 8px 18px;padding:0}
+.tier-excellent{color:#0a7d28;font-weight:600}.tier-good{color:#9a6b00;font-weight:600}.tier-needs_improvement{color:#b3261e;font-weight:600}
+"""
+
+MAX_ROWS = 2000
+
+
+def _e(x: Any) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+# ratio columns are shown as percentages with one decimal, as everywhere else (SPEC §4)
+PERCENT_COLUMNS = frozenset({
+    "precision", "recall", "f1", "accuracy", "micro_f1", "micro_precision", "micro_recall", "f1_ci_low", "f1_ci_high",
+    "exact_match_rate", "best_f1", "ci_low", "ci_high",
+})
+
+
+def _cell(v: Any, column: str = "") -> tuple[str, bool]:
+    """(escaped text, numeric?) of one table cell."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "", False
+    if isinstance(v, bool):
+        return _e("yes" if v else "no"), False
+    if isinstance(v, float):
+        if column in PERCENT_COLUMNS:
+            return _e(f"{100.0 * v:.1f}%"), True
+        return _e(str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.4f}".rstrip("0").rstrip(".")), True
+    if isinstance(v, int):
+        return _e(v), True
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        try:
+            return _cell(v.item(), column)
+        except (ValueError, AttributeError):
+            pass
+    return _e(v), False
+
+
+def _table(frame: Any, status_column: str | None = None) -> str:
+    cols = [str(c) for c in frame.columns]
+    out = ["<table><thead><tr>", *(f"<th>{_e(c)}</th>" for c in cols), "</tr></thead><tbody>"]
+    records = frame.to_dict(orient="records")
+    for row in records[:MAX_ROWS]:
+        bad = status_column is not None and row.get(status_column) in (False, "failed", "FAILED")
+        out.append('<tr class="bad">' if bad else "<tr>")
+        for c in frame.columns:
+            text, num = _cell(row[c], str(c))
+            if c == "tier" and text:
+                out.append(f'<td class="tier-{_e(text)}">{text.replace("_", " ")}</td>')
+            else:
+                out.append(f'<td class="num">{text}</td>' if num else f"<td>{text}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    if len(records) > MAX_ROWS:
+        out.append(f'<p class="note">{len(records) - MAX_ROWS} more rows in the CSV artifact.</p>')
+    return "".join(out)
+
+
+def render_report(
+    *,
+    title: str,
+    subtitle: str = "",
+    sections: Sequence[Any] = (),
+    figures: Mapping[str, bytes] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> str:
+    """The report as one HTML string.
+
+    Args:
+        title: page heading (escaped).
+        subtitle: one line under it (escaped).
+        sections: `extracteval.mlflow.tasks.Section` objects (title + table / text / items).
+        figures: name → PNG bytes, embedded as data: URIs.
+        meta: key → value lines shown under the title (run ids, digests, version).
+    """
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        # the report needs nothing from outside: forbid it outright
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+    ]
+    if subtitle:
+        parts.append(f'<div class="sub">{_e(subtitle)}</div>')
+    if meta:
+        parts.append('<table class="meta">' + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in meta.items()) + "</table>")
+    sections = list(sections)
+    if sections:
+        parts.append(_section(sections[0]))
+    for name, png in (figures or {}).items():
+        data = base64.b64encode(png).decode("ascii")
+        label = name.rsplit(".", 1)[0].replace("_", " ")
+        parts.append(f"<h2>Figure: {_e(label)}</h2><img alt=\"{_e(label)}\" src=\"data:image/png;base64,{data}\">")
+    for s in sections[1:]:
+        parts.append(_section(s))
+    parts.append(f'<p class="note">Generated by extracteval.</p></body></html>')
+    return "".join(parts)
+
+
+def _section(s: Any) -> str:
+    out = [f"<h2>{_e(s.title)}</h2>"]
+    if s.text:
+        out.append(f"<pre>{_e(s.text)}</pre>")
+    if s.items:
+        out.append("<ul>" + "".join(f"<li>{_e(i)}</li>" for i in s.items) + "</ul>")
+    if s.table is not None and len(s.table):
+        out.append(_table(s.table, s.status_column))
+    return "".join(out)

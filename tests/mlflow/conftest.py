@@ -1,0 +1,145 @@
+"""Fixtures: a real `mlflow server` (SQLite back end, artifacts in tmp, 127.0.0.1, free port,
+started once per module and stopped by its process group) and the embedded SQLite store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mlflow")
+
+REPO = Path(__file__).resolve().parents[2]
+CONTRACTS = REPO / "experiments" / "contracts"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class MlflowServer:
+    """`mlflow server` in its own process group; `stop()` and `start()` again on the same port
+    and database (the fault test restarts it)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.db = root / "server.db"
+        self.artifacts = root / "server-artifacts"
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = root / "server.log"
+
+    def start(self, timeout: float = 90.0) -> None:
+        cmd = [
+            sys.executable, "-m", "mlflow", "server",
+            "--backend-store-uri", f"sqlite:///{self.db}",
+            "--artifacts-destination", str(self.artifacts),
+            "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+        ]
+        # no background job runner: one process less to start on a busy machine
+        env = {**os.environ, "MLFLOW_TRACKING_URI": "", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=self.root)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mlflow server exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"mlflow server did not answer /health within {timeout} s:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        pgid = os.getpgid(self.proc.pid)
+        os.killpg(pgid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(pgid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        # workers of the group may outlive the parent by a moment; wait until the port is free
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) != 0:
+                    return
+            time.sleep(0.2)
+
+
+SERVERS: dict[str, MlflowServer] = {}  # url → running server (tests read its access log)
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
+    server.start()
+    SERVERS[server.url] = server
+    yield server
+    SERVERS.pop(server.url, None)
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def sqlite_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow-sqlite') / 'mlflow.db'}"
+
+
+@pytest.fixture(scope="module", params=["server", "sqlite"])
+def tracking_uri(request: pytest.FixtureRequest) -> str:
+    """The same tests over HTTP against a real server and against the embedded SQLite store."""
+    if request.param == "server":
+        return request.getfixturevalue("mlflow_server").url
+    return request.getfixturevalue("sqlite_uri")
+
+
+@pytest.fixture
+def contracts_args() -> list[str]:
+    return [
+        "--truth", str(CONTRACTS / "truth.csv"),
+        "--predictions", f"gpt-4o-mini={CONTRACTS / 'predictions' / 'gpt-4o-mini.csv'}",
+        "--predictions", f"llama-3.1-8b={CONTRACTS / 'predictions' / 'llama-3.1-8b.csv'}",
+        "--predictions", f"regex-baseline={CONTRACTS / 'predictions' / 'regex-baseline.csv'}",
+        "--strategies", str(CONTRACTS / "strategies.yaml"),
+        "--resamples", "200",  # intervals are checked for shape, not precision; keeps the suite fast
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_tracking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never log to a store from the environment, and never wait minutes for retries."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run `extracteval` in-process: cli("evaluate", "fields", …) -> (code, out, err)."""
+    from extracteval.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = int(e.code or 0)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run

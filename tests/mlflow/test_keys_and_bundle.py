@@ -1,0 +1,186 @@
+"""Metric-key sanitising, digests, bundle contents and the adapter registry (no tracking store)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extracteval.mlflow.bundle import config_digest, load_bundle, truth_digest
+from extracteval.mlflow.keys import MAX_KEY_LENGTH, KeyMap, is_valid_key, sanitize_segment
+
+
+@given(st.text(max_size=400))
+def test_any_name_gives_a_valid_key(name):
+    km = KeyMap.build([name])
+    for suffix in ("tp", "exact_match_rate", "ci_high"):
+        k = km.key("field", name, suffix)
+        assert is_valid_key(k) and len(k) <= MAX_KEY_LENGTH
+        assert km.originals[k] == f"field/{name}/{suffix}"
+
+
+@settings(max_examples=60)
+@given(st.lists(st.text(alphabet=st.sampled_from("ab/<> .é_-"), max_size=6), max_size=12, unique=True), st.randoms())
+def test_keymap_is_one_to_one_and_order_independent(names, rnd):
+    km = KeyMap.build(names)
+    assert len({km.segment(n) for n in names}) == len(names)
+    shuffled = list(names)
+    rnd.shuffle(shuffled)
+    assert KeyMap.build(shuffled).segments == km.segments
+
+
+def test_sanitising_examples():
+    assert sanitize_segment("party") == "party"
+    assert sanitize_segment("Vertrag/Parteien") == "Vertrag_Parteien"
+    assert sanitize_segment("..") == "_.."
+    assert sanitize_segment("<script>alert(1)</script>") == "_script_alert_1_script_"
+    km = KeyMap.build(["a(b)", "a[b]", "a_b_"])
+    assert km.segment("a_b_") == "a_b_"  # unchanged names keep their key
+    assert km.segment("a(b)") != km.segment("a[b]") and km.segment("a(b)").startswith("a_b_~")
+
+
+def test_truth_digest_ignores_row_and_column_order_but_not_content():
+    df = pd.DataFrame({"a": ["x", "y", None], "b": [1, 2, 3]}, index=["r1", "r2", "r3"])
+    shuffled = df.loc[["r3", "r1", "r2"], ["b", "a"]]
+    assert truth_digest(df) == truth_digest(shuffled)
+    changed = df.copy()
+    changed.loc["r2", "a"] = "z"
+    assert truth_digest(changed) != truth_digest(df)
+    assert config_digest({"a": 1, "b": [1, 2]}) == config_digest({"b": [1, 2], "a": 1}) != config_digest({"a": 2, "b": [1, 2]})
+
+
+def test_registry_lists_every_spec_model_type_and_reports_missing_tasks_clearly():
+    from extracteval.errors import InputError
+    from extracteval.mlflow.tasks import MODEL_TYPES, TASKS, available_tasks, get_adapter, task_for_model_type
+
+    assert set(MODEL_TYPES) == {s.model_type for s in TASKS.values()}
+    assert "fields" in available_tasks()
+    assert task_for_model_type("extraction-fields") == "fields"
+    assert get_adapter("fields").model_type == "extraction-fields"
+    with pytest.raises(InputError, match="unknown task 'nope'"):
+        get_adapter("nope")
+    with pytest.raises(InputError, match="does not go with model_type"):
+        task_for_model_type("extraction-fields", "spans")
+    for t in set(TASKS) - set(available_tasks()):
+        with pytest.raises(InputError, match="not available in this version"):
+            get_adapter(t)
+
+
+def test_bundle_is_complete_and_reloadable(tmp_path):
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.tasks import get_adapter
+
+    adapter = get_adapter("fields")
+    truth = [{"vendor": "A", "total": "1"}, {"vendor": "B", "total": None}, {"vendor": "C", "total": "3"}]
+    a = [json.dumps({"vendor": "A", "total": "1"}), "{}", json.dumps({"vendor": "X", "total": "3"})]
+    b = [json.dumps(t) for t in truth]
+    scored = adapter.score_frame(ids=["1", "2", "3"], targets=truth, predictions={"a": a, "b": b}, config={"bootstrap": 50}, truth_source="t")
+    bundle = write_bundle(scored, adapter, tmp_path / "out", experiment="e")
+    again = load_bundle(tmp_path / "out")
+    assert [r.key for r in again.runs] == ["parent", "model-1", "model-2"]
+    assert again.runs[1].model == "b" and again.runs[2].model == "a"  # ranking order
+    m = again.metrics("model-2")
+    assert (m["field/vendor/fp"], m["field/vendor/fn"], m["field/total/tn"], m["field/total/tp"]) == (1, 2, 1, 2)  # "X" wrong, "{}" missed
+    assert m["field/vendor/ci_low"] <= m["field/vendor/f1"] <= m["field/vendor/ci_high"]
+    assert again.metrics("parent")["ranking/b/rank"] == 1
+    assert again.read_state()["status"] == "PENDING"
+    for r in again.runs:
+        files = {p.relative_to(bundle.run_dir(r.key)).as_posix() for p in bundle.run_dir(r.key).rglob("*") if p.is_file()}
+        assert {"metrics.json", "artifacts/extracteval/result.json", "artifacts/extracteval/report.html",
+                "artifacts/extracteval/field_metrics.csv", "artifacts/extracteval/field_metrics_table.json",
+                "artifacts/figures/field_f1.png", "artifacts/figures/confusion_counts.png"} <= files
+    # writing into a folder that holds something else is refused, not overwritten
+    from extracteval.errors import InputError
+
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not empty"):
+        write_bundle(scored, adapter, tmp_path / "busy", experiment="e")
+
+
+def test_field_intervals_agree_with_a_direct_record_bootstrap():
+    """The multinomial-over-patterns shortcut has the distribution of resampling records."""
+    from extracteval.core.counts import ratios
+    from extracteval.mlflow.task_fields import _field_f1_intervals
+
+    rng = np.random.default_rng(1)
+    kinds = np.array([[1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 0], [0, 1, 1, 0, 0], [0, 0, 0, 1, 0], [2, 1, 0, 0, 0]])
+    ledger = kinds[rng.choice(len(kinds), size=(300, 3), p=[0.5, 0.1, 0.1, 0.1, 0.15, 0.05])].astype(np.int32)
+    ci = _field_f1_intervals(ledger, resamples=4000, confidence=0.9, seed=3, zero_division=0.0)
+    idx = np.random.default_rng(7).integers(0, 300, size=(4000, 300))
+    direct = []
+    for row in idx:
+        c = ledger[row].sum(axis=0)
+        direct.append(ratios(c[:, 0], c[:, 1], c[:, 2], c[:, 3])["f1"])
+    expected = np.percentile(np.array(direct), [5, 95], axis=0).T
+    assert np.allclose(ci, expected, atol=0.01)
+    point = ratios(*(ledger.sum(axis=0)[:, k] for k in range(4)))["f1"]
+    assert np.all(ci[:, 0] <= point) and np.all(point <= ci[:, 1])
+    again = _field_f1_intervals(ledger[::-1], resamples=4000, confidence=0.9, seed=3, zero_division=0.0)
+    assert np.array_equal(ci, again)  # record order does not matter
+
+
+def test_cli_and_package_import_neither_mlflow_nor_matplotlib():
+    code = (
+        "import sys, extracteval, extracteval.cli; extracteval.cli.build_parser();"
+        "import extracteval.mlflow.tasks, extracteval.mlflow.keys, extracteval.report.figures, extracteval.report.html;"
+        "bad = [m for m in ('mlflow', 'matplotlib', 'sklearn') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_evaluate_bad_input_exits_2_without_traceback(cli, tmp_path, contracts_args):
+    code, out, err = cli("evaluate", "fields", *contracts_args)  # no --experiment
+    assert code == 2 and "--experiment" in err
+    code, out, err = cli("evaluate")
+    assert code == 2 and "needs a task" in err
+    code, out, err = cli("evaluate", "--resume-from", str(tmp_path))
+    assert code == 2 and "no manifest.json" in err and "Traceback" not in err
+    code, out, err = cli("evaluate", "fields", "--truth", str(tmp_path / "missing.csv"), "--predictions", f"a={tmp_path / 'x.csv'}",
+                         "--experiment", "e", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}")
+    assert code == 2 and "missing.csv" in err
+    assert not (tmp_path / "m.db").exists()  # nothing logged for bad input
+
+
+def test_html_report_renders_percentages_and_escapes_everything():
+    from extracteval.mlflow.tasks import Section
+    from extracteval.report.html import render_report
+
+    table = pd.DataFrame({"model": ["<b>m</b>"], "f1": [0.83333], "field_wins": [1.5], "tp": [3]})
+    html = render_report(title="<t>", subtitle="a & b", sections=[Section(title="<h>", table=table, items=["<i>"], text="<pre>")],
+                         figures={"x_y.png": b"\x89PNG"}, meta={"<k>": "<v>"})
+    assert "83.3%" in html and ">1.5<" in html and ">3<" in html
+    for raw in ("<b>m</b>", "<t>", "<h>", "<i>", "<pre>", "<k>", "<v>"):
+        assert raw not in html.split("<style>")[1].split("</style>")[1].replace("<pre>&lt;pre&gt;</pre>", "")
+    assert "&lt;b&gt;m&lt;/b&gt;" in html and "a &amp; b" in html
+    assert "data:image/png;base64," in html and "Figure: x y" in html
+
+
+def test_figures_for_other_tasks_render_one_artist_per_model():
+    """The F1-vs-threshold curve (spans) and the score histogram (json) are ready for their tasks."""
+    from extracteval.report.figures import f1_threshold_curve, png_bytes, score_histogram
+
+    thr = np.round(np.arange(0, 1.0001, 0.05), 2)
+    curves = pd.DataFrame({"model": ["a"] * len(thr) + ["$b$"] * len(thr), "threshold": np.tile(thr, 2), "f1": np.r_[1 - thr / 2, 1 - thr]})
+    fig = f1_threshold_curve(curves)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2 and [t.get_text() for t in ax.get_legend().get_texts()] == ["a", r"\$b\$"]  # `$` shown literally
+    assert png_bytes(fig).startswith(b"\x89PNG")
+    scores = pd.DataFrame({"model": ["a"] * 10 + ["b"] * 5, "rqs": np.linspace(0, 1, 15)})
+    fig = score_histogram(scores)
+    assert len(fig.axes[0].patches) == 2 and png_bytes(fig).startswith(b"\x89PNG")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import extracteval.mlflow.keys as keys
+
+    assert doctest.testmod(keys).failed == 0
