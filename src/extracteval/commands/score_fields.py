@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         )
         records_done = bool(args.output)
     elif chunk_size is not None or workers > 1:
-        result, inputs = _score_chunked(args, config, fields, chunk_size or 100_000, workers)
+        result, inputs = _score_chunked(args, config, fields, 100_000 if chunk_size is None else chunk_size, workers)
         records_done = bool(args.output)
     else:
         truth, preds, truth_source = load_inputs(args)
