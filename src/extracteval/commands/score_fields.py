@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
     engine = getattr(args, "engine", "local")
     chunk_size = getattr(args, "chunk_size", None)
-    workers = getattr(args, "workers", 1) or 1
+    workers = getattr(args, "workers", 1)
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
     if engine == "spark":
