@@ -23,7 +23,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,6 +36,7 @@ class ChunkScore:
     ledger: Any
     records: pd.DataFrame | None = None
     rows: np.ndarray | None = None
+    rows_file: str | None = None  # a worker's rows, saved by the worker (see `_score`)
 
 
 class ChunkTask(Protocol):
@@ -52,35 +52,52 @@ class ChunkStats:
     workers: int
 
 
-def _score(task: ChunkTask, chunk: Any) -> ChunkScore:
-    return task.score_chunk(chunk)
+def _score(task: ChunkTask, chunk: Any, spill_dir: str) -> ChunkScore:
+    """In a worker: score, and save the bootstrap rows to a file there rather than sending them
+    back through a pipe (they are the bulk of the reply)."""
+    score = task.score_chunk(chunk)
+    if score.rows is None:
+        return score
+    fd, path = tempfile.mkstemp(prefix="extracteval-rows-", suffix=".npy", dir=spill_dir)
+    with os.fdopen(fd, "wb") as fh:
+        np.save(fh, _narrow(score.rows))
+    return ChunkScore(ledger=score.ledger, records=score.records, rows=None, rows_file=path)
+
+
+def _narrow(rows: np.ndarray) -> np.ndarray:
+    if rows.size and int(np.abs(rows).max()) >= 2**31:
+        raise OverflowError("per-record counts exceed int32")
+    return rows.astype(np.int32)
 
 
 class _RowSpill:
-    """Bootstrap rows appended to a temporary file as int32, read back only if asked for."""
+    """Bootstrap rows kept on disk as int32 (in this process's file, or in the files workers
+    saved), in chunk order; read back only if the task asks for them."""
 
     def __init__(self, folder: str | None) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="extracteval-rows-", suffix=".bin", dir=folder)
-        self._fh = os.fdopen(fd, "wb")
+        self.folder = tempfile.mkdtemp(prefix="extracteval-spill-", dir=folder)
+        self.files: list[str] = []
         self.width: int | None = None
-        self.count = 0
 
-    def add(self, rows: np.ndarray) -> None:
-        if self.width is None:
-            self.width = rows.shape[1]
-        if rows.size and int(np.abs(rows).max()) >= 2**31:
-            raise OverflowError("per-record counts exceed int32")
-        rows.astype(np.int32).tofile(self._fh)
-        self.count += len(rows)
+    def add(self, score: ChunkScore) -> None:
+        if score.rows_file is not None:
+            self.files.append(score.rows_file)
+        elif score.rows is not None:
+            fd, path = tempfile.mkstemp(prefix="extracteval-rows-", suffix=".npy", dir=self.folder)
+            with os.fdopen(fd, "wb") as fh:
+                np.save(fh, _narrow(score.rows))
+            self.files.append(path)
+        else:
+            return
+        self.width = 0
 
     def read(self) -> np.ndarray:
-        self._fh.flush()
-        data = np.fromfile(self.path, dtype=np.int32)
-        return data.reshape(self.count, self.width or 0).astype(np.int64)
+        return np.concatenate([np.load(f) for f in self.files]).astype(np.int64)
 
     def close(self) -> None:
-        self._fh.close()
-        Path(self.path).unlink(missing_ok=True)
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def run_chunks(
@@ -113,8 +130,7 @@ def run_chunks(
         nonlocal ledger, writer, n_chunks, n_rows
         ledger = score.ledger if ledger is None else ledger + score.ledger
         n_chunks += 1
-        if score.rows is not None:
-            spill.add(score.rows)
+        spill.add(score)
         if records_path is not None and score.records is not None and len(score.records):
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -125,7 +141,7 @@ def run_chunks(
             writer.write_table(table.cast(writer.schema))
             n_rows += len(score.records)
         if on_chunk is not None:
-            on_chunk(score.rows.shape[0] if score.rows is not None else 0)
+            on_chunk(getattr(score.ledger, "n_records", 0))
 
     try:
         if workers == 1:
@@ -135,7 +151,7 @@ def run_chunks(
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 pending: deque[Future[ChunkScore]] = deque()
                 for chunk in chunks:
-                    pending.append(pool.submit(_score, task, chunk))
+                    pending.append(pool.submit(_score, task, chunk, spill.folder))
                     if len(pending) >= 2 * workers:
                         consume(pending.popleft().result())
                 while pending:
@@ -159,10 +175,68 @@ def run_chunks(
 
 @dataclass(frozen=True)
 class FieldsChunk:
-    """Records of one chunk: truth (index = id) and each model's predictions for those ids."""
+    """Records of one chunk: truth (index = id) and each model's predictions for those ids.
+
+    Pickles (to a worker process) with its text columns as Arrow string arrays: pickling
+    100,000 rows of Python strings took as long as parsing them, which left `--workers` no
+    time to gain.
+    """
 
     truth: pd.DataFrame
     predictions: Sequence[Any]  # ModelPredictions
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "truth": _pack_frame(self.truth),
+            "predictions": [
+                (p.name, _pack_frame(p.values), None if p.status is None else _pack_frame(p.status.to_frame("__status__")), p.source)
+                for p in self.predictions
+            ],
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from extracteval.core.fields import ModelPredictions
+
+        preds = []
+        for name, values, status, source in state["predictions"]:
+            st = None if status is None else _unpack_frame(status)["__status__"]
+            preds.append(ModelPredictions(name=name, values=_unpack_frame(values), status=st, source=source))
+        object.__setattr__(self, "truth", _unpack_frame(state["truth"]))
+        object.__setattr__(self, "predictions", preds)
+
+
+def _pack_column(values: np.ndarray) -> tuple[str, Any]:
+    import pyarrow as pa
+
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind in ("string", "empty"):
+        # NaN and None both become null and come back as None: both are an absent cell
+        return "arrow", pa.array(values, type=pa.string(), from_pandas=True)
+    return "object", values
+
+
+def _unpack_column(packed: tuple[str, Any]) -> np.ndarray:
+    kind, payload = packed
+    if kind == "arrow":
+        return np.asarray(payload.to_numpy(zero_copy_only=False), dtype=object)
+    return payload
+
+
+def _pack_frame(frame: pd.DataFrame) -> dict[str, Any]:
+    return {
+        "columns": list(frame.columns),
+        "index": _pack_column(frame.index.to_numpy(dtype=object)),
+        "index_name": frame.index.name,
+        "data": [_pack_column(frame.iloc[:, j].to_numpy(dtype=object)) for j in range(frame.shape[1])],
+    }
+
+
+def _unpack_frame(packed: dict[str, Any]) -> pd.DataFrame:
+    index = pd.Index(_unpack_column(packed["index"]), dtype=object, name=packed["index_name"])
+    data = {j: _unpack_column(c) for j, c in enumerate(packed["data"])}
+    frame = pd.DataFrame(data, index=index, dtype=object)
+    frame.columns = packed["columns"]
+    return frame
 
 
 @dataclass(frozen=True)
