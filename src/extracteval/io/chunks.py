@@ -250,7 +250,8 @@ class SortedIdMerge:
         """Rows of `model` with id ≤ hi (all remaining rows when hi is None)."""
         source, it = self._preds[model]
         buf = self._buffers[model]
-        while not self._done[model] and (not buf or hi is None or buf[-1].ids()[-1] <= hi):
+        # with hi None (after the last truth chunk) one chunk is enough to report the extra ids
+        while not self._done[model] and (not buf or (hi is not None and buf[-1].ids()[-1] <= hi)):
             try:
                 nxt = next(it)
             except StopIteration:
