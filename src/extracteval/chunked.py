@@ -189,7 +189,7 @@ class FieldsChunk:
         return {
             "truth": _pack_frame(self.truth),
             "predictions": [
-                (p.name, _pack_frame(p.values), None if p.status is None else _pack_frame(p.status.to_frame("__status__")), p.source)
+                (p.name, _pack_frame(p.values), _pack_status(p.status), p.source)
                 for p in self.predictions
             ],
         }
@@ -199,10 +199,25 @@ class FieldsChunk:
 
         preds = []
         for name, values, status, source in state["predictions"]:
-            st = None if status is None else _unpack_frame(status)["__status__"]
+            st = _unpack_status(status)
             preds.append(ModelPredictions(name=name, values=_unpack_frame(values), status=st, source=source))
         object.__setattr__(self, "truth", _unpack_frame(state["truth"]))
         object.__setattr__(self, "predictions", preds)
+
+
+def _pack_status(status: pd.Series | pd.DataFrame | None) -> tuple[str, Any] | None:
+    if status is None:
+        return None
+    if isinstance(status, pd.DataFrame):  # per-cell status
+        return "cells", _pack_frame(status)
+    return "records", _pack_frame(status.to_frame("__status__"))
+
+
+def _unpack_status(packed: tuple[str, Any] | None) -> pd.Series | pd.DataFrame | None:
+    if packed is None:
+        return None
+    kind, frame = packed
+    return _unpack_frame(frame) if kind == "cells" else _unpack_frame(frame)["__status__"]
 
 
 def _pack_column(values: np.ndarray) -> tuple[str, Any]:

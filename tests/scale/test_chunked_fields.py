@@ -132,3 +132,22 @@ def test_a_prediction_id_missing_from_the_truth_chunk_is_an_input_error():
     chunk = FieldsChunk(truth=truth, predictions=[ModelPredictions(name="m", values=pd.DataFrame({"a": ["1"]}, index=["9"]), source="m.csv")])
     with pytest.raises(InputError, match=r"m\.csv: 1 record id\(s\) are not in the ground truth.*'9'"):
         run_chunks(FieldsTask(plan), [chunk])
+
+
+def test_chunks_survive_the_trip_to_a_worker_unchanged():
+    """Chunks pickle with Arrow string columns; values of other types and per-cell status too."""
+    import pickle
+
+    idx = pd.Index(["a", "b", "c"], dtype=object, name="id")
+    truth = pd.DataFrame({"x": ["1", None, ""], "y": [["A", "B"], "z", float("nan")], "z": [1, 2.5, None]}, index=idx, dtype=object)
+    status = pd.DataFrame({"x": ["ok", "error", ""]}, index=idx, dtype=object)
+    chunk = FieldsChunk(truth=truth, predictions=[ModelPredictions(name="m", values=truth, status=status, source="m.csv")])
+    back = pickle.loads(pickle.dumps(chunk))
+    assert back.truth.index.tolist() == ["a", "b", "c"] and back.truth.index.name == "id"
+    assert back.truth["y"].tolist()[:2] == [["A", "B"], "z"] and back.truth["z"].tolist()[:2] == [1, 2.5]
+    assert back.truth["x"].tolist() == ["1", None, ""]
+    pd.testing.assert_frame_equal(back.predictions[0].status, status)
+    plan = plan_fields(["x", "y", "z"], {"m": "m.csv"}, config=FieldsConfig(bootstrap=0))
+    a = fields_result(fields_ledger(chunk.truth, chunk.predictions, plan=plan)[0], plan).to_dict()
+    b = fields_result(fields_ledger(back.truth, back.predictions, plan=plan)[0], plan).to_dict()
+    assert a == b
