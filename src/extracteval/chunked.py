@@ -185,6 +185,24 @@ class FieldsChunk:
     truth: pd.DataFrame
     predictions: Sequence[Any]  # ModelPredictions
 
+    def materialised(self) -> FieldsChunk:
+        """The chunk with CSV text columns turned into the values the in-memory reader gives."""
+        from extracteval.core.fields import ModelPredictions
+        from extracteval.io.chunks import materialise_text
+
+        def status(st: Any) -> Any:
+            if isinstance(st, pd.Series) and isinstance(st.dtype, pd.StringDtype):
+                return materialise_text(st.to_frame("s"))["s"]
+            return materialise_text(st) if isinstance(st, pd.DataFrame) else st
+
+        return FieldsChunk(
+            truth=materialise_text(self.truth),
+            predictions=[
+                ModelPredictions(name=p.name, values=materialise_text(p.values), status=status(p.status), source=p.source)
+                for p in self.predictions
+            ],
+        )
+
     def __getstate__(self) -> dict[str, Any]:
         return {
             "truth": _pack_frame(self.truth),
@@ -220,9 +238,13 @@ def _unpack_status(packed: tuple[str, Any] | None) -> pd.Series | pd.DataFrame |
     return _unpack_frame(frame) if kind == "cells" else _unpack_frame(frame)["__status__"]
 
 
-def _pack_column(values: np.ndarray) -> tuple[str, Any]:
+def _pack_column(values: Any) -> tuple[str, Any]:
     import pyarrow as pa
 
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+        return "text", values.array.__arrow_array__()  # CSV text as read: no conversion here
+    if isinstance(values, pd.Series):
+        values = values.to_numpy(dtype=object)
     kind = pd.api.types.infer_dtype(values, skipna=True)
     if kind in ("string", "empty"):
         # NaN and None both become null and come back as None: both are an absent cell
@@ -230,8 +252,10 @@ def _pack_column(values: np.ndarray) -> tuple[str, Any]:
     return "object", values
 
 
-def _unpack_column(packed: tuple[str, Any]) -> np.ndarray:
+def _unpack_column(packed: tuple[str, Any]) -> Any:
     kind, payload = packed
+    if kind == "text":
+        return pd.arrays.ArrowStringArray(payload)
     if kind == "arrow":
         return np.asarray(payload.to_numpy(zero_copy_only=False), dtype=object)
     return payload
@@ -242,14 +266,18 @@ def _pack_frame(frame: pd.DataFrame) -> dict[str, Any]:
         "columns": list(frame.columns),
         "index": _pack_column(frame.index.to_numpy(dtype=object)),
         "index_name": frame.index.name,
-        "data": [_pack_column(frame.iloc[:, j].to_numpy(dtype=object)) for j in range(frame.shape[1])],
+        "data": [_pack_column(frame.iloc[:, j]) for j in range(frame.shape[1])],
     }
 
 
 def _unpack_frame(packed: dict[str, Any]) -> pd.DataFrame:
     index = pd.Index(_unpack_column(packed["index"]), dtype=object, name=packed["index_name"])
-    data = {j: _unpack_column(c) for j, c in enumerate(packed["data"])}
-    frame = pd.DataFrame(data, index=index, dtype=object)
+    cols = {}
+    for j, c in enumerate(packed["data"]):
+        values = _unpack_column(c)
+        # object stays object: pandas 3 would otherwise infer its string dtype, which marks CSV text
+        cols[j] = pd.Series(values, index=index, dtype=None if c[0] == "text" else object, copy=False)
+    frame = pd.DataFrame(cols, index=index)
     frame.columns = packed["columns"]
     return frame
 
@@ -269,6 +297,7 @@ class FieldsTask:
     def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
         from extracteval.core.fields import fields_ledger
 
+        chunk = chunk.materialised()
         ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
         rows = records.bootstrap_rows() if self.plan.config.bootstrap > 0 else None
         return ChunkScore(ledger=ledger, records=records.to_frame() if self.keep_records else None, rows=rows)

@@ -30,7 +30,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.tables import _parse_json_lists, json_records_frame, parquet_frame
 
-__all__ = ["FrameChunk", "iter_frames", "iter_records", "table_columns", "RecordChunk", "SortedIdMerge"]
+__all__ = ["FrameChunk", "materialise_text", "iter_frames", "iter_records", "table_columns", "RecordChunk", "SortedIdMerge"]
 
 
 @dataclass(frozen=True)
@@ -76,15 +76,14 @@ def iter_frames(path: str | Path, *, chunk_size: int, delimiter: str | None = No
 def _csv_frames(p: Path, chunk_size: int, delim: str) -> Iterator[FrameChunk]:
     line = 2
     try:
+        # Arrow-backed string columns: cheap to send to a worker process; `materialise_text`
+        # turns them into the values `read_table` gives, wherever the chunk is scored
         reader = pd.read_csv(
-            p, sep=delim, dtype=str, keep_default_na=False, na_filter=False, engine="c",
+            p, sep=delim, dtype="string[pyarrow]", keep_default_na=False, na_filter=False, engine="c",
             chunksize=chunk_size, encoding="utf-8-sig",
         )
         with reader:
             for frame in reader:
-                frame = frame.astype(object)
-                for col in frame.columns:
-                    frame[col] = _parse_json_lists(frame[col])
                 yield FrameChunk(frame=frame, first_line=line)
                 line += len(frame)
     except pd.errors.ParserError as e:
@@ -139,6 +138,18 @@ def _parquet_frames(p: Path, chunk_size: int) -> Iterator[FrameChunk]:
         frame = parquet_frame(pa.Table.from_batches([batch]))
         yield FrameChunk(frame=frame, first_line=row)
         row += len(frame)
+
+
+def materialise_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """CSV text columns (Arrow strings, as `iter_frames` yields them) → the object values
+    `tables.read_table` gives (strings, JSON lists parsed); other columns unchanged."""
+    text = [c for c in frame.columns if isinstance(frame[c].dtype, pd.StringDtype)]
+    if not text:
+        return frame
+    frame = frame.copy(deep=False)
+    for c in text:
+        frame[c] = _parse_json_lists(frame[c].astype(object))
+    return frame
 
 
 def table_columns(path: str | Path, *, delimiter: str | None = None) -> list[str]:
@@ -203,7 +214,7 @@ def iter_records(
         if blank.any():
             row = chunk.first_line + int(np.flatnonzero(blank)[0])
             raise InputError(f"{p}: line {row}: column {id_column!r} is empty; every record needs an id.")
-        ids = np.asarray([str(x).strip() for x in raw.to_numpy(dtype=object)], dtype=object)
+        ids = np.asarray([str(x).strip() for x in _parse_json_lists(raw.astype(object)).to_numpy(dtype=object)], dtype=object)
         if len(ids):
             prev = np.concatenate([np.asarray([last if last is not None else ids[0]], dtype=object), ids[:-1]])
             bad = ids <= prev
