@@ -7,8 +7,8 @@ case changes and wrong values in the predictions).
 
 Measured in the same run, each in its own process so peak RSS is that run's alone, reading the
 CSV files and scoring them with the default 1,000-resample bootstrap (the CLI default):
-  * 1M cells: in-memory engine vs chunked engine (chunks of 25,000 records): throughput ratio
-    (target: chunked within 20% of in-memory);
+  * 1M cells: in-memory engine vs chunked engine (chunks of 50,000 records): throughput ratio
+    (target: chunked within 20% of in-memory), and peak RSS of both;
   * 10M cells: chunked engine, 1 process and `--workers 2`: throughput, peak RSS (target < 1 GB),
     speed-up of 2 workers on this 2-core machine;
   * Spark `local[2]` (when pyspark is installed) on the same files: throughput, reported side by
@@ -35,6 +35,7 @@ import numpy as np
 FIELDS = ["contract_type", "party", "effective_date", "governing_law", "amount", "term", "currency", "signatory", "renewal", "notice_days"]
 ABSENT = np.asarray(["", "N/A", "Not Present"], dtype=object)
 BATCH = 100_000
+CHUNK = 50_000  # records per chunk (× 10 fields = 500,000 cells)
 
 
 def _vocab(rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -162,17 +163,19 @@ def main() -> None:
         print("each run reads the CSV files and scores them with the 1,000-resample bootstrap, in its own process")
 
         mem = run_child("memory", ts, ps)
-        chk = run_child("chunked", ts, ps, chunk=25_000)
+        chk = run_child("chunked", ts, ps, chunk=CHUNK)
         print(line(f"{small / 1e6:.0f}M cells in-memory", small, mem))
-        print(line(f"{small / 1e6:.0f}M cells chunked (25k records)", small, chk))
+        print(line(f"{small / 1e6:.0f}M cells chunked ({CHUNK // 1000}k records)", small, chk))
         print(f"  chunked throughput = {mem['seconds'] / chk['seconds']:.0%} of in-memory (target ≥ 80%); identical --json: {mem['doc'] == chk['doc']}")
 
-        one = run_child("chunked", tl, pl, chunk=100_000, workers=1)
-        two = run_child("chunked", tl, pl, chunk=100_000, workers=2)
+        one = run_child("chunked", tl, pl, chunk=CHUNK, workers=1)
+        two = run_child("chunked", tl, pl, chunk=CHUNK, workers=2)
         print(line(f"{large / 1e6:.0f}M cells chunked, 1 process", large, one))
         print(line(f"{large / 1e6:.0f}M cells chunked, --workers 2", large, two))
         print(f"  --workers 2 speed-up: {one['seconds'] / two['seconds']:.2f}×   identical --json: {one['doc'] == two['doc']}   "
               f"peak RSS target < 1,024 MB: {'met' if one['rss_mb'] < 1024 else 'NOT met'} (1 process)")
+        print(f"  peak RSS at {small / 1e6:.0f}M vs {large / 1e6:.0f}M cells, same chunks: {chk['rss_mb']:,.0f} MB vs {one['rss_mb']:,.0f} MB "
+              f"(in-memory at {small / 1e6:.0f}M: {mem['rss_mb']:,.0f} MB)")
         if os.environ.get("EXTRACTEVAL_BENCH_SCALE_IN_MEMORY_LARGE") == "1":
             big = run_child("memory", tl, pl)
             print(line(f"{large / 1e6:.0f}M cells in-memory", large, big))
@@ -188,7 +191,7 @@ def main() -> None:
         else:
             (folder / "spark").mkdir()
             st, sp = write_data(folder / "spark", spark_cells // len(FIELDS), seed=2)
-            ref = run_child("chunked", st, sp, chunk=100_000)
+            ref = run_child("chunked", st, sp, chunk=CHUNK)
         spk = run_child("spark", st, sp)
         print(line(f"{spark_cells / 1e6:.0f}M cells Spark local[2]", spark_cells, {**spk, "child_rss_mb": 0}))
         print(f"  Spark / local chunked (1 process) throughput: {ref['seconds'] / spk['seconds']:.2f}×   identical --json: {spk['doc'] == ref['doc']}"
