@@ -52,36 +52,62 @@ def _macro_f1(counts: np.ndarray, zero_division: float) -> np.ndarray:
     return np.divide(total, n_valid, out=np.zeros_like(total, dtype=np.float64), where=n_valid > 0)
 
 
+def _compact(rows: np.ndarray) -> np.ndarray:
+    """Counts in the smallest signed integer type that holds them (per-record counts are tiny)."""
+    top = int(np.abs(rows).max(initial=0)) if rows.size else 0
+    for dt in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(dt).max:
+            return np.ascontiguousarray(rows, dtype=dt)
+    return np.ascontiguousarray(rows, dtype=np.int64)
+
+
+def _distinct(rows: np.ndarray, freq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows (ordered by their bytes in `rows`' dtype) and their summed frequencies."""
+    if len(rows) == 0:
+        return rows, np.zeros(0, dtype=np.int64)
+    view = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    if freq is None:
+        _, first, counts = np.unique(view, return_index=True, return_counts=True)
+        return rows[first], counts.astype(np.int64)
+    _, first, inv = np.unique(view, return_index=True, return_inverse=True)
+    return rows[first], np.bincount(inv.ravel(), weights=freq, minlength=len(first)).astype(np.int64)
+
+
 def record_patterns(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of a per-record count matrix (records, width) and how often each occurs.
 
-    The patterns come back in one canonical order (sorted by their bytes as int64), so patterns
-    computed per chunk and merged with `merge_patterns` equal those of the whole matrix.
+    Patterns are stored in the smallest integer type that holds them (1 byte per count in
+    practice), so a ledger's patterns stay small; merge them with `merge_patterns`.
     """
-    joined = np.ascontiguousarray(rows, dtype=np.int64)
-    if joined.ndim != 2:
-        raise ValueError(f"Expected a 2-d (records, width) count matrix, but got shape {joined.shape}.")
-    if len(joined) == 0:
-        return joined.reshape(0, joined.shape[1]), np.zeros(0, dtype=np.int64)
-    view = joined.view(np.dtype((np.void, joined.dtype.itemsize * joined.shape[1]))).ravel()
-    _, first, freq = np.unique(view, return_index=True, return_counts=True)
-    return joined[first], freq.astype(np.int64)
+    rows = np.asarray(rows)
+    if rows.ndim != 2:
+        raise ValueError(f"Expected a 2-d (records, width) count matrix, but got shape {rows.shape}.")
+    return _distinct(_compact(rows))
 
 
 def merge_patterns(patterns: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Add pattern frequencies of several chunks: the result is what `record_patterns` gives for
-    all their records together (frequencies merge by addition)."""
+    """Add pattern frequencies of several chunks: the same set of distinct rows and frequencies
+    `record_patterns` gives for all their records together (frequencies merge by addition)."""
     parts = [(p, f) for p, f in patterns if len(f)]
     if not parts:
         width = patterns[0][0].shape[1] if patterns else 0
-        return np.zeros((0, width), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.zeros((0, width), dtype=np.int8), np.zeros(0, dtype=np.int64)
     if len(parts) == 1:
         return parts[0]
-    rows = np.ascontiguousarray(np.concatenate([p for p, _ in parts]), dtype=np.int64)
-    freq = np.concatenate([f for _, f in parts])
-    view = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
-    _, first, inv = np.unique(view, return_index=True, return_inverse=True)
-    return rows[first], np.bincount(inv.ravel(), weights=freq, minlength=len(first)).astype(np.int64)
+    dtype = np.result_type(*[p.dtype for p, _ in parts])
+    rows = np.ascontiguousarray(np.concatenate([p.astype(dtype, copy=False) for p, _ in parts]))
+    return _distinct(rows, np.concatenate([f for _, f in parts]))
+
+
+def _canonical(patterns: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Patterns as int64, ordered by their int64 bytes: the order the bootstrap draws in,
+    whatever type they were stored in and however they were merged."""
+    wide = np.ascontiguousarray(patterns, dtype=np.int64)
+    if len(wide) == 0:
+        return wide, np.asarray(freq, dtype=np.int64)
+    view = wide.view(np.dtype((np.void, 8 * wide.shape[1]))).ravel()
+    order = np.argsort(view, kind="stable")
+    return wide[order], np.asarray(freq, dtype=np.int64)[order]
 
 
 def bootstrap_macro_f1(
@@ -139,7 +165,7 @@ def bootstrap_macro_f1_patterns(
     if not models:
         return {}, {}
     width = int(np.prod(shape))
-    freq = np.asarray(freq, dtype=np.int64)
+    patterns, freq = _canonical(patterns, freq)
     n = int(freq.sum())
     totals_all = (patterns.astype(np.int64) * freq[:, None]).sum(axis=0) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
     point = {m: float(_macro_f1(totals_all[k * width : (k + 1) * width].reshape(shape), zero_division)) for k, m in enumerate(models)}
