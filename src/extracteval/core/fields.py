@@ -804,7 +804,10 @@ def fields_ledger(
         ledger_counts[mi, :, 5] = (arr[:, :, 4] == 0).sum(axis=0)
         ledger_counts[mi, :, 6] = ((arr[:, :, 4] == 0) & (arr[:, :, 1] == 0) & (arr[:, :, 2] == 0)).sum(axis=0)
     records = RecordLedger(record_ids=tuple(order), fields=tuple(scored), counts=per_record)
-    patterns, freq = record_patterns(records.bootstrap_rows())
+    if cfg.bootstrap > 0:
+        patterns, freq = record_patterns(records.bootstrap_rows())
+    else:  # no intervals: no patterns to keep
+        patterns, freq = np.zeros((0, len(model_names) * len(scored) * 4), dtype=np.int8), np.zeros(0, dtype=np.int64)
     ledger = FieldsLedger(
         models=tuple(model_names),
         fields=tuple(scored),
