@@ -27,23 +27,28 @@ def get_session(master: str | None = None, *, app_name: str = "extracteval", shu
     require_pyspark()
     from pyspark.sql import SparkSession
 
+    import os
+    import sys
+
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    if master is None:
+    # launched by spark-submit: the gateway exists and the master is the submit command's
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if master is None and not submitted:
         master = "local[*]"
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    if master is None or master.startswith("local"):
-        import os
-        import sys
-
+    if master is not None and master.startswith("local"):
         # local executors run this interpreter, which has extracteval (a cluster's executors
-        # need extracteval installed, or shipped with `spark-submit --py-files`)
+        # need extracteval installed: see the README's spark-submit example)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true").config("spark.ui.showConsoleProgress", "false")
+    # PySpark 4.x warns on import in every Python worker that pandas 3 is not fully supported;
+    # under spark-submit those land on stdout and would corrupt --json
+    builder = builder.config("spark.executorEnv.PYTHONWARNINGS", "ignore::FutureWarning")
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark = builder.getOrCreate()
