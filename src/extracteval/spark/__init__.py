@@ -46,9 +46,6 @@ def get_session(master: str | None = None, *, app_name: str = "extracteval", shu
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true").config("spark.ui.showConsoleProgress", "false")
-    # PySpark 4.x warns on import in every Python worker that pandas 3 is not fully supported;
-    # under spark-submit those land on stdout and would corrupt --json
-    builder = builder.config("spark.executorEnv.PYTHONWARNINGS", "ignore::FutureWarning")
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark = builder.getOrCreate()
