@@ -16,8 +16,6 @@ models × fields × 4 small integers); `--no-ci` avoids that on very large input
 
 from __future__ import annotations
 
-import pickle
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from extracteval.core.fields import FieldsConfig, FieldsLedger, FieldsResult, ModelPredictions, fields_ledger, fields_result, plan_fields
+from extracteval.core.fields import FieldsConfig, FieldsLedger, FieldsResult, ModelPredictions, plan_fields
 from extracteval.errors import InputError
 
 __all__ = ["SparkFieldsResult", "score_fields_spark", "score_fields_files", "read_spark_table"]
@@ -98,12 +96,6 @@ def _inputs(pdf: pd.DataFrame, spec: _Spec) -> tuple[pd.DataFrame, list[ModelPre
             status = pd.Series(_fix(sub[m.status], m.status, spec).to_numpy(), index=ids[present], dtype=object)
         preds.append(ModelPredictions(name=m.name, values=values, status=status, source=spec.sources.get(m.name, "")))
     return truth, preds
-
-
-def _input_error(e: Exception) -> InputError | None:
-    """An `InputError` raised on an executor comes back wrapped; recover its message."""
-    m = re.search(r"extracteval\.errors\.InputError: (.*?)(?:\n|$)", str(e))
-    return InputError(m.group(1)) if m else None
 
 
 def score_fields_spark(
@@ -199,53 +191,29 @@ def score_fields_spark(
         joined = joined.repartition(partitions, _ID)
     spec = _Spec(truth=tuple(t_cols), models=tuple(model_specs), text=frozenset(text), integral=frozenset(integral), sources=dict(plan.sources))
 
-    def ledgers(batches):  # type: ignore[no-untyped-def]
-        total = None
-        for pdf in batches:
-            t, preds = _inputs(pdf, spec)
-            ledger, _ = fields_ledger(t, preds, plan=plan)
-            total = ledger if total is None else total + ledger
-        if total is not None:
-            # our own ledger, from our own executor code, back to the driver (never user input)
-            yield pd.DataFrame({"ledger": [pickle.dumps(total, protocol=pickle.HIGHEST_PROTOCOL)]})
+    from extracteval.chunked import FieldsChunk, FieldsTask
+    from extracteval.spark.engine import run_on_spark
 
-    def records(batches):  # type: ignore[no-untyped-def]
-        for pdf in batches:
-            t, preds = _inputs(pdf, spec)
-            _, rec = fields_ledger(t, preds, plan=plan)
-            frame = rec.to_frame()
-            for c in ("model", "record_id", "field"):
-                # plain objects: pandas 3 string columns do not convert to Arrow in PySpark 4.x
-                frame[c] = np.asarray(frame[c].to_numpy(dtype=object), dtype=object)
-            for c in ("tp", "fp", "fn", "tn", "excluded"):
-                frame[c] = frame[c].astype("int32")
-            yield frame
+    def to_chunk(pdf: pd.DataFrame) -> FieldsChunk:
+        t, preds = _inputs(pdf, spec)
+        return FieldsChunk(truth=t, predictions=preds)
 
-    try:
-        parts = joined.mapInPandas(ledgers, schema="ledger binary").collect()
-    except Exception as e:  # executor failures come back as Py4J/PythonException
-        err = _input_error(e)
-        if err is not None:
-            raise err from None
-        raise
-    merged: FieldsLedger | None = None
-    for row in parts:
-        part = pickle.loads(row["ledger"])  # noqa: S301 - produced by `ledgers` above
-        merged = part if merged is None else merged + part
-    if merged is None:  # no records at all
-        empty_truth = pd.DataFrame({f: [] for f in scored}, dtype=object)
-        empty_preds = [
-            ModelPredictions(name=m.name, values=pd.DataFrame(columns=list(m.columns), dtype=object), source=plan.sources.get(m.name, ""))
-            for m in model_specs
-        ]
-        merged, _ = fields_ledger(empty_truth, empty_preds, plan=plan)
-    records_df = joined.mapInPandas(records, schema=_RECORD_SCHEMA)
+    def empty_chunk() -> FieldsChunk:
+        return FieldsChunk(
+            truth=pd.DataFrame({f: [] for f in scored}, dtype=object),
+            predictions=[
+                ModelPredictions(name=m.name, values=pd.DataFrame(columns=list(m.columns), dtype=object), source=plan.sources.get(m.name, ""))
+                for m in model_specs
+            ],
+        )
 
-    def record_rows() -> np.ndarray:
-        return _collect_rows(records_df, plan.models, scored, merged.n_records)
+    def record_rows(records_df: Any, ledger: FieldsLedger) -> np.ndarray:
+        return _collect_rows(records_df, plan.models, scored, ledger.n_records)
 
-    result = fields_result(merged, plan, record_rows=record_rows)
-    return SparkFieldsResult(result=result, records=records_df)
+    run = run_on_spark(
+        FieldsTask(plan), joined, to_chunk, empty_chunk=empty_chunk, records_schema=_RECORD_SCHEMA, record_rows=record_rows,
+    )
+    return SparkFieldsResult(result=run.result, records=run.records)
 
 
 def _collect_rows(records_df: Any, models: Sequence[str], fields: Sequence[str], n: int) -> np.ndarray:
