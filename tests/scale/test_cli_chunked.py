@@ -62,8 +62,11 @@ def test_chunked_files_give_the_in_memory_document(cli, tmp_path, n, size, fmt, 
     _write(pred, p, fmt)
     args = ["score", "fields", "--truth", str(t), "--predictions", f"m={p}", "--json", "--resamples", "50"]
     want, got = cli(*args), cli(*args, "--chunk-size", str(size))
-    assert want.code == got.code == 0, got.err
-    assert got.json() == want.json()
+    assert want.code == got.code, got.err
+    if want.code == 0:
+        assert got.json() == want.json()
+    else:  # e.g. a predictions file with no records: the same message from both engines
+        assert got.err == want.err and "no records" in want.err
 
 
 def test_output_folder_streams_per_record_rows(cli, tmp_path):
