@@ -53,7 +53,7 @@ CONFIGS = [
 ]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=datasets(), size=st.sampled_from([1, 2, 3, 7, 1000]), ci=st.sampled_from([0, 1]))
 def test_chunked_equals_in_memory(data, size, ci):
     truth, preds = data
@@ -65,7 +65,7 @@ def test_chunked_equals_in_memory(data, size, ci):
     assert json.dumps(result.to_dict(), sort_keys=True) == json.dumps(expected, sort_keys=True)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=datasets(), size=st.sampled_from([1, 3]))
 def test_ledger_merge_is_order_independent(data, size):
     truth, preds = data

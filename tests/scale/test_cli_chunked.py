@@ -53,7 +53,7 @@ def _write(frame: pd.DataFrame, path, fmt: str):
         frame.to_parquet(path, index=False)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(n=st.integers(1, 60), size=st.sampled_from([1, 2, 5, 64]), fmt=st.sampled_from(["csv", "jsonl", "parquet"]), seed=st.integers(0, 2**16))
 def test_chunked_files_give_the_in_memory_document(cli, tmp_path, n, size, fmt, seed):
     truth, pred = _frames(n, np.random.default_rng(seed))
