@@ -316,12 +316,12 @@ class EntitiesAdapter:
 
         table = feature_item_rows(scored.result, models, ranked_view="strict", other_view="matched")
         figs = f1_figures(scored, table, models, other_view="matched")
-        # entity presence per model as a one-row heatmap per model: matched (TP), extra (FP), missed (FN)
+        # entity presence: one row per model; TP = matched, FP = extra, FN = missed entities
         pres = pd.DataFrame([
-            {"model": m, "item": "entities", "tp": e["matched_count"], "fp": e["extra_predictions_count"], "fn": e["missed_gold_count"]}
+            {"model": "matched / extra / missed", "run": m, "tp": e["matched_count"], "fp": e["extra_predictions_count"], "fn": e["missed_gold_count"]}
             for m in models for e in [scored.result.models[m].presence.to_dict()]
         ])
-        figs["entity_counts.png"] = confusion_heatmap(pres, item="item", title="entities: matched (TP), extra (FP), missed (FN)", counts=("tp", "fp", "fn"))
+        figs["entity_counts.png"] = confusion_heatmap(pres, item="run", title="entity presence", counts=("tp", "fp", "fn"))
         return figs
 
     def params(self, scored: Scored) -> dict[str, str]:
