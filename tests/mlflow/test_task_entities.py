@@ -216,3 +216,25 @@ def test_evaluate_cli_bad_input_exits_2(cli, sqlite_uri, tmp_path, monkeypatch):
     code, out, err = cli("evaluate", "entities", "--truth", str(bad), "--predictions", f"m={bad}", "--experiment", "bad", "--tracking-uri", sqlite_uri)
     assert code == 2 and "Traceback" not in err
     assert "truth.jsonl" in err and "line 2" in err and "'B'" in err
+
+
+def test_record_and_entity_order_do_not_change_metrics():
+    import random
+
+    from extracteval.mlflow.keys import KeyMap
+    from extracteval.mlflow.tasks import get_adapter
+
+    adapter = get_adapter("entities")
+    df = _invoice_frame()
+    rng = random.Random(3)
+    shuffled = df.sample(frac=1.0, random_state=5)
+    shuffled = shuffled.assign(truth=[rng.sample(list(t), len(t)) for t in shuffled["truth"]])
+    out = []
+    for frame in (df, shuffled):
+        scored = adapter.score_frame(ids=list(frame["id"]), targets=list(frame["truth"]), predictions={"m": list(frame["output"])},
+                                     config={"weights": {"description": 2, "amount": 1}}, truth_source="dataset")
+        keys = KeyMap.build([*adapter.item_names(scored), *scored.models])
+        from extracteval.mlflow.bundle import truth_digest
+
+        out.append((adapter.metrics(scored, "m", keys), truth_digest(scored.truth)))
+    assert out[0] == out[1]

@@ -225,3 +225,46 @@ def test_evaluate_cli_bad_input_exits_2(cli, sqlite_uri, tmp_path, monkeypatch):
                          "--experiment", "bad", "--tracking-uri", sqlite_uri)
     assert code == 2 and "Traceback" not in err
     assert "truth.csv" in err and "T-1" in err
+
+
+def test_odd_feature_names_are_sanitised_and_escaped(tmp_path):
+    """A feature called `<script>…</script>` or `a/b`: valid metric keys mapped back to the name,
+    and the name and values escaped in report.html."""
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.keys import is_valid_key
+    from extracteval.mlflow.tasks import get_adapter
+
+    adapter = get_adapter("labels")
+    odd = "<script>alert(1)</script>"
+    targets = [{odd: "<b>yes</b>", "a/b": "x"}, {odd: "no", "a/b": "y"}, {odd: "no", "a/b": "x"}]
+    scored = adapter.score_frame(ids=["1", "2", "3"], targets=targets, predictions={"m": [json.dumps(t) for t in targets[::-1]]},
+                                 config={}, truth_source="dataset")
+    bundle = write_bundle(scored, adapter, tmp_path / "b", experiment=None, figures=False)
+    metrics = bundle.metrics("single")
+    assert all(is_valid_key(k) for k in metrics)
+    assert metrics["feature/a_b/f1"] == pytest.approx(scored.result.models["m"].strict.features["a/b"].f1)
+    names = json.loads((bundle.run_dir("single") / "artifacts" / "extracteval" / "metric_keys.json").read_text(encoding="utf-8"))["names"]
+    assert {"name": odd, "key": "_script_alert_1_script_"} in names
+    html = (bundle.run_dir("single") / "artifacts" / "extracteval" / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;b&gt;yes&lt;/b&gt;" in html
+
+
+def test_row_order_does_not_change_metrics_or_records():
+    import random
+
+    from extracteval.mlflow.keys import KeyMap
+    from extracteval.mlflow.tasks import get_adapter
+
+    adapter = get_adapter("labels")
+    df = _tickets_frame()
+    order = list(range(len(df)))
+    random.Random(7).shuffle(order)
+    runs = []
+    for idx in (list(range(len(df))), order):
+        sub = df.iloc[idx]
+        scored = adapter.score_frame(ids=list(sub["id"]), targets=list(sub["truth"]), predictions={"m": list(sub["output"])},
+                                     config={"types": {"amount": "number"}}, truth_source="dataset")
+        keys = KeyMap.build([*adapter.item_names(scored), *scored.models])
+        runs.append((adapter.metrics(scored, "m", keys), adapter.records_frame(scored, "m").astype(str).reset_index(drop=True)))
+    assert runs[0][0] == runs[1][0]
+    pd.testing.assert_frame_equal(runs[0][1], runs[1][1])
