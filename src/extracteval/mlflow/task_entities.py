@@ -42,8 +42,6 @@ from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "EntitiesAdapter", "truth_frame"]
 
-_PRESENCE_EXTRA = ("records_both_empty", "invalid_predictions_count")
-
 
 def truth_frame(truth: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     """The ground truth as a DataFrame (index = record id, column `entities` = the record's
