@@ -238,3 +238,21 @@ def test_evaluate_json_bad_file_exits_2_naming_file_and_line(cli, sqlite_uri, tm
     code, out, err = cli("evaluate", "json", "--truth", str(truth), "--predictions", f"m={truth}", "--experiment", "bad", "--tracking-uri", sqlite_uri)
     assert code == 2 and "Traceback" not in err
     assert str(truth) in err and "line 2" in err
+
+
+def test_records_frame_lists_the_same_buckets_as_the_core():
+    """The per-record Parquet's bucket listing (built vectorised) equals `RecordScore.buckets`."""
+    from extracteval.io.config import load_mapping
+    from extracteval.mlflow.task_json import ADAPTER
+
+    scored = ADAPTER.score_experiment(CUSTOMERS, load_mapping(CUSTOMERS / "experiment.yaml"))
+    for m in scored.models:
+        rec = ADAPTER.records_frame(scored, m).set_index("record_id")
+        records = scored.result.models[m].records()
+        assert len(rec) == len(records) == 60
+        for r in records:
+            row = rec.loc[r.record_id]
+            assert row["rqs"] == pytest.approx(r.rqs)
+            for b in ("extra_keys", "gt_null_aio_has_value", "aio_missing_or_null", "both_non_null"):
+                assert list(row[f"keys_{b}"]) == list(r.buckets[b]), (m, r.record_id, b)
+            assert list(row["keys_mismatched"]) == list(r.mismatched), (m, r.record_id)

@@ -332,13 +332,17 @@ class JsonAdapter:
             mr = scored.result.models[model]
             rec = mr.records_frame()
             cells = mr.cells_frame()
-            for b in ("extra_keys", "gt_null_aio_has_value", "aio_missing_or_null", "both_non_null"):
-                sub = cells[cells["bucket"] == b]
-                lists = sub.groupby("record_id", sort=False)["key"].agg(list)
-                rec[f"keys_{b}"] = [lists.get(i, []) for i in rec["record_id"]]
-            both = cells[cells["bucket"] == "both_non_null"]
-            mism = both[(both["strategy"] != "IGNORE") & ~both["matched"].astype(bool)].groupby("record_id", sort=False)["key"].agg(list)
-            rec["keys_mismatched"] = [mism.get(i, []) for i in rec["record_id"]]
+            n = len(rec)
+            # cells are sorted by record, then key: each bucket's keys split into per-record lists
+            code = pd.Index(rec["record_id"]).get_indexer(cells["record_id"])
+            keys = cells["key"].to_numpy(dtype=object)
+            bucket = cells["bucket"].to_numpy(dtype=object)
+            both = bucket == "both_non_null"
+            masks = {b: bucket == b for b in ("extra_keys", "gt_null_aio_has_value", "aio_missing_or_null", "both_non_null")}
+            masks["mismatched"] = both & (cells["strategy"].to_numpy(dtype=object) != "IGNORE") & ~cells["matched"].to_numpy(dtype=bool)
+            for name, mask in masks.items():
+                counts = np.bincount(code[mask], minlength=n)
+                rec[f"keys_{name}"] = [part.tolist() for part in np.split(keys[mask], np.cumsum(counts)[:-1])] if n else []
             scored.cache[("records", model)] = rec
         return scored.cache[("records", model)]
 
