@@ -384,8 +384,11 @@ class JsonAdapter:
         return {
             "rqs_histogram.png": score_histogram(rec, column="rqs", title=f"json: RQS per record{suffix}"),
             "field_accuracy.png": acc,
-            "bucket_counts.png": confusion_heatmap(table, item="field", title="json: key buckets per field (summed over records)",
-                                                   counts=("both_non_null", "aio_missing_or_null", "gt_null_aio_has_value", "extra_keys")),
+            # short column labels: the heatmap prints them upper-cased under narrow columns
+            "bucket_counts.png": confusion_heatmap(
+                table.rename(columns={"both_non_null": "both", "aio_missing_or_null": "missing", "gt_null_aio_has_value": "invented", "extra_keys": "extra"}),
+                item="field", title="json: key buckets per field (both non-null, missing, invented for a null, extra key)",
+                counts=("both", "missing", "invented", "extra")),
         }
 
     def params(self, scored: Scored) -> dict[str, str]:
