@@ -125,7 +125,7 @@ def test_evaluate_token_file_logs_token_accuracy(cli, sqlite_uri, tmp_path, monk
     assert md["spans/token_accuracy"] == pytest.approx(exp["token_accuracy"]) == pytest.approx(4 / 6)  # `agreement` I-NP/B-NP and `works` B-VP/I-VP differ
     assert md["spans/exact/micro/tp"] == exp["exact"]["micro"]["tp"] == 4  # Rockwell, said, It, works; not "the agreement"
     assert "spans/exact/micro/ci_low" not in md  # --no-ci: no intervals
-    assert run.data.params["unit"] == "token" and run.data.params["scheme"] == "conlleval"
+    assert run.data.params["unit"] == "token" and run.data.params["scheme"] == "conlleval" and run.data.params["truth"] == str(conll)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -143,7 +143,8 @@ class SpansAdapter:
         from extracteval.commands.score_spans import build_config, load
 
         corpus = load(args)
-        truth_source = str(args.truth) if args.truth else ", ".join(args.conll or [])
+        # token files given with --conll carry the gold column themselves: the first one is the truth
+        truth_source = str(args.truth) if args.truth else (args.conll or [""])[0].rpartition("=")[2]
         inputs = {"truth": args.truth, "conll": list(args.conll or []), "predictions": list(args.predictions or [])}
         return self._scored(corpus, build_config(args, corpus.unit), truth_source, inputs=inputs)
 
