@@ -252,3 +252,21 @@ def test_evaluate_spans_bad_file_exits_2_naming_file_and_line(cli, sqlite_uri, t
     code, out, err = cli("evaluate", "spans", "--truth", str(truth), "--predictions", f"m={truth}", "--experiment", "bad", "--tracking-uri", sqlite_uri)
     assert code == 2 and "Traceback" not in err
     assert str(truth) in err and "line 2" in err
+
+
+def test_user_strings_are_escaped_and_keys_sanitised(tmp_path):
+    """A tag and a model named like markup: escaped in report.html, sanitised in metric keys."""
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.task_spans import ADAPTER
+
+    evil = "<script>alert(1)</script>"
+    text = "The administrator can delete accounts."
+    target = json.dumps({"text": text, "spans": [{"start": 4, "end": 17, "tag": evil}]})
+    output = json.dumps([{"start": 0, "end": 17, "tag": evil}])
+    scored = ADAPTER.score_frame(ids=["a", "b"], targets=[target, target], predictions={evil: [output, output]}, config={"bootstrap": 0}, truth_source="t")
+    bundle = write_bundle(scored, ADAPTER, tmp_path / "b", experiment="x")
+    metrics = bundle.metrics("single")
+    assert all(is_valid_key(k) for k in metrics)
+    assert metrics["tag/_script_alert_1_script_/support"] == 2 and metrics["spans/relaxed_0.5/micro/tp"] == 2
+    html = (bundle.run_dir("single") / "artifacts" / "extracteval" / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in html.lower() and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
