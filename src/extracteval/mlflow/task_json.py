@@ -46,7 +46,15 @@ def _truth_frame(truth: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value))
+    """None, NaN, pd.NA, NaT: an empty cell (a list or dict is never missing)."""
+    if value is None:
+        return True
+    if isinstance(value, (Mapping, list, tuple, np.ndarray, str, bytes)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _parse_object(value: Any, *, what: str, record: str, strict: bool) -> Any:

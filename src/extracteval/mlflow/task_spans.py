@@ -25,6 +25,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
+from extracteval.mlflow.task_json import _is_missing
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "SpansAdapter"]
@@ -72,7 +73,7 @@ def _parse_json(value: Any) -> Any:
 def _cell_spans(value: Any, list_keys: Sequence[str]) -> tuple[str | None, Any]:
     """(document text or None, raw list of spans) of one cell: a list of spans, or an object
     {"text"?, "<list key>": [...]}, either possibly as a JSON string. Raises ValueError."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+    if _is_missing(value):
         return None, _NO_SPANS
     obj = _parse_json(value)
     if isinstance(obj, np.ndarray):
