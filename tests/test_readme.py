@@ -166,3 +166,18 @@ def test_runnable_readme_block(block: Block, readme_workdir: Path) -> None:
     # nothing escaped the copy: the default store is the copy's own
     if "extracteval evaluate" in block.text or "extracteval demo" in block.text or "mlflow run" in block.text:
         assert (readme_workdir / "mlflow.db").is_file()
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_internal_links_point_at_headings() -> None:
+    text = README.read_text(encoding="utf-8")
+    outside_code = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    anchors = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", outside_code, re.M)}
+    links = set(re.findall(r"\]\(#([^)]+)\)", outside_code))
+    assert links and not links - anchors, f"links to missing headings: {sorted(links - anchors)}"
+    for target in re.findall(r"\]\((experiments/[^)#]+)\)", outside_code):  # links to files of the repository
+        assert (REPO / target).exists(), target
