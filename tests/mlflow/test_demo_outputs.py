@@ -35,11 +35,3 @@ def test_demo_lists_reports_and_figures_and_says_what_to_look_at(cli, tmp_path, 
         assert "`extracteval leaderboard` is not in this version" in out
         assert len(runs) == 4
 
-
-def test_demo_no_leaderboard_skips_the_cross_run_step(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "contracts", "--no-leaderboard")
-    assert code == 0, err
-    assert "(cross-run leaderboards" not in out and "== leaderboard of" not in out
-    assert "Reports and figures" in out
