@@ -9,7 +9,7 @@ paired-bootstrap intervals when per-record results are available.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cmp_to_key
 from typing import Any
 
@@ -93,6 +93,7 @@ class LeaderboardEntry:
             "overall": dict(self.overall),
             "micro": dict(self.micro),
             "field_wins": self.item_wins,
+            "items_scored": self.items_scored,
             "wins_label": self.wins_label,
             "tier": self.tier,
             "tier_colour": self.tier_colour,
@@ -130,6 +131,7 @@ class Leaderboard:
         doc: dict[str, Any] = {
             "task": self.task,
             "primary_metric": self.spec.primary,
+            "item_label": self.spec.item_label,
             "tie_breaks": [*self.spec.tie_breaks, "field_wins", "model"],
             "groups": [g.to_dict() for g in self.groups],
             "warnings": list(self.warnings),
@@ -176,6 +178,7 @@ def build_leaderboard(
     group_by_truth: bool = False,
     intervals: Mapping[str, Interval] | None = None,
     pair_intervals: Mapping[tuple[str, str], Interval] | None = None,
+    metric: str | None = None,
 ) -> Leaderboard:
     """Rank runs of one task.
 
@@ -186,6 +189,8 @@ def build_leaderboard(
             refusing to compare runs scored against different truth or config.
         intervals: run id → interval of its primary metric.
         pair_intervals: (higher run id, lower run id) → interval of the difference.
+        metric: rank by this metric key instead of the task's primary metric (the task's
+            tie-break keys follow, without this one).
 
     Raises:
         InputError: no runs, mixed tasks without `task`, or mixed digests without `group_by_truth`.
@@ -203,6 +208,11 @@ def build_leaderboard(
     spec = RANKING_SPECS.get(task)
     if spec is None:
         raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(RANKING_SPECS))}.")
+    if metric is not None and metric != spec.primary:
+        known = sorted({k for r in runs for k in r.metrics if not spec.item_prefix or not k.startswith(spec.item_prefix)})
+        if not any(metric in r.metrics for r in runs):
+            raise InputError(f"--metric {metric!r}: no run of task {task!r} has this metric; run-level metrics are {', '.join(known[:40])}.")
+        spec = replace(spec, primary=metric, tie_breaks=tuple(k for k in spec.tie_breaks if k != metric))
     warnings = []
     missing = [r.run_name or r.run_id for r in runs if spec.primary not in r.metrics]
     if missing:
@@ -269,7 +279,7 @@ def _rank_group(
                 items_scored=sum(1 for s in items.values() if n in s),
                 tier=t,
                 tier_colour=TIER_COLOURS[t],
-                overall={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("overall/") and k.count("/") == 1},
+                overall={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("overall/") and k.count("/") == 1 and not k.endswith(("/ci_low", "/ci_high"))},
                 micro={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("micro/") and k.count("/") == 1},
                 ci=intervals.get(r.run_id),
             )
