@@ -228,10 +228,10 @@ def build_leaderboard(
             f"refusing to rank runs scored against different ground truth or config ({len(groups)} groups: {desc}). "
             "Rank each group separately with --group-by-truth, or filter the runs."
         )
-    names = _distinct_names(runs)
     out_groups = []
     for (t, c), members in sorted(groups.items()):
-        out_groups.append(_rank_group(members, spec, names, t, c, intervals or {}, pair_intervals or {}))
+        # a model name repeated within a group gets its run id; groups are ranked apart
+        out_groups.append(_rank_group(members, spec, _distinct_names(members), t, c, intervals or {}, pair_intervals or {}))
     if len(runs) == 1:
         warnings.append("only one run: every item is a universal tie, so no wins are awarded.")
     return Leaderboard(task=task, spec=spec, groups=tuple(out_groups), warnings=tuple(warnings))

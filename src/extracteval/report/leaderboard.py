@@ -266,7 +266,8 @@ def item_heatmap(doc: Mapping[str, Any], item_scores: Mapping[str, Mapping[str, 
     fig = Figure(figsize=(width, height), dpi=72)
     ax = fig.add_subplot()
     longest = max((len(_txt(m)) for m in models), default=4)
-    fig.subplots_adjust(left=min(0.5, (0.35 + 0.075 * longest) / width), right=0.98, top=1 - min(0.35, 1.4 / height), bottom=min(0.3, 0.3 / height))
+    fig.subplots_adjust(left=min(0.5, (0.35 + 0.075 * longest) / width), right=0.98, top=1 - min(0.45, 1.8 / height), bottom=min(0.3, 0.3 / height))
+    fig.suptitle(_txt(f"{doc.get('experiment', '')}: per-{doc.get('item_label', 'fields').rstrip('s')} score by run (rank order)", 90), y=0.995, fontsize=10)
     ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap="RdYlGn", vmin=0.0, vmax=1.0, interpolation="nearest")
     fs = 8 if len(models) <= 40 and len(items) <= 40 else 5
     ax.set_xticks([])
