@@ -124,4 +124,24 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[st
     for key, rid in result.run_ids.items():
         p = runs[key]
         print(f"  run {rid}  " + ("comparison (parent)" if p.role == "comparison" else f"model {p.model}"))
+    _print_tracked_leaderboard(experiment, uri, result.run_ids.get("parent"))
     return uri, True
+
+
+def _print_tracked_leaderboard(experiment: str, uri: str, parent: str | None) -> None:
+    """The cross-run leaderboard read back from the store (what `extracteval leaderboard` shows),
+    restricted to the runs just logged."""
+    from extracteval.errors import InputError
+    from extracteval.mlflow.leaderboard import build_tracking_leaderboard
+    from extracteval.report.leaderboard import render_terminal
+
+    if parent is None:
+        return
+    try:
+        lb = build_tracking_leaderboard(experiment=experiment, tracking_uri=uri, filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")
+    except InputError as e:  # e.g. a task without a ranking spec: the example itself is logged
+        print(f"(no cross-run leaderboard: {e})")
+        return
+    print()
+    print(f"cross-run leaderboard read back from the tracking store (`extracteval leaderboard --experiment {experiment}`, the runs just logged):")
+    print(render_terminal(lb.to_dict()))
