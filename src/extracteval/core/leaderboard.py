@@ -304,25 +304,34 @@ def _rank_group(
 
 def paired_record_matrix(frames: Mapping[str, Any], items: Sequence[str] | None = None) -> tuple[list[str], dict[str, np.ndarray]]:
     """Per-run per-record counts (DataFrames with record_id, field, tp, fp, fn, tn) → arrays
-    (records, items, 4) on the record ids and items every run shares, for a paired bootstrap."""
+    (records, items, 4) on the record ids and items every run shares, for a paired bootstrap.
+
+    Vectorised per run: ids and items are mapped to positions with one categorical encoding,
+    and counts are summed into place with `bincount` (a (record, item) pair may repeat)."""
+    import pandas as pd
+
+    ids_of = {k: f["record_id"].astype(str) for k, f in frames.items()}
+    its_of = {k: f["field"].astype(str) for k, f in frames.items()}
     shared_ids: set[str] | None = None
     shared_items: set[str] | None = None
-    for f in frames.values():
-        ids = set(f["record_id"].astype(str))
-        its = set(f["field"].astype(str))
+    for k in frames:
+        ids = set(ids_of[k].unique())
+        its = set(its_of[k].unique())
         shared_ids = ids if shared_ids is None else shared_ids & ids
         shared_items = its if shared_items is None else shared_items & its
     rec = sorted(shared_ids or ())
     its_sorted = sorted(shared_items or ()) if items is None else [i for i in items if i in (shared_items or set())]
+    n_r, n_i = len(rec), len(its_sorted)
+    rec_index, item_index = pd.Index(rec), pd.Index(its_sorted)
     out = {}
     for run_id, f in frames.items():
-        g = f[f["record_id"].astype(str).isin(rec) & f["field"].astype(str).isin(its_sorted)]
-        arr = np.zeros((len(rec), len(its_sorted), 4), dtype=np.int64)
-        ri = {r: i for i, r in enumerate(rec)}
-        fi = {x: i for i, x in enumerate(its_sorted)}
-        r_idx = g["record_id"].astype(str).map(ri).to_numpy()
-        f_idx = g["field"].astype(str).map(fi).to_numpy()
+        r_idx = rec_index.get_indexer(ids_of[run_id])
+        f_idx = item_index.get_indexer(its_of[run_id])
+        keep = (r_idx >= 0) & (f_idx >= 0)
+        flat = (r_idx[keep] * n_i + f_idx[keep]).astype(np.int64)
+        arr = np.zeros((n_r, n_i, 4), dtype=np.int64)
         for k, col in enumerate(("tp", "fp", "fn", "tn")):
-            np.add.at(arr[:, :, k], (r_idx, f_idx), g[col].to_numpy())
+            vals = f[col].to_numpy()[keep].astype(np.int64)
+            arr[:, :, k] = np.bincount(flat, weights=vals, minlength=n_r * n_i).astype(np.int64).reshape(n_r, n_i) if n_r * n_i else 0
         out[run_id] = arr
     return rec, out

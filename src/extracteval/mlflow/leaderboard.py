@@ -174,6 +174,18 @@ def _download(artifact_uri: str, path: str, tracking_uri: str, dst: str) -> Path
         return None
 
 
+def _local_artifact(artifact_uri: str, path: str) -> Path | None:
+    """The file behind a `file:` (or plain path) artifact URI; None for remote stores."""
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(artifact_uri)
+    if u.scheme == "file" and u.netloc in ("", "localhost"):
+        return Path(unquote(u.path)) / path
+    if u.scheme == "" and artifact_uri.startswith("/"):
+        return Path(artifact_uri) / path
+    return None
+
+
 def _download_text(artifact_uri: str, path: str, tracking_uri: str) -> str | None:
     import tempfile
 
@@ -251,19 +263,23 @@ def _records_frames(runs: Mapping[str, Any], tracking_uri: str, workers: int = 8
 
     cols = ["record_id", "field", "tp", "fp", "fn", "tn"]
 
+    def read(p: Path) -> Any:
+        try:
+            schema = pq.read_schema(p)
+            if not set(cols) <= set(schema.names):
+                return None
+            return pq.read_table(p, columns=cols).to_pandas()
+        except Exception:  # noqa: BLE001 - an unreadable artifact is skipped like an absent one
+            return None
+
     def one(item: tuple[str, Any]) -> tuple[str, Any]:
         rid, run = item
+        direct = _local_artifact(run.artifact_uri, RECORDS_ARTIFACT)
+        if direct is not None:  # a local artifact store: read in place, no copy
+            return rid, read(direct) if direct.is_file() else None
         with tempfile.TemporaryDirectory(prefix="extracteval-lb-") as d:
             p = _download(run.artifact_uri, RECORDS_ARTIFACT, tracking_uri, d)
-            if p is None or not p.is_file():
-                return rid, None
-            try:
-                schema = pq.read_schema(p)
-                if not set(cols) <= set(schema.names):
-                    return rid, None
-                return rid, pq.read_table(p, columns=cols).to_pandas()
-            except Exception:  # noqa: BLE001 - an unreadable artifact is skipped like an absent one
-                return rid, None
+            return rid, read(p) if p is not None and p.is_file() else None
 
     local = not tracking_uri.startswith(("http://", "https://", "databricks"))
     with ThreadPoolExecutor(max_workers=2 if local else workers) as pool:
