@@ -304,34 +304,53 @@ def _rank_group(
 
 def paired_record_matrix(frames: Mapping[str, Any], items: Sequence[str] | None = None) -> tuple[list[str], dict[str, np.ndarray]]:
     """Per-run per-record counts (DataFrames with record_id, field, tp, fp, fn, tn) → arrays
-    (records, items, 4) on the record ids and items every run shares, for a paired bootstrap.
+    (records, items, 4) on the record ids and items every run shares (sorted), for a paired
+    bootstrap.
 
-    Vectorised per run: ids and items are mapped to positions with one categorical encoding,
-    and counts are summed into place with `bincount` (a (record, item) pair may repeat)."""
+    Vectorised per run: ids and items are mapped to positions in the first run's ids and items
+    (shared ones are a subset of those) with one `get_indexer`, and counts are summed into place
+    with `bincount` (a (record, item) pair may repeat). No Python-level set of ids per run."""
     import pandas as pd
 
-    ids_of = {k: f["record_id"].astype(str) for k, f in frames.items()}
-    its_of = {k: f["field"].astype(str) for k, f in frames.items()}
-    shared_ids: set[str] | None = None
-    shared_items: set[str] | None = None
+    if not frames:
+        return [], {}
+    ids_of = {k: f["record_id"].astype(str).to_numpy(dtype=object) for k, f in frames.items()}
+    its_of = {k: f["field"].astype(str).to_numpy(dtype=object) for k, f in frames.items()}
+    first = next(iter(frames))
+    base_r = pd.Index(pd.unique(ids_of[first]))
+    base_i = pd.Index(pd.unique(its_of[first]))
+    keep_r = np.ones(len(base_r), dtype=bool)
+    keep_i = np.ones(len(base_i), dtype=bool)
+    positions = {}
     for k in frames:
-        ids = set(ids_of[k].unique())
-        its = set(its_of[k].unique())
-        shared_ids = ids if shared_ids is None else shared_ids & ids
-        shared_items = its if shared_items is None else shared_items & its
-    rec = sorted(shared_ids or ())
-    its_sorted = sorted(shared_items or ()) if items is None else [i for i in items if i in (shared_items or set())]
+        r = base_r.get_indexer(ids_of[k])
+        i = base_i.get_indexer(its_of[k])
+        seen_r = np.zeros(len(base_r), dtype=bool)
+        seen_r[r[r >= 0]] = True
+        seen_i = np.zeros(len(base_i), dtype=bool)
+        seen_i[i[i >= 0]] = True
+        keep_r &= seen_r
+        keep_i &= seen_i
+        positions[k] = (r, i)
+    rec = sorted(base_r[keep_r])
+    shared_items = set(base_i[keep_i])
+    its_sorted = sorted(shared_items) if items is None else [x for x in items if x in shared_items]
     n_r, n_i = len(rec), len(its_sorted)
-    rec_index, item_index = pd.Index(rec), pd.Index(its_sorted)
+    # first-run position → position in the output (-1: not shared / not asked for)
+    new_r = np.full(len(base_r) + 1, -1, dtype=np.int64)
+    new_r[base_r.get_indexer(rec)] = np.arange(n_r)
+    new_i = np.full(len(base_i) + 1, -1, dtype=np.int64)
+    new_i[base_i.get_indexer(its_sorted)] = np.arange(n_i)
     out = {}
     for run_id, f in frames.items():
-        r_idx = rec_index.get_indexer(ids_of[run_id])
-        f_idx = item_index.get_indexer(its_of[run_id])
-        keep = (r_idx >= 0) & (f_idx >= 0)
-        flat = (r_idx[keep] * n_i + f_idx[keep]).astype(np.int64)
+        r, i = positions[run_id]
+        rr, ii = new_r[r], new_i[i]  # -1 stays -1 (index -1 is the extra slot)
+        keep = (rr >= 0) & (ii >= 0)
+        flat = rr[keep] * n_i + ii[keep]
         arr = np.zeros((n_r, n_i, 4), dtype=np.int64)
-        for k, col in enumerate(("tp", "fp", "fn", "tn")):
-            vals = f[col].to_numpy()[keep].astype(np.int64)
-            arr[:, :, k] = np.bincount(flat, weights=vals, minlength=n_r * n_i).astype(np.int64).reshape(n_r, n_i) if n_r * n_i else 0
+        if n_r * n_i:
+            for k, col in enumerate(("tp", "fp", "fn", "tn")):
+                vals = f[col].to_numpy()[keep].astype(np.int64)
+                arr[:, :, k] = np.bincount(flat, weights=vals, minlength=n_r * n_i).astype(np.int64).reshape(n_r, n_i)
         out[run_id] = arr
     return rec, out
