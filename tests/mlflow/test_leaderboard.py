@@ -187,10 +187,20 @@ def test_fairness_refused_then_grouped(cli, store, tmp_path):
     groups = r.json()["groups"]
     assert [[e["model"] for e in g["ranking"]] for g in groups] == [["A", "B", "C", "D", "F", "E"], ["edited-truth"]]
     assert groups[1]["ranking"][0]["rank"] == 1
+    assert "ranking" not in r.json()  # several groups: only `groups`
+    # the same model name in two groups is not disambiguated (groups are ranked apart); one figure pair per group
+    log_run(client, exp, tmp_path, "A", field_metrics(0.5, 0.5, 0.5, {"u": (0.4, 0.4, 0.4)}), truth="T2")
+    out = tmp_path / "grouped"
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--group-by-truth", "--no-ci", "--output", str(out))
+    assert r.code == 0, r.err
+    assert "group 2: truth T2" in r.out
+    assert {p.name for p in (out / "figures").iterdir()} == {"overall-group1.png", "item_heatmap-group1.png", "overall-group2.png", "item_heatmap-group2.png"}
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert list(board[board["group"] == 2]["model"]) == ["edited-truth", "A"]
     # --filter narrows the selection to one group, which is then ranked without --group-by-truth
     r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--json", "--filter", "tags.`extracteval.truth_digest` = 'T2'")
     assert r.code == 0, r.err
-    assert [e["model"] for e in r.json()["ranking"]] == ["edited-truth"]
+    assert [e["model"] for e in r.json()["ranking"]] == ["edited-truth", "A"]
 
 
 def test_bad_inputs_exit_2(cli, six_run_store):

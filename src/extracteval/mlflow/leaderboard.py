@@ -79,17 +79,17 @@ class TrackingStoreLeaderboard:
     leaderboard_run_id: str | None = None
 
     def item_scores(self) -> dict[str, dict[str, float]]:
-        """Display model name → item → winner metric (F1 for fields), for the heatmap."""
+        """Run id → item → winner metric (F1 for fields), for the heatmap."""
         spec = self.leaderboard.spec
-        names = {e.run_id: e.model for g in self.leaderboard.groups for e in g.entries}
+        ranked = {e.run_id for g in self.leaderboard.groups for e in g.entries}
         out: dict[str, dict[str, float]] = {}
         if not spec.item_prefix:
             return out
         leaf = "/" + spec.item_keys[0]
         for s in self.summaries:
-            if s.run_id not in names:
+            if s.run_id not in ranked:
                 continue
-            row = out.setdefault(names[s.run_id], {})
+            row = out.setdefault(s.run_id, {})
             for k, v in s.metrics.items():
                 if k.startswith(spec.item_prefix) and k.endswith(leaf):
                     row[k[len(spec.item_prefix) : -len(leaf)]] = float(v)

@@ -248,16 +248,17 @@ def overall_chart(doc: Mapping[str, Any], group: int = 0) -> Any:
 def item_heatmap(doc: Mapping[str, Any], item_scores: Mapping[str, Mapping[str, float]], group: int = 0) -> Any:
     """Models (rank order) × items heatmap of the per-item winner metric (F1 for fields).
 
-    item_scores: model → item → value."""
+    item_scores: run id → item → value."""
     import numpy as np
 
     Figure = _pyplot()
     g = _groups(doc)[group]
     models = [e["model"] for e in g["ranking"]]
-    items = list(g["field_winners"]) or sorted({i for m in models for i in item_scores.get(m, {})})
+    run_ids = [e["run_id"] for e in g["ranking"]]
+    items = list(g["field_winners"]) or sorted({i for rid in run_ids for i in item_scores.get(rid, {})})
     grid = np.full((len(models), len(items)), np.nan)
-    for r, m in enumerate(models):
-        row = item_scores.get(m, {})
+    for r, rid in enumerate(run_ids):
+        row = item_scores.get(rid, {})
         for c, it in enumerate(items):
             if it in row:
                 grid[r, c] = row[it]
