@@ -331,3 +331,17 @@ def test_html_escapes_every_user_string():
                                        "field_winners": {evil: {"kind": "sole", "winners": [evil], "win_share": 1.0, "badge": "green", "best": {"f1": 0.5}}}}]}
     page = render_html(doc)
     assert "<script" not in page and "&lt;script&gt;" in page
+
+
+def test_logging_failure_keeps_the_ranking(cli, six_run_store, monkeypatch):
+    _, uri, _, _, exp_name = six_run_store
+    import extracteval.mlflow.leaderboard as lbmod
+
+    def fail(*a, **k):
+        raise ConnectionError("Connection refused")
+
+    monkeypatch.setattr(lbmod, "log_leaderboard", fail)
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-ci")
+    assert r.code == 1
+    assert "#1  A" in r.out  # the table was printed before logging was attempted
+    assert "logging the leaderboard" in r.err and "not reachable" in r.err and "--no-log" in r.err and "Traceback" not in r.err

@@ -66,9 +66,21 @@ def run(args: argparse.Namespace) -> int:
     try:
         if out is not None:
             write_outputs(result, out, figures=not args.no_figures)
+        if not args.json:  # the table first: it is computed whatever happens to the logging
+            print(render_terminal(result.to_dict(), use_colour=sys.stdout.isatty()))
+            if args.output:
+                print(f"\noutputs: {args.output}")
         if not args.no_log:
-            result = log_leaderboard(result, out)
-            if not temporary:  # the local copy carries the run id too
+            try:
+                result = log_leaderboard(result, out)
+            except Exception as e:  # noqa: BLE001 - the store failed; the ranking itself is done
+                from extracteval.mlflow.upload import _reason
+
+                print(f"extracteval: error: logging the leaderboard to {result.tracking_uri} failed: {_reason(e)}. "
+                      "The ranking above is complete; rerun later, or pass --no-log" + (f" (outputs kept in {args.output})" if args.output else "") + ".",
+                      file=sys.stderr)
+                return 1
+            if args.output:  # the local copy carries the run id too
                 (out / "leaderboard.json").write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     finally:
         if temporary and out is not None:
@@ -76,11 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
-        return 0
-    print(render_terminal(result.to_dict(), use_colour=sys.stdout.isatty()))
-    if args.output:
-        print(f"\noutputs: {args.output}")
-    if result.leaderboard_run_id:
+    elif result.leaderboard_run_id:
         print(f"leaderboard run {result.leaderboard_run_id} in experiment {args.experiment!r}; "
               f"leaderboard/rank and wins/field_wins written to {sum(len(g.entries) for g in result.leaderboard.groups)} run(s)")
     return 0
