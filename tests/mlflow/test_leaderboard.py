@@ -345,3 +345,19 @@ def test_logging_failure_keeps_the_ranking(cli, six_run_store, monkeypatch):
     assert r.code == 1
     assert "#1  A" in r.out  # the table was printed before logging was attempted
     assert "logging the leaderboard" in r.err and "not reachable" in r.err and "--no-log" in r.err and "Traceback" not in r.err
+
+
+def test_other_task_ranked_by_its_primary_metric(cli, store, tmp_path):
+    client, uri = store
+    exp_name = f"json-{next(_COUNTER)}"
+    exp = _experiment(client, tmp_path, exp_name)
+    # equal mean RQS: json/accuracy decides; field winners by per-field accuracy
+    log_run(client, exp, tmp_path, "j1", {"rqs/mean": 0.8, "json/accuracy": 0.7, "json/completeness": 0.9, "field/name/accuracy": 0.9}, task="json")
+    log_run(client, exp, tmp_path, "j2", {"rqs/mean": 0.8, "json/accuracy": 0.75, "json/completeness": 0.5, "field/name/accuracy": 0.6}, task="json")
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--json")
+    doc = r.json()
+    assert doc["primary_metric"] == "rqs/mean" and [e["model"] for e in doc["ranking"]] == ["j2", "j1"]
+    assert doc["field_winners"]["name"]["winners"] == ["j1"]
+    assert any("not available for json" in n for n in doc["notes"])
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log")
+    assert "rqs/mean" in r.out and "json/accuracy" in r.out and "Won 1 of 1 fields" in r.out
