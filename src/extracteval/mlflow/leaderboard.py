@@ -152,7 +152,7 @@ def search_model_runs(client: Any, experiment_id: str, *, filter_string: str | N
             return runs
 
 
-def _segment_names(client: Any, run: Any, *, tracking_uri: str) -> dict[str, str]:
+def _segment_names(run: Any, *, tracking_uri: str) -> dict[str, str]:
     """Key segment → original name from the run's metric_keys.json ({} when absent)."""
     text = _download_text(run.info.artifact_uri, KEYS_ARTIFACT, tracking_uri)
     if text is None:
@@ -238,7 +238,7 @@ def _ambiguous_segments(run: Any) -> set[str]:
     return out
 
 
-def _summaries(client: Any, runs: Sequence[Any], tracking_uri: str) -> list[RunSummary]:
+def _summaries(runs: Sequence[Any], tracking_uri: str) -> list[RunSummary]:
     """RunSummary per run; metric_keys.json is read only for runs with a segment that sanitising
     may have produced, and a map read once serves every later run with the same segments."""
     known: dict[str, str] = {}
@@ -247,7 +247,7 @@ def _summaries(client: Any, runs: Sequence[Any], tracking_uri: str) -> list[RunS
     for r in runs:
         amb = _ambiguous_segments(r)
         if amb - resolved:
-            names = _segment_names(client, r, tracking_uri=tracking_uri)
+            names = _segment_names(r, tracking_uri=tracking_uri)
             known.update(names)
             resolved |= amb  # absent map: the segments are taken as the names
         out.append(run_summary(r, names=known))
@@ -368,7 +368,7 @@ def build_tracking_leaderboard(
     if not raw:
         raise InputError(f"experiment {experiment!r} has no extracteval model runs" + (f" matching --filter {filter_string!r}" if filter_string else "")
                          + (f" of task {task!r}" if task else "") + ".")
-    summaries = _summaries(client, raw, uri)
+    summaries = _summaries(raw, uri)
     runs = {r.info.run_id: TrackedRun(run_id=r.info.run_id, run_name=r.info.run_name or "", artifact_uri=r.info.artifact_uri,
                                       tags=dict(r.data.tags), params=dict(r.data.params)) for r in raw}
     lb = build_leaderboard(summaries, task=task, group_by_truth=group_by_truth, metric=metric)
