@@ -27,6 +27,9 @@ COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),
     "compare-models": ("compare_models", "baseline vs candidate: metric gap, fine-tuning verdict, bootstrap interval"),
     "evaluate": ("evaluate", "score models and log the evaluation to MLflow (one run per model)"),
+    "leaderboard": ("leaderboard", "rank every model run of an MLflow experiment (tie-breaks, field winners, fairness, intervals)"),
+    "compare": ("compare", "baseline run vs candidate run from the tracking store: gap, verdict, paired interval"),
+    "rescore": ("rescore", "re-score a logged run's predictions against edited ground truth (new linked run)"),
 }
 
 

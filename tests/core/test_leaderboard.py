@@ -101,3 +101,13 @@ def test_significance_from_paired_per_record_results():
     _, diffs = bootstrap_macro_f1(arrays, [("base", "noisy"), ("better", "base")], resamples=500, seed=0)
     assert diffs[("base", "noisy")].contains_zero
     assert not diffs[("better", "base")].contains_zero
+
+
+def test_paired_record_matrix_keeps_shared_ids_and_items_only():
+    a = pd.DataFrame({"record_id": ["r2", "r1", "r3", "r1"], "field": ["f", "f", "f", "g"], "tp": [1, 0, 1, 1], "fp": [0, 1, 0, 0], "fn": [0, 1, 0, 0], "tn": [0, 0, 0, 0]})
+    b = pd.DataFrame({"record_id": ["r1", "r2", "r9", "r1"], "field": ["f", "f", "f", "f"], "tp": [1, 1, 1, 1], "fp": [0, 0, 0, 0], "fn": [0, 0, 0, 0], "tn": [0, 0, 0, 0]})
+    ids, arrays = paired_record_matrix({"a": a, "b": b})
+    assert ids == ["r1", "r2"]  # r3 and r9 are not shared; field g is not shared
+    assert arrays["a"].shape == (2, 1, 4)
+    assert arrays["a"][:, 0].tolist() == [[0, 1, 1, 0], [1, 0, 0, 0]]
+    assert arrays["b"][:, 0].tolist() == [[2, 0, 0, 0], [1, 0, 0, 0]]  # a repeated (record, field) is summed

@@ -9,7 +9,7 @@ paired-bootstrap intervals when per-record results are available.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cmp_to_key
 from typing import Any
 
@@ -93,6 +93,7 @@ class LeaderboardEntry:
             "overall": dict(self.overall),
             "micro": dict(self.micro),
             "field_wins": self.item_wins,
+            "items_scored": self.items_scored,
             "wins_label": self.wins_label,
             "tier": self.tier,
             "tier_colour": self.tier_colour,
@@ -130,6 +131,7 @@ class Leaderboard:
         doc: dict[str, Any] = {
             "task": self.task,
             "primary_metric": self.spec.primary,
+            "item_label": self.spec.item_label,
             "tie_breaks": [*self.spec.tie_breaks, "field_wins", "model"],
             "groups": [g.to_dict() for g in self.groups],
             "warnings": list(self.warnings),
@@ -176,6 +178,7 @@ def build_leaderboard(
     group_by_truth: bool = False,
     intervals: Mapping[str, Interval] | None = None,
     pair_intervals: Mapping[tuple[str, str], Interval] | None = None,
+    metric: str | None = None,
 ) -> Leaderboard:
     """Rank runs of one task.
 
@@ -186,6 +189,8 @@ def build_leaderboard(
             refusing to compare runs scored against different truth or config.
         intervals: run id → interval of its primary metric.
         pair_intervals: (higher run id, lower run id) → interval of the difference.
+        metric: rank by this metric key instead of the task's primary metric (the task's
+            tie-break keys follow, without this one).
 
     Raises:
         InputError: no runs, mixed tasks without `task`, or mixed digests without `group_by_truth`.
@@ -203,6 +208,11 @@ def build_leaderboard(
     spec = RANKING_SPECS.get(task)
     if spec is None:
         raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(RANKING_SPECS))}.")
+    if metric is not None and metric != spec.primary:
+        known = sorted({k for r in runs for k in r.metrics if not spec.item_prefix or not k.startswith(spec.item_prefix)})
+        if not any(metric in r.metrics for r in runs):
+            raise InputError(f"--metric {metric!r}: no run of task {task!r} has this metric; run-level metrics are {', '.join(known[:40])}.")
+        spec = replace(spec, primary=metric, tie_breaks=tuple(k for k in spec.tie_breaks if k != metric))
     warnings = []
     missing = [r.run_name or r.run_id for r in runs if spec.primary not in r.metrics]
     if missing:
@@ -218,10 +228,10 @@ def build_leaderboard(
             f"refusing to rank runs scored against different ground truth or config ({len(groups)} groups: {desc}). "
             "Rank each group separately with --group-by-truth, or filter the runs."
         )
-    names = _distinct_names(runs)
     out_groups = []
     for (t, c), members in sorted(groups.items()):
-        out_groups.append(_rank_group(members, spec, names, t, c, intervals or {}, pair_intervals or {}))
+        # a model name repeated within a group gets its run id; groups are ranked apart
+        out_groups.append(_rank_group(members, spec, _distinct_names(members), t, c, intervals or {}, pair_intervals or {}))
     if len(runs) == 1:
         warnings.append("only one run: every item is a universal tie, so no wins are awarded.")
     return Leaderboard(task=task, spec=spec, groups=tuple(out_groups), warnings=tuple(warnings))
@@ -269,7 +279,7 @@ def _rank_group(
                 items_scored=sum(1 for s in items.values() if n in s),
                 tier=t,
                 tier_colour=TIER_COLOURS[t],
-                overall={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("overall/") and k.count("/") == 1},
+                overall={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("overall/") and k.count("/") == 1 and not k.endswith(("/ci_low", "/ci_high"))},
                 micro={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("micro/") and k.count("/") == 1},
                 ci=intervals.get(r.run_id),
             )
@@ -294,25 +304,53 @@ def _rank_group(
 
 def paired_record_matrix(frames: Mapping[str, Any], items: Sequence[str] | None = None) -> tuple[list[str], dict[str, np.ndarray]]:
     """Per-run per-record counts (DataFrames with record_id, field, tp, fp, fn, tn) → arrays
-    (records, items, 4) on the record ids and items every run shares, for a paired bootstrap."""
-    shared_ids: set[str] | None = None
-    shared_items: set[str] | None = None
-    for f in frames.values():
-        ids = set(f["record_id"].astype(str))
-        its = set(f["field"].astype(str))
-        shared_ids = ids if shared_ids is None else shared_ids & ids
-        shared_items = its if shared_items is None else shared_items & its
-    rec = sorted(shared_ids or ())
-    its_sorted = sorted(shared_items or ()) if items is None else [i for i in items if i in (shared_items or set())]
+    (records, items, 4) on the record ids and items every run shares (sorted), for a paired
+    bootstrap.
+
+    Vectorised per run: ids and items are mapped to positions in the first run's ids and items
+    (shared ones are a subset of those) with one `get_indexer`, and counts are summed into place
+    with `bincount` (a (record, item) pair may repeat). No Python-level set of ids per run."""
+    import pandas as pd
+
+    if not frames:
+        return [], {}
+    ids_of = {k: f["record_id"].astype(str).to_numpy(dtype=object) for k, f in frames.items()}
+    its_of = {k: f["field"].astype(str).to_numpy(dtype=object) for k, f in frames.items()}
+    first = next(iter(frames))
+    base_r = pd.Index(pd.unique(ids_of[first]))
+    base_i = pd.Index(pd.unique(its_of[first]))
+    keep_r = np.ones(len(base_r), dtype=bool)
+    keep_i = np.ones(len(base_i), dtype=bool)
+    positions = {}
+    for k in frames:
+        r = base_r.get_indexer(ids_of[k])
+        i = base_i.get_indexer(its_of[k])
+        seen_r = np.zeros(len(base_r), dtype=bool)
+        seen_r[r[r >= 0]] = True
+        seen_i = np.zeros(len(base_i), dtype=bool)
+        seen_i[i[i >= 0]] = True
+        keep_r &= seen_r
+        keep_i &= seen_i
+        positions[k] = (r, i)
+    rec = sorted(base_r[keep_r])
+    shared_items = set(base_i[keep_i])
+    its_sorted = sorted(shared_items) if items is None else [x for x in items if x in shared_items]
+    n_r, n_i = len(rec), len(its_sorted)
+    # first-run position → position in the output (-1: not shared / not asked for)
+    new_r = np.full(len(base_r) + 1, -1, dtype=np.int64)
+    new_r[base_r.get_indexer(rec)] = np.arange(n_r)
+    new_i = np.full(len(base_i) + 1, -1, dtype=np.int64)
+    new_i[base_i.get_indexer(its_sorted)] = np.arange(n_i)
     out = {}
     for run_id, f in frames.items():
-        g = f[f["record_id"].astype(str).isin(rec) & f["field"].astype(str).isin(its_sorted)]
-        arr = np.zeros((len(rec), len(its_sorted), 4), dtype=np.int64)
-        ri = {r: i for i, r in enumerate(rec)}
-        fi = {x: i for i, x in enumerate(its_sorted)}
-        r_idx = g["record_id"].astype(str).map(ri).to_numpy()
-        f_idx = g["field"].astype(str).map(fi).to_numpy()
-        for k, col in enumerate(("tp", "fp", "fn", "tn")):
-            np.add.at(arr[:, :, k], (r_idx, f_idx), g[col].to_numpy())
+        r, i = positions[run_id]
+        rr, ii = new_r[r], new_i[i]  # -1 stays -1 (index -1 is the extra slot)
+        keep = (rr >= 0) & (ii >= 0)
+        flat = rr[keep] * n_i + ii[keep]
+        arr = np.zeros((n_r, n_i, 4), dtype=np.int64)
+        if n_r * n_i:
+            for k, col in enumerate(("tp", "fp", "fn", "tn")):
+                vals = f[col].to_numpy()[keep].astype(np.int64)
+                arr[:, :, k] = np.bincount(flat, weights=vals, minlength=n_r * n_i).astype(np.int64).reshape(n_r, n_i)
         out[run_id] = arr
     return rec, out

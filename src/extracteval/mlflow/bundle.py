@@ -240,6 +240,11 @@ def write_bundle(
                 rec = adapter.records_frame(scored, plan.model)
                 if rec is not None:
                     rec.to_parquet(adir / "records.parquet", index=False)
+                # the predictions as scored, for `extracteval rescore` (adapters that offer them)
+                predictions_frame = getattr(adapter, "predictions_frame", None)
+                preds = predictions_frame(scored, plan.model) if predictions_frame is not None else None
+                if preds is not None:
+                    preds.to_parquet(adir / "predictions.parquet", index=False)
             used = {k: v for k, v in keys.originals.items() if k in metrics}
             (adir / "metric_keys.json").write_text(
                 _dumps({"names": keys.names_table(), "metrics": [{"key": k, "original": used.get(k, k)} for k in sorted(metrics)]}, indent=1),

@@ -110,7 +110,9 @@ class FieldsAdapter:
         result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source)
         doc = result.to_dict()
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
-        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
+        scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
+        return scored
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo)."""
@@ -189,7 +191,9 @@ class FieldsAdapter:
                 f"model {m!r}: {len(v)} output(s) are not a JSON object of field values and count as empty predictions"
                 for m, v in sorted(invalid.items())
             ]
-        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
+        scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
+        return scored
 
     # ---- metrics -------------------------------------------------------------------------------
 
@@ -299,6 +303,14 @@ class FieldsAdapter:
             "model": mdl_cat, "record_id": rid_cat, "field": fld_cat,
             **{k: flat[:, i] for i, k in enumerate(_COUNT_KEYS)},
         })
+
+    def predictions_frame(self, scored: Scored, model: str) -> pd.DataFrame | None:
+        """The model's predictions as scored, long: id, field, value (JSON text), status — the
+        `extracteval/predictions.parquet` artifact that `extracteval rescore` scores again."""
+        from extracteval.mlflow.rescore import predictions_to_frame
+
+        preds = scored.cache.get("predictions", {}).get(model)
+        return None if preds is None else predictions_to_frame(preds)
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard and the winner of every field."""

@@ -1,0 +1,59 @@
+"""`extracteval compare`: baseline run vs candidate run from the tracking store (seed 004)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "baseline run vs candidate run from the tracking store: gap, verdict, paired interval"
+DESCRIPTION = """\
+Decide between two logged runs (seed 004 "Comparison Decision Threshold"):
+gap = baseline − candidate on a metric (default: the task's primary metric, e.g. overall/f1);
+gap > 0.15 → "fine-tuning recommended", 0.05–0.15 → "moderate", < 0.05 → "minimal"
+(thresholds configurable). The paired-bootstrap 95% interval of the gap is computed from the
+runs' per-record Parquet artifacts over the record ids both runs share. Runs scored against
+different ground truth are refused (unless --allow-different-truth).
+
+RUN is a run id, or a run name / model name with --experiment.
+
+examples:
+  extracteval compare --baseline 5c1e…0a --candidate 9f3b…d2
+  extracteval compare --experiment contracts --baseline gpt-4o-mini --candidate llama-3.1-8b --metric micro/f1 --json
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baseline", required=True, metavar="RUN", help="the reference run (e.g. the hosted LLM)")
+    p.add_argument("--candidate", required=True, metavar="RUN", help="the run under decision (e.g. the local SLM)")
+    p.add_argument("--metric", metavar="KEY", help="metric key of the gap (default: the task's primary metric)")
+    p.add_argument("--experiment", metavar="NAME", help="look RUN up by run name or model name in this experiment")
+    p.add_argument("--recommend-threshold", type=float, default=0.15, metavar="X", help="gap above which fine-tuning is recommended (default 0.15)")
+    p.add_argument("--moderate-threshold", type=float, default=0.05, metavar="X", help="gap from which the difference is moderate (default 0.05)")
+    p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    p.add_argument("--allow-different-truth", action="store_true", help="compare runs scored against different ground truth (no interval)")
+    p.add_argument("--json", action="store_true", help="print the decision as one JSON document")
+    p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from extracteval.core.decision import DecisionThresholds
+    from extracteval.errors import InputError
+    from extracteval.mlflow.compare import compare_runs
+
+    if args.resamples < 1:
+        raise InputError(f"--resamples: expected a positive integer, but got {args.resamples}.")
+    res = compare_runs(
+        baseline=args.baseline, candidate=args.candidate, metric=args.metric, experiment=args.experiment, tracking_uri=args.tracking_uri,
+        thresholds=DecisionThresholds(recommend=args.recommend_threshold, moderate=args.moderate_threshold),
+        resamples=args.resamples, seed=args.seed, allow_different_truth=args.allow_different_truth,
+    )
+    if args.json:
+        json.dump(res.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    print(res.sentence())
+    for n in res.notes:
+        print(f"note: {n}")
+    return 0

@@ -1,0 +1,94 @@
+"""`extracteval leaderboard`: rank every model run of an MLflow experiment (SPEC §4, §10)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "rank every model run of an MLflow experiment: tie-breaks, field winners, fairness, intervals"
+DESCRIPTION = """\
+Rank the model runs of an MLflow experiment from the tracking store (runs logged by
+`extracteval evaluate`, the evaluator plugin or `extracteval demo`, on any day and machine).
+Runs are read with one search_runs call; parent comparison runs and earlier leaderboard runs are
+skipped. Runs scored against different ground truth or config (different truth/config digests)
+are not ranked together: the command refuses, naming the groups, unless --group-by-truth.
+
+Ranking keys (fields): overall (macro) F1, overall precision, overall recall, total field wins,
+model name. Other tasks use their primary metric and tie-breaks (see the README). Intervals:
+paired bootstrap over the shared record ids of the runs' per-record Parquet artifacts; adjacent
+runs whose difference interval contains 0 are marked "not significantly different".
+
+Unless --no-log, the CSV/JSON/HTML/PNG outputs are logged to a new leaderboard run in the same
+experiment (tagged with the compared run ids), and `leaderboard/rank` and `wins/field_wins` are
+written back to every compared run so the MLflow runs table sorts by them.
+
+examples:
+  extracteval leaderboard --experiment contracts
+  extracteval leaderboard --experiment contracts --filter "params.fuzzy_threshold = '0.85'" --json
+  extracteval leaderboard --experiment contracts --group-by-truth --output out/lb --no-log
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--experiment", required=True, metavar="NAME", help="MLflow experiment whose runs are ranked")
+    p.add_argument("--filter", metavar="EXPR", help="MLflow search filter AND-ed to the run selection (e.g. \"params.seed = '0'\")")
+    p.add_argument("--task", metavar="TASK", help="rank runs of this task only (needed when the experiment holds several)")
+    p.add_argument("--metric", metavar="KEY", help="rank by this metric key instead of the task's primary metric (e.g. micro/f1)")
+    p.add_argument("--group-by-truth", action="store_true", help="rank each (truth digest, config digest) group separately instead of refusing")
+    p.add_argument("--json", action="store_true", help="print the leaderboard as one JSON document")
+    p.add_argument("--output", metavar="DIR", help="write leaderboard.csv, field_winners.csv, leaderboard.json, leaderboard.html, figures/*.png here")
+    p.add_argument("--no-log", action="store_true", help="do not create a leaderboard run nor write rank/wins back to the runs")
+    p.add_argument("--no-ci", action="store_true", help="skip the bootstrap intervals (no artifact downloads)")
+    p.add_argument("--no-figures", action="store_true", help="skip the PNG charts")
+    p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from extracteval.errors import InputError
+    from extracteval.mlflow.leaderboard import build_tracking_leaderboard, log_leaderboard, write_outputs
+    from extracteval.report.leaderboard import render_terminal
+
+    if args.resamples < 1:
+        raise InputError(f"--resamples: expected a positive integer, but got {args.resamples}.")
+    result = build_tracking_leaderboard(
+        experiment=args.experiment, tracking_uri=args.tracking_uri, filter_string=args.filter, task=args.task, metric=args.metric,
+        group_by_truth=args.group_by_truth, ci=not args.no_ci, resamples=args.resamples, seed=args.seed,
+    )
+    temporary = args.output is None and not args.no_log
+    out = Path(args.output) if args.output else (Path(tempfile.mkdtemp(prefix="extracteval-leaderboard-")) if temporary else None)
+    try:
+        if out is not None:
+            write_outputs(result, out, figures=not args.no_figures)
+        if not args.json:  # the table first: it is computed whatever happens to the logging
+            print(render_terminal(result.to_dict(), use_colour=sys.stdout.isatty()))
+            if args.output:
+                print(f"\noutputs: {args.output}")
+        if not args.no_log:
+            try:
+                result = log_leaderboard(result, out)
+            except Exception as e:  # noqa: BLE001 - the store failed; the ranking itself is done
+                from extracteval.mlflow.upload import _reason
+
+                print(f"extracteval: error: logging the leaderboard to {result.tracking_uri} failed: {_reason(e)}. "
+                      "The ranking above is complete; rerun later, or pass --no-log" + (f" (outputs kept in {args.output})" if args.output else "") + ".",
+                      file=sys.stderr)
+                return 1
+            if args.output:  # the local copy carries the run id too
+                (out / "leaderboard.json").write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    finally:
+        if temporary and out is not None:
+            shutil.rmtree(out, ignore_errors=True)
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    elif result.leaderboard_run_id:
+        print(f"leaderboard run {result.leaderboard_run_id} in experiment {args.experiment!r}; "
+              f"leaderboard/rank and wins/field_wins written to {sum(len(g.entries) for g in result.leaderboard.groups)} run(s)")
+    return 0

@@ -1,0 +1,48 @@
+"""`extracteval rescore`: score a logged run's predictions again against edited ground truth."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "re-score a logged run's predictions against edited ground truth (new linked run)"
+DESCRIPTION = """\
+Re-score the predictions a `fields` model run logged (extracteval/predictions.parquet) against a
+new ground-truth file, with the run's own configuration, and log the result as a new run in the
+same experiment tagged `extracteval.rescored_from = <run id>`. When the new truth has the same
+digest as the truth the run was scored against, nothing is done (seed 000 "Recalculation
+Triggers"). The original run is left as it is.
+
+example:
+  extracteval rescore --run 3f2a…c9 --truth truth-corrected.csv
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", required=True, metavar="RUN_ID", help="the model run to rescore")
+    p.add_argument("--truth", required=True, metavar="FILE", help="the edited ground truth (same formats as `score fields --truth`)")
+    p.add_argument("--id-column", default="id", metavar="NAME", help="record id column of the truth file (default: id)")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default: detected)")
+    p.add_argument("--output", metavar="DIR", help="keep the local copy of the new run's results here")
+    p.add_argument("--no-figures", action="store_true", help="skip the figures of the new run")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from extracteval.mlflow.rescore import rescore_run
+    from extracteval.report.terminal import percent
+
+    res = rescore_run(run_id=args.run, truth=args.truth, tracking_uri=args.tracking_uri, id_column=args.id_column, delimiter=args.delimiter,
+                      figures=not args.no_figures, output=args.output)
+    if args.json:
+        json.dump(res.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    print(res.message)
+    if not res.skipped and res.old_metrics is not None and res.new_metrics is not None:
+        for k, new in res.new_metrics.items():
+            old = res.old_metrics.get(k)
+            print(f"  {k:<18} {percent(old):>7} → {percent(new):>7}")
+    return 0

@@ -1,0 +1,511 @@
+"""Cross-run leaderboards from an MLflow tracking store (SPEC §4, §10).
+
+`TrackingStoreLeaderboard` reads every extracteval run of an experiment with ONE paginated
+`search_runs` call (model runs only: parent comparison runs and earlier leaderboard runs are
+skipped), turns each into a `core.leaderboard.RunSummary` (item names restored from the run's
+`extracteval/metric_keys.json` only when a key segment may have been sanitised), ranks them with
+`core.leaderboard.build_leaderboard` (fairness by truth/config digest, SPEC §4 tie-breaks, item
+winners) and, when asked, attaches paired-bootstrap intervals computed from the runs'
+per-record Parquet artifacts (downloaded only for the groups that get intervals).
+
+`write_outputs` renders CSV / JSON / HTML / PNG into a folder; `log_leaderboard` logs them to a
+leaderboard run in the same experiment (tagged with the compared run ids) and writes
+`leaderboard/rank` and `wins/field_wins` back to every compared run, one `log_batch` per run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from extracteval.core.bootstrap import Interval
+from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard
+from extracteval.errors import InputError
+
+__all__ = [
+    "TrackingStoreLeaderboard",
+    "TrackedRun",
+    "search_model_runs",
+    "run_summary",
+    "build_tracking_leaderboard",
+    "record_intervals",
+    "write_outputs",
+    "log_leaderboard",
+    "RECORDS_ARTIFACT",
+    "KEYS_ARTIFACT",
+    "LEADERBOARD_ROLE",
+]
+
+RECORDS_ARTIFACT = "extracteval/records.parquet"
+KEYS_ARTIFACT = "extracteval/metric_keys.json"
+LEADERBOARD_ROLE = "leaderboard"
+SKIPPED_ROLES = frozenset({"comparison", LEADERBOARD_ROLE})
+SEARCH_PAGE = 1000
+MAX_TAG_LENGTH = 5000
+# primary metrics whose value the per-record counts (record, item, tp/fp/fn/tn) determine
+_CI_METRICS = {("fields", "overall/f1"): "macro", ("fields", "micro/f1"): "micro"}
+# a segment that sanitising may have produced (it may also be the name itself)
+_MAYBE_SANITISED = re.compile(r"[_~]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrackedRun:
+    """What the leaderboard keeps of one tracking-store run."""
+
+    run_id: str
+    run_name: str
+    artifact_uri: str
+    tags: Mapping[str, str]
+    params: Mapping[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrackingStoreLeaderboard:
+    """A leaderboard of tracked runs plus where it came from and how intervals were obtained."""
+
+    experiment: str
+    experiment_id: str
+    tracking_uri: str
+    leaderboard: Leaderboard
+    runs: Mapping[str, TrackedRun]
+    summaries: tuple[RunSummary, ...]
+    notes: tuple[str, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    leaderboard_run_id: str | None = None
+
+    def item_scores(self) -> dict[str, dict[str, float]]:
+        """Run id → item → winner metric (F1 for fields), for the heatmap."""
+        spec = self.leaderboard.spec
+        ranked = {e.run_id for g in self.leaderboard.groups for e in g.entries}
+        out: dict[str, dict[str, float]] = {}
+        if not spec.item_prefix:
+            return out
+        leaf = "/" + spec.item_keys[0]
+        for s in self.summaries:
+            if s.run_id not in ranked:
+                continue
+            row = out.setdefault(s.run_id, {})
+            for k, v in s.metrics.items():
+                if k.startswith(spec.item_prefix) and k.endswith(leaf):
+                    row[k[len(spec.item_prefix) : -len(leaf)]] = float(v)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = self.leaderboard.to_dict()
+        doc.update({
+            "experiment": self.experiment,
+            "experiment_id": self.experiment_id,
+            "tracking_uri": self.tracking_uri,
+            "n_runs": len(self.summaries),
+            "notes": list(self.notes),
+            "leaderboard_run_id": self.leaderboard_run_id,
+        })
+        return doc
+
+
+def _client(tracking_uri: str | None) -> Any:
+    from mlflow.tracking import MlflowClient
+
+    from extracteval.mlflow.upload import default_tracking_uri
+
+    uri = tracking_uri or default_tracking_uri()
+    return MlflowClient(tracking_uri=uri), uri
+
+
+def _quote(value: str) -> str:
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def search_model_runs(client: Any, experiment_id: str, *, filter_string: str | None = None, task: str | None = None) -> list[Any]:
+    """Every active extracteval model run of the experiment: one paginated `search_runs`.
+
+    The role tag is in the filter, so the store never returns parent comparison runs nor earlier
+    leaderboard runs. MLflow filter strings have no parentheses or OR, so the user's filter is
+    AND-ed as is.
+    """
+    from mlflow.entities import ViewType
+    from mlflow.exceptions import MlflowException
+
+    parts = [f"tags.`extracteval.role` != {_quote(r)}" for r in sorted(SKIPPED_ROLES)]
+    if task:
+        parts.append(f"tags.`extracteval.task` = {_quote(task)}")
+    if filter_string and filter_string.strip():
+        parts.insert(0, filter_string.strip())
+    runs: list[Any] = []
+    token = None
+    while True:
+        try:
+            page = client.search_runs([experiment_id], filter_string=" and ".join(parts), run_view_type=ViewType.ACTIVE_ONLY,
+                                      max_results=SEARCH_PAGE, order_by=["attributes.start_time ASC"], page_token=token)
+        except MlflowException as e:
+            if filter_string and "filter" in str(e).lower():
+                raise InputError(f"--filter {filter_string!r}: MLflow rejects it ({' '.join(str(e).split())[:300]}).") from None
+            raise
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def _segment_names(run: Any, *, tracking_uri: str) -> dict[str, str]:
+    """Key segment → original name from the run's metric_keys.json ({} when absent)."""
+    text = _download_text(run.info.artifact_uri, KEYS_ARTIFACT, tracking_uri)
+    if text is None:
+        return {}
+    try:
+        doc = json.loads(text)
+        return {str(r["key"]): str(r["name"]) for r in doc.get("names", ())}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _download(artifact_uri: str, path: str, tracking_uri: str, dst: str) -> Path | None:
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+    try:
+        repo = get_artifact_repository(artifact_uri, tracking_uri=tracking_uri)
+        return Path(repo.download_artifacts(path, dst_path=dst))
+    except Exception:  # noqa: BLE001 - an absent or unreadable artifact: the caller notes and skips
+        return None
+
+
+def _local_artifact(artifact_uri: str, path: str) -> Path | None:
+    """The file behind a `file:` (or plain path) artifact URI; None for remote stores."""
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(artifact_uri)
+    if u.scheme == "file" and u.netloc in ("", "localhost"):
+        return Path(unquote(u.path)) / path
+    if u.scheme == "" and artifact_uri.startswith("/"):
+        return Path(artifact_uri) / path
+    return None
+
+
+def _download_text(artifact_uri: str, path: str, tracking_uri: str) -> str | None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="extracteval-lb-") as d:
+        p = _download(artifact_uri, path, tracking_uri, d)
+        if p is None or not p.is_file():
+            return None
+        return p.read_text(encoding="utf-8")
+
+
+def run_summary(run: Any, *, names: Mapping[str, str] | None = None) -> RunSummary:
+    """A tracked run → RunSummary (model from the `extracteval.model` tag, else the run name);
+    item key segments are replaced by their original names when `names` maps them."""
+    tags = run.data.tags
+    task = tags.get("extracteval.task", "")
+    metrics = dict(run.data.metrics)
+    spec = RANKING_SPECS.get(task)
+    if names and spec is not None and spec.item_prefix:
+        p = spec.item_prefix
+        fixed = {}
+        for k, v in metrics.items():
+            if k.startswith(p):
+                seg, sep, leaf = k[len(p) :].rpartition("/")
+                if sep and seg in names:
+                    k = f"{p}{names[seg]}/{leaf}"
+            fixed[k] = v
+        metrics = fixed
+    return RunSummary(
+        run_id=run.info.run_id,
+        model=tags.get("extracteval.model") or run.info.run_name or run.info.run_id,
+        task=task,
+        truth_digest=tags.get("extracteval.truth_digest", ""),
+        config_digest=tags.get("extracteval.config_digest", ""),
+        metrics=metrics,
+        run_name=run.info.run_name or "",
+    )
+
+
+def _ambiguous_segments(run: Any) -> set[str]:
+    spec = RANKING_SPECS.get(run.data.tags.get("extracteval.task", ""))
+    if spec is None or not spec.item_prefix:
+        return set()
+    p = spec.item_prefix
+    out = set()
+    for k in run.data.metrics:
+        if k.startswith(p):
+            seg = k[len(p) :].rpartition("/")[0]
+            if seg and _MAYBE_SANITISED.search(seg):
+                out.add(seg)
+    return out
+
+
+def _summaries(runs: Sequence[Any], tracking_uri: str) -> list[RunSummary]:
+    """RunSummary per run; metric_keys.json is read only for runs with a segment that sanitising
+    may have produced, and a map read once serves every later run with the same segments."""
+    known: dict[str, str] = {}
+    resolved: set[str] = set()
+    out = []
+    for r in runs:
+        amb = _ambiguous_segments(r)
+        if amb - resolved:
+            names = _segment_names(r, tracking_uri=tracking_uri)
+            known.update(names)
+            resolved |= amb  # absent map: the segments are taken as the names
+        out.append(run_summary(r, names=known))
+    return out
+
+
+def _records_frames(runs: Mapping[str, Any], tracking_uri: str, workers: int = 8) -> dict[str, Any]:
+    """run id → per-record counts DataFrame (record_id, field, tp, fp, fn, tn); absent runs are left out."""
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.parquet as pq
+
+    cols = ["record_id", "field", "tp", "fp", "fn", "tn"]
+
+    def read(p: Path) -> Any:
+        try:
+            schema = pq.read_schema(p)
+            if not set(cols) <= set(schema.names):
+                return None
+            return pq.read_table(p, columns=cols).to_pandas()
+        except Exception:  # noqa: BLE001 - an unreadable artifact is skipped like an absent one
+            return None
+
+    def one(item: tuple[str, Any]) -> tuple[str, Any]:
+        rid, run = item
+        direct = _local_artifact(run.artifact_uri, RECORDS_ARTIFACT)
+        if direct is not None:  # a local artifact store: read in place, no copy
+            return rid, read(direct) if direct.is_file() else None
+        with tempfile.TemporaryDirectory(prefix="extracteval-lb-") as d:
+            p = _download(run.artifact_uri, RECORDS_ARTIFACT, tracking_uri, d)
+            return rid, read(p) if p is not None and p.is_file() else None
+
+    local = not tracking_uri.startswith(("http://", "https://", "databricks"))
+    with ThreadPoolExecutor(max_workers=2 if local else workers) as pool:
+        return {rid: f for rid, f in pool.map(one, runs.items()) if f is not None}
+
+
+def record_intervals(
+    lb: Leaderboard,
+    frames: Mapping[str, Any],
+    *,
+    zero_division: Mapping[str, float] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[dict[str, Interval], dict[tuple[str, str], Interval], list[str]]:
+    """Intervals of each run's primary metric and of each adjacent pair's difference, from the
+    runs' per-record counts: a paired bootstrap over the record ids every run of a group shares."""
+    from extracteval.core.bootstrap import bootstrap_macro_f1
+    from extracteval.core.leaderboard import paired_record_matrix
+
+    kind = _CI_METRICS.get((lb.task, lb.spec.primary))
+    notes: list[str] = []
+    if kind is None:
+        notes.append(f"confidence intervals: not available for {lb.task} ranked by {lb.spec.primary} "
+                     "(only fields runs ranked by overall/f1 or micro/f1 can be recomputed from per-record counts).")
+        return {}, {}, notes
+    intervals: dict[str, Interval] = {}
+    pairs: dict[tuple[str, str], Interval] = {}
+    for gi, g in enumerate(lb.groups, start=1):
+        ids = [e.run_id for e in g.entries]
+        have = {r: frames[r] for r in ids if r in frames}
+        missing = [e.model for e in g.entries if e.run_id not in frames]
+        if missing:
+            notes.append(f"confidence intervals: no per-record artifact ({RECORDS_ARTIFACT}) for {', '.join(missing[:10])}"
+                         + (f" and {len(missing) - 10} more" if len(missing) > 10 else "") + "; their intervals are skipped.")
+        if not have:
+            continue
+        rec, arrays = paired_record_matrix(have)
+        sizes = {r: int(f["record_id"].nunique()) for r, f in have.items()}
+        if rec and any(s != len(rec) for s in sizes.values()):
+            notes.append(f"confidence intervals (group {gi}): resampled over the {len(rec)} record ids every run shares "
+                         f"(runs hold {min(sizes.values())}–{max(sizes.values())}).")
+        if not rec:
+            notes.append(f"confidence intervals (group {gi}): the runs share no record id; skipped.")
+            continue
+        if kind == "micro":
+            arrays = {r: a.sum(axis=1, keepdims=True) for r, a in arrays.items()}
+        zd = 0.0
+        if zero_division:
+            zd = float(zero_division.get(ids[0], 0.0))
+        adjacent = [(a.run_id, b.run_id) for a, b in zip(g.entries[:-1], g.entries[1:]) if a.run_id in have and b.run_id in have]
+        per, diffs = bootstrap_macro_f1(arrays, adjacent, resamples=resamples, confidence=confidence, seed=seed, zero_division=zd)
+        intervals.update(per)
+        pairs.update(diffs)
+    return intervals, pairs, notes
+
+
+def build_tracking_leaderboard(
+    *,
+    experiment: str,
+    tracking_uri: str | None = None,
+    filter_string: str | None = None,
+    task: str | None = None,
+    metric: str | None = None,
+    group_by_truth: bool = False,
+    ci: bool = True,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> TrackingStoreLeaderboard:
+    """Rank the model runs of `experiment` (see the module docstring).
+
+    Raises:
+        InputError: unknown experiment, no runs, mixed tasks without `task`, mixed digests
+            without `group_by_truth`, an unknown `metric`.
+    """
+    t0 = time.perf_counter()
+    client, uri = _client(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        names = sorted(e.name for e in client.search_experiments(max_results=50))
+        raise InputError(f"experiment {experiment!r} not found at {uri}; experiments there: {', '.join(names) or 'none'}.")
+    raw = search_model_runs(client, exp.experiment_id, filter_string=filter_string, task=task)
+    raw = [r for r in raw if r.data.tags.get("extracteval.task")]
+    t_search = time.perf_counter()
+    if not raw:
+        raise InputError(f"experiment {experiment!r} has no extracteval model runs" + (f" matching --filter {filter_string!r}" if filter_string else "")
+                         + (f" of task {task!r}" if task else "") + ".")
+    summaries = _summaries(raw, uri)
+    runs = {r.info.run_id: TrackedRun(run_id=r.info.run_id, run_name=r.info.run_name or "", artifact_uri=r.info.artifact_uri,
+                                      tags=dict(r.data.tags), params=dict(r.data.params)) for r in raw}
+    lb = build_leaderboard(summaries, task=task, group_by_truth=group_by_truth, metric=metric)
+    t_rank = time.perf_counter()
+    notes: list[str] = []
+    if ci:
+        if (lb.task, lb.spec.primary) in _CI_METRICS:
+            wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
+            frames = _records_frames(wanted, uri)
+            zd = {}
+            for rid in wanted:
+                try:
+                    zd[rid] = float(runs[rid].params.get("zero_division", 0.0))
+                except ValueError:
+                    zd[rid] = 0.0
+            intervals, pairs, notes = record_intervals(lb, frames, zero_division=zd, resamples=resamples, seed=seed, confidence=confidence)
+            if intervals or pairs:
+                lb = build_leaderboard(summaries, task=lb.task, group_by_truth=group_by_truth, metric=metric, intervals=intervals, pair_intervals=pairs)
+        else:
+            notes = record_intervals(lb, {})[2]
+    else:
+        notes.append("confidence intervals: off (--no-ci).")
+    t_ci = time.perf_counter()
+    return TrackingStoreLeaderboard(
+        experiment=experiment, experiment_id=str(exp.experiment_id), tracking_uri=uri, leaderboard=lb, runs=runs,
+        summaries=tuple(s for s in summaries if s.task == lb.task), notes=tuple(notes),
+        timings={"search_s": t_search - t0, "rank_s": t_rank - t_search, "ci_s": t_ci - t_rank},
+    )
+
+
+def write_outputs(result: TrackingStoreLeaderboard, out: Path, *, figures: bool = True) -> list[Path]:
+    """leaderboard.csv, field_winners.csv, leaderboard.json, leaderboard.html and (unless
+    `figures=False`) figures/overall.png and figures/item_heatmap.png (one per group)."""
+    import pandas as pd
+
+    from extracteval.report.figures import png_bytes
+    from extracteval.report.leaderboard import item_heatmap, overall_chart, ranking_rows, render_html, winner_rows
+
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
+    doc = result.to_dict()
+    written = []
+    pd.DataFrame(ranking_rows(doc)).to_csv(out / "leaderboard.csv", index=False)
+    pd.DataFrame(winner_rows(doc), columns=["group", "item", "kind", "winners", "win_share", "badge", "best"]).to_csv(out / "field_winners.csv", index=False)
+    (out / "leaderboard.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    written += [out / "leaderboard.csv", out / "field_winners.csv", out / "leaderboard.json"]
+    pngs: dict[str, bytes] = {}
+    if figures:
+        fdir = out / "figures"
+        fdir.mkdir(exist_ok=True)
+        scores = result.item_scores()
+        for gi in range(len(doc["groups"])):
+            suffix = "" if len(doc["groups"]) == 1 else f"-group{gi + 1}"
+            pngs[f"overall{suffix}.png"] = png_bytes(overall_chart(doc, gi))
+            if doc["groups"][gi]["field_winners"] or scores:
+                pngs[f"item_heatmap{suffix}.png"] = png_bytes(item_heatmap(doc, scores, gi))
+        for name, data in pngs.items():
+            (fdir / name).write_bytes(data)
+            written.append(fdir / name)
+    (out / "leaderboard.html").write_text(render_html(doc, pngs), encoding="utf-8")
+    written.append(out / "leaderboard.html")
+    return written
+
+
+def _compared_tags(run_ids: Sequence[str]) -> dict[str, str]:
+    """The compared run ids as tags: `extracteval.compared_runs` when it fits one tag, else
+    `extracteval.compared_runs.1`, `.2`, … (MLflow bounds a tag value)."""
+    joined = ",".join(run_ids)
+    if len(joined) <= MAX_TAG_LENGTH:
+        return {"extracteval.compared_runs": joined}
+    per = MAX_TAG_LENGTH // 33
+    return {f"extracteval.compared_runs.{i // per + 1}": ",".join(run_ids[i : i + per]) for i in range(0, len(run_ids), per)}
+
+
+def log_leaderboard(
+    result: TrackingStoreLeaderboard, out: Path, *, run_name: str | None = None, on_step: Callable[[str], None] | None = None,
+) -> TrackingStoreLeaderboard:
+    """Log `out` (from `write_outputs`) as the artifacts of a new leaderboard run and write
+    `leaderboard/rank` and `wins/field_wins` back to each compared run (one `log_batch` each).
+    Returns `result` with `leaderboard_run_id` set."""
+    import contextlib
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mlflow.entities import Metric, RunTag
+
+    from extracteval import __version__
+
+    step = on_step or (lambda _s: None)
+    client, uri = _client(result.tracking_uri)
+    lb = result.leaderboard
+    entries = [e for g in lb.groups for e in g.entries]
+    ids = [e.run_id for e in entries]
+    ts = int(time.time() * 1000)
+    tags = {
+        "extracteval.role": LEADERBOARD_ROLE,
+        "extracteval.task": lb.task,
+        "extracteval.version": __version__,
+        "extracteval.primary_metric": lb.spec.primary,
+        "extracteval.compared_count": str(len(ids)),
+        **_compared_tags(ids),
+    }
+    if len(lb.groups) == 1:
+        g = lb.groups[0]
+        tags.update({"extracteval.truth_digest": g.truth_digest, "extracteval.config_digest": g.config_digest,
+                     "extracteval.winner": entries[0].model[:MAX_TAG_LENGTH]})
+    with contextlib.redirect_stdout(sys.stderr):  # MLflow's "View run" lines; stdout is the command's
+        step("create leaderboard run")
+        run = client.create_run(result.experiment_id, start_time=ts, run_name=run_name or f"leaderboard: {lb.task} ({len(ids)} runs)")
+        rid = run.info.run_id
+        try:
+            tag_items = [RunTag(k, v) for k, v in sorted(tags.items())]
+            metrics = [Metric("runs/count", float(len(ids)), ts, 0), Metric("groups/count", float(len(lb.groups)), ts, 0)]
+            if len(lb.groups) == 1:
+                metrics.append(Metric("best/score", float(entries[0].score), ts, 0))
+            for i in range(0, len(tag_items), 100):
+                client.log_batch(rid, tags=tag_items[i : i + 100], metrics=metrics if i == 0 else [])
+            step("artifacts")
+            client.log_artifacts(rid, str(out), artifact_path="leaderboard")
+            step("write back")
+
+            def write_back(e: Any) -> None:
+                client.log_batch(e.run_id, metrics=[Metric("leaderboard/rank", float(e.rank), ts, 0), Metric("wins/field_wins", float(e.item_wins), ts, 0)],
+                                 tags=[RunTag("extracteval.leaderboard_run", rid)])
+
+            if uri.startswith(("http://", "https://", "databricks")):
+                with ThreadPoolExecutor(max_workers=8) as pool:
+                    list(pool.map(write_back, entries))
+            else:  # one writer: SQLite serialises writes anyway, and threads would only contend for its lock
+                for e in entries:
+                    write_back(e)
+            client.set_terminated(rid, "FINISHED")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                client.set_terminated(rid, "FAILED")
+            raise
+    return replace(result, leaderboard_run_id=rid)

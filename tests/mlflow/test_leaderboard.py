@@ -1,0 +1,363 @@
+"""Leaderboard, compare and rescore against a real (embedded SQLite) tracking store: runs are
+logged with planted metrics and per-record Parquet artifacts, then read back by the commands."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.entities import Metric, RunTag
+from mlflow.tracking import MlflowClient
+
+from extracteval.core.counts import ratios
+from extracteval.mlflow.keys import KeyMap
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys):
+    """`extracteval …` in-process -> CliResult (code, out, err, json())."""
+    from extracteval.cli import main
+
+    def run(*argv: str) -> CliResult:
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = int(e.code or 0)
+        captured = capsys.readouterr()
+        return CliResult(code=code, out=captured.out, err=captured.err)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """One SQLite store for the module (creating a store runs MLflow's migrations: seconds)."""
+    root = tmp_path_factory.mktemp("lb-store")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    return MlflowClient(uri), uri
+
+
+_COUNTER = itertools.count()
+
+
+def _experiment(client: MlflowClient, tmp_path: Path, name: str) -> str:
+    return client.create_experiment(name, artifact_location=(tmp_path / "artifacts" / name).as_uri())
+
+
+def log_run(client, exp_id, tmp_path, name, metrics, *, truth="T1", config="C1", role="model", task="fields", records=None, parent=None,
+            items=None):
+    """One run as `extracteval evaluate` logs it: tags, metrics, metric_keys.json, records.parquet."""
+    tags = {"extracteval.task": task, "extracteval.role": role, "extracteval.truth_digest": truth, "extracteval.config_digest": config,
+            "extracteval.model": name}
+    if parent:
+        tags["mlflow.parentRunId"] = parent
+    run = client.create_run(exp_id, run_name=name)
+    rid = run.info.run_id
+    client.log_batch(rid, metrics=[Metric(k, float(v), 0, 0) for k, v in metrics.items()], tags=[RunTag(k, v) for k, v in tags.items()])
+    adir = tmp_path / "stage" / rid / "extracteval"
+    adir.mkdir(parents=True)
+    if items is not None:
+        km = KeyMap.build(items)
+        (adir / "metric_keys.json").write_text(json.dumps({"names": km.names_table(), "metrics": []}))
+    if records is not None:
+        records.to_parquet(adir / "records.parquet", index=False)
+    client.log_artifacts(rid, str(adir.parent))
+    client.set_terminated(rid, "FINISHED")
+    return rid
+
+
+def field_metrics(f1, p, r, fields, keys=None):
+    m = {"overall/f1": f1, "overall/precision": p, "overall/recall": r, "overall/accuracy": f1}
+    for fname, (ff, fp, fr) in fields.items():
+        seg = keys.segment(fname) if keys else fname
+        m.update({f"field/{seg}/f1": ff, f"field/{seg}/precision": fp, f"field/{seg}/recall": fr})
+    return m
+
+
+SAME = (0.5, 0.5, 0.5)
+# "u": universal tie (0 wins); "a/b" (sanitised to a_b): shared by A and B (1/2 each); "w": E and F
+# share it (1/2 each); "x": F alone (1 win)
+SIX = {
+    "A": (0.80, 0.90, 0.70, {"u": SAME, "a/b": (0.9, 0.9, 0.9), "w": (0.1, 0.1, 0.1), "x": (0.1, 0.1, 0.1)}),
+    "B": (0.80, 0.85, 0.75, {"u": SAME, "a/b": (0.9, 0.9, 0.9), "w": (0.1, 0.1, 0.1), "x": (0.1, 0.1, 0.1)}),
+    "C": (0.70, 0.70, 0.80, {"u": SAME, "a/b": (0.2, 0.2, 0.2), "w": (0.1, 0.1, 0.1), "x": (0.1, 0.1, 0.1)}),
+    "D": (0.70, 0.70, 0.70, {"u": SAME, "a/b": (0.2, 0.2, 0.2), "w": (0.1, 0.1, 0.1), "x": (0.1, 0.1, 0.1)}),
+    "F": (0.60, 0.60, 0.60, {"u": SAME, "a/b": (0.2, 0.2, 0.2), "w": (0.8, 0.8, 0.8), "x": (0.9, 0.9, 0.9)}),
+    "E": (0.60, 0.60, 0.60, {"u": SAME, "a/b": (0.2, 0.2, 0.2), "w": (0.8, 0.8, 0.8), "x": (0.1, 0.1, 0.1)}),
+}
+
+
+def make_six_runs(tmp_path, store):
+    client, uri = store
+    exp_name = f"planted-{next(_COUNTER)}"
+    exp = _experiment(client, tmp_path, exp_name)
+    keys = KeyMap.build(["u", "a/b", "w", "x"])
+    parent = log_run(client, exp, tmp_path, "comparison", {"overall/f1": 0.99}, role="comparison")
+    ids = {}
+    for name, (f1, p, r, fields) in SIX.items():
+        ids[name] = log_run(client, exp, tmp_path, name, field_metrics(f1, p, r, fields, keys), parent=parent, items=list(fields))
+    # an earlier leaderboard run and a run of another experiment are never ranked
+    log_run(client, exp, tmp_path, "old leaderboard", {"overall/f1": 1.0}, role="leaderboard")
+    other = _experiment(client, tmp_path, f"elsewhere-{exp_name}")
+    log_run(client, other, tmp_path, "Z", field_metrics(1.0, 1.0, 1.0, {"u": (1, 1, 1)}))
+    return client, uri, exp, ids, exp_name
+
+
+@pytest.fixture(scope="module")
+def six_run_store(tmp_path_factory, store):
+    """The planted six-run experiment, shared by the read-only tests of this module."""
+    return make_six_runs(tmp_path_factory.mktemp("six"), store)
+
+
+def test_planted_ties_all_ranks(cli, six_run_store):
+    client, uri, _, ids, exp_name = six_run_store
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--json", "--no-log")
+    assert r.code == 0, r.err
+    doc = r.json()
+    ranking = doc["ranking"]
+    # A/B: equal F1, precision decides; C/D: equal F1 and precision, recall decides;
+    # E/F: fully equal overall, F has more wins (1.5 vs 0.5)
+    assert [(e["model"], e["rank"]) for e in ranking] == [("A", 1), ("B", 2), ("C", 3), ("D", 4), ("F", 5), ("E", 6)]
+    assert {e["model"]: e["run_id"] for e in ranking} == ids
+    assert {e["model"]: e["field_wins"] for e in ranking} == {"A": 0.5, "B": 0.5, "C": 0.0, "D": 0.0, "F": 1.5, "E": 0.5}
+    w = doc["field_winners"]
+    assert set(w) == {"u", "a/b", "w", "x"}  # the sanitised key a_b is read back as its original name
+    assert w["u"]["kind"] == "universal" and w["u"]["win_share"] == 0 and w["u"]["winners"] == ["A", "B", "C", "D", "E", "F"]
+    assert w["a/b"]["kind"] == "shared" and w["a/b"]["winners"] == ["A", "B"] and w["a/b"]["badge"] == "blue"
+    assert w["x"] == {**w["x"], "kind": "sole", "winners": ["F"], "badge": "green", "win_share": 1.0}
+    assert [e["tier"] for e in ranking] == ["good", "good", "good", "good", "needs_improvement", "needs_improvement"]
+    for e in ranking:
+        assert set(e) >= {"run_id", "model", "rank", "overall", "micro", "field_wins", "tier"}
+    assert any("per-record artifact" in n for n in doc["notes"])  # no records.parquet: intervals skipped with a note
+    assert doc["n_runs"] == 6
+
+
+def test_fully_equal_runs_fall_back_to_name(cli, tmp_path, store):
+    client, uri = store
+    exp = _experiment(client, tmp_path, "names")
+    for name in ("zeta", "alpha", "mid"):
+        log_run(client, exp, tmp_path, name, field_metrics(0.5, 0.5, 0.5, {"f": SAME}))
+    r = cli("leaderboard", "--experiment", "names", "--tracking-uri", uri, "--json", "--no-log", "--no-ci")
+    assert [e["model"] for e in r.json()["ranking"]] == ["alpha", "mid", "zeta"]
+
+
+def test_terminal_table_csv_html_png(cli, six_run_store, tmp_path):
+    _, uri, _, _, exp_name = six_run_store
+    out = tmp_path / "lb"
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--output", str(out), "--no-log")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert any(l.strip().startswith("#1  A") and "Won 0.5 of 4 fields" in l and "good" in l for l in lines)
+    assert any(l.strip().startswith("#5  F") and "Won 1.5 of 4 fields" in l and "needs improvement" in l for l in lines)
+    csv = pd.read_csv(out / "leaderboard.csv")
+    assert list(csv["model"]) == ["A", "B", "C", "D", "F", "E"] and list(csv["rank"]) == [1, 2, 3, 4, 5, 6]
+    winners = pd.read_csv(out / "field_winners.csv")
+    assert set(winners["item"]) == {"u", "a/b", "w", "x"}
+    html = (out / "leaderboard.html").read_text()
+    assert "background:#0a7d28" in html and "background:#1f5fbf" in html  # green sole / blue shared badges
+    assert "<script" not in html and "data:image/png;base64," in html
+    assert (out / "figures" / "overall.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "figures" / "item_heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((out / "leaderboard.json").read_text())["ranking"][0]["model"] == "A"
+
+
+def test_fairness_refused_then_grouped(cli, store, tmp_path):
+    client, uri, exp, _, exp_name = make_six_runs(tmp_path, store)  # its own experiment: a run is added
+    log_run(client, exp, tmp_path, "edited-truth", field_metrics(0.95, 0.95, 0.95, {"u": (1, 1, 1)}), truth="T2")
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log")
+    assert r.code == 2
+    assert "refusing to rank" in r.err and "2 groups" in r.err and "edited-truth" in r.err and "Traceback" not in r.err
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--group-by-truth", "--json")
+    assert r.code == 0, r.err
+    groups = r.json()["groups"]
+    assert [[e["model"] for e in g["ranking"]] for g in groups] == [["A", "B", "C", "D", "F", "E"], ["edited-truth"]]
+    assert groups[1]["ranking"][0]["rank"] == 1
+    assert "ranking" not in r.json()  # several groups: only `groups`
+    # the same model name in two groups is not disambiguated (groups are ranked apart); one figure pair per group
+    log_run(client, exp, tmp_path, "A", field_metrics(0.5, 0.5, 0.5, {"u": (0.4, 0.4, 0.4)}), truth="T2")
+    out = tmp_path / "grouped"
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--group-by-truth", "--no-ci", "--output", str(out))
+    assert r.code == 0, r.err
+    assert "group 2: truth T2" in r.out
+    assert {p.name for p in (out / "figures").iterdir()} == {"overall-group1.png", "item_heatmap-group1.png", "overall-group2.png", "item_heatmap-group2.png"}
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert list(board[board["group"] == 2]["model"]) == ["edited-truth", "A"]
+    # --filter narrows the selection to one group, which is then ranked without --group-by-truth
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--json", "--filter", "tags.`extracteval.truth_digest` = 'T2'")
+    assert r.code == 0, r.err
+    assert [e["model"] for e in r.json()["ranking"]] == ["edited-truth", "A"]
+
+
+def test_bad_inputs_exit_2(cli, six_run_store):
+    _, uri, _, _, exp_name = six_run_store
+    r = cli("leaderboard", "--experiment", "nope", "--tracking-uri", uri, "--no-log")
+    assert r.code == 2 and "experiment 'nope' not found" in r.err and "planted" in r.err
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--metric", "no/such")
+    assert r.code == 2 and "no/such" in r.err
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--task", "spans")
+    assert r.code == 2 and "no extracteval model runs" in r.err
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--filter", "this is not a filter")
+    assert r.code == 2 and "--filter" in r.err
+
+
+def test_metric_option_ranks_by_another_key(cli, six_run_store):
+    _, uri, _, _, exp_name = six_run_store
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--json", "--metric", "overall/recall")
+    doc = r.json()
+    assert doc["primary_metric"] == "overall/recall"
+    assert [e["model"] for e in doc["ranking"]][:2] == ["C", "B"]  # recall 0.80, then 0.75
+
+
+# ---- significance from per-record artifacts ------------------------------------------------------
+
+
+def _records(correct: np.ndarray, fields=("f", "g")) -> pd.DataFrame:
+    """Per-record counts: a correct cell is TP, a wrong one FP+FN; same on every field."""
+    n = len(correct)
+    rows = []
+    for f in fields:
+        rows.append(pd.DataFrame({"model": "m", "record_id": [f"r{i:03d}" for i in range(n)], "field": f, "tp": correct.astype(int),
+                                  "fp": (~correct).astype(int), "fn": (~correct).astype(int), "tn": 0, "excluded": 0}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _metrics_of(records: pd.DataFrame) -> dict[str, float]:
+    m = {}
+    f1s, ps, rs = [], [], []
+    for f, g in records.groupby("field"):
+        r = ratios(int(g.tp.sum()), int(g.fp.sum()), int(g.fn.sum()), int(g.tn.sum()), zero_division=0.0)
+        m.update({f"field/{f}/f1": r["f1"], f"field/{f}/precision": r["precision"], f"field/{f}/recall": r["recall"]})
+        f1s.append(r["f1"]); ps.append(r["precision"]); rs.append(r["recall"])  # noqa: E702
+    m.update({"overall/f1": float(np.mean(f1s)), "overall/precision": float(np.mean(ps)), "overall/recall": float(np.mean(rs))})
+    tot = ratios(int(records.tp.sum()), int(records.fp.sum()), int(records.fn.sum()), int(records.tn.sum()), zero_division=0.0)
+    m["micro/f1"] = tot["f1"]
+    return m
+
+
+@pytest.fixture(scope="module")
+def significance_store(tmp_path_factory, store):
+    tmp_path = tmp_path_factory.mktemp("sig")
+    client, uri = store
+    exp = _experiment(client, tmp_path, "sig")
+    rng = np.random.default_rng(5)
+    base = rng.random(500) < 0.8
+    noisy = base.copy()
+    noisy[[3, 100, 400]] = ~noisy[[3, 100, 400]]  # noise on 3 of 500 records
+    better = base | (rng.random(500) < 0.7)
+    ids = {}
+    for name, correct in (("base", base), ("noisy", noisy), ("better", better)):
+        rec = _records(correct)
+        ids[name] = log_run(client, exp, tmp_path, name, _metrics_of(rec), records=rec)
+    return client, uri, ids
+
+
+def test_significance_marks(cli, significance_store):
+    _, uri, ids = significance_store
+    r = cli("leaderboard", "--experiment", "sig", "--tracking-uri", uri, "--json", "--no-log", "--resamples", "500")
+    assert r.code == 0, r.err
+    doc = r.json()
+    order = [e["model"] for e in doc["ranking"]]
+    assert order[0] == "better" and set(order[1:]) == {"base", "noisy"}
+    comps = {(c["higher"], c["lower"]): c for c in doc["comparisons"]}
+    assert comps[("better", order[1])]["significant"] is True
+    assert comps[(order[1], order[2])]["significant"] is False
+    assert comps[(order[1], order[2])]["verdict"] == "not significantly different"
+    for e in doc["ranking"]:
+        ci = e["ci"]
+        assert ci["low"] <= e["score"] <= ci["high"]
+        assert ci["estimate"] == pytest.approx(e["score"], abs=1e-12)  # Parquet and logged metric agree
+    r2 = cli("leaderboard", "--experiment", "sig", "--tracking-uri", uri, "--json", "--no-log", "--resamples", "500")
+    assert r2.json()["comparisons"] == doc["comparisons"]  # seeded: identical intervals
+    r = cli("leaderboard", "--experiment", "sig", "--tracking-uri", uri, "--json", "--no-log", "--no-ci")
+    assert all(e["ci"] is None for e in r.json()["ranking"]) and r.json()["comparisons"] == []
+
+
+def test_compare_decision_with_paired_interval(cli, significance_store):
+    _, uri, ids = significance_store
+    r = cli("compare", "--baseline", ids["better"], "--candidate", ids["base"], "--tracking-uri", uri, "--json", "--resamples", "500")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["metric"] == "overall/f1" and d["baseline"] == "better" and d["candidate"] == "base"
+    assert d["gap"] == pytest.approx(d["baseline_value"] - d["candidate_value"])
+    assert d["significant"] is True and d["ci"]["low"] > 0 and d["n_records"] == 500
+    expected = "fine-tuning recommended" if d["gap"] > 0.15 else ("moderate" if d["gap"] >= 0.05 else "minimal")
+    assert d["verdict"] == expected
+    r = cli("compare", "--experiment", "sig", "--baseline", "base", "--candidate", "noisy", "--tracking-uri", uri, "--json", "--metric", "micro/f1")
+    d = r.json()
+    assert d["verdict"] == "minimal" and d["significant"] is False and d["metric"] == "micro/f1"
+    r = cli("compare", "--experiment", "sig", "--baseline", "base", "--candidate", "noisy", "--tracking-uri", uri)
+    assert r.code == 0 and "→ minimal" in r.out and "95% CI" in r.out
+    r = cli("compare", "--baseline", ids["base"], "--candidate", ids["base"], "--tracking-uri", uri)
+    assert r.code == 2 and "same run" in r.err
+    r = cli("compare", "--baseline", "nobody", "--candidate", ids["base"], "--tracking-uri", uri)
+    assert r.code == 2 and "--experiment" in r.err
+
+
+def test_compare_refuses_different_truth(cli, tmp_path, store):
+    client, uri = store
+    exp = _experiment(client, tmp_path, "unfair")
+    a = log_run(client, exp, tmp_path, "a", field_metrics(0.9, 0.9, 0.9, {}))
+    b = log_run(client, exp, tmp_path, "b", field_metrics(0.7, 0.7, 0.7, {}), truth="T2")
+    r = cli("compare", "--baseline", a, "--candidate", b, "--tracking-uri", uri)
+    assert r.code == 2 and "different ground truth" in r.err
+    r = cli("compare", "--baseline", a, "--candidate", b, "--tracking-uri", uri, "--allow-different-truth", "--json")
+    d = r.json()
+    assert d["verdict"] == "fine-tuning recommended" and d["ci"] is None and d["notes"]
+
+
+def test_html_escapes_every_user_string():
+    from extracteval.report.leaderboard import render_html
+
+    evil = '<script>alert("x")</script>'
+    entry = {"run_id": evil, "model": evil, "rank": 1, "score": 0.5, "tie_breaks": {}, "overall": {"f1": 0.5, "precision": 0.5, "recall": 0.5, "accuracy": 0.5},
+             "micro": {}, "field_wins": 1.0, "items_scored": 1, "wins_label": "Won 1 of 1", "tier": "needs_improvement", "tier_colour": "red", "ci": None}
+    doc = {"task": "fields", "primary_metric": "overall/f1", "tie_breaks": ["overall/precision"], "experiment": evil, "n_runs": 1, "notes": [evil],
+           "warnings": [], "groups": [{"truth_digest": evil, "config_digest": evil, "ranking": [entry], "comparisons": [],
+                                       "field_winners": {evil: {"kind": "sole", "winners": [evil], "win_share": 1.0, "badge": "green", "best": {"f1": 0.5}}}}]}
+    page = render_html(doc)
+    assert "<script" not in page and "&lt;script&gt;" in page
+
+
+def test_logging_failure_keeps_the_ranking(cli, six_run_store, monkeypatch):
+    _, uri, _, _, exp_name = six_run_store
+    import extracteval.mlflow.leaderboard as lbmod
+
+    def fail(*a, **k):
+        raise ConnectionError("Connection refused")
+
+    monkeypatch.setattr(lbmod, "log_leaderboard", fail)
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-ci")
+    assert r.code == 1
+    assert "#1  A" in r.out  # the table was printed before logging was attempted
+    assert "logging the leaderboard" in r.err and "not reachable" in r.err and "--no-log" in r.err and "Traceback" not in r.err
+
+
+def test_other_task_ranked_by_its_primary_metric(cli, store, tmp_path):
+    client, uri = store
+    exp_name = f"json-{next(_COUNTER)}"
+    exp = _experiment(client, tmp_path, exp_name)
+    # equal mean RQS: json/accuracy decides; field winners by per-field accuracy
+    log_run(client, exp, tmp_path, "j1", {"rqs/mean": 0.8, "json/accuracy": 0.7, "json/completeness": 0.9, "field/name/accuracy": 0.9}, task="json")
+    log_run(client, exp, tmp_path, "j2", {"rqs/mean": 0.8, "json/accuracy": 0.75, "json/completeness": 0.5, "field/name/accuracy": 0.6}, task="json")
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--json")
+    doc = r.json()
+    assert doc["primary_metric"] == "rqs/mean" and [e["model"] for e in doc["ranking"]] == ["j2", "j1"]
+    assert doc["field_winners"]["name"]["winners"] == ["j1"]
+    assert any("not available for json" in n for n in doc["notes"])
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log")
+    assert "rqs/mean" in r.out and "json/accuracy" in r.out and "Won 1 of 1 fields" in r.out
