@@ -26,7 +26,7 @@ from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, Section
 
-__all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table"]
+__all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table", "worst_items"]
 
 RATES = ("json_valid_rate", "strict_json_valid_rate", "json_extracted_rate", "exact_match_rate", "field_precision", "field_recall", "field_f1")
 _COUNTS = {"records": "records", "valid": "valid_count", "strict_valid": "strict_valid_count", "extracted": "extracted_count", "exact": "exact_count",
@@ -141,6 +141,26 @@ def percent_table(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
         if c in out.columns:
             out[c] = [None if v is None or (isinstance(v, float) and np.isnan(v)) else f"{100 * float(v):.1f}%" for v in out[c]]
     return out
+
+
+FIGURE_ITEMS = 40
+
+
+def worst_items(table: pd.DataFrame, item: str, limit: int = FIGURE_ITEMS) -> tuple[pd.DataFrame, str]:
+    """At most `limit` items for a per-item figure: those with errors (FP + FN summed over the
+    models), the most first, shown in their table order; and a title note when items were left out. (Every
+    item stays in the CSV, the MLflow table and the metrics; a figure of 400 one-call functions
+    says nothing and takes seconds to draw.)"""
+    names = list(dict.fromkeys(table[item])) if len(table) else []
+    if len(names) <= limit:
+        return table, ""
+    errors = table.groupby(item, sort=False)[["fp", "fn"]].sum().sum(axis=1)
+    wrong = [n for n in names if float(errors.get(n, 0)) > 0]
+    if not wrong:
+        keep = set(names[:limit])
+        return table[table[item].isin(keep)], f" (first {limit} of {len(names)}; none has errors)"
+    keep = set(sorted(wrong, key=lambda n: (-float(errors.get(n, 0)), str(n)))[:limit])
+    return table[table[item].isin(keep)], f" ({len(keep)} of {len(names)}: most errors)"
 
 
 def plain(value: Any) -> Any:
@@ -356,11 +376,12 @@ class StructuredAdapter:
 
         suffix = f" — {models[0]}" if len(models) == 1 else ""
         table = pd.concat([self.item_table(scored, m) for m in models], ignore_index=True) if models else self.item_table(scored, None)
+        table, note = worst_items(table, "field")
         rates = self.ranking_table(scored, models)
         return {
             "structured_rates.png": rate_bars(rates, rates=list(RATES), labels=_RATE_LABELS, title=f"structured: rates per model{suffix}"),
-            "field_f1.png": item_f1_bars(table, item="field", title=f"structured: F1 per flattened path{suffix}"),
-            "confusion_counts.png": confusion_heatmap(table, item="field", title="structured: TP / FP / FN per path", counts=("tp", "fp", "fn")),
+            "field_f1.png": item_f1_bars(table, item="field", title=f"structured: F1 per flattened path{note}{suffix}"),
+            "confusion_counts.png": confusion_heatmap(table, item="field", title=f"structured: TP / FP / FN per path{note}", counts=("tp", "fp", "fn")),
         }
 
     def params(self, scored: Scored) -> dict[str, str]:
