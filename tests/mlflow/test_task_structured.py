@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +24,27 @@ SLM = REPO / "experiments" / "slm-vs-llm"
 MODELS = ("gpt-4o", "llama-3.1-8b", "qwen2.5-1.5b")
 RUN_LINE = re.compile(r"run ([0-9a-f]{32})  (comparison \(parent\)|model (.+))")
 RATES = ("json_valid_rate", "strict_json_valid_rate", "json_extracted_rate", "exact_match_rate", "field_precision", "field_recall", "field_f1")
+
+
+_TEMPLATE: dict[str, Path] = {}
+
+
+def _initialised_db(factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite store with MLflow's tables, created once per session: creating the tables
+    (dozens of migrations) is most of the cost of a fresh store."""
+    if "db" not in _TEMPLATE:
+        db = factory.mktemp("mlflow-template") / "mlflow.db"
+        MlflowClient(f"sqlite:///{db}").search_experiments()
+        _TEMPLATE["db"] = db
+    return _TEMPLATE["db"]
+
+
+@pytest.fixture(scope="module")
+def sqlite_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The embedded SQLite store of this module (a copy of the session's initialised store)."""
+    db = tmp_path_factory.mktemp("mlflow-sqlite") / "mlflow.db"
+    shutil.copyfile(_initialised_db(tmp_path_factory), db)
+    return f"sqlite:///{db}"
 
 
 def _runs(out: str) -> tuple[str | None, dict[str, str]]:
@@ -253,12 +275,12 @@ def test_bad_inputs_are_clear_errors(cli, sqlite_uri, tmp_path, monkeypatch):
     assert code == 2 and "truth.jsonl: line 2: not valid JSON" in err and "Traceback" not in err
 
 
-def test_demo_logs_both_seed_004_tracks_with_their_decisions(cli, tmp_path, monkeypatch):
+def test_demo_logs_both_seed_004_tracks_with_their_decisions(cli, sqlite_uri, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "slm-vs-llm")
+    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "slm-vs-llm", "--tracking-uri", sqlite_uri)
     assert code == 0, err
     assert "-- structured track" in out and "-- toolcalls track" in out and "not logged" not in out
-    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client = MlflowClient(sqlite_uri)
     exp = client.get_experiment_by_name("extracteval-demo-slm-vs-llm")
     runs = client.search_runs([exp.experiment_id])
     parents = {r.data.tags["extracteval.task"]: r for r in runs if r.data.tags.get("extracteval.role") == "comparison"}
