@@ -196,3 +196,48 @@ def test_bad_inputs_are_clear_errors(cli, sqlite_uri, shared_data, tmp_path, mon
                          "--predictions", f"m={b / 'BFCL_v4_simple_python.json'}", "--experiment", "bad", "--tracking-uri", sqlite_uri)
     assert code == 2 and "--checker bfcl needs --questions FILE" in err and "Traceback" not in err
     assert not (tmp_path / "mlruns").exists()
+
+
+def test_evaluator_with_a_callable_model_returning_call_objects(sqlite_uri, tmp_path):
+    """A model (Python callable) called in batches, answering with call objects, not text."""
+    import mlflow
+
+    df = _frame().drop(columns=["output"])
+    batches: list[int] = []
+
+    def model(batch: pd.DataFrame) -> list:
+        batches.append(len(batch))
+        return [[{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius" if i % 2 else "kelvin"}}] for i in range(len(batch))]
+
+    mlflow.set_tracking_uri(sqlite_uri)
+    try:
+        _use_experiment("toolcalls-callable", tmp_path)
+        with mlflow.start_run():
+            result = mlflow.models.evaluate(model=model, data=df, targets="calls", model_type="tool-calling", evaluators="extracteval",
+                                            evaluator_config={"batch_size": 3, "figures": False, "generation": {"temperature": 0}})
+    finally:
+        mlflow.set_tracking_uri("")
+    assert batches == [3, 3, 2]
+    assert result.metrics["toolcalls/valid_call_rate"] == 1.0 and result.metrics["toolcalls/name_match_rate"] == 1.0
+    assert result.metrics["toolcalls/call_accuracy"] == pytest.approx(3 / 8)  # the row at position 1 of each batch
+    assert result.metrics["function/get_weather/tp"] == 8 + 3 and result.metrics["function/get_weather/fp"] == 5
+
+
+def test_bfcl_experiment_spec_scores_several_categories(shared_data, tmp_path):
+    """An experiment.yaml with `checker: bfcl` (lists of question / answer / result files)."""
+    from extracteval.mlflow.keys import KeyMap
+    from extracteval.mlflow.task_toolcalls import ADAPTER
+
+    b = shared_data / "toolcalls" / "bfcl_v4"
+    cats = ("simple_python", "multiple")
+    spec = {"task": "toolcalls", "checker": "bfcl", "questions": [str(b / f"BFCL_v4_{c}.json") for c in cats],
+            "truth": [str(b / "possible_answer" / f"BFCL_v4_{c}.json") for c in cats],
+            "predictions": {"glyphh": [str(b / "third_party_submission_glyphh-ada-1.1" / "result" / f"BFCL_v4_{c}_result.json") for c in cats]}}
+    scored = ADAPTER.score_experiment(tmp_path, spec)
+    keys = KeyMap.build([*ADAPTER.item_names(scored), *scored.models])
+    m = ADAPTER.metrics(scored, "glyphh", keys)
+    assert m["bfcl/simple_python/accuracy"] == 0.945 and m["bfcl/multiple/accuracy"] == 0.945
+    assert m["bfcl/total_count"] == 600 and m["toolcalls/call_accuracy"] == m["bfcl/accuracy"] == 0.945
+    rec = ADAPTER.records_frame(scored, "glyphh")
+    assert set(rec["category"]) == set(cats) and int((~rec["correct"]).sum()) == 600 - m["bfcl/correct_count"]
+    assert list(scored.truth.columns) == ["category", "ground_truth", "functions"]
