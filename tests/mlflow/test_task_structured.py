@@ -297,3 +297,19 @@ def test_demo_logs_both_seed_004_tracks_with_their_decisions(cli, sqlite_uri, tm
         spec = RANKING_SPECS[task]
         assert all({spec.primary, *spec.tie_breaks} <= set(c.data.metrics) for c in kids)
     assert parents["structured"].data.metrics["decision/gap"] == pytest.approx(0.5)
+
+
+def test_score_frame_deep_and_numpy_cells():
+    """A 10,000-deep reference object and numpy cells (as Parquet gives them) are scored, not raised."""
+    import numpy as np
+
+    from extracteval.mlflow.task_structured import ADAPTER
+
+    deep: object = 1
+    for _ in range(10_000):
+        deep = {"a": deep}
+    text = '{"a": ' * 10_000 + "1" + "}" * 10_000
+    scored = ADAPTER.score_frame(ids=["deep", "np"], targets=[deep, {"xs": np.array([1, 2]), "n": np.int64(3)}],
+                                 predictions={"m": [text, {"xs": np.array([1, 2]), "n": np.float64(3.0)}]}, config={}, truth_source="frame")
+    c = scored.result.models["m"].counts
+    assert (c.valid, c.exact, c.tp, c.fp, c.fn) == (2, 2, 4, 0, 0)

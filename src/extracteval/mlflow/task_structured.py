@@ -164,15 +164,24 @@ def worst_items(table: pd.DataFrame, item: str, limit: int = FIGURE_ITEMS) -> tu
 
 
 def plain(value: Any) -> Any:
-    """A DataFrame cell as plain Python (numpy arrays and scalars from Parquet become lists / numbers)."""
+    """A DataFrame cell as plain Python (numpy arrays and scalars from Parquet become lists /
+    numbers). A document nested deeper than the recursion limit is returned as it is (the
+    scorers walk it iteratively)."""
+    try:
+        return _plain(value)
+    except RecursionError:
+        return value
+
+
+def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        return [plain(v) for v in value.tolist()]
+        return [_plain(v) for v in value.tolist()]
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        return [_plain(v) for v in value]
     return value
 
 
