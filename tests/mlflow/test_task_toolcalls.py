@@ -71,7 +71,7 @@ def test_evaluate_toolcalls_example_logs_what_score_prints(cli, sqlite_uri, tmp_
         # per function: the counts split the model's totals exactly
         functions = {k.split("/")[1] for k in md if k.startswith("function/")}
         assert {"get_weather", "search_flights", "convert_currency", "create_event"} <= functions
-        for k in ("ref_calls", "pred_calls", "invalid_calls", "name_matches", "args_exact", "tp", "fp", "fn"):
+        for k in ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn"):
             assert sum(md[f"function/{f}/{k}"] for f in functions) == exp["counts"][k], k
         local = Path(client.download_artifacts(rid, "extracteval", str(tmp_path / f"dl-{model}")))
         rec = pd.read_parquet(local / "records.parquet")
@@ -158,7 +158,7 @@ def test_evaluator_plugin_counts_malformed_calls(sqlite_uri, tmp_path):
     assert result.metrics["toolcalls/valid_records"] == 5  # malformed JSON, prose and the empty output are invalid
     logged = MlflowClient(sqlite_uri).get_run(run.info.run_id)
     assert logged.data.metrics["function/get_weather/ref_calls"] == 8
-    assert logged.data.metrics["function/_other functions_/pred_calls"] == 1  # the hallucinated get_time
+    assert logged.data.metrics["function/_other functions_/fp"] == 1  # the hallucinated get_time(tz=…)
     assert logged.data.tags["extracteval.task"] == "toolcalls" and logged.data.params["possible_answer"] == "False"
     local = Path(MlflowClient(sqlite_uri).download_artifacts(run.info.run_id, "extracteval", str(tmp_path / "dl")))
     rec = pd.read_parquet(local / "records.parquet")

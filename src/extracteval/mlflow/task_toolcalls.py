@@ -50,6 +50,8 @@ RATES = ("valid_call_rate", "name_match_rate", "args_exact_rate", "args_precisio
 COUNTS = ("records", "valid_records", "correct_records", "ref_calls", "pred_calls", "invalid_calls", "name_matches", "args_exact", "tp", "fp", "fn")
 _FUNCTION_KEYS = ("ref_calls", "pred_calls", "invalid_calls", "name_matches", "args_exact", "tp", "fp", "fn", "precision", "recall", "f1",
                   "name_match_rate", "args_exact_rate")
+# per-function metrics (the CSV / MLflow table has every column): a BFCL run has hundreds of functions
+_FUNCTION_METRIC_KEYS = ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn", "precision", "recall", "f1")
 _RATE_LABELS = {
     "valid_call_rate": "valid calls", "name_match_rate": "name match", "args_exact_rate": "arguments exact", "args_precision": "argument precision",
     "args_recall": "argument recall", "args_f1": "argument F1", "call_accuracy": "call accuracy", "bfcl_accuracy": "BFCL accuracy",
@@ -283,7 +285,7 @@ class ToolcallsAdapter:
         out["wins/field_wins"] = wins[model]
         out["wins/fields_scored"] = float(len(winners))
         for fname, row in self._functions(scored)[model].items():
-            for k in _FUNCTION_KEYS:
+            for k in _FUNCTION_METRIC_KEYS:
                 out[keys.key("function", fname, k)] = float(row[k])
         if run.checker == "bfcl":
             b = run.bfcl[model]
