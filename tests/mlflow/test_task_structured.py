@@ -281,8 +281,10 @@ def test_demo_logs_both_seed_004_tracks_with_their_decisions(cli, sqlite_uri, tm
     assert code == 0, err
     assert "-- structured track" in out and "-- toolcalls track" in out and "not logged" not in out
     client = MlflowClient(sqlite_uri)
-    exp = client.get_experiment_by_name("extracteval-demo-slm-vs-llm")
-    runs = client.search_runs([exp.experiment_id])
+    # one experiment per track, so that each holds the runs of one task (and ranks on its own)
+    exps = {t: client.get_experiment_by_name(f"extracteval-demo-slm-vs-llm-{t}") for t in ("structured", "toolcalls")}
+    runs = client.search_runs([e.experiment_id for e in exps.values()])
+    assert all(r.data.tags["extracteval.task"] == t for t, e in exps.items() for r in client.search_runs([e.experiment_id]))
     parents = {r.data.tags["extracteval.task"]: r for r in runs if r.data.tags.get("extracteval.role") == "comparison"}
     children = [r for r in runs if r.data.tags.get("extracteval.role") == "model"]
     assert set(parents) == {"structured", "toolcalls"} and len(children) == 6

@@ -11,8 +11,10 @@ DESCRIPTION = """\
 Run every example in an experiments folder (each a sub-folder with an experiment.yaml naming
 its task, truth, predictions and config), score all models, print each leaderboard and log
 each example to MLflow: one parent run per example (the comparison) with one child run per
-model, in the experiment `extracteval-demo-<example>`. The store defaults to
-$MLFLOW_TRACKING_URI, else ./mlflow.db (no server needed); `--no-mlflow` only prints.
+model, in the experiment `extracteval-demo-<example>`, then build each experiment's
+cross-run leaderboard with `extracteval leaderboard` (a leaderboard run in the same experiment).
+The store defaults to $MLFLOW_TRACKING_URI, else ./mlflow.db (no server needed); `--no-mlflow`
+only prints. At the end: the HTML reports and PNG figures logged, and what to look at in the UI.
 """
 
 # task → module in extracteval.commands with run_experiment(folder, spec) -> (doc, text)
@@ -35,6 +37,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
     p.add_argument("--experiment-prefix", default="extracteval-demo", metavar="NAME", help="experiment name prefix (default: extracteval-demo)")
     p.add_argument("--no-mlflow", action="store_true", help="only print the leaderboards; log nothing")
+    p.add_argument("--no-leaderboard", action="store_true", help="log the runs but do not build the cross-run leaderboards")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     ran = 0
     failed = 0
     uri = None
+    logged: list[tuple[str, str, dict[str, str]]] = []  # (example, experiment, run key → run id)
     for spec_path in specs:
         spec = load_mapping(spec_path)
         task = spec.get("task")
@@ -86,14 +90,22 @@ def run(args: argparse.Namespace) -> int:
             out.mkdir(parents=True, exist_ok=True)
             (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
         for a, scored in scoreds:
-            uri, ok = _log(a, scored, f"{args.experiment_prefix}-{safe_file_name(str(name))}", args.tracking_uri)
-            failed += not ok
+            # a multi-track example: one experiment per track, so that each holds one task's runs
+            experiment = f"{args.experiment_prefix}-{safe_file_name(str(name))}" + (f"-{a.task}" if len(scoreds) > 1 else "")
+            uri, run_ids = _log(a, scored, experiment, args.tracking_uri)
+            failed += run_ids is None
+            if run_ids is not None:
+                logged.append((str(name) if len(scoreds) == 1 else f"{name} ({a.task})", experiment, run_ids))
             print()
         ran += 1
+    if logged and not args.no_leaderboard:
+        failed += _leaderboards([exp for _, exp, _ in logged], uri)
     if uri is not None:
         from extracteval.mlflow.upload import ui_hint
 
+        _list_artifacts(logged, uri)
         print(f"MLflow: every example is logged to {uri}; view: {ui_hint(uri)}")
+        print(LOOK_AT.format(prefix=args.experiment_prefix))
     print(f"demo: scored {ran} example(s) from {root}/", file=sys.stderr)
     return 1 if failed else 0
 
@@ -118,7 +130,7 @@ def _adapters(task: str, spec: dict) -> list:  # noqa: ANN401 - TaskAdapters; []
     return [] if not found or any(a is None for a in found) else found
 
 
-def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[str, bool]:  # noqa: ANN001
+def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[str, dict[str, str] | None]:  # noqa: ANN001
     """Log one example (parent run + a child per model); on failure keep the local copy."""
     import shutil
     import tempfile
@@ -133,11 +145,69 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[st
         result = upload_bundle(bundle, tracking_uri=uri, experiment=experiment)
     except UploadError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
-        return uri, False
+        return uri, None
     shutil.rmtree(out, ignore_errors=True)
     runs = {p.key: p for p in bundle.runs}
     print(f"logged to MLflow experiment {experiment!r}:")
     for key, rid in result.run_ids.items():
         p = runs[key]
         print(f"  run {rid}  " + ("comparison (parent)" if p.role == "comparison" else f"model {p.model}"))
-    return uri, True
+    return uri, dict(result.run_ids)
+
+
+LOOK_AT = """\
+In the MLflow UI: each experiment {prefix}-<example> holds one parent run (the comparison) with a
+child run per model — add the columns overall/f1, wins/field_wins and ranking/rank and sort by them;
+select the children and Compare to chart field/<name>/f1 side by side; a run's Artifacts hold
+extracteval/report.html (the full report), figures/ and extracteval/records.parquet."""
+
+
+def _leaderboards(experiments: list[str], uri: str | None) -> int:
+    """Build each experiment's cross-run leaderboard with `extracteval leaderboard`; the number that failed."""
+    import os
+
+    from extracteval.cli import COMMANDS, main
+
+    if "leaderboard" not in COMMANDS:
+        print("(cross-run leaderboards: `extracteval leaderboard` is not in this version)\n")
+        return 0
+    failed = 0
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    try:
+        if uri:
+            os.environ["MLFLOW_TRACKING_URI"] = uri  # the documented CLI takes the store from the environment
+        for experiment in experiments:
+            print(f"== leaderboard of {experiment}")
+            code = main(["leaderboard", "--experiment", experiment])
+            failed += code != 0
+            print()
+    finally:
+        if saved is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = saved
+    return failed
+
+
+def _list_artifacts(logged: list[tuple[str, str, dict[str, str]]], uri: str) -> None:
+    """List each example's HTML report and PNG figures: local paths when the store keeps files here."""
+    from urllib.parse import unquote, urlparse
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    print("Reports and figures (in each example's parent run; every model run has its own):")
+    for name, _experiment, run_ids in logged:
+        rid = run_ids.get("parent") or run_ids.get("single") or next(iter(run_ids.values()))
+        try:
+            base = client.get_run(rid).info.artifact_uri
+            files = [f.path for folder in ("extracteval", "figures") for f in client.list_artifacts(rid, folder)
+                     if f.path.endswith((".html", ".png"))]
+        except Exception as e:  # listing is a convenience: say why it is missing, keep going
+            print(f"  {name}: cannot list the artifacts of run {rid} ({e})")
+            continue
+        parsed = urlparse(base)
+        local = unquote(parsed.path) if parsed.scheme in ("", "file") else None
+        for f in sorted(files, key=lambda p: (not p.endswith(".html"), p)):
+            print(f"  {name}: {local}/{f}" if local else f"  {name}: runs:/{rid}/{f}")
+    print()

@@ -40,20 +40,55 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, metavar="N", help="bootstrap seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, per-field CSV and per-record Parquet to DIR")
+    add_scale_arguments(p)
+
+
+def add_scale_arguments(p: argparse.ArgumentParser) -> None:
+    """--chunk-size / --workers / --engine / --spark-master (README "Scale")."""
+    g = p.add_argument_group("scale (README: Scale: chunks, workers and Spark)")
+    g.add_argument("--chunk-size", type=int, metavar="N",
+                   help="stream the files N records at a time in bounded memory (wide CSV/TSV/JSONL/Parquet files sorted by id)")
+    g.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="score chunks in N processes (implies --chunk-size 100000 unless given)")
+    g.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="local (default) or spark: score on a Spark cluster (pip install 'extracteval[spark]')")
+    g.add_argument("--spark-master", metavar="URL", help="Spark master for --engine spark (default: the session's, or local[*])")
+    g.add_argument("--spark-partitions", type=int, metavar="N", help="repartition the joined data into N partitions (--engine spark)")
 
 
 def run(args: argparse.Namespace) -> int:
     from extracteval.commands.fields_inputs import build_config, load_inputs
     from extracteval.core.fields import score_fields
+    from extracteval.errors import InputError
 
-    truth, preds, truth_source = load_inputs(args)
     config = build_config(args)
     fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
-    result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source)
+    engine = getattr(args, "engine", "local")
+    chunk_size = getattr(args, "chunk_size", None)
+    workers = getattr(args, "workers", 1)
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    if engine == "spark":
+        from extracteval.spark.fields import score_fields_files
+
+        result, inputs = score_fields_files(
+            args.truth, args.predictions, config=config, fields=fields, id_column=args.id_column,
+            delimiter=args.delimiter, master=args.spark_master, partitions=args.spark_partitions,
+            records_path=Path(args.output) / "records.parquet" if args.output else None,
+        )
+        records_done = bool(args.output)
+    elif chunk_size is not None or workers > 1:
+        result, inputs = _score_chunked(args, config, fields, 100_000 if chunk_size is None else chunk_size, workers)
+        records_done = bool(args.output)
+    else:
+        truth, preds, truth_source = load_inputs(args)
+        result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source)
+        inputs = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        records_done = False
     doc = result.to_dict()
-    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+    doc["inputs"] = inputs
     if args.output:
-        write_outputs(result, doc, Path(args.output))
+        write_outputs(result, doc, Path(args.output), records_written=records_done)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=_json_default)
         sys.stdout.write("\n")
@@ -74,8 +109,35 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
-    """result.json, field_metrics.csv (one row per model and field) and records.parquet."""
+def _score_chunked(args: argparse.Namespace, config: Any, fields: list[str] | None, chunk_size: int, workers: int) -> tuple[Any, dict[str, Any]]:
+    """The chunked engine: files streamed by id, chunks scored (in `workers` processes), ledgers
+    merged, per-record rows streamed to --output/records.parquet."""
+    from extracteval.chunked import FieldsTask, run_chunks
+    from extracteval.core.fields import plan_fields
+    from extracteval.errors import InputError
+    from extracteval.io.fields_chunks import open_fields_stream
+
+    if args.keys:
+        raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
+    if chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    stream = open_fields_stream(args.truth, args.predictions, chunk_size=chunk_size, id_column=args.id_column, delimiter=args.delimiter)
+    plan = plan_fields(stream.truth_fields, stream.models, config=config, fields=fields, truth_source=stream.truth_source)
+    records_path = None
+    if args.output:
+        out = Path(args.output)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
+        records_path = out / "records.parquet"
+    result, _ = run_chunks(FieldsTask(plan, keep_records=records_path is not None), stream.chunks(), workers=workers, records_path=records_path)
+    return result, {"truth": stream.truth_source, "predictions": dict(stream.models)}
+
+
+def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, records_written: bool = False) -> None:
+    """result.json, field_metrics.csv (one row per model and field) and records.parquet
+    (already streamed there by the chunked and Spark engines when `records_written`)."""
     import pandas as pd
 
     from extracteval.errors import InputError
@@ -91,7 +153,7 @@ def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
                 d["flags"] = ";".join(d["flags"])
                 rows.append({"model": m, "field": f, **d})
         pd.DataFrame(rows).to_csv(out / "field_metrics.csv", index=False)
-        if result.records is not None:
+        if result.records is not None and not records_written:
             result.records.to_frame().to_parquet(out / "records.parquet", index=False)
     except OSError as e:
         raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None

@@ -7,7 +7,7 @@ Resamples are processed in blocks to bound memory.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from extracteval.core.counts import ratios
 
-__all__ = ["Interval", "bootstrap_macro_f1"]
+__all__ = ["Interval", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns", "record_patterns", "merge_patterns"]
 
 _BLOCK = 64
 
@@ -52,6 +52,64 @@ def _macro_f1(counts: np.ndarray, zero_division: float) -> np.ndarray:
     return np.divide(total, n_valid, out=np.zeros_like(total, dtype=np.float64), where=n_valid > 0)
 
 
+def _compact(rows: np.ndarray) -> np.ndarray:
+    """Counts in the smallest signed integer type that holds them (per-record counts are tiny)."""
+    top = int(np.abs(rows).max(initial=0)) if rows.size else 0
+    for dt in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(dt).max:
+            return np.ascontiguousarray(rows, dtype=dt)
+    return np.ascontiguousarray(rows, dtype=np.int64)
+
+
+def _distinct(rows: np.ndarray, freq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows (ordered by their bytes in `rows`' dtype) and their summed frequencies."""
+    if len(rows) == 0:
+        return rows, np.zeros(0, dtype=np.int64)
+    view = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    if freq is None:
+        _, first, counts = np.unique(view, return_index=True, return_counts=True)
+        return rows[first], counts.astype(np.int64)
+    _, first, inv = np.unique(view, return_index=True, return_inverse=True)
+    return rows[first], np.bincount(inv.ravel(), weights=freq, minlength=len(first)).astype(np.int64)
+
+
+def record_patterns(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of a per-record count matrix (records, width) and how often each occurs.
+
+    Patterns are stored in the smallest integer type that holds them (1 byte per count in
+    practice), so a ledger's patterns stay small; merge them with `merge_patterns`.
+    """
+    rows = np.asarray(rows)
+    if rows.ndim != 2:
+        raise ValueError(f"Expected a 2-d (records, width) count matrix, but got shape {rows.shape}.")
+    return _distinct(_compact(rows))
+
+
+def merge_patterns(patterns: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Add pattern frequencies of several chunks: the same set of distinct rows and frequencies
+    `record_patterns` gives for all their records together (frequencies merge by addition)."""
+    parts = [(p, f) for p, f in patterns if len(f)]
+    if not parts:
+        width = patterns[0][0].shape[1] if patterns else 0
+        return np.zeros((0, width), dtype=np.int8), np.zeros(0, dtype=np.int64)
+    if len(parts) == 1:
+        return parts[0]
+    dtype = np.result_type(*[p.dtype for p, _ in parts])
+    rows = np.ascontiguousarray(np.concatenate([p.astype(dtype, copy=False) for p, _ in parts]))
+    return _distinct(rows, np.concatenate([f for _, f in parts]))
+
+
+def _canonical(patterns: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Patterns as int64, ordered by their int64 bytes: the order the bootstrap draws in,
+    whatever type they were stored in and however they were merged."""
+    wide = np.ascontiguousarray(patterns, dtype=np.int64)
+    if len(wide) == 0:
+        return wide, np.asarray(freq, dtype=np.int64)
+    view = wide.view(np.dtype((np.void, 8 * wide.shape[1]))).ravel()
+    order = np.argsort(view, kind="stable")
+    return wide[order], np.asarray(freq, dtype=np.int64)[order]
+
+
 def bootstrap_macro_f1(
     per_record: Mapping[str, np.ndarray],
     pairs: Sequence[tuple[str, str]] = (),
@@ -73,26 +131,63 @@ def bootstrap_macro_f1(
         return {}, {}
     n = next(iter(per_record.values())).shape[0]
     shape = per_record[models[0]].shape[1:]
-    point = {m: float(_macro_f1(per_record[m].sum(axis=0), zero_division)) for m in models}
+    width = int(np.prod(shape))
+    joined = np.ascontiguousarray(np.concatenate([per_record[m].reshape(n, width) for m in models], axis=1), dtype=np.int64)
+    patterns, freq = record_patterns(joined)
+    return bootstrap_macro_f1_patterns(
+        models, tuple(shape), patterns, freq, pairs, records=lambda: joined,
+        resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division,
+    )
+
+
+def bootstrap_macro_f1_patterns(
+    models: Sequence[str],
+    shape: tuple[int, ...],
+    patterns: np.ndarray,
+    freq: np.ndarray,
+    pairs: Sequence[tuple[str, str]] = (),
+    *,
+    records: Callable[[], np.ndarray] | None = None,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    zero_division: float = 0.0,
+) -> tuple[dict[str, Interval], dict[tuple[str, str], Interval]]:
+    """`bootstrap_macro_f1` from distinct per-record patterns and their frequencies.
+
+    `patterns` is (K, models × prod(shape)) as `record_patterns` returns it, the models' blocks
+    side by side in `models` order. When the patterns are few (4·K ≤ records) a resample is a
+    multinomial draw over them and the records themselves are never needed; otherwise
+    `records()` must return the full (records, width) matrix in record order, and records are
+    resampled one by one — the same draws `bootstrap_macro_f1` makes for the same inputs.
+    """
+    models = list(models)
+    if not models:
+        return {}, {}
+    width = int(np.prod(shape))
+    patterns, freq = _canonical(patterns, freq)
+    n = int(freq.sum())
+    totals_all = (patterns.astype(np.int64) * freq[:, None]).sum(axis=0) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
+    point = {m: float(_macro_f1(totals_all[k * width : (k + 1) * width].reshape(shape), zero_division)) for k, m in enumerate(models)}
     samples = {m: np.empty(resamples) for m in models}
     if n > 0:
-        width = int(np.prod(shape))
-        joined = np.ascontiguousarray(np.concatenate([per_record[m].reshape(n, width) for m in models], axis=1), dtype=np.int64)
         # float32 sums of integer counts are exact below 2**24
-        dtype = np.float32 if n * max(int(joined.max(initial=0)), 1) < 2**24 else np.float64
-        rows = joined.view(np.dtype((np.void, joined.dtype.itemsize * joined.shape[1]))).ravel()
-        _, first, freq = np.unique(rows, return_index=True, return_counts=True)
+        dtype = np.float32 if n * max(int(patterns.max(initial=0)), 1) < 2**24 else np.float64
         rng = np.random.default_rng(seed)
         if len(freq) * 4 <= n:
             # Records with the same counts for every model are interchangeable: drawing n records
             # and counting each distinct pattern is a multinomial draw over the patterns, so the
             # work scales with the number of distinct patterns, not of records.
-            matrix = joined[first].astype(dtype)
+            matrix = patterns.astype(dtype)
 
             def draw(b: int) -> np.ndarray:
                 return rng.multinomial(n, freq / n, size=b).astype(dtype)
         else:
-            matrix = joined.astype(dtype)
+            if records is None:
+                raise ValueError("many distinct per-record patterns: the bootstrap needs `records` (the per-record matrix).")
+            matrix = np.asarray(records()).astype(dtype)
+            if matrix.shape != (n, len(models) * width):
+                raise ValueError(f"Expected records of shape {(n, len(models) * width)}, but got {matrix.shape}.")
             offsets_cache: dict[int, np.ndarray] = {}
 
             def draw(b: int) -> np.ndarray:

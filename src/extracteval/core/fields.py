@@ -9,14 +9,14 @@ vectorised comparisons of integer codes (distinct pairs only for FUZZY and multi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from extracteval.core.bootstrap import Interval, bootstrap_macro_f1
+from extracteval.core.bootstrap import Interval, bootstrap_macro_f1_patterns, merge_patterns, record_patterns
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.matching import max_matching
 from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
@@ -34,6 +34,11 @@ __all__ = [
     "PairComparison",
     "FieldsResult",
     "RecordLedger",
+    "FieldsPlan",
+    "FieldsLedger",
+    "plan_fields",
+    "fields_ledger",
+    "fields_result",
     "score_fields",
     "STATUSES",
 ]
@@ -251,6 +256,16 @@ class RecordLedger:
     record_ids: tuple[str, ...]
     fields: tuple[str, ...]
     counts: Mapping[str, np.ndarray]
+
+    def bootstrap_rows(self) -> np.ndarray:
+        """(records, models × fields × 4) int64: tp, fp, fn, tn side by side for the models in
+        `counts` order — the rows the bootstrap resamples."""
+        n, f = len(self.record_ids), len(self.fields)
+        if not self.counts:
+            return np.zeros((n, 0), dtype=np.int64)
+        return np.ascontiguousarray(
+            np.concatenate([arr[:, :, :4].reshape(n, f * 4) for arr in self.counts.values()], axis=1), dtype=np.int64
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: model, record_id, field, tp, fp, fn, tn, excluded."""
@@ -563,6 +578,10 @@ def score_fields(
         fields: fields to score (default: every truth column, in order).
         truth_source: name of the truth input, used in messages.
 
+    The work is `plan_fields` (what is scored) → `fields_ledger` (records → mergeable counts) →
+    `fields_result` (ratios, winners, ranking, intervals, checks, once). The chunked and Spark
+    engines call the same three functions with the records split into chunks.
+
     Example:
         >>> import pandas as pd
         >>> truth = pd.DataFrame({"type": ["Service Agreement", "NDA", "Not Present"]}, index=["1", "2", "3"])
@@ -573,38 +592,165 @@ def score_fields(
         >>> r.models["B"].fields["type"].f1, r.field_winners["type"].winners
         (0.8, ('B',))
     """
-    cfg = config or FieldsConfig()
-    if not predictions:
-        raise InputError("no predictions: give at least one model's predictions.")
-    names = [p.name for p in predictions]
     seen: set[str] = set()
     for p in predictions:
-        if not p.name or not str(p.name).strip():
-            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
-        if p.name in seen:
+        if p.name in seen and p.name and str(p.name).strip():
             raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
         seen.add(p.name)
-    all_fields = [str(c) for c in truth.columns]
+    plan = plan_fields(
+        [str(c) for c in truth.columns],
+        {p.name: p.source for p in predictions},
+        config=config,
+        fields=fields,
+        truth_source=truth_source,
+    )
+    ledger, records = fields_ledger(truth, predictions, plan=plan)
+    return fields_result(ledger, plan, records=records)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldsPlan:
+    """What a `fields` evaluation scores, fixed before any record is read: the config, the truth
+    fields, the scored (non-IGNORE) fields and the models. Picklable, so worker processes and
+    Spark executors get it with each chunk."""
+
+    config: FieldsConfig
+    fields: tuple[str, ...]
+    scored: tuple[str, ...]
+    models: tuple[str, ...]  # sorted
+    sources: Mapping[str, str]
+    truth_source: str
+    fields_given: bool
+
+
+def plan_fields(
+    truth_columns: Sequence[str],
+    models: Mapping[str, str],
+    *,
+    config: FieldsConfig | None = None,
+    fields: Sequence[str] | None = None,
+    truth_source: str = "truth",
+) -> FieldsPlan:
+    """Validate the model names and the field selection once.
+
+    Args:
+        truth_columns: the ground truth's field columns, in order.
+        models: model name → source (file name, for messages), in the order given.
+    """
+    cfg = config or FieldsConfig()
+    if not models:
+        raise InputError("no predictions: give at least one model's predictions.")
+    for name, source in models.items():
+        if not name or not str(name).strip():
+            raise InputError(f"{source or 'predictions'}: a model name must not be empty.")
+    all_fields = [str(c) for c in truth_columns]
     if fields is not None:
         unknown = [f for f in fields if f not in all_fields]
         if unknown:
             raise InputError(f"{truth_source}: fields {unknown} are not columns of the ground truth (columns: {all_fields}).")
         all_fields = list(fields)
-    unknown_strat = sorted(set(cfg.strategies) - set(all_fields))
-    scored = [f for f in all_fields if cfg.strategy_for(f) is not Strategy.IGNORE]
-    warnings: list[str] = []
-    if unknown_strat:
-        warnings.append(f"strategies given for fields that are not in the ground truth: {unknown_strat}")
+    scored = tuple(f for f in all_fields if cfg.strategy_for(f) is not Strategy.IGNORE)
+    return FieldsPlan(
+        config=cfg,
+        fields=tuple(all_fields),
+        scored=scored,
+        models=tuple(sorted(models)),
+        sources=dict(models),
+        truth_source=truth_source,
+        fields_given=fields is not None,
+    )
 
+
+_LEDGER_COLUMNS = ("tp", "fp", "fn", "tn", "excluded", "cells", "exact")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldsLedger:
+    """Everything `fields_result` needs from a set of records, mergeable with `+`.
+
+    Attributes:
+        models, fields: the plan's models (sorted) and scored fields.
+        counts: int64 (models, fields, 7): tp, fp, fn, tn, excluded, cells, exact.
+        examples: (model, field) → kind → up to `max_examples` examples, smallest record ids.
+        missing: model → records of the truth without a prediction; `missing_ids` the smallest 5.
+        columns: model → prediction columns seen (for the ignored/missing-column warnings).
+        n_records: truth records.
+        patterns, freq: distinct per-record count rows (models × fields × tp/fp/fn/tn, int64)
+            and how many records have each — what the bootstrap resamples. Bounded by the
+            number of distinct patterns, not of records; merged by adding frequencies.
+    """
+
+    models: tuple[str, ...]
+    fields: tuple[str, ...]
+    counts: np.ndarray
+    examples: Mapping[tuple[str, str], Mapping[str, tuple[Mapping[str, Any], ...]]]
+    missing: Mapping[str, int]
+    missing_ids: Mapping[str, tuple[str, ...]]
+    columns: Mapping[str, tuple[Any, ...]]
+    n_records: int
+    patterns: np.ndarray
+    freq: np.ndarray
+    max_examples: int
+
+    def __add__(self, other: FieldsLedger) -> FieldsLedger:
+        if not isinstance(other, FieldsLedger):
+            return NotImplemented
+        if (self.models, self.fields) != (other.models, other.fields):
+            raise ValueError("cannot merge ledgers of different models or fields.")
+        k = self.max_examples
+        examples: dict[tuple[str, str], dict[str, tuple[Mapping[str, Any], ...]]] = {}
+        for key in self.examples.keys() | other.examples.keys():
+            a, b = self.examples.get(key, {}), other.examples.get(key, {})
+            merged = {}
+            for kind in (*KINDS, "excluded"):
+                both = [*a.get(kind, ()), *b.get(kind, ())]
+                if both:
+                    merged[kind] = tuple(sorted(both, key=lambda e: e["record_id"])[:k])
+            examples[key] = merged
+        patterns, freq = merge_patterns([(self.patterns, self.freq), (other.patterns, other.freq)])
+        return FieldsLedger(
+            models=self.models,
+            fields=self.fields,
+            counts=self.counts + other.counts,
+            examples=examples,
+            missing={m: self.missing[m] + other.missing[m] for m in self.models},
+            missing_ids={m: tuple(sorted({*self.missing_ids[m], *other.missing_ids[m]})[:5]) for m in self.models},
+            columns={m: tuple(dict.fromkeys([*self.columns[m], *other.columns[m]])) for m in self.models},
+            n_records=self.n_records + other.n_records,
+            patterns=patterns,
+            freq=freq,
+            max_examples=k,
+        )
+
+
+def fields_ledger(
+    truth: pd.DataFrame, predictions: Sequence[ModelPredictions], *, plan: FieldsPlan
+) -> tuple[FieldsLedger, RecordLedger]:
+    """Score a set of records (all of them, or one chunk) into a mergeable ledger.
+
+    Every prediction id must be in `truth`; truth records with no prediction count as empty
+    predictions. Returns the ledger and the per-record counts of these records (which a caller
+    may stream to disk and drop).
+    """
+    cfg = plan.config
+    given = sorted(p.name for p in predictions)
+    if len(set(given)) != len(given):
+        dup = sorted({m for m in given if given.count(m) > 1})[0]
+        raise InputError(f"model {dup!r} is given twice; each --predictions needs a unique NAME.")
+    if tuple(given) != plan.models:
+        raise ValueError(f"predictions are for models {given}, but the plan has {list(plan.models)}.")
+    scored = list(plan.scored)
     truth = truth.copy(deep=False)
     truth.index = _str_index(truth.index)
-    _check_unique(truth.index, truth_source)
+    _check_unique(truth.index, plan.truth_source)
     order = _sorted_ids(truth.index)
     n = len(order)
     order_index = pd.Index(order)
 
-    aligned: list[tuple[ModelPredictions, pd.DataFrame, np.ndarray, int]] = []
+    aligned: list[tuple[ModelPredictions, pd.DataFrame, np.ndarray]] = []
     model_indexers: list[np.ndarray] = []
+    missing: dict[str, int] = {}
+    missing_ids: dict[str, tuple[str, ...]] = {}
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
         values = p.values.copy(deep=False)
@@ -614,68 +760,119 @@ def score_fields(
         if extra:
             shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
             raise InputError(
-                f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
+                f"{what}: {len(extra)} record id(s) are not in the ground truth ({plan.truth_source}): {shown}. "
                 "Every prediction must have a ground-truth record."
             )
         model_indexer = values.index.get_indexer(order_index)
-        missing = order[model_indexer < 0]
-        if len(missing):
-            shown = ", ".join(repr(x) for x in sorted(missing)[:5]) + (" …" if len(missing) > 5 else "")
-            warnings.append(
-                f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: {shown}"
-            )
-        unknown_cols = [c for c in values.columns if str(c) not in all_fields]
-        if unknown_cols and fields is None:
-            warnings.append(f"model {p.name!r}: columns not in the ground truth are ignored: {unknown_cols}")
-        absent_cols = [f for f in scored if f not in values.columns]
-        if absent_cols:
-            warnings.append(f"model {p.name!r}: fields missing from the predictions count as empty predictions: {absent_cols}")
+        miss = order[model_indexer < 0]
+        missing[p.name] = len(miss)
+        missing_ids[p.name] = tuple(str(x) for x in sorted(miss)[:5])
         status = p.status
         if status is not None:
             status = status.copy(deep=False)
             status.index = _str_index(status.index)
         codes = _status_codes(status, order, scored, what)
-        aligned.append((p, values, codes, len(missing)))
+        aligned.append((p, values, codes))
         model_indexers.append(model_indexer)
 
     normalizer = Normalizer(cfg.normalization)
     sim = FuzzySimilarity(scorer=cfg.fuzzy_scorer)
     model_names = [a[0].name for a in aligned]
-    n_models = len(model_names)
     per_record = {m: np.zeros((n, len(scored), 5), dtype=np.int32) for m in model_names}
-    examples: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    examples: dict[tuple[str, str], dict[str, tuple[Mapping[str, Any], ...]]] = {}
     truth_indexer = truth.index.get_indexer(order_index)
 
     for j, fname in enumerate(scored):
         cols = [_column_codes(truth, fname, truth_indexer)] + [
-            _column_codes(v, fname, idx) for (_, v, _, _), idx in zip(aligned, model_indexers)
+            _column_codes(v, fname, idx) for (_, v, _), idx in zip(aligned, model_indexers)
         ]
         enc = _encode(cols, normalizer)
         counts = _classify_field(enc, cfg.strategy_for(fname), sim, cfg.fuzzy_threshold)
-        for mi, (p, _, status_codes, _) in enumerate(aligned):
+        for mi, (p, _, status_codes) in enumerate(aligned):
             excl = status_codes[:, j] != _OK
             c = counts[mi]
             c[excl] = 0
             per_record[p.name][:, j, :4] = c
             per_record[p.name][:, j, 4] = excl
-            examples[(p.name, fname)] = _examples(c, excl, enc, mi, order, cfg.max_examples)
+            ex = _examples(c, excl, enc, mi, order, cfg.max_examples)
+            examples[(p.name, fname)] = {kind: tuple(v) for kind, v in ex.items()}
+
+    ledger_counts = np.zeros((len(model_names), len(scored), len(_LEDGER_COLUMNS)), dtype=np.int64)
+    for mi, m in enumerate(model_names):
+        arr = per_record[m]
+        ledger_counts[mi, :, :5] = arr.sum(axis=0)
+        ledger_counts[mi, :, 5] = (arr[:, :, 4] == 0).sum(axis=0)
+        ledger_counts[mi, :, 6] = ((arr[:, :, 4] == 0) & (arr[:, :, 1] == 0) & (arr[:, :, 2] == 0)).sum(axis=0)
+    records = RecordLedger(record_ids=tuple(order), fields=tuple(scored), counts=per_record)
+    if cfg.bootstrap > 0:
+        patterns, freq = record_patterns(records.bootstrap_rows())
+    else:  # no intervals: no patterns to keep
+        patterns, freq = np.zeros((0, len(model_names) * len(scored) * 4), dtype=np.int8), np.zeros(0, dtype=np.int64)
+    ledger = FieldsLedger(
+        models=tuple(model_names),
+        fields=tuple(scored),
+        counts=ledger_counts,
+        examples=examples,
+        missing=missing,
+        missing_ids=missing_ids,
+        columns={p.name: tuple(v.columns) for p, v, _ in aligned},
+        n_records=n,
+        patterns=patterns,
+        freq=freq,
+        max_examples=cfg.max_examples,
+    )
+    return ledger, records
+
+
+def fields_result(
+    ledger: FieldsLedger,
+    plan: FieldsPlan,
+    *,
+    records: RecordLedger | None = None,
+    record_rows: Callable[[], np.ndarray] | None = None,
+) -> FieldsResult:
+    """Ratios, winners, ranking, intervals and checks, computed once from a (merged) ledger.
+
+    Args:
+        records: the per-record counts, attached to the result (in-memory engine only).
+        record_rows: returns `RecordLedger.bootstrap_rows()` of all records in id order; the
+            bootstrap asks for it only when distinct per-record patterns are many (more than a
+            quarter of the records). Defaults to `records`.
+    """
+    cfg = plan.config
+    scored = list(plan.scored)
+    all_fields = list(plan.fields)
+    model_names = list(ledger.models)
+    n = ledger.n_records
+    n_models = len(model_names)
+    warnings: list[str] = []
+    unknown_strat = sorted(set(cfg.strategies) - set(all_fields))
+    if unknown_strat:
+        warnings.append(f"strategies given for fields that are not in the ground truth: {unknown_strat}")
+    for m in model_names:
+        if ledger.missing[m]:
+            shown = ", ".join(repr(x) for x in ledger.missing_ids[m]) + (" …" if ledger.missing[m] > 5 else "")
+            warnings.append(
+                f"model {m!r}: {ledger.missing[m]} ground-truth record(s) have no prediction and count as empty predictions: {shown}"
+            )
+        columns = ledger.columns[m]
+        unknown_cols = [c for c in columns if str(c) not in all_fields]
+        if unknown_cols and not plan.fields_given:
+            warnings.append(f"model {m!r}: columns not in the ground truth are ignored: {unknown_cols}")
+        absent_cols = [f for f in scored if f not in columns]
+        if absent_cols:
+            warnings.append(f"model {m!r}: fields missing from the predictions count as empty predictions: {absent_cols}")
 
     # ledgers and ratios
     zd = cfg.zero_division
     model_fields: dict[str, dict[str, FieldMetrics]] = {}
     totals: dict[str, Counts] = {}
-    for m in model_names:
-        arr = per_record[m]
-        sums = arr.sum(axis=0)  # (fields, 5)
-        valid_cells = (arr[:, :, 4] == 0).sum(axis=0)
-        exact = ((arr[:, :, 4] == 0) & (arr[:, :, 1] == 0) & (arr[:, :, 2] == 0)).sum(axis=0)
+    for mi, m in enumerate(model_names):
+        sums = ledger.counts[mi]  # (fields, 7)
         r = ratios(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3], zero_division=zd)
         fm: dict[str, FieldMetrics] = {}
         for j, fname in enumerate(scored):
-            c = Counts(
-                tp=int(sums[j, 0]), fp=int(sums[j, 1]), fn=int(sums[j, 2]), tn=int(sums[j, 3]),
-                excluded=int(sums[j, 4]), cells=int(valid_cells[j]), exact=int(exact[j]),
-            )
+            c = Counts(**{k: int(sums[j, i]) for i, k in enumerate(_LEDGER_COLUMNS)})
             flags: list[str] = []
             if c.no_valid_classifications:
                 flags.append("no_valid_classifications")
@@ -687,9 +884,11 @@ def score_fields(
                     flags.append("small_sample")
             if c.tp == c.fp == c.fn == 0 and c.tn > 0:
                 flags.append("all_true_negative")
+            ex = ledger.examples.get((m, fname), {})
             fm[fname] = FieldMetrics(
                 counts=c, precision=p_, recall=r_, f1=f_, accuracy=a_, exact_match_rate=e_,
-                strategy=cfg.strategy_for(fname).value, flags=tuple(flags), examples=examples[(m, fname)],
+                strategy=cfg.strategy_for(fname).value, flags=tuple(flags),
+                examples={kind: [dict(e) for e in v] for kind, v in ex.items()},
             )
         model_fields[m] = fm
         totals[m] = sum((f.counts for f in fm.values()), Counts())
@@ -715,9 +914,15 @@ def score_fields(
     comparisons: tuple[PairComparison, ...] = ()
     if cfg.bootstrap > 0 and n > 0:
         pairs = list(zip(ranking[:-1], ranking[1:]))
-        intervals, diffs = bootstrap_macro_f1(
-            {m: per_record[m][:, :, :4] for m in model_names},
+        if record_rows is None and records is not None:
+            record_rows = records.bootstrap_rows
+        intervals, diffs = bootstrap_macro_f1_patterns(
+            model_names,
+            (len(scored), 4),
+            ledger.patterns,
+            ledger.freq,
             pairs,
+            records=record_rows,
             resamples=cfg.bootstrap,
             confidence=cfg.confidence,
             seed=cfg.seed,
@@ -725,8 +930,8 @@ def score_fields(
         )
         comparisons = tuple(PairComparison(higher=a, lower=b, difference=diffs[(a, b)]) for a, b in pairs)
 
-    sources = {p.name: p.source for p, *_ in aligned}
-    missing_counts = {p.name: miss for p, _, _, miss in aligned}
+    sources = {m: plan.sources.get(m, "") for m in model_names}
+    missing_counts = dict(ledger.missing)
     models: dict[str, ModelResult] = {}
     for r in ranked:
         models[r.model] = ModelResult(
@@ -770,7 +975,7 @@ def score_fields(
         fields=tuple(scored),
         n_records=n,
         config=cfg_dict,
-        records=RecordLedger(record_ids=tuple(order), fields=tuple(scored), counts=per_record),
+        records=records,
     )
 
 

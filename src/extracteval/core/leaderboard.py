@@ -43,7 +43,7 @@ RANKING_SPECS: dict[str, RankingSpec] = {
     "fields": RankingSpec(task="fields", primary="overall/f1", tie_breaks=("overall/precision", "overall/recall"), item_prefix="field/"),
     "json": RankingSpec(task="json", primary="rqs/mean", tie_breaks=("json/accuracy", "json/completeness"), item_prefix="field/", item_keys=("accuracy",)),
     "spans": RankingSpec(
-        task="spans", primary="spans/relaxed@0.5/micro/f1", tie_breaks=("spans/exact/micro/f1", "spans/relaxed@0.5/micro/precision", "spans/relaxed@0.5/micro/recall"),
+        task="spans", primary="spans/relaxed_0.5/micro/f1", tie_breaks=("spans/exact/micro/f1", "spans/relaxed_0.5/micro/precision", "spans/relaxed_0.5/micro/recall"),
         item_prefix="tag/", item_label="tags",
     ),
     "entities": RankingSpec(task="entities", primary="entities/f1_entities", tie_breaks=("entities/precision_entities", "entities/recall_entities"), item_prefix="feature/", item_label="features"),

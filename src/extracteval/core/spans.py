@@ -54,6 +54,7 @@ __all__ = [
     "corpus_from_tags",
     "curve_thresholds",
     "ERROR_KINDS",
+    "document_counts",
 ]
 
 ERROR_KINDS = ("boundary", "type", "boundary_type", "missed", "spurious")
@@ -938,3 +939,64 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
         warnings=tuple(warnings),
         comparisons=tuple(comparisons),
     )
+
+
+def document_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | None = None) -> dict[str, np.ndarray]:
+    """Per-document, per-tag counts of one model: `{mode: array (documents, tags, 3)}` holding
+    tp, fp, fn for `exact` and every reported `relaxed@t`, with the same one-to-one matchings as
+    `score_spans` (summed over documents they equal its per-tag counts). Documents index
+    `corpus.doc_ids`, tags `corpus.tags`. This is the per-record ledger that paired statistics
+    across runs resample.
+
+    Example:
+        >>> import numpy as np
+        >>> ss = lambda a: SpanSet(doc=np.array([0, 1]), start=np.array(a[0]), end=np.array(a[1]), tag=np.zeros(2, dtype=np.int32))
+        >>> c = SpanCorpus(doc_ids=("d1", "d2"), tags=("T",), unit="char", gold=ss(([0, 0], [4, 4])), predictions={"m": ss(([0, 1], [4, 4]))})
+        >>> document_counts(c, "m")["exact"][:, 0].tolist()
+        [[1, 0, 0], [0, 1, 1]]
+    """
+    cfg = config or SpansConfig()
+    # the same pairs and scores as `_score_model` (kept separate so scoring stays one pass)
+    gold = corpus.gold.canonical()
+    pred = corpus.predictions[model].canonical()
+    n, nt = len(corpus.doc_ids), max(len(corpus.tags), 1)
+    g, p = overlapping_pairs(gold, pred)
+    same_tag = gold.tag[g] == pred.tag[p]
+    exact = same_tag & (gold.start[g] == pred.start[p]) & (gold.end[g] == pred.end[p])
+    n_gold = np.zeros((n, nt), dtype=np.int64)
+    n_pred = np.zeros((n, nt), dtype=np.int64)
+    np.add.at(n_gold, (gold.doc, gold.tag), 1)
+    np.add.at(n_pred, (pred.doc, pred.tag), 1)
+
+    def ledger(matched_gold: np.ndarray) -> np.ndarray:
+        tp = np.zeros((n, nt), dtype=np.int64)
+        np.add.at(tp, (gold.doc[matched_gold], gold.tag[matched_gold]), 1)
+        return np.stack([tp, n_pred - tp, n_gold - tp], axis=2)[:, : len(corpus.tags)]
+
+    e_idx = np.flatnonzero(exact)
+    out = {"exact": ledger(g[e_idx[_match(g[e_idx], p[e_idx], np.ones(len(e_idx)), 1.0)]])}
+    if not cfg.relaxed:
+        return out
+    r_idx = np.flatnonzero(same_tag)
+    rg, rp = g[r_idx], p[r_idx]
+    inter = np.minimum(gold.end[rg], pred.end[rp]) - np.maximum(gold.start[rg], pred.start[rp])
+    union = np.maximum(gold.end[rg], pred.end[rp]) - np.minimum(gold.start[rg], pred.start[rp])
+    iou = inter / np.maximum(union, 1)
+    sim = np.ones(len(r_idx))
+    fuzzy = np.flatnonzero(~exact[r_idx])
+    if len(fuzzy):
+        gt = corpus.span_texts(gold, rg[fuzzy])
+        pt = corpus.span_texts(pred, rp[fuzzy])
+        known = np.array([a is not None and b is not None for a, b in zip(gt, pt)], dtype=bool)
+        sim[fuzzy[~known]] = iou[fuzzy[~known]]
+        if known.any():
+            from extracteval.core.similarity import FuzzySimilarity
+
+            sim[fuzzy[known]] = FuzzySimilarity().similarity(
+                [a for a, k in zip(gt, known) if k], [b for b, k in zip(pt, known) if k]  # type: ignore[misc]
+            )
+    score = cfg.iou_weight * iou + cfg.text_weight * sim
+    score[exact[r_idx]] = 1.0
+    for t in cfg.thresholds:
+        out[_threshold_key(t)] = ledger(rg[_match(rg, rp, score, t)])
+    return out

@@ -196,7 +196,7 @@ def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
         rows.append(obj)
     if not rows:
         raise InputError(f"{p}: the file has no records.")
-    return pd.DataFrame.from_records(rows).astype(object)
+    return json_records_frame(rows)
 
 
 def _read_json(p: Path, text: str) -> pd.DataFrame:
@@ -210,20 +210,38 @@ def _read_json(p: Path, text: str) -> pd.DataFrame:
         raise InputError(f"{p}: expected a JSON array of objects (one per record), but found {type(obj).__name__}.")
     if not obj:
         raise InputError(f"{p}: the file has no records.")
-    return pd.DataFrame.from_records(obj).astype(object)
+    return json_records_frame(obj)
+
+
+def json_records_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """JSON objects → a frame of the values as parsed: object columns from the start, so an
+    integer stays an integer when other records lack the key (no detour through float64, which
+    turned 7 into 7.0 and rounded integers above 2**53)."""
+    return pd.DataFrame(rows, dtype=object)
 
 
 def _read_parquet(p: Path) -> pd.DataFrame:
     if not p.exists():
         raise InputError(f"{p}: file not found.")
     try:
-        frame = pd.read_parquet(p)
+        import pyarrow.parquet as pq
+
+        frame = parquet_frame(pq.read_table(p))
     except Exception as e:  # pyarrow raises several unrelated types for a bad file
         raise InputError(f"{p}: not a readable Parquet file ({type(e).__name__}: {e}).") from None
-    frame = frame.astype(object)
-    for col in frame.columns:
-        if any(isinstance(v, np.ndarray) for v in frame[col].head(1000)):
-            frame[col] = [list(v) if isinstance(v, np.ndarray) else v for v in frame[col]]
+    return frame
+
+
+def parquet_frame(table: Any) -> pd.DataFrame:
+    """A pyarrow Table (or record batch) → object columns. Integers with nulls stay integers
+    (not float64), so a value reads the same whether or not other rows of its batch are null."""
+    import pyarrow as pa
+
+    frame = table.to_pandas(integer_object_nulls=True).astype(object)
+    for name, typ in zip(table.schema.names, table.schema.types):
+        # list cells (multi-valued) arrive as numpy arrays; decide by the schema, not by sampling
+        if name in frame.columns and (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
+            frame[name] = [list(v) if isinstance(v, np.ndarray) else v for v in frame[name]]
     return frame
 
 

@@ -1,0 +1,308 @@
+"""The chunk driver: score chunks of records into mergeable ledgers, in this process or in worker
+processes, stream per-record rows to Parquet, merge the ledgers, compute the result once.
+
+A task plugs in with an object (picklable, so it can travel to worker processes) that has:
+
+- `score_chunk(chunk) -> ChunkScore`: pure scoring of one chunk of independent records into a
+  ledger (anything with `+` that is associative and whose merge does not depend on how the records
+  were split), plus optionally the chunk's per-record rows (a DataFrame to stream to Parquet) and
+  its bootstrap rows (an int array, one row per record, in record-id order);
+- `finalise(ledger, *, record_rows) -> result`: ratios, winners, intervals… from the merged
+  ledger; `record_rows()` gives back every chunk's bootstrap rows concatenated, for a task whose
+  bootstrap needs them (the `fields` task asks only when distinct per-record patterns are many).
+
+`FieldsTask` is the `fields` task's. The Spark engine (`extracteval.spark`) calls the same two
+methods on executors and the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ChunkScore", "ChunkTask", "ChunkStats", "run_chunks", "FieldsChunk", "FieldsTask"]
+
+
+@dataclass(frozen=True)
+class ChunkScore:
+    ledger: Any
+    records: pd.DataFrame | None = None
+    rows: np.ndarray | None = None
+    rows_file: str | None = None  # a worker's rows, saved by the worker (see `_score`)
+
+
+class ChunkTask(Protocol):
+    def score_chunk(self, chunk: Any) -> ChunkScore: ...
+
+    def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ChunkStats:
+    chunks: int
+    records_rows: int
+    workers: int
+
+
+def _score(task: ChunkTask, chunk: Any, spill_dir: str) -> ChunkScore:
+    """In a worker: score, and save the bootstrap rows to a file there rather than sending them
+    back through a pipe (they are the bulk of the reply)."""
+    score = task.score_chunk(chunk)
+    if score.rows is None:
+        return score
+    fd, path = tempfile.mkstemp(prefix="extracteval-rows-", suffix=".npy", dir=spill_dir)
+    with os.fdopen(fd, "wb") as fh:
+        np.save(fh, _narrow(score.rows))
+    return ChunkScore(ledger=score.ledger, records=score.records, rows=None, rows_file=path)
+
+
+def _narrow(rows: np.ndarray) -> np.ndarray:
+    if rows.size and int(np.abs(rows).max()) >= 2**31:
+        raise OverflowError("per-record counts exceed int32")
+    return rows.astype(np.int32)
+
+
+class _RowSpill:
+    """Bootstrap rows kept on disk as int32 (in this process's file, or in the files workers
+    saved), in chunk order; read back only if the task asks for them."""
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = tempfile.mkdtemp(prefix="extracteval-spill-", dir=folder)
+        self.files: list[str] = []
+        self.width: int | None = None
+
+    def add(self, score: ChunkScore) -> None:
+        if score.rows_file is not None:
+            self.files.append(score.rows_file)
+        elif score.rows is not None:
+            fd, path = tempfile.mkstemp(prefix="extracteval-rows-", suffix=".npy", dir=self.folder)
+            with os.fdopen(fd, "wb") as fh:
+                np.save(fh, _narrow(score.rows))
+            self.files.append(path)
+        else:
+            return
+        self.width = 0
+
+    def read(self) -> np.ndarray:
+        return np.concatenate([np.load(f) for f in self.files]).astype(np.int64)
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def run_chunks(
+    task: ChunkTask,
+    chunks: Iterable[Any],
+    *,
+    workers: int = 1,
+    records_path: str | Path | None = None,
+    spill_dir: str | None = None,
+    on_chunk: Callable[[int], None] | None = None,
+) -> tuple[Any, ChunkStats]:
+    """Score `chunks` with `task`, merge the ledgers in chunk order, finalise once.
+
+    Args:
+        workers: processes scoring chunks; 1 scores in this process. The chunks are read here
+            and at most 2 × workers of them are in flight, so memory stays bounded.
+        records_path: stream every chunk's per-record rows to this Parquet file.
+        spill_dir: folder for the temporary file of bootstrap rows (default: the system's).
+        on_chunk: called with the number of records of each chunk scored (progress).
+    """
+    if workers < 1:
+        raise ValueError(f"Expected workers ≥ 1, but got {workers}.")
+    writer = None
+    spill = _RowSpill(spill_dir)
+    ledger = None
+    n_chunks = 0
+    n_rows = 0
+
+    def consume(score: ChunkScore) -> None:
+        nonlocal ledger, writer, n_chunks, n_rows
+        ledger = score.ledger if ledger is None else ledger + score.ledger
+        n_chunks += 1
+        spill.add(score)
+        if records_path is not None and score.records is not None and len(score.records):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(score.records, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(str(records_path), table.schema)
+            writer.write_table(table.cast(writer.schema))
+            n_rows += len(score.records)
+        if on_chunk is not None:
+            on_chunk(getattr(score.ledger, "n_records", 0))
+
+    try:
+        if workers == 1:
+            for chunk in chunks:
+                consume(task.score_chunk(chunk))
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                pending: deque[Future[ChunkScore]] = deque()
+                for chunk in chunks:
+                    pending.append(pool.submit(_score, task, chunk, spill.folder))
+                    if len(pending) >= 2 * workers:
+                        consume(pending.popleft().result())
+                while pending:
+                    consume(pending.popleft().result())
+        if writer is not None:
+            writer.close()
+            writer = None
+        if ledger is None:
+            raise ValueError("no chunks to score")
+        result = task.finalise(ledger, record_rows=spill.read if spill.width is not None else None)
+    finally:
+        if writer is not None:
+            writer.close()
+        spill.close()
+    return result, ChunkStats(chunks=n_chunks, records_rows=n_rows, workers=workers)
+
+
+# ---------------------------------------------------------------------------------------------
+# the `fields` task
+
+
+@dataclass(frozen=True)
+class FieldsChunk:
+    """Records of one chunk: truth (index = id) and each model's predictions for those ids.
+
+    Pickles (to a worker process) with its text columns as Arrow string arrays: pickling
+    100,000 rows of Python strings took as long as parsing them, which left `--workers` no
+    time to gain.
+    """
+
+    truth: pd.DataFrame
+    predictions: Sequence[Any]  # ModelPredictions
+
+    def materialised(self) -> FieldsChunk:
+        """The chunk with CSV text columns turned into the values the in-memory reader gives."""
+        from extracteval.core.fields import ModelPredictions
+        from extracteval.io.chunks import materialise_text
+
+        def status(st: Any) -> Any:
+            if isinstance(st, pd.Series) and isinstance(st.dtype, pd.StringDtype):
+                return materialise_text(st.to_frame("s"))["s"]
+            return materialise_text(st) if isinstance(st, pd.DataFrame) else st
+
+        return FieldsChunk(
+            truth=materialise_text(self.truth),
+            predictions=[
+                ModelPredictions(name=p.name, values=materialise_text(p.values), status=status(p.status), source=p.source)
+                for p in self.predictions
+            ],
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "truth": _pack_frame(self.truth),
+            "predictions": [
+                (p.name, _pack_frame(p.values), _pack_status(p.status), p.source)
+                for p in self.predictions
+            ],
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from extracteval.core.fields import ModelPredictions
+
+        preds = []
+        for name, values, status, source in state["predictions"]:
+            st = _unpack_status(status)
+            preds.append(ModelPredictions(name=name, values=_unpack_frame(values), status=st, source=source))
+        object.__setattr__(self, "truth", _unpack_frame(state["truth"]))
+        object.__setattr__(self, "predictions", preds)
+
+
+def _pack_status(status: pd.Series | pd.DataFrame | None) -> tuple[str, Any] | None:
+    if status is None:
+        return None
+    if isinstance(status, pd.DataFrame):  # per-cell status
+        return "cells", _pack_frame(status)
+    return "records", _pack_frame(status.to_frame("__status__"))
+
+
+def _unpack_status(packed: tuple[str, Any] | None) -> pd.Series | pd.DataFrame | None:
+    if packed is None:
+        return None
+    kind, frame = packed
+    return _unpack_frame(frame) if kind == "cells" else _unpack_frame(frame)["__status__"]
+
+
+def _pack_column(values: Any) -> tuple[str, Any]:
+    import pyarrow as pa
+
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+        return "text", values.array.__arrow_array__()  # CSV text as read: no conversion here
+    if isinstance(values, pd.Series):
+        values = values.to_numpy(dtype=object)
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind in ("string", "empty"):
+        # NaN and None both become null and come back as None: both are an absent cell
+        return "arrow", pa.array(values, type=pa.string(), from_pandas=True)
+    return "object", values
+
+
+def _unpack_column(packed: tuple[str, Any]) -> Any:
+    kind, payload = packed
+    if kind == "text":
+        return pd.arrays.ArrowStringArray(payload)
+    if kind == "arrow":
+        return np.asarray(payload.to_numpy(zero_copy_only=False), dtype=object)
+    return payload
+
+
+def _pack_frame(frame: pd.DataFrame) -> dict[str, Any]:
+    return {
+        "columns": list(frame.columns),
+        "index": _pack_column(frame.index.to_numpy(dtype=object)),
+        "index_name": frame.index.name,
+        "data": [_pack_column(frame.iloc[:, j]) for j in range(frame.shape[1])],
+    }
+
+
+def _unpack_frame(packed: dict[str, Any]) -> pd.DataFrame:
+    index = pd.Index(_unpack_column(packed["index"]), dtype=object, name=packed["index_name"])
+    cols = {}
+    for j, c in enumerate(packed["data"]):
+        values = _unpack_column(c)
+        # object stays object: pandas 3 would otherwise infer its string dtype, which marks CSV text
+        cols[j] = pd.Series(values, index=index, dtype=None if c[0] == "text" else object, copy=False)
+    frame = pd.DataFrame(cols, index=index)
+    frame.columns = packed["columns"]
+    return frame
+
+
+@dataclass(frozen=True)
+class FieldsTask:
+    """`fields` scoring for the chunk driver and the Spark engine.
+
+    Attributes:
+        plan: `core.fields.FieldsPlan` (config, fields, models).
+        keep_records: return per-record rows (long table) for Parquet.
+    """
+
+    plan: Any
+    keep_records: bool = False
+
+    def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
+        from extracteval.core.fields import fields_ledger
+
+        chunk = chunk.materialised()
+        ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
+        rows = records.bootstrap_rows() if self.plan.config.bootstrap > 0 else None
+        return ChunkScore(ledger=ledger, records=records.to_frame() if self.keep_records else None, rows=rows)
+
+    def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
+        from extracteval.core.fields import fields_result
+
+        return fields_result(ledger, self.plan, record_rows=record_rows)

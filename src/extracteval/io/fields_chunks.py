@@ -1,0 +1,93 @@
+"""Files → chunks of the `fields` task, aligned by record id (see `io.chunks` for what the
+chunked readers require: wide files sorted by id)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from extracteval.core.fields import ModelPredictions
+from extracteval.errors import InputError
+from extracteval.io.chunks import SortedIdMerge, iter_records, table_columns
+from extracteval.io.config import parse_model_spec
+
+__all__ = ["FieldsStream", "open_fields_stream"]
+
+
+@dataclass(frozen=True)
+class FieldsStream:
+    """What the chunked `fields` engine needs before reading any record, and the chunks."""
+
+    truth_source: str
+    truth_fields: list[str]
+    models: dict[str, str]  # name → source file
+    chunk_size: int
+    id_column: str
+    delimiter: str | None
+
+    def chunks(self) -> Iterator[object]:
+        from extracteval.chunked import FieldsChunk
+
+        truth = iter_records(self.truth_source, chunk_size=self.chunk_size, id_column=self.id_column,
+                             delimiter=self.delimiter, allow_status=False)
+        preds = {
+            name: (src, iter_records(src, chunk_size=self.chunk_size, id_column=self.id_column, delimiter=self.delimiter))
+            for name, src in self.models.items()
+        }
+        header = {name: _header(src, self.id_column, self.delimiter) for name, src in self.models.items()}
+        for t, per_model in SortedIdMerge(truth, preds, self.truth_source).chunks():
+            models = []
+            for name, src in self.models.items():
+                c = per_model[name]
+                if c is None:  # no prediction for any record of this chunk
+                    values = pd.DataFrame(index=pd.Index([], dtype=object), columns=header[name], dtype=object)
+                    models.append(ModelPredictions(name=name, values=values, status=None, source=src))
+                else:
+                    header[name] = list(dict.fromkeys([*header[name], *map(str, c.values.columns)]))
+                    models.append(ModelPredictions(name=name, values=c.values, status=c.status, source=src))
+            yield FieldsChunk(truth=t.values, predictions=models)
+
+
+def _header(path: str, id_column: str, delimiter: str | None) -> list[str]:
+    if Path(path).suffix.lower() in (".jsonl", ".ndjson"):
+        return []  # JSONL keys are learnt chunk by chunk; no extra pass for predictions
+    return [c for c in table_columns(path, delimiter=delimiter) if c not in (id_column, "status")]
+
+
+def open_fields_stream(
+    truth: str | Path,
+    predictions: Sequence[str],
+    *,
+    chunk_size: int,
+    id_column: str = "id",
+    delimiter: str | None = None,
+) -> FieldsStream:
+    """Check the files and learn the truth fields (CSV header, Parquet schema, JSONL keys)."""
+    truth = str(truth)
+    cols = table_columns(truth, delimiter=delimiter)
+    if id_column not in cols:
+        raise InputError(f"{truth}: no {id_column!r} column; columns found: {cols[:20]}. Pass --id-column NAME if the ids are in another column.")
+    if "status" in cols:
+        raise InputError(f"{truth}: the ground truth must not have a `status` column; status belongs to predictions.")
+    if "model" in cols:
+        raise InputError(f"{truth}: the ground truth must not have a `model` column.")
+    models: dict[str, str] = {}
+    for spec in predictions:
+        name, path = parse_model_spec(spec)
+        name = name or path.stem
+        if name in models:
+            raise InputError(f"model {name!r} is given twice ({models[name]} and {path}); each model needs a unique NAME.")
+        if not path.exists():
+            raise InputError(f"{path}: file not found.")
+        models[name] = str(path)
+    return FieldsStream(
+        truth_source=truth,
+        truth_fields=[c for c in cols if c != id_column],
+        models=models,
+        chunk_size=chunk_size,
+        id_column=id_column,
+        delimiter=delimiter,
+    )

@@ -1,0 +1,37 @@
+"""`extracteval demo` ends by listing the HTML reports and PNG figures it logged and what to look at
+in the MLflow UI, and builds each experiment's cross-run leaderboard when the command exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from extracteval.cli import COMMANDS
+
+from .conftest import REPO
+
+
+def test_demo_lists_reports_and_figures_and_says_what_to_look_at(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "contracts")
+    assert code == 0, err
+    listed = re.findall(r"^  contracts: (\S+)$", out, re.M)
+    assert any(p.endswith("/extracteval/report.html") for p in listed)
+    assert any(p.endswith("/figures/field_f1.png") for p in listed)
+    for path in listed:  # the local store keeps the artifacts as files: every listed one exists
+        assert Path(path).is_file() and Path(path).stat().st_size > 0
+        assert Path(path).resolve().is_relative_to(tmp_path.resolve())
+    assert "In the MLflow UI" in out and "wins/field_wins" in out
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("extracteval-demo-contracts")
+    runs = client.search_runs([exp.experiment_id])
+    if "leaderboard" in COMMANDS:  # issue 8: one leaderboard run besides the parent and three children
+        assert "== leaderboard of extracteval-demo-contracts" in out
+        assert len(runs) >= 5
+    else:
+        assert "`extracteval leaderboard` is not in this version" in out
+        assert len(runs) == 4
+

@@ -1,0 +1,183 @@
+"""The README cannot rot: every command it shows in a `bash runnable` block is executed here.
+
+Markers (the info string of a fenced block, after the language):
+- `runnable`: run with `bash -e -o pipefail` in a fresh copy of the repository's user-facing
+  files (experiments/, MLproject, …) with a fresh MLflow store (the default ./mlflow.db of that
+  copy), `../shared/data` linked next to it when present; exit code 0 expected.
+- `setup`: `make` targets, checked with `make -n` (running them would reinstall the venv).
+- `illustrative`: shapes with placeholder file names; not run.
+Every bash/sh/shell/console/python block must carry one of them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+MARKERS = {"runnable", "setup", "illustrative"}
+CODE_LANGUAGES = {"bash", "sh", "shell", "console", "python"}
+# what a block run needs from the checkout; the package itself comes from the environment
+COPIED = ("experiments", "MLproject", "python_env.yaml", "conda.yaml", "pyproject.toml", "README.md", "Makefile")
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int  # line of the opening fence (1-based)
+    language: str
+    markers: frozenset[str]
+    text: str
+
+    @property
+    def label(self) -> str:
+        first = next((ln.strip() for ln in self.text.splitlines() if ln.strip()), "")
+        return f"README.md:{self.line} {first[:60]}"
+
+
+def readme_blocks(text: str) -> list[Block]:
+    """Fenced blocks (``` at the start of a line) with their info string split into language and markers."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^```(\S*)(.*)$", lines[i])
+        if m and m.group(1):
+            start = i
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            words = m.group(2).split()
+            blocks.append(Block(line=start + 1, language=m.group(1), markers=frozenset(words), text="\n".join(lines[start + 1 : j])))
+            i = j + 1
+        elif m:  # an unlabelled fence: skip to its end
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            blocks.append(Block(line=i + 1, language="", markers=frozenset(), text="\n".join(lines[i + 1 : j])))
+            i = j + 1
+        else:
+            i += 1
+    return blocks
+
+
+BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+RUNNABLE = [b for b in BLOCKS if b.language in {"bash", "sh", "shell"} and "runnable" in b.markers]
+SETUP = [b for b in BLOCKS if "setup" in b.markers]
+
+
+def _commands() -> set[str]:
+    """Sub-commands this build of `extracteval` has."""
+    import argparse
+
+    from extracteval.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return set(sub.choices)
+
+
+def _needed_commands(block: Block) -> set[str]:
+    needed = set(re.findall(r"\bextracteval\s+([a-z][a-z-]*)", block.text))
+    needed |= set(re.findall(r"\bmlflow run \S+(?:\s+\S+)*?\s+-e\s+([a-z]+)", block.text))
+    return needed
+
+
+def test_readme_has_runnable_blocks_for_the_tour_and_mlflow_run() -> None:
+    text = "\n".join(b.text for b in RUNNABLE)
+    for command in ("extracteval score fields", "extracteval evaluate fields", "extracteval leaderboard",
+                    "extracteval demo", "mlflow run . -e demo --env-manager local", "mlflow run . -e evaluate"):
+        assert command in text, f"no runnable README block shows `{command}`"
+
+
+def test_every_code_block_is_marked_runnable_setup_or_illustrative() -> None:
+    unmarked = [f"README.md:{b.line} ```{b.language}" for b in BLOCKS
+                if (b.language in CODE_LANGUAGES or (b.language == "" and re.search(r"^\s*(extracteval|mlflow|make|python) ", b.text, re.M)))
+                and not (b.markers & MARKERS)]
+    assert not unmarked, ("mark each block `runnable` (tests/test_readme.py runs it), `setup` or `illustrative`: "
+                          + ", ".join(unmarked))
+
+
+def test_the_block_parser_sees_markers_and_bodies() -> None:
+    blocks = readme_blocks("text\n```bash runnable\necho hi\n```\n```\nplain\n```\n```python illustrative\nx = 1\n```\n")
+    assert [(b.line, b.language, set(b.markers), b.text) for b in blocks] == [
+        (2, "bash", {"runnable"}, "echo hi"), (5, "", set(), "plain"), (8, "python", {"illustrative"}, "x = 1")]
+
+
+@pytest.mark.parametrize("block", SETUP, ids=lambda b: b.label)
+def test_setup_commands_are_make_targets_that_exist(block: Block) -> None:
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    targets = [ln.split()[1] for ln in block.text.splitlines() if ln.strip().startswith("make ")]
+    assert targets == ["demo", "test"]
+    for target in targets:  # -n: print the recipe without running it
+        done = subprocess.run([make, "-n", target], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def readme_workdir(tmp_path: Path) -> Path:
+    """A copy of the user-facing files, as a fresh clone would have them, with ../shared/data linked."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    for name in COPIED:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy(src, work / name)
+    from tests.conftest import SHARED_DATA
+
+    if SHARED_DATA.is_dir():
+        (tmp_path / "shared").mkdir()
+        (tmp_path / "shared" / "data").symlink_to(SHARED_DATA.resolve())
+    return work
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.label)
+def test_runnable_readme_block(block: Block, readme_workdir: Path) -> None:
+    missing = _needed_commands(block) - _commands()
+    if missing:
+        pytest.skip(f"needs `extracteval {', '.join(sorted(missing))}`, which this build does not have yet")
+    if "../shared/data" in block.text and not (readme_workdir.parent / "shared" / "data").is_dir():
+        pytest.skip("needs ../shared/data (reference data), absent here; set EXTRACTEVAL_SHARED_DATA")
+    bin_dir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}  # the default store of the copy
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
+    env["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    if shutil.which("extracteval", path=env["PATH"]) is None:
+        pytest.skip("the extracteval command is not installed next to this Python (pip install -e .)")
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=readme_workdir, env=env,
+                          capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, (f"{block.label} failed with exit code {done.returncode}\n$ "
+                                  + shlex.quote(block.text) + "\n--- stdout\n" + done.stdout[-4000:] + "\n--- stderr\n" + done.stderr[-4000:])
+    assert "Traceback" not in done.stderr
+    # nothing escaped the copy: the default store is the copy's own
+    if "extracteval evaluate" in block.text or "extracteval demo" in block.text or "mlflow run" in block.text:
+        assert (readme_workdir / "mlflow.db").is_file()
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_internal_links_point_at_headings() -> None:
+    text = README.read_text(encoding="utf-8")
+    outside_code = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    anchors = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", outside_code, re.M)}
+    links = set(re.findall(r"\]\(#([^)]+)\)", outside_code))
+    assert links and not links - anchors, f"links to missing headings: {sorted(links - anchors)}"
+    for target in re.findall(r"\]\((experiments/[^)#]+)\)", outside_code):  # links to files of the repository
+        assert (REPO / target).exists(), target
