@@ -66,10 +66,16 @@ def run(args: argparse.Namespace) -> int:
         if module is None:
             print(f"== {name}: task {task!r} is not available in this version; skipped\n")
             continue
-        adapter = None if args.no_mlflow else _adapter(str(task))
-        if adapter is not None:
-            scored = adapter.score_experiment(spec_path.parent, spec)
-            doc, text = scored.doc, adapter.summary(scored)
+        # one evaluation per track: `structured+toolcalls` logs the structured, then the toolcalls track
+        adapters = [] if args.no_mlflow else _adapters(str(task), spec)
+        adapter = adapters[0] if adapters else None
+        scoreds = [(a, a.score_experiment(spec_path.parent, spec)) for a in adapters]
+        if scoreds:
+            if len(scoreds) == 1:
+                doc, text = scoreds[0][1].doc, adapter.summary(scoreds[0][1])
+            else:
+                doc = {"task": task, "tracks": {a.task: s.doc for a, s in scoreds}}
+                text = "\n\n".join(f"-- {a.task} track\n{a.summary(s)}" for a, s in scoreds)
         else:
             runner = import_module(f"extracteval.commands.{module}").run_experiment
             doc, text = runner(spec_path.parent, spec)
@@ -83,12 +89,13 @@ def run(args: argparse.Namespace) -> int:
             out = Path(args.output) / safe_file_name(str(name))
             out.mkdir(parents=True, exist_ok=True)
             (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-        if adapter is not None:
-            experiment = f"{args.experiment_prefix}-{safe_file_name(str(name))}"
-            uri, run_ids = _log(adapter, scored, experiment, args.tracking_uri)
+        for a, scored in scoreds:
+            # a multi-track example: one experiment per track, so that each holds one task's runs
+            experiment = f"{args.experiment_prefix}-{safe_file_name(str(name))}" + (f"-{a.task}" if len(scoreds) > 1 else "")
+            uri, run_ids = _log(a, scored, experiment, args.tracking_uri)
             failed += run_ids is None
             if run_ids is not None:
-                logged.append((str(name), experiment, run_ids))
+                logged.append((str(name) if len(scoreds) == 1 else f"{name} ({a.task})", experiment, run_ids))
             print()
         ran += 1
     if logged and not args.no_leaderboard:
@@ -111,6 +118,16 @@ def _adapter(task: str):  # noqa: ANN202 - an extracteval.mlflow.tasks.TaskAdapt
         return get_adapter(task)
     except InputError:  # a task without MLflow support in this version: print only
         return None
+
+
+def _adapters(task: str, spec: dict) -> list:  # noqa: ANN401 - TaskAdapters; [] when a task has none
+    """The adapter of each task of an example: one, or one per track of `structured+toolcalls`."""
+    tasks = task.split("+") if "+" in task else [task]
+    tracks = spec.get("tracks") if "+" in task else None
+    if isinstance(tracks, dict):
+        tasks = [t for t in tasks if t in tracks]
+    found = [_adapter(t) for t in tasks]
+    return [] if not found or any(a is None for a in found) else found
 
 
 def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[str, dict[str, str] | None]:  # noqa: ANN001

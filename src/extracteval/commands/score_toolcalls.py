@@ -122,7 +122,9 @@ def _run_generic(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[st
         doc["decision"] = make_decision("toolcalls", tuple(cols), matrices, args, zero_division=config.zero_division).to_dict()
     ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else []
     extra = {m: [{"correct": r.correct, "format": r.format, "error": r.error} for r in result.records[m]] for m in result.ranking}
-    return doc, result, {"columns": cols, "matrices": matrices, "ids": ids, "extra": extra}
+    # the inputs as scored travel along for the MLflow adapter (per-function tables, dataset input)
+    return doc, result, {"columns": cols, "matrices": matrices, "ids": ids, "extra": extra,
+                         "truth": truth, "predictions": preds, "possible_answer": possible, "config": config}
 
 
 def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, Any]]:
@@ -194,7 +196,8 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
             raise InputError("--baseline and --candidate go together; give both model names.")
         doc["decision"] = make_decision("toolcalls", ("records", "correct_records"), matrices, args).to_dict()
     extra = {m: [{"error_type": scores[m].failures[i].error_type if i in scores[m].failures else None} for i in ids] for m in scores}
-    return doc, scores, {"columns": ("records", "correct_records"), "matrices": matrices, "ids": ids, "extra": extra}
+    return doc, scores, {"columns": ("records", "correct_records"), "matrices": matrices, "ids": ids, "extra": extra,
+                         "entries": ordered, "predictions": results, "generic": generic}
 
 
 def _generic_view(m: Any) -> dict[str, Any]:
