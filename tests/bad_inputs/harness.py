@@ -175,11 +175,11 @@ def crlf(side: str) -> Callable[[Files], None]:
 
 
 def latin1(side: str) -> Callable[[Files], None]:
-    """Valid text with one byte that is not UTF-8 (Latin-1 'é') on line 3."""
+    """Valid text plus one byte that is not UTF-8 (Latin-1 'é') at the end of line 3."""
 
     def m(f: Files) -> None:
         lines = f.text(side).encode("utf-8").split(b"\n")
-        lines[2] = lines[2].replace(b"a", b"\xe9", 1)
+        lines[2] = lines[2] + b"\xe9"
         f.set_raw(side, b"\n".join(lines))
 
     return m
