@@ -161,14 +161,21 @@ def _loads_iterative(text: str) -> Any:
 def _first_json(text: str) -> Any:
     """The first JSON object or array inside `text` (prose before/after allowed)."""
     dec = json.JSONDecoder()
+    skip_until = -1
     for m in re.finditer(r"[\[{]", text):
+        if m.start() < skip_until:
+            continue
         try:
             value, _ = dec.raw_decode(text, m.start())
             return value
         except RecursionError:
+            span = _balanced_span(text, m.start())
             try:
-                return _loads_iterative(_balanced_span(text, m.start()))
+                return _loads_iterative(span)
             except ValueError:
+                # the brackets nested inside a failed deep span fail too: retrying each of
+                # them made a 10,000-bracket output cost O(n²) (minutes for one record)
+                skip_until = m.start() + len(span)
                 continue
         except ValueError:
             continue
