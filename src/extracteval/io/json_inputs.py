@@ -152,8 +152,12 @@ def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
         if isinstance(obj, dict) and isinstance(obj.get("records"), list):
             obj = obj["records"]
         if isinstance(obj, list):
+            if not obj:
+                raise InputError(f"{p}: the file has no records (an empty JSON array).")
             return [(f"record {i}", r) for i, r in enumerate(obj, start=1)]
         if isinstance(obj, dict):  # id → record
+            if not obj:
+                raise InputError(f"{p}: the file has no records (an empty JSON object).")
             return [(f"record {k!r}", {"id": k, **v} if isinstance(v, dict) and "id" not in v else {"id": k, "__value__": v})
                     for k, v in obj.items()]
         raise InputError(f"{p}: expected a JSON array of records (or an object mapping id → record), but found {type(obj).__name__}.")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
+from extracteval.io.json_inputs import _loads
 from extracteval.io.tables import read_text
 
 __all__ = [
@@ -52,19 +53,23 @@ def read_json_records(path: str | Path) -> list[tuple[int, Any]]:
         raise InputError(f"{p}: the file is empty; expected JSON Lines records.")
     if stripped.startswith("["):
         try:
-            obj = json.loads(text)
+            obj = _loads(text)
         except ValueError:
             obj = None  # a JSONL file whose first record is an array: fall through to lines
         if isinstance(obj, list):
+            if not obj:
+                raise InputError(f"{p}: the file has no records (an empty JSON array).")
             return list(enumerate(obj, start=1))
     out = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            out.append((n, json.loads(line)))
+            out.append((n, _loads(line)))  # iterative fallback: 10,000-deep JSON is valid JSON
         except ValueError as e:
             raise InputError(f"{p}: line {n}: not valid JSON ({e}); expected one JSON object per line.") from None
+    if not out:
+        raise InputError(f"{p}: the file has no records.")
     return out
 
 
