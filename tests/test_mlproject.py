@@ -148,17 +148,15 @@ def test_mlflow_run_demo_and_evaluate_offline_against_a_temp_store(tmp_path: Pat
         "-P", f"predictions=gpt-4o-mini={CONTRACTS}/predictions/gpt-4o-mini.csv,regex-baseline={CONTRACTS}/predictions/regex-baseline.csv",
         "-P", f"strategies={CONTRACTS}/strategies.yaml", "-P", "experiment=contracts-mlproject", "-P", "run_name=reproduced")
 
-    from extracteval.cli import COMMANDS
-
-    if "leaderboard" in COMMANDS:  # issue 8's command; the entry point is written against its documented CLI
-        run("-e", "leaderboard", "-P", "experiment=contracts-mlproject")
+    run("-e", "leaderboard", "-P", "experiment=contracts-mlproject")
 
     runs = _runs(uri)
     by_exp: dict[str, list] = {}
     for exp, r in runs:
         by_exp.setdefault(exp, []).append(r)
     demo_runs = by_exp["extracteval-demo-contracts"]
-    assert sorted(r.data.tags["extracteval.role"] for r in demo_runs) == ["comparison", "model", "model", "model"]
+    # the demo logs the example (a comparison run and one child per model) and then its cross-run leaderboard
+    assert sorted(r.data.tags["extracteval.role"] for r in demo_runs) == ["comparison", "leaderboard", "model", "model", "model"]
     ev = {r.info.run_name: r for r in by_exp["contracts-mlproject"] if r.data.tags.get("extracteval.role") in ("comparison", "model")}
     assert set(ev) == {"reproduced", "reproduced/gpt-4o-mini", "reproduced/regex-baseline"}
     child = ev["reproduced/gpt-4o-mini"]
@@ -167,6 +165,6 @@ def test_mlflow_run_demo_and_evaluate_offline_against_a_temp_store(tmp_path: Pat
     assert child.data.params["strategies"].count("FUZZY") == 1  # the strategies file was applied (parties)
     # the two project runs MLflow opened are finished and point at the evaluation experiments
     project_runs = [r for r in by_exp["Default"]]
-    expected = ["contracts-mlproject", "extracteval-demo-contracts"] + (["contracts-mlproject"] if "leaderboard" in COMMANDS else [])
-    assert sorted(r.data.tags.get("extracteval.experiment") for r in project_runs) == sorted(expected)
+    expected = ["contracts-mlproject", "contracts-mlproject", "extracteval-demo-contracts"]
+    assert sorted(r.data.tags.get("extracteval.experiment") for r in project_runs) == expected
     assert {r.info.status for _, r in runs} == {"FINISHED"}
