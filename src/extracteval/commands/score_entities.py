@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.outputs import add_safe_csv_argument
+
 HELP = "multi-entity extraction: optimal entity alignment, entity P/R/F1, per-feature metrics (seed 003)"
 DESCRIPTION = """\
 Score one or more models' entity lists (invoice line items, parties, products) against ground
@@ -54,6 +56,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
+    add_safe_csv_argument(p)
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -139,11 +142,12 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     result, doc = score(args)
     if args.output:
-        from extracteval.commands.score_labels import write_outputs
+        from extracteval.commands.score_labels import write_files
+        from extracteval.io.outputs import staged_folder
 
-        out = Path(args.output)
-        write_outputs(doc, out, views=("matched", "strict"))
-        _write_records(result, out)
+        with staged_folder(Path(args.output)) as staging:
+            write_files(doc, staging, views=("matched", "strict"), safe_csv=getattr(args, "safe_csv", True))
+            _write_records(result, staging)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
@@ -160,13 +164,8 @@ def _write_records(result: Any, out: Path) -> None:
     """records.parquet: per model and record, gold / predicted / matched / fully correct pairs."""
     import pandas as pd
 
-    from extracteval.errors import InputError
-
     frames = [result.models[m].records_frame().assign(model=m) for m in result.ranking]
-    try:
-        pd.concat(frames, ignore_index=True).to_parquet(out / "records.parquet", index=False)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write records.parquet ({e.strerror or e}).") from None
+    pd.concat(frames, ignore_index=True).to_parquet(out / "records.parquet", index=False)
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
