@@ -470,3 +470,22 @@ def test_records_with_no_entities_on_both_sides_are_true_negatives():
     r = score_entities({"a": [], "c": [], "b": [{"item": "bolt"}]}, [ModelEntities(name="m", records={"a": []})])
     s = r.models["m"].presence.to_dict()
     assert s["missed_gold_count"] == 1 and s["recall_entities"] == 0.0 and s["records_both_empty"] == 1
+
+
+def test_fast_paths_give_the_same_result_as_the_general_ones(monkeypatch):
+    # the dense pair table and the mixed-radix sort key are shortcuts for few distinct values;
+    # np.unique and lexsort are the general paths, taken when the tables or keys would be too big
+    import extracteval.core.entities as ent
+
+    rng = random.Random(7)
+    words = ["bolt", "nut", "washer", "bolt m8", "nut m8", "hex bolt", None]
+    truth = {f"r{i}": [{"item": rng.choice(words), "qty": rng.choice([1, 2, "2", None]), "note": rng.choice(["a", "b", None])}
+                       for _ in range(rng.randint(0, 5))] for i in range(60)}
+    truth["anchor"] = [{"item": "bolt", "qty": 1, "note": "a"}]
+    pred = {k: [dict(e, item=rng.choice(words)) if rng.random() < 0.4 else dict(e) for e in v] + [{"item": "extra"}] * rng.randint(0, 1)
+            for k, v in truth.items()}
+    cfg = EntitiesConfig(strategies={"item": "FUZZY", "note": "SEMANTIC"})
+    fast = score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg).to_dict()
+    monkeypatch.setattr(ent, "_DENSE_PAIRS", 0)
+    monkeypatch.setattr(ent, "_RADIX_LIMIT", 0)
+    assert score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg).to_dict() == fast

@@ -314,19 +314,22 @@ class _Side:
 def _flatten(records: Mapping[str, Sequence[Any]], order: Sequence[str], *, what: str, strict: bool) -> tuple[np.ndarray, list[Any], np.ndarray]:
     """Entities of every record in `order`, their record index and their position in the record."""
     ents: list[Any] = []
-    lens = np.zeros(len(order), dtype=np.int64)
-    for ri, rid in enumerate(order):
+    sizes: list[int] = []
+    for rid in order:
         items = records.get(rid)
         if items is None:
+            sizes.append(0)
             continue
-        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        # `type(...) is list` first: the ABC checks cost more than the rest of the loop
+        if type(items) is not list and (isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence)):
             raise InputError(f"{what}: record {rid!r}: expected a list of entity objects, but found {type(items).__name__}.")
         ents.extend(items)
-        lens[ri] = len(items)
+        sizes.append(len(items))
+    lens = np.array(sizes, dtype=np.int64)
     rec_idx = np.repeat(np.arange(len(order), dtype=np.int64), lens)
     starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if len(order) else np.zeros(0, dtype=np.int64)
     pos = np.arange(len(ents), dtype=np.int64) - np.repeat(starts, lens)
-    if strict and not all(type(e) is dict for e in ents):
+    if strict and not set(map(type, ents)) <= {dict}:
         for i, e in enumerate(ents):
             if not isinstance(e, Mapping):
                 raise InputError(
@@ -383,6 +386,25 @@ class _FieldTable:
     texts: list[str]
 
 
+_DENSE_PAIRS = 1 << 22  # pair tables up to 4M entries (4 MB + 32 MB) are dense
+_RADIX_LIMIT = 2**62  # mixed-radix sort keys must fit in int64
+
+
+def _distinct_pairs(ids: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(ids, return_inverse=True)` for pair ids `a * width + b`. With few keys per field
+    (the usual case) a dense presence table does it in linear time, instead of sorting millions
+    of candidate pairs."""
+    if width * width > _DENSE_PAIRS:
+        u, inv = np.unique(ids, return_inverse=True)
+        return u, inv.ravel()
+    present = np.zeros(width * width, dtype=bool)
+    present[ids] = True
+    u = np.flatnonzero(present)
+    lut = np.zeros(width * width, dtype=np.int64)
+    lut[u] = np.arange(len(u), dtype=np.int64)
+    return u, lut[ids]
+
+
 def _fuzzy_scores(code_a: np.ndarray, code_b: np.ndarray, table: _FieldTable, scorer: str) -> np.ndarray:
     """Similarity of code pairs: 1 for equal keys, rapidfuzz score/100 for two different texts,
     0 otherwise; computed once per *distinct* pair, in one batched `cpdist` call."""
@@ -391,7 +413,7 @@ def _fuzzy_scores(code_a: np.ndarray, code_b: np.ndarray, table: _FieldTable, sc
     if not cand.any():
         return out
     width = len(table.keys) + 1
-    upairs, inv = np.unique(code_a[cand] * width + code_b[cand], return_inverse=True)
+    upairs, inv = _distinct_pairs(code_a[cand] * width + code_b[cand], width)
     ua, ub = np.divmod(upairs, width)
     from rapidfuzz import fuzz
     from rapidfuzz.process import cpdist
@@ -427,7 +449,7 @@ def _semantic_table(
 ) -> _SemanticTable:
     width = len(table.keys) + 1
     ids = [a[c] * width + b[c] for a, b in code_pairs for c in [_semantic_candidates(a, b, table)]]
-    u = np.unique(np.concatenate(ids)) if ids else np.zeros(0, dtype=np.int64)
+    u = _distinct_pairs(np.concatenate(ids), width)[0] if ids else np.zeros(0, dtype=np.int64)
     if not len(u):
         return _SemanticTable(ids=u, scores=np.zeros(0), width=width)
     ua, ub = np.divmod(u, width)
@@ -532,7 +554,8 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
     sides: list[_Side] = []
     for p, recs in zip(preds, pred_records):
         arr, p_ents, p_pos = _flatten(recs, order, what=p.source or f"predictions of model {p.name!r}", strict=False)
-        valid = np.fromiter((type(e) is dict or isinstance(e, Mapping) for e in p_ents), dtype=bool, count=len(p_ents))
+        valid = (np.ones(len(p_ents), dtype=bool) if set(map(type, p_ents)) <= {dict}
+                 else np.fromiter((isinstance(e, Mapping) for e in p_ents), dtype=bool, count=len(p_ents)))
         sides.append(_Side(record=arr, start=_offsets(arr, n_rec), valid=valid, raw=p_ents, orig=p_pos))
         if (~valid).any():
             k = int((~valid).sum())
@@ -578,8 +601,16 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
     def canonical(side: _Side) -> None:
         if not len(side.record):
             return
-        keys = [side.codes[f] for f in reversed(fields_needed)] + [~side.valid, side.record]
-        perm = np.lexsort(keys)
+        # sort by (record, invalid last, codes of the needed fields): one stable argsort of a
+        # mixed-radix key when it fits in int64 (the same permutation as lexsort, ~20× faster)
+        radix = [len(tables[f].keys) + 1 for f in fields_needed]
+        if n_rec * 2 * math.prod(radix) < _RADIX_LIMIT:
+            key = side.record * 2 + (~side.valid)
+            for f, r in zip(fields_needed, radix):
+                key = key * r + side.codes[f]
+            perm = np.argsort(key, kind="stable")
+        else:
+            perm = np.lexsort([side.codes[f] for f in reversed(fields_needed)] + [~side.valid, side.record])
         side.record = side.record[perm]
         side.valid = side.valid[perm]
         side.orig = side.orig[perm]
@@ -631,17 +662,22 @@ def _match(
     pair_g, pair_p, pstart = pairs if pairs is not None else _pairs(gold, side, n_rec)
     num = np.zeros(len(pair_g))
     den = np.zeros(len(pair_g))
+    scored = set(prep.scored)
+    equal: dict[str, np.ndarray] = {}  # kept for the tie-break below, which would gather them again
     for f in prep.key_fields:
         t = prep.tables[f]
         a, b = gold.codes[f][pair_g], side.codes[f][pair_p]
         considered = (a != t.missing) | (b != t.missing)  # both absent: the field says nothing
+        eq = a == b
+        if f in scored:
+            equal[f] = eq
         strategy = cfg.strategy_for(f)
         if strategy is Strategy.FUZZY:
             s = _fuzzy_scores(a, b, t, cfg.fuzzy_scorer)
         elif strategy is Strategy.SEMANTIC:
             s = np.nan_to_num(_semantic_scores(a, b, t, sem[f])[0], nan=0.0)  # a failed pair is no evidence of a match
         else:
-            s = (a == b).astype(np.float64)
+            s = eq.astype(np.float64)
         s[a == t.missing] = 0.0
         num += prep.weights[f] * s * considered
         den += prep.weights[f] * considered
@@ -654,12 +690,12 @@ def _match(
     # by more than _TIE_EPS.
     rank = sim.copy()
     if thr < 1.0 and len(pair_g):
-        agree = np.zeros(len(pair_g))
+        ok = np.flatnonzero(sim >= thr)  # only admissible pairs get the tie-break share
+        agree = np.zeros(len(ok))
         for f in prep.scored:
-            agree += gold.codes[f][pair_g] == side.codes[f][pair_p]
+            agree += equal[f][ok] if f in equal else gold.codes[f][pair_g[ok]] == side.codes[f][pair_p[ok]]
         agree /= max(len(prep.scored), 1)
-        ok = sim >= thr
-        rank[ok] = thr + (1.0 - thr) * ((1.0 - _TIE_EPS) * (sim[ok] - thr) / (1.0 - thr) + _TIE_EPS * agree[ok])
+        rank[ok] = thr + (1.0 - thr) * ((1.0 - _TIE_EPS) * (sim[ok] - thr) / (1.0 - thr) + _TIE_EPS * agree)
 
     g_n, p_n = np.diff(gold.start), np.diff(side.start)
     out_g: list[np.ndarray] = []
