@@ -489,3 +489,15 @@ def test_fast_paths_give_the_same_result_as_the_general_ones(monkeypatch):
     monkeypatch.setattr(ent, "_DENSE_PAIRS", 0)
     monkeypatch.setattr(ent, "_RADIX_LIMIT", 0)
     assert score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg).to_dict() == fast
+
+
+def test_field_columns_read_absent_fields_as_missing_on_both_paths():
+    from extracteval.core.entities import _columns
+
+    view = [{"a": 1, "b": "x"}, {}, {"b": None, "c": [1, 2]}, {"a": float("nan")}]
+    fast, slow = _columns(view, ["a", "b", "c"]), _columns(view, ["a", "b", "c"], fast=False)
+    assert fast.shape == slow.shape == (4, 3) and _columns([], ["a"]).shape == (0, 1)
+    for x, y in zip(fast.ravel().tolist(), slow.ravel().tolist()):
+        absent = lambda v: v is None or (isinstance(v, float) and v != v)  # noqa: E731
+        assert (absent(x) and absent(y)) or x == y
+    assert fast[2, 2] == [1, 2] and fast[0, 1] == "x"
