@@ -6,7 +6,8 @@ per-record Parquet artifacts, resampling the record ids both runs share:
 - `fields` runs compared on overall/f1 (macro) or micro/f1: from the per-record tp/fp/fn/tn of
   every field (`core.bootstrap.bootstrap_macro_f1`);
 - runs whose per-record artifact holds the count columns of a `core.decision` metric
-  (`call_accuracy`, `exact_match_rate`, `args_f1`, …, matched by the metric key's last part):
+  (`call_accuracy`, `exact_match_rate`, `args_f1`, …, matched by the metric key's last part;
+  boolean flags such as `correct`/`exact` are read as 0/1 counts, see `_decision_counts`):
   `core.decision.decide` on those counts.
 Otherwise the gap and verdict are reported without an interval, with a note saying why.
 """
