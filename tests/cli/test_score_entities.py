@@ -116,11 +116,15 @@ def test_bad_weights_files(cli, files, weights, message):
     assert re.search(message, r.err), r.err
 
 
-def test_demo_runs_the_invoices_example(cli, tmp_path):
+def test_demo_runs_the_invoices_example(cli, tmp_path, monkeypatch):
     if not (REPO / "experiments" / "invoices" / "experiment.yaml").exists():
         pytest.fail("experiments/invoices is missing")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # the demo logs to ./mlflow.db and ./mlartifacts: here, not in the checkout
     r = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "invoices", "--output", str(tmp_path))
     assert r.code == 0, r.err
+    assert (work / "mlflow.db").is_file()
     assert "== invoices (entities)" in r.out
     doc = json.loads((tmp_path / "invoices" / "result.json").read_text())
     models = doc["models"]

@@ -86,13 +86,17 @@ class TrackingStoreLeaderboard:
         if not spec.item_prefix:
             return out
         leaf = "/" + spec.item_keys[0]
+        # the items the ranking judged (not a catch-all row, nor a path only one run has)
+        judged = {i for g in self.leaderboard.groups for i in g.item_winners}
         for s in self.summaries:
             if s.run_id not in ranked:
                 continue
             row = out.setdefault(s.run_id, {})
             for k, v in s.metrics.items():
                 if k.startswith(spec.item_prefix) and k.endswith(leaf):
-                    row[k[len(spec.item_prefix) : -len(leaf)]] = float(v)
+                    item = k[len(spec.item_prefix) : -len(leaf)]
+                    if item in judged:
+                        row[item] = float(v)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,6 +207,12 @@ def run_summary(run: Any, *, names: Mapping[str, str] | None = None) -> RunSumma
     task = tags.get("extracteval.task", "")
     metrics = dict(run.data.metrics)
     spec = RANKING_SPECS.get(task)
+    if spec is not None and spec.item_exclude:
+        from extracteval.mlflow.keys import sanitize_segment
+
+        # an excluded name (toolcalls' "(other functions)") is recognised by its key segment
+        # even when the run's metric_keys.json could not be read
+        names = {**{sanitize_segment(x): x for x in spec.item_exclude}, **(names or {})}
     if names and spec is not None and spec.item_prefix:
         p = spec.item_prefix
         fixed = {}
