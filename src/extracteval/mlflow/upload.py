@@ -237,8 +237,23 @@ def _artifact_location(uri: str, experiment: str) -> str | None:
 
 
 def _reason(e: BaseException) -> str:
+    import re
+
     text = " ".join(str(e).split())
     low = text.lower()
+    # before the "max retries exceeded" test below: urllib3 wraps a read timeout in that phrase
+    # too, and a server that answers slowly is not one that refuses connections
+    if "read timed out" in low or "readtimeout" in low:
+        limit = re.search(r"read timeout=([0-9.]+)", low)
+        within = f" within {limit.group(1)} s" if limit else ""
+        return f"the tracking server did not answer{within} (timed out; MLFLOW_HTTP_REQUEST_TIMEOUT sets the limit)"
+    # MLflow retries 5xx answers through urllib3, which then reports "too many 500 error responses"
+    # inside the same "max retries exceeded" phrase: the server is up, and failing
+    status = re.search(r"too many (\d{3}) error responses", low)
+    if status:
+        return f"the tracking server answered HTTP {status.group(1)} (a server error; its log says why)"
+    if "connecttimeout" in low or "connect timeout" in low or "connection timed out" in low:
+        return "the tracking server is not reachable (connection timed out)"
     if any(s in low for s in ("connection refused", "max retries exceeded", "failed to establish", "connectionerror", "remote end closed")):
         return "the tracking server is not reachable (connection refused)"
     return (text[:300] + "…") if len(text) > 300 else (text or type(e).__name__)
