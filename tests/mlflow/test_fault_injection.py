@@ -204,3 +204,30 @@ def test_tracking_server_answering_too_slowly(cli, contracts_args, tmp_path, mon
     proxy.close()
     state = _resume_completes(cli, out_dir, mlflow_server.url, experiment)
     assert first.items() <= state["runs"].items()  # the same runs completed, not new ones
+
+
+def test_concurrent_evaluation_creating_the_same_experiment(cli, contracts_args, tmp_path, monkeypatch, tracking_uri):
+    """Two evaluations started together into a new experiment both find it missing; the one that
+    loses the race to create it must log into the winner's, not fail (seen with 2 processes on
+    the PostgreSQL server). The interleaving is forced: right after this evaluation's look-up,
+    "another evaluation" creates the experiment in the real store."""
+    from mlflow.tracking import MlflowClient as Client
+
+    original = Client.get_experiment_by_name
+    raced = []
+
+    def look_up_then_lose_the_race(self, name):
+        found = original(self, name)
+        if found is None and not raced:
+            raced.append(Client(tracking_uri).create_experiment(name, artifact_location=(tmp_path / "other").as_uri()))
+        return found
+
+    monkeypatch.setattr(Client, "get_experiment_by_name", look_up_then_lose_the_race)
+    code, out, err = cli("evaluate", "fields", *contracts_args, "--no-ci", "--experiment", "raced", "--tracking-uri", tracking_uri,
+                         "--output", str(tmp_path / "out"), "--no-figures")
+    monkeypatch.undo()
+    assert raced and code == 0, err
+    state = json.loads((tmp_path / "out" / "state.json").read_text())
+    assert state["experiment_id"] == raced[0] and state["status"] == "UPLOADED"
+    client = MlflowClient(tracking_uri)
+    assert len(client.search_runs([raced[0]])) == 4

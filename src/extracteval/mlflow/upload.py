@@ -131,11 +131,9 @@ def _upload(
             except Exception as e:  # noqa: BLE001 - a run deleted meanwhile: fall back to the experiment by name
                 if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
                     raise
-                exp = client.get_experiment_by_name(exp_name)
-                exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
+                exp_id = _experiment_id(client, exp_name, uri)
         else:
-            exp = client.get_experiment_by_name(exp_name)
-            exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
+            exp_id = _experiment_id(client, exp_name, uri)
         state["experiment_id"] = exp_id
         ts = int(m["created_ms"])
         ds = m.get("dataset")
@@ -219,6 +217,25 @@ def _upload(
         ) from e
     models = {p.model: state["runs"][p.key] for p in bundle.runs if p.model is not None}
     return UploadResult(tracking_uri=uri, experiment_id=str(exp_id), run_ids=dict(state["runs"]), models=models)
+
+
+def _experiment_id(client: Any, name: str, uri: str) -> str:
+    """The experiment's id, creating it when missing. Evaluations started together into a new
+    experiment all find it missing and race to create it: the losers take the winner's."""
+    from mlflow.exceptions import MlflowException
+
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    try:
+        return client.create_experiment(name, artifact_location=_artifact_location(uri, name))
+    except MlflowException as e:
+        if e.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
 
 
 def _artifact_location(uri: str, experiment: str) -> str | None:
