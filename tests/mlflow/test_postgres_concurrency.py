@@ -154,7 +154,10 @@ def test_twenty_concurrent_evaluations_land_complete_in_postgres(postgres_mlflow
     for i in range(N_EVALUATIONS):
         out = tmp_path / f"out-{i:02d}"
         log = open(tmp_path / f"eval-{i:02d}.err", "w")
-        procs.append((i, out, log, subprocess.Popen(_evaluation_argv(i, url, out), stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=tmp_path)))
+        # niced: the 20 clients stand for 20 machines; on one 2-core box at equal priority their imports
+        # starve the one server process they are testing (measured back to back: 125 s at equal priority, 103 s niced)
+        procs.append((i, out, log, subprocess.Popen(_evaluation_argv(i, url, out), stdout=subprocess.PIPE, stderr=log, text=True,
+                                                    env=env, cwd=tmp_path, preexec_fn=lambda: os.nice(10))))
         time.sleep(0.1)  # a slight stagger eases the 20 simultaneous imports; each lives ≫ 2 s, so they all overlap
     docs = {}
     for i, out, log, p in procs:
