@@ -120,3 +120,34 @@ def test_call_free_python_that_parses_is_still_a_valid_empty_answer(text: str) -
 def test_text_without_a_call_is_unreadable(text: str) -> None:
     p = parse_calls(text)
     assert not p.valid and p.format == "unknown"
+
+
+_names = st.sampled_from(["f", "get_weather", " g ", "", "  "])
+_args = st.dictionaries(st.sampled_from(["a", "b", "city", "x.y", ""]), st.one_of(st.none(), st.integers(), st.text(max_size=3), st.floats(), st.just([1, {"k": None}])), max_size=4)
+_call = st.one_of(
+    st.fixed_dictionaries({"name": _names, "arguments": _args}),
+    st.fixed_dictionaries({"name": _names, "arguments": st.one_of(st.none(), st.just("{}"), st.just([]))}),
+    st.fixed_dictionaries({"name": _names, "parameters": _args}),
+)
+
+
+def _as_ordered(obj):
+    # A call object that is an OrderedDict (not `dict` by type) takes reference_calls' general
+    # path; the arguments stay plain dicts, as both paths flatten those alike.
+    from collections import OrderedDict
+
+    if isinstance(obj, list):
+        return [OrderedDict(x) for x in obj]
+    return OrderedDict(obj)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_call, st.lists(_call, max_size=3)))
+def test_plain_references_read_like_the_general_path(obj) -> None:
+    def read(o):
+        try:
+            return [(r.name, list(r.accept.items()), r.optional, r.whole) for r in reference_calls(o)]
+        except InputError as e:
+            return str(e)
+
+    assert read(obj) == read(_as_ordered(obj))

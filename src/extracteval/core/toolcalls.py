@@ -382,6 +382,16 @@ def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable
             if not parsed.valid:
                 raise InputError(f"{where}: the reference is neither JSON nor a Python call ({parsed.error}).") from None
             obj = [{"name": c.name, "arguments": c.args} for c in parsed.calls]
+    items = obj if type(obj) is list else (obj,) if type(obj) is dict else None
+    if items is not None and all(
+        type(x) is dict and len(x) == 2 and type(x.get("name")) is str and type(x.get("arguments")) is dict and x["name"].strip() for x in items
+    ):
+        # the usual reference, `{"name", "arguments": {…}}` or a list of them: the same RefCalls
+        # as the general path below, without building a Call per item first
+        return tuple(
+            RefCall(name=x["name"], accept={p: (k,) for p, k in _present_keys(x["arguments"], key_fn).items()}, optional=_NO_OPTIONAL, whole=False)
+            for x in items
+        )
     try:
         calls, _ = _calls_from_object(obj)
     except _NotCalls as e:
