@@ -57,11 +57,6 @@ def make_data(seed: int = 0) -> tuple[pd.DataFrame, list[ModelPredictions]]:
     truth["signatory"] = rng.choice(np.array([f"Person {i}" for i in range(5000)], dtype=object), n)
     truth["renewal"] = rng.choice(["yes", "no"], n)
     ids = np.array([f"doc-{i:06d}" for i in range(n)], dtype=object)
-    for f in FIELDS:
-        col = truth[f].astype(object)
-        col[rng.random(n) < 0.10] = rng.choice(ABSENT)
-        truth[f] = col
-    tframe = pd.DataFrame(truth, index=ids)
 
     # distinct reformatted dates, computed once (the generator is not what is benchmarked)
     fmt_cache: dict[tuple[str, int], str] = {}
@@ -72,6 +67,18 @@ def make_data(seed: int = 0) -> tuple[pd.DataFrame, list[ModelPredictions]]:
             y, m, d = map(int, iso.split("-"))
             fmt_cache[key] = date(y, m, d).strftime(DATE_FORMATS[k])
         return fmt_cache[key]
+
+    # the truth mixes date formats too (40% of its dates are not ISO), as annotators write them
+    for f in ("effective_date", "expiry_date"):
+        col = truth[f]
+        idx = np.flatnonzero(rng.random(n) < 0.4)
+        ks = rng.integers(1, len(DATE_FORMATS), len(idx))
+        col[idx] = [reformat(col[i], k) for i, k in zip(idx, ks)]
+    for f in FIELDS:
+        col = truth[f].astype(object)
+        col[rng.random(n) < 0.10] = rng.choice(ABSENT)
+        truth[f] = col
+    tframe = pd.DataFrame(truth, index=ids)
 
     models = []
     for mi, (err, fmt_p) in enumerate([(0.05, 0.5), (0.12, 0.8), (0.25, 0.1)]):
@@ -151,25 +158,26 @@ def main() -> None:
     print(f"data: {len(truth):,} records × {len(FIELDS)} fields × {len(models)} models = {truth.size * len(models):,} cells "
           f"(generated in {time.perf_counter() - t:.1f}s)")
     date_share = np.mean([truth[f].str.len().gt(0).mean() for f in ("effective_date", "expiry_date")]) * 2 / len(FIELDS)
-    print(f"      {date_share:.0%} of truth cells are dates; predictions mix {len(DATE_FORMATS)} date formats")
+    print(f"      {date_share:.0%} of truth cells are dates; truth and predictions mix {len(DATE_FORMATS)} date formats")
     cells = truth.size * len(models)
 
     base_rss = rss_mb()
-    best = float("inf")
+    best = best_cpu = float("inf")
     for _ in range(3):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         result = score_fields(truth, models, config=FieldsConfig(bootstrap=0))
-        best = min(best, time.perf_counter() - t)
+        best, best_cpu = min(best, time.perf_counter() - t), min(best_cpu, time.process_time() - c)
     peak = rss_mb() - base_rss
     rate = cells / best
-    print(f"extracteval score_fields (EXACT, no CI):   {best:6.2f} s   {rate / 1e6:6.2f} M cells/s   peak RSS growth {peak:,.0f} MB")
+    print(f"extracteval score_fields (EXACT, no CI):   {best:6.2f} s   {rate / 1e6:6.2f} M cells/s wall, "
+          f"{cells / best_cpu / 1e6:.2f} M cells/s CPU (one core)   peak RSS growth {peak:,.0f} MB")
 
     t = time.perf_counter()
     score_fields(truth, models, config=FieldsConfig(bootstrap=1000))
     with_ci = time.perf_counter() - t
     print(f"extracteval score_fields (+1000 bootstrap): {with_ci:6.2f} s   {cells / with_ci / 1e6:6.2f} M cells/s")
 
-    n_cells, naive_s = naive_loop(truth, models, 150_000)
+    n_cells, naive_s = naive_loop(truth, models, 150_000)  # wall clock, as the extracteval rate above
     naive_rate = n_cells / naive_s
     print(f"naive per-row Python loop:                 {naive_s:6.2f} s for {n_cells:,} cells   {naive_rate / 1e6:6.3f} M cells/s")
     print(f"speed-up vs naive loop: {rate / naive_rate:,.0f}×   (targets: ≥ 3 M cells/s, ≥ 10× naive)")

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -114,13 +115,15 @@ def run_chunks(
     Args:
         workers: processes scoring chunks; 1 scores in this process. The chunks are read here
             and at most 2 × workers of them are in flight, so memory stays bounded.
-        records_path: stream every chunk's per-record rows to this Parquet file.
+        records_path: stream every chunk's per-record rows to this Parquet file (through a
+            temporary sibling renamed into place at the end: never a truncated file there).
         spill_dir: folder for the temporary file of bootstrap rows (default: the system's).
         on_chunk: called with the number of records of each chunk scored (progress).
     """
     if workers < 1:
         raise ValueError(f"Expected workers ≥ 1, but got {workers}.")
     writer = None
+    partial = None if records_path is None else Path(records_path).with_name(f".{Path(records_path).name}.partial-{os.getpid()}")
     spill = _RowSpill(spill_dir)
     ledger = None
     n_chunks = 0
@@ -137,7 +140,7 @@ def run_chunks(
 
             table = pa.Table.from_pandas(score.records, preserve_index=False)
             if writer is None:
-                writer = pq.ParquetWriter(str(records_path), table.schema)
+                writer = pq.ParquetWriter(str(partial), table.schema)
             writer.write_table(table.cast(writer.schema))
             n_rows += len(score.records)
         if on_chunk is not None:
@@ -159,12 +162,15 @@ def run_chunks(
         if writer is not None:
             writer.close()
             writer = None
+            os.replace(partial, records_path)
         if ledger is None:
             raise ValueError("no chunks to score")
         result = task.finalise(ledger, record_rows=spill.read if spill.width is not None else None)
     finally:
         if writer is not None:
             writer.close()
+        if partial is not None and partial.exists():
+            partial.unlink()
         spill.close()
     return result, ChunkStats(chunks=n_chunks, records_rows=n_rows, workers=workers)
 

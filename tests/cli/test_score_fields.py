@@ -131,6 +131,30 @@ def test_unreadable_file(cli, tmp_path, seed_files):
     assert "is a directory" in err
 
 
+def test_permission_denied_is_one_clear_message(tmp_path):
+    """A file the user may not read: exit 2, the path and "permission denied", no traceback. Root
+    reads every file through CAP_DAC_OVERRIDE, so as root the command runs with that capability
+    dropped (`setpriv`): real permissions, no patching."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    secret = write(tmp_path / "secret.csv", "id,a\n1,x\n")
+    secret.chmod(0o000)
+    cmd = [sys.executable, "-m", "extracteval", "score", "fields", "--truth", str(secret), "--predictions", f"m={secret}"]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without util-linux `setpriv`: cannot make a file unreadable to this process")
+        cmd = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", *cmd]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    secret.chmod(0o600)
+    assert done.returncode == 2, done.stderr
+    assert f"{secret}: permission denied" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_wrong_delimiter(cli, tmp_path, seed_files):
     _, a, _ = seed_files
     t = write(tmp_path / "semi.csv", "id;contract_type\n1;NDA\n")

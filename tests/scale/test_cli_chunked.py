@@ -137,3 +137,13 @@ def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeyp
     t.write_text("id,a\n1,x\n", encoding="utf-8")
     res = cli("score", "fields", "--truth", str(t), "--predictions", f"m={t}", "--engine", "spark")
     assert res.code == 2 and "pip install 'extracteval[spark]'" in res.err and "Traceback" not in res.err
+
+
+@pytest.mark.parametrize("args", [["--chunk-size", "5"], ["--workers", "2"], ["--engine", "spark"], ["--chunk-size", "0"]])
+def test_evaluate_refuses_the_scale_options_instead_of_ignoring_them(cli, tmp_path, monkeypatch, args):
+    # evaluate logs from an in-memory evaluation; an option that would change how it scores must not pass silently
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    res = cli("evaluate", "fields", *CONTRACT_ARGS[:-1], "--experiment", "x", "--tracking-uri", uri, *args)
+    assert res.code == 2 and "evaluate scores in memory" in res.err and args[0] in res.err and "Traceback" not in res.err
+    assert not (tmp_path / "store.db").exists()  # refused before anything was scored or logged

@@ -78,6 +78,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from extracteval.mlflow.tasks import get_adapter
     from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
 
+    _refuse_scale_options(args)
     adapter = get_adapter(args._evaluate_task)
     scored = adapter.score_args(args)
     uri = args.tracking_uri or default_tracking_uri()
@@ -86,7 +87,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     temporary = not output
     out = Path(output) if output else Path(tempfile.mkdtemp(prefix="extracteval-"))
     bundle = write_bundle(scored, adapter, out, experiment=args.experiment, run_name=args.run_name, tracking_uri=uri,
-                          figures=not args.no_figures)
+                          figures=not args.no_figures, safe_csv=getattr(args, "safe_csv", True))
     if not as_json:
         print(adapter.summary(scored))
         print()
@@ -107,6 +108,22 @@ def _evaluate(args: argparse.Namespace) -> int:
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
     return 0
+
+
+def _refuse_scale_options(args: argparse.Namespace) -> None:
+    """`evaluate` logs from an in-memory evaluation (the truth is digested and logged as a dataset,
+    the per-record table is written whole), so the chunked and Spark engines of `score fields` are
+    refused here rather than silently ignored."""
+    from extracteval.errors import InputError
+
+    given = [opt for opt, on in (("--chunk-size", getattr(args, "chunk_size", None) is not None),
+                                 ("--workers", getattr(args, "workers", 1) != 1),
+                                 ("--engine spark", getattr(args, "engine", "local") != "local"),
+                                 ("--spark-master", getattr(args, "spark_master", None) is not None),
+                                 ("--spark-partitions", getattr(args, "spark_partitions", None) is not None)) if on]
+    if given:
+        raise InputError(f"evaluate scores in memory; {', '.join(given)} are options of `extracteval score fields` only "
+                         "(stream with `score fields --chunk-size N --output DIR`; see README \"Scale\").")
 
 
 def _resume(args: argparse.Namespace) -> int:
