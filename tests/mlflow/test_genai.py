@@ -59,3 +59,119 @@ def test_genai_evaluate_then_micro_metrics_on_the_run(sqlite_uri, tmp_path, monk
     metrics = MlflowClient(sqlite_uri).get_run(result.run_id).data.metrics
     assert metrics["extracteval/micro/f1"] == pytest.approx(2 * 0.5 * 0.4 / 0.9)
     assert metrics["extracteval/f1/mean"] == pytest.approx((1.0 + 0.0 + 0.0) / 3)  # the per-row average MLflow logs
+
+
+# ---- every task with a per-row meaning ---------------------------------------------------------
+
+_REF = [{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]
+_TEXT = "The user must confirm the payment."
+
+
+def _sp(phrase: str, tag: str) -> dict:
+    i = _TEXT.index(phrase)
+    return {"start": i, "end": i + len(phrase), "tag": tag}
+
+
+# task → [(truth, output)]; each set has a right row, a partly wrong row and a malformed output
+_TASK_ROWS = {
+    "json": [
+        ({"name": "Ann", "email": "a@x.org", "note": None}, json.dumps({"name": "Ann", "email": "a@x.org", "note": None})),
+        ({"name": "Bob", "email": "b@x.org", "note": None}, {"name": "Bob", "note": "invented", "extra": 1}),
+        ({"name": "Cy", "email": "c@x.org", "note": None}, "Sorry, I cannot help."),
+    ],
+    "structured": [
+        ({"user": {"name": "U1", "age": 31}}, json.dumps({"user": {"name": "U1", "age": 31}})),
+        ({"user": {"name": "U2", "age": 32}}, "Here:\n```json\n" + json.dumps({"user": {"name": "U2", "age": "32"}}) + "\n```"),
+        ({"user": {"name": "U3", "age": 33}}, '{"user": {"name": "U3", "age": '),
+    ],
+    "toolcalls": [
+        (json.dumps(_REF), '[get_weather(city="Paris", unit="celsius")]'),
+        (json.dumps(_REF), json.dumps([{"name": "get_weather", "arguments": {"city": "Lyon", "unit": "celsius"}}])),
+        (json.dumps(_REF), "I cannot call tools"),
+    ],
+    "spans": [
+        ({"text": _TEXT, "spans": [_sp("user", "Actor"), _sp("confirm", "Action")]}, [_sp("user", "Actor"), _sp("confirm", "Action")]),
+        ({"text": _TEXT, "spans": [_sp("user", "Actor"), _sp("the payment", "Entity")]}, [_sp("The user", "Actor"), _sp("the payment", "Entity")]),
+        ({"text": _TEXT, "spans": [_sp("confirm", "Action")]}, "no spans found"),
+    ],
+    "labels": [
+        ({"category": "bug", "priority": "low"}, json.dumps({"category": "bug", "priority": "low"})),
+        ({"category": "billing", "priority": "high"}, json.dumps({"category": "bug", "priority": "high"})),
+        ({"category": "refund", "priority": "low"}, "I could not classify this."),
+    ],
+    "entities": [
+        ([{"description": "Pen", "amount": "1.00"}], json.dumps({"entities": [{"description": "Pen", "amount": "1.00"}]})),
+        ([{"description": "Ink", "amount": "2.00"}, {"description": "Pad", "amount": "3.00"}],
+         json.dumps({"entities": [{"description": "Ink", "amount": "9.00"}, {"description": "Total", "amount": "12.00"}]})),
+        ([{"description": "Cap", "amount": "4.00"}], '{"entities": [{"description": "Cap"'),
+    ],
+}
+# the feedback each task must give on every row (the primary one first)
+_PRIMARY = {"json": "rqs", "structured": "field_f1", "toolcalls": "call_correct", "spans": "f1", "labels": "accuracy", "entities": "entity_f1"}
+
+
+def _whole(task: str) -> dict[str, float]:
+    """The task's own metrics of all rows scored at once, by the adapter the evaluator plugin uses."""
+    from extracteval.mlflow.keys import KeyMap
+    from extracteval.mlflow.tasks import get_adapter
+
+    a = get_adapter(task)
+    rows = _TASK_ROWS[task]
+    s = a.score_frame(ids=[f"r{i}" for i in range(len(rows))], targets=[t for t, _ in rows], predictions={"m": [o for _, o in rows]},
+                      config={"bootstrap": 0} if "bootstrap" in a.config_keys else {}, truth_source="t")
+    return a.metrics(s, "m", KeyMap.build(a.item_names(s)))
+
+
+@pytest.mark.parametrize("task", sorted(_TASK_ROWS))
+def test_scorer_per_row_feedback_for_every_task(task):
+    from extracteval.mlflow.genai import extraction_scorer
+
+    s = extraction_scorer(task)
+    (t0, o0), _, (t2, o2) = _TASK_ROWS[task]
+    right = s(outputs=o0, expectations={"expected": t0})
+    best = 0.45 + 0.25 + 0.15 if task == "json" else 1.0  # SPEC §5: the best RQS is a + c + s
+    assert right[0].name == f"extracteval/{_PRIMARY[task]}" and right[0].value in (pytest.approx(best), True)
+    assert right[0].rationale and right[0].metadata["extracteval.task"] == task
+    malformed = {f.name: f.value for f in s(outputs=o2, expectations={"expected": t2})}  # counted, never raised
+    assert malformed[f"extracteval/{_PRIMARY[task]}"] in (0.0, False) or task == "json"
+    if task == "json":  # an unreadable output has no value present: completeness 0, counted invalid
+        assert malformed["extracteval/completeness"] == 0.0 and malformed["extracteval/invalid_predictions"] == 1
+
+
+@pytest.mark.parametrize("task", sorted(_TASK_ROWS))
+def test_genai_evaluate_logs_the_tasks_own_micro_metrics(task, sqlite_uri, tmp_path, monkeypatch):
+    """Per-row feedback summed by log_micro_metrics equals the engine's metrics over all rows at once."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from extracteval.mlflow.genai import extraction_scorer, log_micro_metrics
+
+    monkeypatch.chdir(tmp_path)
+    data = [{"inputs": {"i": i}, "outputs": o, "expectations": {"expected": t}} for i, (t, o) in enumerate(_TASK_ROWS[task])]
+    mlflow.set_tracking_uri(sqlite_uri)
+    try:
+        mlflow.set_experiment(experiment_id=mlflow.create_experiment(f"genai-{task}", artifact_location=(tmp_path / "artifacts").as_uri()))
+        result = mlflow.genai.evaluate(data=data, scorers=[extraction_scorer(task)])
+        logged = log_micro_metrics(result)  # the task is read from the feedback metadata
+    finally:
+        mlflow.set_tracking_uri("")
+    whole = _whole(task)
+    common = {k.split("/", 1)[1] for k in logged} & set(whole)
+    assert len(common) >= 3, (sorted(logged), sorted(whole))
+    for k in common:
+        assert logged[f"extracteval/{k}"] == pytest.approx(whole[k]), k
+    assert logged["extracteval/rows"] == 3 and logged["extracteval/rows_scored"] == 3
+    on_run = MlflowClient(sqlite_uri).get_run(result.run_id).data.metrics
+    assert all(on_run[k] == pytest.approx(v) for k, v in logged.items())
+    assert f"extracteval/{_PRIMARY[task]}/mean" in on_run  # MLflow's own per-row average beside them
+
+
+def test_scorer_refuses_a_task_without_per_row_meaning(monkeypatch):
+    from extracteval.errors import InputError
+    from extracteval.mlflow import tasks
+    from extracteval.mlflow.genai import extraction_scorer
+
+    # a task registered for the evaluator but given no per-row spec for the scorers
+    monkeypatch.setitem(tasks.TASKS, "corpus-only", tasks.TaskSpec("corpus-only", "extraction-fields", "task_fields"))
+    with pytest.raises(InputError, match=r"'corpus-only' has no per-row meaning.*supported tasks: fields, json, spans, entities, labels, structured, toolcalls"):
+        extraction_scorer("corpus-only")

@@ -184,3 +184,58 @@ def test_docstring_examples_run():
     import extracteval.mlflow.keys as keys
 
     assert doctest.testmod(keys).failed == 0
+
+
+def _many_fields_scored(n_fields: int, wrong: dict[str, int]):
+    """A fields evaluation of 20 records × n_fields; field → number of records the model gets wrong."""
+    from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
+    from extracteval.mlflow.tasks import Scored
+
+    ids = [f"r{i:02d}" for i in range(20)]
+    truth = pd.DataFrame({f"f{j:03d}": [f"v{i}" for i in range(20)] for j in range(n_fields)}, index=ids)
+    pred = truth.copy()
+    for f, k in wrong.items():
+        pred.loc[ids[:k], f] = "wrong"
+    result = score_fields(truth, [ModelPredictions(name="m", values=pred)], config=FieldsConfig(bootstrap=0), truth_source="t")
+    doc = result.to_dict()
+    return Scored(task="fields", result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source="t", config=doc["config"])
+
+
+def _row_labels(fig) -> list[str]:
+    ax = fig.axes[0]
+    return [t.get_text() for t in ax.texts if t.get_ha() == "right"]  # the item names beside the rows
+
+
+def test_fields_figures_of_many_fields_show_the_fields_with_most_errors():
+    from extracteval.mlflow.task_fields import ADAPTER
+    from extracteval.mlflow.task_structured import FIGURE_ITEMS
+
+    n = FIGURE_ITEMS + 60
+    wrong = {f"f{j:03d}": 1 + j % 7 for j in range(0, n, 2)}  # every other field has errors: 50 fields
+    figs = ADAPTER.figures(_many_fields_scored(n, wrong), ["m"])
+    bars, heat = figs["field_f1.png"], figs["confusion_counts.png"]
+    shown = _row_labels(bars)
+    assert len(shown) == FIGURE_ITEMS and set(shown) <= set(wrong)  # only fields with errors
+    worst = sorted(wrong, key=lambda f: (-wrong[f], f))[:FIGURE_ITEMS]
+    assert set(shown) == set(worst)  # the most errors first
+    assert f"({FIGURE_ITEMS} of {n}: most errors)" in bars.axes[0].get_title()
+    assert set(_row_labels(heat)) == set(worst)
+    # 40 fields × 5 counts = 200 cells: still printed; every count text is a number
+    assert sum(t.get_text().isdigit() for t in heat.axes[0].texts) == FIGURE_ITEMS * 5
+    # few fields: every one shown, no note
+    few = ADAPTER.figures(_many_fields_scored(5, {"f001": 2}), ["m"])["field_f1.png"]
+    assert len(_row_labels(few)) == 5 and "of" not in few.axes[0].get_title()
+
+
+def test_heatmap_prints_counts_only_up_to_300_cells():
+    from extracteval.report.figures import confusion_heatmap
+
+    def table(n_items: int, models: int) -> pd.DataFrame:
+        return pd.DataFrame([{"model": f"m{k}", "field": f"f{i}", "tp": 3, "fp": 1, "fn": 1, "tn": 0, "excluded": 0}
+                             for k in range(models) for i in range(n_items)])
+
+    def numbers(fig) -> int:
+        return sum(t.get_text().isdigit() for t in fig.axes[0].texts)
+
+    assert numbers(confusion_heatmap(table(30, 2))) == 300  # 30 × 2 × 5 cells
+    assert numbers(confusion_heatmap(table(31, 2))) == 0  # the colours carry them; the CSV has them

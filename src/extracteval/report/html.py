@@ -64,20 +64,26 @@ def _cell(v: Any, column: str = "") -> tuple[str, bool]:
 def _table(frame: Any, status_column: str | None = None) -> str:
     cols = [str(c) for c in frame.columns]
     out = ["<table><thead><tr>", *(f"<th>{_e(c)}</th>" for c in cols), "</tr></thead><tbody>"]
-    records = frame.to_dict(orient="records")
-    for row in records[:MAX_ROWS]:
-        bad = status_column is not None and row.get(status_column) in (False, "failed", "FAILED")
+    shown = frame.iloc[:MAX_ROWS]
+    # cells are formatted column by column from plain Python lists: `to_dict("records")`
+    # boxes every cell one at a time (slow for Arrow-backed strings: a third of a second for a
+    # 200-field report, three reports per evaluation)
+    cells = []
+    for c, name in zip(shown.columns, cols):
+        formatted = [_cell(v, name) for v in shown[c].tolist()]
+        if name == "tier":
+            cells.append([f'<td class="tier-{_e(t)}">{t.replace("_", " ")}</td>' if t else "<td></td>" for t, _ in formatted])
+        else:
+            cells.append([f'<td class="num">{t}</td>' if num else f"<td>{t}</td>" for t, num in formatted])
+    status = shown[status_column].tolist() if status_column is not None and status_column in shown.columns else None
+    for i in range(len(shown)):
+        bad = status is not None and status[i] in (False, "failed", "FAILED")
         out.append('<tr class="bad">' if bad else "<tr>")
-        for c in frame.columns:
-            text, num = _cell(row[c], str(c))
-            if c == "tier" and text:
-                out.append(f'<td class="tier-{_e(text)}">{text.replace("_", " ")}</td>')
-            else:
-                out.append(f'<td class="num">{text}</td>' if num else f"<td>{text}</td>")
+        out.extend(col[i] for col in cells)
         out.append("</tr>")
     out.append("</tbody></table>")
-    if len(records) > MAX_ROWS:
-        out.append(f'<p class="note">{len(records) - MAX_ROWS} more rows in the CSV artifact.</p>')
+    if len(frame) > MAX_ROWS:
+        out.append(f'<p class="note">{len(frame) - MAX_ROWS} more rows in the CSV artifact.</p>')
     return "".join(out)
 
 
