@@ -20,9 +20,10 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -65,6 +66,8 @@ def _score(task: ChunkTask, chunk: Any, spill_dir: str) -> ChunkScore:
 
 
 def _narrow(rows: np.ndarray) -> np.ndarray:
+    if not np.issubdtype(rows.dtype, np.integer):
+        return rows  # per-record scores (the json task's floats) are kept bit for bit
     if rows.size and int(np.abs(rows).max()) >= 2**31:
         raise OverflowError("per-record counts exceed int32")
     return rows.astype(np.int32)
@@ -92,7 +95,8 @@ class _RowSpill:
         self.width = 0
 
     def read(self) -> np.ndarray:
-        return np.concatenate([np.load(f) for f in self.files]).astype(np.int64)
+        rows = np.concatenate([np.load(f) for f in self.files])
+        return rows.astype(np.int64) if np.issubdtype(rows.dtype, np.integer) else rows
 
     def close(self) -> None:
         import shutil
@@ -105,7 +109,7 @@ def run_chunks(
     chunks: Iterable[Any],
     *,
     workers: int = 1,
-    records_path: str | Path | None = None,
+    records_path: str | Path | Mapping[str, str | Path] | None = None,
     spill_dir: str | None = None,
     on_chunk: Callable[[int], None] | None = None,
 ) -> tuple[Any, ChunkStats]:
@@ -114,32 +118,43 @@ def run_chunks(
     Args:
         workers: processes scoring chunks; 1 scores in this process. The chunks are read here
             and at most 2 × workers of them are in flight, so memory stays bounded.
-        records_path: stream every chunk's per-record rows to this Parquet file.
+        records_path: stream every chunk's per-record rows to this Parquet file; a task whose
+            `ChunkScore.records` is a mapping of name → DataFrame gives one file per name.
         spill_dir: folder for the temporary file of bootstrap rows (default: the system's).
         on_chunk: called with the number of records of each chunk scored (progress).
     """
     if workers < 1:
         raise ValueError(f"Expected workers ≥ 1, but got {workers}.")
-    writer = None
+    writers: dict[str, Any] = {}
     spill = _RowSpill(spill_dir)
     ledger = None
     n_chunks = 0
     n_rows = 0
 
+    def write(key: str, path: str | Path, frame: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if key not in writers:
+            writers[key] = pq.ParquetWriter(str(path), table.schema)
+        writers[key].write_table(table.cast(writers[key].schema))
+
     def consume(score: ChunkScore) -> None:
-        nonlocal ledger, writer, n_chunks, n_rows
+        nonlocal ledger, n_chunks, n_rows
         ledger = score.ledger if ledger is None else ledger + score.ledger
         n_chunks += 1
         spill.add(score)
-        if records_path is not None and score.records is not None and len(score.records):
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            table = pa.Table.from_pandas(score.records, preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(str(records_path), table.schema)
-            writer.write_table(table.cast(writer.schema))
-            n_rows += len(score.records)
+        if records_path is not None and score.records is not None:
+            if isinstance(score.records, Mapping):
+                assert isinstance(records_path, Mapping)
+                for key, frame in score.records.items():
+                    if len(frame):
+                        write(key, records_path[key], frame)
+                n_rows += sum(len(f) for f in score.records.values())
+            elif len(score.records):
+                write("", records_path, score.records)  # type: ignore[arg-type]
+                n_rows += len(score.records)
         if on_chunk is not None:
             on_chunk(getattr(score.ledger, "n_records", 0))
 
@@ -156,15 +171,14 @@ def run_chunks(
                         consume(pending.popleft().result())
                 while pending:
                     consume(pending.popleft().result())
-        if writer is not None:
-            writer.close()
-            writer = None
+        while writers:
+            writers.pop(next(iter(writers))).close()
         if ledger is None:
             raise ValueError("no chunks to score")
         result = task.finalise(ledger, record_rows=spill.read if spill.width is not None else None)
     finally:
-        if writer is not None:
-            writer.close()
+        for w in writers.values():
+            w.close()
         spill.close()
     return result, ChunkStats(chunks=n_chunks, records_rows=n_rows, workers=workers)
 

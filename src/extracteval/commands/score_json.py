@@ -58,6 +58,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="per-record rows in --json: auto (up to 10,000 model×record rows), all, none")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, field_accuracy.csv, records.parquet, buckets.parquet to DIR")
+    from extracteval.commands.score_fields import add_scale_arguments
+
+    add_scale_arguments(p)
 
 
 def _parse_weights(text: str) -> dict[str, float]:
@@ -162,6 +165,10 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
     config, sim_name, sim_opts = build_config(args)
     backend = get_similarity(sim_name, **sim_opts)
+    chunked = _chunked(args, config, backend)
+    if chunked is not None:
+        result, doc = chunked
+        return result, _with_judge(doc, backend)
     normalizer = Normalizer(config.normalization)
     truth, preds, truth_source, notes = load_json_inputs(
         args.truth, args.predictions, id_key=args.id_key, safety_key=config.safety_key, is_absent=normalizer.is_absent
@@ -170,11 +177,38 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     include = {"auto": None, "all": True, "none": False}[getattr(args, "records", "auto") or "auto"]
     doc = result.to_dict(include_records=include)
     doc["warnings"] = [*notes, *doc["warnings"]]
+    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+    return result, _with_judge(doc, backend)
+
+
+def _with_judge(doc: dict[str, Any], backend: Any) -> dict[str, Any]:
     judge = getattr(backend, "failure_reasons", None)
     if judge is not None:
-        doc["config"]["similarity"]["semantic"]["calls"] = backend.calls  # type: ignore[attr-defined]
-        doc["config"]["similarity"]["semantic"]["failures"] = dict(judge)
-    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        sem = doc["config"]["similarity"]["semantic"]
+        doc["config"]["similarity"]["semantic"] = {**sem, "calls": backend.calls, "failures": dict(judge)}
+    return doc
+
+
+def _chunked(args: argparse.Namespace, config: Any, backend: Any) -> tuple[Any, dict[str, Any]] | None:
+    """--chunk-size / --workers: the chunked engine (README "Scale"); None for the in-memory one."""
+    from extracteval.errors import InputError
+
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    if getattr(args, "engine", "local") == "spark":
+        raise InputError("--engine spark does not serve the json task yet; use --chunk-size N [--workers W] (README \"Scale\").")
+    if chunk_size is None and workers == 1:
+        return None
+    from extracteval.chunked_json import score_json_files
+
+    result, inputs = score_json_files(
+        args.truth, args.predictions, config=config, similarity=backend, chunk_size=100_000 if chunk_size is None else chunk_size,
+        workers=workers, id_key=args.id_key, records_mode=getattr(args, "records", "auto") or "auto", output=getattr(args, "output", None),
+    )
+    include = {"auto": None, "all": True, "none": False}[getattr(args, "records", "auto") or "auto"]
+    doc = result.to_dict(include_records=include)
+    doc["inputs"] = inputs
     return result, doc
 
 
@@ -211,8 +245,9 @@ def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
         result.fields_frame().to_csv(out / "field_accuracy.csv", index=False)
-        result.records_frame().to_parquet(out / "records.parquet", index=False)
-        result.cells_frame().to_parquet(out / "buckets.parquet", index=False)
+        if hasattr(result, "records_frame"):  # the chunked engine streamed these while scoring
+            result.records_frame().to_parquet(out / "records.parquet", index=False)
+            result.cells_frame().to_parquet(out / "buckets.parquet", index=False)
     except OSError as e:
         raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
 
