@@ -43,7 +43,7 @@ class _ModelLedger:
             f[g] = (a[0] + tp, a[1] + fp, a[2] + fn)
         return _ModelLedger(
             counts=self.counts + o.counts, fields=f, missing=self.missing + o.missing, extra=self.extra + o.extra,
-            invalid_examples=tuple(sorted(self.invalid_examples + o.invalid_examples, key=lambda e: natural_key(e["id"]))[:_EXAMPLES]),
+            invalid_examples=tuple(sorted(self.invalid_examples + o.invalid_examples, key=lambda e: (natural_key(e["id"]), e["id"]))[:_EXAMPLES]),
         )
 
 

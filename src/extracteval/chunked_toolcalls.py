@@ -33,7 +33,9 @@ _EXAMPLES = 5
 def _natural(ids: tuple[str, ...]) -> tuple[str, ...]:
     from extracteval.core.structured import natural_key
 
-    return tuple(sorted(ids, key=natural_key))  # stable: ties keep the byte order of the files, as in memory
+    # ties of the natural key (r01, r1) in byte order: the order the in-memory engine gives for
+    # the sorted files the chunked engine reads, and one order whatever Spark's partitions are
+    return tuple(sorted(ids, key=lambda i: (natural_key(i), i)))
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class _ModelLedger:
         formats = dict(self.formats)
         for k, v in o.formats.items():
             formats[k] = formats.get(k, 0) + v
-        examples = sorted(self.invalid_examples + o.invalid_examples, key=lambda e: natural_key(e["id"]))[:_EXAMPLES]
+        examples = sorted(self.invalid_examples + o.invalid_examples, key=lambda e: (natural_key(e["id"]), e["id"]))[:_EXAMPLES]
         return _ModelLedger(
             counts=self.counts + o.counts,
             formats=formats,

@@ -87,31 +87,43 @@ def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
     chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if getattr(args, "engine", "local") == "spark":
-        raise InputError("--engine spark does not serve the toolcalls task yet; use --chunk-size N [--workers W] (README \"Scale\").")
-    if chunk_size is None and workers == 1:
+    spark = getattr(args, "engine", "local") == "spark"
+    if chunk_size is None and workers == 1 and not spark:
         return None
     given = [flag for flag, on in (("--checker bfcl", args.checker == "bfcl"), ("--semantic-similarity", args.semantic_similarity),
                                    ("--llm-judge", args.llm_judge), ("--baseline/--candidate", bool(args.baseline or args.candidate)))
              if on]
     if given:
-        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers to use it (README \"Scale\").")
+        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
     if args.questions:
         raise InputError("--questions is for --checker bfcl; the generic checker reads references from --truth only.")
     if len(args.truth) != 1:
         raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
+    from dataclasses import fields
+
     from extracteval.chunked_toolcalls import score_toolcalls_files
     from extracteval.core.toolcalls import ToolCallConfig, ToolCallCounts
 
     config = ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
+    if spark:
+        if chunk_size is not None or workers != 1:
+            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
+        if args.output:
+            raise InputError("--output with --engine spark is not supported for toolcalls yet (no per-record rows); drop --output.")
+        from extracteval.spark.toolcalls import score_toolcalls_spark_files
+
+        result, inputs = score_toolcalls_spark_files(args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
+                                                     master=args.spark_master, partitions=args.spark_partitions)
+        doc = result.to_dict()
+        doc["inputs"] = inputs
+        doc["count_columns"] = [f.name for f in fields(ToolCallCounts)] if result.ranking else []
+        return doc
     result, inputs = score_toolcalls_files(
         args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
         chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers, output=args.output,
     )
     doc = result.to_dict()
     doc["inputs"] = inputs
-    from dataclasses import fields
-
     doc["count_columns"] = [f.name for f in fields(ToolCallCounts)] if result.ranking else []
     return doc
 
