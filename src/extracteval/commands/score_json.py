@@ -196,16 +196,25 @@ def _chunked(args: argparse.Namespace, config: Any, backend: Any) -> tuple[Any, 
     chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    records_mode = getattr(args, "records", "auto") or "auto"
     if getattr(args, "engine", "local") == "spark":
-        raise InputError("--engine spark does not serve the json task yet; use --chunk-size N [--workers W] (README \"Scale\").")
-    if chunk_size is None and workers == 1:
-        return None
-    from extracteval.chunked_json import score_json_files
+        if chunk_size is not None or workers != 1:
+            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
+        if getattr(args, "output", None):
+            raise InputError("--output with --engine spark is not supported for the json task yet (no per-record files); drop --output.")
+        from extracteval.spark.json import score_json_spark_files
 
-    result, inputs = score_json_files(
-        args.truth, args.predictions, config=config, similarity=backend, chunk_size=100_000 if chunk_size is None else chunk_size,
-        workers=workers, id_key=args.id_key, records_mode=getattr(args, "records", "auto") or "auto", output=getattr(args, "output", None),
-    )
+        result, inputs = score_json_spark_files(args.truth, args.predictions, config=config, similarity=backend, id_key=args.id_key,
+                                                records_mode=records_mode, master=args.spark_master, partitions=args.spark_partitions)
+    elif chunk_size is None and workers == 1:
+        return None
+    else:
+        from extracteval.chunked_json import score_json_files
+
+        result, inputs = score_json_files(
+            args.truth, args.predictions, config=config, similarity=backend, chunk_size=100_000 if chunk_size is None else chunk_size,
+            workers=workers, id_key=args.id_key, records_mode=records_mode, output=getattr(args, "output", None),
+        )
     include = {"auto": None, "all": True, "none": False}[getattr(args, "records", "auto") or "auto"]
     doc = result.to_dict(include_records=include)
     doc["inputs"] = inputs

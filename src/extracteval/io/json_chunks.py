@@ -48,6 +48,11 @@ class _Rec:
     safety: float | None = None
     status: str | None = None
 
+    @property
+    def has_truth(self) -> bool:
+        # a property, not `rec.truth is _MISSING` elsewhere: the sentinel does not survive pickling
+        return self.truth is not _MISSING
+
 
 class _JsonlRecords:
     """One JSONL file, record by record, parsed as `read_json_records` parses it."""
@@ -83,56 +88,69 @@ class _JsonlRecords:
             raise InputError(f"{p}: the file has no records.")
 
     def __iter__(self) -> Iterator[_Rec]:
-        p, id_key, safety_key, role = self.path, self.id_key, self.safety_key, self.role
+        p, id_key, safety_key = self.path, self.id_key, self.safety_key
         for where, obj in self._lines():
             if not isinstance(obj, dict):
                 raise InputError(f"{p}: {where}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
             if self.pairs is None:  # the layout is decided by the first record, as in the in-memory reader
-                keys = set(obj) - {id_key, safety_key}
-                self.pairs = bool(keys & _PAIR_KEYS) and keys <= _PAIR_KEYS | _PAIR_EXTRA
-            rid = _record_id(p, where, obj, id_key)
-            if self._last is not None and rid <= self._last[0]:
-                what = "duplicated" if rid == self._last[0] else "out of order"
+                self.pairs = is_pairs(obj, id_key, safety_key)
+            rec = parse_record(p, where, obj, role=self.role, pairs=self.pairs, id_key=id_key, safety_key=safety_key)
+            if self._last is not None and rec.rid <= self._last[0]:
+                what = "duplicated" if rec.rid == self._last[0] else "out of order"
                 raise InputError(
-                    f"{p}: {where}: record id {rid!r} is {what} (it follows {self._last[0]!r} at {self._last[1]}); "
+                    f"{p}: {where}: record id {rec.rid!r} is {what} (it follows {self._last[0]!r} at {self._last[1]}); "
                     "--chunk-size needs every file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). "
                     "Sort the files, or drop --chunk-size."
                 )
-            self._last = (rid, where)
-            rec = _Rec(rid=rid, where=where)
-            if self.pairs:
-                extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key})
-                if extra:
-                    raise InputError(
-                        f"{p}: {where}: this file is in the pairs layout ({{\"{id_key}\", \"truth\", \"prediction\"}}, decided by its "
-                        f"first record), but this record has other keys: {extra}."
-                    )
-                if "model" in obj:
-                    raise InputError(
-                        f"{p}: {where}: a `model` key holds several models in one file; --chunk-size needs one file per model "
-                        "(NAME=FILE). Split the file, or drop --chunk-size."
-                    )
-                if role == "truth" or "truth" in obj:
-                    if "truth" not in obj:
-                        raise InputError(f"{p}: {where}: record {rid!r} has no 'truth' key; the ground truth needs one per record.")
-                    if not isinstance(obj["truth"], dict):
-                        raise InputError(f"{p}: {where}: record {rid!r}: 'truth' must be a JSON object, but found {type(obj['truth']).__name__}.")
-                    rec.truth = obj["truth"]
-                if role == "predictions":
-                    if "prediction" not in obj:
-                        raise InputError(f"{p}: {where}: record {rid!r} has no 'prediction' key.")
-                    rec.prediction = obj["prediction"]
-                    if obj.get("status") is not None:
-                        rec.status = str(obj["status"])
-            else:
-                record = {k: v for k, v in obj.items() if k != id_key and (role == "truth" or k != safety_key)}
-                if role == "truth":
-                    rec.truth = record
-                else:
-                    rec.prediction = record
-            if role == "predictions" and safety_key in obj:
-                rec.safety = _safety_value(p, where, rid, safety_key, obj[safety_key])
+            self._last = (rec.rid, where)
             yield rec
+
+
+def is_pairs(first: dict[str, Any], id_key: str, safety_key: str) -> bool:
+    """The pairs layout ({"id", "truth", "prediction"}), decided by a file's first record."""
+    keys = set(first) - {id_key, safety_key}
+    return bool(keys & _PAIR_KEYS) and keys <= _PAIR_KEYS | _PAIR_EXTRA
+
+
+def parse_record(p: Path | str, where: str, obj: Any, *, role: str, pairs: bool, id_key: str, safety_key: str) -> _Rec:
+    """One record as `read_json_records` reads it (also used by the Spark engine's executors)."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{p}: {where}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
+    rid = _record_id(Path(p), where, obj, id_key)
+    rec = _Rec(rid=rid, where=where)
+    if pairs:
+        extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key})
+        if extra:
+            raise InputError(
+                f"{p}: {where}: this file is in the pairs layout ({{\"{id_key}\", \"truth\", \"prediction\"}}, decided by its "
+                f"first record), but this record has other keys: {extra}."
+            )
+        if "model" in obj:
+            raise InputError(
+                f"{p}: {where}: a `model` key holds several models in one file; --chunk-size and --engine spark need one file "
+                "per model (NAME=FILE). Split the file, or score in memory."
+            )
+        if role == "truth" or "truth" in obj:
+            if "truth" not in obj:
+                raise InputError(f"{p}: {where}: record {rid!r} has no 'truth' key; the ground truth needs one per record.")
+            if not isinstance(obj["truth"], dict):
+                raise InputError(f"{p}: {where}: record {rid!r}: 'truth' must be a JSON object, but found {type(obj['truth']).__name__}.")
+            rec.truth = obj["truth"]
+        if role == "predictions":
+            if "prediction" not in obj:
+                raise InputError(f"{p}: {where}: record {rid!r} has no 'prediction' key.")
+            rec.prediction = obj["prediction"]
+            if obj.get("status") is not None:
+                rec.status = str(obj["status"])
+    else:
+        record = {k: v for k, v in obj.items() if k != id_key and (role == "truth" or k != safety_key)}
+        if role == "truth":
+            rec.truth = record
+        else:
+            rec.prediction = record
+    if role == "predictions" and safety_key in obj:
+        rec.safety = _safety_value(Path(p), where, rid, safety_key, obj[safety_key])
+    return rec
 
 
 @dataclass
