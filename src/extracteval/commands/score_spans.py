@@ -136,12 +136,18 @@ def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: in
 
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if getattr(args, "engine", "local") == "spark":
-        raise InputError("--engine spark does not serve the spans task yet; use --chunk-size N [--workers W] (README \"Scale\").")
     if args.conll:
-        raise InputError("--conll token files are read whole (a chunk's tags depend on its neighbours); drop --chunk-size/--workers.")
+        raise InputError("--conll token files are read whole (a chunk's tags depend on its neighbours); drop --chunk-size/--workers/--engine spark.")
     if not args.truth:
         raise InputError("spans: pass --conll FILE, or --truth FILE with --predictions NAME=FILE.")
+    if getattr(args, "engine", "local") == "spark":
+        if chunk_size is not None or workers != 1:
+            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
+        from extracteval.spark.spans import score_spans_spark_files
+
+        result = score_spans_spark_files(args.truth, _named(args.predictions or [], "--predictions"), config=build_config(args, "char"),
+                                         master=args.spark_master, partitions=args.spark_partitions)
+        return result, result.to_dict()
     from extracteval.chunked_spans import score_spans_files
 
     result = score_spans_files(args.truth, _named(args.predictions or [], "--predictions"), config=build_config(args, "char"),
