@@ -54,6 +54,9 @@ def score_json_spark_files(
     master: str | None = None, partitions: int | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """`extracteval score json --engine spark` → (`ChunkedJsonResult`, `inputs` entry)."""
+    from extracteval.spark import require_pyspark
+
+    require_pyspark()  # a clear message, not an ImportError, when the extra is not installed
     from pyspark.sql import functions as F
 
     from extracteval.chunked_json import JsonTask

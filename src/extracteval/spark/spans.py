@@ -50,6 +50,9 @@ def score_spans_spark_files(
     truth: str, predictions: Sequence[tuple[str, Path]], *, config: Any, master: str | None = None, partitions: int | None = None,
 ) -> Any:
     """`extracteval score spans --truth T.jsonl --predictions … --engine spark` → `SpansResult`."""
+    from extracteval.spark import require_pyspark
+
+    require_pyspark()  # a clear message, not an ImportError, when the extra is not installed
     from pyspark.sql import functions as F
 
     from extracteval.chunked_spans import SpansTask

@@ -76,6 +76,9 @@ def score_toolcalls_spark_files(
 ) -> tuple[Any, dict[str, Any]]:
     """`extracteval score toolcalls --engine spark`: files (local paths or cluster URIs) → the
     local engine's `ToolCallResult` (without per-record rows) and the `inputs` entry."""
+    from extracteval.spark import require_pyspark
+
+    require_pyspark()  # a clear message, not an ImportError, when the extra is not installed
     from pyspark.sql import functions as F
 
     from extracteval.chunked_toolcalls import ToolCallsTask
