@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
     doc = _run_chunked(args, config)
+    streamed = doc is not None
     if doc is None:
         truth = _load_truth(args.truth)
         preds, sources = load_predictions(args.predictions)
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(doc))
         if args.output:
-            print(f"\nwrote {args.output}/result.json, records.jsonl")
+            print(f"\nwrote {args.output}/result.json, {'records.parquet' if streamed else 'records.jsonl'}")
     return 0
 
 

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(doc))
         if args.output:
-            print(f"\nwrote {args.output}/result.json, records.jsonl")
+            print(f"\nwrote {args.output}/result.json, {'records.parquet' if chunked is not None else 'records.jsonl'}")
     return 0
 
 
