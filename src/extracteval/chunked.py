@@ -11,8 +11,9 @@ A task plugs in with an object (picklable, so it can travel to worker processes)
   ledger; `record_rows()` gives back every chunk's bootstrap rows concatenated, for a task whose
   bootstrap needs them (the `fields` task asks only when distinct per-record patterns are many).
 
-`FieldsTask` is the `fields` task's. The Spark engine (`extracteval.spark`) calls the same two
-methods on executors and the driver.
+`FieldsTask` is the `fields` task's; `chunked_json.JsonTask`, `chunked_toolcalls.ToolCallsTask`,
+`chunked_structured.StructuredTask` and `chunked_spans.SpansTask` are the other tasks'. The Spark
+engine (`extracteval.spark`) calls the same two methods on executors and the driver.
 """
 
 from __future__ import annotations
