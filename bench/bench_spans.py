@@ -2,11 +2,13 @@
 
 Data: synthetic CoNLL-style BIO tags, 8 entity types, sentences of 25 tokens (1M tokens by
 default), predictions = gold with boundary slips, type swaps, misses and spurious chunks.
-Figures: end-to-end throughput (tokens/s) of extracteval exact-only and exact + relaxed (from
-in-memory tag lists, the input seqeval takes, and from a CoNLL file; bootstrap intervals off,
-as the peers compute none), seqeval
-`classification_report`, nervaluate `Evaluator.evaluate()` (all its schemes), peak memory, and
-one 100k-token document against 4k sentences of 25 tokens (cost must be linear in length).
+Figures: end-to-end throughput (tokens/s, wall and CPU, medians over BENCH_SPANS_REPEAT runs)
+of extracteval exact-only and exact + relaxed (from in-memory tag lists, the input seqeval takes,
+and from a CoNLL file on disk, as the CLI reads it; bootstrap intervals off, as the peers compute
+none), seqeval `classification_report` (and whether its micro / per-type P, R, F1 equal ours),
+nervaluate `Evaluator.evaluate()` (all its schemes; the margin is the median of per-repeat
+ratios), peak memory, and one 100k-token document against 4k sentences of 25 tokens (cost must
+be linear in length). The machine may be shared: CPU time excludes other processes' load.
 
     python bench/run.py spans            # or: python bench/bench_spans.py [--tokens N]
 """
@@ -75,6 +77,7 @@ def _flat(sents: list[list[str]]) -> tuple[list[str], np.ndarray]:
 
 
 def timed(fn, repeat: int = 1) -> float:
+    """Best wall time of `repeat` runs (the linear-cost comparison below)."""
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -83,24 +86,65 @@ def timed(fn, repeat: int = 1) -> float:
     return best
 
 
+def runs(fn, repeat: int) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of each of `repeat` runs. The machine may be shared: CPU time is the
+    figure that does not count other processes; wall time is what a user waits."""
+    out = []
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        out.append((time.perf_counter() - w, time.process_time() - c))
+    return out
+
+
+def _median(xs: list[float]) -> float:
+    return float(np.median(xs))
+
+
+def _rate_line(label: str, rs: list[tuple[float, float]], n_tok: int) -> str:
+    w, c = _median([r[0] for r in rs]), _median([r[1] for r in rs])
+    return f"{label:<50s}{w:7.3f} s wall {n_tok / w / 1e6:6.2f} M tok/s | {c:7.3f} s CPU {n_tok / c / 1e6:6.2f} M tok/s  (median of {len(rs)})"
+
+
+def seqeval_agreement(gold, pred, ours) -> str:
+    """Our conlleval-scheme exact micro and per-type P/R/F1 and support against seqeval's
+    default mode on the same data: they must be equal (both follow conlleval's chunking)."""
+    from seqeval.metrics import classification_report
+
+    rep = classification_report(gold, pred, output_dict=True, zero_division=0)
+    ex = ours.exact
+    pairs = [("micro avg", ex.micro)] + [(t, ex.per_tag.get(t)) for t in sorted(rep) if t not in ("micro avg", "macro avg", "weighted avg")]
+    types = [t for t, _ in pairs[1:]]
+    if any(m is None for _, m in pairs) or sorted(ex.per_tag) != types:
+        return f"agreement with seqeval: DIFFERENT type sets (seqeval {types}, ours {sorted(ex.per_tag)})"
+    worst = max(
+        max(abs(rep[t]["precision"] - m.precision), abs(rep[t]["recall"] - m.recall), abs(rep[t]["f1-score"] - m.f1), abs(rep[t]["support"] - (m.tp + m.fn)))
+        for t, m in pairs
+    )
+    return (f"agreement with seqeval (micro + {len(types)} types; P, R, F1, support): {'EQUAL' if worst < 1e-12 else 'DIFFERENT'}, "
+            f"max |Δ| = {worst:.1e}; micro F1 ours {ex.micro.f1:.6f}, seqeval {rep['micro avg']['f1-score']:.6f}")
+
+
 def main() -> None:
     from extracteval.core.spans import SpansConfig, corpus_from_tags, score_spans
 
     n = int(os.environ.get("BENCH_SPANS_TOKENS", "1000000"))
     if "--tokens" in sys.argv:
         n = int(sys.argv[sys.argv.index("--tokens") + 1])
+    repeat = int(os.environ.get("BENCH_SPANS_REPEAT", "5"))
     gold, pred = make_data(n, 25)
     n_tok = sum(map(len, gold))
-    print(f"data: {n_tok:,} tokens, {len(gold):,} sentences of 25, {len(TYPES)} types (BIO)")
+    print(f"data: {n_tok:,} tokens, {len(gold):,} sentences of 25, {len(TYPES)} types (BIO); load average {os.getloadavg()[0]:.1f}")
 
     words = [WORDS[(i * 7919) % len(WORDS)] for i in range(25)]
     tokens = [words] * len(gold)  # the words only feed TextSim; their identity does not matter
+    exact_cfg = SpansConfig(scheme="conlleval", relaxed=False, bootstrap=0)
 
     def run_exact():
         fg, sent = _flat(gold)
         fp, _ = _flat(pred)
         c = corpus_from_tags(fg, {"m": fp}, sentence_start=sent)
-        return score_spans(c, config=SpansConfig(scheme="conlleval", relaxed=False, bootstrap=0))
+        return score_spans(c, config=exact_cfg)
 
     def run_full():
         fg, sent = _flat(gold)
@@ -110,10 +154,19 @@ def main() -> None:
         return score_spans(c, config=SpansConfig(scheme="conlleval", bootstrap=0))
 
     run_full()  # warm-up: imports (scipy, rapidfuzz) are not part of the figures
-    t_exact = timed(run_exact, 3)
-    t_full = timed(run_full, 3)
-    print(f"extracteval exact only (lists → result):          {t_exact:7.3f} s  {n_tok / t_exact / 1e6:6.2f} M tokens/s")
-    print(f"extracteval exact + relaxed + curve + errors:     {t_full:7.3f} s  {n_tok / t_full / 1e6:6.2f} M tokens/s")
+    r_exact = runs(run_exact, repeat)
+    r_full = runs(run_full, repeat)
+    print(_rate_line("extracteval exact only (lists → result):", r_exact, n_tok))
+    print(_rate_line("extracteval exact + relaxed + curve + errors:", r_full, n_tok))
+
+    try:
+        from seqeval.metrics import classification_report
+    except ImportError:
+        classification_report = None
+    try:
+        from nervaluate import Evaluator
+    except ImportError:
+        Evaluator = None
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.conll"
@@ -123,39 +176,52 @@ def main() -> None:
                 fh.write("\n")
         from extracteval.io.spans_inputs import load_token_corpus
 
-        def from_file():
-            c = load_token_corpus(conll=[("m", path)])
-            return score_spans(c, config=SpansConfig(scheme="conlleval", bootstrap=0))
+        def file_exact():  # what `extracteval score spans --conll FILE` computes for exact
+            return score_spans(load_token_corpus(conll=[("m", path)]), config=exact_cfg)
 
-        t_file = timed(from_file, 1)
-        print(f"extracteval from CoNLL file, everything:          {t_file:7.3f} s  {n_tok / t_file / 1e6:6.2f} M tokens/s")
+        def file_full():
+            return score_spans(load_token_corpus(conll=[("m", path)]), config=SpansConfig(scheme="conlleval", bootstrap=0))
 
-    tracemalloc.start()
-    run_full()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(f"extracteval peak traced memory (exact + relaxed): {peak / 2**20:7.1f} MiB")
+        r_file_exact = runs(file_exact, repeat)
+        r_file_full = runs(file_full, max(1, repeat // 2))
+        print(_rate_line("extracteval from CoNLL file, exact only:", r_file_exact, n_tok))
+        print(_rate_line("extracteval from CoNLL file, everything:", r_file_full, n_tok))
+        if classification_report is not None:
+            print(seqeval_agreement(gold, pred, file_exact().models["m"]))
 
-    try:
-        from seqeval.metrics import classification_report
-    except ImportError:
-        print("seqeval: not installed (pip install -e '.[bench]'); skipped")
-        t_seq = None
-    else:
-        t_seq = timed(lambda: classification_report(gold, pred, output_dict=True, zero_division=0), 1)
-        print(f"seqeval classification_report:                   {t_seq:7.3f} s  {n_tok / t_seq / 1e6:6.2f} M tokens/s")
-    try:
-        from nervaluate import Evaluator
-    except ImportError:
-        print("nervaluate: not installed (pip install -e '.[bench]'); skipped")
-        t_ner = None
-    else:
-        t_ner = timed(lambda: Evaluator(gold, pred, tags=TYPES, loader="list").evaluate(), 1)
-        print(f"nervaluate Evaluator.evaluate (all schemes):      {t_ner:7.3f} s  {n_tok / t_ner / 1e6:6.2f} M tokens/s")
-    if t_seq:
-        print(f"ratio vs seqeval:    exact {t_seq / t_exact:6.1f}×   exact+relaxed {t_seq / t_full:6.1f}×")
-    if t_ner:
-        print(f"ratio vs nervaluate: exact {t_ner / t_exact:6.1f}×   exact+relaxed {t_ner / t_full:6.1f}×")
+        tracemalloc.start()
+        run_full()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"extracteval peak traced memory (exact + relaxed): {peak / 2**20:7.1f} MiB")
+
+        if classification_report is None:
+            print("seqeval: not installed (pip install -e '.[bench]'); skipped")
+        else:
+            r_seq = runs(lambda: classification_report(gold, pred, output_dict=True, zero_division=0), max(1, repeat // 2))
+            print(_rate_line("seqeval classification_report:", r_seq, n_tok))
+            for label, ours in (("exact (lists)", r_exact), ("exact (file)", r_file_exact), ("exact+relaxed (lists)", r_full)):
+                print(f"  vs seqeval, {label:<22s} wall {_median([r[0] for r in r_seq]) / _median([r[0] for r in ours]):6.1f}×"
+                      f"   CPU {_median([r[1] for r in r_seq]) / _median([r[1] for r in ours]):6.1f}×")
+        if Evaluator is None:
+            print("nervaluate: not installed (pip install -e '.[bench]'); skipped")
+        else:
+            # the margin as a median of per-repeat ratios, each repeat timing both back to back
+            # so that a load spike on the shared machine hits both sides of one ratio
+            k = max(3, repeat // 2)
+            ratios_w, ratios_c, r_ner = [], [], []
+            for _ in range(k):
+                (nw, nc), = runs(lambda: Evaluator(gold, pred, tags=TYPES, loader="list").evaluate(), 1)
+                (ow, oc), = runs(file_exact, 1)
+                r_ner.append((nw, nc))
+                ratios_w.append(nw / ow)
+                ratios_c.append(nc / oc)
+            print(_rate_line("nervaluate Evaluator.evaluate (all schemes):", r_ner, n_tok))
+            print(f"  vs nervaluate, exact from file: median ratio wall {_median(ratios_w):6.1f}×  CPU {_median(ratios_c):6.1f}×  "
+                  f"(per repeat CPU: {', '.join(f'{x:.1f}' for x in ratios_c)})")
+            print(f"  vs nervaluate, exact+relaxed (lists): wall {_median([r[0] for r in r_ner]) / _median([r[0] for r in r_full]):6.1f}×"
+                  f"  CPU {_median([r[1] for r in r_ner]) / _median([r[1] for r in r_full]):6.1f}×")
+    t_ner = Evaluator is not None
 
     # linear in document length: one 100k-token document vs 4k sentences of 25 tokens
     short_g, short_p = make_data(100_000, 25, seed=1)
@@ -173,7 +239,7 @@ def main() -> None:
     t_short = timed(lambda: ours_on(short_g, short_p, short_t), 3)
     t_long = timed(lambda: ours_on(long_g, long_p, long_t), 3)
     print(f"extracteval 4k×25-token sentences: {t_short:6.3f} s; one 100k-token document: {t_long:6.3f} s; long/short = {t_long / t_short:4.2f}")
-    if t_ner is not None:
+    if t_ner:
         # nervaluate is quadratic in document length (about 3 minutes at 100k tokens), so it
         # is measured at 20k tokens: 800 sentences against one 20k-token document
         sg, sp = short_g[:800], short_p[:800]

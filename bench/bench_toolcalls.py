@@ -42,11 +42,14 @@ def structured_data(n: int, seed: int = 0) -> tuple[dict, dict]:
     return truth, out
 
 
-def toolcall_data(n: int, seed: int = 1) -> tuple[dict, dict]:
+def toolcall_data(n: int, seed: int = 1, *, distinct: bool = False) -> tuple[dict, dict]:
+    """`distinct=True` makes every reference and output unique (the city carries the record
+    number), so no per-distinct-value cache can help: the worst case for extracteval."""
     rng = random.Random(seed)
     truth, out = {}, {}
     for i in range(n):
-        calls = [{"name": "get_weather", "arguments": {"city": rng.choice(CITIES), "days": rng.randint(1, 7)}}]
+        city = rng.choice(CITIES)
+        calls = [{"name": "get_weather", "arguments": {"city": f"{city} {i}" if distinct else city, "days": rng.randint(1, 7)}}]
         if i % 4 == 0:
             calls.append({"name": "get_time", "arguments": {"tz": rng.choice(["CET", "UTC", "JST"])}})
         truth[str(i)] = calls
@@ -216,8 +219,16 @@ def main() -> None:
           f"naive {N / n_wall:>9,.0f} rec/s wall, {N / n_cpu:>9,.0f} rec/s CPU   speed-up (CPU) {n_cpu / cpu:.2f}x")
     print(f"            valid_call_rate {m['valid_call_rate']:.3f} call_accuracy {m['call_accuracy']:.3f} args_f1 {m['args_f1']:.3f}"
           "  (naive: calls compared in order, no optimal pairing)")
+    print(f"            {len(set(t_out.values())):,} distinct outputs, {len({repr(v) for v in t_truth.values()}):,} distinct references "
+          "(each parsed/read once, and each output scored once per reference)")
     small_t, small_o = toolcall_data(10_000)
     print(f"            peak traced memory, 10k records: {_peak_mib(lambda: score_toolcalls(small_t, {'m': small_o})):.1f} MiB")
+    # worst case: no output or reference repeats, so the per-distinct-value caches never hit
+    d_truth, d_out = toolcall_data(N, distinct=True)
+    _, wall, cpu = _timed(lambda: score_toolcalls(d_truth, {"m": d_out}))
+    _, n_wall, n_cpu = _timed(naive_toolcalls, d_truth, d_out)
+    print(f"  all-distinct extracteval {N / wall:>9,.0f} rec/s wall, {N / cpu:>9,.0f} rec/s CPU   "
+          f"naive {N / n_wall:>9,.0f} rec/s wall, {N / n_cpu:>9,.0f} rec/s CPU   speed-up (CPU) {n_cpu / cpu:.2f}x")
 
     shared = Path(os.environ.get("EXTRACTEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "toolcalls" / "bfcl_v4"
     if shared.is_dir():

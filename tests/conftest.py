@@ -33,6 +33,71 @@ def shared_data() -> Path:
 
 
 
+# MLflow reads these from the environment: a test must never log to (or resume a run in) the
+# developer's own tracking store
+AMBIENT_MLFLOW = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_RUN_ID")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_ambient_mlflow_session() -> Any:
+    """Also for module- and session-scoped fixtures, which run before the per-test one."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in AMBIENT_MLFLOW:
+            mp.delenv(name, raising=False)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_mlflow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts without them, even after a test that set one without monkeypatch."""
+    for name in AMBIENT_MLFLOW:
+        monkeypatch.delenv(name, raising=False)
+
+
+# What the default store of a test run from the checkout would leave there (MLflow's ./mlflow.db
+# and ./mlartifacts). A developer may have them from `make demo`, so the check is "unchanged by
+# this session", by a snapshot of their sizes and modification times.
+STORE_LEFTOVERS = ("mlflow.db", "mlartifacts")
+
+
+def _store_snapshot() -> dict[str, Any]:
+    snap: dict[str, Any] = {}
+    for name in STORE_LEFTOVERS:
+        p = REPO / name
+        if not p.exists():
+            continue
+        st = p.stat()
+        entries = sorted((c.name, c.stat().st_mtime_ns) for c in p.iterdir()) if p.is_dir() else []
+        snap[name] = (st.st_size if p.is_file() else None, st.st_mtime_ns, entries)
+    return snap
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_SNAPSHOT] = _store_snapshot()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_SNAPSHOT, None)
+    if before is None:
+        return
+    after = _store_snapshot()
+    changed = [n for n in STORE_LEFTOVERS if before.get(n) != after.get(n)]
+    if changed:
+        what = ", ".join(f"{REPO / n} ({'created' if n not in before else 'modified'})" for n in changed)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        msg = (f"a test logged to MLflow's default store in the checkout: {what}. Tests must chdir to tmp_path "
+               "or pass --tracking-uri into tmp_path.")
+        if reporter is not None:
+            reporter.write("\n")
+            reporter.write_line("ERROR: " + msg, red=True, bold=True)
+        else:
+            print("ERROR: " + msg)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_SNAPSHOT = pytest.StashKey[dict]()
+
+
 @dataclass
 class CliResult:
     code: int

@@ -5,7 +5,8 @@ Markers (the info string of a fenced block, after the language):
   files (experiments/, MLproject, …) with a fresh MLflow store (the default ./mlflow.db of that
   copy), `../shared/data` linked next to it when present; exit code 0 expected.
 - `setup`: `make` targets, checked with `make -n` (running them would reinstall the venv).
-- `illustrative`: shapes with placeholder file names; not run.
+- `illustrative`: shapes with placeholder file names; not run, but every `extracteval …` line in
+  them must name existing sub-commands and options (test_illustrative_commands_…).
 Every bash/sh/shell/console/python block must carry one of them.
 """
 
@@ -181,3 +182,78 @@ def test_internal_links_point_at_headings() -> None:
     assert links and not links - anchors, f"links to missing headings: {sorted(links - anchors)}"
     for target in re.findall(r"\]\((experiments/[^)#]+)\)", outside_code):  # links to files of the repository
         assert (REPO / target).exists(), target
+
+
+# ---- illustrative synopses cannot rot either ---------------------------------------------------
+
+SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
+PROGRAM = {"extracteval", "$MAIN"}  # `$MAIN`: the Spark block runs extracteval's __main__ under spark-submit
+
+
+def synopsis_errors(block: Block, parser) -> tuple[list[str], list[str]]:  # noqa: ANN001 - argparse.ArgumentParser
+    """(the sub-commands the block's `extracteval …` lines use, what is wrong with them): every
+    sub-command must exist and every `--option` must be one of that sub-command's options.
+    Synopsis brackets (`[--json]`) and alternatives (`exact|normalized`) are read as plain text."""
+    import argparse
+
+    def subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        act = next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+        return {} if act is None else dict(act.choices)
+
+    used, errors = [], []
+    for line in block.text.replace("\\\n", " ").splitlines():
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as e:
+            errors.append(f"README.md:{block.line}: cannot read {line.strip()[:60]!r} ({e})")
+            continue
+        starts = [i for i, t in enumerate(tokens) if t in PROGRAM]
+        if not starts:
+            continue
+        argv = [t.strip("[]") for t in tokens[starts[0] + 1 :]]
+        p, path = parser, []
+        while (choices := subparsers(p)) and argv:
+            word = argv.pop(0)
+            if word not in choices:
+                errors.append(f"README.md:{block.line}: `extracteval {' '.join(path + [word])}`: no such sub-command ({', '.join(sorted(choices))})")
+                p = None
+                break
+            p = choices[word]
+            path.append(word)
+        if p is None:
+            continue
+        used.append(" ".join(path))
+        for t in argv:
+            if t.startswith("--"):
+                name = t.split("=", 1)[0]
+                if name not in p._option_string_actions:
+                    errors.append(f"README.md:{block.line}: `extracteval {' '.join(path)}` has no option {name}")
+    return used, errors
+
+
+ILLUSTRATIVE = [b for b in BLOCKS if "illustrative" in b.markers and b.language in SHELL_LANGUAGES]
+
+
+def test_illustrative_commands_use_existing_subcommands_and_options() -> None:
+    from extracteval.cli import build_parser
+
+    parser = build_parser()
+    used, errors = set(), []
+    for block in ILLUSTRATIVE:
+        u, e = synopsis_errors(block, parser)
+        used |= set(u)
+        errors += e
+    assert not errors, "\n".join(errors)
+    # the synopses the README shows in place of a runnable command are all read
+    assert {"score labels", "score entities", "score structured", "score toolcalls", "score spans", "score fields",
+            "evaluate fields", "leaderboard", "compare", "rescore"} <= used, sorted(used)
+
+
+def test_the_synopsis_check_catches_a_wrong_option_and_sub_command() -> None:
+    from extracteval.cli import build_parser
+
+    block = readme_blocks("```bash illustrative\nextracteval compare --baseline RUN [--no-such-option] \\\n"
+                          "    [--json]\nextracteval score nonsense --truth FILE\n```\n")[0]
+    used, errors = synopsis_errors(block, build_parser())
+    assert used == ["compare"]
+    assert len(errors) == 2 and "has no option --no-such-option" in errors[0] and "`extracteval score nonsense`" in errors[1]

@@ -119,14 +119,16 @@ def run_chunks(
     Args:
         workers: processes scoring chunks; 1 scores in this process. The chunks are read here
             and at most 2 × workers of them are in flight, so memory stays bounded.
-        records_path: stream every chunk's per-record rows to this Parquet file; a task whose
-            `ChunkScore.records` is a mapping of name → DataFrame gives one file per name.
+        records_path: stream every chunk's per-record rows to this Parquet file (through a
+            temporary sibling renamed into place at the end: never a truncated file there); a task
+            whose `ChunkScore.records` is a mapping of name → DataFrame gives one file per name.
         spill_dir: folder for the temporary file of bootstrap rows (default: the system's).
         on_chunk: called with the number of records of each chunk scored (progress).
     """
     if workers < 1:
         raise ValueError(f"Expected workers ≥ 1, but got {workers}.")
-    writers: dict[str, Any] = {}
+    writers: dict[str, Any] = {}  # key → ParquetWriter of its partial file
+    partials: dict[str, tuple[Path, Path]] = {}  # key → (partial file, final file)
     spill = _RowSpill(spill_dir)
     ledger = None
     n_chunks = 0
@@ -138,7 +140,10 @@ def run_chunks(
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
         if key not in writers:
-            writers[key] = pq.ParquetWriter(str(path), table.schema)
+            final = Path(path)
+            partial = final.with_name(f".{final.name}.partial-{os.getpid()}")
+            partials[key] = (partial, final)
+            writers[key] = pq.ParquetWriter(str(partial), table.schema)
         writers[key].write_table(table.cast(writers[key].schema))
 
     def consume(score: ChunkScore) -> None:
@@ -172,14 +177,19 @@ def run_chunks(
                         consume(pending.popleft().result())
                 while pending:
                     consume(pending.popleft().result())
-        while writers:
-            writers.pop(next(iter(writers))).close()
+        for key, (partial, final) in list(partials.items()):
+            writers.pop(key).close()
+            os.replace(partial, final)
+            del partials[key]
         if ledger is None:
             raise ValueError("no chunks to score")
         result = task.finalise(ledger, record_rows=spill.read if spill.width is not None else None)
     finally:
         for w in writers.values():
             w.close()
+        for partial, _ in partials.values():
+            if partial.exists():
+                partial.unlink()
         spill.close()
     return result, ChunkStats(chunks=n_chunks, records_rows=n_rows, workers=workers)
 

@@ -62,20 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point. Returns the exit code: 0 ok, 2 bad input, 1 internal error."""
+    """Entry point. Returns the exit code: 0 ok, 2 bad input, 1 environment or internal error,
+    130 interrupted."""
     parser = build_parser()
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help(sys.stderr)
         return 2
-    from extracteval.errors import InputError
+    from extracteval.errors import InputError, OutputError
 
     try:
         return int(run(args) or 0)
     except InputError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
         return 2
+    except OutputError as e:
+        print(f"extracteval: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("extracteval: interrupted", file=sys.stderr)
         return 130

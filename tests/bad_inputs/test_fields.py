@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.bad_inputs.harness import (
-    Bad, Case, Ok, TaskSpec, bom, crlf, drop_first, duplicate_first, header_only, ids, latin1, raw, rows,
+    Bad, Case, Ok, TaskSpec, bom, crlf, deep, drop_first, duplicate_first, header_only, ids, json_text_edit, latin1, raw, rows,
     run_case, wide, wrong_delimiter,
 )
 
@@ -108,3 +108,44 @@ def test_fields_bad_strategies(cli, tmp_path: Path, monkeypatch, name, text, suf
     case = Case(name, None, Bad(*needles), extra=("--strategies", str(strategies)))
     run_case(cli, SPEC, case, tmp_path)
     assert not (tmp_path / "PWNED").exists()
+
+
+def _deep_jsonl(side: str):
+    """A 10,000-deep JSON value in R1's `name` (JSONL input)."""
+    return json_text_edit(side, lambda t: t.replace('"Acme GmbH"', deep(), 1))
+
+
+def _as_parquet_with_deep_cell(side: str):
+    """The side as Parquet, R1's `name` a string holding 10,000-deep JSON (read as a JSON list)."""
+
+    def m(f) -> None:
+        import io
+
+        import pandas as pd
+
+        rs = [dict(r) for r in getattr(f, side)]
+        rs[0]["name"] = deep()
+        buf = io.BytesIO()
+        pd.DataFrame(rs).to_parquet(buf, index=False)
+        f.set_raw(side, buf.getvalue())
+        f.suffix[side] = ".parquet"
+
+    return m
+
+
+JSONL = TaskSpec("fields", "jsonl", _truth, _pred, _argv)
+DEEP_CASES = [
+    Case("10,000-deep nesting in JSONL prediction", _deep_jsonl("pred"), Ok(_value_counted_wrong("name"))),
+    Case("10,000-deep nesting in JSONL truth", _deep_jsonl("truth"), Ok(_value_counted_wrong("name"))),
+    Case("10,000-deep nesting in JSONL prediction, chunked", _deep_jsonl("pred"), Ok(_value_counted_wrong("name")), extra=("--chunk-size", "1")),
+    Case("10,000-deep nesting in JSONL truth, chunked", _deep_jsonl("truth"), Ok(_value_counted_wrong("name")), extra=("--chunk-size", "1")),
+    Case("10,000-deep JSON in a Parquet prediction cell", _as_parquet_with_deep_cell("pred"), Ok(_value_counted_wrong("name"))),
+    Case("10,000-deep JSON in a Parquet prediction cell, chunked", _as_parquet_with_deep_cell("pred"), Ok(_value_counted_wrong("name")), extra=("--chunk-size", "1")),
+    Case("duplicate keys in JSONL prediction", json_text_edit("pred", lambda t: t.replace('"name": "Acme GmbH"', '"name": "Acme GmbH", "name": "Bob"', 1)),
+         Ok(_value_counted_wrong("name")), behaviour="last key wins (as in json.loads)"),
+]
+
+
+@pytest.mark.parametrize("case", DEEP_CASES, ids=ids(DEEP_CASES))
+def test_fields_bad_jsonl_parquet_input(cli, tmp_path: Path, case: Case) -> None:
+    run_case(cli, JSONL, case, tmp_path)

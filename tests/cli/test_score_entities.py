@@ -116,11 +116,15 @@ def test_bad_weights_files(cli, files, weights, message):
     assert re.search(message, r.err), r.err
 
 
-def test_demo_runs_the_invoices_example(cli, tmp_path):
+def test_demo_runs_the_invoices_example(cli, tmp_path, monkeypatch):
     if not (REPO / "experiments" / "invoices" / "experiment.yaml").exists():
         pytest.fail("experiments/invoices is missing")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # the demo logs to ./mlflow.db and ./mlartifacts: here, not in the checkout
     r = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "invoices", "--output", str(tmp_path))
     assert r.code == 0, r.err
+    assert (work / "mlflow.db").is_file()
     assert "== invoices (entities)" in r.out
     doc = json.loads((tmp_path / "invoices" / "result.json").read_text())
     models = doc["models"]
@@ -164,3 +168,54 @@ def test_malformed_prediction_lists_are_counted_not_fatal(cli, files):
     assert r.code == 0, r.err
     s = r.json()["models"]["bad"]["entity_detection_summary"]
     assert (s["predicted_count"], s["matched_count"], s["invalid_predictions_count"], s["missed_gold_count"]) == (1, 0, 1, 3)
+
+
+def test_semantic_strategy_uses_the_lexical_backend_and_names_it(cli, files):
+    from extracteval.core.similarity import LexicalSimilarity
+
+    (files["dir"] / "s.yaml").write_text("description: SEMANTIC\n", encoding="utf-8")
+    score = float(LexicalSimilarity().similarity(["consulting hours"], ["consulting hrs"])[0])
+    base = ("score", "entities", "--truth", str(files["truth"]), "--predictions", f"good={files['good']}",
+            "--strategies", str(files["dir"] / "s.yaml"), "--key-fields", "description")
+    for thr in (score - 0.01, score + 0.01):  # the threshold decides the INV-2 description, not the alignment
+        r = cli(*base, "--semantic-threshold", f"{thr:.6f}", "--json")
+        assert r.code == 0, r.err
+        doc = r.json()
+        assert doc["config"]["semantic_backend"] == "lexical"
+        assert doc["config"]["strategies_used"]["description"] == "SEMANTIC"
+        good = doc["models"]["good"]
+        assert good["entity_detection_summary"]["matched_count"] == 3
+        assert good["matched"]["features"]["description"]["correct"] == (3 if thr < score else 2)
+    r = cli(*base)
+    assert r.code == 0, r.err
+    assert "SEMANTIC fields description: `lexical` backend (TF-IDF character n-gram cosine (lexical, not semantic)" in r.out
+
+
+def test_similarity_option_and_weights_file_pick_the_backend(cli, files):
+    (files["dir"] / "w.yaml").write_text(
+        "weights: {description: 1}\nstrategies: {description: SEMANTIC}\nsimilarity: fuzzy\nsemantic_threshold: 0.5\n", encoding="utf-8")
+    r = cli("score", "entities", "--truth", str(files["truth"]), "--predictions", f"good={files['good']}",
+            "--weights", str(files["dir"] / "w.yaml"), "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["config"]["semantic_backend"] == "fuzzy" and doc["config"]["semantic_threshold"] == 0.5
+    r = cli("score", "entities", "--truth", str(files["truth"]), "--predictions", f"good={files['good']}",
+            "--weights", str(files["dir"] / "w.yaml"), "--similarity", "lexical", "--json")
+    assert r.json()["config"]["semantic_backend"] == "lexical"  # the option overrides the file
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--similarity", "meaning"], r"similarity: expected one of embedding, fuzzy, lexical, llm_judge, but got 'meaning'"),
+        (["--similarity", "llm_judge"], r"llm_judge similarity: needs a base URL and a model name"),
+        (["--semantic-threshold", "1.5"], r"Expected `semantic_threshold` to be a number in \[0, 1\], but got 1.5"),
+    ],
+)
+def test_bad_similarity_options_exit_2(cli, files, args, message, monkeypatch):
+    monkeypatch.delenv("EXTRACTEVAL_JUDGE_BASE_URL", raising=False)
+    monkeypatch.delenv("EXTRACTEVAL_JUDGE_MODEL", raising=False)
+    r = cli("score", "entities", "--truth", str(files["truth"]), "--predictions", f"good={files['good']}", *args)
+    assert r.code == 2, r.out
+    assert "Traceback" not in r.err
+    assert re.search(message, r.err), r.err

@@ -191,11 +191,13 @@ def test_pairs_truth_disagreeing_with_truth_file(cli, seed_files, tmp_path) -> N
     assert r.code == 2 and "line 1: record 'w2': its 'truth' differs from the ground truth" in r.err
 
 
-def test_demo_runs_the_customers_example(cli) -> None:
+def test_demo_runs_the_customers_example(cli, tmp_path, monkeypatch) -> None:
     if not (EXPERIMENTS / "customers" / "experiment.yaml").exists():
         pytest.skip("experiments/customers not generated")
+    monkeypatch.chdir(tmp_path)  # the demo logs to ./mlflow.db and ./mlartifacts: here, not in the checkout
     r = cli("demo", "--experiments", str(EXPERIMENTS), "--only", "customers")
     assert r.code == 0, r.err
+    assert (tmp_path / "mlflow.db").is_file()
     assert "== customers (json)" in r.out and "RQS mean" in r.out and "`lexical` backend" in r.out
 
 

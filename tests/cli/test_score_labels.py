@@ -79,12 +79,16 @@ def test_bad_files_exit_2_naming_the_file(cli, files):
     assert r.code == 2 and "nope.csv: file not found" in r.err
 
 
-def test_demo_runs_the_tickets_example(cli, tmp_path):
+def test_demo_runs_the_tickets_example(cli, tmp_path, monkeypatch):
     from pathlib import Path
 
     experiments = Path(__file__).resolve().parents[2] / "experiments"
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # the demo logs to ./mlflow.db and ./mlartifacts: here, not in the checkout
     r = cli("demo", "--experiments", str(experiments), "--only", "tickets", "--output", str(tmp_path))
     assert r.code == 0, r.err
+    assert (work / "mlflow.db").is_file()
     assert "== tickets (labels)" in r.out
     doc = json.loads((tmp_path / "tickets" / "result.json").read_text())
     assert doc["ranking"][0] == "gpt-4o-mini" and len(doc["models"]) == 3

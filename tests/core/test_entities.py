@@ -226,13 +226,160 @@ def test_weights_must_be_non_negative_and_sum_to_a_positive_number(weights):
         EntitiesConfig(weights=weights)
 
 
-def test_config_rejects_bad_thresholds_and_semantic():
+def test_config_rejects_bad_thresholds_and_strategies():
     with pytest.raises(InputError, match="match_threshold"):
         EntitiesConfig(match_threshold=1.5)
-    with pytest.raises(InputError, match="SEMANTIC needs a similarity backend"):
-        EntitiesConfig(strategies={"a": "SEMANTIC"})
+    with pytest.raises(InputError, match="semantic_threshold"):
+        EntitiesConfig(semantic_threshold=-0.1)
     with pytest.raises(InputError, match="expected one of EXACT"):
         EntitiesConfig(strategies={"a": "CLOSE"})
+    cfg = EntitiesConfig(strategies={"a": "SEMANTIC"})  # the task takes a similarity backend now
+    assert cfg.strategy_for("a").value == "SEMANTIC" and cfg.to_dict()["semantic_threshold"] == 0.8
+
+
+# ---------------------------------------------------------------------------------------------
+# SEMANTIC fields: the `json` task's similarity backends
+
+
+class TableBackend:
+    """A meaning-level backend from a table of pairs (0.05 for pairs not in it); records each call."""
+
+    name = "table"
+
+    def __init__(self, table, default=0.05):
+        self.table = {frozenset(k): v for k, v in table.items()}
+        self.default = default
+        self.calls = []
+
+    def similarity(self, a, b):
+        self.calls.append(list(zip(a, b)))
+        return np.array([self.table.get(frozenset((x, y)), self.default) for x, y in zip(a, b)])
+
+
+VEHICLES_GOLD = [{"item": "automobile", "qty": 1}, {"item": "bicycle", "qty": 2}]
+VEHICLES_PRED = [{"item": "bike", "qty": 2}, {"item": "car", "qty": 1}]
+VEHICLES = {("automobile", "car"): 0.95, ("bicycle", "bike"): 0.7}
+
+
+def test_semantic_field_with_an_injected_backend_changes_alignment_and_correctness():
+    exact = EntitiesConfig(key_fields=["item"])
+    assert align_entities(VEHICLES_GOLD, VEHICLES_PRED, config=exact) == []  # no two spellings are equal
+    backend = TableBackend(VEHICLES)
+    sem = EntitiesConfig(key_fields=["item"], strategies={"item": "SEMANTIC"})
+    pairs = align_entities(VEHICLES_GOLD, VEHICLES_PRED, config=sem, similarity=backend)
+    assert pairs == [(0, 1, pytest.approx(0.95)), (1, 0, pytest.approx(0.7))]
+    # correctness of a matched pair's value uses semantic_threshold, not the match threshold
+    for thr, item_correct in ((0.8, 1), (0.6, 2)):
+        r = score_entities({"r": VEHICLES_GOLD}, [ModelEntities(name="m", records={"r": VEHICLES_PRED})],
+                           config=EntitiesConfig(key_fields=["item"], strategies={"item": "SEMANTIC"}, semantic_threshold=thr),
+                           similarity=TableBackend(VEHICLES))
+        m = r.models["m"]
+        assert m.presence.to_dict()["matched_count"] == 2
+        assert m.matched.features["item"].correct == item_correct
+        assert m.matched.correct_rows == item_correct  # qty is right in both pairs
+    assert r.config["semantic_backend"] == "table" and r.config["similarity"]["semantic"]["fields"] == ["item"]
+
+
+def test_semantic_similarity_weighs_into_the_alignment():
+    # qty alone ties both predictions for the first gold line; the item's score breaks the tie
+    gold = [{"item": "automobile", "qty": 1}]
+    pred = [{"item": "carpet", "qty": 1}, {"item": "car", "qty": 1}]
+    cfg = EntitiesConfig(weights={"item": 3, "qty": 1}, strategies={"item": "SEMANTIC"})
+    backend = TableBackend({("automobile", "car"): 0.9, ("automobile", "carpet"): 0.2})
+    [(g, p, s)] = align_entities(gold, pred, config=cfg, similarity=backend)
+    assert (g, p) == (0, 1) and s == pytest.approx((3 * 0.9 + 1) / 4)
+
+
+def test_numbers_under_semantic_still_compare_exactly_and_never_reach_the_backend():
+    backend = TableBackend({}, default=1.0)  # would call anything equal
+    truth = {"r": [{"item": "bolt", "qty": 2}]}
+    pred = {"r": [{"item": "bolt", "qty": 3}]}
+    r = score_entities(truth, [ModelEntities(name="m", records=pred)],
+                       config=EntitiesConfig(key_fields=["item"], strategies={"qty": "SEMANTIC"}), similarity=backend)
+    assert r.models["m"].matched.features["qty"].correct == 0
+    assert backend.calls == []
+
+
+def test_one_backend_call_per_semantic_field_over_distinct_pairs_of_the_whole_input():
+    words = ["automobile", "car", "bicycle", "bike", "truck", "lorry"]
+    rng = random.Random(3)
+    truth = {f"r{i}": [{"item": rng.choice(words), "colour": rng.choice(["red", "crimson", "blue"]), "qty": rng.randint(1, 3)}
+                       for _ in range(rng.randint(1, 4))] for i in range(40)}
+    preds = [ModelEntities(name=n, records={k: [dict(e, item=rng.choice(words), colour=rng.choice(["red", "crimson", "navy"]))
+                                                 for e in v] for k, v in truth.items()}) for n in ("a", "b")]
+    table = {("automobile", "car"): 0.9, ("bicycle", "bike"): 0.9, ("truck", "lorry"): 0.9, ("red", "crimson"): 0.85}
+    backend = TableBackend(table)
+    cfg = EntitiesConfig(key_fields=["item", "qty"], strategies={"item": "SEMANTIC", "colour": "SEMANTIC"})
+    r = score_entities(truth, preds, config=cfg, similarity=backend)
+    # one call for the key field (every candidate pair of both models), one for the non-key
+    # feature (the matched pairs of both models); no pair asked twice, no equal pair asked at all
+    assert len(backend.calls) == 2
+    for call in backend.calls:
+        assert len(call) == len(set(call)) and all(x != y for x, y in call)
+    assert {x for x, _ in backend.calls[0]} <= set(words) and {x for x, _ in backend.calls[1]} <= {"red", "crimson", "blue"}
+    # and the result equals scoring each model alone
+    for p in preds:
+        alone = score_entities(truth, [p], config=cfg, similarity=TableBackend(table))
+        assert alone.models[p.name].to_dict()["matched"] == r.models[p.name].to_dict()["matched"]
+        assert alone.models[p.name].presence.to_dict() == r.models[p.name].presence.to_dict()
+
+
+def test_lexical_default_works_offline_and_is_named_lexical():
+    from extracteval.core.similarity import LexicalSimilarity
+
+    gold = [{"item": "stainless steel bolt", "qty": 2}, {"item": "copper washer", "qty": 4}]
+    pred = [{"item": "Copper washers", "qty": 4}, {"item": "stainless-steel bolts", "qty": 2}]
+    cfg = EntitiesConfig(key_fields=["item"], strategies={"item": "SEMANTIC"})
+    r = score_entities({"r": gold}, [ModelEntities(name="m", records={"r": pred})], config=cfg)
+    assert r.config["semantic_backend"] == "lexical" and r.config["similarity"]["semantic"]["kind"] == "lexical"
+    pairs = align_entities(gold, pred, config=cfg)
+    assert [(g, p) for g, p, _ in pairs] == [(0, 1), (1, 0)]
+    expected = LexicalSimilarity().similarity(["stainless steel bolt", "copper washer"], ["stainless-steel bolts", "copper washers"])
+    assert [s for *_, s in pairs] == pytest.approx(expected.tolist())
+    assert r.models["m"].matched.features["item"].correct == int((expected >= 0.8).sum())
+
+
+def test_backend_failures_are_counted_never_matched_and_warned():
+    class Failing(TableBackend):
+        def similarity(self, a, b):
+            super().similarity(a, b)
+            return np.full(len(a), np.nan)
+
+    truth = {"r": [{"item": "automobile", "qty": 1}]}
+    pred = {"r": [{"item": "car", "qty": 1}]}
+    cfg = EntitiesConfig(weights={"item": 1, "qty": 1}, strategies={"item": "SEMANTIC"})
+    r = score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg, similarity=Failing({}))
+    m = r.models["m"]
+    assert m.presence.to_dict()["matched_count"] == 1 and m.mean_match_similarity == pytest.approx(0.5)  # qty only
+    assert m.matched.features["item"].correct == 0
+    assert r.config["similarity"]["semantic"]["failures"] == {"item": 1}
+    assert any("could not score 1 distinct value pair(s) of 'item'" in w for w in r.warnings)
+
+
+def test_backend_returning_the_wrong_number_of_scores_is_an_error():
+    class Short(TableBackend):
+        def similarity(self, a, b):
+            return np.zeros(len(a) - 1)
+
+    with pytest.raises(InputError, match=r"SEMANTIC field 'item'.*returned 3 scores for 4 pairs"):
+        align_entities(VEHICLES_GOLD, VEHICLES_PRED, config=EntitiesConfig(key_fields=["item"], strategies={"item": "SEMANTIC"}),
+                       similarity=Short({}))
+
+
+def test_shuffling_entities_changes_nothing_with_a_semantic_field():
+    gold = [{"item": "automobile", "qty": 1}, {"item": "automobile", "qty": 2}, {"item": "bicycle", "qty": 3}]
+    pred = [{"item": "car", "qty": 2}, {"item": "bike", "qty": 3}, {"item": "car", "qty": 9}]
+    cfg = dict(key_fields=["item"], strategies={"item": "SEMANTIC"})
+    base = _strip(score_entities({"r": gold}, [ModelEntities(name="m", records={"r": pred})], config=EntitiesConfig(**cfg),
+                                 similarity=TableBackend(VEHICLES)).to_dict())
+    rng = random.Random(1)
+    for _ in range(10):
+        g, p = gold[:], pred[:]
+        rng.shuffle(g)
+        rng.shuffle(p)
+        doc = score_entities({"r": g}, [ModelEntities(name="m", records={"r": p})], config=EntitiesConfig(**cfg),
+                             similarity=TableBackend(VEHICLES)).to_dict()
+        assert _strip(doc) == base
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,3 +470,34 @@ def test_records_with_no_entities_on_both_sides_are_true_negatives():
     r = score_entities({"a": [], "c": [], "b": [{"item": "bolt"}]}, [ModelEntities(name="m", records={"a": []})])
     s = r.models["m"].presence.to_dict()
     assert s["missed_gold_count"] == 1 and s["recall_entities"] == 0.0 and s["records_both_empty"] == 1
+
+
+def test_fast_paths_give_the_same_result_as_the_general_ones(monkeypatch):
+    # the dense pair table and the mixed-radix sort key are shortcuts for few distinct values;
+    # np.unique and lexsort are the general paths, taken when the tables or keys would be too big
+    import extracteval.core.entities as ent
+
+    rng = random.Random(7)
+    words = ["bolt", "nut", "washer", "bolt m8", "nut m8", "hex bolt", None]
+    truth = {f"r{i}": [{"item": rng.choice(words), "qty": rng.choice([1, 2, "2", None]), "note": rng.choice(["a", "b", None])}
+                       for _ in range(rng.randint(0, 5))] for i in range(60)}
+    truth["anchor"] = [{"item": "bolt", "qty": 1, "note": "a"}]
+    pred = {k: [dict(e, item=rng.choice(words)) if rng.random() < 0.4 else dict(e) for e in v] + [{"item": "extra"}] * rng.randint(0, 1)
+            for k, v in truth.items()}
+    cfg = EntitiesConfig(strategies={"item": "FUZZY", "note": "SEMANTIC"})
+    fast = score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg).to_dict()
+    monkeypatch.setattr(ent, "_DENSE_PAIRS", 0)
+    monkeypatch.setattr(ent, "_RADIX_LIMIT", 0)
+    assert score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg).to_dict() == fast
+
+
+def test_field_columns_read_absent_fields_as_missing_on_both_paths():
+    from extracteval.core.entities import _columns
+
+    view = [{"a": 1, "b": "x"}, {}, {"b": None, "c": [1, 2]}, {"a": float("nan")}]
+    fast, slow = _columns(view, ["a", "b", "c"]), _columns(view, ["a", "b", "c"], fast=False)
+    assert fast.shape == slow.shape == (4, 3) and _columns([], ["a"]).shape == (0, 1)
+    for x, y in zip(fast.ravel().tolist(), slow.ravel().tolist()):
+        absent = lambda v: v is None or (isinstance(v, float) and v != v)  # noqa: E731
+        assert (absent(x) and absent(y)) or x == y
+    assert fast[2, 2] == [1, 2] and fast[0, 1] == "x"

@@ -111,3 +111,32 @@ def test_paired_record_matrix_keeps_shared_ids_and_items_only():
     assert arrays["a"].shape == (2, 1, 4)
     assert arrays["a"][:, 0].tolist() == [[0, 1, 1, 0], [1, 0, 0, 0]]
     assert arrays["b"][:, 0].tolist() == [[2, 0, 0, 0], [1, 0, 0, 0]]  # a repeated (record, field) is summed
+
+
+def _task_run(task, name, primary, items, prefix):
+    metrics = {primary: 0.8}
+    for item, (f, p, r) in items.items():
+        metrics.update({f"{prefix}{item}/f1": f, f"{prefix}{item}/precision": p, f"{prefix}{item}/recall": r})
+    return RunSummary(run_id=f"id-{name}", model=name, task=task, truth_digest="T", config_digest="C", metrics=metrics, run_name=name)
+
+
+def test_toolcalls_functions_are_won_on_argument_f1_without_the_catch_all_row():
+    # the "(other functions)" row collects names no reference has: it is not an item to win
+    a = _task_run("toolcalls", "A", "toolcalls/call_accuracy", {"get_weather": (0.9, 0.9, 0.9), "book": (0.5, 0.5, 0.5), "(other functions)": (0.7, 1, 1)}, "function/")
+    b = _task_run("toolcalls", "B", "toolcalls/call_accuracy", {"get_weather": (0.8, 0.8, 0.8), "book": (0.5, 0.5, 0.5), "(other functions)": (0.1, 1, 1)}, "function/")
+    doc = build_leaderboard([a, b]).to_dict()
+    assert doc["item_label"] == "functions"
+    assert set(doc["field_winners"]) == {"get_weather", "book"}
+    assert doc["field_winners"]["get_weather"]["winners"] == ["A"] and doc["field_winners"]["book"]["kind"] == "universal"
+    wins = {e["model"]: (e["field_wins"], e["items_scored"], e["wins_label"]) for e in doc["ranking"]}
+    assert wins == {"A": (1.0, 2, "Won 1 of 2 functions"), "B": (0.0, 2, "Won 0 of 2 functions")}
+
+
+def test_structured_paths_only_one_run_has_are_not_won():
+    # B invents a path the truth does not have: as in `score structured`, only paths every run has count
+    a = _task_run("structured", "A", "structured/field_f1", {"order_id": (1.0, 1.0, 1.0), "items[].sku": (0.6, 0.6, 0.6)}, "field/")
+    b = _task_run("structured", "B", "structured/field_f1", {"order_id": (0.9, 0.9, 0.9), "items[].sku": (0.7, 0.7, 0.7), "discount": (0.4, 0.4, 0.4)}, "field/")
+    doc = build_leaderboard([a, b]).to_dict()
+    assert set(doc["field_winners"]) == {"order_id", "items[].sku"}
+    wins = {e["model"]: (e["field_wins"], e["items_scored"], e["wins_label"]) for e in doc["ranking"]}
+    assert wins == {"A": (1.0, 2, "Won 1 of 2 fields"), "B": (1.0, 2, "Won 1 of 2 fields")}

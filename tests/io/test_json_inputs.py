@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.errors import InputError
-from extracteval.io.json_inputs import _loads_iterative, load_json_inputs, read_json_records
+from extracteval.io.json_inputs import load_json_inputs, read_json_records
+from extracteval.io.json_text import _loads_iterative
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),

@@ -101,3 +101,30 @@ def test_document_and_span_order_in_files_changes_nothing(tmp_path: Path) -> Non
     (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in pred), encoding="utf-8")
     shuffled = score_spans(load_jsonl_corpus(tmp_path / "t.jsonl", [("m", tmp_path / "p.jsonl")])).to_dict()
     assert shuffled == base
+
+
+# Tags and tokens are dictionary-encoded from the raw bytes, 8 bytes at a time: fields that
+# differ only past byte 8, only by length, or by a NUL byte must stay distinct.
+TRICKY = ["A", "A\x00", "A\x00\x00", "B-ORGANIZATION", "B-ORGANIZATIOM", "B-ORGANIZATION-X", "I-ORGANIZATION", "x" * 17, "x" * 16, "x" * 24, "日本語のトークン"]
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_reader_keeps_fields_apart_that_share_their_first_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
+    import numpy as np
+
+    from extracteval.io import spans_inputs
+
+    if collide:  # every field hashes alike: the word-by-word check must catch it and re-encode
+        monkeypatch.setattr(spans_inputs, "_MIX", np.uint64(0))
+    rng = __import__("random").Random(4)
+    rows = [(rng.choice(TRICKY), "NN", rng.choice(TRICKY), rng.choice(TRICKY)) for _ in range(300)]
+    text = "".join(" ".join(r) + ("\n\n" if k % 7 == 6 else "\n") for k, r in enumerate(rows))
+    f = tmp_path / "x.conll"
+    f.write_bytes(text.encode("utf-8"))
+    tf = read_token_file(f, tag_columns=2)
+    tokens, tags, starts, lines = naive(text, 2)
+    assert tf.tokens == tokens
+    assert tf.tags == tags
+    assert tf.sentence_start.tolist() == starts and tf.line.tolist() == lines
+    for col in (tf.token_column, *tf.tag_columns):  # one code per distinct string
+        assert len(set(col.values)) == len(col.values)

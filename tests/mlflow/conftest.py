@@ -1,5 +1,6 @@
-"""Fixtures: a real `mlflow server` (SQLite back end, artifacts in tmp, 127.0.0.1, free port,
-started once per module and stopped by its process group) and the embedded SQLite store."""
+"""Fixtures: a real `mlflow server` (SQLite back end by default — `MlflowServer` takes any backend
+store URI, e.g. PostgreSQL in test_postgres_concurrency.py —, artifacts in tmp, 127.0.0.1, free
+port, started once per module and stopped by its process group) and the embedded SQLite store."""
 
 from __future__ import annotations
 
@@ -28,11 +29,13 @@ def _free_port() -> int:
 
 class MlflowServer:
     """`mlflow server` in its own process group; `stop()` and `start()` again on the same port
-    and database (the fault test restarts it)."""
+    and database (the fault test restarts it). `backend_uri` defaults to a SQLite file in `root`."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, backend_uri: str | None = None, workers: int = 1) -> None:
         self.root = root
         self.db = root / "server.db"
+        self.backend_uri = backend_uri or f"sqlite:///{self.db}"
+        self.workers = workers
         self.artifacts = root / "server-artifacts"
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -42,9 +45,9 @@ class MlflowServer:
     def start(self, timeout: float = 90.0) -> None:
         cmd = [
             sys.executable, "-m", "mlflow", "server",
-            "--backend-store-uri", f"sqlite:///{self.db}",
+            "--backend-store-uri", self.backend_uri,
             "--artifacts-destination", str(self.artifacts),
-            "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+            "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers),
         ]
         # no background job runner: one process less to start on a busy machine
         env = {**os.environ, "MLFLOW_TRACKING_URI": "", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}

@@ -361,3 +361,19 @@ def test_other_task_ranked_by_its_primary_metric(cli, store, tmp_path):
     assert any("not available for json" in n for n in doc["notes"])
     r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log")
     assert "rqs/mean" in r.out and "json/accuracy" in r.out and "Won 1 of 1 fields" in r.out
+
+
+def test_leaderboard_csv_neutralises_formula_model_names(cli, tmp_path, store):
+    client, uri = store
+    exp = _experiment(client, tmp_path, "csv-injection")
+    for name, f1 in (("=HYPERLINK(\"http://evil\")", 0.9), ("@SUM(A1)", 0.5)):
+        log_run(client, exp, tmp_path, name, field_metrics(f1, f1, f1, {"f": SAME}))
+    for flag, folder in (("--safe-csv", "safe"), ("--no-safe-csv", "raw")):
+        r = cli("leaderboard", "--experiment", "csv-injection", "--tracking-uri", uri, "--output", str(tmp_path / folder),
+                "--no-log", "--no-ci", "--no-figures", flag)
+        assert r.code == 0, r.err
+    safe = pd.read_csv(tmp_path / "safe" / "leaderboard.csv")
+    assert list(safe["model"]) == ["'=HYPERLINK(\"http://evil\")", "'@SUM(A1)"]
+    assert safe["rank"].tolist() == [1, 2]  # numbers stay numbers
+    raw = pd.read_csv(tmp_path / "raw" / "leaderboard.csv")
+    assert list(raw["model"]) == ["=HYPERLINK(\"http://evil\")", "@SUM(A1)"]

@@ -238,3 +238,44 @@ def test_record_and_entity_order_do_not_change_metrics():
 
         out.append((adapter.metrics(scored, "m", keys), truth_digest(scored.truth)))
     assert out[0] == out[1]
+
+
+def test_evaluator_config_takes_a_semantic_strategy_and_similarity_backend(sqlite_uri, tmp_path):
+    import mlflow
+
+    from extracteval.core.entities import EntitiesConfig, ModelEntities, score_entities
+    from extracteval.core.similarity import FuzzySimilarity
+    from extracteval.mlflow.tasks import get_adapter
+
+    gold = {f"inv{i}": [{"description": f"steel bolt m{i}", "amount": "1.00"}, {"description": f"hex nut m{i}", "amount": "2.00"}]
+            for i in range(6)}
+    # plural and reordered words: only a similarity, not equality, pairs these descriptions
+    pred = {r: [{"description": f"hex nuts m{i}", "amount": "2.00"}, {"description": f"bolt steel m{i}" if i % 2 else f"steel bolts m{i}", "amount": "1.00"}]
+            for i, r in enumerate(gold)}
+    df = pd.DataFrame({"id": list(gold), "truth": [json.dumps(v) for v in gold.values()], "output": [json.dumps(pred[r]) for r in gold]})
+    config = {"strategies": {"description": "SEMANTIC"}, "key_fields": "description", "similarity": "fuzzy", "semantic_threshold": 0.9}
+    direct = score_entities(gold, [ModelEntities(name="llm", records=pred)],
+                            config=EntitiesConfig(strategies={"description": "SEMANTIC"}, key_fields=["description"], semantic_threshold=0.9),
+                            similarity=FuzzySimilarity()).models["llm"]
+    exact = score_entities(gold, [ModelEntities(name="llm", records=pred)], config=EntitiesConfig(key_fields=["description"])).models["llm"]
+    assert direct.presence.to_dict()["matched_count"] == 12 and exact.presence.to_dict()["matched_count"] == 0
+    mlflow.set_tracking_uri(sqlite_uri)
+    try:
+        _use_experiment("entities-semantic", tmp_path)
+        with mlflow.start_run() as run:
+            result = mlflow.models.evaluate(data=df, targets="truth", predictions="output", model_type="extraction-entities",
+                                            evaluators="extracteval", evaluator_config={**config, "model_name": "llm"})
+        for k in PRESENCE:
+            assert result.metrics[f"entities/{k}"] == pytest.approx(direct.presence.to_dict()[k]), k
+        assert result.metrics["matched/feature/description/micro_accuracy"] == pytest.approx(direct.matched.features["description"].micro_accuracy)
+        assert 0 < direct.matched.features["description"].micro_accuracy < 1  # the 0.9 threshold splits the pairs
+        params = MlflowClient(sqlite_uri).get_run(run.info.run_id).data.params
+        assert params["semantic_backend"] == "fuzzy" and params["semantic_threshold"] == "0.9"
+    finally:
+        mlflow.set_tracking_uri("")
+    adapter = get_adapter("entities")
+    args = dict(ids=list(df["id"]), targets=list(df["truth"]), predictions={"m": list(df["output"])}, truth_source="dataset")
+    lexical = adapter.score_frame(config={k: v for k, v in config.items() if k != "similarity"}, **args)
+    assert lexical.config["semantic_backend"] == "lexical" and adapter.params(lexical)["semantic_backend"] == "lexical"
+    with pytest.raises(InputError, match=r"expected one of embedding, fuzzy, lexical, llm_judge, but got 'meaning'"):
+        adapter.score_frame(config={**config, "similarity": "meaning"}, **args)

@@ -87,7 +87,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     temporary = not output
     out = Path(output) if output else Path(tempfile.mkdtemp(prefix="extracteval-"))
     bundle = write_bundle(scored, adapter, out, experiment=args.experiment, run_name=args.run_name, tracking_uri=uri,
-                          figures=not args.no_figures)
+                          figures=not args.no_figures, safe_csv=getattr(args, "safe_csv", True))
     if not as_json:
         print(adapter.summary(scored))
         print()

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from extracteval.io.outputs import add_safe_csv_argument
+
 HELP = "rank every model run of an MLflow experiment: tie-breaks, field winners, fairness, intervals"
 DESCRIPTION = """\
 Rank the model runs of an MLflow experiment from the tracking store (runs logged by
@@ -41,6 +43,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-log", action="store_true", help="do not create a leaderboard run nor write rank/wins back to the runs")
     p.add_argument("--no-ci", action="store_true", help="skip the bootstrap intervals (no artifact downloads)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG charts")
+    add_safe_csv_argument(p)
     p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
     p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
@@ -52,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from extracteval.errors import InputError
+    from extracteval.io.outputs import staged_folder
     from extracteval.mlflow.leaderboard import build_tracking_leaderboard, log_leaderboard, write_outputs
     from extracteval.report.leaderboard import render_terminal
 
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else (Path(tempfile.mkdtemp(prefix="extracteval-leaderboard-")) if temporary else None)
     try:
         if out is not None:
-            write_outputs(result, out, figures=not args.no_figures)
+            write_outputs(result, out, figures=not args.no_figures, safe_csv=args.safe_csv)
         if not args.json:  # the table first: it is computed whatever happens to the logging
             print(render_terminal(result.to_dict(), use_colour=sys.stdout.isatty()))
             if args.output:
@@ -81,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return 1
             if args.output:  # the local copy carries the run id too
-                (out / "leaderboard.json").write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+                with staged_folder(out) as staging:  # replaces leaderboard.json only, and whole
+                    (staging / "leaderboard.json").write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     finally:
         if temporary and out is not None:
             shutil.rmtree(out, ignore_errors=True)

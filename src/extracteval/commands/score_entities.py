@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.outputs import add_safe_csv_argument
+
 HELP = "multi-entity extraction: optimal entity alignment, entity P/R/F1, per-feature metrics (seed 003)"
 DESCRIPTION = """\
 Score one or more models' entity lists (invoice line items, parties, products) against ground
@@ -26,7 +28,13 @@ Inputs: JSONL, one record per line: {"id": "INV-1", "entities": [{"description":
 
 --weights FILE is JSON/YAML, either {field: weight} or {"weights": {…}, "strategies":
 {"description": "FUZZY"}, "types": {…}, "key_fields": […], "match_threshold": 0.5,
-"fuzzy_threshold": 0.85}.
+"fuzzy_threshold": 0.85, "semantic_threshold": 0.8, "similarity": "lexical"}.
+
+SEMANTIC fields use the `json` task's similarity backends: the offline `lexical` one by default
+(TF-IDF character n-grams: lexical, not semantic). `--similarity llm_judge` needs
+--judge-base-url/--judge-model (or EXTRACTEVAL_JUDGE_BASE_URL / EXTRACTEVAL_JUDGE_MODEL, key in
+EXTRACTEVAL_JUDGE_API_KEY); `--similarity embedding` needs --embedding-model (a local
+sentence-transformers folder).
 
 example:
   extracteval score entities --truth truth.jsonl --predictions gpt=gpt.jsonl \\
@@ -34,7 +42,8 @@ example:
 """
 
 _WEIGHTS_KEYS = {"weights", "strategies", "types", "key_fields", "features", "match_threshold", "fuzzy_threshold",
-                 "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division"}
+                 "semantic_threshold", "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division", "similarity",
+                 "similarity_options"}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -43,10 +52,15 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="a model's predicted entities (repeat per model); a bare FILE is named after its file name")
     p.add_argument("--key-fields", metavar="A,B", help="fields the alignment similarity uses (default: weighted fields, else all)")
     p.add_argument("--weights", metavar="FILE", help="JSON/YAML alignment weights and options (see above)")
-    p.add_argument("--strategies", metavar="FILE", help='JSON/YAML: {"field": "EXACT|FUZZY|IGNORE", …}')
+    p.add_argument("--strategies", metavar="FILE", help='JSON/YAML: {"field": "EXACT|FUZZY|SEMANTIC|IGNORE", …}')
     p.add_argument("--features", metavar="A,B", help="score only these entity fields (default: every field of a gold entity)")
     p.add_argument("--match-threshold", type=float, metavar="X", help="minimum weighted similarity of a matched pair (default 0.5)")
     p.add_argument("--fuzzy-threshold", type=float, metavar="X", help="FUZZY value counts as correct at ≥ X (default 0.85)")
+    p.add_argument("--semantic-threshold", type=float, metavar="X", help="SEMANTIC value counts as correct at ≥ X (default 0.80)")
+    p.add_argument("--similarity", metavar="NAME", help="backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge")
+    p.add_argument("--embedding-model", metavar="DIR", help="local sentence-transformers model folder for --similarity embedding (never downloads)")
+    p.add_argument("--judge-base-url", metavar="URL", help="OpenAI-compatible endpoint for --similarity llm_judge (or EXTRACTEVAL_JUDGE_BASE_URL)")
+    p.add_argument("--judge-model", metavar="NAME", help="judge model name (or EXTRACTEVAL_JUDGE_MODEL)")
     p.add_argument("--entities-key", default="entities", metavar="NAME", help="key of the entity list in each record (default: entities)")
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id key (default: id)")
     p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "missing" (default: not present,n/a,na,none,null,-)')
@@ -54,6 +68,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
+    add_safe_csv_argument(p)
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -62,8 +77,9 @@ def _csv(value: str | None) -> list[str] | None:
     return [x.strip() for x in value.split(",") if x.strip()]
 
 
-def build_config(args: argparse.Namespace) -> Any:
-    """EntitiesConfig from --weights / --strategies files overlaid with explicit options."""
+def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
+    """EntitiesConfig, similarity backend name and its options (as `score json`) from --weights /
+    --strategies files overlaid with explicit options."""
     from extracteval.core.entities import EntitiesConfig
     from extracteval.core.normalize import NormalizationConfig
     from extracteval.core.strategies import parse_strategy_map
@@ -72,9 +88,12 @@ def build_config(args: argparse.Namespace) -> Any:
 
     opts: dict[str, Any] = {}
     norm: dict[str, Any] = {}
+    sim_name, sim_opts = "lexical", {}
     if args.weights:
         raw = load_mapping(args.weights)
-        structured = any(isinstance(v, (dict, list)) for v in raw.values()) or bool(set(raw) & {"match_threshold", "fuzzy_threshold"})
+        structured = (any(isinstance(v, (dict, list)) for v in raw.values())
+                      or bool(set(raw) & {"match_threshold", "fuzzy_threshold", "semantic_threshold"})
+                      or isinstance(raw.get("similarity"), str))
         if structured:
             unknown = sorted(set(raw) - _WEIGHTS_KEYS)
             if unknown:
@@ -93,9 +112,17 @@ def build_config(args: argparse.Namespace) -> Any:
                     if not isinstance(raw[k], list):
                         raise InputError(f"{args.weights}: {k!r} must be a list of field names, but found {type(raw[k]).__name__}.")
                     opts[k] = [str(x) for x in raw[k]]
-            for k in ("match_threshold", "fuzzy_threshold", "fuzzy_scorer", "zero_division"):
+            for k in ("match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division"):
                 if k in raw:
                     opts[k] = raw[k]
+            if "similarity" in raw:
+                sim_name = str(raw["similarity"])
+            if "similarity_options" in raw:
+                if not isinstance(raw["similarity_options"], dict):
+                    raise InputError(f"{args.weights}: 'similarity_options' must be a mapping, but found {type(raw['similarity_options']).__name__}.")
+                sim_opts = dict(raw["similarity_options"])
+                if "api_key" in sim_opts:
+                    raise InputError(f"{args.weights}: do not put API keys in config files; set EXTRACTEVAL_JUDGE_API_KEY instead.")
             if "null_tokens" in raw:
                 norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
             if "dayfirst" in raw:
@@ -108,8 +135,8 @@ def build_config(args: argparse.Namespace) -> Any:
         opts["key_fields"] = _csv(args.key_fields)
     if args.features is not None:
         opts["features"] = _csv(args.features)
-    for k in ("match_threshold", "fuzzy_threshold", "zero_division"):
-        v = getattr(args, k)
+    for k in ("match_threshold", "fuzzy_threshold", "semantic_threshold", "zero_division"):
+        v = getattr(args, k, None)
         if v is not None:
             opts[k] = v
     if args.null_tokens is not None:
@@ -118,20 +145,36 @@ def build_config(args: argparse.Namespace) -> Any:
         norm["dayfirst"] = True
     if norm:
         opts["normalization"] = NormalizationConfig(**norm)
+    if getattr(args, "similarity", None):
+        sim_name = args.similarity
+    for flag, key in (("embedding_model", "model_path"), ("judge_base_url", "base_url"), ("judge_model", "model")):
+        if getattr(args, flag, None):
+            sim_opts[key] = getattr(args, flag)
     try:
-        return EntitiesConfig(**opts)
+        return EntitiesConfig(**opts), sim_name, sim_opts
     except InputError as e:
         raise InputError(f"{args.weights}: {e}" if args.weights and "weight" in str(e) else str(e)) from None
 
 
+def judge_counts(doc: dict[str, Any], backend: Any) -> None:
+    """An LLM judge's calls and failure reasons, beside the backend in the result's config."""
+    reasons = getattr(backend, "failure_reasons", None)
+    if reasons is not None:
+        doc["config"]["similarity"]["semantic"]["calls"] = backend.calls
+        doc["config"]["similarity"]["semantic"]["failure_reasons"] = dict(reasons)
+
+
 def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     from extracteval.core.entities import score_entities
+    from extracteval.core.similarity import get_similarity
     from extracteval.io.entities_inputs import load_entities_inputs
 
-    config = build_config(args)
+    config, sim_name, sim_opts = build_config(args)
+    backend = get_similarity(sim_name, **sim_opts)  # an unknown name or option lists the valid ones
     truth, preds, truth_source = load_entities_inputs(args.truth, args.predictions, id_column=args.id_column, entities_key=args.entities_key)
-    result = score_entities(truth, preds, config=config, truth_source=truth_source)
+    result = score_entities(truth, preds, config=config, truth_source=truth_source, similarity=backend)
     doc = result.to_dict()
+    judge_counts(doc, backend)
     doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
     return result, doc
 
@@ -139,11 +182,12 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     result, doc = score(args)
     if args.output:
-        from extracteval.commands.score_labels import write_outputs
+        from extracteval.commands.score_labels import write_files
+        from extracteval.io.outputs import staged_folder
 
-        out = Path(args.output)
-        write_outputs(doc, out, views=("matched", "strict"))
-        _write_records(result, out)
+        with staged_folder(Path(args.output)) as staging:
+            write_files(doc, staging, views=("matched", "strict"), safe_csv=getattr(args, "safe_csv", True))
+            _write_records(result, staging)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
@@ -160,13 +204,8 @@ def _write_records(result: Any, out: Path) -> None:
     """records.parquet: per model and record, gold / predicted / matched / fully correct pairs."""
     import pandas as pd
 
-    from extracteval.errors import InputError
-
     frames = [result.models[m].records_frame().assign(model=m) for m in result.ranking]
-    try:
-        pd.concat(frames, ignore_index=True).to_parquet(out / "records.parquet", index=False)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write records.parquet ({e.strerror or e}).") from None
+    pd.concat(frames, ignore_index=True).to_parquet(out / "records.parquet", index=False)
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -179,7 +218,8 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
         key_fields=",".join(spec["key_fields"]) if spec.get("key_fields") else None,
         weights=str(folder / spec["weights"]) if spec.get("weights") else None,
         strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
-        features=None, match_threshold=None, fuzzy_threshold=None,
+        features=None, match_threshold=None, fuzzy_threshold=None, semantic_threshold=None,
+        similarity=spec.get("similarity"), embedding_model=None, judge_base_url=None, judge_model=None,
         entities_key=spec.get("entities_key", "entities"), id_column=spec.get("id_column", "id"),
         null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
     )

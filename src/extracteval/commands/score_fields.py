@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from extracteval.io.outputs import add_safe_csv_argument
 
 HELP = "field-level P/R/F1/accuracy per model, field winners and ranking (seed 000)"
 DESCRIPTION = """\
@@ -40,6 +44,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, metavar="N", help="bootstrap seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, per-field CSV and per-record Parquet to DIR")
+    add_safe_csv_argument(p)
     add_scale_arguments(p)
 
 
@@ -68,27 +73,33 @@ def run(args: argparse.Namespace) -> int:
     workers = getattr(args, "workers", 1)
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if engine == "spark":
-        from extracteval.spark.fields import score_fields_files
+    safe_csv = getattr(args, "safe_csv", True)
+    if engine == "spark" or chunk_size is not None or workers > 1:
+        # these engines stream records.parquet while scoring: into the staging folder, so an
+        # interrupted run leaves no half-written Parquet in --output
+        with _staged(args.output) as staging:
+            records_path = staging / "records.parquet" if staging is not None else None
+            if engine == "spark":
+                from extracteval.spark.fields import score_fields_files
 
-        result, inputs = score_fields_files(
-            args.truth, args.predictions, config=config, fields=fields, id_column=args.id_column,
-            delimiter=args.delimiter, master=args.spark_master, partitions=args.spark_partitions,
-            records_path=Path(args.output) / "records.parquet" if args.output else None,
-        )
-        records_done = bool(args.output)
-    elif chunk_size is not None or workers > 1:
-        result, inputs = _score_chunked(args, config, fields, 100_000 if chunk_size is None else chunk_size, workers)
-        records_done = bool(args.output)
+                result, inputs = score_fields_files(
+                    args.truth, args.predictions, config=config, fields=fields, id_column=args.id_column,
+                    delimiter=args.delimiter, master=args.spark_master, partitions=args.spark_partitions,
+                    records_path=records_path,
+                )
+            else:
+                result, inputs = _score_chunked(args, config, fields, 100_000 if chunk_size is None else chunk_size, workers, records_path)
+            doc = result.to_dict()
+            doc["inputs"] = inputs
+            if staging is not None:
+                write_files(result, doc, staging, records_written=True, safe_csv=safe_csv)
     else:
         truth, preds, truth_source = load_inputs(args)
         result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source)
-        inputs = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
-        records_done = False
-    doc = result.to_dict()
-    doc["inputs"] = inputs
-    if args.output:
-        write_outputs(result, doc, Path(args.output), records_written=records_done)
+        doc = result.to_dict()
+        doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        if args.output:
+            write_outputs(result, doc, Path(args.output), safe_csv=safe_csv)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=_json_default)
         sys.stdout.write("\n")
@@ -109,7 +120,19 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def _score_chunked(args: argparse.Namespace, config: Any, fields: list[str] | None, chunk_size: int, workers: int) -> tuple[Any, dict[str, Any]]:
+@contextmanager
+def _staged(output: str | None) -> Iterator[Path | None]:
+    if not output:
+        yield None
+        return
+    from extracteval.io.outputs import staged_folder
+
+    with staged_folder(Path(output)) as staging:
+        yield staging
+
+
+def _score_chunked(args: argparse.Namespace, config: Any, fields: list[str] | None, chunk_size: int, workers: int,
+                   records_path: Path | None) -> tuple[Any, dict[str, Any]]:
     """The chunked engine: files streamed by id, chunks scored (in `workers` processes), ledgers
     merged, per-record rows streamed to --output/records.parquet."""
     from extracteval.chunked import FieldsTask, run_chunks
@@ -123,40 +146,37 @@ def _score_chunked(args: argparse.Namespace, config: Any, fields: list[str] | No
         raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
     stream = open_fields_stream(args.truth, args.predictions, chunk_size=chunk_size, id_column=args.id_column, delimiter=args.delimiter)
     plan = plan_fields(stream.truth_fields, stream.models, config=config, fields=fields, truth_source=stream.truth_source)
-    records_path = None
-    if args.output:
-        out = Path(args.output)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
-        records_path = out / "records.parquet"
     result, _ = run_chunks(FieldsTask(plan, keep_records=records_path is not None), stream.chunks(), workers=workers, records_path=records_path)
     return result, {"truth": stream.truth_source, "predictions": dict(stream.models)}
 
 
-def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, records_written: bool = False) -> None:
-    """result.json, field_metrics.csv (one row per model and field) and records.parquet
-    (already streamed there by the chunked and Spark engines when `records_written`)."""
+def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool = True) -> None:
+    """result.json, field_metrics.csv (one row per model and field) and records.parquet, written
+    to a staging folder and moved into `out` only when complete."""
+    from extracteval.io.outputs import staged_folder
+
+    with staged_folder(out) as staging:
+        write_files(result, doc, staging, safe_csv=safe_csv)
+
+
+def write_files(result: Any, doc: dict[str, Any], out: Path, *, records_written: bool = False, safe_csv: bool = True) -> None:
+    """The output files, into an existing (staging) folder; records.parquet is skipped when the
+    chunked and Spark engines already streamed it there (`records_written`)."""
     import pandas as pd
 
-    from extracteval.errors import InputError
+    from extracteval.io.outputs import write_csv
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
-        rows = []
-        for m in result.ranking:
-            for f, fm in result.models[m].fields.items():
-                d = fm.to_dict()
-                d.pop("examples")
-                d["flags"] = ";".join(d["flags"])
-                rows.append({"model": m, "field": f, **d})
-        pd.DataFrame(rows).to_csv(out / "field_metrics.csv", index=False)
-        if result.records is not None and not records_written:
-            result.records.to_frame().to_parquet(out / "records.parquet", index=False)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
+    rows = []
+    for m in result.ranking:
+        for f, fm in result.models[m].fields.items():
+            d = fm.to_dict()
+            d.pop("examples")
+            d["flags"] = ";".join(d["flags"])
+            rows.append({"model": m, "field": f, **d})
+    write_csv(pd.DataFrame(rows), out / "field_metrics.csv", safe=safe_csv)
+    if result.records is not None and not records_written:
+        result.records.to_frame().to_parquet(out / "records.parquet", index=False)
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.outputs import add_safe_csv_argument
+
 HELP = "JSON outputs vs golden JSON: key buckets, completeness, hallucination, accuracy, RQS (seed 001)"
 DESCRIPTION = """\
 Score one or more models' JSON outputs against golden JSON, record by record, with seed 001's
@@ -58,6 +60,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="per-record rows in --json: auto (up to 10,000 model×record rows), all, none")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, field_accuracy.csv, records.parquet, buckets.parquet to DIR")
+    add_safe_csv_argument(p)
     from extracteval.commands.score_fields import add_scale_arguments
 
     add_scale_arguments(p)
@@ -224,7 +227,7 @@ def _chunked(args: argparse.Namespace, config: Any, backend: Any) -> tuple[Any, 
 def run(args: argparse.Namespace) -> int:
     result, doc = score(args)
     if args.output:
-        write_outputs(result, doc, Path(args.output))
+        write_outputs(result, doc, Path(args.output), safe_csv=getattr(args, "safe_csv", True))
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=_json_default)
         sys.stdout.write("\n")
@@ -245,20 +248,17 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
+def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool = True) -> None:
     """result.json, field_accuracy.csv, records.parquet (per-record scores) and buckets.parquet
     (the per-record bucket listing: one row per model, record and key)."""
-    from extracteval.errors import InputError
+    from extracteval.io.outputs import staged_folder, write_csv
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
-        result.fields_frame().to_csv(out / "field_accuracy.csv", index=False)
-        if hasattr(result, "records_frame"):  # the chunked engine streamed these while scoring
-            result.records_frame().to_parquet(out / "records.parquet", index=False)
-            result.cells_frame().to_parquet(out / "buckets.parquet", index=False)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+    with staged_folder(out) as staging:
+        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
+        write_csv(result.fields_frame(), staging / "field_accuracy.csv", safe=safe_csv)
+        if hasattr(result, "records_frame"):  # else the chunked engine streamed them while scoring
+            result.records_frame().to_parquet(staging / "records.parquet", index=False)
+            result.cells_frame().to_parquet(staging / "buckets.parquet", index=False)
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.outputs import add_safe_csv_argument
+
 HELP = "per-feature one-vs-rest P/R/F1/specificity, micro accuracy and row accuracy (seed 003)"
 DESCRIPTION = """\
 Score one or more models' per-record labels (categories, text, numbers, dates), feature by
@@ -44,6 +46,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
+    add_safe_csv_argument(p)
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
@@ -126,7 +129,7 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     result, doc = score(args)
     if args.output:
-        write_outputs(doc, Path(args.output))
+        write_outputs(doc, Path(args.output), safe_csv=getattr(args, "safe_csv", True))
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
@@ -152,17 +155,21 @@ def feature_rows(doc: dict[str, Any], views: tuple[str, ...]) -> list[dict[str, 
     return rows
 
 
-def write_outputs(doc: dict[str, Any], out: Path, *, views: tuple[str, ...] = ("aligned", "strict")) -> None:
+def write_outputs(doc: dict[str, Any], out: Path, *, views: tuple[str, ...] = ("aligned", "strict"), safe_csv: bool = True) -> None:
+    """result.json and feature_metrics.csv, moved into `out` only when both are complete."""
+    from extracteval.io.outputs import staged_folder
+
+    with staged_folder(out) as staging:
+        write_files(doc, staging, views=views, safe_csv=safe_csv)
+
+
+def write_files(doc: dict[str, Any], out: Path, *, views: tuple[str, ...] = ("aligned", "strict"), safe_csv: bool = True) -> None:
     import pandas as pd
 
-    from extracteval.errors import InputError
+    from extracteval.io.outputs import write_csv
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-        pd.DataFrame(feature_rows(doc, views)).to_csv(out / "feature_metrics.csv", index=False)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    write_csv(pd.DataFrame(feature_rows(doc, views)), out / "feature_metrics.csv", safe=safe_csv)
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.outputs import add_safe_csv_argument
+
 HELP = "span/NER P/R/F1: exact (conlleval-equal) and relaxed matching, curve, error breakdown (seed 002)"
 DESCRIPTION = """\
 Score one or more models' spans against gold spans.
@@ -49,6 +51,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, tag_metrics.csv and f1_vs_threshold.png to DIR")
+    add_safe_csv_argument(p)
     from extracteval.commands.score_fields import add_scale_arguments
 
     add_scale_arguments(p)
@@ -160,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
 
     result, doc = score(args)
     if args.output:
-        write_outputs(result, doc, Path(args.output))
+        write_outputs(result, doc, Path(args.output), safe_csv=getattr(args, "safe_csv", True))
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -171,31 +174,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(result: Any, doc: dict[str, Any], out: Path) -> None:
+def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool = True) -> None:
     """result.json, tag_metrics.csv (one row per model, mode and tag) and f1_vs_threshold.png."""
     import csv
 
-    from extracteval.errors import InputError
+    from extracteval.io.outputs import safe_csv_row, staged_folder
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
-        with open(out / "tag_metrics.csv", "w", newline="", encoding="utf-8") as fh:
+    with staged_folder(out) as staging:
+        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+        with open(staging / "tag_metrics.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
+            row = safe_csv_row if safe_csv else list
             w.writerow(["model", "mode", "tag", "precision", "recall", "f1", "support", "tp", "fp", "fn"])
             for m in result.ranking:
                 ms = result.models[m]
                 for mode in [ms.exact, *ms.relaxed.values()]:
                     for tag, tm in mode.per_tag.items():
-                        w.writerow([m, mode.mode, tag, tm.precision, tm.recall, tm.f1, tm.support, tm.tp, tm.fp, tm.fn])
+                        w.writerow(row([m, mode.mode, tag, tm.precision, tm.recall, tm.f1, tm.support, tm.tp, tm.fp, tm.fn]))
                     mi = mode.micro
-                    w.writerow([m, mode.mode, "(micro)", mi.precision, mi.recall, mi.f1, mi.support, mi.tp, mi.fp, mi.fn])
+                    w.writerow(row([m, mode.mode, "(micro)", mi.precision, mi.recall, mi.f1, mi.support, mi.tp, mi.fp, mi.fn]))
         if any(doc["models"][m].get("curve") for m in doc["ranking"]):
             from extracteval.report.spans_figures import curve_figure
 
-            curve_figure(doc).savefig(out / "f1_vs_threshold.png")
-    except OSError as e:
-        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+            curve_figure(doc).savefig(staging / "f1_vs_threshold.png")
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -125,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             write_output(Path(args.output), result, doc)
     elif args.output:  # records.parquet was streamed while scoring
-        (Path(args.output) / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+        from extracteval.io.outputs import staged_folder
+
+        with staged_folder(Path(args.output)) as staging:
+            (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -183,18 +186,15 @@ def result_document(result: Any, args: argparse.Namespace, sources: dict[str, st
 
 def write_output(out: Path, result: Any, doc: dict[str, Any]) -> None:
     from extracteval.commands.compare_models import write_records
-    from extracteval.errors import InputError
+    from extracteval.io.outputs import staged_folder
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    with staged_folder(out) as staging:
+        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
         matrices = {m: result.count_matrix(m)[1] for m in result.ranking}
         cols = tuple(doc["count_columns"])
         ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else []
         extra = {m: [{"error": r.error} for r in result.records[m]] for m in result.ranking}
-        write_records(out, cols, matrices, ids, extra)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+        write_records(staging, cols, matrices, ids, extra)
 
 
 def render(doc: dict[str, Any]) -> str:

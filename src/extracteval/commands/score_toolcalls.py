@@ -264,15 +264,12 @@ def _generic_view(m: Any) -> dict[str, Any]:
 
 def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any] | None) -> None:
     from extracteval.commands.compare_models import write_records
-    from extracteval.errors import InputError
+    from extracteval.io.outputs import staged_folder
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
-        if records is not None:
-            write_records(out, tuple(records["columns"]), records["matrices"], records["ids"], records["extra"])
-    except OSError as e:
-        raise InputError(f"{out}: cannot write the output folder ({e.strerror or e}).") from None
+    with staged_folder(out) as staging:
+        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+        if records is not None:  # else the chunked engine streamed records.parquet while scoring
+            write_records(staging, tuple(records["columns"]), records["matrices"], records["ids"], records["extra"])
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from extracteval.core.normalize import NormalizationConfig, Normalizer
+from extracteval.core.normalize import NormalizationConfig, Normalizer, _number_key
 from extracteval.core.ranking import TIER_COLOURS, Score, rank_models, tier
 from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
@@ -580,6 +580,21 @@ class _KeyTable:
     def code(self, v: Any) -> int:
         """Slow path: a value not seen before (or not hashable)."""
         tv = type(v)
+        if tv is str or tv is int or tv is float:
+            # The plain JSON scalars (most new values): `Normalizer.key` without its generic
+            # dispatch (ABC isinstance checks, hash probe, its own per-value cache, which this
+            # table already is). Same rules as `Normalizer._compute` for these exact types.
+            if tv is str:
+                key = self.normalizer._string_key(v)
+            elif tv is int:
+                key = _number_key(float(v)) if abs(v) < 2**53 else f"n:{v}"
+            elif v != v:  # NaN is absent, and never cached (it is not equal to itself)
+                return -1
+            else:
+                key = _number_key(v)
+            c = self._key_code(key)
+            self.by_type.setdefault(tv, {})[v] = c
+            return c
         if isinstance(v, (Mapping, list, tuple, set)):
             return self._key_code(_structured_key(self.normalizer, v))
         try:

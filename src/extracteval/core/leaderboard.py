@@ -17,6 +17,7 @@ import numpy as np
 
 from extracteval.core.bootstrap import Interval
 from extracteval.core.ranking import TIER_COLOURS, FieldWinner, Score, _cmp_desc, field_winners, field_wins, format_wins, tier
+from extracteval.core.toolcall_functions import OTHER_FUNCTIONS
 from extracteval.errors import InputError
 
 __all__ = ["RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "LeaderboardGroup", "Leaderboard", "build_leaderboard"]
@@ -29,6 +30,9 @@ class RankingSpec:
     primary: metric key of the main score; tie_breaks: further keys, larger is better; then total
     item wins, then model name. item_prefix/item_keys: per-item metric keys
     (`<prefix><item>/<key>`) whose first key picks item winners, the others break ties.
+    item_exclude: item names that are not items (a catch-all row). shared_items_only: only items
+    every run of a group has a score for are won and counted, as the task does in one process
+    (a structured path one model invents is not a field the others could win).
     """
 
     task: str
@@ -37,6 +41,8 @@ class RankingSpec:
     item_prefix: str | None = None
     item_keys: tuple[str, ...] = ("f1", "precision", "recall")
     item_label: str = "fields"
+    item_exclude: frozenset[str] = frozenset()
+    shared_items_only: bool = False
 
 
 RANKING_SPECS: dict[str, RankingSpec] = {
@@ -48,8 +54,13 @@ RANKING_SPECS: dict[str, RankingSpec] = {
     ),
     "entities": RankingSpec(task="entities", primary="entities/f1_entities", tie_breaks=("entities/precision_entities", "entities/recall_entities"), item_prefix="feature/", item_label="features"),
     "labels": RankingSpec(task="labels", primary="labels/macro/f1", tie_breaks=("labels/micro_accuracy", "labels/row_accuracy"), item_prefix="feature/", item_label="features"),
-    "structured": RankingSpec(task="structured", primary="structured/field_f1", tie_breaks=("structured/exact_match_rate", "structured/json_valid_rate")),
-    "toolcalls": RankingSpec(task="toolcalls", primary="toolcalls/call_accuracy", tie_breaks=("toolcalls/args_f1", "toolcalls/name_match_rate")),
+    # the runs log `field/<path>/…` and `function/<name>/…` and their own wins/field_wins: the same
+    # winners are found here (structured: paths every model has; toolcalls: reference functions on
+    # argument F1, not the catch-all row of unknown names)
+    "structured": RankingSpec(task="structured", primary="structured/field_f1", tie_breaks=("structured/exact_match_rate", "structured/json_valid_rate"),
+                              item_prefix="field/", shared_items_only=True),
+    "toolcalls": RankingSpec(task="toolcalls", primary="toolcalls/call_accuracy", tie_breaks=("toolcalls/args_f1", "toolcalls/name_match_rate"),
+                             item_prefix="function/", item_label="functions", item_exclude=frozenset({OTHER_FUNCTIONS})),
 }
 
 
@@ -73,6 +84,7 @@ class LeaderboardEntry:
     tie_breaks: Mapping[str, float]
     item_wins: float
     items_scored: int
+    item_label: str = "fields"
     tier: str
     tier_colour: str
     overall: Mapping[str, float]
@@ -81,7 +93,7 @@ class LeaderboardEntry:
 
     @property
     def wins_label(self) -> str:
-        return f"Won {format_wins(self.item_wins)} of {self.items_scored}"
+        return f"Won {format_wins(self.item_wins)} of {self.items_scored} {self.item_label}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -153,7 +165,7 @@ def _items(metrics: Mapping[str, float], spec: RankingSpec) -> dict[str, Score]:
         if not k.startswith(spec.item_prefix):
             continue
         item, _, leaf = k[len(spec.item_prefix) :].rpartition("/")
-        if item and leaf in keys:
+        if item and leaf in keys and item not in spec.item_exclude:
             found.setdefault(item, {})[leaf] = float(v)
     out = {}
     for item, vals in found.items():
@@ -251,6 +263,8 @@ def _rank_group(
     for n, r in by_name.items():
         for item, s in _items(r.metrics, spec).items():
             items.setdefault(item, {})[n] = s
+    if spec.shared_items_only:
+        items = {i: s for i, s in items.items() if len(s) == len(by_name)}
     winners = field_winners(items)
     wins = field_wins(winners, list(by_name))
 
@@ -277,6 +291,7 @@ def _rank_group(
                 tie_breaks={k: float(m.get(k, 0.0)) for k in spec.tie_breaks},
                 item_wins=wins[n],
                 items_scored=sum(1 for s in items.values() if n in s),
+                item_label=spec.item_label,
                 tier=t,
                 tier_colour=TIER_COLOURS[t],
                 overall={k.split("/", 1)[1]: float(v) for k, v in m.items() if k.startswith("overall/") and k.count("/") == 1 and not k.endswith(("/ci_low", "/ci_high"))},

@@ -45,6 +45,7 @@ __all__ = [
     "SCHEMES",
     "get_scheme",
     "EncodedTags",
+    "FactorizedTags",
     "encode_tags",
     "Chunks",
     "decode",
@@ -154,6 +155,26 @@ def get_scheme(name: str | Scheme) -> Scheme:
     return SCHEMES[key]
 
 
+@dataclass(frozen=True)
+class FactorizedTags:
+    """A string sequence already dictionary-encoded (the token-file reader makes these without a
+    Python string per token): `values[codes[i]]` is item i; `values` are distinct, numbered in
+    order of first appearance. `encode_tags` and `corpus_from_tags` accept it for a sequence.
+    """
+
+    codes: np.ndarray
+    values: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def strings(self) -> np.ndarray:
+        """The sequence as an object array of strings (each distinct string object shared)."""
+        table = np.empty(len(self.values), dtype=object)
+        table[:] = self.values
+        return table[self.codes]
+
+
 @dataclass(frozen=True, kw_only=True)
 class EncodedTags:
     """A tag sequence as integer codes.
@@ -174,7 +195,7 @@ class EncodedTags:
 
 
 def encode_tags(
-    tags: Sequence[str], *, scheme: str | Scheme = "conlleval", types: Sequence[str] | None = None, suffix: bool = False
+    tags: Sequence[str] | FactorizedTags, *, scheme: str | Scheme = "conlleval", types: Sequence[str] | None = None, suffix: bool = False
 ) -> EncodedTags:
     """Dictionary-encode tags: each *distinct* tag string is parsed once.
 
@@ -185,9 +206,13 @@ def encode_tags(
     """
     sch = get_scheme(scheme)
     allowed = set(sch.prefixes)
-    # dict.fromkeys and map(dict.__getitem__) run in C: ~30 ns per token
-    distinct = {t: i for i, t in enumerate(dict.fromkeys(tags))}
-    codes = np.fromiter(map(distinct.__getitem__, tags), dtype=np.int32, count=len(tags))
+    if isinstance(tags, FactorizedTags):
+        distinct = {t: i for i, t in enumerate(tags.values)}
+        codes = tags.codes.astype(np.int32, copy=False)
+    else:
+        # dict.fromkeys and map(dict.__getitem__) run in C: ~30 ns per token
+        distinct = {t: i for i, t in enumerate(dict.fromkeys(tags))}
+        codes = np.fromiter(map(distinct.__getitem__, tags), dtype=np.int32, count=len(tags))
     type_list = list(types or ())
     type_index = {t: i for i, t in enumerate(type_list)}
     d_prefix = np.zeros(len(distinct), dtype=np.int8)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from extracteval.core.counts import Counts, ratios
 from extracteval.core.fields import PairComparison
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import TIER_COLOURS, Score, field_winners, field_wins, format_wins, rank_models
+
+if TYPE_CHECKING:
+    from extracteval.core.schemes import FactorizedTags
 
 __all__ = [
     "SpansConfig",
@@ -423,8 +426,8 @@ class SpansResult:
 
 
 def corpus_from_tags(
-    gold: Sequence[str],
-    predictions: Mapping[str, Sequence[str]],
+    gold: Sequence[str] | FactorizedTags,
+    predictions: Mapping[str, Sequence[str] | FactorizedTags],
     *,
     sentence_start: np.ndarray | Sequence[bool] | None = None,
     tokens: Sequence[str] | None = None,

@@ -55,6 +55,7 @@ from extracteval.core.structured import (
     PASS_THRESHOLD,
     ExtendedScores,
     extended_scores,
+    _key_part,
     flat_keys,
     leaf_key,
     natural_key,
@@ -252,6 +253,11 @@ _LOOKS_LIKE_CALL = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
 
 def _python_calls(text: str) -> ParsedCalls | None:
     body = _strip_fences(text)
+    if "(" not in body and "#" not in body and body.strip("[] \t\n\r\f\v\\"):
+        # No call without "(", and the only call-free success, an empty list (`[]`, or a
+        # blank body wrapped as `[…]`), needs nothing but brackets, blanks, comments or line
+        # continuations: skip the two failing `ast.parse` attempts (truncated JSON, prose).
+        return None
     for candidate in (body, f"[{body}]"):
         try:
             calls_py = parse_python_calls(candidate, keep_positional=True)
@@ -323,8 +329,25 @@ def _whole_key(v: Any, key_fn: Callable[[Any], str | None]) -> str:
     return json.dumps(sorted(flat_keys(v, key_fn).items()), ensure_ascii=False)
 
 
+_SCALARS = (str, int, float, bool)
+
+
 def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) -> dict[str, str]:
     """Flattened argument paths with a value (null / {} / [] leaves are absent)."""
+    if key_fn is leaf_key and type(args) is dict:
+        # The usual arguments object: string keys, scalar values. Same keys, values and order
+        # (`flat_keys` pops its stack, so the last argument comes first) without the stack.
+        out: dict[str, str] = {}
+        for k, v in reversed(args.items()):
+            t = type(v)
+            if type(k) is not str or t not in _SCALARS:
+                if v is None:
+                    continue
+                return flat_keys(args, key_fn, present_only=True)
+            lk = "s:" + v if t is str else leaf_key(v)
+            if lk[0] != "\x00":
+                out[_key_part(k)] = lk
+        return out
     return flat_keys(args, key_fn, present_only=True)
 
 
@@ -359,6 +382,16 @@ def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable
             if not parsed.valid:
                 raise InputError(f"{where}: the reference is neither JSON nor a Python call ({parsed.error}).") from None
             obj = [{"name": c.name, "arguments": c.args} for c in parsed.calls]
+    items = obj if type(obj) is list else (obj,) if type(obj) is dict else None
+    if items is not None and all(
+        type(x) is dict and len(x) == 2 and type(x.get("name")) is str and type(x.get("arguments")) is dict and x["name"].strip() for x in items
+    ):
+        # the usual reference, `{"name", "arguments": {…}}` or a list of them: the same RefCalls
+        # as the general path below, without building a Call per item first
+        return tuple(
+            RefCall(name=x["name"], accept={p: (k,) for p, k in _present_keys(x["arguments"], key_fn).items()}, optional=_NO_OPTIONAL, whole=False)
+            for x in items
+        )
     try:
         calls, _ = _calls_from_object(obj)
     except _NotCalls as e:
@@ -501,25 +534,80 @@ def _pair_score(c: tuple[int, int, int]) -> float:
 
 def score_toolcall_record(refs: Sequence[RefCall], output: Any, *, rid: str = "", key_fn: Callable[[Any], str | None] = leaf_key) -> ToolCallRecord:
     """Score one record's output against its reference calls (see the module docstring)."""
-    parsed = parse_calls(output)
+    return _score_parsed(refs, _ParsedEntry(parse_calls(output), key_fn), rid, {})
+
+
+class _ParsedEntry:
+    """One parsed output plus its calls' flattened argument keys, computed on first use.
+
+    `score_toolcalls` keeps one entry per distinct raw output string, so repeated outputs (the
+    same call answered to many questions, "no call", a refusal) are parsed and canonicalised
+    once; the keys are a pure function of the call's arguments and `key_fn`.
+    """
+
+    __slots__ = ("parsed", "key_fn", "_present", "_whole", "verdicts")
+
+    def __init__(self, parsed: ParsedCalls, key_fn: Callable[[Any], str | None]) -> None:
+        self.parsed = parsed
+        self.key_fn = key_fn
+        # id(reference tuple) → the record scored against it; only used while the caller keeps
+        # those tuples alive (score_toolcalls' `refs`), so an id cannot be reused meanwhile.
+        self.verdicts: dict[int, ToolCallRecord] = {}
+        self._present: list[dict[str, str] | None] = [None] * len(parsed.calls)
+        self._whole: list[dict[str, str] | None] | None = None
+
+    def keys(self, j: int, whole: bool) -> dict[str, str]:
+        """`_pred_keys` of call j (whole-parameter keys for BFCL references)."""
+        if whole:
+            if self._whole is None:
+                self._whole = [None] * len(self.parsed.calls)
+            cache = self._whole
+        else:
+            cache = self._present
+        k = cache[j]
+        if k is None:
+            c = self.parsed.calls[j]
+            if not c.valid or c.args is None:
+                k = {}
+            elif whole:
+                k = {p: _whole_key(v, self.key_fn) for p, v in c.args.items()}
+            else:
+                k = _present_keys(c.args, self.key_fn)
+            cache[j] = k
+        return k
+
+
+# Counts are immutable and few distinct tuples occur: share one instance per tuple (a frozen
+# dataclass costs more to build than a dict lookup).
+_COUNT_FIELDS = ("records", "valid_records", "correct_records", "ref_calls", "pred_calls", "invalid_calls", "name_matches", "args_exact", "tp", "fp", "fn")
+
+
+def _counts(interned: dict[tuple[int, ...], ToolCallCounts], values: tuple[int, ...]) -> ToolCallCounts:
+    c = interned.get(values)
+    if c is None:
+        c = interned[values] = ToolCallCounts(**dict(zip(_COUNT_FIELDS, values)))
+    return c
+
+
+def _score_parsed(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, interned: dict[tuple[int, ...], ToolCallCounts]) -> ToolCallRecord:
+    parsed = entry.parsed
     preds = parsed.calls
     n_ref, n_pred = len(refs), len(preds)
-    # argument comparison only where the names agree (the only admissible pairs)
-    cmp = [[_compare(r, _pred_keys(c, r, key_fn)) if c.name == r.name else (0, 0, 0) for c in preds] for r in refs]
     pairs: list[tuple[int, int]] = []
     if n_ref == 1 and n_pred == 1:
         p0, r0 = preds[0], refs[0]
         if p0.name == r0.name:
-            tp, fp, fn = cmp[0][0]
+            tp, fp, fn = _compare(r0, entry.keys(0, r0.whole))
             ok = fp == 0 and fn == 0 and p0.valid
             valid = parsed.valid
             return ToolCallRecord(
                 id=rid, valid=valid, correct=valid and ok, format=parsed.format, pairs=((0, 0),),
-                counts=ToolCallCounts(records=1, valid_records=int(valid), correct_records=int(valid and ok), ref_calls=1, pred_calls=1,
-                                      invalid_calls=int(not p0.valid), name_matches=1, args_exact=int(ok), tp=tp, fp=fp, fn=fn),
+                counts=_counts(interned, (1, int(valid), int(valid and ok), 1, 1, int(not p0.valid), 1, int(ok), tp, fp, fn)),
                 error=parsed.error or p0.error,
             )
-    elif n_ref and n_pred:
+    # argument comparison only where the names agree (the only admissible pairs)
+    cmp = [[_compare(r, entry.keys(j, r.whole)) if c.name == r.name else (0, 0, 0) for j, c in enumerate(preds)] for r in refs]
+    if n_ref and n_pred and not (n_ref == 1 and n_pred == 1):
         # Only same-name pairs are admissible, so the assignment splits into one independent
         # problem per function name; most are 1×1 or 1×k and need no solver.
         groups: dict[str | None, tuple[list[int], list[int]]] = {}
@@ -530,6 +618,9 @@ def score_toolcall_record(refs: Sequence[RefCall], output: Any, *, rid: str = ""
                 groups[c.name][1].append(j)
         for ri, pj in groups.values():
             if not pj:
+                continue
+            if len(ri) == 1 and len(pj) == 1:
+                pairs.append((ri[0], pj[0]))
                 continue
             score = [[_pair_score(cmp[i][j]) for j in pj] for i in ri]
             if len(ri) == 1 or len(pj) == 1:
@@ -553,22 +644,10 @@ def score_toolcall_record(refs: Sequence[RefCall], output: Any, *, rid: str = ""
             fn += sum(1 for p in refs[i].accept if p not in refs[i].optional)
     for j in range(n_pred):
         if j not in paired_pred and preds[j].valid and preds[j].args is not None:
-            fp += len(_present_keys(preds[j].args, key_fn))
+            fp += len(entry.keys(j, False))
     valid = parsed.valid
     correct = valid and n_pred == n_ref and exact == n_ref
-    counts = ToolCallCounts(
-        records=1,
-        valid_records=int(valid),
-        correct_records=int(correct),
-        ref_calls=n_ref,
-        pred_calls=n_pred,
-        invalid_calls=sum(1 for c in preds if not c.valid),
-        name_matches=len(pairs),
-        args_exact=exact,
-        tp=tp,
-        fp=fp,
-        fn=fn,
-    )
+    counts = _counts(interned, (1, int(valid), int(correct), n_ref, n_pred, sum(1 for c in preds if not c.valid), len(pairs), exact, tp, fp, fn))
     error = parsed.error or next((c.error for c in preds if not c.valid), None)
     return ToolCallRecord(id=rid, valid=valid, correct=correct, format=parsed.format, pairs=tuple(pairs), counts=counts, error=error)
 
@@ -670,16 +749,31 @@ def score_toolcalls(
     key_fn = config.key_fn()
     ids = sorted(truth, key=natural_key)
     with paused_gc():
-        refs = {i: reference_calls(truth[i], possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}") for i in ids}
+        refs = _read_references(truth, ids, possible_answer, key_fn)
     results: dict[str, ToolCallModelResult] = {}
     records: dict[str, tuple[ToolCallRecord, ...]] = {}
+    interned: dict[tuple[int, ...], ToolCallCounts] = {}
     for m in sorted(predictions):
         preds = predictions[m]
         recs = []
         running = [0, 0, 0]  # records, valid, correct: what the progress line shows
+        parsed_cache: dict[str, _ParsedEntry] = {}  # per model: one parse per distinct output string
         with paused_gc():
             for k, i in enumerate(ids, start=1):
-                rec = score_toolcall_record(refs[i], preds.get(i), rid=i, key_fn=key_fn)
+                raw = preds.get(i)
+                ref = refs[i]
+                if type(raw) is str:
+                    entry = parsed_cache.get(raw)
+                    if entry is None:
+                        entry = parsed_cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
+                    # the same output against the same (shared) reference: same verdict
+                    seen = entry.verdicts.get(id(ref))
+                    if seen is None:
+                        rec = entry.verdicts[id(ref)] = _score_parsed(ref, entry, i, interned)
+                    else:
+                        rec = ToolCallRecord(id=i, valid=seen.valid, correct=seen.correct, format=seen.format, pairs=seen.pairs, counts=seen.counts, error=seen.error)
+                else:
+                    rec = _score_parsed(ref, _ParsedEntry(parse_calls(raw), key_fn), i, interned)
                 if i not in preds:
                     rec = replace(rec, error="no output for this id")
                 recs.append(rec)
@@ -689,7 +783,15 @@ def score_toolcalls(
                     running[2] += rec.correct
                     n = running[0]
                     progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
-        total = ToolCallCounts(**{f.name: sum(getattr(r.counts, f.name) for r in recs) for f in fields(ToolCallCounts)})
+        # sum each distinct (shared) counts object once, weighted by how many records hold it
+        multiplicity: dict[int, list[Any]] = {}
+        for r in recs:
+            slot = multiplicity.get(id(r.counts))
+            if slot is None:
+                multiplicity[id(r.counts)] = [r.counts, 1]
+            else:
+                slot[1] += 1
+        total = ToolCallCounts(**{f: sum(getattr(c, f) * n for c, n in multiplicity.values()) for f in _COUNT_FIELDS})
         formats: dict[str, int] = {}
         for r in recs:
             formats[r.format] = formats.get(r.format, 0) + 1
@@ -718,6 +820,26 @@ def score_toolcalls(
     for rank, m in enumerate(order, start=1):
         results[m] = replace(results[m], rank=rank)
     return ToolCallResult(task="toolcalls", config=config, n_records=len(ids), ranking=tuple(order), models=results, records=records)
+
+
+def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool, key_fn: Callable[[Any], str | None]) -> dict[str, tuple[RefCall, ...]]:
+    """`reference_calls` of every record, read once per distinct reference value.
+
+    References repeat (the same expected call for many questions); the cache key is the value's
+    `repr`, which tells apart everything `reference_calls` tells apart for JSON-like values
+    (`1` / `1.0` / `True` / `"1"`, lists / tuples, int / str keys). A reference that raises is
+    never cached, so each bad record is still named in its own error.
+    """
+    cache: dict[str, tuple[RefCall, ...]] = {}
+    out = {}
+    for i in ids:
+        obj = truth[i]
+        key = repr(obj)
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
+        out[i] = got
+    return out
 
 
 def _ref_args(obj: Any, n: int) -> Any:

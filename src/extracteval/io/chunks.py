@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.json_text import loads
 from extracteval.io.tables import _parse_json_lists, json_records_frame, parquet_frame
 
 __all__ = ["FrameChunk", "materialise_text", "iter_frames", "iter_records", "table_columns", "RecordChunk", "SortedIdMerge"]
@@ -105,7 +106,7 @@ def _jsonl_frames(p: Path, chunk_size: int) -> Iterator[FrameChunk]:
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
+                    obj = loads(line)
                 except ValueError as e:
                     raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
                 if not isinstance(obj, dict):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
+from extracteval.io.json_text import cap_depth, loads
 from extracteval.io.config import parse_model_spec
 from extracteval.io.tables import load_fields_table, read_table, read_text
 
@@ -95,7 +96,18 @@ def load_labels_inputs(
 # entities
 
 
+def _capped(entity: Any) -> Any:
+    """An entity with every too-deep value replaced by its marker (json_text.cap_depth)."""
+    if isinstance(entity, dict):
+        return {k: cap_depth(v) for k, v in entity.items()}
+    return cap_depth(entity)
+
+
 def _entity_list(p: Path, where: str, rid: str, value: Any, key: str, *, truth: bool) -> list[Any]:
+    if isinstance(value, list):
+        value = [_capped(e) for e in value]
+    else:
+        value = _capped(value)
     if value is None:
         if truth:
             raise InputError(f"{p}: {where}: record {rid!r}: expected a list of entity objects under {key!r}, but found null.")
@@ -137,7 +149,7 @@ def read_entity_records(
             raise InputError(f"{p}: the file is empty; expected one JSON record per line with {id_column!r} and {entities_key!r}.")
         if suffix == ".json":
             try:
-                obj = json.loads(text)
+                obj = loads(text)
             except ValueError as e:
                 raise InputError(f"{p}: not valid JSON ({e}).") from None
             if isinstance(obj, dict) and "records" in obj and isinstance(obj["records"], list):
@@ -155,7 +167,7 @@ def read_entity_records(
                 if not line.strip():
                     continue
                 try:
-                    rec = json.loads(line)
+                    rec = loads(line)
                 except ValueError as e:
                     raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
                 if not isinstance(rec, dict):

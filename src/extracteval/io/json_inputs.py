@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ import pandas as pd
 from extracteval.core.json_compare import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import parse_model_spec
+from extracteval.io.json_text import loads as _loads
 from extracteval.io.tables import load_fields_table, read_text
 
 __all__ = ["LoadedJson", "read_json_records", "load_json_inputs"]
@@ -51,92 +51,6 @@ class LoadedJson:
     safety: dict[str, dict[str, float]] = field(default_factory=dict)
     status: dict[str, dict[str, str]] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)  # id → "line 3" (for messages)
-
-
-_NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
-_WS = re.compile(r"[ \t\n\r]*")
-_CONSTANTS = {"true": True, "false": False, "null": None, "NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _loads(text: str) -> Any:
-    """`json.loads`, falling back to an iterative parser when the nesting is deeper than the
-    standard parser's recursion allows (a 10,000-deep object is valid JSON)."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        return _loads_iterative(text)
-
-
-def _loads_iterative(s: str) -> Any:
-    from json.decoder import scanstring
-
-    n = len(s)
-    stack: list[list[Any]] = []  # [container, pending key]
-
-    def ws(i: int) -> int:
-        return _WS.match(s, i).end()  # type: ignore[union-attr]
-
-    def key_at(i: int, frame: list[Any]) -> int:
-        i = ws(i)
-        if i >= n or s[i] != '"':
-            raise ValueError(f"Expecting property name enclosed in double quotes: char {i}")
-        frame[1], i = scanstring(s, i + 1)
-        i = ws(i)
-        if i >= n or s[i] != ":":
-            raise ValueError(f"Expecting ':' delimiter: char {i}")
-        return i + 1
-
-    i, expect_value, result = 0, True, None
-    while True:
-        i = ws(i)
-        if expect_value:
-            if i >= n:
-                raise ValueError(f"Expecting value: char {i}")
-            c = s[i]
-            if c == "{" or c == "[":
-                j = ws(i + 1)
-                if j < n and s[j] == ("}" if c == "{" else "]"):
-                    value, i = ({} if c == "{" else []), j + 1
-                else:
-                    stack.append([{} if c == "{" else [], None])
-                    i = key_at(i + 1, stack[-1]) if c == "{" else i + 1
-                    continue
-            elif c == '"':
-                value, i = scanstring(s, i + 1)
-            else:
-                m = _NUMBER.match(s, i)
-                if m and m.end() > i:
-                    value = float(m.group()) if (m.group(2) or m.group(3)) else int(m.group())
-                    i = m.end()
-                else:
-                    for lit, v in _CONSTANTS.items():
-                        if s.startswith(lit, i):
-                            value, i = v, i + len(lit)
-                            break
-                    else:
-                        raise ValueError(f"Expecting value: char {i}")
-        else:
-            top = stack[-1]
-            c = s[i] if i < n else ""
-            if c == ",":
-                i = key_at(i + 1, top) if isinstance(top[0], dict) else i + 1
-                expect_value = True
-                continue
-            if c != ("}" if isinstance(top[0], dict) else "]"):
-                raise ValueError(f"Expecting ',' delimiter: char {i}")
-            value, i = stack.pop()[0], i + 1
-        if not stack:
-            result = value
-            break
-        top = stack[-1]
-        if isinstance(top[0], dict):
-            top[0][top[1]] = value
-        else:
-            top[0].append(value)
-        expect_value = False
-    if ws(i) != n:
-        raise ValueError(f"Extra data: char {ws(i)}")
-    return result
 
 
 def _iter_json_records(p: Path) -> list[tuple[str, Any]]:

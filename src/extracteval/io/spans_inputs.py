@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from extracteval.core.schemes import UnknownTagError, get_scheme
+from extracteval.core.schemes import FactorizedTags, UnknownTagError, get_scheme
 from extracteval.core.spans import SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
 from extracteval.io.tables import read_text
@@ -41,15 +42,105 @@ def is_jsonl(path: str | Path) -> bool:
 
 @dataclass(frozen=True)
 class TokenFile:
-    """A token file read column-wise. `tags[k]` is the k-th column counted from the end
-    (`tags[0]` = last column). `line` is the 1-based line number of each token."""
+    """A token file read column-wise. `tag_columns[k]` is the k-th column counted from the end
+    (0 = last column), dictionary-encoded; `tokens` / `tags` give them as lists of strings.
+    `line` is the 1-based line number of each token."""
 
     path: Path
-    tokens: list[str]
-    tags: list[list[str]]
+    token_column: FactorizedTags
+    tag_columns: tuple[FactorizedTags, ...]
     sentence_start: np.ndarray
     line: np.ndarray
     n_columns: int
+
+    @property
+    def token_array(self) -> np.ndarray:
+        """The tokens as an object array (each distinct token string built once)."""
+        return self.token_column.strings()
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.token_array.tolist()
+
+    @property
+    def tags(self) -> list[list[str]]:
+        return [c.strings().tolist() for c in self.tag_columns]
+
+
+_BLANK = np.zeros(256, dtype=bool)
+_BLANK[list(b" \t\n\r\x0b\x0c")] = True  # exactly the bytes bytes.split() cuts at
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)], dtype=np.uint64)
+
+
+def _factorize_fields(buf: np.ndarray, start: np.ndarray, length: np.ndarray, data: bytes) -> FactorizedTags:
+    """Dictionary-encode byte fields `data[start:start+length]`, exactly, without a Python
+    object per field.
+
+    Each field is read as (length, 8-byte words), the words as unaligned little-endian uint64
+    through a strided view of `buf` (the file bytes plus 8 zero bytes); a 64-bit hash of them is
+    factorised (codes number the distinct hashes in order of first appearance, like
+    `dict.fromkeys`), then every field is checked word by word against the first field with its
+    code, so a hash collision can never merge two different fields: on a collision the fields
+    are encoded again by their words alone (`_factorize_exact`).
+    """
+    n = len(start)
+    if n == 0:
+        return FactorizedTags(np.zeros(0, dtype=np.int64), ())
+    words = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+    h = length.astype(np.uint64) * _MIX
+    chunks: list[tuple[np.ndarray | None, np.ndarray]] = []  # (fields having word w, word w)
+    sel: np.ndarray | None = None  # None: all fields
+    for w in range(0, int(length.max()), 8):
+        if w:
+            sel = np.flatnonzero(length > w) if sel is None else sel[length[sel] > w]
+        at = start + w if sel is None else start[sel] + w
+        word = words[at]
+        rest = (length if sel is None else length[sel]) - w
+        short = rest < 8
+        word[short] &= _LOW_BYTES[rest[short]]  # bytes past the field's end are not part of it
+        chunks.append((sel, word))
+        if sel is None:
+            h = (h ^ word) * _MIX
+            h ^= h >> np.uint64(29)
+        else:
+            hs = (h[sel] ^ word) * _MIX
+            h[sel] = hs ^ (hs >> np.uint64(29))
+    codes = pd.factorize(h)[0]
+    first = _first_occurrences(codes)
+    rep = first[codes]  # the first field with the same code
+    same = length[rep] == length
+    for sel_w, word in chunks:
+        if sel_w is None:
+            same &= word[rep] == word
+        else:
+            pos = np.full(n, -1, dtype=np.int64)  # where each field sits in this chunk
+            pos[sel_w] = np.arange(len(sel_w))
+            same[sel_w] &= word[pos[rep[sel_w]]] == word  # rep has word w too: same length
+    if not same.all():
+        codes = _factorize_exact(length, chunks, n)
+        first = _first_occurrences(codes)
+    values = tuple(data[a : a + b].decode("utf-8") for a, b in zip(start[first].tolist(), length[first].tolist()))
+    return FactorizedTags(codes, values)
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _first_occurrences(codes: np.ndarray) -> np.ndarray:
+    """Position of the first occurrence of each code, for codes numbered in order of first
+    appearance: a position is a first occurrence exactly when its code exceeds every earlier one."""
+    seen = np.maximum.accumulate(codes)
+    return np.flatnonzero(np.concatenate(([True], codes[1:] > seen[:-1])))
+
+
+def _factorize_exact(length: np.ndarray, chunks: list[tuple[np.ndarray | None, np.ndarray]], n: int) -> np.ndarray:
+    """Codes of the fields from their (length, words) alone: one factorisation per word."""
+    keys = length.astype(np.int64)
+    for sel, word in chunks:
+        idx = np.arange(n) if sel is None else sel
+        wc, wu = pd.factorize(word)
+        keys[idx] = int(keys.max()) + 1 + pd.factorize(keys[idx] * len(wu) + wc)[0]
+    return pd.factorize(keys)[0]
 
 
 def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
@@ -61,24 +152,31 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     p = Path(path)
     text = read_text(p)
     data = text.encode("utf-8")
-    # Vectorised over bytes: a field starts at a non-blank byte after a blank one; its line is
-    # the number of newlines before it. bytes.split() cuts at the same ASCII whitespace, so the
-    # flat field list lines up with the per-line counts, without building a list per line.
-    arr = np.frombuffer(data, dtype=np.uint8)
-    nl = arr == 10
-    blank = nl | (arr == 32) | (arr == 9) | (arr == 13) | (arr == 11) | (arr == 12)
-    starts = ~blank
-    starts[1:] &= blank[:-1]
-    nl_pos = np.flatnonzero(nl)
+    # Vectorised over bytes: fields are the runs of non-blank bytes (the ASCII whitespace
+    # bytes.split() cuts at; UTF-8 multi-byte characters never contain those bytes), a field's
+    # line is the number of newlines before it, and the columns that matter are dictionary-
+    # encoded in place (`_factorize_fields`): no Python object per field or line.
+    buf = np.frombuffer(data + bytes(8), dtype=np.uint8)
+    arr = buf[: len(data)]
+    nonblank = np.zeros(len(data) + 2, dtype=bool)
+    np.logical_not(_BLANK[arr], out=nonblank[1:-1])
+    edges = np.flatnonzero(nonblank[1:] != nonblank[:-1])  # field starts and ends, alternating
+    f_start, f_end = edges[0::2], edges[1::2]
+    nl_pos = np.flatnonzero(arr == 10)
     n_lines = len(nl_pos) + 1
-    widths = np.bincount(np.searchsorted(nl_pos, np.flatnonzero(starts)), minlength=n_lines)
-    fields = np.empty(int(widths.sum()), dtype=object)
-    fields[:] = data.split()
-    first_field = np.cumsum(widths) - widths  # index in `fields` of each line's first field
+    # fields per line: count the field starts before each newline (one search per line, not
+    # per field)
+    before = np.empty(n_lines + 1, dtype=np.int64)
+    before[0] = 0
+    before[1:-1] = np.searchsorted(f_start, nl_pos)
+    before[-1] = len(f_start)
+    widths = np.diff(before)
+    first_field = before[:-1]  # index of each line's first field
     has = np.flatnonzero(widths > 0)
+    firsts = _factorize_fields(buf, f_start[first_field[has]], (f_end - f_start)[first_field[has]], data)
     is_break = widths == 0
-    firsts = fields[first_field[has]]
-    is_break[has] = (firsts == b"-DOCSTART-") | (firsts == b"-X-")
+    breaks = [k for k, v in enumerate(firsts.values) if v in _BREAKS]
+    is_break[has] = np.isin(firsts.codes, breaks) if breaks else False
     tok = np.flatnonzero(~is_break)
     if not len(tok):
         raise InputError(f"{p}: no tokens found; expected one token per line with its tags in the last column(s).")
@@ -104,36 +202,42 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
             f"(token … {'gold pred' if tag_columns == 2 else 'tag'}), but found {int(widths[i])}: {line_text(i)!r}."
         )
     base = first_field[tok]
+    # the token column is the first field of the token lines: reuse their codes
+    tok_in_has = (np.cumsum(widths > 0) - 1)[tok]
+    token_column = FactorizedTags(firsts.codes[tok_in_has], firsts.values)
 
-    def column(offset: int, decode_each: bool) -> list[str]:
-        raw = fields[base + offset].tolist()
-        if decode_each:
-            return list(map(bytes.decode, raw))
-        lut = {b: b.decode("utf-8") for b in dict.fromkeys(raw)}  # few distinct tags: decode each once
-        return list(map(lut.__getitem__, raw))
+    def column(offset: int) -> FactorizedTags:
+        f = base + offset
+        return _factorize_fields(buf, f_start[f], f_end[f] - f_start[f], data)
 
-    tokens = column(0, True)
-    tags = [column(ncol - 1 - k, False) for k in range(tag_columns)]
+    tags = tuple(column(ncol - 1 - k) for k in range(tag_columns))
     # a token starts a sentence when the line before it is a break (or it is the first token)
     prev_break = np.ones(n_lines, dtype=bool)
     prev_break[1:] = is_break[:-1]
-    return TokenFile(path=p, tokens=tokens, tags=tags, sentence_start=prev_break[tok], line=tok + 1, n_columns=ncol)
+    return TokenFile(path=p, token_column=token_column, tag_columns=tags, sentence_start=prev_break[tok], line=tok + 1, n_columns=ncol)
+
+
+def _first_difference(a: np.ndarray, b: np.ndarray) -> int | None:
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if len(diff) else (None if len(a) == len(b) else n)
 
 
 def _check_aligned(ref: TokenFile, other: TokenFile, what: str) -> None:
-    if len(ref.tokens) != len(other.tokens) or not np.array_equal(ref.sentence_start, other.sentence_start):
-        n = min(len(ref.tokens), len(other.tokens))
+    if len(ref.line) != len(other.line) or not np.array_equal(ref.sentence_start, other.sentence_start):
+        n = min(len(ref.line), len(other.line))
         diff = np.flatnonzero(ref.sentence_start[:n] != other.sentence_start[:n])
         k = int(diff[0]) if len(diff) else n
-        where = f"line {int(other.line[k])}" if k < len(other.tokens) else "end of file"
+        where = f"line {int(other.line[k])}" if k < len(other.line) else "end of file"
         raise InputError(
             f"{other.path}: {where}: tokens and sentence breaks must line up with {ref.path} ({what}); "
-            f"found {len(other.tokens)} tokens against {len(ref.tokens)}."
+            f"found {len(other.line)} tokens against {len(ref.line)}."
         )
-    if ref.tokens != other.tokens:
-        k = next(i for i, (a, b) in enumerate(zip(ref.tokens, other.tokens)) if a != b)
+    a, b = ref.token_array, other.token_array
+    k = _first_difference(a, b)
+    if k is not None:
         raise InputError(
-            f"{other.path}: line {int(other.line[k])}: token {other.tokens[k]!r} differs from {ref.tokens[k]!r} "
+            f"{other.path}: line {int(other.line[k])}: token {b[k]!r} differs from {a[k]!r} "
             f"on line {int(ref.line[k])} of {ref.path} ({what})."
         )
 
@@ -173,28 +277,30 @@ def load_token_corpus(
     for _, tf, _ in preds:
         if tf is not ref:
             _check_aligned(ref, tf, "predictions must tag the truth's tokens")
+    ref_gold = ref.tag_columns[ref_col].strings()
     for tf, col in golds[1:]:
-        if tf.tags[col] != ref.tags[ref_col]:
-            k = next(i for i, (a, b) in enumerate(zip(ref.tags[ref_col], tf.tags[col])) if a != b)
+        other_gold = tf.tag_columns[col].strings()
+        k = _first_difference(ref_gold, other_gold)
+        if k is not None:
             raise InputError(
-                f"{tf.path}: line {int(tf.line[k])}: gold tag {tf.tags[col][k]!r} differs from {ref.tags[ref_col][k]!r} "
+                f"{tf.path}: line {int(tf.line[k])}: gold tag {other_gold[k]!r} differs from {ref_gold[k]!r} "
                 f"in {ref.path}; every --conll file must share the same gold column."
             )
-    pred_tags: dict[str, list[str]] = {}
+    pred_tags: dict[str, FactorizedTags] = {}
     pred_file: dict[str, TokenFile] = {}
     for name, tf, col in preds:
         if name in pred_tags:
             raise InputError(f"--conll/--predictions: model name {name!r} is given twice; use NAME=FILE to name each model.")
-        pred_tags[name] = tf.tags[col]
+        pred_tags[name] = tf.tag_columns[col]
         pred_file[name] = tf
     try:
         return corpus_from_tags(
-            ref.tags[ref_col],
+            ref.tag_columns[ref_col],
             pred_tags,
             sentence_start=ref.sentence_start,
-            tokens=ref.tokens,
+            tokens=ref.token_array,
             scheme=sch,
-            doc_ids=[f"line {int(ref.line[i])}" for i in np.flatnonzero(ref.sentence_start)],
+            doc_ids=[f"line {n}" for n in ref.line[ref.sentence_start].tolist()],
             suffix=suffix,
         )
     except UnknownTagError as e:

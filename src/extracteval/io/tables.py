@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.json_text import cap_depth, loads
 
 __all__ = [
     "read_text",
@@ -174,11 +175,11 @@ def _json_list_cells(uniq: Any) -> dict[Any, Any]:
     for u in uniq:
         if isinstance(u, str) and u.startswith("[") and u.endswith("]"):
             try:
-                parsed = json.loads(u)
+                parsed = loads(u)
             except ValueError:
                 continue
             if isinstance(parsed, list):
-                mapping[u] = parsed
+                mapping[u] = cap_depth(parsed)
     return mapping
 
 
@@ -189,11 +190,11 @@ def _parse_json_lists(col: pd.Series) -> pd.Series:
     for u in uniq:
         if isinstance(u, str) and u.startswith("[") and u.endswith("]"):
             try:
-                parsed = json.loads(u)
+                parsed = loads(u)
             except ValueError:
                 continue
             if isinstance(parsed, list):
-                mapping[u] = parsed
+                mapping[u] = cap_depth(parsed)
     if not mapping:
         return col
     return pd.Series([mapping.get(v, v) if isinstance(v, str) else v for v in values], index=col.index, dtype=object)
@@ -205,7 +206,7 @@ def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except ValueError as e:
             raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
         if not isinstance(obj, dict):
@@ -218,7 +219,7 @@ def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
 
 def _read_json(p: Path, text: str) -> pd.DataFrame:
     try:
-        obj = json.loads(text)
+        obj = loads(text)
     except ValueError as e:
         raise InputError(f"{p}: not valid JSON ({e}).") from None
     if isinstance(obj, dict) and "records" in obj:
@@ -233,8 +234,9 @@ def _read_json(p: Path, text: str) -> pd.DataFrame:
 def json_records_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """JSON objects → a frame of the values as parsed: object columns from the start, so an
     integer stays an integer when other records lack the key (no detour through float64, which
-    turned 7 into 7.0 and rounded integers above 2**53)."""
-    return pd.DataFrame(rows, dtype=object)
+    turned 7 into 7.0 and rounded integers above 2**53). A value nested deeper than
+    `json_text.MAX_VALUE_DEPTH` becomes its marker string (the scorers recurse into values)."""
+    return pd.DataFrame([{k: cap_depth(v) for k, v in r.items()} for r in rows], dtype=object)
 
 
 def _read_parquet(p: Path) -> pd.DataFrame:

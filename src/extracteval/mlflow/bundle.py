@@ -28,6 +28,7 @@ from typing import Any
 from extracteval import __version__
 from extracteval.errors import InputError
 from extracteval.io.config import safe_file_name
+from extracteval.io.outputs import staged_folder, write_csv
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, TaskAdapter
 
@@ -158,11 +159,17 @@ def write_bundle(
     tracking_uri: str | None = None,
     extra_tags: Mapping[str, str] | None = None,
     figures: bool = True,
+    safe_csv: bool = True,
 ) -> Bundle:
     """Write the complete local copy of an evaluation to `out` and return it.
 
     One model → one run (`single`); several → a `parent` comparison run and one `model-i` child
     per model (ranking order). Raises InputError when `out` holds something that is not a bundle.
+
+    The bundle is written to a temporary sibling folder and swapped into `out` only when complete:
+    an interrupt or a full disk leaves the previous bundle (or nothing), never a bundle that
+    `--resume-from` would upload half of (OutputError, exit code 1). `safe_csv`: neutralise
+    spreadsheet-formula cells in the CSV tables.
     """
     from extracteval.report.figures import png_bytes
     from extracteval.report.html import render_report
@@ -170,10 +177,6 @@ def write_bundle(
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").exists():
         raise InputError(f"{out}: the output folder is not empty and is not an extracteval bundle; choose an empty or new folder.")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
     created_ms = int(time.time() * 1000)
     t_digest = truth_digest(scored.truth)
     c_digest = config_digest(scored.config)
@@ -211,9 +214,9 @@ def write_bundle(
                                  params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_generation(scored, m)}))
 
     shared_pngs: dict[str, bytes] | None = None
-    try:
+    with staged_folder(out, replace=True) as staging:
         for plan in plans:
-            rdir = out / "runs" / plan.key
+            rdir = staging / "runs" / plan.key
             adir = rdir / "artifacts" / "extracteval"
             adir.mkdir(parents=True, exist_ok=True)
             run_models = models if plan.role == "comparison" else [plan.model]
@@ -230,12 +233,12 @@ def write_bundle(
             (rdir / "metrics.json").write_text(_dumps(metrics, indent=0, sort_keys=True), encoding="utf-8")
             (adir / "result.json").write_text(doc_text, encoding="utf-8")
             item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)
-            item.to_csv(adir / f"{item_name}.csv", index=False)
+            write_csv(item, adir / f"{item_name}.csv", safe=safe_csv)
             # an MLflow table, exactly as `log_table` writes it (registered by the tag set below)
             item.to_json(adir / f"{item_name}_table.json", orient="split", index=False, date_format="iso")
             if plan.role == "comparison":
                 for tname, table in adapter.comparison_tables(scored).items():
-                    table.to_csv(adir / f"{safe_file_name(tname)}.csv", index=False)
+                    write_csv(table, adir / f"{safe_file_name(tname)}.csv", safe=safe_csv)
             if plan.role != "comparison":
                 rec = adapter.records_frame(scored, plan.model)
                 if rec is not None:
@@ -284,9 +287,7 @@ def write_bundle(
             "dataset": _dataset_entity(scored, t_digest),
             "runs": [p.to_dict() for p in plans],
         }
-        (out / "manifest.json").write_text(_dumps(manifest, indent=2), encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{out}: cannot write the local results ({e.strerror or e}).") from None
+        (staging / "manifest.json").write_text(_dumps(manifest, indent=2), encoding="utf-8")
     bundle = Bundle(path=out, manifest=manifest)
     bundle.write_state({"runs": {}, "status": "PENDING", "error": None})
     return bundle

@@ -6,7 +6,8 @@ per-record Parquet artifacts, resampling the record ids both runs share:
 - `fields` runs compared on overall/f1 (macro) or micro/f1: from the per-record tp/fp/fn/tn of
   every field (`core.bootstrap.bootstrap_macro_f1`);
 - runs whose per-record artifact holds the count columns of a `core.decision` metric
-  (`call_accuracy`, `exact_match_rate`, `args_f1`, …, matched by the metric key's last part):
+  (`call_accuracy`, `exact_match_rate`, `args_f1`, …, matched by the metric key's last part;
+  boolean flags such as `correct`/`exact` are read as 0/1 counts, see `_decision_counts`):
   `core.decision.decide` on those counts.
 Otherwise the gap and verdict are reported without an interval, with a note saying why.
 """
@@ -124,6 +125,38 @@ def _records(run: Any, uri: str) -> Any:
         return pd.read_parquet(p)
 
 
+def _is_count(col: Any) -> bool:
+    """A numeric, non-boolean column. Pandas' own test: under pandas 3 text columns are
+    `StringDtype`, which `np.issubdtype` cannot interpret (it raised a TypeError here)."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    return is_numeric_dtype(col.dtype) and not is_bool_dtype(col.dtype)
+
+
+# per-record flag column of the records artifact → the `core.decision` count column(s) it makes
+# (toolcalls: valid/correct per record; structured: valid/extracted/exact per record)
+_FLAG_COUNTS = {"valid": ("valid", "valid_records"), "correct": ("correct_records",), "exact": ("exact",), "extracted": ("extracted",)}
+
+
+def _decision_counts(frame: Any) -> Any:
+    """The per-record count columns `core.decision` recomputes its metrics from: the artifact's
+    numeric columns as they are, `records` (1 per row) and its boolean flags as 0/1 counts under
+    the decision's names (`correct` → `correct_records`, …; `strict_valid` = valid and not
+    extracted). Without these, rates like call_accuracy and exact_match_rate had no interval."""
+    import pandas as pd
+    from pandas.api.types import is_bool_dtype
+
+    cols: dict[str, Any] = {c: frame[c].to_numpy() for c in frame.columns if c != "record_id" and _is_count(frame[c])}
+    cols["records"] = 1
+    flags = {c: frame[c].to_numpy(dtype=bool) for c in _FLAG_COUNTS if c in frame.columns and is_bool_dtype(frame[c].dtype)}
+    for c, arr in flags.items():
+        for name in _FLAG_COUNTS[c]:
+            cols.setdefault(name, arr.astype("int64"))
+    if "valid" in flags and "extracted" in flags:
+        cols.setdefault("strict_valid", (flags["valid"] & ~flags["extracted"]).astype("int64"))
+    return pd.DataFrame(cols, index=frame.index)
+
+
 def compare_runs(
     *,
     baseline: str,
@@ -138,7 +171,6 @@ def compare_runs(
     allow_different_truth: bool = False,
 ) -> RunComparison:
     """The seed-004 decision for two tracked runs; see the module docstring."""
-    import numpy as np
     from mlflow.tracking import MlflowClient
 
     from extracteval.core.leaderboard import RANKING_SPECS
@@ -205,9 +237,10 @@ def compare_runs(
     if leaf not in METRICS or "record_id" not in fb.columns or "record_id" not in fc.columns:
         notes.append(f"no paired interval: {metric!r} cannot be recomputed from the runs' per-record artifacts.")
         return RunComparison(**out, notes=tuple(notes))
-    num = [col for col in fb.columns if col in fc.columns and col != "record_id" and np.issubdtype(fb[col].dtype, np.number) and np.issubdtype(fc[col].dtype, np.number)]
-    gb = fb.groupby(fb["record_id"].astype(str))[num].sum()
-    gc = fc.groupby(fc["record_id"].astype(str))[num].sum()
+    cb, cc = _decision_counts(fb), _decision_counts(fc)
+    num = [col for col in cb.columns if col in cc.columns]
+    gb = cb.groupby(fb["record_id"].astype(str))[num].sum()
+    gc = cc.groupby(fc["record_id"].astype(str))[num].sum()
     shared = sorted(set(gb.index) & set(gc.index))
     try:
         d = decide(tuple(num), gb.loc[shared].to_numpy(), gc.loc[shared].to_numpy(), metric=leaf, baseline=out["baseline"], candidate=out["candidate"],
@@ -215,4 +248,7 @@ def compare_runs(
     except InputError as e:
         notes.append(f"no paired interval: {e}")
         return RunComparison(**out, notes=tuple(notes))
+    if not math.isclose(d.gap, gap, abs_tol=1e-9):
+        notes.append(f"the per-record artifacts give a gap of {d.gap:.6f} on the {d.n_records} shared records "
+                     f"(logged metrics: {gap:.6f}); the interval is of the shared records.")
     return RunComparison(**out, ci_low=d.ci_low, ci_high=d.ci_high, resamples=d.resamples, n_records=d.n_records, notes=tuple(notes))

@@ -86,13 +86,17 @@ class TrackingStoreLeaderboard:
         if not spec.item_prefix:
             return out
         leaf = "/" + spec.item_keys[0]
+        # the items the ranking judged (not a catch-all row, nor a path only one run has)
+        judged = {i for g in self.leaderboard.groups for i in g.item_winners}
         for s in self.summaries:
             if s.run_id not in ranked:
                 continue
             row = out.setdefault(s.run_id, {})
             for k, v in s.metrics.items():
                 if k.startswith(spec.item_prefix) and k.endswith(leaf):
-                    row[k[len(spec.item_prefix) : -len(leaf)]] = float(v)
+                    item = k[len(spec.item_prefix) : -len(leaf)]
+                    if item in judged:
+                        row[item] = float(v)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,6 +207,12 @@ def run_summary(run: Any, *, names: Mapping[str, str] | None = None) -> RunSumma
     task = tags.get("extracteval.task", "")
     metrics = dict(run.data.metrics)
     spec = RANKING_SPECS.get(task)
+    if spec is not None and spec.item_exclude:
+        from extracteval.mlflow.keys import sanitize_segment
+
+        # an excluded name (toolcalls' "(other functions)") is recognised by its key segment
+        # even when the run's metric_keys.json could not be read
+        names = {**{sanitize_segment(x): x for x in spec.item_exclude}, **(names or {})}
     if names and spec is not None and spec.item_prefix:
         p = spec.item_prefix
         fixed = {}
@@ -399,41 +409,40 @@ def build_tracking_leaderboard(
     )
 
 
-def write_outputs(result: TrackingStoreLeaderboard, out: Path, *, figures: bool = True) -> list[Path]:
+def write_outputs(result: TrackingStoreLeaderboard, out: Path, *, figures: bool = True, safe_csv: bool = True) -> list[Path]:
     """leaderboard.csv, field_winners.csv, leaderboard.json, leaderboard.html and (unless
-    `figures=False`) figures/overall.png and figures/item_heatmap.png (one per group)."""
+    `figures=False`) figures/overall.png and figures/item_heatmap.png (one per group), written to
+    a staging folder and moved into `out` only when complete. `safe_csv`: neutralise formula cells."""
     import pandas as pd
 
+    from extracteval.io.outputs import staged_folder, write_csv
     from extracteval.report.figures import png_bytes
     from extracteval.report.leaderboard import item_heatmap, overall_chart, ranking_rows, render_html, winner_rows
 
     out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
     doc = result.to_dict()
-    written = []
-    pd.DataFrame(ranking_rows(doc)).to_csv(out / "leaderboard.csv", index=False)
-    pd.DataFrame(winner_rows(doc), columns=["group", "item", "kind", "winners", "win_share", "badge", "best"]).to_csv(out / "field_winners.csv", index=False)
-    (out / "leaderboard.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    written += [out / "leaderboard.csv", out / "field_winners.csv", out / "leaderboard.json"]
-    pngs: dict[str, bytes] = {}
-    if figures:
-        fdir = out / "figures"
-        fdir.mkdir(exist_ok=True)
-        scores = result.item_scores()
-        for gi in range(len(doc["groups"])):
-            suffix = "" if len(doc["groups"]) == 1 else f"-group{gi + 1}"
-            pngs[f"overall{suffix}.png"] = png_bytes(overall_chart(doc, gi))
-            if doc["groups"][gi]["field_winners"] or scores:
-                pngs[f"item_heatmap{suffix}.png"] = png_bytes(item_heatmap(doc, scores, gi))
-        for name, data in pngs.items():
-            (fdir / name).write_bytes(data)
-            written.append(fdir / name)
-    (out / "leaderboard.html").write_text(render_html(doc, pngs), encoding="utf-8")
-    written.append(out / "leaderboard.html")
-    return written
+    names = ["leaderboard.csv", "field_winners.csv", "leaderboard.json"]
+    with staged_folder(out) as staging:
+        write_csv(pd.DataFrame(ranking_rows(doc)), staging / "leaderboard.csv", safe=safe_csv)
+        write_csv(pd.DataFrame(winner_rows(doc), columns=["group", "item", "kind", "winners", "win_share", "badge", "best"]),
+                  staging / "field_winners.csv", safe=safe_csv)
+        (staging / "leaderboard.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        pngs: dict[str, bytes] = {}
+        if figures:
+            fdir = staging / "figures"
+            fdir.mkdir(exist_ok=True)
+            scores = result.item_scores()
+            for gi in range(len(doc["groups"])):
+                suffix = "" if len(doc["groups"]) == 1 else f"-group{gi + 1}"
+                pngs[f"overall{suffix}.png"] = png_bytes(overall_chart(doc, gi))
+                if doc["groups"][gi]["field_winners"] or scores:
+                    pngs[f"item_heatmap{suffix}.png"] = png_bytes(item_heatmap(doc, scores, gi))
+            for name, data in pngs.items():
+                (fdir / name).write_bytes(data)
+                names.append(f"figures/{name}")
+        (staging / "leaderboard.html").write_text(render_html(doc, pngs), encoding="utf-8")
+        names.append("leaderboard.html")
+    return [out / n for n in names]
 
 
 def _compared_tags(run_ids: Sequence[str]) -> dict[str, str]:

@@ -72,11 +72,14 @@ class EntitiesAdapter:
         "features": "score only these entity fields (list)",
         "key_fields": "fields the alignment similarity uses (list; default: weighted fields, else all)",
         "weights": "alignment weight per key field: mapping {field: weight} or a JSON/YAML file path",
-        "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
+        "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|SEMANTIC|IGNORE} or a JSON/YAML file path",
         "default_strategy": "strategy of fields not listed (EXACT)",
         "types": "per-field value type: mapping {field: auto|category|text|number|date}",
         "match_threshold": "minimum weighted similarity of a matched pair (0.5)",
         "fuzzy_threshold": "FUZZY value counts as correct at ≥ this (0.85)",
+        "semantic_threshold": "SEMANTIC value counts as correct at ≥ this (0.80)",
+        "similarity": "backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge",
+        "similarity_options": "options of the similarity backend (mapping; no API keys)",
         "fuzzy_scorer": "rapidfuzz scorer name (ratio)",
         "entities_key": "key of the entity list when a cell is an object such as {\"entities\": […]} (`entities`)",
         "null_tokens": "strings meaning missing (list or comma-separated)",
@@ -92,14 +95,17 @@ class EntitiesAdapter:
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         # the steps of `score_entities.score`, keeping the truth records for the digest and dataset
-        from extracteval.commands.score_entities import build_config
+        from extracteval.commands.score_entities import build_config, judge_counts
         from extracteval.core.entities import score_entities
+        from extracteval.core.similarity import get_similarity
         from extracteval.io.entities_inputs import load_entities_inputs
 
-        config = build_config(args)
+        config, sim_name, sim_opts = build_config(args)
+        backend = get_similarity(sim_name, **sim_opts)
         truth, preds, truth_source = load_entities_inputs(args.truth, args.predictions, id_column=args.id_column, entities_key=args.entities_key)
-        result = score_entities(truth, preds, config=config, truth_source=truth_source)
+        result = score_entities(truth, preds, config=config, truth_source=truth_source, similarity=backend)
         doc = result.to_dict()
+        judge_counts(doc, backend)
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         return self._scored(result, doc, truth, truth_source)
 
@@ -110,13 +116,15 @@ class EntitiesAdapter:
             key_fields=",".join(spec["key_fields"]) if spec.get("key_fields") else None,
             weights=str(folder / spec["weights"]) if spec.get("weights") else None,
             strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
-            features=None, match_threshold=None, fuzzy_threshold=None,
+            features=None, match_threshold=None, fuzzy_threshold=None, semantic_threshold=None,
+            similarity=spec.get("similarity"), embedding_model=None, judge_base_url=None, judge_model=None,
             entities_key=spec.get("entities_key", "entities"), id_column=spec.get("id_column", "id"),
             null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
         )
         return self.score_args(ns)
 
-    def build_config(self, config: Mapping[str, Any]) -> Any:
+    def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
+        """(EntitiesConfig, similarity backend name, backend options) from evaluator_config options."""
         from extracteval.core.entities import EntitiesConfig
         from extracteval.core.normalize import NormalizationConfig
         from extracteval.core.strategies import parse_strategy_map
@@ -137,7 +145,7 @@ class EntitiesAdapter:
             v = config.get(k)
             if v is not None:
                 opts[k] = [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
-        for k in ("default_strategy", "match_threshold", "fuzzy_threshold", "fuzzy_scorer", "zero_division"):
+        for k in ("default_strategy", "match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division"):
             if config.get(k) is not None:
                 opts[k] = config[k]
         norm: dict[str, Any] = {}
@@ -150,8 +158,14 @@ class EntitiesAdapter:
             norm["dayfirst"] = bool(config["dayfirst"])
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
+        sim_name = str(config.get("similarity") or "lexical")
+        sim_opts = config.get("similarity_options") or {}
+        if not isinstance(sim_opts, Mapping):
+            raise InputError(f"evaluator_config `similarity_options`: expected a mapping, but got {type(sim_opts).__name__}.")
+        if "api_key" in sim_opts:
+            raise InputError("evaluator_config `similarity_options`: do not pass API keys in the config; set EXTRACTEVAL_JUDGE_API_KEY instead.")
         try:
-            return EntitiesConfig(**opts)
+            return EntitiesConfig(**opts), sim_name, dict(sim_opts)
         except TypeError as e:
             raise InputError(f"evaluator_config: {e}") from None
 
@@ -163,9 +177,12 @@ class EntitiesAdapter:
         unparsable string or a non-list value is one invalid entity (an extra prediction that
         matches nothing, so every gold entity of the record is missed), an empty cell is a record
         with no entities; such records are listed under `invalid_outputs`."""
+        from extracteval.commands.score_entities import judge_counts
         from extracteval.core.entities import ModelEntities, score_entities
+        from extracteval.core.similarity import get_similarity
 
-        cfg = self.build_config(config)
+        cfg, sim_name, sim_opts = self.build_config(config)
+        backend = get_similarity(sim_name, **sim_opts)
         key = str(config.get("entities_key") or "entities")
         ids = [str(i) for i in ids]
         if len(targets) != len(ids):
@@ -199,8 +216,9 @@ class EntitiesAdapter:
                 invalid.setdefault(name, []).append(r)
                 records[r] = [_decode(v) if parsed is _INVALID_JSON else parsed]
             preds.append(ModelEntities(name=name, records=records, source=f"predictions of model {name!r}"))
-        result = score_entities(truth, preds, config=cfg, truth_source=truth_source)
+        result = score_entities(truth, preds, config=cfg, truth_source=truth_source, similarity=backend)
         doc = result.to_dict()
+        judge_counts(doc, backend)
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         doc["invalid_outputs"] = {m: {"count": len(v), "record_ids": v[:20]} for m, v in sorted(invalid.items())}
         if invalid:
@@ -341,6 +359,8 @@ class EntitiesAdapter:
             "types": json_param(cfg.get("types_used", {}), what="types"),
             "match_threshold": str(cfg.get("match_threshold")),
             "fuzzy_threshold": str(cfg.get("fuzzy_threshold")),
+            "semantic_threshold": str(cfg.get("semantic_threshold")),
+            "semantic_backend": str(cfg.get("semantic_backend")),
             "fuzzy_scorer": str(cfg.get("fuzzy_scorer")),
             "zero_division": str(cfg.get("zero_division")),
             "null_tokens": ",".join(norm.get("null_tokens", [])),

@@ -131,11 +131,9 @@ def _upload(
             except Exception as e:  # noqa: BLE001 - a run deleted meanwhile: fall back to the experiment by name
                 if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
                     raise
-                exp = client.get_experiment_by_name(exp_name)
-                exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
+                exp_id = _experiment_id(client, exp_name, uri)
         else:
-            exp = client.get_experiment_by_name(exp_name)
-            exp_id = exp.experiment_id if exp is not None else client.create_experiment(exp_name, artifact_location=_artifact_location(uri, exp_name))
+            exp_id = _experiment_id(client, exp_name, uri)
         state["experiment_id"] = exp_id
         ts = int(m["created_ms"])
         ds = m.get("dataset")
@@ -221,6 +219,25 @@ def _upload(
     return UploadResult(tracking_uri=uri, experiment_id=str(exp_id), run_ids=dict(state["runs"]), models=models)
 
 
+def _experiment_id(client: Any, name: str, uri: str) -> str:
+    """The experiment's id, creating it when missing. Evaluations started together into a new
+    experiment all find it missing and race to create it: the losers take the winner's."""
+    from mlflow.exceptions import MlflowException
+
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    try:
+        return client.create_experiment(name, artifact_location=_artifact_location(uri, name))
+    except MlflowException as e:
+        if e.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
 def _artifact_location(uri: str, experiment: str) -> str | None:
     """Artifacts of an embedded SQLite store go beside the database (`mlartifacts/`), not into
     whatever folder the command happens to run in; servers choose their own location."""
@@ -237,8 +254,23 @@ def _artifact_location(uri: str, experiment: str) -> str | None:
 
 
 def _reason(e: BaseException) -> str:
+    import re
+
     text = " ".join(str(e).split())
     low = text.lower()
+    # before the "max retries exceeded" test below: urllib3 wraps a read timeout in that phrase
+    # too, and a server that answers slowly is not one that refuses connections
+    if "read timed out" in low or "readtimeout" in low:
+        limit = re.search(r"read timeout=([0-9.]+)", low)
+        within = f" within {limit.group(1)} s" if limit else ""
+        return f"the tracking server did not answer{within} (timed out; MLFLOW_HTTP_REQUEST_TIMEOUT sets the limit)"
+    # MLflow retries 5xx answers through urllib3, which then reports "too many 500 error responses"
+    # inside the same "max retries exceeded" phrase: the server is up, and failing
+    status = re.search(r"too many (\d{3}) error responses", low)
+    if status:
+        return f"the tracking server answered HTTP {status.group(1)} (a server error; its log says why)"
+    if "connecttimeout" in low or "connect timeout" in low or "connection timed out" in low:
+        return "the tracking server is not reachable (connection timed out)"
     if any(s in low for s in ("connection refused", "max retries exceeded", "failed to establish", "connectionerror", "remote end closed")):
         return "the tracking server is not reachable (connection refused)"
     return (text[:300] + "…") if len(text) > 300 else (text or type(e).__name__)

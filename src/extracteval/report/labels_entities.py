@@ -81,8 +81,13 @@ def render_entities(doc: dict[str, Any], *, use_colour: bool = False) -> str:
         f"aligned on {kf} (match ≥ {doc['config']['match_threshold']:g})",
         "matched = " + doc["views"]["matched"],
         "strict  = " + doc["views"]["strict"],
-        "",
     ]
+    sem = doc["config"].get("similarity", {}).get("semantic", {})
+    if sem.get("fields"):
+        # name the backend itself: the default `lexical` one compares spelling, not meaning
+        out.append(f"SEMANTIC fields {', '.join(sem['fields'])}: `{sem.get('name', '?')}` backend "
+                   f"({sem.get('description', sem.get('kind', ''))}), value correct at ≥ {doc['config']['semantic_threshold']:g}")
+    out.append("")
     rows, cols = [], []
     for m in ranking:
         r = doc["models"][m]

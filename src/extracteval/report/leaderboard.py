@@ -111,7 +111,7 @@ def render_terminal(doc: Mapping[str, Any], *, use_colour: bool = False) -> str:
         if winners:
             kinds = [w["kind"] for w in winners.values()]
             out.append("")
-            out.append(f"{label} winners: " + ", ".join(f"{kinds.count(k)} {k}" for k in ("sole", "shared", "universal", "none") if kinds.count(k)))
+            out.append(f"{label.rstrip('s')} winners: " + ", ".join(f"{kinds.count(k)} {k}" for k in ("sole", "shared", "universal", "none") if kinds.count(k)))
             shown = [(i, w) for i, w in winners.items() if w["kind"] in ("sole", "shared")]
             for item, w in shown[:30]:
                 out.append(f"  {item}: {', '.join(w['winners'])}" + (" (shared)" if w["kind"] == "shared" else ""))

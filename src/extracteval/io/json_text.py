@@ -1,0 +1,170 @@
+"""JSON text at any depth: `json.loads`, with an iterative fallback for nesting deeper than the
+standard parser's recursion allows. Every reader of JSON input (records, JSONL tables, entity
+lists, streamed chunks) parses through `loads`, so a 10,000-deep value is read, not a crash.
+
+The fallback accepts what `json.loads` accepts (NaN/Infinity included; a repeated key keeps its
+last value) and raises `ValueError` with a position on invalid text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["loads", "cap_depth", "MAX_VALUE_DEPTH"]
+
+_NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
+_WS = re.compile(r"[ \t\n\r]*")
+_CONSTANTS = {"true": True, "false": False, "null": None, "NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def loads(text: str) -> Any:
+    """`json.loads`, falling back to an iterative parser when the nesting is deeper than the
+    standard parser's recursion allows (a 10,000-deep object is valid JSON)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return _loads_iterative(text)
+
+
+def _loads_iterative(s: str) -> Any:
+    from json.decoder import scanstring
+
+    n = len(s)
+    stack: list[list[Any]] = []  # [container, pending key]
+
+    def ws(i: int) -> int:
+        return _WS.match(s, i).end()  # type: ignore[union-attr]
+
+    def key_at(i: int, frame: list[Any]) -> int:
+        i = ws(i)
+        if i >= n or s[i] != '"':
+            raise ValueError(f"Expecting property name enclosed in double quotes: char {i}")
+        frame[1], i = scanstring(s, i + 1)
+        i = ws(i)
+        if i >= n or s[i] != ":":
+            raise ValueError(f"Expecting ':' delimiter: char {i}")
+        return i + 1
+
+    i, expect_value, result = 0, True, None
+    while True:
+        i = ws(i)
+        if expect_value:
+            if i >= n:
+                raise ValueError(f"Expecting value: char {i}")
+            c = s[i]
+            if c == "{" or c == "[":
+                j = ws(i + 1)
+                if j < n and s[j] == ("}" if c == "{" else "]"):
+                    value, i = ({} if c == "{" else []), j + 1
+                else:
+                    stack.append([{} if c == "{" else [], None])
+                    i = key_at(i + 1, stack[-1]) if c == "{" else i + 1
+                    continue
+            elif c == '"':
+                value, i = scanstring(s, i + 1)
+            else:
+                m = _NUMBER.match(s, i)
+                if m and m.end() > i:
+                    value = float(m.group()) if (m.group(2) or m.group(3)) else int(m.group())
+                    i = m.end()
+                else:
+                    for lit, v in _CONSTANTS.items():
+                        if s.startswith(lit, i):
+                            value, i = v, i + len(lit)
+                            break
+                    else:
+                        raise ValueError(f"Expecting value: char {i}")
+        else:
+            top = stack[-1]
+            c = s[i] if i < n else ""
+            if c == ",":
+                i = key_at(i + 1, top) if isinstance(top[0], dict) else i + 1
+                expect_value = True
+                continue
+            if c != ("}" if isinstance(top[0], dict) else "]"):
+                raise ValueError(f"Expecting ',' delimiter: char {i}")
+            value, i = stack.pop()[0], i + 1
+        if not stack:
+            result = value
+            break
+        top = stack[-1]
+        if isinstance(top[0], dict):
+            top[0][top[1]] = value
+        else:
+            top[0].append(value)
+        expect_value = False
+    if ws(i) != n:
+        raise ValueError(f"Extra data: char {ws(i)}")
+    return result
+
+
+MAX_VALUE_DEPTH = 100
+
+
+def cap_depth(value: Any, limit: int = MAX_VALUE_DEPTH) -> Any:
+    """`value` unchanged, unless it is nested deeper than `limit` levels: then a marker string
+    `<JSON nested N levels deep, sha256 …>` that stands for it.
+
+    The scorers compare and normalise values recursively; a 10,000-deep list from a model would
+    exhaust Python's stack there. The marker keeps such a value a single, comparable cell (two
+    identical deep values still match; anything else differs), so it is counted, not raised.
+    """
+    if not isinstance(value, (list, dict)):
+        return value
+    depth = _depth(value)
+    if depth <= limit:
+        return value
+    import hashlib
+
+    digest = hashlib.sha256(_canonical_text(value).encode("utf-8")).hexdigest()[:16]
+    return f"<JSON nested {depth} levels deep, sha256 {digest}>"
+
+
+def _depth(value: Any) -> int:
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        children = v.values() if isinstance(v, dict) else v
+        stack.extend((c, d + 1) for c in children if isinstance(c, (list, dict)))
+    return deepest
+
+
+def _canonical_text(value: Any) -> str:
+    """`json.dumps(value, sort_keys=True)` without recursion (for values of any depth)."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, _Token):
+            out.append(v.text)
+        elif isinstance(v, dict):
+            items = sorted(v.items(), key=lambda kv: str(kv[0]))
+            stack.append(_Token("}"))
+            for i, (k, c) in enumerate(reversed(items)):
+                stack.append(c)
+                stack.append(_Token(json.dumps(str(k)) + ":"))
+                if i < len(items) - 1:
+                    stack.append(_Token(","))
+            stack.append(_Token("{"))
+        elif isinstance(v, list):
+            stack.append(_Token("]"))
+            for i, c in enumerate(reversed(v)):
+                stack.append(c)
+                if i < len(v) - 1:
+                    stack.append(_Token(","))
+            stack.append(_Token("["))
+        else:
+            out.append(json.dumps(v, default=str))
+    return "".join(out)
+
+
+class _Token:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text

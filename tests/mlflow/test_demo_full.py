@@ -1,0 +1,70 @@
+"""`extracteval demo` end to end, every example, into a temp SQLite store: per experiment one
+comparison (parent) run, one child per model, the leaderboard run, all FINISHED, and the printed
+list of report.html and PNG files (each one a file of the store).
+
+Measured on the shared 2-core development machine: 24 s in pytest (load average ~7), 69 s as a
+fresh `extracteval demo` process under load average ~20 (13 s of CPU either way); hence `slow`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from extracteval.io.config import load_mapping
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def _expected() -> dict[str, tuple[str, int]]:
+    """experiment name → (example, number of models), as the demo names them."""
+    out = {}
+    for spec_path in sorted((REPO / "experiments").glob("*/experiment.yaml")):
+        spec = load_mapping(spec_path)
+        name = spec.get("name", spec_path.parent.name)
+        if "tracks" in spec:  # one experiment per track (structured+toolcalls)
+            for track, t in spec["tracks"].items():
+                out[f"extracteval-demo-{name}-{track}"] = (name, len(t["predictions"]))
+        else:
+            out[f"extracteval-demo-{name}"] = (name, len(spec["predictions"]))
+    return out
+
+
+def test_full_demo_logs_every_example_with_its_leaderboard(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--tracking-uri", uri)
+    assert code == 0, err[-3000:]
+    assert "Traceback" not in err
+    client = MlflowClient(uri)
+    expected = _expected()
+    found = {e.name for e in client.search_experiments()} - {"Default"}
+    assert found == set(expected)
+    for exp_name, (example, n_models) in expected.items():
+        exp = client.get_experiment_by_name(exp_name)
+        runs = client.search_runs([exp.experiment_id])
+        by_role: dict[str, list] = {}
+        for r in runs:
+            by_role.setdefault(r.data.tags.get("extracteval.role"), []).append(r)
+        assert set(by_role) == {"comparison", "model", "leaderboard"}, (exp_name, set(by_role))
+        (parent,) = by_role["comparison"]
+        assert len(by_role["model"]) == n_models
+        assert {c.data.tags["mlflow.parentRunId"] for c in by_role["model"]} == {parent.info.run_id}
+        assert len(by_role["leaderboard"]) >= 1
+        assert all(r.info.status == "FINISHED" for r in runs), [(r.info.run_name, r.info.status) for r in runs]
+        leaderboard = by_role["leaderboard"][0]
+        compared = set(leaderboard.data.tags["extracteval.compared_runs"].split(","))
+        assert compared == {c.info.run_id for c in by_role["model"]}
+        assert all("leaderboard/rank" in c.data.metrics for c in by_role["model"])
+        # the closing list: this example's report and figures, files of the store in tmp
+        listed = [Path(p) for p in re.findall(rf"^  {re.escape(example)}(?: \([a-z]+\))?: (\S+)$", out, re.M)]
+        listed = [p for p in listed if parent.info.run_id in p.parts]
+        assert any(p.name == "report.html" for p in listed), (exp_name, listed)
+        assert any(p.suffix == ".png" for p in listed), (exp_name, listed)
+        for p in listed:
+            assert p.is_file() and p.stat().st_size > 0 and p.resolve().is_relative_to(tmp_path.resolve())
