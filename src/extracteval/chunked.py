@@ -11,8 +11,9 @@ A task plugs in with an object (picklable, so it can travel to worker processes)
   ledger; `record_rows()` gives back every chunk's bootstrap rows concatenated, for a task whose
   bootstrap needs them (the `fields` task asks only when distinct per-record patterns are many).
 
-`FieldsTask` is the `fields` task's. The Spark engine (`extracteval.spark`) calls the same two
-methods on executors and the driver.
+`FieldsTask` is the `fields` task's; `chunked_json.JsonTask`, `chunked_toolcalls.ToolCallsTask`,
+`chunked_structured.StructuredTask` and `chunked_spans.SpansTask` are the other tasks'. The Spark
+engine (`extracteval.spark`) calls the same two methods on executors and the driver.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,8 @@ def _score(task: ChunkTask, chunk: Any, spill_dir: str) -> ChunkScore:
 
 
 def _narrow(rows: np.ndarray) -> np.ndarray:
+    if not np.issubdtype(rows.dtype, np.integer):
+        return rows  # per-record scores (the json task's floats) are kept bit for bit
     if rows.size and int(np.abs(rows).max()) >= 2**31:
         raise OverflowError("per-record counts exceed int32")
     return rows.astype(np.int32)
@@ -93,7 +96,8 @@ class _RowSpill:
         self.width = 0
 
     def read(self) -> np.ndarray:
-        return np.concatenate([np.load(f) for f in self.files]).astype(np.int64)
+        rows = np.concatenate([np.load(f) for f in self.files])
+        return rows.astype(np.int64) if np.issubdtype(rows.dtype, np.integer) else rows
 
     def close(self) -> None:
         import shutil
@@ -106,7 +110,7 @@ def run_chunks(
     chunks: Iterable[Any],
     *,
     workers: int = 1,
-    records_path: str | Path | None = None,
+    records_path: str | Path | Mapping[str, str | Path] | None = None,
     spill_dir: str | None = None,
     on_chunk: Callable[[int], None] | None = None,
 ) -> tuple[Any, ChunkStats]:
@@ -116,33 +120,47 @@ def run_chunks(
         workers: processes scoring chunks; 1 scores in this process. The chunks are read here
             and at most 2 × workers of them are in flight, so memory stays bounded.
         records_path: stream every chunk's per-record rows to this Parquet file (through a
-            temporary sibling renamed into place at the end: never a truncated file there).
+            temporary sibling renamed into place at the end: never a truncated file there); a task
+            whose `ChunkScore.records` is a mapping of name → DataFrame gives one file per name.
         spill_dir: folder for the temporary file of bootstrap rows (default: the system's).
         on_chunk: called with the number of records of each chunk scored (progress).
     """
     if workers < 1:
         raise ValueError(f"Expected workers ≥ 1, but got {workers}.")
-    writer = None
-    partial = None if records_path is None else Path(records_path).with_name(f".{Path(records_path).name}.partial-{os.getpid()}")
+    writers: dict[str, Any] = {}  # key → ParquetWriter of its partial file
+    partials: dict[str, tuple[Path, Path]] = {}  # key → (partial file, final file)
     spill = _RowSpill(spill_dir)
     ledger = None
     n_chunks = 0
     n_rows = 0
 
+    def write(key: str, path: str | Path, frame: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if key not in writers:
+            final = Path(path)
+            partial = final.with_name(f".{final.name}.partial-{os.getpid()}")
+            partials[key] = (partial, final)
+            writers[key] = pq.ParquetWriter(str(partial), table.schema)
+        writers[key].write_table(table.cast(writers[key].schema))
+
     def consume(score: ChunkScore) -> None:
-        nonlocal ledger, writer, n_chunks, n_rows
+        nonlocal ledger, n_chunks, n_rows
         ledger = score.ledger if ledger is None else ledger + score.ledger
         n_chunks += 1
         spill.add(score)
-        if records_path is not None and score.records is not None and len(score.records):
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            table = pa.Table.from_pandas(score.records, preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(str(partial), table.schema)
-            writer.write_table(table.cast(writer.schema))
-            n_rows += len(score.records)
+        if records_path is not None and score.records is not None:
+            if isinstance(score.records, Mapping):
+                assert isinstance(records_path, Mapping)
+                for key, frame in score.records.items():
+                    if len(frame):
+                        write(key, records_path[key], frame)
+                n_rows += sum(len(f) for f in score.records.values())
+            elif len(score.records):
+                write("", records_path, score.records)  # type: ignore[arg-type]
+                n_rows += len(score.records)
         if on_chunk is not None:
             on_chunk(getattr(score.ledger, "n_records", 0))
 
@@ -159,18 +177,19 @@ def run_chunks(
                         consume(pending.popleft().result())
                 while pending:
                     consume(pending.popleft().result())
-        if writer is not None:
-            writer.close()
-            writer = None
-            os.replace(partial, records_path)
+        for key, (partial, final) in list(partials.items()):
+            writers.pop(key).close()
+            os.replace(partial, final)
+            del partials[key]
         if ledger is None:
             raise ValueError("no chunks to score")
         result = task.finalise(ledger, record_rows=spill.read if spill.width is not None else None)
     finally:
-        if writer is not None:
-            writer.close()
-        if partial is not None and partial.exists():
-            partial.unlink()
+        for w in writers.values():
+            w.close()
+        for partial, _ in partials.values():
+            if partial.exists():
+                partial.unlink()
         spill.close()
     return result, ChunkStats(chunks=n_chunks, records_rows=n_rows, workers=workers)
 

@@ -61,6 +61,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, field_accuracy.csv, records.parquet, buckets.parquet to DIR")
     add_safe_csv_argument(p)
+    from extracteval.commands.score_fields import add_scale_arguments
+
+    add_scale_arguments(p)
 
 
 def _parse_weights(text: str) -> dict[str, float]:
@@ -165,6 +168,10 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
     config, sim_name, sim_opts = build_config(args)
     backend = get_similarity(sim_name, **sim_opts)
+    chunked = _chunked(args, config, backend)
+    if chunked is not None:
+        result, doc = chunked
+        return result, _with_judge(doc, backend)
     normalizer = Normalizer(config.normalization)
     truth, preds, truth_source, notes = load_json_inputs(
         args.truth, args.predictions, id_key=args.id_key, safety_key=config.safety_key, is_absent=normalizer.is_absent
@@ -173,11 +180,47 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     include = {"auto": None, "all": True, "none": False}[getattr(args, "records", "auto") or "auto"]
     doc = result.to_dict(include_records=include)
     doc["warnings"] = [*notes, *doc["warnings"]]
+    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+    return result, _with_judge(doc, backend)
+
+
+def _with_judge(doc: dict[str, Any], backend: Any) -> dict[str, Any]:
     judge = getattr(backend, "failure_reasons", None)
     if judge is not None:
-        doc["config"]["similarity"]["semantic"]["calls"] = backend.calls  # type: ignore[attr-defined]
-        doc["config"]["similarity"]["semantic"]["failures"] = dict(judge)
-    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        sem = doc["config"]["similarity"]["semantic"]
+        doc["config"]["similarity"]["semantic"] = {**sem, "calls": backend.calls, "failures": dict(judge)}
+    return doc
+
+
+def _chunked(args: argparse.Namespace, config: Any, backend: Any) -> tuple[Any, dict[str, Any]] | None:
+    """--chunk-size / --workers: the chunked engine (README "Scale"); None for the in-memory one."""
+    from extracteval.errors import InputError
+
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    records_mode = getattr(args, "records", "auto") or "auto"
+    if getattr(args, "engine", "local") == "spark":
+        if chunk_size is not None or workers != 1:
+            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
+        if getattr(args, "output", None):
+            raise InputError("--output with --engine spark is not supported for the json task yet (no per-record files); drop --output.")
+        from extracteval.spark.json import score_json_spark_files
+
+        result, inputs = score_json_spark_files(args.truth, args.predictions, config=config, similarity=backend, id_key=args.id_key,
+                                                records_mode=records_mode, master=args.spark_master, partitions=args.spark_partitions)
+    elif chunk_size is None and workers == 1:
+        return None
+    else:
+        from extracteval.chunked_json import score_json_files
+
+        result, inputs = score_json_files(
+            args.truth, args.predictions, config=config, similarity=backend, chunk_size=100_000 if chunk_size is None else chunk_size,
+            workers=workers, id_key=args.id_key, records_mode=records_mode, output=getattr(args, "output", None),
+        )
+    include = {"auto": None, "all": True, "none": False}[getattr(args, "records", "auto") or "auto"]
+    doc = result.to_dict(include_records=include)
+    doc["inputs"] = inputs
     return result, doc
 
 
@@ -213,8 +256,9 @@ def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool
     with staged_folder(out) as staging:
         (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
         write_csv(result.fields_frame(), staging / "field_accuracy.csv", safe=safe_csv)
-        result.records_frame().to_parquet(staging / "records.parquet", index=False)
-        result.cells_frame().to_parquet(staging / "buckets.parquet", index=False)
+        if hasattr(result, "records_frame"):  # else the chunked engine streamed them while scoring
+            result.records_frame().to_parquet(staging / "records.parquet", index=False)
+            result.cells_frame().to_parquet(staging / "buckets.parquet", index=False)
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

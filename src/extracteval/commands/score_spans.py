@@ -52,6 +52,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, tag_metrics.csv and f1_vs_threshold.png to DIR")
     add_safe_csv_argument(p)
+    from extracteval.commands.score_fields import add_scale_arguments
+
+    add_scale_arguments(p)
 
 
 def _scheme(value: str) -> str:
@@ -122,8 +125,36 @@ def build_config(args: argparse.Namespace, unit: str) -> Any:
 def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     from extracteval.core.spans import score_spans
 
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    if chunk_size is not None or workers != 1 or getattr(args, "engine", "local") != "local":
+        return _score_chunked(args, chunk_size, workers)
     corpus = load(args)
     result = score_spans(corpus, config=build_config(args, corpus.unit))
+    return result, result.to_dict()
+
+
+def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: int) -> tuple[Any, dict[str, Any]]:
+    """--chunk-size / --workers (README "Scale"): JSONL documents streamed by id."""
+    from extracteval.errors import InputError
+
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    if args.conll:
+        raise InputError("--conll token files are read whole (a chunk's tags depend on its neighbours); drop --chunk-size/--workers/--engine spark.")
+    if not args.truth:
+        raise InputError("spans: pass --conll FILE, or --truth FILE with --predictions NAME=FILE.")
+    if getattr(args, "engine", "local") == "spark":
+        if chunk_size is not None or workers != 1:
+            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
+        from extracteval.spark.spans import score_spans_spark_files
+
+        result = score_spans_spark_files(args.truth, _named(args.predictions or [], "--predictions"), config=build_config(args, "char"),
+                                         master=args.spark_master, partitions=args.spark_partitions)
+        return result, result.to_dict()
+    from extracteval.chunked_spans import score_spans_files
+
+    result = score_spans_files(args.truth, _named(args.predictions or [], "--predictions"), config=build_config(args, "char"),
+                               chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers)
     return result, result.to_dict()
 
 

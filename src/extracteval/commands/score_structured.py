@@ -43,6 +43,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_decision_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
+    from extracteval.commands.score_fields import add_scale_arguments
+
+    add_scale_arguments(p)
 
 
 def add_extended_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,22 +113,58 @@ def run(args: argparse.Namespace) -> int:
     from extracteval.core.structured import StructuredConfig, score_structured
 
     config = StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
-    truth = _load_truth(args.truth)
-    preds, sources = load_predictions(args.predictions)
-    backends = extended_backends(args)
-    progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=args.progress)
-    result = score_structured(truth, preds, config=config, similarity=backends, progress=progress)
-    doc = result_document(result, args, sources, args.truth)
-    if args.output:
-        write_output(Path(args.output), result, doc)
+    doc = _run_chunked(args, config)
+    streamed = doc is not None
+    if doc is None:
+        truth = _load_truth(args.truth)
+        preds, sources = load_predictions(args.predictions)
+        backends = extended_backends(args)
+        progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=args.progress)
+        result = score_structured(truth, preds, config=config, similarity=backends, progress=progress)
+        doc = result_document(result, args, sources, args.truth)
+        if args.output:
+            write_output(Path(args.output), result, doc)
+    elif args.output:  # records.parquet was streamed while scoring
+        from extracteval.io.outputs import staged_folder
+
+        with staged_folder(Path(args.output)) as staging:
+            (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
         print(render(doc))
         if args.output:
-            print(f"\nwrote {args.output}/result.json, records.jsonl")
+            print(f"\nwrote {args.output}/result.json, {'records.parquet' if streamed else 'records.jsonl'}")
     return 0
+
+
+def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None:
+    """--chunk-size / --workers (README "Scale"): the document, or None for the in-memory engine."""
+    from dataclasses import fields
+
+    from extracteval.errors import InputError
+
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    if getattr(args, "engine", "local") == "spark":
+        raise InputError("--engine spark does not serve the structured task; use --chunk-size N [--workers W] (README \"Scale\").")
+    if chunk_size is None and workers == 1:
+        return None
+    given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity), ("--llm-judge", args.llm_judge),
+                                   ("--baseline/--candidate", bool(args.baseline or args.candidate))) if on]
+    if given:
+        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers to use it (README \"Scale\").")
+    from extracteval.chunked_structured import score_structured_files
+    from extracteval.core.structured import StructuredCounts
+
+    result, inputs = score_structured_files(args.truth, args.predictions, config=config, chunk_size=100_000 if chunk_size is None else chunk_size,
+                                            workers=workers, output=args.output)
+    doc = result.to_dict()
+    doc["inputs"] = inputs
+    doc["count_columns"] = [f.name for f in fields(StructuredCounts)] if result.ranking else []
+    return doc
 
 
 def result_document(result: Any, args: argparse.Namespace, sources: dict[str, str], truth_source: str) -> dict[str, Any]:

@@ -55,11 +55,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_decision_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
+    from extracteval.commands.score_fields import add_scale_arguments
+
+    add_scale_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    doc, result, records = (_run_bfcl(args) if args.checker == "bfcl" else _run_generic(args))
-    if args.output:
+    chunked = _run_chunked(args)
+    if chunked is not None:
+        doc = chunked
+    else:
+        doc, result, records = (_run_bfcl(args) if args.checker == "bfcl" else _run_generic(args))
+    if args.output and chunked is not None:  # records.parquet was streamed while scoring
+        _write_output(Path(args.output), doc, None)
+    elif args.output:
         _write_output(Path(args.output), doc, records)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
@@ -67,8 +76,56 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(doc))
         if args.output:
-            print(f"\nwrote {args.output}/result.json, records.jsonl")
+            print(f"\nwrote {args.output}/result.json, {'records.parquet' if chunked is not None else 'records.jsonl'}")
     return 0
+
+
+def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
+    """--chunk-size / --workers (README "Scale"): the generic checker's document, or None."""
+    from extracteval.errors import InputError
+
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    spark = getattr(args, "engine", "local") == "spark"
+    if chunk_size is None and workers == 1 and not spark:
+        return None
+    given = [flag for flag, on in (("--checker bfcl", args.checker == "bfcl"), ("--semantic-similarity", args.semantic_similarity),
+                                   ("--llm-judge", args.llm_judge), ("--baseline/--candidate", bool(args.baseline or args.candidate)))
+             if on]
+    if given:
+        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
+    if args.questions:
+        raise InputError("--questions is for --checker bfcl; the generic checker reads references from --truth only.")
+    if len(args.truth) != 1:
+        raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
+    from dataclasses import fields
+
+    from extracteval.chunked_toolcalls import score_toolcalls_files
+    from extracteval.core.toolcalls import ToolCallConfig, ToolCallCounts
+
+    config = ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
+    if spark:
+        if chunk_size is not None or workers != 1:
+            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
+        if args.output:
+            raise InputError("--output with --engine spark is not supported for toolcalls yet (no per-record rows); drop --output.")
+        from extracteval.spark.toolcalls import score_toolcalls_spark_files
+
+        result, inputs = score_toolcalls_spark_files(args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
+                                                     master=args.spark_master, partitions=args.spark_partitions)
+        doc = result.to_dict()
+        doc["inputs"] = inputs
+        doc["count_columns"] = [f.name for f in fields(ToolCallCounts)] if result.ranking else []
+        return doc
+    result, inputs = score_toolcalls_files(
+        args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
+        chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers, output=args.output,
+    )
+    doc = result.to_dict()
+    doc["inputs"] = inputs
+    doc["count_columns"] = [f.name for f in fields(ToolCallCounts)] if result.ranking else []
+    return doc
 
 
 def _load_truth(path: str, force_possible: bool) -> tuple[dict[str, Any], bool]:
@@ -205,13 +262,14 @@ def _generic_view(m: Any) -> dict[str, Any]:
     return {k: m.metrics[k] for k in keys} | {"note": "generic checker on the same files (optimal pairing, exact values); BFCL's verdicts are above"}
 
 
-def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any]) -> None:
+def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any] | None) -> None:
     from extracteval.commands.compare_models import write_records
     from extracteval.io.outputs import staged_folder
 
     with staged_folder(out) as staging:
         (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
-        write_records(staging, tuple(records["columns"]), records["matrices"], records["ids"], records["extra"])
+        if records is not None:  # else the chunked engine streamed records.parquet while scoring
+            write_records(staging, tuple(records["columns"]), records["matrices"], records["ids"], records["extra"])
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -425,6 +425,8 @@ class JsonResult:
     fields: tuple[str, ...]
     warnings: tuple[str, ...]
     config: Mapping[str, Any]
+    # configured strategy keys no path matched (the chunked engine intersects them across chunks)
+    unused_strategies: tuple[str, ...] = ()
 
     def to_dict(self, *, include_records: bool | None = None) -> dict[str, Any]:
         """The `--json` document. Per-record rows are included when `include_records` is True, or
@@ -1325,6 +1327,7 @@ def score_json(
         fields=field_names,
         warnings=tuple(warnings),
         config=cfg_dict,
+        unused_strategies=tuple(unused),
     )
 
 

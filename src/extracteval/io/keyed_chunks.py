@@ -1,0 +1,149 @@
+"""JSONL files of `{"id": …, "<key>": value}` records (the `toolcalls` and `structured` tasks)
+→ chunks aligned by id, in bounded memory.
+
+Each record is read as `io.toolcall_inputs.load_records` reads it (the value of the first present
+key among the task's keys, the id as `str(record["id"])`). Only JSONL streams (`.jsonl`,
+`.ndjson`): a JSON array, CSV or Parquet file is read whole by the in-memory engine.
+
+Every file must be **sorted by id** (ascending by code point, `LC_ALL=C sort`; the tasks report
+ids in natural order — `r2` before `r10` — whatever the file order, so byte order is all that is
+asked). The first id not greater than the one before it stops the run with an `InputError`
+naming the file, line and both ids. Predictions for ids the truth does not have are not an error
+for these tasks: they travel with the chunk that is open when they are met and are listed as
+`extra_ids`, as in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from extracteval.errors import InputError
+from extracteval.io.config import parse_model_spec
+from extracteval.io.json_inputs import _loads
+
+__all__ = ["KeyedChunk", "iter_keyed", "KeyedStream", "open_keyed_stream"]
+
+
+@dataclass(frozen=True)
+class KeyedChunk:
+    """truth: id → reference value (ascending ids); predictions: model → id → output (ids of
+    this chunk, plus ids the truth does not have met while it was open)."""
+
+    truth: dict[str, Any]
+    predictions: dict[str, dict[str, Any]]
+
+
+def _check_jsonl(p: Path) -> None:
+    if p.suffix.lower() not in (".jsonl", ".ndjson"):
+        raise InputError(
+            f"{p}: --chunk-size streams JSONL files (one record per line); {p.suffix!r} is not one "
+            "(JSON arrays, CSV and Parquet are read whole: drop --chunk-size)."
+        )
+    if not p.exists():
+        raise InputError(f"{p}: file not found.")
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory; expected a file.")
+
+
+def iter_keyed(path: str | Path, keys: Sequence[str], what: str, *, id_key: str = "id") -> Iterator[tuple[int, str, dict[str, Any], str]]:
+    """(line, id, record, key found) per record, ids checked to ascend strictly."""
+    p = Path(path)
+    _check_jsonl(p)
+    last: tuple[str, int] | None = None
+    seen = False
+    try:
+        with p.open(encoding="utf-8-sig") as fh:
+            for line, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    rec = _loads(text)
+                except ValueError as e:
+                    raise InputError(f"{p}: line {line}: not valid JSON ({e}); expected one JSON object per line.") from None
+                if not isinstance(rec, dict):
+                    raise InputError(f"{p}: line {line}: expected a JSON object with \"{id_key}\" and one of {', '.join(keys)}, but found {type(rec).__name__}.")
+                if id_key not in rec:
+                    raise InputError(f"{p}: line {line}: the record has no \"{id_key}\" key (found keys {sorted(rec)[:8]}).")
+                rid = str(rec[id_key])
+                key = next((k for k in keys if k in rec), None)
+                if key is None:
+                    raise InputError(f"{p}: line {line} (id {rid}): no {what} key; expected one of {', '.join(keys)} (found keys {sorted(rec)[:8]}).")
+                if last is not None and rid <= last[0]:
+                    kind = "duplicated" if rid == last[0] else "out of order"
+                    raise InputError(
+                        f"{p}: line {line}: id {rid!r} is {kind} (it follows {last[0]!r} at line {last[1]}); --chunk-size needs every "
+                        "file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
+                    )
+                last = (rid, line)
+                seen = True
+                yield line, rid, rec, key
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied; cannot read the file.") from None
+    if not seen:
+        raise InputError(f"{p}: the file has no records.")
+
+
+@dataclass
+class KeyedStream:
+    truth: str
+    models: dict[str, str]  # name → file, in the order given
+    chunk_size: int
+    truth_keys: tuple[str, ...]
+    output_keys: tuple[str, ...]
+    truth_value: Callable[[Path, int, str, dict[str, Any], str], Any]  # (file, line, id, record, key) → value
+
+    def chunks(self) -> Iterator[KeyedChunk]:
+        t = Path(self.truth)
+        streams: list[Iterator[tuple[int, str, dict[str, Any], str]]] = [iter_keyed(t, self.truth_keys, "reference")]
+        names = list(self.models)
+        streams += [iter_keyed(self.models[m], self.output_keys, "output") for m in names]
+        heads = [next(s, None) for s in streams]
+        truth: dict[str, Any] = {}
+        preds: dict[str, dict[str, Any]] = {m: {} for m in names}
+        pending = False
+        while True:
+            live = [h[1] for h in heads if h is not None]
+            if not live:
+                break
+            rid = min(live)
+            for k, s in enumerate(streams):
+                h = heads[k]
+                if h is None or h[1] != rid:
+                    continue
+                line, _, rec, key = h
+                if k == 0:
+                    truth[rid] = self.truth_value(t, line, rid, rec, key)
+                else:
+                    preds[names[k - 1]][rid] = rec[key]
+                pending = True
+                heads[k] = next(s, None)
+            if len(truth) >= self.chunk_size:
+                yield KeyedChunk(truth=truth, predictions=preds)
+                truth, preds, pending = {}, {m: {} for m in names}, False
+        if pending:
+            yield KeyedChunk(truth=truth, predictions=preds)
+
+
+def open_keyed_stream(
+    truth: str, predictions: Sequence[str], *, chunk_size: int, truth_keys: Sequence[str], output_keys: Sequence[str],
+    truth_value: Callable[[Path, int, str, dict[str, Any], str], Any],
+) -> KeyedStream:
+    if chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    _check_jsonl(Path(truth))
+    models: dict[str, str] = {}
+    for spec in predictions:
+        name, path = parse_model_spec(spec)
+        name = name or path.stem
+        if name in models:
+            raise InputError(f"--predictions {spec!r}: model name {name!r} is given twice.")
+        _check_jsonl(path)
+        models[name] = str(path)
+    return KeyedStream(truth=str(truth), models=models, chunk_size=chunk_size, truth_keys=tuple(truth_keys),
+                       output_keys=tuple(output_keys), truth_value=truth_value)
+
