@@ -828,13 +828,18 @@ def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answ
     References repeat (the same expected call for many questions); the cache key is the value's
     `repr`, which tells apart everything `reference_calls` tells apart for JSON-like values
     (`1` / `1.0` / `True` / `"1"`, lists / tuples, int / str keys). A reference that raises is
-    never cached, so each bad record is still named in its own error.
+    never cached, so each bad record is still named in its own error. A value nested too deeply
+    for `repr` is read uncached, so `reference_calls` reports it as it would without the cache.
     """
     cache: dict[str, tuple[RefCall, ...]] = {}
     out = {}
     for i in ids:
         obj = truth[i]
-        key = repr(obj)
+        try:
+            key = repr(obj)
+        except RecursionError:
+            out[i] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
+            continue
         got = cache.get(key)
         if got is None:
             got = cache[key] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
