@@ -200,6 +200,20 @@ def test_perfect_prediction_scores_one():
         assert all(v == 1.0 for v in view.totals.values())
 
 
+
+def test_an_entity_empty_on_every_key_field_matches_its_copy():
+    """Found by the common properties (tests/core/test_task_properties.py): {"item": null,
+    "qty": null} copied verbatim had similarity 0/0 = 0 and stayed unmatched (recall 0.5)."""
+    truth = {"r": [{"item": "bolt", "qty": 1}, {"item": None, "qty": None}]}
+    m = _score(truth, copy.deepcopy(truth)).models["m"]
+    pres = m.presence.to_dict()
+    assert (pres["matched_count"], pres["missed_gold_count"], pres["extra_predictions_count"]) == (2, 0, 0)
+    assert m.strict.row_accuracy == 1.0
+    # it still matches nothing that has a value
+    m = _score(truth, {"r": [{"item": "bolt", "qty": 1}, {"item": "nut", "qty": None}]}).models["m"]
+    assert m.presence.to_dict()["matched_count"] == 1
+
+
 # ---------------------------------------------------------------------------------------------
 # bad inputs
 

@@ -699,7 +699,9 @@ def _match(
         s[a == t.missing] = 0.0
         num += prep.weights[f] * s * considered
         den += prep.weights[f] * considered
-    sim = np.divide(num, den, out=np.zeros(len(pair_g)), where=den > 0)
+    # Two entities absent on every key field disagree on nothing: similarity 1, not 0/0 = 0, or
+    # a gold entity such as {"item": null} copied verbatim would stay unmatched.
+    sim = np.divide(num, den, out=np.ones(len(pair_g)), where=den > 0)
     sim[~side.valid[pair_p]] = 0.0
     thr = float(cfg.match_threshold)
     # Ties on the key fields (two gold lines with the same description) go to the pair that agrees
