@@ -175,16 +175,18 @@ def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tupl
     from extracteval.io.entities_inputs import load_entities_inputs
 
     config, sim_name, sim_opts = build_config(args)
-    backend = get_similarity(sim_name, **sim_opts)  # an unknown name or option lists the valid ones
-    if chunked(args):
-        from extracteval.chunked_entities import score_entities_files
+    streamed = chunked(args)
+    if streamed and sim_name in ("embedding", "llm_judge"):
         from extracteval.errors import InputError
 
-        if sim_name in ("embedding", "llm_judge"):
-            raise InputError(
-                f"--similarity {sim_name} with --chunk-size/--workers: its calls would be made chunk by chunk, not once over the "
-                "whole input; drop --chunk-size/--workers, or use --similarity lexical or fuzzy (README \"Scale\")."
-            )
+        raise InputError(
+            f"--similarity {sim_name} with --chunk-size/--workers: its calls would be made chunk by chunk, not once over the "
+            "whole input; drop --chunk-size/--workers, or use --similarity lexical or fuzzy (README \"Scale\")."
+        )
+    backend = get_similarity(sim_name, **sim_opts)  # an unknown name or option lists the valid ones
+    if streamed:
+        from extracteval.chunked_entities import score_entities_files
+
         chunk_size = getattr(args, "chunk_size", None)
         result, inputs = score_entities_files(
             args.truth, args.predictions, config=config, similarity=backend, chunk_size=100_000 if chunk_size is None else chunk_size,
