@@ -12,7 +12,8 @@ A task plugs in with an object (picklable, so it can travel to worker processes)
   bootstrap needs them (the `fields` task asks only when distinct per-record patterns are many).
 
 `FieldsTask` is the `fields` task's; `chunked_json.JsonTask`, `chunked_toolcalls.ToolCallsTask`,
-`chunked_structured.StructuredTask` and `chunked_spans.SpansTask` are the other tasks'. The Spark
+`chunked_structured.StructuredTask`, `chunked_spans.SpansTask`, `chunked_labels.LabelsTask` and
+`chunked_entities.EntitiesTask` are the other tasks'. The Spark
 engine (`extracteval.spark`) calls the same two methods on executors and the driver.
 """
 

@@ -273,3 +273,18 @@ def test_positive_label_not_observed_and_zero_division():
     assert m1.labels["b"]["recall"] == 1.0 and m1.labels["b"]["precision"] == 0.0
     m0 = feature_metrics(feature_ledger([], []))
     assert m0.micro_accuracy == 0.0 and "no_rows" in m0.flags and m0.labels == {}
+
+
+@pytest.mark.parametrize("values", [[True, 1], [1, True], [10**20, 1e20], [1e20, 10**20]])
+def test_labels_of_equal_values_of_different_types_do_not_depend_on_row_order(values):
+    # True == 1 in Python: a plain factorize gave both rows the label of whichever came first
+    codes, table = LabelEncoder("auto").encode([np.asarray(values, dtype=object)])
+    assert sorted(table[c] for c in codes[0]) == sorted(LabelEncoder("auto").key(v) for v in values)
+    assert codes[0][0] != codes[0][1]
+
+
+def test_shown_ids_are_the_smallest_whatever_the_row_order():
+    ids = [f"r{i:05d}" for i in range(12_000)]
+    truth = pd.DataFrame({"c": ["x"] * len(ids)}, index=ids[::-1])  # descending: the smallest ids come last
+    r = score_labels(truth, [ModelLabels(name="m", values=truth.iloc[:1])])
+    assert "'r00000', 'r00001', 'r00002', 'r00003', 'r00004' …" in r.warnings[0]

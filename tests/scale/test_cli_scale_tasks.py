@@ -13,7 +13,11 @@ def _files(tmp_path):
     (tmp_path / "j.jsonl").write_text('{"id": "a", "x": 1}\n')
     (tmp_path / "c.jsonl").write_text('{"id": "a", "calls": [], "reference": {}, "output": "[]"}\n')
     (tmp_path / "s.jsonl").write_text('{"id": "a", "gold": [], "pred": []}\n')
+    (tmp_path / "l.csv").write_text("id,colour\na,red\n")
+    (tmp_path / "e.jsonl").write_text('{"id": "a", "entities": [{"sku": "A"}]}\n')
     return {
+        "labels": ["--truth", str(tmp_path / "l.csv"), "--predictions", f"m={tmp_path / 'l.csv'}"],
+        "entities": ["--truth", str(tmp_path / "e.jsonl"), "--predictions", f"m={tmp_path / 'e.jsonl'}"],
         "json": ["--truth", str(tmp_path / "j.jsonl"), "--predictions", f"m={tmp_path / 'j.jsonl'}"],
         "toolcalls": ["--truth", str(tmp_path / "c.jsonl"), "--predictions", f"m={tmp_path / 'c.jsonl'}"],
         "structured": ["--truth", str(tmp_path / "c.jsonl"), "--predictions", f"m={tmp_path / 'c.jsonl'}"],
@@ -30,7 +34,8 @@ def test_chunked_and_worker_runs_never_import_pyspark(tmp_path):
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert [t for t in ('json', 'toolcalls', 'structured', 'spans') if f'"task": "{t}"' in r.stdout] == ['json', 'toolcalls', 'structured', 'spans']
+    tasks = ['labels', 'entities', 'json', 'toolcalls', 'structured', 'spans']
+    assert [t for t in tasks if f'"task": "{t}"' in r.stdout] == tasks
 
 
 @pytest.mark.parametrize("task", ["json", "toolcalls", "spans"])
@@ -45,7 +50,7 @@ def test_structured_refuses_engine_spark(cli, tmp_path):
     assert res.code == 2 and "--engine spark does not serve the structured task" in res.err
 
 
-@pytest.mark.parametrize("task", ["json", "toolcalls", "structured", "spans"])
+@pytest.mark.parametrize("task", ["json", "toolcalls", "structured", "spans", "labels", "entities"])
 def test_workers_must_be_positive(cli, tmp_path, task):
     res = cli("score", task, *_files(tmp_path)[task], "--workers", "0")
     assert res.code == 2 and "--workers to be ≥ 1, but got 0" in res.err, res.err

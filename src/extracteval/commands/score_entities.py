@@ -69,6 +69,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
     add_safe_csv_argument(p)
+    from extracteval.commands.score_fields import add_scale_arguments
+
+    add_scale_arguments(p)
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -164,13 +167,34 @@ def judge_counts(doc: dict[str, Any], backend: Any) -> None:
         doc["config"]["similarity"]["semantic"]["failure_reasons"] = dict(reasons)
 
 
-def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tuple[Any, dict[str, Any]]:
+    """The result and its document; with --chunk-size/--workers (`chunked(args)`) per-record rows
+    are streamed to `records_path` while scoring."""
     from extracteval.core.entities import score_entities
     from extracteval.core.similarity import get_similarity
     from extracteval.io.entities_inputs import load_entities_inputs
 
     config, sim_name, sim_opts = build_config(args)
+    streamed = chunked(args)
+    if streamed and sim_name in ("embedding", "llm_judge"):
+        from extracteval.errors import InputError
+
+        raise InputError(
+            f"--similarity {sim_name} with --chunk-size/--workers: its calls would be made chunk by chunk, not once over the "
+            "whole input; drop --chunk-size/--workers, or use --similarity lexical or fuzzy (README \"Scale\")."
+        )
     backend = get_similarity(sim_name, **sim_opts)  # an unknown name or option lists the valid ones
+    if streamed:
+        from extracteval.chunked_entities import score_entities_files
+
+        chunk_size = getattr(args, "chunk_size", None)
+        result, inputs = score_entities_files(
+            args.truth, args.predictions, config=config, similarity=backend, chunk_size=100_000 if chunk_size is None else chunk_size,
+            workers=args.workers, id_column=args.id_column, entities_key=args.entities_key, records_path=records_path,
+        )
+        doc = result.to_dict()
+        doc["inputs"] = inputs
+        return result, doc
     truth, preds, truth_source = load_entities_inputs(args.truth, args.predictions, id_column=args.id_column, entities_key=args.entities_key)
     result = score_entities(truth, preds, config=config, truth_source=truth_source, similarity=backend)
     doc = result.to_dict()
@@ -179,15 +203,36 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     return result, doc
 
 
-def run(args: argparse.Namespace) -> int:
-    result, doc = score(args)
-    if args.output:
-        from extracteval.commands.score_labels import write_files
-        from extracteval.io.outputs import staged_folder
+def chunked(args: argparse.Namespace) -> bool:
+    """--chunk-size / --workers given (README "Scale"); --engine spark is refused."""
+    from extracteval.errors import InputError
 
-        with staged_folder(Path(args.output)) as staging:
-            write_files(doc, staging, views=("matched", "strict"), safe_csv=getattr(args, "safe_csv", True))
-            _write_records(result, staging)
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    if getattr(args, "engine", "local") == "spark":
+        raise InputError("--engine spark does not serve the entities task; use --chunk-size N [--workers W] (README \"Scale\").")
+    return chunk_size is not None or workers > 1
+
+
+def run(args: argparse.Namespace) -> int:
+    from extracteval.commands.score_labels import write_files
+    from extracteval.io.outputs import staged_folder
+
+    if chunked(args):
+        if args.output:
+            # records.parquet is streamed into the staging folder: an interrupted run leaves none in --output
+            with staged_folder(Path(args.output)) as staging:
+                result, doc = score(args, records_path=staging / "records.parquet")
+                write_files(doc, staging, views=("matched", "strict"), safe_csv=getattr(args, "safe_csv", True))
+        else:
+            result, doc = score(args)
+    else:
+        result, doc = score(args)
+        if args.output:
+            with staged_folder(Path(args.output)) as staging:
+                write_files(doc, staging, views=("matched", "strict"), safe_csv=getattr(args, "safe_csv", True))
+                _write_records(result, staging)
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")

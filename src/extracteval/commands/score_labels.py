@@ -47,6 +47,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
     add_safe_csv_argument(p)
+    from extracteval.commands.score_fields import add_scale_arguments
+
+    add_scale_arguments(p)
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
@@ -118,12 +121,35 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     from extracteval.core.labels import score_labels
     from extracteval.io.entities_inputs import load_labels_inputs
 
-    truth, preds, truth_source, notes = load_labels_inputs(args.truth, args.predictions, id_column=args.id_column, delimiter=args.delimiter)
-    result = score_labels(truth, preds, config=build_config(args), features=_features(args), truth_source=truth_source)
+    chunked = _score_chunked(args)
+    if chunked is not None:
+        result, notes, inputs = chunked
+    else:
+        truth, preds, truth_source, notes = load_labels_inputs(args.truth, args.predictions, id_column=args.id_column, delimiter=args.delimiter)
+        result = score_labels(truth, preds, config=build_config(args), features=_features(args), truth_source=truth_source)
+        inputs = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
     doc = result.to_dict()
     doc["warnings"] = notes + doc["warnings"]
-    doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+    doc["inputs"] = inputs
     return result, doc
+
+
+def _score_chunked(args: argparse.Namespace) -> tuple[Any, list[str], dict[str, Any]] | None:
+    """--chunk-size / --workers (README "Scale"): (result, notes, inputs), or None for the in-memory engine."""
+    from extracteval.errors import InputError
+
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    if getattr(args, "engine", "local") == "spark":
+        raise InputError("--engine spark does not serve the labels task; use --chunk-size N [--workers W] (README \"Scale\").")
+    if chunk_size is None and workers == 1:
+        return None
+    from extracteval.chunked_labels import score_labels_files
+
+    return score_labels_files(args.truth, args.predictions, config=build_config(args), features=_features(args),
+                              chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers,
+                              id_column=args.id_column, delimiter=args.delimiter)
 
 
 def run(args: argparse.Namespace) -> int:

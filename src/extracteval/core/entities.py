@@ -22,10 +22,11 @@ weighted mean → one `max_matching` per record.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,13 @@ __all__ = [
     "EntitiesResult",
     "align_entities",
     "score_entities",
+    "EntitiesPlan",
+    "plan_entities",
+    "gold_fields_of",
+    "EntitiesModelLedger",
+    "EntitiesLedger",
+    "entities_ledger",
+    "entities_result",
 ]
 
 ENTITY_VIEWS = {
@@ -513,25 +521,31 @@ class _Prepared:
     weights: dict[str, float]
     warnings: list[str]
     fields_needed: list[str]
+    invalid_first: dict[str, str]  # model → where its first non-object entity is (the warning's text)
+    unknown_keys: dict[str, frozenset[str]]  # model → predicted fields no gold entity has
+    gold_missing: dict[str, int]  # field → gold entities without it
 
 
-def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities], cfg: EntitiesConfig, truth_source: str) -> _Prepared:
-    """Validate, flatten, encode every needed field once, and order entities canonically."""
-    seen: set[str] = set()
-    for p in preds:
-        if not p.name or not str(p.name).strip():
-            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
-        if p.name in seen:
-            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
-        seen.add(p.name)
-    truth = {str(k): v for k, v in truth.items()}
-    pred_records = [{str(k): v for k, v in p.records.items()} for p in preds]
-    order = sorted(set(truth).union(*[set(r) for r in pred_records]))
-    n_rec = len(order)
-    warnings: list[str] = []
+@dataclass(frozen=True)
+class EntitiesPlan:
+    """What the options resolve to, given the fields of every ground-truth entity: features,
+    key fields, weights (checked once, against the whole truth)."""
 
-    g_arr, g_ents, g_pos = _flatten(truth, order, what=truth_source, strict=True)
-    gold_fields = sorted({str(k) for k in set(chain.from_iterable(g_ents))})
+    gold_fields: tuple[str, ...]
+    features_all: tuple[str, ...]
+    scored: tuple[str, ...]
+    key_fields: tuple[str, ...]
+    weights: Mapping[str, float]
+    fields_needed: tuple[str, ...]
+
+
+def gold_fields_of(entities: Any) -> list[str]:
+    """The sorted names of every field of these gold entities (dicts)."""
+    return sorted({str(k) for k in set(chain.from_iterable(entities))})
+
+
+def plan_entities(gold_fields: Sequence[str], cfg: EntitiesConfig, truth_source: str) -> EntitiesPlan:
+    gold_fields = list(gold_fields)
     if not gold_fields:
         raise InputError(f"{truth_source}: no ground-truth entity has any field; expected lists of objects such as "
                          '{"description": "Bolt", "quantity": 2}.')
@@ -570,7 +584,49 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
         raise InputError(f"weights: the key fields' weights {weights} sum to 0; expected a positive sum.")
     if not scored:
         raise InputError("no feature to score: every feature has strategy IGNORE.")
-    fields_needed = list(dict.fromkeys(scored + key_fields))
+    return EntitiesPlan(gold_fields=tuple(gold_fields), features_all=tuple(features_all), scored=tuple(scored),
+                        key_fields=tuple(key_fields), weights=weights, fields_needed=tuple(dict.fromkeys(scored + key_fields)))
+
+
+def _check_models(preds: Sequence[ModelEntities]) -> None:
+    seen: set[str] = set()
+    for p in preds:
+        if not p.name or not str(p.name).strip():
+            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
+        if p.name in seen:
+            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
+        seen.add(p.name)
+
+
+def _missing_everywhere(f: str, truth_source: str) -> InputError:
+    return InputError(
+        f"{truth_source}: feature {f!r} is missing in every ground-truth entity; there is nothing to score or "
+        "align on: fill it, or leave it out of --features/--key-fields."
+    )
+
+
+def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities], cfg: EntitiesConfig, truth_source: str,
+             plan: EntitiesPlan | None = None) -> _Prepared:
+    """Validate, flatten, encode every needed field once, and order entities canonically.
+
+    With `plan` (resolved from the whole truth) these records are a part of the data set: a
+    field missing from every gold entity *here* is counted (`gold_missing`), not refused."""
+    _check_models(preds)
+    truth = {str(k): v for k, v in truth.items()}
+    pred_records = [{str(k): v for k, v in p.records.items()} for p in preds]
+    order = sorted(set(truth).union(*[set(r) for r in pred_records]))
+    n_rec = len(order)
+    warnings: list[str] = []
+
+    g_arr, g_ents, g_pos = _flatten(truth, order, what=truth_source, strict=True)
+    whole = plan is None
+    if plan is None:
+        plan = plan_entities(gold_fields_of(g_ents), cfg, truth_source)
+    gold_fields, features_all, scored = list(plan.gold_fields), list(plan.features_all), list(plan.scored)
+    key_fields, weights, fields_needed = list(plan.key_fields), dict(plan.weights), list(plan.fields_needed)
+    invalid_first: dict[str, str] = {}
+    unknown_keys: dict[str, frozenset[str]] = {}
+    gold_missing: dict[str, int] = {}
 
     gold = _Side(record=g_arr, start=_offsets(g_arr, n_rec), valid=np.ones(len(g_ents), dtype=bool), raw=g_ents, orig=g_pos)
     sides: list[_Side] = []
@@ -580,16 +636,10 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
                  else np.fromiter((isinstance(e, Mapping) for e in p_ents), dtype=bool, count=len(p_ents)))
         sides.append(_Side(record=arr, start=_offsets(arr, n_rec), valid=valid, raw=p_ents, orig=p_pos))
         if (~valid).any():
-            k = int((~valid).sum())
             first = int(np.flatnonzero(~valid)[0])
-            warnings.append(
-                f"model {p.name!r}: {k} predicted entit{'y is' if k == 1 else 'ies are'} not an object and {'counts' if k == 1 else 'count'} as extra "
-                f"predictions (first: record {order[arr[first]]!r}, entities[{p_pos[first]}] = {_short(p_ents[first])})"
-            )
+            invalid_first[p.name] = f"record {order[arr[first]]!r}, entities[{p_pos[first]}] = {_short(p_ents[first])}"
         keys_seen = set(chain.from_iterable(p_ents)) if valid.all() else set(chain.from_iterable(e for e, ok in zip(p_ents, valid.tolist()) if ok))
-        unknown_keys = sorted({str(k) for k in keys_seen} - set(features_all) - set(gold_fields))
-        if unknown_keys:
-            warnings.append(f"model {p.name!r}: predicted fields not in any ground-truth entity are ignored: {unknown_keys[:10]}")
+        unknown_keys[p.name] = frozenset({str(k) for k in keys_seen} - set(features_all) - set(gold_fields))
 
     # encode every needed field across truth and all models once
     tables: dict[str, _FieldTable] = {}
@@ -603,11 +653,9 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
         enc = LabelEncoder(cfg.types.get(f, "auto"), cfg.normalization)
         codes, table = enc.encode([c[:, j] for c in columns])
         miss = table.index(_MISSING_KEY) if _MISSING_KEY in table else -1
-        if len(codes[0]) and miss >= 0 and bool((codes[0] == miss).all()):
-            raise InputError(
-                f"{truth_source}: feature {f!r} is missing in every ground-truth entity; there is nothing to score or "
-                "align on: fill it, or leave it out of --features/--key-fields."
-            )
+        gold_missing[f] = int((codes[0] == miss).sum()) if miss >= 0 else 0
+        if whole and len(codes[0]) and gold_missing[f] == len(codes[0]):
+            raise _missing_everywhere(f, truth_source)
         gold.codes[f] = codes[0]
         for s, c in zip(sides, codes[1:]):
             s.codes[f] = c
@@ -641,7 +689,7 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
         canonical(s)
     return _Prepared(order=order, truth=truth, pred_records=pred_records, gold=gold, sides=sides, tables=tables,
                      features_all=features_all, scored=scored, key_fields=key_fields, weights=weights, warnings=warnings,
-                     fields_needed=fields_needed)
+                     fields_needed=fields_needed, invalid_first=invalid_first, unknown_keys=unknown_keys, gold_missing=gold_missing)
 
 
 _Matches = tuple[np.ndarray, np.ndarray, list[float]]
@@ -842,17 +890,127 @@ def score_entities(
         (1.0, 0.5)
     """
     cfg = config or EntitiesConfig()
+    backend = _backend(similarity)
+    ledger, per_record = entities_ledger(truth, predictions, config=cfg, truth_source=truth_source, similarity=backend)
+    plan = plan_entities(ledger.gold_fields, cfg, truth_source)
+    return entities_result(ledger, config=cfg, plan=plan, truth_source=truth_source, similarity=backend,
+                           sources={p.name: p.source for p in predictions}, per_record=per_record)
+
+
+# ---------------------------------------------------------------------------------------------
+# the mergeable ledger of a set of records, and the result computed once from it
+#
+# Alignment is per record, so a set of records can be scored on its own; what depends on the
+# whole data set is kept mergeable: per-feature counts keyed by *canonical* label key (display
+# labels are resolved at the end), the gold entities missing each field, the distinct value pairs
+# a SEMANTIC field's backend scored, the sum of match similarities as an exact integer.
+
+_SHOWN_IDS = 5
+_SIM_UNIT = 1130  # sums of similarities are kept exactly, as whole numbers of 2**-_SIM_UNIT
+
+
+def _exact_sum(x: np.ndarray) -> int:
+    """Σx without rounding, in units of 2**-_SIM_UNIT (every float64 ≥ 2**-1074 is a whole
+    number of them): sums of parts add up to the sum of the whole, bit for bit."""
+    if not len(x):
+        return 0
+    m, e = np.frexp(np.asarray(x, dtype=np.float64))
+    mant = (m * 2.0**53).astype(np.int64)  # exact: a float64 has 53 significant bits
+    total = 0
+    for ex in np.unique(e).tolist():
+        sel = mant[e == ex]
+        # in two 26/27-bit halves so that int64 sums cannot overflow
+        hi, lo = int((sel >> 26).sum()), int((sel & ((1 << 26) - 1)).sum())
+        total += ((hi << 26) + lo) << (ex - 53 + _SIM_UNIT)
+    return total
+
+
+def _first(a: Sequence[Any], b: Sequence[Any], k: int) -> tuple[Any, ...]:
+    return tuple(a[:k]) + tuple(b[: max(k - len(a), 0)])
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntitiesModelLedger:
+    """One model's counts over a set of records (see `EntitiesLedger`)."""
+
+    matched: Mapping[str, FeatureLedger]  # feature → counts keyed by canonical label key
+    strict: Mapping[str, FeatureLedger]
+    presence: Counts  # tp matched, fp extra, fn missed, tn records both empty, cells records
+    invalid: int
+    correct_rows: int
+    sim_sum: int  # Σ similarity of matched pairs, exactly (`_exact_sum`)
+    missing_recs: int
+    missing_ids: tuple[str, ...]  # the smallest few
+    extra_recs: int
+    extra_ids: tuple[str, ...]
+    examples: Mapping[str, tuple[Any, ...]]  # the first few, in record order
+    invalid_first: str | None
+    unknown_keys: frozenset[str]
+    max_examples: int
+
+    def __add__(self, o: EntitiesModelLedger) -> EntitiesModelLedger:
+        k = self.max_examples
+        return EntitiesModelLedger(
+            matched={f: x + o.matched[f] for f, x in self.matched.items()},
+            strict={f: x + o.strict[f] for f, x in self.strict.items()},
+            presence=self.presence + o.presence, invalid=self.invalid + o.invalid, correct_rows=self.correct_rows + o.correct_rows,
+            sim_sum=self.sim_sum + o.sim_sum,
+            missing_recs=self.missing_recs + o.missing_recs, missing_ids=tuple(heapq.nsmallest(_SHOWN_IDS, self.missing_ids + o.missing_ids)),
+            extra_recs=self.extra_recs + o.extra_recs, extra_ids=tuple(heapq.nsmallest(_SHOWN_IDS, self.extra_ids + o.extra_ids)),
+            examples={n: _first(x, o.examples[n], k) for n, x in self.examples.items()},
+            invalid_first=self.invalid_first if self.invalid_first is not None else o.invalid_first,
+            unknown_keys=self.unknown_keys | o.unknown_keys, max_examples=k,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntitiesLedger:
+    """Counts of a set of records, mergeable with `+` (disjoint sets of record ids, added in id
+    order so that the first examples stay the first)."""
+
+    n_records: int  # ground-truth records
+    gold_fields: tuple[str, ...]  # fields of the gold entities (sorted)
+    gold_entities: int
+    keys: Mapping[str, frozenset[str]]  # field → canonical keys seen on any side
+    gold_missing: Mapping[str, int]  # field → gold entities without it
+    semantic: Mapping[str, Mapping[tuple[str, str], bool]]  # SEMANTIC field → distinct key pair scored → the backend failed
+    models: Mapping[str, EntitiesModelLedger]
+
+    def __add__(self, o: EntitiesLedger) -> EntitiesLedger:
+        return EntitiesLedger(
+            n_records=self.n_records + o.n_records, gold_fields=tuple(sorted(set(self.gold_fields) | set(o.gold_fields))),
+            gold_entities=self.gold_entities + o.gold_entities, keys={f: x | o.keys[f] for f, x in self.keys.items()},
+            gold_missing={f: x + o.gold_missing[f] for f, x in self.gold_missing.items()},
+            semantic={f: {**x, **o.semantic[f]} for f, x in self.semantic.items()},
+            models={m: x + o.models[m] for m, x in self.models.items()},
+        )
+
+
+def entities_ledger(
+    truth: Mapping[str, Sequence[Mapping[str, Any]]],
+    predictions: Sequence[ModelEntities],
+    *,
+    config: EntitiesConfig,
+    truth_source: str = "truth",
+    similarity: SimilarityBackend | None = None,
+    plan: EntitiesPlan | None = None,
+) -> tuple[EntitiesLedger, dict[str, pd.DataFrame]]:
+    """The ledger of these records (aligned and scored), and per model the per-record frame.
+
+    `plan`: resolved from the fields of the whole truth when these records are a part of it
+    (the chunked engine); without it these records are the whole data set."""
+    cfg = config
     if not predictions:
         raise InputError("no predictions: give at least one model's predictions.")
     preds = sorted(predictions, key=lambda x: x.name)
-    prep = _prepare(truth, preds, cfg, truth_source)
+    prep = _prepare(truth, preds, cfg, truth_source, plan=plan)
     order, gold, tables, scored = prep.order, prep.gold, prep.tables, prep.scored
     n_rec = len(order)
-    warnings = prep.warnings
-    zd = cfg.zero_division
     backend = _backend(similarity)
     all_matches, sem = _align_all(prep, cfg, backend)
-    results: dict[str, dict[str, Any]] = {}
+    k = cfg.max_examples
+    models: dict[str, EntitiesModelLedger] = {}
+    per_record: dict[str, pd.DataFrame] = {}
     for p, side, recs, (mg, mp, matched_s) in zip(preds, prep.sides, prep.pred_records, all_matches):
         un_g = _unmatched(len(gold.record), mg)
         un_p = _unmatched(len(side.record), mp)
@@ -872,69 +1030,125 @@ def score_entities(
                     correct = (a == b) | (scored_pair & (sc >= cfg.semantic_threshold - 1e-12))
                 b = np.where(correct, a, b)  # a semantically equal value predicts the gold label
             ok &= a == b
-            ledgers["matched"][f] = ledger_from_codes(a, b, t.labels)
-            ledgers["strict"][f] = ledger_from_codes(a, b, t.labels, missing_truth=gold.codes[f][un_g], extra_pred=side.codes[f][un_p])
-        n_match = len(mg)
-        correct_rows = int(ok.sum())
+            ledgers["matched"][f] = ledger_from_codes(a, b, t.keys)
+            ledgers["strict"][f] = ledger_from_codes(a, b, t.keys, missing_truth=gold.codes[f][un_g], extra_pred=side.codes[f][un_p])
         g_n, p_n = np.diff(gold.start), np.diff(side.start)
         both_empty = int(((g_n == 0) & (p_n == 0) & _present(order, prep.truth, recs)).sum())
-        presence = EntityPresence(
-            counts=Counts(tp=n_match, fp=len(un_p), fn=len(un_g), tn=both_empty, cells=n_rec),
-            invalid_predictions=int((~side.valid).sum()),
-            zero_division=zd,
-        )
-        views = {
-            "matched": view_metrics("matched", ledgers["matched"], correct_rows=correct_rows, rows=n_match,
-                                    zero_division=zd, description=ENTITY_VIEWS["matched"]),
-            "strict": view_metrics("strict", ledgers["strict"], correct_rows=correct_rows, rows=n_match + len(un_g) + len(un_p),
-                                   zero_division=zd, description=ENTITY_VIEWS["strict"]),
-        }
         missing_recs = sorted(set(prep.truth) - set(recs))
         extra_recs = sorted(set(recs) - set(prep.truth))
-        if missing_recs:
-            warnings.append(f"model {p.name!r}: {len(missing_recs)} ground-truth record(s) have no prediction; their "
-                            f"entities count as missed: " + ", ".join(repr(x) for x in missing_recs[:5]) + (" …" if len(missing_recs) > 5 else ""))
-        if extra_recs:
-            warnings.append(f"model {p.name!r}: {len(extra_recs)} predicted record(s) are not in the ground truth; their "
-                            f"entities count as extra predictions: " + ", ".join(repr(x) for x in extra_recs[:5]) + (" …" if len(extra_recs) > 5 else ""))
-        k = cfg.max_examples
         examples = {
-            "missed": [{"record_id": order[gold.record[i]], "index": int(gold.orig[i]), "gold": _plain(gold.entity(i))} for i in un_g[:k]],
-            "extra": [{"record_id": order[side.record[i]], "index": int(side.orig[i]), "predicted": _plain(side.entity(i))} for i in un_p[:k]],
-            "wrong_values": [
+            "missed": tuple({"record_id": order[gold.record[i]], "index": int(gold.orig[i]), "gold": _plain(gold.entity(i))} for i in un_g[:k]),
+            "extra": tuple({"record_id": order[side.record[i]], "index": int(side.orig[i]), "predicted": _plain(side.entity(i))} for i in un_p[:k]),
+            "wrong_values": tuple(
                 {"record_id": order[gold.record[mg[i]]], "gold": _plain(gold.entity(mg[i])), "predicted": _plain(side.entity(mp[i])),
                  "similarity": matched_s[i]}
                 for i in np.flatnonzero(~ok)[:k].tolist()
-            ],
+            ),
         }
-        results[p.name] = {
-            "views": views, "ledgers": ledgers, "presence": presence,
-            "mean_sim": float(np.mean(matched_s)) if matched_s else 0.0,
-            "missing_recs": len(missing_recs), "extra_recs": len(extra_recs), "examples": examples, "source": p.source,
-            "per_record": pd.DataFrame({
-                "record_id": order,
-                "gold": g_n,
-                "predicted": p_n,
-                "matched": np.bincount(gold.record[mg], minlength=n_rec),
-                "correct_pairs": np.bincount(gold.record[mg][ok], minlength=n_rec),
-                "in_truth": np.fromiter((rid in prep.truth for rid in order), dtype=bool, count=n_rec),
-                "in_predictions": np.fromiter((rid in recs for rid in order), dtype=bool, count=n_rec),
-            }),
+        models[p.name] = EntitiesModelLedger(
+            matched=ledgers["matched"], strict=ledgers["strict"],
+            presence=Counts(tp=len(mg), fp=len(un_p), fn=len(un_g), tn=both_empty, cells=n_rec),
+            invalid=int((~side.valid).sum()), correct_rows=int(ok.sum()), sim_sum=_exact_sum(np.asarray(matched_s, dtype=np.float64)),
+            missing_recs=len(missing_recs), missing_ids=tuple(missing_recs[:_SHOWN_IDS]),
+            extra_recs=len(extra_recs), extra_ids=tuple(extra_recs[:_SHOWN_IDS]), examples=examples,
+            invalid_first=prep.invalid_first.get(p.name), unknown_keys=prep.unknown_keys[p.name], max_examples=k,
+        )
+        per_record[p.name] = pd.DataFrame({
+            "record_id": order,
+            "gold": g_n,
+            "predicted": p_n,
+            "matched": np.bincount(gold.record[mg], minlength=n_rec),
+            "correct_pairs": np.bincount(gold.record[mg][ok], minlength=n_rec),
+            "in_truth": np.fromiter((rid in prep.truth for rid in order), dtype=bool, count=n_rec),
+            "in_predictions": np.fromiter((rid in recs for rid in order), dtype=bool, count=n_rec),
+        })
+    semantic: dict[str, dict[tuple[str, str], bool]] = {}
+    for f in prep.fields_needed:
+        if cfg.strategy_for(f) is Strategy.SEMANTIC:
+            keys = tables[f].keys
+            ua, ub = np.divmod(sem[f].ids, sem[f].width)
+            semantic[f] = {(keys[x], keys[y]): bool(np.isnan(v)) for x, y, v in zip(ua.tolist(), ub.tolist(), sem[f].scores.tolist())}
+    ledger = EntitiesLedger(
+        n_records=len(prep.truth), gold_fields=tuple(gold_fields_of(gold.raw)), gold_entities=len(gold.record),
+        keys={f: frozenset(tables[f].keys) for f in prep.fields_needed}, gold_missing=prep.gold_missing,
+        semantic=semantic, models=models,
+    )
+    return ledger, per_record
+
+
+def entities_result(
+    ledger: EntitiesLedger,
+    *,
+    config: EntitiesConfig,
+    plan: EntitiesPlan,
+    truth_source: str = "truth",
+    similarity: SimilarityBackend | None = None,
+    sources: Mapping[str, str] | None = None,
+    per_record: Mapping[str, pd.DataFrame] | None = None,
+) -> EntitiesResult:
+    """Display labels, the checks over the whole data set, ratios, winners, ranking and warnings,
+    once, from the ledger of every record."""
+    cfg = config
+    backend = _backend(similarity)
+    sources = sources or {}
+    zd = cfg.zero_division
+    for f in plan.fields_needed:
+        if ledger.gold_entities and ledger.gold_missing[f] == ledger.gold_entities:
+            raise _missing_everywhere(f, truth_source)
+    display = {f: dict(zip(sorted(ledger.keys[f]), display_labels(sorted(ledger.keys[f])))) for f in plan.scored}
+    names = sorted(ledger.models)
+    warnings: list[str] = []
+    for m in names:
+        led = ledger.models[m]
+        if led.invalid:
+            n = led.invalid
+            warnings.append(
+                f"model {m!r}: {n} predicted entit{'y is' if n == 1 else 'ies are'} not an object and {'counts' if n == 1 else 'count'} as extra "
+                f"predictions (first: {led.invalid_first})"
+            )
+        unknown_keys = sorted(led.unknown_keys)
+        if unknown_keys:
+            warnings.append(f"model {m!r}: predicted fields not in any ground-truth entity are ignored: {unknown_keys[:10]}")
+    results: dict[str, dict[str, Any]] = {}
+    for m in names:
+        led = ledger.models[m]
+        shown = {v: {f: replace(x, per_label=dict(sorted((display[f][key], c) for key, c in x.per_label.items())))
+                     for f, x in getattr(led, v).items()} for v in ("matched", "strict")}
+        n_match, n_un_g, n_un_p = led.presence.tp, led.presence.fn, led.presence.fp
+        presence = EntityPresence(counts=led.presence, invalid_predictions=led.invalid, zero_division=zd)
+        views = {
+            "matched": view_metrics("matched", shown["matched"], correct_rows=led.correct_rows, rows=n_match,
+                                    zero_division=zd, description=ENTITY_VIEWS["matched"]),
+            "strict": view_metrics("strict", shown["strict"], correct_rows=led.correct_rows, rows=n_match + n_un_g + n_un_p,
+                                   zero_division=zd, description=ENTITY_VIEWS["strict"]),
+        }
+        if led.missing_recs:
+            warnings.append(f"model {m!r}: {led.missing_recs} ground-truth record(s) have no prediction; their "
+                            f"entities count as missed: " + ", ".join(repr(x) for x in led.missing_ids) + (" …" if led.missing_recs > 5 else ""))
+        if led.extra_recs:
+            warnings.append(f"model {m!r}: {led.extra_recs} predicted record(s) are not in the ground truth; their "
+                            f"entities count as extra predictions: " + ", ".join(repr(x) for x in led.extra_ids) + (" …" if led.extra_recs > 5 else ""))
+        results[m] = {
+            "views": views, "ledgers": shown, "presence": presence,
+            # the exact sum over the exact count, rounded once (int / int is correctly rounded)
+            "mean_sim": led.sim_sum / (n_match << _SIM_UNIT) if n_match else 0.0,
+            "examples": {n: [dict(e) for e in x] for n, x in led.examples.items()},
         }
 
-    names = [p.name for p in preds]
-    winners = field_winners({f: {m: results[m]["views"]["strict"].features[f].score() for m in names} for f in scored})
+    winners = field_winners({f: {m: results[m]["views"]["strict"].features[f].score() for m in names} for f in plan.scored})
     wins = field_wins(winners, names)
     ranked = rank_models({m: results[m]["views"]["strict"].score() for m in names}, wins)
     models: dict[str, EntitiesModelResult] = {}
     for r in ranked:
         d = results[r.model]
+        led = ledger.models[r.model]
         models[r.model] = EntitiesModelResult(
             name=r.model, rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
             features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners),
             presence=d["presence"], matched=d["views"]["matched"], strict=d["views"]["strict"], ledgers=d["ledgers"],
-            mean_match_similarity=d["mean_sim"], records_missing_prediction=d["missing_recs"],
-            records_not_in_truth=d["extra_recs"], examples=d["examples"], source=d["source"], per_record=d["per_record"],
+            mean_match_similarity=d["mean_sim"], records_missing_prediction=led.missing_recs,
+            records_not_in_truth=led.extra_recs, examples=d["examples"], source=sources.get(r.model, ""),
+            per_record=None if per_record is None else per_record.get(r.model),
         )
         pres = d["presence"].to_dict()
         gap = d["views"]["matched"].totals["f1"] - pres["recall_entities"]
@@ -946,8 +1160,9 @@ def score_entities(
             )
     if len(names) == 1:
         warnings.append("only one model: every feature is a universal tie, so no feature wins are awarded.")
-    semantic_fields = [f for f in prep.fields_needed if cfg.strategy_for(f) is Strategy.SEMANTIC]
-    failed = {f: sem[f].failures for f in semantic_fields if sem[f].failures}
+    semantic_fields = [f for f in plan.fields_needed if cfg.strategy_for(f) is Strategy.SEMANTIC]
+    failures = {f: sum(ledger.semantic[f].values()) for f in semantic_fields}
+    failed = {f: n for f, n in failures.items() if n}
     if failed:
         warnings.append(
             f"similarity backend {getattr(backend, 'name', 'custom')!r} could not score "
@@ -957,14 +1172,14 @@ def score_entities(
     cfg_dict = cfg.to_dict()
     desc = describe_similarity(backend)
     desc["fields"] = semantic_fields
-    desc["pairs_scored"] = {f: int(len(sem[f].ids)) for f in semantic_fields}
-    desc["failures"] = {f: sem[f].failures for f in semantic_fields}
+    desc["pairs_scored"] = {f: len(ledger.semantic[f]) for f in semantic_fields}
+    desc["failures"] = failures
     cfg_dict["similarity"] = {"semantic": desc}
     cfg_dict["semantic_backend"] = desc.get("name", "custom")
-    cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in prep.features_all}
-    cfg_dict["types_used"] = {f: cfg.types.get(f, "auto") for f in tables}
+    cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in plan.features_all}
+    cfg_dict["types_used"] = {f: cfg.types.get(f, "auto") for f in plan.fields_needed}
     return EntitiesResult(
-        task="entities", n_records=len(prep.truth), features=tuple(scored), key_fields=tuple(prep.key_fields), weights=prep.weights,
+        task="entities", n_records=ledger.n_records, features=tuple(plan.scored), key_fields=tuple(plan.key_fields), weights=dict(plan.weights),
         models=models, ranking=tuple(r.model for r in ranked), feature_winners=winners, warnings=tuple(warnings),
         config=cfg_dict,
     )

@@ -19,6 +19,7 @@ view → counts → ratios.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -47,6 +48,12 @@ __all__ = [
     "feature_metrics",
     "view_metrics",
     "score_labels",
+    "check_models",
+    "resolve_features",
+    "ModelLedger",
+    "LabelsLedger",
+    "labels_ledger",
+    "labels_result",
 ]
 
 MISSING = "<MISSING>"
@@ -164,7 +171,7 @@ class LabelEncoder:
         sizes = [len(c) for c in columns]
         stacked = np.concatenate([np.asarray(c, dtype=object) for c in columns]) if columns else np.zeros(0, dtype=object)
         try:
-            codes, uniques = pd.factorize(stacked, use_na_sentinel=True)
+            codes, uniques = _factorize(stacked)
         except TypeError:  # lists/dicts in cells: key them one by one
             keys_per_cell = [self.key(v) for v in stacked]
             codes, uniques = pd.factorize(np.asarray(keys_per_cell, dtype=object))
@@ -180,6 +187,31 @@ class LabelEncoder:
             out.append(label_codes[start : start + s])
             start += s
         return out, table
+
+
+# values of one of these kinds that compare equal have the same canonical key
+_ONE_KIND = frozenset({"string", "empty", "integer", "floating", "boolean", "bytes"})
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """`pd.factorize`, except that values of different Python types never share a code.
+
+    `True == 1` and `1e20 == 10**20` in Python, so a plain factorize gives them one code, keyed
+    by whichever came first (`b:true` or `n:1`): the labels then depended on the row order, and
+    a chunk of the data could label a value differently from the whole.
+    """
+    if pd.api.types.infer_dtype(values, skipna=True) in _ONE_KIND:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        return codes, list(uniques)
+    kinds = pd.factorize(np.fromiter((type(v).__qualname__ for v in values), dtype=object, count=len(values)))[0]
+    codes = np.full(len(values), -1, dtype=np.int64)
+    uniques: list[Any] = []
+    for k in range(int(kinds.max()) + 1 if len(kinds) else 0):
+        idx = np.flatnonzero(kinds == k)
+        c, u = pd.factorize(values[idx], use_na_sentinel=True)
+        codes[idx] = np.where(c >= 0, c + len(uniques), -1)
+        uniques.extend(u)
+    return codes, uniques
 
 
 def display_labels(keys: Sequence[str]) -> list[str]:
@@ -513,6 +545,37 @@ def _ids(index: pd.Index, what: str) -> pd.Index:
     return ids
 
 
+def check_models(predictions: Sequence[ModelLabels]) -> None:
+    if not predictions:
+        raise InputError("no predictions: give at least one model's predictions.")
+    seen: set[str] = set()
+    for p in predictions:
+        if not p.name or not str(p.name).strip():
+            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
+        if p.name in seen:
+            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
+        seen.add(p.name)
+
+
+def resolve_features(columns: Sequence[str], features: Sequence[str] | None, cfg: LabelsConfig, truth_source: str) -> list[str]:
+    """The features to score: `features` (checked against the truth columns) or every column."""
+    columns = list(columns)
+    if features is not None:
+        unknown = [f for f in features if f not in columns]
+        if unknown:
+            raise InputError(f"{truth_source}: features {unknown} are not columns of the ground truth (columns: {columns}).")
+        feats = list(dict.fromkeys(features))
+    else:
+        feats = columns
+    if not feats:
+        raise InputError(f"{truth_source}: no feature columns; expected an id column and at least one feature column.")
+    for what, mapping in (("type", cfg.types), ("positive label", cfg.positive_labels)):
+        unknown = sorted(set(mapping) - set(feats))
+        if unknown:
+            raise InputError(f"{what} given for features {unknown} that are not scored (features: {feats}).")
+    return feats
+
+
 def score_labels(
     truth: pd.DataFrame,
     predictions: Sequence[ModelLabels],
@@ -541,42 +604,103 @@ def score_labels(
         (0.5, 0.3333, 1)
     """
     cfg = config or LabelsConfig()
-    if not predictions:
-        raise InputError("no predictions: give at least one model's predictions.")
-    seen: set[str] = set()
-    for p in predictions:
-        if not p.name or not str(p.name).strip():
-            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
-        if p.name in seen:
-            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
-        seen.add(p.name)
+    check_models(predictions)
     # set_axis is lazy under copy-on-write: no copy of the caller's data
     truth = truth.set_axis(_ids(truth.index, truth_source), axis=0)
     columns = [str(c) for c in truth.columns]
     truth = truth.set_axis(columns, axis=1)
-    if features is not None:
-        unknown = [f for f in features if f not in columns]
-        if unknown:
-            raise InputError(f"{truth_source}: features {unknown} are not columns of the ground truth (columns: {columns}).")
-        feats = list(dict.fromkeys(features))
-    else:
-        feats = columns
-    if not feats:
-        raise InputError(f"{truth_source}: no feature columns; expected an id column and at least one feature column.")
-    for what, mapping in (("type", cfg.types), ("positive label", cfg.positive_labels)):
-        unknown = sorted(set(mapping) - set(feats))
-        if unknown:
-            raise InputError(f"{what} given for features {unknown} that are not scored (features: {feats}).")
+    feats = resolve_features(columns, features, cfg, truth_source)
 
+    ledger = labels_ledger(truth, predictions, config=cfg, features=feats)
+    return labels_result(ledger, config=cfg, features=feats, truth_source=truth_source,
+                         sources={p.name: p.source for p in predictions})
+
+
+# ---------------------------------------------------------------------------------------------
+# the mergeable ledger of a set of records, and the result computed once from it
+#
+# Ledgers are keyed by *canonical* label key, never by display label: the display label of a
+# key depends on every other key of the feature (a clash keeps the type prefix), so it can only
+# be resolved once the whole data set has been seen. The chunked engine (`chunked_labels`)
+# scores chunks into these ledgers and adds them up; `score_labels` is one chunk.
+
+_SHOWN_IDS = 5
+
+
+def _smallest(ids: Any, more: Sequence[str] = ()) -> tuple[str, ...]:
+    return tuple(heapq.nsmallest(_SHOWN_IDS, [*more, *ids]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelLedger:
+    """One model's counts over a set of records: per view and feature a `FeatureLedger` keyed by
+    canonical label key, the row counts, the smallest unaligned ids (for the warnings), predicted
+    values that do not parse (number/date features) and the feature columns the predictions have."""
+
+    aligned: Mapping[str, FeatureLedger]
+    strict: Mapping[str, FeatureLedger]
+    aligned_rows: int
+    missing_rows: int
+    extra_rows: int
+    correct_rows: int
+    missing_ids: tuple[str, ...]
+    extra_ids: tuple[str, ...]
+    unparsable: Mapping[str, int]
+    columns: frozenset[str]
+
+    def __add__(self, o: ModelLedger) -> ModelLedger:
+        return ModelLedger(
+            aligned={f: led + o.aligned[f] for f, led in self.aligned.items()},
+            strict={f: led + o.strict[f] for f, led in self.strict.items()},
+            aligned_rows=self.aligned_rows + o.aligned_rows, missing_rows=self.missing_rows + o.missing_rows,
+            extra_rows=self.extra_rows + o.extra_rows, correct_rows=self.correct_rows + o.correct_rows,
+            missing_ids=_smallest(o.missing_ids, self.missing_ids), extra_ids=_smallest(o.extra_ids, self.extra_ids),
+            unparsable={f: k + o.unparsable[f] for f, k in self.unparsable.items()}, columns=self.columns | o.columns,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelsLedger:
+    """Counts of a set of truth records and predicted rows, mergeable with `+` (disjoint sets).
+
+    `keys` holds per feature every canonical label key seen on any side (the label table),
+    `truth_missing` the truth rows whose label is `<MISSING>`: the "missing in every record"
+    check and the display labels are resolved from them once, in `labels_result`.
+    """
+
+    n_records: int
+    keys: Mapping[str, frozenset[str]]
+    truth_missing: Mapping[str, int]
+    unparsable_truth: Mapping[str, int]
+    models: Mapping[str, ModelLedger]
+
+    def __add__(self, o: LabelsLedger) -> LabelsLedger:
+        return LabelsLedger(
+            n_records=self.n_records + o.n_records,
+            keys={f: k | o.keys[f] for f, k in self.keys.items()},
+            truth_missing={f: k + o.truth_missing[f] for f, k in self.truth_missing.items()},
+            unparsable_truth={f: k + o.unparsable_truth[f] for f, k in self.unparsable_truth.items()},
+            models={m: led + o.models[m] for m, led in self.models.items()},
+        )
+
+
+def labels_ledger(
+    truth: pd.DataFrame,
+    predictions: Sequence[ModelLabels],
+    *,
+    config: LabelsConfig,
+    features: Sequence[str],
+) -> LabelsLedger:
+    """The ledger of these truth records and predicted rows (`features` already checked; a
+    feature column absent from a frame is `<MISSING>` on every row of it)."""
+    cfg = config
+    feats = list(features)
+    truth = truth.set_axis(_ids(truth.index, "truth"), axis=0)
+    truth = truth.set_axis([str(c) for c in truth.columns], axis=1)
     # Alignment by position: one hash lookup of every predicted id in the truth index, per model.
     t_ids = truth.index.to_numpy(dtype=object)
     t_index = pd.Index(t_ids)
     n_truth = len(t_ids)
-    warnings: list[str] = []
-
-    def shown(ids: np.ndarray) -> str:
-        first = sorted(ids.tolist())[:5] if len(ids) <= 10_000 else sorted(ids[:10_000].tolist())[:5]
-        return ", ".join(repr(x) for x in first) + (" …" if len(ids) > 5 else "")
 
     aligned_inputs = []
     for p in sorted(predictions, key=lambda x: x.name):
@@ -592,27 +716,15 @@ def score_labels(
         hit[both_t] = True
         missing_t = np.flatnonzero(~hit)
         extra_p = np.flatnonzero(~in_truth)
-        if len(missing_t):
-            warnings.append(
-                f"model {p.name!r}: {len(missing_t)} ground-truth row(s) have no prediction; counted as errors in the strict view: "
-                + shown(t_ids[missing_t])
-            )
-        if len(extra_p):
-            warnings.append(
-                f"model {p.name!r}: {len(extra_p)} predicted row(s) have no ground truth; counted as errors in the strict view: "
-                + shown(p_ids[extra_p])
-            )
-        absent = [f for f in feats if f not in values.columns]
-        if absent:
-            warnings.append(f"model {p.name!r}: features missing from the predictions are predicted as {MISSING}: {absent}")
-        aligned_inputs.append((p, values, (both_t, both_p), missing_t, extra_p))
+        aligned_inputs.append((p, values, (both_t, both_p), missing_t, extra_p, p_ids))
 
     names = [a[0].name for a in aligned_inputs]
     ledgers: dict[str, dict[str, dict[str, FeatureLedger]]] = {m: {"aligned": {}, "strict": {}} for m in names}
-    row_ok: dict[str, np.ndarray] = {}
+    row_ok: dict[str, np.ndarray] = {m: np.ones(len(a[2][0]), dtype=bool) for m, a in zip(names, aligned_inputs)}
+    keys: dict[str, frozenset[str]] = {}
+    truth_missing: dict[str, int] = {}
     unparsable_truth: dict[str, int] = {}
     unparsable_pred: dict[str, dict[str, int]] = {m: {} for m in names}
-    positive: dict[str, str | None] = {}
 
     def column(frame: pd.DataFrame, f: str) -> np.ndarray:
         if f not in frame.columns:
@@ -622,45 +734,107 @@ def score_labels(
     for f in feats:
         enc = LabelEncoder(cfg.type_of(f), cfg.normalization)
         codes, table = enc.encode([column(truth, f)] + [column(values, f) for _, values, *_ in aligned_inputs])
-        labels = display_labels(table)
         t_codes = codes[0]
-        if _MISSING_KEY in table and bool((t_codes == table.index(_MISSING_KEY)).all()):
+        keys[f] = frozenset(table)
+        truth_missing[f] = int((t_codes == table.index(_MISSING_KEY)).sum()) if _MISSING_KEY in table else 0
+        unp = [i for i, k in enumerate(table) if k in enc.unparsable]
+        if cfg.type_of(f) in ("number", "date"):
+            unparsable_truth[f] = int(np.isin(t_codes, unp).sum()) if unp else 0
+        for mi, (p, values, (both_t, both_p), missing_t, extra_p, _) in enumerate(aligned_inputs):
+            pc = codes[mi + 1]
+            t_both, p_both = t_codes[both_t], pc[both_p]
+            ledgers[p.name]["aligned"][f] = ledger_from_codes(t_both, p_both, table)
+            ledgers[p.name]["strict"][f] = ledger_from_codes(t_both, p_both, table, missing_truth=t_codes[missing_t], extra_pred=pc[extra_p])
+            row_ok[p.name] &= t_both == p_both
+            if cfg.type_of(f) in ("number", "date"):
+                unparsable_pred[p.name][f] = int(np.isin(pc, unp).sum()) if unp else 0
+
+    models = {}
+    for p, values, (both, _), missing, extra, p_ids in aligned_inputs:
+        models[p.name] = ModelLedger(
+            aligned=ledgers[p.name]["aligned"], strict=ledgers[p.name]["strict"],
+            aligned_rows=len(both), missing_rows=len(missing), extra_rows=len(extra),
+            correct_rows=int(row_ok[p.name].sum()),
+            missing_ids=_smallest(t_ids[missing].tolist()), extra_ids=_smallest(p_ids[extra].tolist()),
+            unparsable=unparsable_pred[p.name], columns=frozenset(f for f in feats if f in values.columns),
+        )
+    return LabelsLedger(n_records=n_truth, keys=keys, truth_missing=truth_missing, unparsable_truth=unparsable_truth, models=models)
+
+
+def _shown(ids: Sequence[str], n: int) -> str:
+    return ", ".join(repr(x) for x in ids) + (" …" if n > len(ids) else "")
+
+
+def _relabel(ledger: FeatureLedger, display: Mapping[str, str]) -> FeatureLedger:
+    return replace(ledger, per_label=dict(sorted((display[k], c) for k, c in ledger.per_label.items())))
+
+
+def labels_result(
+    ledger: LabelsLedger,
+    *,
+    config: LabelsConfig,
+    features: Sequence[str],
+    truth_source: str = "truth",
+    sources: Mapping[str, str] | None = None,
+) -> LabelsResult:
+    """Display labels, checks over the whole data set, ratios, feature winners and the ranking,
+    once, from the ledger of every record."""
+    cfg = config
+    feats = list(features)
+    names = sorted(ledger.models)
+    sources = sources or {}
+    warnings: list[str] = []
+    for m in names:
+        led = ledger.models[m]
+        if led.missing_rows:
+            warnings.append(
+                f"model {m!r}: {led.missing_rows} ground-truth row(s) have no prediction; counted as errors in the strict view: "
+                + _shown(led.missing_ids, led.missing_rows)
+            )
+        if led.extra_rows:
+            warnings.append(
+                f"model {m!r}: {led.extra_rows} predicted row(s) have no ground truth; counted as errors in the strict view: "
+                + _shown(led.extra_ids, led.extra_rows)
+            )
+        absent = [f for f in feats if f not in led.columns]
+        if absent:
+            warnings.append(f"model {m!r}: features missing from the predictions are predicted as {MISSING}: {absent}")
+
+    display: dict[str, dict[str, str]] = {}
+    positive: dict[str, str | None] = {}
+    for f in feats:
+        table = sorted(ledger.keys[f])
+        if _MISSING_KEY in table and ledger.truth_missing[f] == ledger.n_records:
             raise InputError(
                 f"{truth_source}: feature {f!r} is missing ({MISSING}) in every ground-truth record; "
                 "there is nothing to score: fill it or leave it out with --features."
             )
-        unp = [i for i, k in enumerate(table) if k in enc.unparsable]
-        if cfg.type_of(f) in ("number", "date"):
-            unparsable_truth[f] = int(np.isin(t_codes, unp).sum()) if unp else 0
+        labels = display_labels(table)
+        display[f] = dict(zip(table, labels))
         if f in cfg.positive_labels:
-            pk = enc.key(cfg.positive_labels[f])
-            positive[f] = labels[table.index(pk)] if pk in table else (MISSING if pk == _MISSING_KEY else key_text(pk))
-            if pk not in table:
+            pk = LabelEncoder(cfg.type_of(f), cfg.normalization).key(cfg.positive_labels[f])
+            positive[f] = display[f][pk] if pk in display[f] else (MISSING if pk == _MISSING_KEY else key_text(pk))
+            if pk not in display[f]:
                 warnings.append(f"feature {f!r}: positive label {cfg.positive_labels[f]!r} occurs in no truth or prediction.")
-        for mi, (p, values, (both_t, both_p), missing_t, extra_p) in enumerate(aligned_inputs):
-            pc = codes[mi + 1]
-            t_both, p_both = t_codes[both_t], pc[both_p]
-            ledgers[p.name]["aligned"][f] = ledger_from_codes(t_both, p_both, labels)
-            ledgers[p.name]["strict"][f] = ledger_from_codes(t_both, p_both, labels, missing_truth=t_codes[missing_t], extra_pred=pc[extra_p])
-            ok = t_both == p_both
-            row_ok[p.name] = ok if p.name not in row_ok else (row_ok[p.name] & ok)
-            if cfg.type_of(f) in ("number", "date"):
-                unparsable_pred[p.name][f] = int(np.isin(pc, unp).sum()) if unp else 0
 
-    for f, k in unparsable_truth.items():
+    for f, k in ledger.unparsable_truth.items():
         if k:
             warnings.append(f"{truth_source}: feature {f!r} ({cfg.type_of(f)}): {k} ground-truth value(s) do not parse and are compared as text.")
     for m in names:
-        for f, k in unparsable_pred[m].items():
+        for f, k in ledger.models[m].unparsable.items():
             if k:
                 warnings.append(f"model {m!r}: feature {f!r} ({cfg.type_of(f)}): {k} predicted value(s) do not parse and are compared as text.")
     zd = cfg.zero_division
     views: dict[str, dict[str, ViewMetrics]] = {}
-    for p, values, (both, _), missing, extra in aligned_inputs:
-        ok_rows = int(row_ok[p.name].sum()) if len(both) else 0
-        views[p.name] = {
-            "aligned": view_metrics("aligned", ledgers[p.name]["aligned"], correct_rows=ok_rows, rows=len(both), positive_labels=positive, zero_division=zd),
-            "strict": view_metrics("strict", ledgers[p.name]["strict"], correct_rows=ok_rows, rows=len(both) + len(missing) + len(extra), positive_labels=positive, zero_division=zd),
+    shown_ledgers: dict[str, dict[str, dict[str, FeatureLedger]]] = {}
+    for m in names:
+        led = ledger.models[m]
+        shown_ledgers[m] = {v: {f: _relabel(x, display[f]) for f, x in getattr(led, v).items()} for v in ("aligned", "strict")}
+        ok_rows = led.correct_rows if led.aligned_rows else 0
+        views[m] = {
+            "aligned": view_metrics("aligned", shown_ledgers[m]["aligned"], correct_rows=ok_rows, rows=led.aligned_rows, positive_labels=positive, zero_division=zd),
+            "strict": view_metrics("strict", shown_ledgers[m]["strict"], correct_rows=ok_rows,
+                                   rows=led.aligned_rows + led.missing_rows + led.extra_rows, positive_labels=positive, zero_division=zd),
         }
 
     winners = field_winners({f: {m: views[m]["strict"].features[f].score() for m in names} for f in feats})
@@ -668,21 +842,21 @@ def score_labels(
     ranked = rank_models({m: views[m]["strict"].score() for m in names}, wins)
     models: dict[str, LabelsModelResult] = {}
     for r in ranked:
-        p, values, (both, _), missing, extra = next(a for a in aligned_inputs if a[0].name == r.model)
+        led = ledger.models[r.model]
         models[r.model] = LabelsModelResult(
             name=r.model, rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
             features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners),
-            aligned=views[r.model]["aligned"], strict=views[r.model]["strict"], ledgers=ledgers[r.model],
-            aligned_rows=len(both), missing_rows=len(missing), extra_rows=len(extra),
-            unparsable=unparsable_pred[r.model], source=p.source,
+            aligned=views[r.model]["aligned"], strict=views[r.model]["strict"], ledgers=shown_ledgers[r.model],
+            aligned_rows=led.aligned_rows, missing_rows=led.missing_rows, extra_rows=led.extra_rows,
+            unparsable=led.unparsable, source=sources.get(r.model, ""),
         )
     if len(names) == 1:
         warnings.append("only one model: every feature is a universal tie, so no feature wins are awarded.")
     cfg_dict = cfg.to_dict()
     cfg_dict["types_used"] = {f: cfg.type_of(f) for f in feats}
     return LabelsResult(
-        task="labels", features=tuple(feats), n_records=n_truth, models=models,
-        ranking=tuple(r.model for r in ranked), feature_winners=winners, unparsable_truth=unparsable_truth,
+        task="labels", features=tuple(feats), n_records=ledger.n_records, models=models,
+        ranking=tuple(r.model for r in ranked), feature_winners=winners, unparsable_truth=dict(ledger.unparsable_truth),
         warnings=tuple(warnings), config=cfg_dict,
     )
 

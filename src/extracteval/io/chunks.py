@@ -247,11 +247,14 @@ class SortedIdMerge:
 
     `chunks()` yields (truth chunk, {model: predictions chunk or None}); each predictions chunk
     holds that model's rows whose ids are ≤ the truth chunk's last id (and > the previous one's).
-    Rows left over after the last truth chunk are ids the truth does not have: an `InputError`.
+    Rows left over after the last truth chunk are ids the truth does not have: an `InputError`,
+    or with `trailing_extras` further chunks whose truth chunk is None.
     Memory: one truth chunk plus, per model, at most one read-ahead chunk.
     """
 
-    def __init__(self, truth: Iterator[RecordChunk], predictions: dict[str, tuple[str, Iterator[RecordChunk]]], truth_source: str):
+    def __init__(self, truth: Iterator[RecordChunk], predictions: dict[str, tuple[str, Iterator[RecordChunk]]], truth_source: str,
+                 *, trailing_extras: bool = False):
+        self._trailing_extras = trailing_extras
         self._truth = truth
         self._preds = predictions
         self._buffers: dict[str, list[RecordChunk]] = {m: [] for m in predictions}
@@ -294,12 +297,20 @@ class SortedIdMerge:
             status = pd.concat([t.status if t.status is not None else pd.Series("", index=t.values.index, dtype=object) for t in taken])
         return RecordChunk(values=pd.concat([t.values for t in taken]), status=status, first_line=taken[0].first_line)
 
-    def chunks(self) -> Iterator[tuple[RecordChunk, dict[str, RecordChunk | None]]]:
+    def chunks(self) -> Iterator[tuple[RecordChunk | None, dict[str, RecordChunk | None]]]:
         for t in self._truth:
             if not len(t.values):
                 continue
             hi = t.ids()[-1]
             yield t, {m: self._take(m, hi) for m in self._preds}
+        if self._trailing_extras:
+            # tasks that count predictions without truth (labels' strict view) get them as
+            # chunks without a truth chunk (None), one read-ahead chunk per model at a time
+            while True:
+                rest = {m: self._take(m, None) for m in self._preds}
+                if all(r is None for r in rest.values()):
+                    return
+                yield None, rest
         for m, (source, _) in self._preds.items():
             rest = self._take(m, None)
             if rest is not None and len(rest.values):

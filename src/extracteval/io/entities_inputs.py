@@ -76,20 +76,26 @@ def load_labels_inputs(
             values = loaded.values[key]
             status = loaded.status[key]
             if status is not None:
-                if hasattr(status, "columns"):  # long format: per-cell status; a row counts if any cell is ok
-                    bad_rows = status.apply(lambda row: all(str(x).strip().lower() in ("pending", "error") for x in row), axis=1)
-                else:
-                    norm = status.map(lambda x: "" if x is None else str(x).strip().lower())
-                    unknown = sorted(set(norm) - {"", "ok", "pending", "error"})
-                    if unknown:
-                        raise InputError(f"{path}: column 'status' must be one of ok, pending, error (or empty), but found {unknown[0]!r}.")
-                    bad_rows = norm.isin(["pending", "error"])
+                bad_rows = not_predictions(status, path)
                 n_bad = int(bad_rows.sum())
                 if n_bad:
                     values = values.loc[~bad_rows.reindex(values.index, fill_value=False)]
                     notes.append(f"model {model_name!r}: {n_bad} row(s) with status pending/error are not predictions (counted as missing in the strict view)")
             models.append(ModelLabels(name=model_name, values=values, source=str(path)))
     return t.values[""], models, str(truth), notes
+
+
+def not_predictions(status: Any, path: str | Path) -> Any:
+    """Rows whose `status` is pending or error (a boolean Series): they are not predictions.
+    Long format (per-cell status): a row counts if any of its cells is ok."""
+    if hasattr(status, "columns"):
+        return status.apply(lambda row: all(str(x).strip().lower() in ("pending", "error") for x in row), axis=1)
+    # a JSONL line without the key reads as NaN: no status, like an empty cell
+    norm = status.map(lambda x: "" if x is None or (isinstance(x, float) and x != x) else str(x).strip().lower())
+    unknown = sorted(set(norm) - {"", "ok", "pending", "error"})
+    if unknown:
+        raise InputError(f"{path}: column 'status' must be one of ok, pending, error (or empty), but found {unknown[0]!r}.")
+    return norm.isin(["pending", "error"])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ class FieldsStream:
     chunk_size: int
     id_column: str
     delimiter: str | None
+    trailing_extras: bool = False  # predictions after the last truth id: chunks with no truth rows, not an error
 
     def chunks(self) -> Iterator[object]:
         from extracteval.chunked import FieldsChunk
@@ -38,7 +39,8 @@ class FieldsStream:
             for name, src in self.models.items()
         }
         header = {name: _header(src, self.id_column, self.delimiter) for name, src in self.models.items()}
-        for t, per_model in SortedIdMerge(truth, preds, self.truth_source).chunks():
+        no_truth = pd.DataFrame(index=pd.Index([], dtype=object, name=self.id_column), columns=self.truth_fields, dtype=object)
+        for t, per_model in SortedIdMerge(truth, preds, self.truth_source, trailing_extras=self.trailing_extras).chunks():
             models = []
             for name, src in self.models.items():
                 c = per_model[name]
@@ -48,7 +50,7 @@ class FieldsStream:
                 else:
                     header[name] = list(dict.fromkeys([*header[name], *map(str, c.values.columns)]))
                     models.append(ModelPredictions(name=name, values=c.values, status=c.status, source=src))
-            yield FieldsChunk(truth=t.values, predictions=models)
+            yield FieldsChunk(truth=no_truth if t is None else t.values, predictions=models)
 
 
 def _header(path: str, id_column: str, delimiter: str | None) -> list[str]:
@@ -64,6 +66,7 @@ def open_fields_stream(
     chunk_size: int,
     id_column: str = "id",
     delimiter: str | None = None,
+    trailing_extras: bool = False,
 ) -> FieldsStream:
     """Check the files and learn the truth fields (CSV header, Parquet schema, JSONL keys)."""
     truth = str(truth)
@@ -90,4 +93,5 @@ def open_fields_stream(
         chunk_size=chunk_size,
         id_column=id_column,
         delimiter=delimiter,
+        trailing_extras=trailing_extras,
     )

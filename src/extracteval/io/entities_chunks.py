@@ -1,0 +1,137 @@
+"""JSONL entity files → chunks of records aligned by id, in bounded memory (the chunked
+`entities` engine).
+
+Each line is read as `io.entities_inputs.read_entity_records` reads it (id in `--id-column`,
+stripped; the list under `--entities-key`; malformed predicted lists are data). Only JSONL
+(`.jsonl`, `.ndjson`): a JSON array or object, or Parquet, is read whole by the in-memory engine.
+
+Every file must be **sorted by id** (ascending by code point, `LC_ALL=C sort`); the first id not
+greater than the one before it stops the run naming the file, line and both ids. A chunk holds
+`chunk_size` truth records and every predicted record met while it was open, so predictions for
+ids the truth lacks travel with a chunk (their entities are extra predictions, as in memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from extracteval.errors import InputError
+from extracteval.io.config import parse_model_spec
+from extracteval.io.entities_inputs import _entity_list
+from extracteval.io.json_text import loads
+from extracteval.io.keyed_chunks import _check_jsonl
+
+__all__ = ["EntitiesChunk", "iter_entity_records", "EntitiesStream", "open_entities_stream"]
+
+
+@dataclass(frozen=True)
+class EntitiesChunk:
+    truth: dict[str, list[Any]]
+    predictions: dict[str, dict[str, list[Any]]]  # model → record id → entities
+
+
+def iter_entity_records(path: str | Path, *, truth: bool, id_column: str, entities_key: str) -> Iterator[tuple[str, list[Any]]]:
+    """(record id, entities) per line, ids checked to ascend strictly."""
+    p = Path(path)
+    _check_jsonl(p)
+    last: tuple[str, int] | None = None
+    try:
+        with p.open(encoding="utf-8-sig") as fh:
+            for i, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = loads(line)
+                except ValueError as e:
+                    raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
+                if not isinstance(rec, dict):
+                    raise InputError(f"{p}: line {i}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
+                rid = rec.get(id_column)
+                if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, (dict, list)):
+                    raise InputError(f"{p}: line {i}: expected a record id in {id_column!r} (pass --id-column NAME if it is elsewhere), "
+                                     f"but found {'nothing' if rid is None else repr(rid)}; keys: {sorted(rec)[:10]}.")
+                rid = str(rid).strip()
+                if last is not None and rid <= last[0]:
+                    kind = "duplicated" if rid == last[0] else "out of order"
+                    raise InputError(
+                        f"{p}: line {i}: record id {rid!r} is {kind} (it follows {last[0]!r} at line {last[1]}); --chunk-size needs every "
+                        "file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
+                    )
+                last = (rid, i)
+                if entities_key not in rec and truth:
+                    raise InputError(f"{p}: line {i}: record {rid!r}: no {entities_key!r} key (keys: {sorted(rec)[:10]}); "
+                                     "pass --entities-key NAME if the list is under another key.")
+                yield rid, _entity_list(p, f"line {i}", rid, rec.get(entities_key), entities_key, truth=truth)
+    except UnicodeDecodeError as e:
+        raise InputError(f"{p}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied; cannot read the file.") from None
+    if last is None:
+        raise InputError(f"{p}: the file has no records.")
+
+
+@dataclass(frozen=True)
+class EntitiesStream:
+    truth: str
+    models: dict[str, str]  # name → file, in the order given
+    chunk_size: int
+    id_column: str
+    entities_key: str
+
+    def gold_fields(self) -> list[str]:
+        """The fields of every gold entity (one streaming pass over the truth): the default
+        features and what the options are checked against."""
+        from extracteval.core.entities import gold_fields_of
+
+        fields: set[str] = set()
+        for _, ents in iter_entity_records(self.truth, truth=True, id_column=self.id_column, entities_key=self.entities_key):
+            fields.update(gold_fields_of(ents))
+        return sorted(fields)
+
+    def chunks(self) -> Iterator[EntitiesChunk]:
+        names = list(self.models)
+        streams = [iter_entity_records(self.truth, truth=True, id_column=self.id_column, entities_key=self.entities_key)]
+        streams += [iter_entity_records(self.models[m], truth=False, id_column=self.id_column, entities_key=self.entities_key) for m in names]
+        heads = [next(s, None) for s in streams]
+        truth: dict[str, list[Any]] = {}
+        preds: dict[str, dict[str, list[Any]]] = {m: {} for m in names}
+        pending = False
+        while True:
+            live = [h[0] for h in heads if h is not None]
+            if not live:
+                break
+            rid = min(live)
+            for k, s in enumerate(streams):
+                h = heads[k]
+                if h is None or h[0] != rid:
+                    continue
+                if k == 0:
+                    truth[rid] = h[1]
+                else:
+                    preds[names[k - 1]][rid] = h[1]
+                pending = True
+                heads[k] = next(s, None)
+            if len(truth) >= self.chunk_size:
+                yield EntitiesChunk(truth=truth, predictions=preds)
+                truth, preds, pending = {}, {m: {} for m in names}, False
+        if pending:
+            yield EntitiesChunk(truth=truth, predictions=preds)
+
+
+def open_entities_stream(truth: str, predictions: Sequence[str], *, chunk_size: int, id_column: str = "id",
+                         entities_key: str = "entities") -> EntitiesStream:
+    if chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    _check_jsonl(Path(truth))
+    models: dict[str, str] = {}
+    for spec in predictions:
+        name, path = parse_model_spec(spec)
+        name = name or path.stem
+        if name in models:
+            raise InputError(f"model {name!r} is given twice ({models[name]} and {path}); each model needs a unique NAME.")
+        _check_jsonl(path)
+        models[name] = str(path)
+    return EntitiesStream(truth=str(truth), models=models, chunk_size=chunk_size, id_column=id_column, entities_key=entities_key)
