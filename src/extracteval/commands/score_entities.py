@@ -87,7 +87,7 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
     from extracteval.core.normalize import NormalizationConfig
     from extracteval.core.strategies import parse_strategy_map
     from extracteval.errors import InputError
-    from extracteval.io.config import load_mapping
+    from extracteval.io.config import load_mapping, similarity_settings
 
     opts: dict[str, Any] = {}
     norm: dict[str, Any] = {}
@@ -118,14 +118,7 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
             for k in ("match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division"):
                 if k in raw:
                     opts[k] = raw[k]
-            if "similarity" in raw:
-                sim_name = str(raw["similarity"])
-            if "similarity_options" in raw:
-                if not isinstance(raw["similarity_options"], dict):
-                    raise InputError(f"{args.weights}: 'similarity_options' must be a mapping, but found {type(raw['similarity_options']).__name__}.")
-                sim_opts = dict(raw["similarity_options"])
-                if "api_key" in sim_opts:
-                    raise InputError(f"{args.weights}: do not put API keys in config files; set EXTRACTEVAL_JUDGE_API_KEY instead.")
+            sim_name, sim_opts = similarity_settings(raw, source=str(args.weights))
             if "null_tokens" in raw:
                 norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
             if "dayfirst" in raw:

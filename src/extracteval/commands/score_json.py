@@ -91,7 +91,7 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
     from extracteval.core.normalize import NormalizationConfig
     from extracteval.core.strategies import parse_strategy_map
     from extracteval.errors import InputError
-    from extracteval.io.config import load_mapping
+    from extracteval.io.config import load_mapping, similarity_settings
 
     opts: dict[str, Any] = {}
     norm: dict[str, Any] = {}
@@ -119,14 +119,7 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
                 norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
             if "dayfirst" in raw:
                 norm["dayfirst"] = bool(raw["dayfirst"])
-            if "similarity" in raw:
-                sim_name = str(raw["similarity"])
-            if "similarity_options" in raw:
-                if not isinstance(raw["similarity_options"], dict):
-                    raise InputError(f"{args.strategies}: 'similarity_options' must be a mapping.")
-                sim_opts = dict(raw["similarity_options"])
-                if "api_key" in sim_opts:
-                    raise InputError(f"{args.strategies}: do not put API keys in config files; set EXTRACTEVAL_JUDGE_API_KEY instead.")
+            sim_name, sim_opts = similarity_settings(raw, source=str(args.strategies))
         else:
             opts["strategies"] = parse_strategy_map(raw, source=str(args.strategies))
     for flag, key in (("fuzzy_threshold", "fuzzy_threshold"), ("semantic_threshold", "semantic_threshold"),

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.tables import read_text
 
-__all__ = ["load_mapping", "parse_model_spec", "safe_file_name"]
+__all__ = ["load_mapping", "parse_model_spec", "safe_file_name", "similarity_settings"]
 
 
 def load_mapping(path: str | Path) -> dict[str, Any]:
@@ -34,6 +35,24 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError(f"{p}: expected a mapping at the top level, but found {type(obj).__name__}.")
     return obj
+
+
+def similarity_settings(raw: Mapping[str, Any], *, source: str, default: str = "lexical") -> tuple[str, dict[str, Any]]:
+    """The similarity backend name and its options from a config mapping (a `--strategies` or
+    `--weights` file, or an `evaluator_config`): keys `similarity` and `similarity_options`.
+
+    API keys are refused here: configs get logged as params and committed to repositories; the
+    judge's key comes from `EXTRACTEVAL_JUDGE_API_KEY` only.
+    """
+    name = str(raw.get("similarity") or default)
+    options = raw.get("similarity_options")
+    if options is None:
+        return name, {}
+    if not isinstance(options, Mapping):
+        raise InputError(f"{source}: 'similarity_options' must be a mapping, but found {type(options).__name__}.")
+    if "api_key" in options:
+        raise InputError(f"{source}: do not put API keys in configs; set EXTRACTEVAL_JUDGE_API_KEY instead.")
+    return name, dict(options)
 
 
 def parse_model_spec(spec: str) -> tuple[str | None, Path]:

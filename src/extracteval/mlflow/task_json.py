@@ -160,7 +160,7 @@ class JsonAdapter:
         from extracteval.core.json_compare import JsonConfig, RQSWeights
         from extracteval.core.normalize import NormalizationConfig
         from extracteval.core.strategies import parse_strategy_map
-        from extracteval.io.config import load_mapping
+        from extracteval.io.config import load_mapping, similarity_settings
 
         opts: dict[str, Any] = {}
         norm: dict[str, Any] = {}
@@ -196,14 +196,9 @@ class JsonAdapter:
             norm["dayfirst"] = bool(config["dayfirst"])
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
-        sim_name = str(config.get("similarity") or "lexical")
-        sim_opts = config.get("similarity_options") or {}
-        if not isinstance(sim_opts, Mapping):
-            raise InputError(f"evaluator_config `similarity_options`: expected a mapping, but got {type(sim_opts).__name__}.")
-        if "api_key" in sim_opts:
-            raise InputError("evaluator_config `similarity_options`: do not pass API keys in the config; set EXTRACTEVAL_JUDGE_API_KEY instead.")
+        sim_name, sim_opts = similarity_settings(config, source="evaluator_config")
         try:
-            return JsonConfig(**opts), sim_name, dict(sim_opts)
+            return JsonConfig(**opts), sim_name, sim_opts
         except TypeError as e:  # a wrongly typed option
             raise InputError(f"evaluator_config: {e}") from None
 
