@@ -103,6 +103,53 @@ def test_significance_from_paired_per_record_results():
     assert not diffs[("better", "base")].contains_zero
 
 
+def _reference_intervals(arrays, pairs, resamples, seed, zd):
+    """The bootstrap as first written: record draws in blocks of 64, all four ratios per model
+    and block, one np.percentile per model and pair."""
+    from extracteval.core.counts import ratios
+
+    models = list(arrays)
+    n = len(next(iter(arrays.values())))
+    rng = np.random.default_rng(seed)
+    samples = {m: [] for m in models}
+    done = 0
+    while done < resamples:
+        b = min(64, resamples - done)
+        idx = rng.integers(0, n, size=(b, n))
+        w = np.stack([np.bincount(row, minlength=n) for row in idx])
+        for m in models:
+            tot = np.einsum("bn,nfk->bfk", w, arrays[m]).astype(np.float64)
+            f1 = ratios(*(tot[..., k] for k in range(4)), zero_division=zd)["f1"]
+            valid = tot.sum(-1) > 0
+            samples[m].extend(np.where(valid, f1, 0.0).sum(-1) / np.maximum(valid.sum(-1), 1))
+        done += b
+    alpha = (1.0 - 0.95) / 2.0  # not exactly 0.025: the module's arithmetic, so the quantiles match
+    q = [100 * alpha, 100 * (1 - alpha)]
+    per = {m: tuple(np.percentile(np.array(samples[m]), q)) for m in models}
+    diffs = {(a, c): tuple(np.percentile(np.array(samples[a]) - np.array(samples[c]), q)) for a, c in pairs}
+    return per, diffs
+
+
+@pytest.mark.parametrize("zd", [0.0, 1.0])
+def test_vectorised_bootstrap_draws_the_same_intervals_as_one_model_at_a_time(zd):
+    # a leaderboard bootstraps hundreds of models at once; the intervals must be exactly those
+    # of the plain per-model computation (same seed, same draws, same arithmetic). Fields with
+    # no classification and all-true-negative fields exercise both special cases of F1.
+    rng = np.random.default_rng(3)
+    arrays = {}
+    for m in ("a", "b", "c", "d", "e"):
+        counts = rng.integers(0, 3, size=(40, 6, 4))
+        counts[:, 0] = 0  # never classified: left out of the macro average
+        counts[:, 1, :3] = 0  # only true negatives: F1 1.0 by seed 000's rule
+        counts[rng.random(40) < 0.3, 2, :3] = 0
+        arrays[m] = counts
+    pairs = [("a", "b"), ("c", "e")]
+    per, diffs = bootstrap_macro_f1(arrays, pairs, resamples=150, seed=11, zero_division=zd)
+    ref_per, ref_diffs = _reference_intervals(arrays, pairs, 150, 11, zd)
+    assert {m: (iv.low, iv.high) for m, iv in per.items()} == ref_per
+    assert {p: (iv.low, iv.high) for p, iv in diffs.items()} == ref_diffs
+
+
 def test_paired_record_matrix_keeps_shared_ids_and_items_only():
     a = pd.DataFrame({"record_id": ["r2", "r1", "r3", "r1"], "field": ["f", "f", "f", "g"], "tp": [1, 0, 1, 1], "fp": [0, 1, 0, 0], "fn": [0, 1, 0, 0], "tn": [0, 0, 0, 0]})
     b = pd.DataFrame({"record_id": ["r1", "r2", "r9", "r1"], "field": ["f", "f", "f", "f"], "tp": [1, 1, 1, 1], "fp": [0, 0, 0, 0], "fn": [0, 0, 0, 0], "tn": [0, 0, 0, 0]})

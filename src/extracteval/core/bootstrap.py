@@ -13,8 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.core.counts import ratios
-
 __all__ = ["Interval", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns", "record_patterns", "merge_patterns"]
 
 _BLOCK = 64
@@ -43,9 +41,22 @@ class Interval:
 
 
 def _macro_f1(counts: np.ndarray, zero_division: float) -> np.ndarray:
-    """counts: (..., fields, 4) → macro F1 over fields with any classification, shape (...)."""
-    tp, fp, fn, tn = (counts[..., k] for k in range(4))
-    f1 = ratios(tp, fp, fn, tn, zero_division=zero_division)["f1"]
+    """counts: (..., fields, 4) → macro F1 over fields with any classification, shape (...).
+
+    F1 only, with the arithmetic of `counts.ratios` (2·tp / (2·tp + fp + fn) in float64, the
+    all-true-negative rule), so the values are the same bit for bit; computing all four ratios
+    for every resample of every model was most of a leaderboard's bootstrap."""
+    if not 0.0 <= zero_division <= 1.0:
+        raise ValueError(f"Expected `zero_division` to be a float in [0, 1], but got {zero_division!r}.")
+    tp, fp, fn, tn = (np.asarray(counts[..., k], dtype=np.float64) for k in range(4))
+    num = 2 * tp
+    den = num + fp + fn
+    f1 = np.full(den.shape, float(zero_division))
+    nz = den != 0
+    np.divide(num, den, out=f1, where=nz)
+    if not nz.all():
+        # seed 000's rule (tp = fp = fn = 0, tn > 0 → 1.0) can only apply where den is 0
+        f1[~nz & (tp == 0) & (fp == 0) & (fn == 0) & (tn > 0)] = 1.0
     valid = (tp + fp + fn + tn) > 0
     n_valid = valid.sum(axis=-1)
     total = np.where(valid, f1, 0.0).sum(axis=-1)
@@ -169,7 +180,8 @@ def bootstrap_macro_f1_patterns(
     n = int(freq.sum())
     totals_all = (patterns.astype(np.int64) * freq[:, None]).sum(axis=0) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
     point = {m: float(_macro_f1(totals_all[k * width : (k + 1) * width].reshape(shape), zero_division)) for k, m in enumerate(models)}
-    samples = {m: np.empty(resamples) for m in models}
+    # resample × model: filled block by block, then all percentiles in one call per side
+    samples = np.empty((resamples, len(models)))
     if n > 0:
         # float32 sums of integer counts are exact below 2**24
         dtype = np.float32 if n * max(int(patterns.max(initial=0)), 1) < 2**24 else np.float64
@@ -198,21 +210,28 @@ def bootstrap_macro_f1_patterns(
         done = 0
         while done < resamples:
             b = min(_BLOCK, resamples - done)
-            totals = (draw(b) @ matrix).astype(np.float64)  # (b, models × width): one product for all models
+            totals = draw(b) @ matrix  # (b, models × width): one product for all models
             # one reduction for all models (a leaderboard has hundreds: a call per model dominated)
-            f1 = _macro_f1(totals.reshape(b, len(models), *shape), zero_division)  # (b, models)
-            for k, m in enumerate(models):
-                samples[m][done : done + b] = f1[:, k]
+            samples[done : done + b] = _macro_f1(totals.reshape(b, len(models), *shape), zero_division)  # (b, models)
             done += b
     alpha = (1.0 - confidence) / 2.0
     q = [100 * alpha, 100 * (1 - alpha)]
 
-    def interval(est: float, s: np.ndarray) -> Interval:
+    def bounds(s: np.ndarray) -> np.ndarray:
+        """(2, columns) percentiles of each column: per column the same values as one call per column."""
+        if n == 0 or s.shape[1] == 0:
+            return np.zeros((2, s.shape[1]))
+        return np.percentile(s, q, axis=0)
+
+    def interval(est: float, lo: float, hi: float) -> Interval:
         if n == 0:
             return Interval(estimate=est, low=est, high=est, confidence=confidence, resamples=0)
-        lo, hi = np.percentile(s, q)
         return Interval(estimate=est, low=float(lo), high=float(hi), confidence=confidence, resamples=resamples)
 
-    per_model = {m: interval(point[m], samples[m]) for m in models}
-    diffs = {(a, b): interval(point[a] - point[b], samples[a] - samples[b]) for a, b in pairs}
+    col = {m: k for k, m in enumerate(models)}
+    lo_hi = bounds(samples)
+    per_model = {m: interval(point[m], lo_hi[0, k], lo_hi[1, k]) for k, m in enumerate(models)}
+    pairs = list(pairs)
+    d_lo_hi = bounds(samples[:, [col[a] for a, _ in pairs]] - samples[:, [col[b] for _, b in pairs]])
+    diffs = {(a, b): interval(point[a] - point[b], d_lo_hi[0, j], d_lo_hi[1, j]) for j, (a, b) in enumerate(pairs)}
     return per_model, diffs
