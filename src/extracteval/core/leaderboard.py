@@ -344,8 +344,9 @@ class RecordCounts:
     def from_frame(cls, frame: Any) -> RecordCounts:
         import pandas as pd
 
-        id_codes, ids = pd.factorize(frame["record_id"].astype(str).to_numpy(dtype=object))
-        item_codes, items = pd.factorize(frame["field"].astype(str).to_numpy(dtype=object))
+        # a missing value stays a value of its own (as matching the strings themselves did)
+        id_codes, ids = pd.factorize(frame["record_id"].astype(str).to_numpy(dtype=object), use_na_sentinel=False)
+        item_codes, items = pd.factorize(frame["field"].astype(str).to_numpy(dtype=object), use_na_sentinel=False)
         counts = np.column_stack([frame[c].to_numpy().astype(np.int64) for c in COUNT_COLUMNS]) if len(frame) else np.zeros((0, 4), dtype=np.int64)
         return cls(ids=np.asarray(ids, dtype=object), id_codes=id_codes, items=np.asarray(items, dtype=object), item_codes=item_codes, counts=counts)
 
