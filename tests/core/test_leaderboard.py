@@ -46,6 +46,24 @@ def test_planted_ties_give_the_documented_ranks():
     assert wins == {"A": 0.5, "B": 0.5, "C": 0.0, "D": 0.0, "F": 1.5, "E": 0.5}
 
 
+def test_intervals_attached_after_ranking_equal_ranking_with_them():
+    from extracteval.core.bootstrap import Interval
+    from extracteval.core.leaderboard import with_intervals
+
+    def iv(lo, hi):
+        return Interval(estimate=(lo + hi) / 2, low=lo, high=hi, confidence=0.95, resamples=100)
+
+    runs = six_runs() + [run("G", 0.5, 0.5, 0.5, {"u": (0.5, 0.5, 0.5)}, truth="T2")]
+    intervals = {"id-A": iv(0.7, 0.9), "id-C": iv(0.6, 0.8), "id-G": iv(0.4, 0.6)}
+    # adjacent ranks: A>B contains 0, B>C does not; (C, A) is not adjacent and is ignored
+    pairs = {("id-A", "id-B"): iv(-0.01, 0.02), ("id-B", "id-C"): iv(0.05, 0.15), ("id-C", "id-A"): iv(0.1, 0.2)}
+    direct = build_leaderboard(runs, group_by_truth=True, intervals=intervals, pair_intervals=pairs)
+    attached = with_intervals(build_leaderboard(runs, group_by_truth=True), intervals, pairs)
+    assert attached == direct
+    assert attached.to_dict() == direct.to_dict()
+    assert [c["significant"] for c in attached.groups[0].comparisons] == [False, True]
+
+
 def test_fully_equal_runs_fall_back_to_name():
     same = {"f": (0.5, 0.5, 0.5)}
     lb = build_leaderboard([run("zeta", 0.5, 0.5, 0.5, same), run("alpha", 0.5, 0.5, 0.5, same)])

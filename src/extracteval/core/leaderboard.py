@@ -22,7 +22,7 @@ from extracteval.errors import InputError
 
 __all__ = [
     "RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "LeaderboardGroup", "Leaderboard", "build_leaderboard",
-    "RecordCounts", "as_record_counts", "paired_record_matrix",
+    "RecordCounts", "as_record_counts", "paired_record_matrix", "with_intervals",
 ]
 
 
@@ -302,6 +302,12 @@ def _rank_group(
                 ci=intervals.get(r.run_id),
             )
         )
+    return LeaderboardGroup(truth_digest=truth, config_digest=config, entries=tuple(entries), item_winners=winners,
+                            comparisons=_comparisons(entries, pair_intervals))
+
+
+def _comparisons(entries: Sequence[LeaderboardEntry], pair_intervals: Mapping[tuple[str, str], Interval]) -> tuple[dict[str, Any], ...]:
+    """The "significantly different or not" verdict of each adjacent pair that has an interval."""
     comparisons = []
     for hi, lo in zip(entries[:-1], entries[1:]):
         iv = pair_intervals.get((hi.run_id, lo.run_id))
@@ -317,7 +323,18 @@ def _rank_group(
                 "verdict": "significantly different" if significant else "not significantly different",
             }
         )
-    return LeaderboardGroup(truth_digest=truth, config_digest=config, entries=tuple(entries), item_winners=winners, comparisons=tuple(comparisons))
+    return tuple(comparisons)
+
+
+def with_intervals(lb: Leaderboard, intervals: Mapping[str, Interval], pair_intervals: Mapping[tuple[str, str], Interval]) -> Leaderboard:
+    """`lb` with intervals attached: what `build_leaderboard(..., intervals=, pair_intervals=)`
+    returns for the same runs (intervals never change the ranking), without ranking again —
+    the intervals are computed after ranking, since the pairs compared are adjacent ranks."""
+    groups = []
+    for g in lb.groups:
+        entries = tuple(replace(e, ci=intervals.get(e.run_id)) for e in g.entries)
+        groups.append(replace(g, entries=entries, comparisons=_comparisons(entries, pair_intervals)))
+    return replace(lb, groups=tuple(groups))
 
 
 COUNT_COLUMNS = ("tp", "fp", "fn", "tn")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.core.bootstrap import Interval
-from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard
+from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.errors import InputError
 
 __all__ = [
@@ -431,7 +431,7 @@ def build_tracking_leaderboard(
                     zd[rid] = 0.0
             intervals, pairs, notes = record_intervals(lb, frames, zero_division=zd, resamples=resamples, seed=seed, confidence=confidence)
             if intervals or pairs:
-                lb = build_leaderboard(summaries, task=lb.task, group_by_truth=group_by_truth, metric=metric, intervals=intervals, pair_intervals=pairs)
+                lb = with_intervals(lb, intervals, pairs)
         else:
             notes = record_intervals(lb, {})[2]
     else:
