@@ -143,8 +143,14 @@ def bootstrap_macro_f1(
     n = next(iter(per_record.values())).shape[0]
     shape = per_record[models[0]].shape[1:]
     width = int(np.prod(shape))
-    joined = np.ascontiguousarray(np.concatenate([per_record[m].reshape(n, width) for m in models], axis=1), dtype=np.int64)
-    patterns, freq = record_patterns(joined)
+    blocks = [np.asarray(per_record[m]).reshape(n, width) for m in models]
+    blocks = [b if b.dtype.kind in "iu" else b.astype(np.int64) for b in blocks]
+    # joined straight into the smallest type that holds the counts (1 byte in practice): a
+    # 500-model leaderboard's int64 copies were ~50 MB each
+    top = max((int(np.abs(b.astype(np.int64, copy=False)).max(initial=0)) for b in blocks), default=0)
+    dt = next((t for t in (np.int8, np.int16, np.int32) if top <= np.iinfo(t).max), np.int64)
+    joined = np.concatenate(blocks, axis=1, dtype=dt, casting="unsafe") if blocks else np.zeros((n, 0), dtype=dt)  # values fit: checked above
+    patterns, freq = _distinct(joined)
     return bootstrap_macro_f1_patterns(
         models, tuple(shape), patterns, freq, pairs, records=lambda: joined,
         resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division,
@@ -176,9 +182,10 @@ def bootstrap_macro_f1_patterns(
     if not models:
         return {}, {}
     width = int(np.prod(shape))
-    patterns, freq = _canonical(patterns, freq)
+    freq = np.asarray(freq, dtype=np.int64)
     n = int(freq.sum())
-    totals_all = (patterns.astype(np.int64) * freq[:, None]).sum(axis=0) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
+    # exact integer sums, whatever the order of the patterns
+    totals_all = freq @ np.asarray(patterns).astype(np.int64, copy=False) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
     point = {m: float(_macro_f1(totals_all[k * width : (k + 1) * width].reshape(shape), zero_division)) for k, m in enumerate(models)}
     # resample × model: filled block by block, then all percentiles in one call per side
     samples = np.empty((resamples, len(models)))
@@ -189,7 +196,9 @@ def bootstrap_macro_f1_patterns(
         if len(freq) * 4 <= n:
             # Records with the same counts for every model are interchangeable: drawing n records
             # and counting each distinct pattern is a multinomial draw over the patterns, so the
-            # work scales with the number of distinct patterns, not of records.
+            # work scales with the number of distinct patterns, not of records. The draw is over
+            # the patterns in canonical order (only this path depends on their order).
+            patterns, freq = _canonical(patterns, freq)
             matrix = patterns.astype(dtype)
 
             def draw(b: int) -> np.ndarray:
