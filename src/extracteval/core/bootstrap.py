@@ -41,25 +41,36 @@ class Interval:
 
 
 def _macro_f1(counts: np.ndarray, zero_division: float) -> np.ndarray:
-    """counts: (..., fields, 4) → macro F1 over fields with any classification, shape (...).
+    """counts: (..., fields, 4) → macro F1 over fields with any classification, shape (...)."""
+    return _macro_f1_parts(*(counts[..., k] for k in range(4)), zero_division=zero_division)
+
+
+def _macro_f1_parts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray, *, zero_division: float) -> np.ndarray:
+    """Macro F1 over the last axis from tp, fp, fn, tn arrays of shape (..., fields).
 
     F1 only, with the arithmetic of `counts.ratios` (2·tp / (2·tp + fp + fn) in float64, the
     all-true-negative rule), so the values are the same bit for bit; computing all four ratios
-    for every resample of every model was most of a leaderboard's bootstrap."""
+    for every resample of every model was most of a leaderboard's bootstrap. Inputs may be
+    float32 sums of integer counts (exact): each is widened to float64 inside the first
+    operation that uses it, without a float64 copy of its own."""
     if not 0.0 <= zero_division <= 1.0:
         raise ValueError(f"Expected `zero_division` to be a float in [0, 1], but got {zero_division!r}.")
-    tp, fp, fn, tn = (np.asarray(counts[..., k], dtype=np.float64) for k in range(4))
-    num = 2 * tp
-    den = num + fp + fn
+    num = np.multiply(tp, 2, dtype=np.float64)
+    den = np.add(num, fp, dtype=np.float64)
+    den += fn
     f1 = np.full(den.shape, float(zero_division))
     nz = den != 0
     np.divide(num, den, out=f1, where=nz)
     if not nz.all():
         # seed 000's rule (tp = fp = fn = 0, tn > 0 → 1.0) can only apply where den is 0
         f1[~nz & (tp == 0) & (fp == 0) & (fn == 0) & (tn > 0)] = 1.0
-    valid = (tp + fp + fn + tn) > 0
+    total_counts = np.add(tp, fp, dtype=np.float64)
+    total_counts += fn
+    total_counts += tn
+    valid = total_counts > 0
     n_valid = valid.sum(axis=-1)
-    total = np.where(valid, f1, 0.0).sum(axis=-1)
+    f1[~valid] = 0.0
+    total = f1.sum(axis=-1)
     return np.divide(total, n_valid, out=np.zeros_like(total, dtype=np.float64), where=n_valid > 0)
 
 
@@ -216,12 +227,16 @@ def bootstrap_macro_f1_patterns(
                 offsets = offsets_cache.setdefault(b, (np.arange(b, dtype=np.int64) * n)[:, None])
                 return np.bincount((idx + offsets).ravel(), minlength=b * n).reshape(b, n).astype(dtype)
 
+        # columns regrouped count-major (tp of every model and field, then fp, …) so each
+        # count of a block's product is one contiguous (b, models, fields) slice
+        cols = np.arange(len(models) * width).reshape(len(models), width // shape[-1], shape[-1]).transpose(2, 0, 1).ravel()
+        matrix = np.ascontiguousarray(matrix[:, cols])
         done = 0
         while done < resamples:
             b = min(_BLOCK, resamples - done)
-            totals = draw(b) @ matrix  # (b, models × width): one product for all models
+            totals = (draw(b) @ matrix).reshape(b, shape[-1], len(models), *shape[:-1])  # one product for all models
             # one reduction for all models (a leaderboard has hundreds: a call per model dominated)
-            samples[done : done + b] = _macro_f1(totals.reshape(b, len(models), *shape), zero_division)  # (b, models)
+            samples[done : done + b] = _macro_f1_parts(*(totals[:, k] for k in range(4)), zero_division=zero_division)  # (b, models)
             done += b
     alpha = (1.0 - confidence) / 2.0
     q = [100 * alpha, 100 * (1 - alpha)]
