@@ -46,6 +46,24 @@ def test_planted_ties_give_the_documented_ranks():
     assert wins == {"A": 0.5, "B": 0.5, "C": 0.0, "D": 0.0, "F": 1.5, "E": 0.5}
 
 
+def test_intervals_attached_after_ranking_equal_ranking_with_them():
+    from extracteval.core.bootstrap import Interval
+    from extracteval.core.leaderboard import with_intervals
+
+    def iv(lo, hi):
+        return Interval(estimate=(lo + hi) / 2, low=lo, high=hi, confidence=0.95, resamples=100)
+
+    runs = six_runs() + [run("G", 0.5, 0.5, 0.5, {"u": (0.5, 0.5, 0.5)}, truth="T2")]
+    intervals = {"id-A": iv(0.7, 0.9), "id-C": iv(0.6, 0.8), "id-G": iv(0.4, 0.6)}
+    # adjacent ranks: A>B contains 0, B>C does not; (C, A) is not adjacent and is ignored
+    pairs = {("id-A", "id-B"): iv(-0.01, 0.02), ("id-B", "id-C"): iv(0.05, 0.15), ("id-C", "id-A"): iv(0.1, 0.2)}
+    direct = build_leaderboard(runs, group_by_truth=True, intervals=intervals, pair_intervals=pairs)
+    attached = with_intervals(build_leaderboard(runs, group_by_truth=True), intervals, pairs)
+    assert attached == direct
+    assert attached.to_dict() == direct.to_dict()
+    assert [c["significant"] for c in attached.groups[0].comparisons] == [False, True]
+
+
 def test_fully_equal_runs_fall_back_to_name():
     same = {"f": (0.5, 0.5, 0.5)}
     lb = build_leaderboard([run("zeta", 0.5, 0.5, 0.5, same), run("alpha", 0.5, 0.5, 0.5, same)])
@@ -101,6 +119,53 @@ def test_significance_from_paired_per_record_results():
     _, diffs = bootstrap_macro_f1(arrays, [("base", "noisy"), ("better", "base")], resamples=500, seed=0)
     assert diffs[("base", "noisy")].contains_zero
     assert not diffs[("better", "base")].contains_zero
+
+
+def _reference_intervals(arrays, pairs, resamples, seed, zd):
+    """The bootstrap as first written: record draws in blocks of 64, all four ratios per model
+    and block, one np.percentile per model and pair."""
+    from extracteval.core.counts import ratios
+
+    models = list(arrays)
+    n = len(next(iter(arrays.values())))
+    rng = np.random.default_rng(seed)
+    samples = {m: [] for m in models}
+    done = 0
+    while done < resamples:
+        b = min(64, resamples - done)
+        idx = rng.integers(0, n, size=(b, n))
+        w = np.stack([np.bincount(row, minlength=n) for row in idx])
+        for m in models:
+            tot = np.einsum("bn,nfk->bfk", w, arrays[m]).astype(np.float64)
+            f1 = ratios(*(tot[..., k] for k in range(4)), zero_division=zd)["f1"]
+            valid = tot.sum(-1) > 0
+            samples[m].extend(np.where(valid, f1, 0.0).sum(-1) / np.maximum(valid.sum(-1), 1))
+        done += b
+    alpha = (1.0 - 0.95) / 2.0  # not exactly 0.025: the module's arithmetic, so the quantiles match
+    q = [100 * alpha, 100 * (1 - alpha)]
+    per = {m: tuple(np.percentile(np.array(samples[m]), q)) for m in models}
+    diffs = {(a, c): tuple(np.percentile(np.array(samples[a]) - np.array(samples[c]), q)) for a, c in pairs}
+    return per, diffs
+
+
+@pytest.mark.parametrize("zd", [0.0, 1.0])
+def test_vectorised_bootstrap_draws_the_same_intervals_as_one_model_at_a_time(zd):
+    # a leaderboard bootstraps hundreds of models at once; the intervals must be exactly those
+    # of the plain per-model computation (same seed, same draws, same arithmetic). Fields with
+    # no classification and all-true-negative fields exercise both special cases of F1.
+    rng = np.random.default_rng(3)
+    arrays = {}
+    for m in ("a", "b", "c", "d", "e"):
+        counts = rng.integers(0, 3, size=(40, 6, 4))
+        counts[:, 0] = 0  # never classified: left out of the macro average
+        counts[:, 1, :3] = 0  # only true negatives: F1 1.0 by seed 000's rule
+        counts[rng.random(40) < 0.3, 2, :3] = 0
+        arrays[m] = counts
+    pairs = [("a", "b"), ("c", "e")]
+    per, diffs = bootstrap_macro_f1(arrays, pairs, resamples=150, seed=11, zero_division=zd)
+    ref_per, ref_diffs = _reference_intervals(arrays, pairs, 150, 11, zd)
+    assert {m: (iv.low, iv.high) for m, iv in per.items()} == ref_per
+    assert {p: (iv.low, iv.high) for p, iv in diffs.items()} == ref_diffs
 
 
 def test_paired_record_matrix_keeps_shared_ids_and_items_only():

@@ -377,3 +377,49 @@ def test_leaderboard_csv_neutralises_formula_model_names(cli, tmp_path, store):
     assert safe["rank"].tolist() == [1, 2]  # numbers stay numbers
     raw = pd.read_csv(tmp_path / "raw" / "leaderboard.csv")
     assert list(raw["model"]) == ["=HYPERLINK(\"http://evil\")", "@SUM(A1)"]
+
+
+def _coded_matrix(counts):
+    from extracteval.core.leaderboard import paired_record_matrix
+
+    ids, arrays = paired_record_matrix({"x": counts})
+    return ids, arrays["x"]
+
+
+def test_parquet_reader_codes_match_the_dataframe_path(tmp_path):
+    # the leaderboard reads artifacts as Parquet dictionary codes; row groups carry their own
+    # dictionaries, and a repeated (record, field) row is summed: the result must be exactly the
+    # DataFrame path's (what `compare` and earlier versions use)
+    from extracteval.mlflow.leaderboard import _read_record_counts
+
+    rng = np.random.default_rng(2)
+    n = 300
+    frame = pd.DataFrame({
+        "record_id": [f"r{i % 120:03d}" for i in rng.permutation(n)],
+        "field": rng.choice(["name", "date", "total", "é"], n),
+        **{c: rng.integers(0, 3, n) for c in ("tp", "fp", "fn", "tn")},
+        "excluded": 0,
+    })
+    path = tmp_path / "records.parquet"
+    frame.to_parquet(path, index=False, row_group_size=70)  # 5 row groups, 5 dictionaries
+    coded = _read_record_counts(path)
+    assert coded is not None and len(coded.ids) == 120  # repeats across row groups merged
+    ids, arr = _coded_matrix(coded)
+    ref_ids, ref = _coded_matrix(frame)
+    assert ids == ref_ids and np.array_equal(arr, ref)
+
+
+def test_parquet_reader_unusual_files(tmp_path):
+    from extracteval.mlflow.leaderboard import _read_record_counts
+
+    # integer record ids and float counts: the DataFrame conversions (astype(str), …) decide
+    odd = pd.DataFrame({"record_id": [1, 2, 2], "field": ["a", "b", "a"], "tp": [1.0, 0, 1], "fp": [0.0, 1, 0], "fn": [0.0, 0, 1], "tn": [0.0, 0, 0]})
+    odd.to_parquet(tmp_path / "odd.parquet", index=False)
+    ids, arr = _coded_matrix(_read_record_counts(tmp_path / "odd.parquet"))
+    assert ids == ["1", "2"]
+    assert np.array_equal(arr, _coded_matrix(odd)[1])
+    # a missing column or a file that is not Parquet: skipped like an absent artifact
+    odd.drop(columns="tn").to_parquet(tmp_path / "short.parquet", index=False)
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    assert _read_record_counts(tmp_path / "short.parquet") is None
+    assert _read_record_counts(tmp_path / "bad.parquet") is None

@@ -13,8 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.core.counts import ratios
-
 __all__ = ["Interval", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns", "record_patterns", "merge_patterns"]
 
 _BLOCK = 64
@@ -44,11 +42,35 @@ class Interval:
 
 def _macro_f1(counts: np.ndarray, zero_division: float) -> np.ndarray:
     """counts: (..., fields, 4) → macro F1 over fields with any classification, shape (...)."""
-    tp, fp, fn, tn = (counts[..., k] for k in range(4))
-    f1 = ratios(tp, fp, fn, tn, zero_division=zero_division)["f1"]
-    valid = (tp + fp + fn + tn) > 0
+    return _macro_f1_parts(*(counts[..., k] for k in range(4)), zero_division=zero_division)
+
+
+def _macro_f1_parts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray, *, zero_division: float) -> np.ndarray:
+    """Macro F1 over the last axis from tp, fp, fn, tn arrays of shape (..., fields).
+
+    F1 only, with the arithmetic of `counts.ratios` (2·tp / (2·tp + fp + fn) in float64, the
+    all-true-negative rule), so the values are the same bit for bit; computing all four ratios
+    for every resample of every model was most of a leaderboard's bootstrap. Inputs may be
+    float32 sums of integer counts (exact): each is widened to float64 inside the first
+    operation that uses it, without a float64 copy of its own."""
+    if not 0.0 <= zero_division <= 1.0:
+        raise ValueError(f"Expected `zero_division` to be a float in [0, 1], but got {zero_division!r}.")
+    num = np.multiply(tp, 2, dtype=np.float64)
+    den = np.add(num, fp, dtype=np.float64)
+    den += fn
+    f1 = np.full(den.shape, float(zero_division))
+    nz = den != 0
+    np.divide(num, den, out=f1, where=nz)
+    if not nz.all():
+        # seed 000's rule (tp = fp = fn = 0, tn > 0 → 1.0) can only apply where den is 0
+        f1[~nz & (tp == 0) & (fp == 0) & (fn == 0) & (tn > 0)] = 1.0
+    total_counts = np.add(tp, fp, dtype=np.float64)
+    total_counts += fn
+    total_counts += tn
+    valid = total_counts > 0
     n_valid = valid.sum(axis=-1)
-    total = np.where(valid, f1, 0.0).sum(axis=-1)
+    f1[~valid] = 0.0
+    total = f1.sum(axis=-1)
     return np.divide(total, n_valid, out=np.zeros_like(total, dtype=np.float64), where=n_valid > 0)
 
 
@@ -132,8 +154,14 @@ def bootstrap_macro_f1(
     n = next(iter(per_record.values())).shape[0]
     shape = per_record[models[0]].shape[1:]
     width = int(np.prod(shape))
-    joined = np.ascontiguousarray(np.concatenate([per_record[m].reshape(n, width) for m in models], axis=1), dtype=np.int64)
-    patterns, freq = record_patterns(joined)
+    blocks = [np.asarray(per_record[m]).reshape(n, width) for m in models]
+    blocks = [b if b.dtype.kind in "iu" else b.astype(np.int64) for b in blocks]
+    # joined straight into the smallest type that holds the counts (1 byte in practice): a
+    # 500-model leaderboard's int64 copies were ~50 MB each
+    top = max((int(np.abs(b.astype(np.int64, copy=False)).max(initial=0)) for b in blocks), default=0)
+    dt = next((t for t in (np.int8, np.int16, np.int32) if top <= np.iinfo(t).max), np.int64)
+    joined = np.concatenate(blocks, axis=1, dtype=dt, casting="unsafe") if blocks else np.zeros((n, 0), dtype=dt)  # values fit: checked above
+    patterns, freq = _distinct(joined)
     return bootstrap_macro_f1_patterns(
         models, tuple(shape), patterns, freq, pairs, records=lambda: joined,
         resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division,
@@ -165,11 +193,13 @@ def bootstrap_macro_f1_patterns(
     if not models:
         return {}, {}
     width = int(np.prod(shape))
-    patterns, freq = _canonical(patterns, freq)
+    freq = np.asarray(freq, dtype=np.int64)
     n = int(freq.sum())
-    totals_all = (patterns.astype(np.int64) * freq[:, None]).sum(axis=0) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
+    # exact integer sums, whatever the order of the patterns
+    totals_all = freq @ np.asarray(patterns).astype(np.int64, copy=False) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
     point = {m: float(_macro_f1(totals_all[k * width : (k + 1) * width].reshape(shape), zero_division)) for k, m in enumerate(models)}
-    samples = {m: np.empty(resamples) for m in models}
+    # resample × model: filled block by block, then all percentiles in one call per side
+    samples = np.empty((resamples, len(models)))
     if n > 0:
         # float32 sums of integer counts are exact below 2**24
         dtype = np.float32 if n * max(int(patterns.max(initial=0)), 1) < 2**24 else np.float64
@@ -177,7 +207,9 @@ def bootstrap_macro_f1_patterns(
         if len(freq) * 4 <= n:
             # Records with the same counts for every model are interchangeable: drawing n records
             # and counting each distinct pattern is a multinomial draw over the patterns, so the
-            # work scales with the number of distinct patterns, not of records.
+            # work scales with the number of distinct patterns, not of records. The draw is over
+            # the patterns in canonical order (only this path depends on their order).
+            patterns, freq = _canonical(patterns, freq)
             matrix = patterns.astype(dtype)
 
             def draw(b: int) -> np.ndarray:
@@ -195,24 +227,35 @@ def bootstrap_macro_f1_patterns(
                 offsets = offsets_cache.setdefault(b, (np.arange(b, dtype=np.int64) * n)[:, None])
                 return np.bincount((idx + offsets).ravel(), minlength=b * n).reshape(b, n).astype(dtype)
 
+        # columns regrouped count-major (tp of every model and field, then fp, …) so each
+        # count of a block's product is one contiguous (b, models, fields) slice
+        cols = np.arange(len(models) * width).reshape(len(models), width // shape[-1], shape[-1]).transpose(2, 0, 1).ravel()
+        matrix = np.ascontiguousarray(matrix[:, cols])
         done = 0
         while done < resamples:
             b = min(_BLOCK, resamples - done)
-            totals = (draw(b) @ matrix).astype(np.float64)  # (b, models × width): one product for all models
+            totals = (draw(b) @ matrix).reshape(b, shape[-1], len(models), *shape[:-1])  # one product for all models
             # one reduction for all models (a leaderboard has hundreds: a call per model dominated)
-            f1 = _macro_f1(totals.reshape(b, len(models), *shape), zero_division)  # (b, models)
-            for k, m in enumerate(models):
-                samples[m][done : done + b] = f1[:, k]
+            samples[done : done + b] = _macro_f1_parts(*(totals[:, k] for k in range(4)), zero_division=zero_division)  # (b, models)
             done += b
     alpha = (1.0 - confidence) / 2.0
     q = [100 * alpha, 100 * (1 - alpha)]
 
-    def interval(est: float, s: np.ndarray) -> Interval:
+    def bounds(s: np.ndarray) -> np.ndarray:
+        """(2, columns) percentiles of each column: per column the same values as one call per column."""
+        if n == 0 or s.shape[1] == 0:
+            return np.zeros((2, s.shape[1]))
+        return np.percentile(s, q, axis=0)
+
+    def interval(est: float, lo: float, hi: float) -> Interval:
         if n == 0:
             return Interval(estimate=est, low=est, high=est, confidence=confidence, resamples=0)
-        lo, hi = np.percentile(s, q)
         return Interval(estimate=est, low=float(lo), high=float(hi), confidence=confidence, resamples=resamples)
 
-    per_model = {m: interval(point[m], samples[m]) for m in models}
-    diffs = {(a, b): interval(point[a] - point[b], samples[a] - samples[b]) for a, b in pairs}
+    col = {m: k for k, m in enumerate(models)}
+    lo_hi = bounds(samples)
+    per_model = {m: interval(point[m], lo_hi[0, k], lo_hi[1, k]) for k, m in enumerate(models)}
+    pairs = list(pairs)
+    d_lo_hi = bounds(samples[:, [col[a] for a, _ in pairs]] - samples[:, [col[b] for _, b in pairs]])
+    diffs = {(a, b): interval(point[a] - point[b], d_lo_hi[0, j], d_lo_hi[1, j]) for j, (a, b) in enumerate(pairs)}
     return per_model, diffs

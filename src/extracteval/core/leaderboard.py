@@ -20,7 +20,10 @@ from extracteval.core.ranking import TIER_COLOURS, FieldWinner, Score, _cmp_desc
 from extracteval.core.toolcall_functions import OTHER_FUNCTIONS
 from extracteval.errors import InputError
 
-__all__ = ["RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "LeaderboardGroup", "Leaderboard", "build_leaderboard"]
+__all__ = [
+    "RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "LeaderboardGroup", "Leaderboard", "build_leaderboard",
+    "RecordCounts", "as_record_counts", "paired_record_matrix", "with_intervals",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -299,6 +302,12 @@ def _rank_group(
                 ci=intervals.get(r.run_id),
             )
         )
+    return LeaderboardGroup(truth_digest=truth, config_digest=config, entries=tuple(entries), item_winners=winners,
+                            comparisons=_comparisons(entries, pair_intervals))
+
+
+def _comparisons(entries: Sequence[LeaderboardEntry], pair_intervals: Mapping[tuple[str, str], Interval]) -> tuple[dict[str, Any], ...]:
+    """The "significantly different or not" verdict of each adjacent pair that has an interval."""
     comparisons = []
     for hi, lo in zip(entries[:-1], entries[1:]):
         iv = pair_intervals.get((hi.run_id, lo.run_id))
@@ -314,32 +323,90 @@ def _rank_group(
                 "verdict": "significantly different" if significant else "not significantly different",
             }
         )
-    return LeaderboardGroup(truth_digest=truth, config_digest=config, entries=tuple(entries), item_winners=winners, comparisons=tuple(comparisons))
+    return tuple(comparisons)
+
+
+def with_intervals(lb: Leaderboard, intervals: Mapping[str, Interval], pair_intervals: Mapping[tuple[str, str], Interval]) -> Leaderboard:
+    """`lb` with intervals attached: what `build_leaderboard(..., intervals=, pair_intervals=)`
+    returns for the same runs (intervals never change the ranking), without ranking again —
+    the intervals are computed after ranking, since the pairs compared are adjacent ranks."""
+    groups = []
+    for g in lb.groups:
+        entries = tuple(replace(e, ci=intervals.get(e.run_id)) for e in g.entries)
+        groups.append(replace(g, entries=entries, comparisons=_comparisons(entries, pair_intervals)))
+    return replace(lb, groups=tuple(groups))
+
+
+COUNT_COLUMNS = ("tp", "fp", "fn", "tn")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordCounts:
+    """One run's per-record counts, coded: each row's record id and item as a position in a
+    table of distinct names, and its (tp, fp, fn, tn).
+
+    Matching hundreds of runs' rows by their id strings was most of a leaderboard's interval
+    time; coded, only the few distinct names are looked up and rows move as integer arrays. The
+    MLflow layer builds this straight from Parquet dictionary columns; `from_frame` from a
+    DataFrame with columns record_id, field, tp, fp, fn, tn.
+    """
+
+    ids: np.ndarray  # distinct record ids (str)
+    id_codes: np.ndarray  # (rows,) position in ids
+    items: np.ndarray  # distinct items (str)
+    item_codes: np.ndarray  # (rows,) position in items
+    counts: np.ndarray  # (rows, 4) int64: tp, fp, fn, tn
+
+    @classmethod
+    def from_frame(cls, frame: Any) -> RecordCounts:
+        import pandas as pd
+
+        # a missing value stays a value of its own (as matching the strings themselves did)
+        id_codes, ids = pd.factorize(frame["record_id"].astype(str).to_numpy(dtype=object), use_na_sentinel=False)
+        item_codes, items = pd.factorize(frame["field"].astype(str).to_numpy(dtype=object), use_na_sentinel=False)
+        counts = np.column_stack([frame[c].to_numpy().astype(np.int64) for c in COUNT_COLUMNS]) if len(frame) else np.zeros((0, 4), dtype=np.int64)
+        return cls(ids=np.asarray(ids, dtype=object), id_codes=id_codes, items=np.asarray(items, dtype=object), item_codes=item_codes, counts=counts)
+
+    @property
+    def n_records(self) -> int:
+        """Distinct record ids that have a row."""
+        return int(np.count_nonzero(np.bincount(self.id_codes, minlength=len(self.ids)))) if len(self.id_codes) else 0
+
+
+def as_record_counts(frame: Any) -> RecordCounts:
+    return frame if isinstance(frame, RecordCounts) else RecordCounts.from_frame(frame)
 
 
 def paired_record_matrix(frames: Mapping[str, Any], items: Sequence[str] | None = None) -> tuple[list[str], dict[str, np.ndarray]]:
-    """Per-run per-record counts (DataFrames with record_id, field, tp, fp, fn, tn) → arrays
-    (records, items, 4) on the record ids and items every run shares (sorted), for a paired
-    bootstrap.
+    """Per-run per-record counts (`RecordCounts`, or DataFrames with record_id, field, tp, fp, fn,
+    tn) → arrays (records, items, 4) on the record ids and items every run shares (sorted), for
+    a paired bootstrap.
 
-    Vectorised per run: ids and items are mapped to positions in the first run's ids and items
-    (shared ones are a subset of those) with one `get_indexer`, and counts are summed into place
-    with `bincount` (a (record, item) pair may repeat). No Python-level set of ids per run."""
+    Vectorised per run: a run's distinct ids and items are mapped to positions in the first
+    run's with one `get_indexer` each (shared ones are a subset of those; a run whose name
+    tables equal the previous run's reuses its mapping), rows follow by integer indexing, and
+    counts are put in place (summed with `bincount` when a (record, item) pair repeats). No
+    Python-level set of ids per run."""
     import pandas as pd
 
     if not frames:
         return [], {}
-    ids_of = {k: f["record_id"].astype(str).to_numpy(dtype=object) for k, f in frames.items()}
-    its_of = {k: f["field"].astype(str).to_numpy(dtype=object) for k, f in frames.items()}
-    first = next(iter(frames))
-    base_r = pd.Index(pd.unique(ids_of[first]))
-    base_i = pd.Index(pd.unique(its_of[first]))
+    coded = {k: as_record_counts(f) for k, f in frames.items()}
+    first = coded[next(iter(coded))]
+    base_r = pd.Index(first.ids[np.unique(first.id_codes)])
+    base_i = pd.Index(first.items[np.unique(first.item_codes)])
     keep_r = np.ones(len(base_r), dtype=bool)
     keep_i = np.ones(len(base_i), dtype=bool)
     positions = {}
-    for k in frames:
-        r = base_r.get_indexer(ids_of[k])
-        i = base_i.get_indexer(its_of[k])
+    prev: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    for k, c in coded.items():
+        if prev is not None and _same_names(prev[0], c.ids) and _same_names(prev[1], c.items):
+            map_r, map_i = prev[2], prev[3]
+        else:
+            map_r, map_i = base_r.get_indexer(c.ids), base_i.get_indexer(c.items)
+            prev = (c.ids, c.items, map_r, map_i)
+        r = map_r[c.id_codes]
+        i = map_i[c.item_codes]
         seen_r = np.zeros(len(base_r), dtype=bool)
         seen_r[r[r >= 0]] = True
         seen_i = np.zeros(len(base_i), dtype=bool)
@@ -357,15 +424,22 @@ def paired_record_matrix(frames: Mapping[str, Any], items: Sequence[str] | None 
     new_i = np.full(len(base_i) + 1, -1, dtype=np.int64)
     new_i[base_i.get_indexer(its_sorted)] = np.arange(n_i)
     out = {}
-    for run_id, f in frames.items():
+    for run_id, c in coded.items():
         r, i = positions[run_id]
         rr, ii = new_r[r], new_i[i]  # -1 stays -1 (index -1 is the extra slot)
         keep = (rr >= 0) & (ii >= 0)
         flat = rr[keep] * n_i + ii[keep]
-        arr = np.zeros((n_r, n_i, 4), dtype=np.int64)
-        if n_r * n_i:
-            for k, col in enumerate(("tp", "fp", "fn", "tn")):
-                vals = f[col].to_numpy()[keep].astype(np.int64)
-                arr[:, :, k] = np.bincount(flat, weights=vals, minlength=n_r * n_i).astype(np.int64).reshape(n_r, n_i)
-        out[run_id] = arr
+        arr = np.zeros((n_r * n_i, 4), dtype=np.int64)
+        if n_r * n_i and len(flat):
+            vals = c.counts[keep]
+            if np.bincount(flat, minlength=n_r * n_i).max() <= 1:
+                arr[flat] = vals  # each (record, item) once: the usual case
+            else:
+                for k in range(4):
+                    arr[:, k] = np.bincount(flat, weights=vals[:, k], minlength=n_r * n_i).astype(np.int64)
+        out[run_id] = arr.reshape(n_r, n_i, 4)
     return rec, out
+
+
+def _same_names(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (len(a) == len(b) and bool(np.array_equal(a, b)))
