@@ -83,24 +83,33 @@ def _json(v: Any) -> str:
     return json.dumps(_plain(v), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _encode_text(arr: Any) -> ColumnPiece:
+    """A pyarrow string array (nulls = absent cells) → meta and data bytes, in C."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = arr.cast(pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    lengths = pc.binary_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    kinds = np.where(arr.is_null().to_numpy(zero_copy_only=False), 0, 1)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data = arr.buffers()[2]
+    body = b"" if data is None else data.to_pybytes()[int(offsets[0]) : int(offsets[-1])]
+    return ColumnPiece(meta=(lengths * 4 + kinds).astype("<i8").tobytes(), data=body)
+
+
 def _encode_column(values: np.ndarray) -> ColumnPiece:
     """One column's cells (object array, rows in id order) → meta and data bytes."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = len(values)
     if n == 0:
         return ColumnPiece(meta=b"", data=b"")
-    absent = pd.isna(values) if values.dtype == object else np.zeros(n, dtype=bool)
     if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):
         # text (and absent) only, the common case: Arrow encodes the column in C
-        arr = pa.array(values, type=pa.large_string(), from_pandas=True)
-        lengths = pc.binary_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-        data = arr.buffers()[2]
-        body = b"" if data is None else data.to_pybytes()[int(offsets[0]) : int(offsets[-1])]
-        kinds = np.where(absent, 0, 1).astype(np.int64)
-        return ColumnPiece(meta=(lengths * 4 + kinds).astype("<i8").tobytes(), data=body)
+        return _encode_text(pa.array(values, type=pa.large_string(), from_pandas=True))
     meta = np.zeros(n, dtype=np.int64)
     parts: list[bytes] = []
     for i, v in enumerate(values.tolist()):
@@ -115,6 +124,17 @@ def _encode_column(values: np.ndarray) -> ColumnPiece:
     return ColumnPiece(meta=meta.astype("<i8").tobytes(), data=b"".join(parts))
 
 
+def _encode_series(col: pd.Series, order: np.ndarray | None) -> ColumnPiece:
+    if isinstance(col.dtype, pd.StringDtype) and getattr(col.dtype, "storage", None) == "pyarrow" and len(col):
+        # pandas' Arrow-backed text (pandas 3 infers it for text): no conversion to objects
+        import pyarrow as pa
+
+        arr = pa.array(col.array)
+        return _encode_text(arr if order is None else arr.take(pa.array(order)))
+    values = col.to_numpy(dtype=object)
+    return _encode_column(values if order is None else values[order])
+
+
 def encode_truth(frame: pd.DataFrame, *, presorted: bool = False) -> TruthPiece:
     """Encode a truth frame (index = record id, one column per field). Rows are put in id order
     unless `presorted` says they are."""
@@ -126,13 +146,10 @@ def encode_truth(frame: pd.DataFrame, *, presorted: bool = False) -> TruthPiece:
         ids = ids[order]
     cols: dict[str, ColumnPiece] = {_ID: _encode_column(ids)}
     for j, c in enumerate(frame.columns):
-        values = frame.iloc[:, j].to_numpy(dtype=object)
-        if order is not None:
-            values = values[order]
         name = str(c)
         if name in cols:
             raise ValueError(f"the truth has two columns named {name!r}")
-        cols[name] = _encode_column(values)
+        cols[name] = _encode_series(frame.iloc[:, j], order)
     return TruthPiece(rows=len(ids), first_id=ids[0] if len(ids) else None, last_id=ids[-1] if len(ids) else None, columns=cols)
 
 
