@@ -40,6 +40,7 @@ class ChunkScore:
     records: pd.DataFrame | None = None
     rows: np.ndarray | None = None
     rows_file: str | None = None  # a worker's rows, saved by the worker (see `_score`)
+    side: Any = None  # anything else the caller wants of each chunk, handed to `on_side` in chunk order
 
 
 class ChunkTask(Protocol):
@@ -64,7 +65,7 @@ def _score(task: ChunkTask, chunk: Any, spill_dir: str) -> ChunkScore:
     fd, path = tempfile.mkstemp(prefix="extracteval-rows-", suffix=".npy", dir=spill_dir)
     with os.fdopen(fd, "wb") as fh:
         np.save(fh, _narrow(score.rows))
-    return ChunkScore(ledger=score.ledger, records=score.records, rows=None, rows_file=path)
+    return ChunkScore(ledger=score.ledger, records=score.records, rows=None, rows_file=path, side=score.side)
 
 
 def _narrow(rows: np.ndarray) -> np.ndarray:
@@ -114,6 +115,7 @@ def run_chunks(
     records_path: str | Path | Mapping[str, str | Path] | None = None,
     spill_dir: str | None = None,
     on_chunk: Callable[[int], None] | None = None,
+    on_side: Callable[[Any], None] | None = None,
 ) -> tuple[Any, ChunkStats]:
     """Score `chunks` with `task`, merge the ledgers in chunk order, finalise once.
 
@@ -125,6 +127,8 @@ def run_chunks(
             whose `ChunkScore.records` is a mapping of name → DataFrame gives one file per name.
         spill_dir: folder for the temporary file of bootstrap rows (default: the system's).
         on_chunk: called with the number of records of each chunk scored (progress).
+        on_side: called with each chunk's `ChunkScore.side`, in chunk order (e.g. to digest the
+            truth as it streams past).
     """
     if workers < 1:
         raise ValueError(f"Expected workers ≥ 1, but got {workers}.")
@@ -152,6 +156,8 @@ def run_chunks(
         ledger = score.ledger if ledger is None else ledger + score.ledger
         n_chunks += 1
         spill.add(score)
+        if on_side is not None:
+            on_side(score.side)
         if records_path is not None and score.records is not None:
             if isinstance(score.records, Mapping):
                 assert isinstance(records_path, Mapping)

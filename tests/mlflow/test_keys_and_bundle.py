@@ -239,3 +239,55 @@ def test_heatmap_prints_counts_only_up_to_300_cells():
 
     assert numbers(confusion_heatmap(table(30, 2))) == 300  # 30 × 2 × 5 cells
     assert numbers(confusion_heatmap(table(31, 2))) == 0  # the colours carry them; the CSV has them
+
+
+def test_truth_digest_streams_chunk_by_chunk_to_the_whole_tables_digest():
+    from extracteval.core.digest import TruthDigest, encode_truth
+
+    rng = np.random.default_rng(0)
+    n = 97
+    ids = [f"r{i:03d}" for i in range(n)]
+    vocab = np.asarray(["x", "", None, "Zürich", float("nan"), "é\n\"q\""], dtype=object)
+    df = pd.DataFrame({"b": rng.choice(vocab, n), "a": [["l", i] if i % 7 == 0 else f"v{i}" for i in range(n)],
+                       "c": rng.integers(0, 5, n)}, index=ids)
+    whole = truth_digest(df)
+    for size in (1, 10, 50):
+        d = TruthDigest()
+        for lo in range(0, n, size):
+            d.update(encode_truth(df.iloc[lo : lo + size]))
+        assert d.hexdigest() == whole, size
+    # a column missing from some chunks (JSONL keys learnt as they come) is absent there
+    d = TruthDigest()
+    d.update(encode_truth(df.iloc[:40][["b", "c"]]))
+    d.update(encode_truth(df.iloc[40:]))
+    patched = df.copy()
+    patched.iloc[:40, patched.columns.get_loc("a")] = None
+    assert d.hexdigest() == truth_digest(patched)
+    # text, JSON values and absent cells are told apart; an integral float is its integer
+    assert truth_digest(pd.DataFrame({"a": ["1"]}, index=["r"])) != truth_digest(pd.DataFrame({"a": [1]}, index=["r"]))
+    assert truth_digest(pd.DataFrame({"a": [""]}, index=["r"])) != truth_digest(pd.DataFrame({"a": [None]}, index=["r"]))
+    assert truth_digest(pd.DataFrame({"a": [1.0]}, index=["r"])) == truth_digest(pd.DataFrame({"a": [1]}, index=["r"]))
+    assert truth_digest(pd.DataFrame({"a": ["x"], "b": [""]}, index=["r"])) != truth_digest(pd.DataFrame({"a": [""], "b": ["x"]}, index=["r"]))
+    with pytest.raises(ValueError, match="out of id order"):
+        d = TruthDigest()
+        d.update(encode_truth(df.iloc[40:]))
+        d.update(encode_truth(df.iloc[:40]))
+
+
+def test_truth_digest_is_fixed_by_its_definition():
+    # the documented definition, spelt out by hand for a two-row table
+    import hashlib
+    import json
+    import struct
+
+    df = pd.DataFrame({"b": ["xy", None], "a": [[1, "é"], 2.0]}, index=["r2", "r1"])
+
+    def col(cells):  # (kind, bytes) per row, rows in id order
+        meta = b"".join(struct.pack("<q", len(b) * 4 + k) for k, b in cells)
+        return hashlib.sha256(meta).digest() + hashlib.sha256(b"".join(b for _, b in cells)).digest()
+
+    h = hashlib.sha256(b"extracteval-truth-digest/2\n" + json.dumps(["a", "b"]).replace(" ", "").encode() + b"\n2\n")
+    h.update(col([(1, b"r1"), (1, b"r2")]))
+    h.update(col([(2, b"2"), (2, '[1,"é"]'.encode())]))
+    h.update(col([(0, b""), (1, b"xy")]))
+    assert truth_digest(df) == h.hexdigest()

@@ -139,11 +139,28 @@ def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeyp
     assert res.code == 2 and "pip install 'extracteval[spark]'" in res.err and "Traceback" not in res.err
 
 
-@pytest.mark.parametrize("args", [["--chunk-size", "5"], ["--workers", "2"], ["--engine", "spark"], ["--chunk-size", "0"]])
-def test_evaluate_refuses_the_scale_options_instead_of_ignoring_them(cli, tmp_path, monkeypatch, args):
-    # evaluate logs from an in-memory evaluation; an option that would change how it scores must not pass silently
+@pytest.mark.parametrize("args", [["--chunk-size", "5"], ["--workers", "2"], ["--engine", "spark"]])
+def test_evaluate_refuses_the_scale_options_for_tasks_it_cannot_stream(cli, tmp_path, monkeypatch, args):
+    # `evaluate fields` streams (tests/scale/test_evaluate_streamed.py); the other tasks' evaluate
+    # scores in memory, and an option that would change how it scores must not pass silently
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    t = tmp_path / "t.jsonl"
+    t.write_text('{"id": "1", "target": {"a": 1}}\n', encoding="utf-8")
+    res = cli("evaluate", "json", "--truth", str(t), "--predictions", f"m={t}", "--experiment", "x", "--tracking-uri", uri, *args)
+    assert res.code == 2 and "evaluate json scores in memory" in res.err and args[0] in res.err and "Traceback" not in res.err
+    assert not (tmp_path / "store.db").exists()  # refused before anything was scored or logged
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--chunk-size", "0"], "Expected --chunk-size to be a positive number of records, but got 0"),
+    (["--workers", "0"], "Expected --workers to be ≥ 1, but got 0"),
+    (["--spark-master", "local[2]"], "--spark-master go with --engine spark"),
+    (["--engine", "spark", "--chunk-size", "5"], "--chunk-size/--workers are for the local engine"),
+])
+def test_evaluate_fields_scale_options_are_checked_before_anything_is_logged(cli, tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     res = cli("evaluate", "fields", *CONTRACT_ARGS[:-1], "--experiment", "x", "--tracking-uri", uri, *args)
-    assert res.code == 2 and "evaluate scores in memory" in res.err and args[0] in res.err and "Traceback" not in res.err
-    assert not (tmp_path / "store.db").exists()  # refused before anything was scored or logged
+    assert res.code == 2 and message in res.err and "Traceback" not in res.err, res.err
+    assert not (tmp_path / "store.db").exists()

@@ -86,3 +86,15 @@ def test_unknown_and_duplicated_ids_are_input_errors(spark):
     bad_status = spark.createDataFrame(pd.DataFrame({"id": ["1"], "a": ["x"], "status": ["done"]}))
     with pytest.raises(InputError, match=r"column 'status' must be one of ok, pending, error, skipped"):
         score_fields_spark(truth, {"m": bad_status}, config=FieldsConfig(bootstrap=0), sources={"m": "m.csv"})
+
+
+def test_evaluate_engine_spark_logs_what_the_in_memory_evaluate_logs(spark, cli, tmp_path, monkeypatch):
+    # one small data set (Spark runs every step as jobs): the same metrics, params, tags, truth
+    # digest, dataset input, artifact listing and Parquet rows as `evaluate` in memory
+    from tests.scale.test_evaluate_streamed import _assert_same, _evaluate, _generated
+
+    monkeypatch.chdir(tmp_path)
+    args = _generated(tmp_path, 400, 11) + ["--resamples", "100", "--no-figures"]
+    want, _ = _evaluate(cli, args, tmp_path, "memory")
+    got, _ = _evaluate(cli, args, tmp_path, "spark", "--engine", "spark", "--spark-master", "local[2]", "--spark-partitions", "3")
+    _assert_same(want, got, tmp_path)

@@ -13,7 +13,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     from extracteval.mlflow.bundle import Bundle
+    from extracteval.mlflow.stream_fields import StreamedFields
     from extracteval.mlflow.upload import UploadResult
 
 DESCRIPTION = """\
@@ -78,16 +81,27 @@ def _evaluate(args: argparse.Namespace) -> int:
     from extracteval.mlflow.tasks import get_adapter
     from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
 
-    _refuse_scale_options(args)
+    engine = _scale_engine(args)
     adapter = get_adapter(args._evaluate_task)
-    scored = adapter.score_args(args)
-    uri = args.tracking_uri or default_tracking_uri()
     # a task's `configure` may not offer --output/--json; the MLflow layer does not depend on them
     output, as_json = getattr(args, "output", None), bool(getattr(args, "json", False))
+    streamed = None
+    if engine is None:
+        scored = adapter.score_args(args)
+    else:
+        streamed = _score_streaming(args, engine, Path(output).resolve().parent if output else None)
+        from extracteval.mlflow.stream_fields import scored_from_stream
+
+        scored = scored_from_stream(streamed)
+    uri = args.tracking_uri or default_tracking_uri()
     temporary = not output
-    out = Path(output) if output else Path(tempfile.mkdtemp(prefix="extracteval-"))
-    bundle = write_bundle(scored, adapter, out, experiment=args.experiment, run_name=args.run_name, tracking_uri=uri,
-                          figures=not args.no_figures, safe_csv=getattr(args, "safe_csv", True))
+    try:
+        out = Path(output) if output else Path(tempfile.mkdtemp(prefix="extracteval-"))
+        bundle = write_bundle(scored, adapter, out, experiment=args.experiment, run_name=args.run_name, tracking_uri=uri,
+                              figures=not args.no_figures, safe_csv=getattr(args, "safe_csv", True))
+    finally:
+        if streamed is not None:  # its files are linked (or copied) into the bundle by now
+            shutil.rmtree(streamed.workdir, ignore_errors=True)
     if not as_json:
         print(adapter.summary(scored))
         print()
@@ -110,20 +124,49 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_scale_options(args: argparse.Namespace) -> None:
-    """`evaluate` logs from an in-memory evaluation (the truth is digested and logged as a dataset,
-    the per-record table is written whole), so the chunked and Spark engines of `score fields` are
-    refused here rather than silently ignored."""
+def _scale_engine(args: argparse.Namespace) -> str | None:
+    """None for the in-memory evaluation; "chunked" or "spark" when the scale options ask for a
+    streaming engine. Those engines feed the same bundle (same metrics, params, tags, artifacts)
+    for the `fields` task; for the other tasks `evaluate` scores in memory and the options are
+    refused rather than silently ignored."""
     from extracteval.errors import InputError
 
-    given = [opt for opt, on in (("--chunk-size", getattr(args, "chunk_size", None) is not None),
-                                 ("--workers", getattr(args, "workers", 1) != 1),
-                                 ("--engine spark", getattr(args, "engine", "local") != "local"),
-                                 ("--spark-master", getattr(args, "spark_master", None) is not None),
-                                 ("--spark-partitions", getattr(args, "spark_partitions", None) is not None)) if on]
-    if given:
-        raise InputError(f"evaluate scores in memory; {', '.join(given)} are options of `extracteval score fields` only "
-                         "(stream with `score fields --chunk-size N --output DIR`; see README \"Scale\").")
+    chunk_size = getattr(args, "chunk_size", None)
+    workers = getattr(args, "workers", 1)
+    engine = getattr(args, "engine", "local")
+    spark_only = [opt for opt, on in (("--spark-master", getattr(args, "spark_master", None) is not None),
+                                      ("--spark-partitions", getattr(args, "spark_partitions", None) is not None)) if on]
+    given = [opt for opt, on in (("--chunk-size", chunk_size is not None), ("--workers", workers != 1),
+                                 ("--engine spark", engine != "local")) if on] + spark_only
+    if not given:
+        return None
+    task = args._evaluate_task
+    if task != "fields":
+        raise InputError(f"evaluate {task} scores in memory; {', '.join(given)} stream only for `extracteval evaluate fields` "
+                         f"(for the {task} task stream with `extracteval score {task} --chunk-size N --output DIR`; see README \"Scale\").")
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    if engine == "spark":
+        if chunk_size is not None or workers != 1:
+            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
+        return "spark"
+    if spark_only:
+        raise InputError(f"{', '.join(spark_only)} go with --engine spark; add it, or drop them.")
+    return "chunked"
+
+
+def _score_streaming(args: argparse.Namespace, engine: str, workdir_parent: "Path | None") -> "StreamedFields":
+    if workdir_parent is not None:
+        workdir_parent.mkdir(parents=True, exist_ok=True)
+    if engine == "spark":
+        from extracteval.spark.evaluate import score_fields_spark_streamed
+
+        return score_fields_spark_streamed(args, workdir_parent=workdir_parent)
+    from extracteval.mlflow.stream_fields import score_fields_streamed
+
+    chunk_size = getattr(args, "chunk_size", None)
+    return score_fields_streamed(args, chunk_size=100_000 if chunk_size is None else chunk_size,
+                                 workers=getattr(args, "workers", 1), workdir_parent=workdir_parent)
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -52,14 +52,12 @@ def _dumps(obj: Any, **kw: Any) -> str:
 
 
 def truth_digest(truth: Any) -> str:
-    """SHA-256 of the ground truth's canonical content: rows sorted by id, columns by name,
-    values as JSON. Independent of row and column order in the input file."""
-    frame = truth.copy()
-    frame.index = frame.index.map(str)
-    frame = frame.sort_index(kind="stable")
-    frame = frame.reindex(sorted(frame.columns, key=str), axis=1)
-    payload = frame.to_json(orient="split", date_format="iso", default_handler=str, double_precision=15)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    """SHA-256 of the ground truth's canonical content: rows sorted by id, columns by name, each
+    cell absent, text or JSON (`extracteval.core.digest` defines it). Independent of row and
+    column order in the input file, and the same when computed from chunks streamed in id order."""
+    from extracteval.core.digest import truth_digest as digest
+
+    return digest(truth)
 
 
 def config_digest(config: Mapping[str, Any]) -> str:
@@ -115,21 +113,29 @@ def _bounded(value: Any, limit: int) -> str:
 _SCHEMA_TYPES = {"integer": "long", "floating": "double", "boolean": "boolean", "datetime64": "datetime", "datetime": "datetime", "date": "datetime"}
 
 
+def truth_summary(frame: Any, *, num_rows: int | None = None) -> dict[str, Any]:
+    """What the dataset input says of the truth besides its digest: the column types (from
+    pandas' inference over the first 1000 rows) and the size. `frame` may be just the first rows
+    of a truth streamed in chunks; `num_rows` then gives the full count."""
+    import pandas as pd
+
+    head = frame.head(1000)
+    n = len(frame) if num_rows is None else num_rows
+    cols = [(str(c), _SCHEMA_TYPES.get(pd.api.types.infer_dtype(head.iloc[:, j], skipna=True), "string")) for j, c in enumerate(head.columns)]
+    return {"columns": cols, "num_rows": int(n), "num_elements": int(n * (len(cols) + 1))}
+
+
 def _dataset_entity(scored: Scored, digest: str) -> dict[str, Any]:
     """The ground truth as an MLflow dataset (name, digest, source, schema, profile), in the form
     `mlflow.data.from_pandas(...)` produces. The column types come from pandas' type inference
     (MLflow's own inference visits every cell in Python: seconds for a few hundred columns)."""
     import warnings
 
-    import pandas as pd
     from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.types import ColSpec, Schema
 
-    frame = scored.truth
-    cols = [("id", "string")]
-    for c in frame.columns:
-        kind = pd.api.types.infer_dtype(frame[c].head(1000), skipna=True)
-        cols.append((str(c), _SCHEMA_TYPES.get(kind, "string")))
+    summary = scored.cache.get("truth_summary") or truth_summary(scored.truth)
+    cols = [("id", "string"), *summary["columns"]]
     schema = Schema([ColSpec(type=t, name=n, required=False) for n, t in cols])
     try:
         with warnings.catch_warnings():  # "can be interpreted in multiple ways": a local file either way
@@ -145,7 +151,7 @@ def _dataset_entity(scored: Scored, digest: str) -> dict[str, Any]:
         "source_type": source._get_source_type(),
         "source": source.to_json(),
         "schema": json.dumps({"mlflow_colspec": schema.to_dict()}),
-        "profile": json.dumps({"num_rows": len(frame), "num_elements": int(frame.size + len(frame))}),
+        "profile": json.dumps({"num_rows": summary["num_rows"], "num_elements": summary["num_elements"]}),
     }
 
 
@@ -178,7 +184,8 @@ def write_bundle(
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").exists():
         raise InputError(f"{out}: the output folder is not empty and is not an extracteval bundle; choose an empty or new folder.")
     created_ms = int(time.time() * 1000)
-    t_digest = truth_digest(scored.truth)
+    # a streaming engine digested the truth chunk by chunk while scoring (never held whole)
+    t_digest = scored.cache.get("truth_digest") or truth_digest(scored.truth)
     c_digest = config_digest(scored.config)
     models = list(scored.models)
     keys = KeyMap.build([*adapter.item_names(scored), *models])
@@ -216,6 +223,9 @@ def write_bundle(
                                        "extracteval.rank": str(i)},
                                  params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_generation(scored, m)}))
 
+    # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
+    # into the bundle instead of built from per-record counts held in memory
+    streamed: Mapping[tuple[str | None, str], Path] = scored.cache.get("streamed_files", {})
     shared_pngs: dict[str, bytes] | None = None
     model_metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (parent and child use them)
 
@@ -250,14 +260,20 @@ def write_bundle(
                 for tname, table in adapter.comparison_tables(scored).items():
                     write_csv(table, adir / f"{safe_file_name(tname)}.csv", safe=safe_csv)
             if plan.role != "comparison":
-                rec = adapter.records_frame(scored, plan.model)
-                if rec is not None:
-                    rec.to_parquet(adir / "records.parquet", index=False)
+                if (plan.model, "records.parquet") in streamed:
+                    _place(streamed[(plan.model, "records.parquet")], adir / "records.parquet")
+                else:
+                    rec = adapter.records_frame(scored, plan.model)
+                    if rec is not None:
+                        rec.to_parquet(adir / "records.parquet", index=False)
                 # the predictions as scored, for `extracteval rescore` (adapters that offer them)
-                predictions_frame = getattr(adapter, "predictions_frame", None)
-                preds = predictions_frame(scored, plan.model) if predictions_frame is not None else None
-                if preds is not None:
-                    preds.to_parquet(adir / "predictions.parquet", index=False)
+                if (plan.model, "predictions.parquet") in streamed:
+                    _place(streamed[(plan.model, "predictions.parquet")], adir / "predictions.parquet")
+                else:
+                    predictions_frame = getattr(adapter, "predictions_frame", None)
+                    preds = predictions_frame(scored, plan.model) if predictions_frame is not None else None
+                    if preds is not None:
+                        preds.to_parquet(adir / "predictions.parquet", index=False)
             used = {k: v for k, v in keys.originals.items() if k in metrics}
             (adir / "metric_keys.json").write_text(
                 _dumps({"names": keys.names_table(), "metrics": [{"key": k, "original": used.get(k, k)} for k in sorted(metrics)]}),
@@ -301,6 +317,18 @@ def write_bundle(
     bundle = Bundle(path=out, manifest=manifest)
     bundle.write_state({"runs": {}, "status": "PENDING", "error": None})
     return bundle
+
+
+def _place(src: Path, dst: Path) -> None:
+    """A streamed file into the bundle: a hard link when on the same file system (no copy of a
+    file that can be gigabytes), else a copy."""
+    import os
+    import shutil
+
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
 
 
 def _generation(scored: Scored, model: str) -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,25 +58,74 @@ def _field_f1_intervals(ledger: np.ndarray, *, resamples: int, confidence: float
 
     ledger: (records, fields, 5) tp, fp, fn, tn, excluded (excluded records count nothing).
     """
+    n, f = ledger.shape[0], ledger.shape[1]
+    # one field's rows at a time (all fields at once as int64 would be records × fields × 32 bytes)
+    return _draw_intervals(
+        ((ledger[:, j, :4].astype(np.int64), None) for j in range(f)), f, n,
+        resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division,
+    )
+
+
+def field_f1_intervals_from_patterns(
+    patterns: np.ndarray, freq: np.ndarray, model_index: int, n_fields: int, *, resamples: int, confidence: float, seed: int,
+    zero_division: float,
+) -> np.ndarray:
+    """`_field_f1_intervals` of one model from a merged ledger's distinct per-record patterns
+    (records × models × fields × 4 collapsed to distinct rows and their frequencies, as the
+    chunked and Spark engines keep them): the same distinct rows and frequencies per field, so
+    the same multinomial draws and the same intervals, without the per-record counts."""
+    patterns = np.asarray(patterns)
+    freq = np.asarray(freq, dtype=np.int64)
+    lo = model_index * n_fields * 4
+    fields = ((patterns[:, lo + 4 * j : lo + 4 * j + 4].astype(np.int64), freq) for j in range(n_fields))
+    return _draw_intervals(fields, n_fields, int(freq.sum()), resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division)
+
+
+def _draw_intervals(
+    fields: Iterable[tuple[np.ndarray, np.ndarray | None]], n_fields: int, n: int, *, resamples: int, confidence: float, seed: int, zero_division: float
+) -> np.ndarray:
+    """fields: per field, (rows, weights): count rows (tp, fp, fn, tn) and how many records have
+    each (None: one record per row)."""
     from extracteval.core.counts import ratios
 
-    n, f = ledger.shape[0], ledger.shape[1]
-    out = np.full((f, 2), np.nan)
+    out = np.full((n_fields, 2), np.nan)
     if n == 0 or resamples <= 0:
         return out
     rng = np.random.default_rng(seed)
     alpha = (1.0 - confidence) / 2.0
-    for j in range(f):
-        rows = ledger[:, j, :4].astype(np.int64)
+    for j, (rows, weights) in enumerate(fields):
         base = int(rows.max()) + 1 if rows.size else 1
         codes = ((rows[:, 0] * base + rows[:, 1]) * base + rows[:, 2]) * base + rows[:, 3]  # one integer per row pattern
-        _, first, freq = np.unique(codes, return_index=True, return_counts=True)
+        if weights is None:
+            _, first, freq = np.unique(codes, return_index=True, return_counts=True)
+        else:
+            _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+            freq = np.zeros(len(first), dtype=np.int64)
+            np.add.at(freq, inverse.ravel(), weights)
         patterns = rows[first]
         draws = rng.multinomial(n, freq / n, size=resamples)  # (resamples, patterns)
         c = draws @ patterns  # (resamples, 4)
         f1 = ratios(c[:, 0], c[:, 1], c[:, 2], c[:, 3], zero_division=zero_division)["f1"]
         out[j] = np.percentile(f1, [100 * alpha, 100 * (1 - alpha)])
     return out
+
+
+def records_frame_of(rec: Any, models: Sequence[str]) -> pd.DataFrame:
+    """model, record_id, field, tp, fp, fn, tn, excluded of a `RecordLedger` — one row per model,
+    record and field, with dictionary-encoded (categorical) id columns: no per-row string
+    objects, and Parquet stores each id once."""
+    n, f = len(rec.record_ids), len(rec.fields)
+    models = list(models)
+    rid_codes = np.repeat(np.arange(n, dtype=np.int32), f)
+    fld_codes = np.tile(np.arange(f, dtype=np.int32), n)
+    rid_cat = pd.Categorical.from_codes(np.tile(rid_codes, len(models)), categories=pd.Index(rec.record_ids, dtype=object))
+    fld_cat = pd.Categorical.from_codes(np.tile(fld_codes, len(models)), categories=pd.Index(rec.fields, dtype=object))
+    mdl_cat = pd.Categorical.from_codes(np.repeat(np.arange(len(models), dtype=np.int32), n * f), categories=pd.Index(models, dtype=object))
+    flat = np.concatenate([rec.counts[m].reshape(n * f, 5) for m in models]) if models else np.zeros((0, 5), dtype=np.int32)
+    return pd.DataFrame({
+        "model": mdl_cat, "record_id": rid_cat, "field": fld_cat,
+        **{k: flat[:, i] for i, k in enumerate(_COUNT_KEYS)},
+    })
 
 
 class FieldsAdapter:
@@ -291,18 +340,7 @@ class FieldsAdapter:
         rec = scored.result.records
         if rec is None:
             return None
-        n, f = len(rec.record_ids), len(rec.fields)
-        models = list(rec.counts) if model is None else [model]
-        rid_codes = np.repeat(np.arange(n, dtype=np.int32), f)
-        fld_codes = np.tile(np.arange(f, dtype=np.int32), n)
-        rid_cat = pd.Categorical.from_codes(np.tile(rid_codes, len(models)), categories=pd.Index(rec.record_ids, dtype=object))
-        fld_cat = pd.Categorical.from_codes(np.tile(fld_codes, len(models)), categories=pd.Index(rec.fields, dtype=object))
-        mdl_cat = pd.Categorical.from_codes(np.repeat(np.arange(len(models), dtype=np.int32), n * f), categories=pd.Index(models, dtype=object))
-        flat = np.concatenate([rec.counts[m].reshape(n * f, 5) for m in models]) if models else np.zeros((0, 5), dtype=np.int32)
-        return pd.DataFrame({
-            "model": mdl_cat, "record_id": rid_cat, "field": fld_cat,
-            **{k: flat[:, i] for i, k in enumerate(_COUNT_KEYS)},
-        })
+        return records_frame_of(rec, list(rec.counts) if model is None else [model])
 
     def predictions_frame(self, scored: Scored, model: str) -> pd.DataFrame | None:
         """The model's predictions as scored, long: id, field, value (JSON text), status — the

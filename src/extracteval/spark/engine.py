@@ -26,6 +26,7 @@ class SparkRun:
 
     result: Any
     records: Any
+    ledger: Any = None  # the merged ledger `result` was finalised from
 
 
 def _input_error(e: Exception) -> InputError | None:
@@ -106,4 +107,4 @@ def run_on_spark(
         def rows() -> np.ndarray:  # type: ignore[misc]
             return record_rows(records_df, final)
 
-    return SparkRun(result=task.finalise(merged, record_rows=rows), records=records_df)
+    return SparkRun(result=task.finalise(merged, record_rows=rows), records=records_df, ledger=merged)

@@ -40,6 +40,7 @@ class SparkFieldsResult:
 
     result: FieldsResult
     records: Any
+    ledger: FieldsLedger | None = None  # merged (its distinct per-record patterns: the per-field intervals)
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ def score_fields_spark(
     run = run_on_spark(
         FieldsTask(plan), joined, to_chunk, empty_chunk=empty_chunk, records_schema=_RECORD_SCHEMA, record_rows=record_rows,
     )
-    return SparkFieldsResult(result=run.result, records=run.records)
+    return SparkFieldsResult(result=run.result, records=run.records, ledger=run.ledger)
 
 
 def _collect_rows(records_df: Any, models: Sequence[str], fields: Sequence[str], n: int) -> np.ndarray:

@@ -1,0 +1,173 @@
+"""`extracteval evaluate fields --chunk-size N [--workers K]`: the chunked engine, feeding the MLflow
+logging path with what the in-memory `evaluate` logs, in memory bounded by the chunk size.
+
+Per chunk (in this process or a worker) the `fields` core scores the records into a mergeable
+ledger, as for `score fields --chunk-size`, and also returns: the chunk's per-record counts of
+each model (streamed to one Parquet file per model: the runs' `extracteval/records.parquet`), its
+predictions as scored (one Parquet file per model: `extracteval/predictions.parquet`, for
+`extracteval rescore`), and its truth rows encoded for the truth digest, which this process
+hashes in chunk (= id) order. The first 1000 truth rows give the dataset's column types.
+
+Per-field F1 intervals come from the merged ledger's distinct per-record count patterns and their
+frequencies: the multinomial bootstrap of the in-memory path draws over exactly those, so the
+intervals are the same numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from extracteval.chunked import ChunkScore, FieldsChunk, FieldsTask
+from extracteval.mlflow.tasks import Scored
+
+__all__ = ["EvaluateFieldsTask", "StreamedFields", "score_fields_streamed", "scored_from_stream", "HEAD_ROWS"]
+
+HEAD_ROWS = 1000  # truth rows the dataset schema is inferred from (as `truth_summary` does in memory)
+
+
+@dataclass(frozen=True)
+class EvaluateFieldsTask(FieldsTask):
+    """`FieldsTask` plus what `evaluate` logs of each chunk.
+
+    Attributes:
+        headers: model → its prediction columns, in file order (the columns of the in-memory
+            predictions frame, so that predictions.parquet has the same rows).
+    """
+
+    headers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
+        from extracteval.core.digest import encode_truth
+        from extracteval.core.fields import ModelPredictions, fields_ledger
+        from extracteval.mlflow.rescore import predictions_to_frame
+        from extracteval.mlflow.task_fields import records_frame_of
+
+        chunk = chunk.materialised()
+        ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
+        rows = records.bootstrap_rows() if self.plan.config.bootstrap > 0 else None
+        frames: dict[str, pd.DataFrame] = {}
+        for m in self.plan.models:
+            frames[f"records/{m}"] = records_frame_of(records, [m])
+        for p in chunk.predictions:
+            cols = self.headers.get(p.name)
+            values = p.values if cols is None else p.values.reindex(columns=list(cols))
+            frames[f"predictions/{p.name}"] = predictions_to_frame(
+                ModelPredictions(name=p.name, values=values, status=p.status, source=p.source))
+        return ChunkScore(ledger=ledger, records=frames, rows=rows, side=encode_truth(chunk.truth))
+
+
+@dataclass
+class StreamedFields:
+    """What the streaming engines hand to `scored_from_stream`."""
+
+    result: Any  # FieldsResult without per-record counts
+    ledger_patterns: tuple[Any, Any] | None  # (patterns, freq) of the merged ledger
+    truth_digest: str
+    truth_head: pd.DataFrame  # the first HEAD_ROWS truth rows, as read
+    inputs: dict[str, Any]
+    files: dict[tuple[str, str], Path]  # (model, artifact file name) → streamed file
+    workdir: Path  # holds `files`; removed by the caller once the bundle is written
+
+
+def scored_from_stream(s: StreamedFields) -> Scored:
+    """The `Scored` the bundle writer takes, from a streamed evaluation."""
+    from extracteval.mlflow.bundle import truth_summary
+    from extracteval.mlflow.task_fields import field_f1_intervals_from_patterns
+
+    result = s.result
+    doc = result.to_dict()
+    doc["inputs"] = s.inputs
+    scored = Scored(task="fields", result=result, doc=doc, models=tuple(result.ranking), truth=s.truth_head,
+                    truth_source=s.inputs["truth"], config=doc["config"])
+    scored.cache["truth_digest"] = s.truth_digest
+    scored.cache["truth_summary"] = truth_summary(s.truth_head, num_rows=result.n_records)
+    scored.cache["streamed_files"] = dict(s.files)
+    cfg = result.config
+    models = sorted(result.models)  # the ledger's model order
+    for m in models:
+        if s.ledger_patterns is not None and cfg.get("bootstrap") and result.n_records:
+            patterns, freq = s.ledger_patterns
+            scored.cache[("f1_ci", m)] = field_f1_intervals_from_patterns(
+                patterns, freq, models.index(m), len(result.fields), resamples=int(cfg["bootstrap"]),
+                confidence=float(cfg["confidence"]), seed=int(cfg["seed"]), zero_division=float(cfg["zero_division"]),
+            )
+    return scored
+
+
+class _Finalise:
+    """The task, keeping the merged ledger's patterns (for the per-field intervals) when
+    `finalise` runs here, in the driver process."""
+
+    def __init__(self, task: EvaluateFieldsTask) -> None:
+        self.task = task
+        self.patterns: tuple[Any, Any] | None = None
+
+    def score_chunk(self, chunk: Any) -> ChunkScore:
+        return self.task.score_chunk(chunk)
+
+    def finalise(self, ledger: Any, *, record_rows: Any) -> Any:
+        self.patterns = (ledger.patterns, ledger.freq)
+        return self.task.finalise(ledger, record_rows=record_rows)
+
+
+def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers: int, workdir_parent: Path | None = None) -> StreamedFields:
+    """Score `evaluate fields` arguments with the chunked engine (see the module docstring)."""
+    from extracteval.chunked import run_chunks
+    from extracteval.commands.fields_inputs import build_config
+    from extracteval.core.digest import TruthDigest
+    from extracteval.core.fields import plan_fields
+    from extracteval.errors import InputError
+    from extracteval.io.chunks import materialise_text, table_columns
+    from extracteval.io.fields_chunks import open_fields_stream
+
+    if getattr(args, "keys", None):
+        raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
+    if chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    config = build_config(args)
+    fields = [f.strip() for f in args.fields.split(",") if f.strip()] if getattr(args, "fields", None) else None
+    stream = open_fields_stream(args.truth, args.predictions, chunk_size=chunk_size, id_column=args.id_column, delimiter=args.delimiter)
+    plan = plan_fields(stream.truth_fields, stream.models, config=config, fields=fields, truth_source=stream.truth_source)
+    headers = {
+        name: tuple(c for c in table_columns(src, delimiter=args.delimiter) if c not in (args.id_column, "status"))
+        for name, src in stream.models.items()
+    }
+    task = _Finalise(EvaluateFieldsTask(plan, keep_records=True, headers=headers))
+    workdir = Path(tempfile.mkdtemp(prefix="extracteval-stream-", dir=workdir_parent))
+    files: dict[tuple[str, str], Path] = {}
+    paths: dict[str, Path] = {}
+    for i, m in enumerate(plan.models):
+        for kind in ("records", "predictions"):
+            paths[f"{kind}/{m}"] = files[(m, f"{kind}.parquet")] = workdir / f"{kind}-{i}.parquet"
+    digest = TruthDigest()
+    heads: list[pd.DataFrame] = []
+    head_rows = 0
+
+    def chunks() -> Iterator[Any]:
+        nonlocal head_rows
+        for chunk in stream.chunks():
+            if head_rows < HEAD_ROWS:  # the first rows as read, for the dataset schema
+                part = materialise_text(chunk.truth.head(HEAD_ROWS - head_rows))
+                heads.append(part)
+                head_rows += len(part)
+            yield chunk
+
+    try:
+        result, _ = run_chunks(task, chunks(), workers=workers, records_path=paths, spill_dir=str(workdir), on_side=digest.update)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    head = pd.concat(heads) if heads else pd.DataFrame(columns=stream.truth_fields)
+    return StreamedFields(
+        result=result, ledger_patterns=task.patterns, truth_digest=digest.hexdigest(), truth_head=head,
+        inputs={"truth": stream.truth_source, "predictions": dict(stream.models)},
+        files={k: v for k, v in files.items() if v.exists()}, workdir=workdir,
+    )

@@ -1,0 +1,142 @@
+"""`extracteval evaluate fields --chunk-size/--workers`: the streamed evaluation logs exactly what the
+in-memory one logs — every metric, param, tag (truth digest included), the dataset input and the
+artifact listing, with the same Parquet rows — read back from two real SQLite tracking stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import EXPERIMENTS
+
+CONTRACTS = EXPERIMENTS / "contracts"
+CONTRACT_ARGS = [
+    "--truth", str(CONTRACTS / "truth.csv"),
+    "--predictions", f"gpt={CONTRACTS / 'predictions/gpt-4o-mini.csv'}",
+    "--predictions", f"llama={CONTRACTS / 'predictions/llama-3.1-8b.csv'}",
+    "--predictions", f"regex={CONTRACTS / 'predictions/regex-baseline.csv'}",
+    "--strategies", str(CONTRACTS / "strategies.yaml"),
+]
+# differ between any two runs however they were scored
+_RUN_TAGS = {"mlflow.user", "mlflow.source.name", "mlflow.source.type", "mlflow.source.git.commit"}
+
+
+def _artifacts(client: MlflowClient, run_id: str, path: str | None = None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for a in client.list_artifacts(run_id, path):
+        if a.is_dir:
+            out.update(_artifacts(client, run_id, a.path))
+        else:
+            out[a.path] = a.path
+    return out
+
+
+def _store(uri: str, experiment: str) -> dict[str, dict]:
+    """Everything logged to `experiment`, by run name."""
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    out = {}
+    for run in client.search_runs([exp.experiment_id]):
+        rid = run.info.run_id
+        tags = {k: v for k, v in run.data.tags.items() if k not in _RUN_TAGS and k != "mlflow.parentRunId"}
+        inputs = [(d.dataset.name, d.dataset.digest, d.dataset.schema, d.dataset.profile, d.dataset.source_type)
+                  for d in run.inputs.dataset_inputs]
+        out[run.info.run_name] = {
+            "status": run.info.status, "metrics": run.data.metrics, "params": run.data.params, "tags": tags, "inputs": inputs,
+            "artifacts": sorted(_artifacts(client, rid)), "parent": run.data.tags.get("mlflow.parentRunId") is not None,
+            "run_id": rid,
+        }
+    return out
+
+
+def _parquet(client: MlflowClient, run_id: str, path: str, tmp: Path) -> pd.DataFrame:
+    local = client.download_artifacts(run_id, path, str(tmp))
+    frame = pd.read_parquet(local)
+    return frame.astype({c: str for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)})
+
+
+def _evaluate(cli, args: list[str], tmp: Path, name: str, *extra: str) -> tuple[str, Path]:
+    uri = f"sqlite:///{tmp / f'{name}.db'}"
+    out = tmp / f"{name}-out"
+    res = cli("evaluate", "fields", *args, "--experiment", "e", "--tracking-uri", uri, "--output", str(out), *extra)
+    assert res.code == 0, res.err
+    return uri, out
+
+
+def _assert_same(want_uri: str, got_uri: str, tmp: Path) -> None:
+    want, got = _store(want_uri, "e"), _store(got_uri, "e")
+    assert set(got) == set(want)
+    for name, w in want.items():
+        g = got[name]
+        assert g["status"] == w["status"] == "FINISHED"
+        assert g["metrics"] == w["metrics"], name
+        assert g["params"] == w["params"], name
+        assert g["tags"] == w["tags"], name
+        assert g["inputs"] == w["inputs"], name
+        assert g["artifacts"] == w["artifacts"], name
+        for path in w["artifacts"]:
+            if path.endswith(".parquet"):
+                a = _parquet(MlflowClient(want_uri), w["run_id"], path, tmp / "w" / name)
+                b = _parquet(MlflowClient(got_uri), g["run_id"], path, tmp / "g" / name)
+                pd.testing.assert_frame_equal(b, a, check_dtype=False)
+            elif path.endswith((".json", ".csv")):
+                a = Path(MlflowClient(want_uri).download_artifacts(w["run_id"], path, str(tmp / "w" / name))).read_bytes()
+                b = Path(MlflowClient(got_uri).download_artifacts(g["run_id"], path, str(tmp / "g" / name))).read_bytes()
+                assert a == b, path
+
+
+@pytest.mark.parametrize("extra", [["--chunk-size", "7"], ["--chunk-size", "9", "--workers", "2"]])
+def test_contracts_streamed_evaluation_logs_what_the_in_memory_one_logs(cli, tmp_path, monkeypatch, extra):
+    monkeypatch.chdir(tmp_path)
+    want, _ = _evaluate(cli, CONTRACT_ARGS, tmp_path, "memory", "--no-figures")
+    got, out = _evaluate(cli, CONTRACT_ARGS, tmp_path, "chunked", "--no-figures", *extra)
+    _assert_same(want, got, tmp_path)
+    # the local copy holds no leftover of the streaming engine
+    assert not [p for p in out.parent.iterdir() if p.name.startswith("extracteval-stream-")]
+
+
+def _generated(tmp: Path, n: int, seed: int) -> list[str]:
+    """Wide CSV files sorted by id, with empty cells, JSON lists, missing records, a status column
+    and a prediction column that the truth has not."""
+    rng = np.random.default_rng(seed)
+    ids = sorted(f"doc-{i:05d}" for i in range(n))
+    vocab = np.asarray(["alpha", "Beta", "beta ", "N/A", "", "2024-03-01", "7", "7.0", '["a", "b"]', "Zürich"], dtype=object)
+    truth = pd.DataFrame({"id": ids, **{f: rng.choice(vocab, n) for f in ("vendor", "date", "amount", "tags")}})
+    truth.to_csv(tmp / "truth.csv", index=False)
+    args = ["--truth", str(tmp / "truth.csv")]
+    for m in ("a", "b"):
+        keep = rng.random(n) < 0.85
+        pred = pd.DataFrame({"id": np.asarray(ids)[keep], **{f: rng.choice(vocab, keep.sum()) for f in ("vendor", "date", "amount", "extra")}})
+        pred["status"] = rng.choice(np.asarray(["ok", "ok", "ok", "error"], dtype=object), keep.sum())
+        pred.to_csv(tmp / f"{m}.csv", index=False)
+        args += ["--predictions", f"{m}={tmp / f'{m}.csv'}"]
+    return args
+
+
+def test_generated_data_streamed_with_figures_logs_the_same(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = _generated(tmp_path, 1500, 3) + ["--resamples", "200"]
+    want, _ = _evaluate(cli, args, tmp_path, "memory")
+    got, _ = _evaluate(cli, args, tmp_path, "chunked", "--chunk-size", "250")
+    _assert_same(want, got, tmp_path)
+    runs = _store(got, "e")
+    assert any(k.endswith("/ci_low") for r in runs.values() for k in r["metrics"])  # per-field intervals were compared
+    assert all("figures/field_f1.png" in r["artifacts"] for r in runs.values())
+
+
+def test_one_model_streamed_with_json_output(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = _generated(tmp_path, 300, 5)[:4] + ["--json", "--no-figures"]
+    uri = f"sqlite:///{tmp_path / 's.db'}"
+    res = cli("evaluate", "fields", *args, "--experiment", "e", "--tracking-uri", uri, "--chunk-size", "64")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    ref = cli("score", "fields", *args[:-1])
+    assert res.code == 0
+    mlflow = doc.pop("mlflow")
+    assert doc == json.loads(ref.out) and mlflow["output"] is None and len(mlflow["run_ids"]) == 1
