@@ -91,3 +91,25 @@ def test_normalisation_is_idempotent_and_total(v):
     if k is not None and k.startswith("t:"):
         # the normalised text of a text key is its own fixed point
         assert n.key(k[2:]) == k
+
+
+_DATE_PIECES = st.sampled_from(["2024-01-05", "5/1/2024", "05.01.2024", "1/5/24", "January 5, 2024", "5th of January 2024",
+                                "mon, jan 5, 2024", "5-jan-2024", "2024-01-05t10:30:00z", "2024-01-05 10:30+02:00",
+                                "2024-01-05t10:30:00.5", "acme 12 inc.", "person 42", "v1.2.33", "z", "12"])
+
+
+@given(st.lists(st.one_of(_DATE_PIECES, st.text("0123456789 -/.:tz+,ofjanuaryth", max_size=6)), min_size=1, max_size=3))
+def test_the_date_shortcut_never_skips_a_date(parts):
+    # _classify_text only tries the date shapes on text ending in a digit or `z`; every shape
+    # that parses must indeed end so, or the shortcut would turn a date into text
+    text = " ".join(" ".join(parts).split())
+    if text and Normalizer()._date(text) is not None:
+        assert text[-1].isdigit() or text[-1] == "z"
+
+
+def test_dates_still_detected_after_the_shortcut():
+    n = Normalizer()
+    for raw in ("2024-01-05", "January 5, 2024", "5 January 2024", "2024-01-05T00:00:00Z", "05-Jan-2024"):
+        assert n.key(raw) == "d:2024-01-05", raw
+    assert n.key("2024-01-05T10:30:00Z") == "d:2024-01-05T10:30:00"
+    assert n.key("Acme Robotics 12 Inc.") == "t:acme robotics 12 inc."

@@ -232,7 +232,9 @@ class Normalizer:
             n = self._number(text)
             if n is not None:
                 return n
-        if _HAS_DIGIT.search(text):
+        # every date shape ends in a digit (or the `z` of a UTC timestamp): a cheap test that
+        # spares names such as "acme robotics 12 inc." the pattern matching
+        if (text[-1].isdigit() or text[-1] == "z") and _HAS_DIGIT.search(text):
             d = self._date(text)
             if d is not None:
                 return d
