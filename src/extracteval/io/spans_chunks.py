@@ -25,6 +25,7 @@ import numpy as np
 
 from extracteval.core.spans import SpanCorpus, SpanSet
 from extracteval.errors import InputError
+from extracteval.io.spans_inputs import read_span_list
 
 __all__ = ["SpanDoc", "iter_span_docs", "SpansStream", "open_spans_stream"]
 
@@ -85,43 +86,7 @@ def _doc(path: Path, at: str, rec: Any, keys: Sequence[str]) -> SpanDoc:
     key = next((k for k in keys if k in rec), None)
     if key is None:
         raise InputError(f"{path}: {at} (id {rid!r}): expected a {' or '.join(repr(k) for k in keys)} list of spans, but found keys {sorted(rec)}.")
-    raw = rec[key]
-    if raw is None:
-        raw = []
-    if not isinstance(raw, list):
-        raise InputError(f"{path}: {at} (id {rid!r}): {key!r}: expected a list of spans, but found {type(raw).__name__}.")
-    spans = []
-    for j, sp in enumerate(raw):
-        where = f"{path}: {at} (id {rid!r}): {key}[{j}]"
-        if not isinstance(sp, dict):
-            raise InputError(f"{where}: expected an object {{\"start\", \"end\", \"tag\"}}, but found {type(sp).__name__}.")
-        for k in ("start", "end"):
-            v = sp.get(k)
-            if isinstance(v, bool) or not isinstance(v, int):
-                if isinstance(v, float) and v.is_integer():
-                    sp[k] = int(v)
-                    continue
-                raise InputError(f"{where}.{k}: expected an integer character offset, but found {v!r}.")
-        s, e = int(sp["start"]), int(sp["end"])
-        tag = sp.get("tag", sp.get("label"))
-        if not isinstance(tag, str) or not tag.strip():
-            raise InputError(f"{where}.tag: expected a non-empty string, but found {tag!r}.")
-        if s < 0:
-            raise InputError(f"{where}.start: expected an offset ≥ 0, but found {s}.")
-        if e <= s:
-            raise InputError(f"{where}.end: expected end > start ({s}; end is exclusive), but found {e}{' (end before start)' if e < s else ''}.")
-        if doc_text is not None and e > len(doc_text):
-            raise InputError(f"{where}: span [{s}, {e}) lies outside the document text ({len(doc_text)} characters).")
-        own = sp.get("text")
-        if own is not None:
-            if not isinstance(own, str):
-                raise InputError(f"{where}.text: expected a string, but found {type(own).__name__}.")
-            if doc_text is not None and doc_text[s:e] != own:
-                raise InputError(
-                    f"{where}.text: expected the document text at [{s}, {e}), {doc_text[s:e]!r}, but found {own!r}; "
-                    "fix the offsets or the span text."
-                )
-        spans.append((s, e, tag.strip(), own))
+    spans = read_span_list(rec[key], origin=f"{path}: {at} (id {rid!r})", key=key, doc_text=doc_text)
     return SpanDoc(id=rid, at=at, text=doc_text, spans=spans)
 
 

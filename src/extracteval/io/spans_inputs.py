@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -346,6 +347,48 @@ def _records(path: Path, text: str):
         yield n, f"line {n}", rec
 
 
+def read_span_list(raw: Any, *, origin: str, key: str, doc_text: str | None) -> list[tuple[int, int, str, str | None]]:
+    """The validated `(start, end, tag, text)` spans of one document's `key` list (JSONL inputs,
+    in memory and chunked). `origin` names the file, line and document id in every error."""
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise InputError(f"{origin}: {key!r}: expected a list of spans, but found {type(raw).__name__}.")
+    spans = []
+    for j, sp in enumerate(raw):
+        where = f"{origin}: {key}[{j}]"
+        if not isinstance(sp, dict):
+            raise InputError(f"{where}: expected an object {{\"start\", \"end\", \"tag\"}}, but found {type(sp).__name__}.")
+        for k in ("start", "end"):
+            v = sp.get(k)
+            if isinstance(v, bool) or not isinstance(v, int):
+                if isinstance(v, float) and v.is_integer():
+                    sp[k] = int(v)
+                    continue
+                raise InputError(f"{where}.{k}: expected an integer character offset, but found {v!r}.")
+        s, e = int(sp["start"]), int(sp["end"])
+        tag = sp.get("tag", sp.get("label"))
+        if not isinstance(tag, str) or not tag.strip():
+            raise InputError(f"{where}.tag: expected a non-empty string, but found {tag!r}.")
+        if s < 0:
+            raise InputError(f"{where}.start: expected an offset ≥ 0, but found {s}.")
+        if e <= s:
+            raise InputError(f"{where}.end: expected end > start ({s}; end is exclusive), but found {e}{' (end before start)' if e < s else ''}.")
+        if doc_text is not None and e > len(doc_text):
+            raise InputError(f"{where}: span [{s}, {e}) lies outside the document text ({len(doc_text)} characters).")
+        own = sp.get("text")
+        if own is not None:
+            if not isinstance(own, str):
+                raise InputError(f"{where}.text: expected a string, but found {type(own).__name__}.")
+            if doc_text is not None and doc_text[s:e] != own:
+                raise InputError(
+                    f"{where}.text: expected the document text at [{s}, {e}), {doc_text[s:e]!r}, but found {own!r}; "
+                    "fix the offsets or the span text."
+                )
+        spans.append((s, e, tag.strip(), own))
+    return spans
+
+
 def _read_jsonl(path: Path, keys: Sequence[str], *, required: bool = True) -> tuple[list[_Doc], str | None]:
     text = read_text(path)
     docs: list[_Doc] = []
@@ -369,43 +412,7 @@ def _read_jsonl(path: Path, keys: Sequence[str], *, required: bool = True) -> tu
                 raise InputError(f"{path}: {at} (id {rid!r}): expected a {' or '.join(repr(k) for k in keys)} list of spans, but found keys {sorted(rec)}.")
             return [], None
         used_key = used_key or key
-        raw = rec[key]
-        if raw is None:
-            raw = []
-        if not isinstance(raw, list):
-            raise InputError(f"{path}: {at} (id {rid!r}): {key!r}: expected a list of spans, but found {type(raw).__name__}.")
-        spans = []
-        for j, sp in enumerate(raw):
-            where = f"{path}: {at} (id {rid!r}): {key}[{j}]"
-            if not isinstance(sp, dict):
-                raise InputError(f"{where}: expected an object {{\"start\", \"end\", \"tag\"}}, but found {type(sp).__name__}.")
-            for k in ("start", "end"):
-                v = sp.get(k)
-                if isinstance(v, bool) or not isinstance(v, int):
-                    if isinstance(v, float) and v.is_integer():
-                        sp[k] = int(v)
-                        continue
-                    raise InputError(f"{where}.{k}: expected an integer character offset, but found {v!r}.")
-            s, e = int(sp["start"]), int(sp["end"])
-            tag = sp.get("tag", sp.get("label"))
-            if not isinstance(tag, str) or not tag.strip():
-                raise InputError(f"{where}.tag: expected a non-empty string, but found {tag!r}.")
-            if s < 0:
-                raise InputError(f"{where}.start: expected an offset ≥ 0, but found {s}.")
-            if e <= s:
-                raise InputError(f"{where}.end: expected end > start ({s}; end is exclusive), but found {e}{' (end before start)' if e < s else ''}.")
-            if doc_text is not None and e > len(doc_text):
-                raise InputError(f"{where}: span [{s}, {e}) lies outside the document text ({len(doc_text)} characters).")
-            own = sp.get("text")
-            if own is not None:
-                if not isinstance(own, str):
-                    raise InputError(f"{where}.text: expected a string, but found {type(own).__name__}.")
-                if doc_text is not None and doc_text[s:e] != own:
-                    raise InputError(
-                        f"{where}.text: expected the document text at [{s}, {e}), {doc_text[s:e]!r}, but found {own!r}; "
-                        "fix the offsets or the span text."
-                    )
-            spans.append((s, e, tag.strip(), own))
+        spans = read_span_list(rec[key], origin=f"{path}: {at} (id {rid!r})", key=key, doc_text=doc_text)
         docs.append(_Doc(id=rid, at=at, text=doc_text, spans=spans))
     if not docs:
         raise InputError(f"{path}: no documents found; expected one JSON object per line.")
