@@ -168,6 +168,21 @@ def test_vectorised_bootstrap_draws_the_same_intervals_as_one_model_at_a_time(zd
     assert {p: (iv.low, iv.high) for p, iv in diffs.items()} == ref_diffs
 
 
+@pytest.mark.parametrize("entries", [40, 40 * 3, 40 * 7 + 5])
+def test_smaller_draw_blocks_on_many_records_draw_the_same_intervals(monkeypatch, entries):
+    # on many records the per-record path draws fewer resamples per block (bounded temporaries);
+    # the draws continue one random stream, so the intervals must not change with the block size
+    import extracteval.core.bootstrap as bootstrap
+
+    rng = np.random.default_rng(5)
+    arrays = {m: rng.integers(0, 3, size=(40, 6, 4)) for m in ("a", "b", "c")}
+    pairs = [("a", "b"), ("b", "c")]
+    want = _reference_intervals(arrays, pairs, 150, 7, 0.0)
+    monkeypatch.setattr(bootstrap, "_DRAW_ENTRIES", entries)  # blocks of 1, 3 and 7 resamples
+    per, diffs = bootstrap.bootstrap_macro_f1(arrays, pairs, resamples=150, seed=7)
+    assert ({m: (iv.low, iv.high) for m, iv in per.items()}, {p: (iv.low, iv.high) for p, iv in diffs.items()}) == want
+
+
 def test_paired_record_matrix_keeps_shared_ids_and_items_only():
     a = pd.DataFrame({"record_id": ["r2", "r1", "r3", "r1"], "field": ["f", "f", "f", "g"], "tp": [1, 0, 1, 1], "fp": [0, 1, 0, 0], "fn": [0, 1, 0, 0], "tn": [0, 0, 0, 0]})
     b = pd.DataFrame({"record_id": ["r1", "r2", "r9", "r1"], "field": ["f", "f", "f", "f"], "tp": [1, 1, 1, 1], "fp": [0, 0, 0, 0], "fn": [0, 0, 0, 0], "tn": [0, 0, 0, 0]})

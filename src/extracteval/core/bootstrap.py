@@ -16,6 +16,7 @@ import numpy as np
 __all__ = ["Interval", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns", "record_patterns", "merge_patterns"]
 
 _BLOCK = 64
+_DRAW_ENTRIES = 1 << 22  # drawn record indices per block of resamples on the per-record path
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,6 +215,8 @@ def bootstrap_macro_f1_patterns(
 
             def draw(b: int) -> np.ndarray:
                 return rng.multinomial(n, freq / n, size=b).astype(dtype)
+
+            block = _BLOCK
         else:
             if records is None:
                 raise ValueError("many distinct per-record patterns: the bootstrap needs `records` (the per-record matrix).")
@@ -227,13 +230,19 @@ def bootstrap_macro_f1_patterns(
                 offsets = offsets_cache.setdefault(b, (np.arange(b, dtype=np.int64) * n)[:, None])
                 return np.bincount((idx + offsets).ravel(), minlength=b * n).reshape(b, n).astype(dtype)
 
+            # a block of b resamples holds b × n drawn indices (and as many weights): fewer
+            # resamples per block on many records keeps that bounded (64 × 1M records was ≈ 2 GB
+            # of temporaries). Consecutive draws continue one random stream, so the resamples are
+            # the same whatever the block size.
+            block = max(1, min(_BLOCK, _DRAW_ENTRIES // n))
+
         # columns regrouped count-major (tp of every model and field, then fp, …) so each
         # count of a block's product is one contiguous (b, models, fields) slice
         cols = np.arange(len(models) * width).reshape(len(models), width // shape[-1], shape[-1]).transpose(2, 0, 1).ravel()
         matrix = np.ascontiguousarray(matrix[:, cols])
         done = 0
         while done < resamples:
-            b = min(_BLOCK, resamples - done)
+            b = min(block, resamples - done)
             totals = (draw(b) @ matrix).reshape(b, shape[-1], len(models), *shape[:-1])  # one product for all models
             # one reduction for all models (a leaderboard has hundreds: a call per model dominated)
             samples[done : done + b] = _macro_f1_parts(*(totals[:, k] for k in range(4)), zero_division=zero_division)  # (b, models)
