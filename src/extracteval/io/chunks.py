@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.io.json_text import loads
+from extracteval.io.json_text import jsonl_values
 from extracteval.io.tables import _parse_json_lists, json_records_frame, parquet_frame
 
 __all__ = ["FrameChunk", "materialise_text", "iter_frames", "iter_records", "table_columns", "RecordChunk", "SortedIdMerge"]
@@ -100,26 +100,16 @@ def _jsonl_frames(p: Path, chunk_size: int) -> Iterator[FrameChunk]:
     rows: list[dict[str, Any]] = []
     first = 0
     seen_any = False
-    try:
-        with p.open(encoding="utf-8-sig") as fh:
-            for i, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = loads(line)
-                except ValueError as e:
-                    raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
-                if not isinstance(obj, dict):
-                    raise InputError(f"{p}: line {i}: expected a JSON object, but found {type(obj).__name__}.")
-                if not rows:
-                    first = i
-                rows.append(obj)
-                if len(rows) >= chunk_size:
-                    yield FrameChunk(frame=json_records_frame(rows), first_line=first)
-                    seen_any = True
-                    rows = []
-    except UnicodeDecodeError as e:
-        raise InputError(f"{p}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
+    for i, obj in jsonl_values(p):
+        if not isinstance(obj, dict):
+            raise InputError(f"{p}: line {i}: expected a JSON object, but found {type(obj).__name__}.")
+        if not rows:
+            first = i
+        rows.append(obj)
+        if len(rows) >= chunk_size:
+            yield FrameChunk(frame=json_records_frame(rows), first_line=first)
+            seen_any = True
+            rows = []
     if rows:
         yield FrameChunk(frame=json_records_frame(rows), first_line=first)
     elif not seen_any:

@@ -21,7 +21,7 @@ from typing import Any
 from extracteval.errors import InputError
 from extracteval.io.config import parse_model_spec
 from extracteval.io.entities_inputs import _entity_list
-from extracteval.io.json_text import loads
+from extracteval.io.json_text import jsonl_values
 from extracteval.io.keyed_chunks import _check_jsonl
 
 __all__ = ["EntitiesChunk", "iter_entity_records", "EntitiesStream", "open_entities_stream"]
@@ -38,37 +38,25 @@ def iter_entity_records(path: str | Path, *, truth: bool, id_column: str, entiti
     p = Path(path)
     _check_jsonl(p)
     last: tuple[str, int] | None = None
-    try:
-        with p.open(encoding="utf-8-sig") as fh:
-            for i, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = loads(line)
-                except ValueError as e:
-                    raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
-                if not isinstance(rec, dict):
-                    raise InputError(f"{p}: line {i}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
-                rid = rec.get(id_column)
-                if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, (dict, list)):
-                    raise InputError(f"{p}: line {i}: expected a record id in {id_column!r} (pass --id-column NAME if it is elsewhere), "
-                                     f"but found {'nothing' if rid is None else repr(rid)}; keys: {sorted(rec)[:10]}.")
-                rid = str(rid).strip()
-                if last is not None and rid <= last[0]:
-                    kind = "duplicated" if rid == last[0] else "out of order"
-                    raise InputError(
-                        f"{p}: line {i}: record id {rid!r} is {kind} (it follows {last[0]!r} at line {last[1]}); --chunk-size needs every "
-                        "file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
-                    )
-                last = (rid, i)
-                if entities_key not in rec and truth:
-                    raise InputError(f"{p}: line {i}: record {rid!r}: no {entities_key!r} key (keys: {sorted(rec)[:10]}); "
-                                     "pass --entities-key NAME if the list is under another key.")
-                yield rid, _entity_list(p, f"line {i}", rid, rec.get(entities_key), entities_key, truth=truth)
-    except UnicodeDecodeError as e:
-        raise InputError(f"{p}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied; cannot read the file.") from None
+    for i, rec in jsonl_values(p):
+        if not isinstance(rec, dict):
+            raise InputError(f"{p}: line {i}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
+        rid = rec.get(id_column)
+        if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, (dict, list)):
+            raise InputError(f"{p}: line {i}: expected a record id in {id_column!r} (pass --id-column NAME if it is elsewhere), "
+                             f"but found {'nothing' if rid is None else repr(rid)}; keys: {sorted(rec)[:10]}.")
+        rid = str(rid).strip()
+        if last is not None and rid <= last[0]:
+            kind = "duplicated" if rid == last[0] else "out of order"
+            raise InputError(
+                f"{p}: line {i}: record id {rid!r} is {kind} (it follows {last[0]!r} at line {last[1]}); --chunk-size needs every "
+                "file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
+            )
+        last = (rid, i)
+        if entities_key not in rec and truth:
+            raise InputError(f"{p}: line {i}: record {rid!r}: no {entities_key!r} key (keys: {sorted(rec)[:10]}); "
+                             "pass --entities-key NAME if the list is under another key.")
+        yield rid, _entity_list(p, f"line {i}", rid, rec.get(entities_key), entities_key, truth=truth)
     if last is None:
         raise InputError(f"{p}: the file has no records.")
 

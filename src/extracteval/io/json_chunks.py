@@ -23,7 +23,8 @@ from typing import Any
 from extracteval.core.json_compare import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import parse_model_spec
-from extracteval.io.json_inputs import _PAIR_EXTRA, _PAIR_KEYS, _canon, _loads, _record_id, _safety_value
+from extracteval.io.json_inputs import _PAIR_EXTRA, _PAIR_KEYS, _canon, _record_id, _safety_value
+from extracteval.io.json_text import jsonl_values
 
 __all__ = ["JsonChunk", "JsonStream", "open_json_stream"]
 
@@ -69,21 +70,9 @@ class _JsonlRecords:
         if p.is_dir():
             raise InputError(f"{p}: is a directory; expected a file.")
         seen = False
-        try:
-            with p.open(encoding="utf-8-sig") as fh:
-                for i, line in enumerate(fh, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        obj = _loads(line)
-                    except ValueError as e:
-                        raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
-                    seen = True
-                    yield f"line {i}", obj
-        except PermissionError:
-            raise InputError(f"{p}: permission denied; cannot read the file.") from None
-        except UnicodeDecodeError as e:
-            raise InputError(f"{p}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
+        for i, obj in jsonl_values(p):
+            seen = True
+            yield f"line {i}", obj
         if not seen:
             raise InputError(f"{p}: the file has no records.")
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-__all__ = ["loads", "cap_depth", "MAX_VALUE_DEPTH"]
+from extracteval.errors import InputError
+
+__all__ = ["loads", "jsonl_values", "cap_depth", "MAX_VALUE_DEPTH"]
 
 _NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -27,6 +31,26 @@ def loads(text: str) -> Any:
         return json.loads(text)
     except RecursionError:
         return _loads_iterative(text)
+
+
+def jsonl_values(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) of each non-blank line of a JSONL file, streamed (UTF-8, a BOM
+    dropped). The streaming readers' one way through a file: invalid JSON names the file and line,
+    non-UTF-8 bytes and a file that may not be read are one clear message too."""
+    try:
+        with path.open(encoding="utf-8-sig") as fh:
+            for i, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    value = loads(line)
+                except ValueError as e:
+                    raise InputError(f"{path}: line {i}: not valid JSON ({e}); expected one JSON object per line.") from None
+                yield i, value
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied; cannot read the file.") from None
 
 
 def _loads_iterative(s: str) -> Any:

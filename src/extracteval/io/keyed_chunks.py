@@ -22,7 +22,7 @@ from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.config import parse_model_spec
-from extracteval.io.json_inputs import _loads
+from extracteval.io.json_text import jsonl_values
 
 __all__ = ["KeyedChunk", "iter_keyed", "KeyedStream", "open_keyed_stream"]
 
@@ -54,36 +54,24 @@ def iter_keyed(path: str | Path, keys: Sequence[str], what: str, *, id_key: str 
     _check_jsonl(p)
     last: tuple[str, int] | None = None
     seen = False
-    try:
-        with p.open(encoding="utf-8-sig") as fh:
-            for line, text in enumerate(fh, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    rec = _loads(text)
-                except ValueError as e:
-                    raise InputError(f"{p}: line {line}: not valid JSON ({e}); expected one JSON object per line.") from None
-                if not isinstance(rec, dict):
-                    raise InputError(f"{p}: line {line}: expected a JSON object with \"{id_key}\" and one of {', '.join(keys)}, but found {type(rec).__name__}.")
-                if id_key not in rec:
-                    raise InputError(f"{p}: line {line}: the record has no \"{id_key}\" key (found keys {sorted(rec)[:8]}).")
-                rid = str(rec[id_key])
-                key = next((k for k in keys if k in rec), None)
-                if key is None:
-                    raise InputError(f"{p}: line {line} (id {rid}): no {what} key; expected one of {', '.join(keys)} (found keys {sorted(rec)[:8]}).")
-                if last is not None and rid <= last[0]:
-                    kind = "duplicated" if rid == last[0] else "out of order"
-                    raise InputError(
-                        f"{p}: line {line}: id {rid!r} is {kind} (it follows {last[0]!r} at line {last[1]}); --chunk-size needs every "
-                        "file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
-                    )
-                last = (rid, line)
-                seen = True
-                yield line, rid, rec, key
-    except UnicodeDecodeError as e:
-        raise InputError(f"{p}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied; cannot read the file.") from None
+    for line, rec in jsonl_values(p):
+        if not isinstance(rec, dict):
+            raise InputError(f"{p}: line {line}: expected a JSON object with \"{id_key}\" and one of {', '.join(keys)}, but found {type(rec).__name__}.")
+        if id_key not in rec:
+            raise InputError(f"{p}: line {line}: the record has no \"{id_key}\" key (found keys {sorted(rec)[:8]}).")
+        rid = str(rec[id_key])
+        key = next((k for k in keys if k in rec), None)
+        if key is None:
+            raise InputError(f"{p}: line {line} (id {rid}): no {what} key; expected one of {', '.join(keys)} (found keys {sorted(rec)[:8]}).")
+        if last is not None and rid <= last[0]:
+            kind = "duplicated" if rid == last[0] else "out of order"
+            raise InputError(
+                f"{p}: line {line}: id {rid!r} is {kind} (it follows {last[0]!r} at line {last[1]}); --chunk-size needs every "
+                "file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
+            )
+        last = (rid, line)
+        seen = True
+        yield line, rid, rec, key
     if not seen:
         raise InputError(f"{p}: the file has no records.")
 
