@@ -22,7 +22,7 @@ from extracteval.errors import InputError
 from extracteval.io.config import parse_model_spec
 from extracteval.io.entities_inputs import _entity_list
 from extracteval.io.json_text import jsonl_values
-from extracteval.io.keyed_chunks import _check_jsonl
+from extracteval.io.keyed_chunks import _check_jsonl, merge_by_id
 
 __all__ = ["EntitiesChunk", "iter_entity_records", "EntitiesStream", "open_entities_stream"]
 
@@ -83,31 +83,8 @@ class EntitiesStream:
         names = list(self.models)
         streams = [iter_entity_records(self.truth, truth=True, id_column=self.id_column, entities_key=self.entities_key)]
         streams += [iter_entity_records(self.models[m], truth=False, id_column=self.id_column, entities_key=self.entities_key) for m in names]
-        heads = [next(s, None) for s in streams]
-        truth: dict[str, list[Any]] = {}
-        preds: dict[str, dict[str, list[Any]]] = {m: {} for m in names}
-        pending = False
-        while True:
-            live = [h[0] for h in heads if h is not None]
-            if not live:
-                break
-            rid = min(live)
-            for k, s in enumerate(streams):
-                h = heads[k]
-                if h is None or h[0] != rid:
-                    continue
-                if k == 0:
-                    truth[rid] = h[1]
-                else:
-                    preds[names[k - 1]][rid] = h[1]
-                pending = True
-                heads[k] = next(s, None)
-            if len(truth) >= self.chunk_size:
-                yield EntitiesChunk(truth=truth, predictions=preds)
-                truth, preds, pending = {}, {m: {} for m in names}, False
-        if pending:
+        for truth, preds in merge_by_id(streams, names, self.chunk_size):
             yield EntitiesChunk(truth=truth, predictions=preds)
-
 
 def open_entities_stream(truth: str, predictions: Sequence[str], *, chunk_size: int, id_column: str = "id",
                          entities_key: str = "entities") -> EntitiesStream:

@@ -76,6 +76,36 @@ def iter_keyed(path: str | Path, keys: Sequence[str], what: str, *, id_key: str 
         raise InputError(f"{p}: the file has no records.")
 
 
+def merge_by_id(streams: Sequence[Iterator[tuple[str, Any]]], names: Sequence[str], chunk_size: int) -> Iterator[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
+    """Merge join of id-sorted `(id, value)` streams — the truth's first, then one per model in
+    `names` — into chunks of `chunk_size` truth records: `(truth by id, {model: value by id})`.
+    A model's ids without truth travel in the chunk where their id falls (the scorer reports them)."""
+    heads = [next(s, None) for s in streams]
+    truth: dict[str, Any] = {}
+    preds: dict[str, dict[str, Any]] = {m: {} for m in names}
+    pending = False
+    while True:
+        live = [h[0] for h in heads if h is not None]
+        if not live:
+            break
+        rid = min(live)
+        for k, s in enumerate(streams):
+            h = heads[k]
+            if h is None or h[0] != rid:
+                continue
+            if k == 0:
+                truth[rid] = h[1]
+            else:
+                preds[names[k - 1]][rid] = h[1]
+            pending = True
+            heads[k] = next(s, None)
+        if len(truth) >= chunk_size:
+            yield truth, preds
+            truth, preds, pending = {}, {m: {} for m in names}, False
+    if pending:
+        yield truth, preds
+
+
 @dataclass
 class KeyedStream:
     truth: str
@@ -87,35 +117,12 @@ class KeyedStream:
 
     def chunks(self) -> Iterator[KeyedChunk]:
         t = Path(self.truth)
-        streams: list[Iterator[tuple[int, str, dict[str, Any], str]]] = [iter_keyed(t, self.truth_keys, "reference")]
         names = list(self.models)
-        streams += [iter_keyed(self.models[m], self.output_keys, "output") for m in names]
-        heads = [next(s, None) for s in streams]
-        truth: dict[str, Any] = {}
-        preds: dict[str, dict[str, Any]] = {m: {} for m in names}
-        pending = False
-        while True:
-            live = [h[1] for h in heads if h is not None]
-            if not live:
-                break
-            rid = min(live)
-            for k, s in enumerate(streams):
-                h = heads[k]
-                if h is None or h[1] != rid:
-                    continue
-                line, _, rec, key = h
-                if k == 0:
-                    truth[rid] = self.truth_value(t, line, rid, rec, key)
-                else:
-                    preds[names[k - 1]][rid] = rec[key]
-                pending = True
-                heads[k] = next(s, None)
-            if len(truth) >= self.chunk_size:
-                yield KeyedChunk(truth=truth, predictions=preds)
-                truth, preds, pending = {}, {m: {} for m in names}, False
-        if pending:
+        streams: list[Iterator[tuple[str, Any]]] = [
+            ((rid, self.truth_value(t, line, rid, rec, key)) for line, rid, rec, key in iter_keyed(t, self.truth_keys, "reference"))]
+        streams += [((rid, rec[key]) for _, rid, rec, key in iter_keyed(self.models[m], self.output_keys, "output")) for m in names]
+        for truth, preds in merge_by_id(streams, names, self.chunk_size):
             yield KeyedChunk(truth=truth, predictions=preds)
-
 
 def open_keyed_stream(
     truth: str, predictions: Sequence[str], *, chunk_size: int, truth_keys: Sequence[str], output_keys: Sequence[str],
