@@ -23,15 +23,6 @@ N = 10_000
 
 
 @pytest.fixture(scope="module")
-def spark():
-    from extracteval.spark import get_session
-
-    session = get_session("local[2]", shuffle_partitions=4)
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("spark_fields")
     truth, models = make_fields_data(N, seed=5)

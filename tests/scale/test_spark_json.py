@@ -17,15 +17,6 @@ if shutil.which("java") is None:
 N = 10_000
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from extracteval.spark import get_session
-
-    session = get_session("local[2]", shuffle_partitions=4)
-    yield session
-    session.stop()
-
-
 def _write(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 

@@ -19,15 +19,6 @@ TEXT = "The administrator can delete inactive accounts after the session expires
 SPANS = [(4, 17, "Main_actor"), (22, 28, "Action"), (29, 46, "Entity"), (53, 73, "Condition")]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from extracteval.spark import get_session
-
-    session = get_session("local[2]", shuffle_partitions=4)
-    yield session
-    session.stop()
-
-
 def _write(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
