@@ -74,7 +74,8 @@ class _JsonlRecords:
             seen = True
             yield f"line {i}", obj
         if not seen:
-            raise InputError(f"{p}: the file has no records.")
+            # only blank lines (any other line is a record or an error): the in-memory reader's words
+            raise InputError(f"{p}: the file is empty; expected one JSON object per line with an 'id' key.")
 
     def __iter__(self) -> Iterator[_Rec]:
         p, id_key, safety_key = self.path, self.id_key, self.safety_key

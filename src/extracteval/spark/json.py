@@ -79,7 +79,7 @@ def score_json_spark_files(
         text = spark.read.text(path)
         first = _guard(lambda: text.filter(F.trim(F.col("value")) != "").first())
         if first is None:
-            raise InputError(f"{path}: the file has no records.")
+            raise InputError(f"{path}: the file is empty; expected one JSON object per line with an 'id' key.")
         try:
             obj = _loads(first["value"])
         except ValueError as e:
