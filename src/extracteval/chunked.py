@@ -8,8 +8,9 @@ A task plugs in with an object (picklable, so it can travel to worker processes)
   were split), plus optionally the chunk's per-record rows (a DataFrame to stream to Parquet) and
   its bootstrap rows (an int array, one row per record, in record-id order);
 - `finalise(ledger, *, record_rows) -> result`: ratios, winners, intervals… from the merged
-  ledger; `record_rows()` gives back every chunk's bootstrap rows concatenated, for a task whose
-  bootstrap needs them (the `fields` task asks only when distinct per-record patterns are many).
+  ledger; `record_rows()` gives back every chunk's bootstrap rows (`SpilledRows`: one chunk at a
+  time, or `row_matrix` of it all at once), for a task whose bootstrap needs them (the `fields`
+  task asks only when distinct per-record patterns are many, and streams through them).
 
 `FieldsTask` is the `fields` task's; `chunked_json.JsonTask`, `chunked_toolcalls.ToolCallsTask`,
 `chunked_structured.StructuredTask`, `chunked_spans.SpansTask`, `chunked_labels.LabelsTask` and
@@ -22,7 +23,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-__all__ = ["ChunkScore", "ChunkTask", "ChunkStats", "run_chunks", "FieldsChunk", "FieldsTask"]
+__all__ = ["ChunkScore", "ChunkTask", "ChunkStats", "SpilledRows", "row_matrix", "run_chunks", "FieldsChunk", "FieldsTask"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,32 @@ def _narrow(rows: np.ndarray) -> np.ndarray:
     return rows.astype(np.int32)
 
 
+class SpilledRows:
+    """Every chunk's bootstrap rows, read back from disk in chunk order: iterating gives one
+    chunk's rows at a time (what the `fields` bootstrap streams through); `matrix()` all of them
+    at once, integers widened to int64, for a task that needs them side by side."""
+
+    def __init__(self, files: Sequence[str]) -> None:
+        self.files = list(files)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for f in self.files:
+            yield np.load(f)
+
+    def matrix(self) -> np.ndarray:
+        rows = np.concatenate(list(self))
+        return rows.astype(np.int64) if np.issubdtype(rows.dtype, np.integer) else rows
+
+
+def row_matrix(rows: np.ndarray | Iterable[np.ndarray]) -> np.ndarray:
+    """The rows `record_rows()` gave as one matrix (a task that needs them all at once)."""
+    if isinstance(rows, np.ndarray):
+        return rows
+    if isinstance(rows, SpilledRows):
+        return rows.matrix()
+    return np.concatenate(list(rows))
+
+
 class _RowSpill:
     """Bootstrap rows kept on disk as int32 (in this process's file, or in the files workers
     saved), in chunk order; read back only if the task asks for them."""
@@ -97,9 +124,8 @@ class _RowSpill:
             return
         self.width = 0
 
-    def read(self) -> np.ndarray:
-        rows = np.concatenate([np.load(f) for f in self.files])
-        return rows.astype(np.int64) if np.issubdtype(rows.dtype, np.integer) else rows
+    def read(self) -> SpilledRows:
+        return SpilledRows(self.files)
 
     def close(self) -> None:
         import shutil

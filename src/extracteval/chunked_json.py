@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from extracteval.chunked import ChunkScore
+from extracteval.chunked import ChunkScore, row_matrix
 
 __all__ = ["JsonLedger", "JsonTask", "ChunkedJsonResult"]
 
@@ -258,7 +258,7 @@ def finalise_json(ledger: JsonLedger, cfg: Any, record_rows: Callable[[], np.nda
 
     names = sorted(ledger.models)
     n = ledger.n_records
-    rows = record_rows() if record_rows is not None else np.zeros((0, 6 * len(names)))
+    rows = row_matrix(record_rows()) if record_rows is not None else np.zeros((0, 6 * len(names)))
     if rows.shape[0] != n:
         raise RuntimeError(f"expected {n} per-record rows, read {rows.shape[0]}")
     warnings: list[str] = []

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.chunked import ChunkScore
+from extracteval.chunked import ChunkScore, row_matrix
 
 __all__ = ["SpansLedger", "SpansTask", "score_spans_files"]
 
@@ -158,7 +158,7 @@ def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.n
     comparisons: list[Any] = []
     if cfg.bootstrap > 0 and ledger.n_documents > 1:
         assert record_rows is not None
-        rows = record_rows()
+        rows = row_matrix(record_rows())
         per_doc = {}
         for j, m in enumerate(names):
             arr = np.zeros((rows.shape[0], 1, 4), dtype=np.int64)

@@ -121,26 +121,39 @@ def test_significance_from_paired_per_record_results():
     assert not diffs[("better", "base")].contains_zero
 
 
-def _reference_intervals(arrays, pairs, resamples, seed, zd):
-    """The bootstrap as first written: record draws in blocks of 64, all four ratios per model
-    and block, one np.percentile per model and pair."""
+def _reference_intervals(arrays, pairs, resamples, seed, zd, block=None, group=None):
+    """The records bootstrap written plainly, one resample and one model at a time: for each
+    group of resamples, the records in consecutive blocks; a resample's draws per block are a
+    binomial of the draws it has left, then uniform records of the block; all four ratios per
+    model; one np.percentile per model and pair."""
     from extracteval.core.counts import ratios
 
     models = list(arrays)
     n = len(next(iter(arrays.values())))
+    block = block or n
+    group = group or resamples
     rng = np.random.default_rng(seed)
+    w = np.zeros((resamples, n), dtype=np.int64)  # multiplicity of each record in each resample
+    for g0 in range(0, resamples, group):
+        g = min(group, resamples - g0)
+        left, left_records = np.full(g, n), n
+        for b0 in range(0, n, block):
+            s = min(block, n - b0)
+            k = left if s == left_records else rng.binomial(left, s / left_records)
+            left, left_records = left - k, left_records - s
+            idx = rng.integers(0, s, size=int(k.sum()))
+            pos = 0
+            for r in range(g):
+                for i in idx[pos : pos + k[r]]:
+                    w[g0 + r, b0 + i] += 1
+                pos += k[r]
+    assert (w.sum(axis=1) == n).all()
     samples = {m: [] for m in models}
-    done = 0
-    while done < resamples:
-        b = min(64, resamples - done)
-        idx = rng.integers(0, n, size=(b, n))
-        w = np.stack([np.bincount(row, minlength=n) for row in idx])
-        for m in models:
-            tot = np.einsum("bn,nfk->bfk", w, arrays[m]).astype(np.float64)
-            f1 = ratios(*(tot[..., k] for k in range(4)), zero_division=zd)["f1"]
-            valid = tot.sum(-1) > 0
-            samples[m].extend(np.where(valid, f1, 0.0).sum(-1) / np.maximum(valid.sum(-1), 1))
-        done += b
+    for m in models:
+        tot = np.einsum("bn,nfk->bfk", w, arrays[m]).astype(np.float64)
+        f1 = ratios(*(tot[..., k] for k in range(4)), zero_division=zd)["f1"]
+        valid = tot.sum(-1) > 0
+        samples[m].extend(np.where(valid, f1, 0.0).sum(-1) / np.maximum(valid.sum(-1), 1))
     alpha = (1.0 - 0.95) / 2.0  # not exactly 0.025: the module's arithmetic, so the quantiles match
     q = [100 * alpha, 100 * (1 - alpha)]
     per = {m: tuple(np.percentile(np.array(samples[m]), q)) for m in models}
@@ -168,19 +181,42 @@ def test_vectorised_bootstrap_draws_the_same_intervals_as_one_model_at_a_time(zd
     assert {p: (iv.low, iv.high) for p, iv in diffs.items()} == ref_diffs
 
 
-@pytest.mark.parametrize("entries", [40, 40 * 3, 40 * 7 + 5])
-def test_smaller_draw_blocks_on_many_records_draw_the_same_intervals(monkeypatch, entries):
-    # on many records the per-record path draws fewer resamples per block (bounded temporaries);
-    # the draws continue one random stream, so the intervals must not change with the block size
+@pytest.mark.parametrize(("block", "group"), [(1, None), (3, None), (7, None), (7, 40), (40, 33)])
+def test_records_streamed_in_blocks_and_groups_draw_the_reference_intervals(monkeypatch, block, group):
+    # on many records the per-record path reads the records in blocks (one pass per group of
+    # resamples) so memory does not grow with them; the draws are those of the plain reference
     import extracteval.core.bootstrap as bootstrap
 
     rng = np.random.default_rng(5)
     arrays = {m: rng.integers(0, 3, size=(40, 6, 4)) for m in ("a", "b", "c")}
     pairs = [("a", "b"), ("b", "c")]
-    want = _reference_intervals(arrays, pairs, 150, 7, 0.0)
-    monkeypatch.setattr(bootstrap, "_DRAW_ENTRIES", entries)  # blocks of 1, 3 and 7 resamples
+    width = 3 * 6 * 4
+    g = group or 150
+    monkeypatch.setattr(bootstrap, "_TOTAL_ENTRIES", g * width)
+    monkeypatch.setattr(bootstrap, "_DRAW_ENTRIES", max(block * g, block * width))
+    want = _reference_intervals(arrays, pairs, 150, 7, 0.0, block=block, group=g)
     per, diffs = bootstrap.bootstrap_macro_f1(arrays, pairs, resamples=150, seed=7)
     assert ({m: (iv.low, iv.high) for m, iv in per.items()}, {p: (iv.low, iv.high) for p, iv in diffs.items()}) == want
+
+
+def test_records_bootstrap_does_not_depend_on_how_the_rows_are_split(monkeypatch):
+    # the chunked engines hand the rows back one spilled chunk at a time, of any sizes
+    import extracteval.core.bootstrap as bootstrap
+
+    monkeypatch.setattr(bootstrap, "_DRAW_ENTRIES", 5 * 120)  # blocks of 5 records
+    rng = np.random.default_rng(9)
+    rows = rng.integers(0, 4, size=(53, 2 * 3 * 4))
+    args = (["a", "b"], (3, 4), None, None, [("a", "b")])
+    kw = dict(n_records=53, resamples=120, seed=4)
+    whole = bootstrap.bootstrap_macro_f1_patterns(*args, records=lambda: rows, **kw)
+    for cuts in ([1, 2, 3, 50], [53], [10] * 5 + [3], [0, 4, 49, 0]):
+        edges = np.cumsum([0, *cuts])
+        parts = [rows[a:b] for a, b in zip(edges[:-1], edges[1:])]
+        assert bootstrap.bootstrap_macro_f1_patterns(*args, records=lambda parts=parts: iter(parts), **kw) == whole
+    with pytest.raises(ValueError, match="Expected 53 records"):
+        bootstrap.bootstrap_macro_f1_patterns(*args, records=lambda: rows[:50], **kw)
+    with pytest.raises(ValueError, match="Expected 53 records"):
+        bootstrap.bootstrap_macro_f1_patterns(*args, records=lambda: np.concatenate([rows, rows[:2]]), **kw)
 
 
 def test_paired_record_matrix_keeps_shared_ids_and_items_only():

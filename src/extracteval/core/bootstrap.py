@@ -1,22 +1,32 @@
 """Seeded bootstrap over records for macro F1 and paired F1 differences.
 
-Per-record counts are kept as a matrix (records × fields × [tp, fp, fn, tn]); one resample is a
+Per-record counts are rows (records × models × fields × [tp, fp, fn, tn]); one resample is a
 vector of record multiplicities, so the resampled counts of every model are one matrix product.
-Resamples are processed in blocks to bound memory.
+Few distinct rows: a resample is a multinomial draw over them. Many: the records are resampled
+in a streaming pass over blocks of records (`_resample_records`), so memory stays bounded
+whatever their number, and rows may come from disk one chunk at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Interval", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns", "record_patterns", "merge_patterns"]
+__all__ = [
+    "Interval", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns", "record_patterns", "merge_patterns",
+    "field_patterns", "merge_field_patterns",
+]
 
 _BLOCK = 64
-_DRAW_ENTRIES = 1 << 22  # drawn record indices per block of resamples on the per-record path
+_DRAW_ENTRIES = 1 << 22  # per-record path: drawn indices, and row entries, per block of records
+_TOTAL_ENTRIES = 1 << 24  # per-record path: resampled totals held at once (resamples × width)
+# Distinct per-record patterns are kept (in a ledger, for the multinomial shortcut) only while
+# patterns × width stays below this: on data where nearly every record is distinct they would be
+# as large as the records themselves, and the shortcut would not be taken anyway.
+PATTERN_ENTRIES = 1 << 23
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,8 +106,15 @@ def _distinct(rows: np.ndarray, freq: np.ndarray | None = None) -> tuple[np.ndar
     return rows[first], np.bincount(inv.ravel(), weights=freq, minlength=len(first)).astype(np.int64)
 
 
-def record_patterns(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of a per-record count matrix (records, width) and how often each occurs.
+def _capped(patterns: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if patterns.shape[0] * max(patterns.shape[1], 1) > PATTERN_ENTRIES:
+        return None, None
+    return patterns, freq
+
+
+def record_patterns(rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Distinct rows of a per-record count matrix (records, width) and how often each occurs,
+    or (None, None) when they are too many to keep (see `PATTERN_ENTRIES`).
 
     Patterns are stored in the smallest integer type that holds them (1 byte per count in
     practice), so a ledger's patterns stay small; merge them with `merge_patterns`.
@@ -105,21 +122,65 @@ def record_patterns(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows = np.asarray(rows)
     if rows.ndim != 2:
         raise ValueError(f"Expected a 2-d (records, width) count matrix, but got shape {rows.shape}.")
-    return _distinct(_compact(rows))
+    width = max(rows.shape[1], 1)
+    prefix = 2 * PATTERN_ENTRIES // width
+    if len(rows) > prefix and _capped(*_distinct(_compact(rows[:prefix])))[0] is None:
+        return None, None  # the first rows alone have too many: no need to sort them all
+    return _capped(*_distinct(_compact(rows)))
 
 
-def merge_patterns(patterns: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def merge_patterns(patterns: Sequence[tuple[np.ndarray | None, np.ndarray | None]]) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Add pattern frequencies of several chunks: the same set of distinct rows and frequencies
-    `record_patterns` gives for all their records together (frequencies merge by addition)."""
-    parts = [(p, f) for p, f in patterns if len(f)]
+    `record_patterns` gives for all their records together (frequencies merge by addition), or
+    (None, None) when they are too many to keep — as `record_patterns` would say of them all,
+    since the distinct rows of a union are at least those of each part."""
+    if any(p is None or f is None for p, f in patterns):
+        return None, None
+    parts = [(p, f) for p, f in patterns if len(f)]  # type: ignore[arg-type]
     if not parts:
-        width = patterns[0][0].shape[1] if patterns else 0
+        width = patterns[0][0].shape[1] if patterns else 0  # type: ignore[union-attr]
         return np.zeros((0, width), dtype=np.int8), np.zeros(0, dtype=np.int64)
     if len(parts) == 1:
         return parts[0]
     dtype = np.result_type(*[p.dtype for p, _ in parts])
     rows = np.ascontiguousarray(np.concatenate([p.astype(dtype, copy=False) for p, _ in parts]))
-    return _distinct(rows, np.concatenate([f for _, f in parts]))
+    return _capped(*_distinct(rows, np.concatenate([f for _, f in parts])))
+
+
+def field_patterns(counts: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (model, field, tp, fp, fn, tn) rows of per-record counts and how many records
+    have each: `counts[m]` is (records, fields, ≥ 4) for model m. What per-field intervals
+    resample (one field of one model at a time), a few rows per field whatever the records."""
+    if not counts or counts[0].shape[0] == 0:
+        return np.zeros((0, 6), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    n, f = counts[0].shape[:2]
+    base = max(int(c[:, :, :4].max(initial=0)) for c in counts) + 1
+    space = len(counts) * f * base**4
+    codes = np.empty((len(counts), n, f), dtype=np.int64)
+    for mi, c in enumerate(counts):
+        code = (mi * f + np.arange(f, dtype=np.int64))[None, :]
+        for k in range(4):
+            code = code * base + c[:, :, k]
+        codes[mi] = code
+    if space <= 1 << 22:  # small code space (counts of a few per record): one counting pass
+        tally = np.bincount(codes.ravel(), minlength=space)
+        uniq = np.flatnonzero(tally)
+        freq = tally[uniq]
+    else:
+        uniq, freq = np.unique(codes, return_counts=True)
+    rows = np.empty((len(uniq), 6), dtype=np.int64)
+    rest = uniq
+    for k in range(5, 1, -1):
+        rows[:, k] = rest % base
+        rest = rest // base
+    rows[:, 0], rows[:, 1] = np.divmod(rest, f)
+    return rows, freq.astype(np.int64)
+
+
+def merge_field_patterns(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """`field_patterns` of several chunks' records together (frequencies add)."""
+    rows = np.ascontiguousarray(np.concatenate([p for p, _ in parts]), dtype=np.int64)
+    return _distinct(rows, np.concatenate([f for _, f in parts]).astype(np.int64))
 
 
 def _canonical(patterns: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,6 +192,84 @@ def _canonical(patterns: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.n
     view = wide.view(np.dtype((np.void, 8 * wide.shape[1]))).ravel()
     order = np.argsort(view, kind="stable")
     return wide[order], np.asarray(freq, dtype=np.int64)[order]
+
+
+def _reblock(parts: np.ndarray | Iterable[np.ndarray], size: int) -> Iterator[np.ndarray]:
+    """Consecutive blocks of `size` rows (the last one shorter) of rows given as one matrix or
+    as consecutive parts of any sizes."""
+    if isinstance(parts, np.ndarray):
+        parts = (parts,)
+    buf: list[np.ndarray] = []
+    have = 0
+    for part in parts:
+        part = np.asarray(part)
+        start = 0
+        while start < len(part):
+            take = min(size - have, len(part) - start)
+            buf.append(part[start : start + take])
+            have += take
+            start += take
+            if have == size:
+                yield buf[0] if len(buf) == 1 else np.concatenate(buf)
+                buf, have = [], 0
+    if have:
+        yield buf[0] if len(buf) == 1 else np.concatenate(buf)
+
+
+def _resample_records(
+    records: Callable[[], np.ndarray | Iterable[np.ndarray]] | None,
+    n: int,
+    width: int,
+    cols: np.ndarray,
+    resamples: int,
+    rng: np.random.Generator,
+    fill: Callable[[int, np.ndarray], None],
+) -> np.ndarray:
+    """Resample n records (rows of `width` counts) with replacement, in one streaming pass over
+    consecutive blocks of records per group of resamples; returns the rows' int64 column sums.
+
+    A resample draws n records uniformly. Split the records into consecutive blocks: how many
+    of a resample's n draws land in each block is multinomial over the block sizes, drawn block
+    after block as binomials of the draws left (the exact conditional distribution), and which
+    records of a block they hit is uniform within it. So each block of records is read once,
+    for every resample of the group at once, and only (group, block) draws and the group's
+    (group, width) totals are ever held: memory does not grow with the records, which may come
+    from disk one chunk at a time. Block and group sizes depend only on the resamples and the
+    width, never on how the rows were split, so every engine draws the same.
+    """
+    assert records is not None
+    group = max(1, min(resamples, _TOTAL_ENTRIES // max(width, 1)))
+    size = max(1, min(_DRAW_ENTRIES // group, _DRAW_ENTRIES // max(width, 1)))
+    sums = np.zeros(width, dtype=np.int64)
+    done = 0
+    while done < resamples:
+        g = min(group, resamples - done)
+        totals = np.zeros((g, width))
+        left_draws = np.full(g, n, dtype=np.int64)
+        left_records = n
+        seen = 0
+        for block in _reblock(records(), size):
+            s = len(block)
+            if block.ndim != 2 or block.shape[1] != width or s > left_records:
+                raise ValueError(f"Expected {n} records of {width} counts, but got more rows or a row of shape {block.shape[1:]}.")
+            k = left_draws if s == left_records else rng.binomial(left_draws, s / left_records)
+            left_draws = left_draws - k
+            left_records -= s
+            idx = rng.integers(0, s, size=int(k.sum()))
+            idx += np.repeat(np.arange(g, dtype=np.int64) * s, k)
+            weights = np.bincount(idx, minlength=g * s).reshape(g, s)
+            if done == 0:
+                sums += block.sum(axis=0, dtype=np.int64)
+            top = int(np.abs(block).max(initial=0)) if block.size else 0
+            # float32 products of integer counts are exact below 2**24; summed in float64
+            dtype = np.float32 if n * max(top, 1) < 2**24 else np.float64
+            totals += weights.astype(dtype) @ np.ascontiguousarray(block[:, cols], dtype=dtype)
+            seen += s
+        if seen != n:
+            raise ValueError(f"Expected {n} records, but got {seen}.")
+        fill(done, totals)
+        done += g
+    return sums
 
 
 def bootstrap_macro_f1(
@@ -162,9 +301,9 @@ def bootstrap_macro_f1(
     top = max((int(np.abs(b.astype(np.int64, copy=False)).max(initial=0)) for b in blocks), default=0)
     dt = next((t for t in (np.int8, np.int16, np.int32) if top <= np.iinfo(t).max), np.int64)
     joined = np.concatenate(blocks, axis=1, dtype=dt, casting="unsafe") if blocks else np.zeros((n, 0), dtype=dt)  # values fit: checked above
-    patterns, freq = _distinct(joined)
+    patterns, freq = _capped(*_distinct(joined))
     return bootstrap_macro_f1_patterns(
-        models, tuple(shape), patterns, freq, pairs, records=lambda: joined,
+        models, tuple(shape), patterns, freq, pairs, records=lambda: joined, n_records=n,
         resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division,
     )
 
@@ -172,11 +311,12 @@ def bootstrap_macro_f1(
 def bootstrap_macro_f1_patterns(
     models: Sequence[str],
     shape: tuple[int, ...],
-    patterns: np.ndarray,
-    freq: np.ndarray,
+    patterns: np.ndarray | None,
+    freq: np.ndarray | None,
     pairs: Sequence[tuple[str, str]] = (),
     *,
-    records: Callable[[], np.ndarray] | None = None,
+    records: Callable[[], np.ndarray | Iterable[np.ndarray]] | None = None,
+    n_records: int | None = None,
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
@@ -185,68 +325,67 @@ def bootstrap_macro_f1_patterns(
     """`bootstrap_macro_f1` from distinct per-record patterns and their frequencies.
 
     `patterns` is (K, models × prod(shape)) as `record_patterns` returns it, the models' blocks
-    side by side in `models` order. When the patterns are few (4·K ≤ records) a resample is a
-    multinomial draw over them and the records themselves are never needed; otherwise
-    `records()` must return the full (records, width) matrix in record order, and records are
-    resampled one by one — the same draws `bootstrap_macro_f1` makes for the same inputs.
+    side by side in `models` order, or None when they were too many to keep (`PATTERN_ENTRIES`);
+    then `n_records` gives the number of records. When the patterns are kept and few
+    (4·K ≤ records) a resample is a multinomial draw over them and the records themselves are
+    never needed; otherwise `records()` must give the (records, width) rows in record order —
+    one matrix, or consecutive blocks of any sizes (e.g. read back from disk one chunk at a
+    time): the records are resampled in a streaming pass (`_resample_records`) whose draws do
+    not depend on how the rows were split, so every engine gets the same intervals.
     """
     models = list(models)
     if not models:
         return {}, {}
     width = int(np.prod(shape))
-    freq = np.asarray(freq, dtype=np.int64)
-    n = int(freq.sum())
-    # exact integer sums, whatever the order of the patterns
-    totals_all = freq @ np.asarray(patterns).astype(np.int64, copy=False) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
-    point = {m: float(_macro_f1(totals_all[k * width : (k + 1) * width].reshape(shape), zero_division)) for k, m in enumerate(models)}
+    if patterns is not None and freq is not None:
+        freq = np.asarray(freq, dtype=np.int64)
+        n = int(freq.sum())
+        if n_records is not None and n_records != n:
+            raise ValueError(f"Expected pattern frequencies summing to {n_records} records, but got {n}.")
+        use_patterns = len(freq) * 4 <= n
+    elif n_records is None:
+        raise ValueError("without patterns the bootstrap needs `n_records`.")
+    else:
+        n, use_patterns = int(n_records), False
+    # columns regrouped count-major (tp of every model and field, then fp, …) so each count of
+    # a product is one contiguous (b, models, fields) slice
+    cols = np.arange(len(models) * width).reshape(len(models), width // shape[-1], shape[-1]).transpose(2, 0, 1).ravel()
     # resample × model: filled block by block, then all percentiles in one call per side
     samples = np.empty((resamples, len(models)))
-    if n > 0:
-        # float32 sums of integer counts are exact below 2**24
-        dtype = np.float32 if n * max(int(patterns.max(initial=0)), 1) < 2**24 else np.float64
-        rng = np.random.default_rng(seed)
-        if len(freq) * 4 <= n:
+
+    def fill(done: int, totals: np.ndarray) -> None:
+        """samples of resamples done … done + len(totals) from their count-major totals."""
+        b = len(totals)
+        t = totals.reshape(b, shape[-1], len(models), *shape[:-1])
+        # one reduction for all models (a leaderboard has hundreds: a call per model dominated)
+        samples[done : done + b] = _macro_f1_parts(*(t[:, k] for k in range(4)), zero_division=zero_division)
+
+    if use_patterns:
+        assert patterns is not None and freq is not None
+        # exact integer sums, whatever the order of the patterns
+        totals_all = freq @ np.asarray(patterns).astype(np.int64, copy=False) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
+        if n > 0:
+            # float32 sums of integer counts are exact below 2**24
+            dtype = np.float32 if n * max(int(np.abs(patterns).max(initial=0)), 1) < 2**24 else np.float64
+            rng = np.random.default_rng(seed)
             # Records with the same counts for every model are interchangeable: drawing n records
             # and counting each distinct pattern is a multinomial draw over the patterns, so the
             # work scales with the number of distinct patterns, not of records. The draw is over
             # the patterns in canonical order (only this path depends on their order).
             patterns, freq = _canonical(patterns, freq)
-            matrix = patterns.astype(dtype)
-
-            def draw(b: int) -> np.ndarray:
-                return rng.multinomial(n, freq / n, size=b).astype(dtype)
-
-            block = _BLOCK
-        else:
-            if records is None:
-                raise ValueError("many distinct per-record patterns: the bootstrap needs `records` (the per-record matrix).")
-            matrix = np.asarray(records()).astype(dtype)
-            if matrix.shape != (n, len(models) * width):
-                raise ValueError(f"Expected records of shape {(n, len(models) * width)}, but got {matrix.shape}.")
-            offsets_cache: dict[int, np.ndarray] = {}
-
-            def draw(b: int) -> np.ndarray:
-                idx = rng.integers(0, n, size=(b, n))
-                offsets = offsets_cache.setdefault(b, (np.arange(b, dtype=np.int64) * n)[:, None])
-                return np.bincount((idx + offsets).ravel(), minlength=b * n).reshape(b, n).astype(dtype)
-
-            # a block of b resamples holds b × n drawn indices (and as many weights): fewer
-            # resamples per block on many records keeps that bounded (64 × 1M records was ≈ 2 GB
-            # of temporaries). Consecutive draws continue one random stream, so the resamples are
-            # the same whatever the block size.
-            block = max(1, min(_BLOCK, _DRAW_ENTRIES // n))
-
-        # columns regrouped count-major (tp of every model and field, then fp, …) so each
-        # count of a block's product is one contiguous (b, models, fields) slice
-        cols = np.arange(len(models) * width).reshape(len(models), width // shape[-1], shape[-1]).transpose(2, 0, 1).ravel()
-        matrix = np.ascontiguousarray(matrix[:, cols])
-        done = 0
-        while done < resamples:
-            b = min(block, resamples - done)
-            totals = (draw(b) @ matrix).reshape(b, shape[-1], len(models), *shape[:-1])  # one product for all models
-            # one reduction for all models (a leaderboard has hundreds: a call per model dominated)
-            samples[done : done + b] = _macro_f1_parts(*(totals[:, k] for k in range(4)), zero_division=zero_division)  # (b, models)
-            done += b
+            matrix = np.ascontiguousarray(patterns.astype(dtype)[:, cols])
+            done = 0
+            while done < resamples:
+                b = min(_BLOCK, resamples - done)
+                fill(done, rng.multinomial(n, freq / n, size=b).astype(dtype) @ matrix)
+                done += b
+    else:
+        if n > 0 and records is None:
+            raise ValueError("many distinct per-record patterns: the bootstrap needs `records` (the per-record rows).")
+        totals_all = _resample_records(
+            records, n, len(models) * width, cols, resamples, np.random.default_rng(seed), fill,
+        ) if n > 0 else np.zeros(len(models) * width, dtype=np.int64)
+    point = {m: float(_macro_f1(totals_all[k * width : (k + 1) * width].reshape(shape), zero_division)) for k, m in enumerate(models)}
     alpha = (1.0 - confidence) / 2.0
     q = [100 * alpha, 100 * (1 - alpha)]
 

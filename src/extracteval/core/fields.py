@@ -9,14 +9,16 @@ vectorised comparisons of integer codes (distinct pairs only for FUZZY and multi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from extracteval.core.bootstrap import Interval, bootstrap_macro_f1_patterns, merge_patterns, record_patterns
+from extracteval.core.bootstrap import (
+    Interval, bootstrap_macro_f1_patterns, field_patterns, merge_field_patterns, merge_patterns, record_patterns,
+)
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.matching import max_matching
 from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
@@ -266,6 +268,14 @@ class RecordLedger:
         return np.ascontiguousarray(
             np.concatenate([arr[:, :, :4].reshape(n, f * 4) for arr in self.counts.values()], axis=1), dtype=np.int64
         )
+
+    def bootstrap_row_blocks(self, size: int = 1 << 16) -> Iterator[np.ndarray]:
+        """`bootstrap_rows()` in consecutive blocks of `size` records: the bootstrap reads them
+        in one pass, without the whole int64 matrix (1M records × 3 models × 20 fields: 1.9 GB)."""
+        n, f = len(self.record_ids), len(self.fields)
+        for lo in range(0, n, size):
+            parts = [arr[lo : lo + size, :, :4].reshape(-1, f * 4) for arr in self.counts.values()]
+            yield np.concatenate(parts, axis=1, dtype=np.int64) if parts else np.zeros((min(size, n - lo), 0), dtype=np.int64)
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: model, record_id, field, tp, fp, fn, tn, excluded."""
@@ -677,7 +687,11 @@ class FieldsLedger:
         n_records: truth records.
         patterns, freq: distinct per-record count rows (models × fields × tp/fp/fn/tn, int64)
             and how many records have each — what the bootstrap resamples. Bounded by the
-            number of distinct patterns, not of records; merged by adding frequencies.
+            number of distinct patterns, not of records; merged by adding frequencies. None
+            when too many to keep (nearly every record distinct): the bootstrap then
+            resamples the records themselves.
+        field_patterns, field_freq: distinct (model, field, tp, fp, fn, tn) rows and how many
+            records have each (a few per field): what the per-field intervals resample.
     """
 
     models: tuple[str, ...]
@@ -688,8 +702,10 @@ class FieldsLedger:
     missing_ids: Mapping[str, tuple[str, ...]]
     columns: Mapping[str, tuple[Any, ...]]
     n_records: int
-    patterns: np.ndarray
-    freq: np.ndarray
+    patterns: np.ndarray | None
+    freq: np.ndarray | None
+    field_patterns: np.ndarray
+    field_freq: np.ndarray
     max_examples: int
 
     def __add__(self, other: FieldsLedger) -> FieldsLedger:
@@ -708,6 +724,7 @@ class FieldsLedger:
                     merged[kind] = tuple(sorted(both, key=lambda e: e["record_id"])[:k])
             examples[key] = merged
         patterns, freq = merge_patterns([(self.patterns, self.freq), (other.patterns, other.freq)])
+        fpat, ffreq = merge_field_patterns([(self.field_patterns, self.field_freq), (other.field_patterns, other.field_freq)])
         return FieldsLedger(
             models=self.models,
             fields=self.fields,
@@ -719,6 +736,8 @@ class FieldsLedger:
             n_records=self.n_records + other.n_records,
             patterns=patterns,
             freq=freq,
+            field_patterns=fpat,
+            field_freq=ffreq,
             max_examples=k,
         )
 
@@ -806,8 +825,10 @@ def fields_ledger(
     records = RecordLedger(record_ids=tuple(order), fields=tuple(scored), counts=per_record)
     if cfg.bootstrap > 0:
         patterns, freq = record_patterns(records.bootstrap_rows())
+        fpat, ffreq = field_patterns([per_record[m] for m in model_names])
     else:  # no intervals: no patterns to keep
         patterns, freq = np.zeros((0, len(model_names) * len(scored) * 4), dtype=np.int8), np.zeros(0, dtype=np.int64)
+        fpat, ffreq = np.zeros((0, 6), dtype=np.int64), np.zeros(0, dtype=np.int64)
     ledger = FieldsLedger(
         models=tuple(model_names),
         fields=tuple(scored),
@@ -819,6 +840,8 @@ def fields_ledger(
         n_records=n,
         patterns=patterns,
         freq=freq,
+        field_patterns=fpat,
+        field_freq=ffreq,
         max_examples=cfg.max_examples,
     )
     return ledger, records
@@ -829,15 +852,16 @@ def fields_result(
     plan: FieldsPlan,
     *,
     records: RecordLedger | None = None,
-    record_rows: Callable[[], np.ndarray] | None = None,
+    record_rows: Callable[[], np.ndarray | Iterable[np.ndarray]] | None = None,
 ) -> FieldsResult:
     """Ratios, winners, ranking, intervals and checks, computed once from a (merged) ledger.
 
     Args:
         records: the per-record counts, attached to the result (in-memory engine only).
-        record_rows: returns `RecordLedger.bootstrap_rows()` of all records in id order; the
-            bootstrap asks for it only when distinct per-record patterns are many (more than a
-            quarter of the records). Defaults to `records`.
+        record_rows: returns `RecordLedger.bootstrap_rows()` of all records in id order, as one
+            matrix or as consecutive blocks (read back one chunk at a time); the bootstrap asks
+            for it only when distinct per-record patterns are many (more than a quarter of the
+            records, or too many to keep). Defaults to `records`, block by block.
     """
     cfg = plan.config
     scored = list(plan.scored)
@@ -915,7 +939,7 @@ def fields_result(
     if cfg.bootstrap > 0 and n > 0:
         pairs = list(zip(ranking[:-1], ranking[1:]))
         if record_rows is None and records is not None:
-            record_rows = records.bootstrap_rows
+            record_rows = records.bootstrap_row_blocks
         intervals, diffs = bootstrap_macro_f1_patterns(
             model_names,
             (len(scored), 4),
@@ -923,6 +947,7 @@ def fields_result(
             ledger.freq,
             pairs,
             records=record_rows,
+            n_records=n,
             resamples=cfg.bootstrap,
             confidence=cfg.confidence,
             seed=cfg.seed,

@@ -8,7 +8,7 @@ predictions as scored (one Parquet file per model: `extracteval/predictions.parq
 `extracteval rescore`), and its truth rows encoded for the truth digest, which this process
 hashes in chunk (= id) order. The first 1000 truth rows give the dataset's column types.
 
-Per-field F1 intervals come from the merged ledger's distinct per-record count patterns and their
+Per-field F1 intervals come from the merged ledger's distinct per-field count patterns and their
 frequencies: the multinomial bootstrap of the in-memory path draws over exactly those, so the
 intervals are the same numbers.
 """
@@ -69,7 +69,7 @@ class StreamedFields:
     """What the streaming engines hand to `scored_from_stream`."""
 
     result: Any  # FieldsResult without per-record counts
-    ledger_patterns: tuple[Any, Any] | None  # (patterns, freq) of the merged ledger
+    ledger_patterns: tuple[Any, Any] | None  # (field_patterns, field_freq) of the merged ledger
     truth_digest: str
     truth_head: pd.DataFrame  # the first HEAD_ROWS truth rows, as read
     inputs: dict[str, Any]
@@ -114,7 +114,7 @@ class _Finalise:
         return self.task.score_chunk(chunk)
 
     def finalise(self, ledger: Any, *, record_rows: Any) -> Any:
-        self.patterns = (ledger.patterns, ledger.freq)
+        self.patterns = (ledger.field_patterns, ledger.field_freq)
         return self.task.finalise(ledger, record_rows=record_rows)
 
 

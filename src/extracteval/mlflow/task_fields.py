@@ -70,15 +70,17 @@ def field_f1_intervals_from_patterns(
     patterns: np.ndarray, freq: np.ndarray, model_index: int, n_fields: int, *, resamples: int, confidence: float, seed: int,
     zero_division: float,
 ) -> np.ndarray:
-    """`_field_f1_intervals` of one model from a merged ledger's distinct per-record patterns
-    (records × models × fields × 4 collapsed to distinct rows and their frequencies, as the
-    chunked and Spark engines keep them): the same distinct rows and frequencies per field, so
-    the same multinomial draws and the same intervals, without the per-record counts."""
-    patterns = np.asarray(patterns)
+    """`_field_f1_intervals` of one model from a merged ledger's per-field patterns (distinct
+    (model, field, tp, fp, fn, tn) rows and how many records have each, as the chunked and
+    Spark engines keep them: `FieldsLedger.field_patterns` / `field_freq`): the same distinct
+    rows and frequencies per field, so the same multinomial draws and the same intervals,
+    without the per-record counts."""
+    patterns = np.asarray(patterns, dtype=np.int64)
     freq = np.asarray(freq, dtype=np.int64)
-    lo = model_index * n_fields * 4
-    fields = ((patterns[:, lo + 4 * j : lo + 4 * j + 4].astype(np.int64), freq) for j in range(n_fields))
-    return _draw_intervals(fields, n_fields, int(freq.sum()), resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division)
+    mine = patterns[:, 0] == model_index
+    n = int(freq[mine & (patterns[:, 1] == 0)].sum()) if n_fields else 0
+    fields = ((patterns[sel, 2:6], freq[sel]) for sel in (mine & (patterns[:, 1] == j) for j in range(n_fields)))
+    return _draw_intervals(fields, n_fields, n, resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division)
 
 
 def _draw_intervals(
