@@ -105,6 +105,41 @@ def test_bootstrap_from_merged_patterns_equals_in_memory_on_both_paths():
     assert paths == {True, False}  # both bootstrap paths were exercised
 
 
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_too_many_patterns_to_keep_resample_the_spilled_records_in_blocks(monkeypatch, block):
+    """Past `PATTERN_ENTRIES` the ledgers drop their full-width patterns (merging cannot bring
+    them back) and the bootstrap streams the spilled rows in blocks of records straddling the
+    chunks: the intervals are the in-memory ones, and the per-field patterns are still there."""
+    import extracteval.core.bootstrap as bootstrap
+    from extracteval.core.bootstrap import field_patterns
+
+    rng = np.random.default_rng(3)
+    n = 90
+    ids = [f"{i:05d}" for i in range(n)]
+    alphabet = np.asarray(["x", "y", "z", None], dtype=object)
+    truth = pd.DataFrame({f: rng.choice(alphabet, n) for f in FIELDS}, index=ids)
+    preds = [ModelPredictions(name=m, values=pd.DataFrame({f: rng.choice(alphabet, n) for f in FIELDS}, index=ids)) for m in ("a", "b")]
+    cfg = FieldsConfig(bootstrap=150, seed=2)
+    plan = plan_fields(list(FIELDS), {"a": "", "b": ""}, config=cfg)
+    monkeypatch.setattr(bootstrap, "PATTERN_ENTRIES", 24 * 6)  # 6 patterns of 24 counts at most
+    monkeypatch.setattr(bootstrap, "_DRAW_ENTRIES", 150 * block)
+    expected = score_fields(truth, preds, config=cfg)
+    whole, records = fields_ledger(truth, preds, plan=plan)
+    assert whole.patterns is None and whole.freq is None
+    parts = [fields_ledger(c.truth, c.predictions, plan=plan)[0] for c in chunk_split(truth, preds, 11)]
+    merged = parts[0]
+    for p in parts[1:]:
+        merged = merged + p
+    assert merged.patterns is None
+    fp, ff = field_patterns([records.counts[m] for m in ("a", "b")])
+    got_rows = {tuple(r): f for r, f in zip(merged.field_patterns.tolist(), merged.field_freq.tolist())}
+    assert got_rows == {tuple(r): f for r, f in zip(fp.tolist(), ff.tolist())}
+    assert sum(f for r, f in got_rows.items() if r[:2] == (0, 0)) == n  # every record once per (model, field)
+    result, _ = run_chunks(FieldsTask(plan), chunk_split(truth, preds, 11))
+    assert result.to_dict() == expected.to_dict()
+    assert all(m["ci"]["overall_f1"]["resamples"] == 150 for m in expected.to_dict()["models"].values())
+
+
 def test_worker_processes_give_the_same_result_and_stream_records(tmp_path):
     rng = np.random.default_rng(1)
     n = 300

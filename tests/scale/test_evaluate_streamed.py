@@ -140,3 +140,21 @@ def test_one_model_streamed_with_json_output(cli, tmp_path, monkeypatch):
     assert res.code == 0
     mlflow = doc.pop("mlflow")
     assert doc == json.loads(ref.out) and mlflow["output"] is None and len(mlflow["run_ids"]) == 1
+
+
+def test_many_distinct_patterns_streamed_in_record_blocks_log_the_same(cli, tmp_path, monkeypatch):
+    # On data where nearly every record is distinct the ledger keeps no full-width patterns and
+    # the bootstrap streams the spilled rows back in blocks of records that straddle chunks;
+    # forced here on 1,500 records (blocks of 100, chunks of 250). The intervals must still be
+    # exactly the in-memory ones.
+    import extracteval.core.bootstrap as bootstrap
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(bootstrap, "PATTERN_ENTRIES", 64)
+    monkeypatch.setattr(bootstrap, "_DRAW_ENTRIES", 200 * 100)
+    args = _generated(tmp_path, 1500, 5) + ["--resamples", "200"]
+    want, _ = _evaluate(cli, args, tmp_path, "memory", "--no-figures")
+    got, _ = _evaluate(cli, args, tmp_path, "chunked", "--no-figures", "--chunk-size", "250")
+    _assert_same(want, got, tmp_path)
+    runs = _store(got, "e")
+    assert any(k.endswith("/ci_low") for r in runs.values() for k in r["metrics"])
