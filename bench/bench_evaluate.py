@@ -6,9 +6,9 @@ in a subprocess of a fresh helper process, logging into a new temporary SQLite t
 `--no-figures`, so `getrusage(RUSAGE_CHILDREN)` is that run's wall, CPU and peak RSS alone.
 
 Sizes: 200,000 and 1,000,000 records (`EXTRACTEVAL_BENCH_EVALUATE_RECORDS`, comma-separated).
-The streamed peak with `--no-ci` does not grow with the input; the in-memory peak does. With
-intervals on, the bootstrap reads every record's counts back when records rarely share a count
-pattern (as here), which grows with the input (README "Scale").
+The streamed peak does not grow with the input, with or without intervals; the in-memory peak
+does. With intervals on, records with 20 fields rarely share a count pattern (as here), so the
+bootstrap streams every record's counts back from disk block by block (README "Scale").
 `EXTRACTEVAL_BENCH_EVALUATE_IN_MEMORY=0` skips the in-memory runs.
 """
 
@@ -98,8 +98,8 @@ def main() -> None:
             work = Path(d)
             truth, pred = write_data(work, n)
             # with the default 1,000-resample bootstrap, records with 20 fields rarely share a count
-            # pattern, so the bootstrap reads every record's counts back (records × 80 integers):
-            # that part grows with the input; `--no-ci` shows the streamed part alone
+            # pattern, so the bootstrap streams every record's counts back from disk (records × 80
+            # integers, block by block); `--no-ci` shows the scoring and logging alone
             runs = [("chunked", f"streamed --chunk-size {CHUNK}", ["--chunk-size", str(CHUNK)]),
                     ("chunked-noci", "streamed, --no-ci", ["--chunk-size", str(CHUNK), "--no-ci"])]
             if in_memory:
