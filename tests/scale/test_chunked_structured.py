@@ -74,4 +74,4 @@ def test_unsorted_file_is_refused_with_its_line(cli, tmp_path):
     _write(tmp_path / "t.jsonl", [{"id": "b", "reference": {}}, {"id": "a", "reference": {}}])
     _write(tmp_path / "p.jsonl", [{"id": "a", "output": "{}"}])
     r = cli("score", "structured", "--truth", str(tmp_path / "t.jsonl"), "--predictions", f"p={tmp_path / 'p.jsonl'}", "--chunk-size", "2")
-    assert r.code == 2 and "t.jsonl: line 2: id 'a' is out of order (it follows 'b' at line 1)" in r.err, r.err
+    assert r.code == 2 and "t.jsonl: line 2: record id 'a' is out of order (it follows 'b' at line 1)" in r.err, r.err

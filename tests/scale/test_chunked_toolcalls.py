@@ -90,7 +90,7 @@ def test_cli_chunked_with_workers_equals_in_memory(cli, tmp_path):
 @pytest.mark.parametrize(
     ("truth", "extra", "match"),
     [
-        (['{"id": "b", "calls": []}', '{"id": "a", "calls": []}'], [], r"t\.jsonl: line 2: id 'a' is out of order \(it follows 'b' at line 1\)"),
+        (['{"id": "b", "calls": []}', '{"id": "a", "calls": []}'], [], r"t\.jsonl: line 2: record id 'a' is out of order \(it follows 'b' at line 1\)"),
         (['{"id": "a", "calls": []}', '{"id": "b", "ground_truth": []}'], [], r"t\.jsonl: line 2 \(id b\): a `ground_truth`.*--possible-answer"),
         (['{"id": "a", "calls": []}'], ["--llm-judge"], r"--llm-judge needs every record in memory"),
         (['{"id": "a", "calls": []}'], ["--baseline", "p", "--candidate", "p"], r"--baseline/--candidate needs every record"),

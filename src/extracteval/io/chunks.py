@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.id_order import check_id_order
 from extracteval.io.json_text import jsonl_values
 from extracteval.io.tables import _parse_json_lists, json_records_frame, parquet_frame
 
@@ -213,12 +214,7 @@ def iter_records(
                 bad[0] = False
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
-                what = "duplicated" if ids[k] == prev[k] else "out of order"
-                raise InputError(
-                    f"{p}: line {chunk.first_line + k}: record id {ids[k]!r} is {what} (it follows {prev[k]!r}); "
-                    "--chunk-size needs every file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). "
-                    "Sort the files, or drop --chunk-size."
-                )
+                check_id_order(p, f"line {chunk.first_line + k}", ids[k], prev[k])
             last = ids[-1]
             any_rows = True
         values = frame.drop(columns=[id_column])

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
+from extracteval.io.id_order import check_id_order
 from extracteval.io.config import parse_model_spec
 from extracteval.io.entities_inputs import _entity_list
 from extracteval.io.json_text import jsonl_values
@@ -46,12 +47,8 @@ def iter_entity_records(path: str | Path, *, truth: bool, id_column: str, entiti
             raise InputError(f"{p}: line {i}: expected a record id in {id_column!r} (pass --id-column NAME if it is elsewhere), "
                              f"but found {'nothing' if rid is None else repr(rid)}; keys: {sorted(rec)[:10]}.")
         rid = str(rid).strip()
-        if last is not None and rid <= last[0]:
-            kind = "duplicated" if rid == last[0] else "out of order"
-            raise InputError(
-                f"{p}: line {i}: record id {rid!r} is {kind} (it follows {last[0]!r} at line {last[1]}); --chunk-size needs every "
-                "file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
-            )
+        if last is not None:
+            check_id_order(p, f"line {i}", rid, last[0], f"line {last[1]}")
         last = (rid, i)
         if entities_key not in rec and truth:
             raise InputError(f"{p}: line {i}: record {rid!r}: no {entities_key!r} key (keys: {sorted(rec)[:10]}); "

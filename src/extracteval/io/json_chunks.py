@@ -22,6 +22,7 @@ from typing import Any
 
 from extracteval.core.json_compare import JsonPredictions
 from extracteval.errors import InputError
+from extracteval.io.id_order import check_id_order
 from extracteval.io.config import parse_model_spec
 from extracteval.io.json_inputs import _PAIR_EXTRA, _PAIR_KEYS, _canon, _record_id, _safety_value
 from extracteval.io.json_text import jsonl_values
@@ -85,13 +86,8 @@ class _JsonlRecords:
             if self.pairs is None:  # the layout is decided by the first record, as in the in-memory reader
                 self.pairs = is_pairs(obj, id_key, safety_key)
             rec = parse_record(p, where, obj, role=self.role, pairs=self.pairs, id_key=id_key, safety_key=safety_key)
-            if self._last is not None and rec.rid <= self._last[0]:
-                what = "duplicated" if rec.rid == self._last[0] else "out of order"
-                raise InputError(
-                    f"{p}: {where}: record id {rec.rid!r} is {what} (it follows {self._last[0]!r} at {self._last[1]}); "
-                    "--chunk-size needs every file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). "
-                    "Sort the files, or drop --chunk-size."
-                )
+            if self._last is not None:
+                check_id_order(p, where, rec.rid, *self._last)
             self._last = (rec.rid, where)
             yield rec
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
+from extracteval.io.id_order import check_id_order
 from extracteval.io.config import parse_model_spec
 from extracteval.io.json_text import jsonl_values
 
@@ -63,12 +64,8 @@ def iter_keyed(path: str | Path, keys: Sequence[str], what: str, *, id_key: str 
         key = next((k for k in keys if k in rec), None)
         if key is None:
             raise InputError(f"{p}: line {line} (id {rid}): no {what} key; expected one of {', '.join(keys)} (found keys {sorted(rec)[:8]}).")
-        if last is not None and rid <= last[0]:
-            kind = "duplicated" if rid == last[0] else "out of order"
-            raise InputError(
-                f"{p}: line {line}: id {rid!r} is {kind} (it follows {last[0]!r} at line {last[1]}); --chunk-size needs every "
-                "file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
-            )
+        if last is not None:
+            check_id_order(p, f"line {line}", rid, last[0], f"line {last[1]}")
         last = (rid, line)
         seen = True
         yield line, rid, rec, key

@@ -25,6 +25,7 @@ import numpy as np
 
 from extracteval.core.spans import SpanCorpus, SpanSet
 from extracteval.errors import InputError
+from extracteval.io.id_order import check_id_order
 from extracteval.io.spans_inputs import read_span_list
 
 __all__ = ["SpanDoc", "iter_span_docs", "SpansStream", "open_spans_stream"]
@@ -59,12 +60,8 @@ def iter_span_docs(path: Path, keys: Sequence[str]) -> Iterator[SpanDoc]:
                 except ValueError as e:
                     raise InputError(f"{path}: line {n}: not valid JSON ({e}).") from None
                 doc = _doc(path, at, rec, keys)
-                if last is not None and doc.id <= last[0]:
-                    kind = "duplicated" if doc.id == last[0] else "out of order"
-                    raise InputError(
-                        f"{path}: {at}: document id {doc.id!r} is {kind} (it follows {last[0]!r} at {last[1]}); --chunk-size needs "
-                        "every file sorted by id, ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
-                    )
+                if last is not None:
+                    check_id_order(path, at, doc.id, *last, noun="document id")
                 last = (doc.id, at)
                 seen = True
                 yield doc
