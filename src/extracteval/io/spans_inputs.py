@@ -26,7 +26,7 @@ import pandas as pd
 from extracteval.core.schemes import FactorizedTags, UnknownTagError, get_scheme
 from extracteval.core.spans import LazyTokens, SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
-from extracteval.io.tables import read_text
+from extracteval.io.tables import read_text, read_utf8
 
 __all__ = ["TokenFile", "read_token_file", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
 
@@ -200,8 +200,7 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     first token line, is an InputError naming the file and line.
     """
     p = Path(path)
-    text = read_text(p)
-    data = text.encode("utf-8")
+    data = read_utf8(p)
     # Vectorised over bytes: fields are the runs of non-blank bytes (the ASCII whitespace
     # bytes.split() cuts at; UTF-8 multi-byte characters never contain those bytes), a field's
     # line is the number of newlines before it, and the tag columns are dictionary-encoded in
