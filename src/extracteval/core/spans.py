@@ -190,6 +190,11 @@ class SpanSet:
 
     def canonical(self) -> SpanSet:
         """Sorted by (doc, start, end, tag): results do not depend on the input order."""
+        d, s = self.doc, self.start
+        if len(s) < 2 or bool(np.all((d[1:] > d[:-1]) | ((d[1:] == d[:-1]) & (s[1:] > s[:-1])))):
+            # (doc, start) strictly increasing, so the sort is the identity: the usual case of
+            # decoded chunks, which come in token order and never share a start
+            return self
         order = np.lexsort((self.tag, self.end, self.start, self.doc))
         return self.take(order)
 
@@ -519,6 +524,7 @@ def corpus_from_tags(
     remap = np.empty(max(len(types), 1), dtype=np.int32)
     remap[order] = np.arange(len(types), dtype=np.int32)
     sent_pos = np.flatnonzero(sent)
+    doc_of = np.cumsum(sent) - 1  # document index of every token: one pass, no search per chunk
     ill: dict[str, int] = {}
     ill_ex: dict[str, tuple[tuple[int, int, int], ...]] = {}
 
@@ -526,8 +532,8 @@ def corpus_from_tags(
         enc = encoded[who]
         ch = decode(enc.prefix, enc.type, sent, sch)
         ill[who] = ch.ill_formed
-        ill_ex[who] = tuple((int(np.searchsorted(sent_pos, s, side="right") - 1), s, e) for s, e in ch.ill_formed_examples)
-        doc = np.searchsorted(sent_pos, ch.start, side="right") - 1
+        ill_ex[who] = tuple((int(doc_of[s]), s, e) for s, e in ch.ill_formed_examples)
+        doc = doc_of[ch.start]
         return SpanSet(doc=doc.astype(np.int64), start=ch.start.astype(np.int64), end=ch.end.astype(np.int64), tag=remap[ch.type])
 
     # token accuracy compares whole tag strings, as conlleval does

@@ -329,8 +329,9 @@ def load_token_corpus(
     for _, tf, _ in preds:
         if tf is not ref:
             _check_aligned(ref, tf, "predictions must tag the truth's tokens")
-    ref_gold = ref.tag_columns[ref_col].strings()
+    ref_gold = ref.tag_columns[ref_col].strings() if len(golds) > 1 else None  # built only to compare
     for tf, col in golds[1:]:
+        assert ref_gold is not None
         other_gold = tf.tag_columns[col].strings()
         k = _first_difference(ref_gold, other_gold)
         if k is not None:
