@@ -212,16 +212,23 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     _mark_nonblank(arr, nonblank[1:-1])
     edges = np.flatnonzero(nonblank[1:] != nonblank[:-1])  # field starts and ends, alternating
     f_start, f_end = edges[0::2], edges[1::2]
-    nl_pos = np.flatnonzero(arr == 10)
-    n_lines = len(nl_pos) + 1
-    # fields per line: count the field starts before each newline (one search per line, not
-    # per field)
-    before = np.empty(n_lines + 1, dtype=np.int64)
-    before[0] = 0
-    before[1:-1] = np.searchsorted(f_start, nl_pos)
-    before[-1] = len(f_start)
-    widths = np.diff(before)
-    first_field = before[:-1]  # index of each line's first field
+    # A field's line is the number of newlines in the blank gaps before it. Gap k runs from the
+    # end of field k-1 to the start of field k; most gaps are one byte (a space or a newline),
+    # so the first byte of every gap is read, and only the bytes after it in longer gaps (blank
+    # lines, CRLF, runs of spaces) are gathered: no pass over the bytes, no search per line.
+    gap_start = np.concatenate(([0], f_end))
+    gap_len = np.concatenate((f_start, [len(data)])) - gap_start
+    per_gap = (buf[gap_start] == 10).astype(np.int64)  # buf[len(data)] is a zero pad byte
+    long = np.flatnonzero(gap_len > 1)
+    if len(long):
+        rest = gap_len[long] - 1
+        first = np.cumsum(rest) - rest  # where each long gap's bytes begin in `at`
+        at = np.repeat(gap_start[long] + 1 - first, rest) + np.arange(int(rest.sum()))
+        per_gap[long] += np.add.reduceat((arr[at] == 10).astype(np.int64), first)
+    field_line = np.cumsum(per_gap)[:-1]  # newlines before each field
+    n_lines = int(per_gap.sum()) + 1
+    widths = np.bincount(field_line, minlength=n_lines)  # fields per line
+    first_field = np.cumsum(widths) - widths  # index of each line's first field
     has = first_field[widths > 0]
     is_break = widths == 0
     is_break[~is_break] = _is_break(buf, f_start[has], f_end[has] - f_start[has])
@@ -231,10 +238,8 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     need = tag_columns + 1
     ncol = int(widths[tok[0]])
 
-    def line_text(i: int) -> str:
-        start = int(nl_pos[i - 1]) + 1 if i else 0
-        end = data.find(b"\n", start)
-        return data[start : None if end < 0 else end].decode("utf-8").strip()
+    def line_text(i: int) -> str:  # for an error message only
+        return data.split(b"\n", i + 1)[i].decode("utf-8").strip()
 
     if ncol < need:
         i = int(tok[0])
