@@ -178,18 +178,27 @@ def _factorize_exact(length: np.ndarray, chunks: list[tuple[np.ndarray | None, n
     return pd.factorize(keys)[0]
 
 
-def _is_break(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """True where the field `start, length` is exactly one of `_BREAKS`, compared as 8-byte
-    words (no string per field: the token column is otherwise never decoded)."""
+def _break_lines(buf: np.ndarray, f_start: np.ndarray, f_end: np.ndarray, first_field: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """True for every line that is a sentence break: no field, or a first field that is exactly
+    one of `_BREAKS`, compared as 8-byte words (no string per field: the token column is
+    otherwise never decoded). Only first fields starting with `-`, as every marker does, are
+    looked at further."""
+    out = widths == 0
+    if not len(f_start):
+        return out
     words = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
-    out = np.zeros(len(start), dtype=bool)
+    # an empty line's first_field is the next line's (or len(f_start) at the end): clipped,
+    # and excluded by its zero width
+    cand = np.flatnonzero((buf[f_start[np.minimum(first_field, len(f_start) - 1)]] == ord("-")) & ~out)
+    start = f_start[first_field[cand]]
+    length = f_end[first_field[cand]] - start
     for b in (x.encode("utf-8") for x in _BREAKS):
         i = np.flatnonzero(length == len(b))
         ok = np.ones(len(i), dtype=bool)
         for w in range(0, len(b), 8):
             chunk = b[w : w + 8]
             ok &= (words[start[i] + w] & _LOW_BYTES[len(chunk)]) == np.uint64(int.from_bytes(chunk, "little"))
-        out[i[ok]] = True
+        out[cand[i[ok]]] = True
     return out
 
 
@@ -229,9 +238,7 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     n_lines = int(per_gap.sum()) + 1
     widths = np.bincount(field_line, minlength=n_lines)  # fields per line
     first_field = np.cumsum(widths) - widths  # index of each line's first field
-    has = first_field[widths > 0]
-    is_break = widths == 0
-    is_break[~is_break] = _is_break(buf, f_start[has], f_end[has] - f_start[has])
+    is_break = _break_lines(buf, f_start, f_end, first_field, widths)
     tok = np.flatnonzero(~is_break)
     if not len(tok):
         raise InputError(f"{p}: no tokens found; expected one token per line with its tags in the last column(s).")
@@ -258,7 +265,8 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
 
     def column(offset: int) -> FactorizedTags:
         f = base + offset
-        return _factorize_fields(buf, f_start[f], f_end[f] - f_start[f], data)
+        start = f_start[f]
+        return _factorize_fields(buf, start, f_end[f] - start, data)
 
     tags = tuple(column(ncol - 1 - k) for k in range(tag_columns))
     # a token starts a sentence when the line before it is a break (or it is the first token)
