@@ -103,6 +103,8 @@ def _mark_nonblank(arr: np.ndarray, out: np.ndarray) -> None:
     for 9-13: two comparisons are ~3x faster than a table lookup per byte."""
     np.greater(arr - np.uint8(9), 4, out=out)
     out &= arr != 32
+
+
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # [k]: the k low bytes
 
 
@@ -224,7 +226,7 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     # A field's line is the number of newlines in the blank gaps before it. Gap k runs from the
     # end of field k-1 to the start of field k; most gaps are one byte (a space or a newline),
     # so the first byte of every gap is read, and only the bytes after it in longer gaps (blank
-    # lines, CRLF, runs of spaces) are gathered: no pass over the bytes, no search per line.
+    # lines, CRLF, runs of spaces) are gathered: no further pass over the bytes, no search per line.
     gap_start = np.concatenate(([0], f_end))
     gap_len = np.concatenate((f_start, [len(data)])) - gap_start
     per_gap = (buf[gap_start] == 10).astype(np.int64)  # buf[len(data)] is a zero pad byte
