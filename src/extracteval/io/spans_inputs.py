@@ -43,19 +43,19 @@ def is_jsonl(path: str | Path) -> bool:
 
 
 class _TokenFields:
-    """Where each token sits in a token file's bytes: token i is `data[start[field[i]]:end[field[i]]]`."""
+    """Where each token sits in a token file's bytes: token i is `data[start[i]:end[i]]`. Only
+    these are kept, not the reader's arrays over every field, which are several times larger."""
 
-    def __init__(self, buf: np.ndarray, data: bytes, start: np.ndarray, end: np.ndarray, field: np.ndarray) -> None:
-        self.buf, self.data, self.start, self.end, self.field = buf, data, start, end, field
+    def __init__(self, data: bytes, start: np.ndarray, end: np.ndarray) -> None:
+        self.data, self.start, self.end = data, start, end
 
     def factorize(self) -> FactorizedTags:
-        f = self.field
-        return _factorize_fields(self.buf, self.start[f], self.end[f] - self.start[f], self.data)
+        buf = np.frombuffer(self.data + bytes(8), dtype=np.uint8)
+        return _factorize_fields(buf, self.start, self.end - self.start, self.data)
 
     def decode(self, s: int, e: int) -> list[str]:
-        f = self.field[s:e]
         data = self.data
-        return [data[a:b].decode("utf-8") for a, b in zip(self.start[f].tolist(), self.end[f].tolist())]
+        return [data[a:b].decode("utf-8") for a, b in zip(self.start[s:e].tolist(), self.end[s:e].tolist())]
 
 
 @dataclass(frozen=True)
@@ -276,7 +276,7 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     prev_break[1:] = is_break[:-1]
     return TokenFile(
         path=p,
-        token_fields=_TokenFields(buf, data, f_start, f_end, base),
+        token_fields=_TokenFields(data, f_start[base], f_end[base]),
         tag_columns=tags,
         sentence_start=prev_break[tok],
         line=tok + 1,
