@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.counts import Counts
-from extracteval.core.spans import SpanCorpus, SpansConfig, curve_thresholds, overlapping_pairs, score_spans, span_counts
+from extracteval.core.spans import SpanCorpus, SpanSet, SpansConfig, curve_thresholds, overlapping_pairs, score_spans, span_counts
 from tests.core.spans_helpers import char_corpus, find, spanset
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +191,23 @@ def test_overlapping_pairs_equals_brute_force_with_nested_spans() -> None:
             if gold.doc[i] == pred.doc[j] and gold.start[i] < pred.end[j] and pred.start[j] < gold.end[i]
         )
         assert got == want
+
+
+def test_canonical_order_with_and_without_the_sorted_shortcut() -> None:
+    """canonical() skips the sort when (doc, start) already strictly increases; spans sharing a
+    start, or out of order in any way, are still sorted by (doc, start, end, tag)."""
+    rng = random.Random(8)
+    for _ in range(200):
+        n = rng.randint(0, 12)
+        rows = sorted((rng.randint(0, 2), rng.randint(0, 6), rng.randint(1, 4), rng.randint(0, 1)) for _ in range(n))
+        rows = [(d, s, s + ln, t) for d, s, ln, t in rows]
+        if rng.random() < 0.5:
+            rng.shuffle(rows)
+        a = np.array(rows, dtype=np.int64).reshape(-1, 4)
+        ss = SpanSet(doc=a[:, 0], start=a[:, 1], end=a[:, 2], tag=a[:, 3].astype(np.int32))
+        c = ss.canonical()
+        want = sorted(rows, key=lambda r: (r[0], r[1], r[2], r[3]))
+        assert list(zip(c.doc.tolist(), c.start.tolist(), c.end.tolist(), c.tag.tolist())) == want
 
 
 def test_config_validation_names_the_parameter() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,7 +31,9 @@ def naive(text: str, tag_columns: int) -> tuple[list[str], list[list[str]], list
     return tokens, tags, starts, lines
 
 
-WORDS = st.sampled_from(["The", "cat", "Zürich", "naïve", "3.5", "'s", "--", "日本"])
+# near misses of the break markers are tokens; the markers themselves make a break line,
+# whatever follows them (break lines are compared by bytes, not decoded)
+WORDS = st.sampled_from(["The", "cat", "Zürich", "naïve", "3.5", "'s", "--", "日本", "-X", "-X--", "-x-", "-DOCSTART", "-DOCSTART--", "-DOCSTARt-", "-X-", "-DOCSTART-"])
 TAGS = st.sampled_from(["O", "B-PER", "I-PER", "B-LOC"])
 SEPS = st.sampled_from([" ", "\t", "  ", " \t"])
 ENDS = st.sampled_from(["\n", "\r\n"])
@@ -45,7 +48,7 @@ def token_files(draw: st.DrawFn) -> str:
         for _ in range(draw(st.integers(1, 6))):
             sep = draw(SEPS)
             out.append(sep.join([draw(WORDS), "NN", draw(TAGS), draw(TAGS)]) + draw(ENDS))
-        out.append(draw(st.sampled_from(["\n", "\r\n", "\n\n", "   \n"])))
+        out.append(draw(st.sampled_from(["\n", "\r\n", "\n\n", "   \n", "-X-\n", "-X- O\r\n", "\t-DOCSTART-\n"])))
     return "".join(out)
 
 
@@ -128,3 +131,68 @@ def test_reader_keeps_fields_apart_that_share_their_first_bytes(tmp_path: Path, 
     assert tf.sentence_start.tolist() == starts and tf.line.tolist() == lines
     for col in (tf.token_column, *tf.tag_columns):  # one code per distinct string
         assert len(set(col.values)) == len(col.values)
+
+
+def test_blank_bytes_are_those_bytes_split_cuts_at() -> None:
+    import numpy as np
+
+    from extracteval.io.spans_inputs import _mark_nonblank
+
+    every = bytes(range(256))
+    out = np.zeros(256, dtype=bool)
+    _mark_nonblank(np.frombuffer(every, dtype=np.uint8), out)
+    assert [bytes([b]) for b in every if not out[b]] == [bytes([b]) for b in every if not bytes([b]).split()]
+
+
+def test_token_column_is_decoded_only_where_read(tmp_path: Path) -> None:
+    """Exact scoring of a token file builds no token strings beyond its error examples, and
+    every way of reading the tokens (slices, the whole column, relaxed TextSim) gives what a
+    plain token list gives."""
+    from extracteval.core.spans import LazyTokens, SpansConfig, corpus_from_tags, score_spans
+    from extracteval.io.spans_inputs import load_token_corpus
+
+    rows = []
+    for k in range(400):
+        rows.append(f"w{k % 37} NN {'B-PER' if k % 5 == 0 else 'I-PER' if k % 5 == 1 else 'O'} {'B-PER' if k % 7 == 0 else 'O'}\n")
+        if k % 9 == 8:
+            rows.append("\n")
+    text = "".join(rows)
+    f = tmp_path / "x.conll"
+    f.write_text(text, encoding="utf-8")
+    tokens, (pred, gold), starts, _ = naive(text, 2)
+
+    corpus = load_token_corpus(conll=[("m", f)])
+    assert isinstance(corpus.tokens, LazyTokens)
+    exact = score_spans(corpus, config=SpansConfig(relaxed=False, bootstrap=0))
+    assert corpus.tokens._all is None  # the whole column was never built
+    plain = corpus_from_tags(gold, {"m": pred}, sentence_start=starts, tokens=tokens, doc_ids=corpus.doc_ids)
+    assert exact.to_dict() == score_spans(plain, config=SpansConfig(relaxed=False, bootstrap=0)).to_dict()
+    assert exact.models["m"].errors.examples["spurious"][0]["pred"]["text"]  # example texts come from the tokens
+
+    full = load_token_corpus(conll=[("m", f)])
+    assert score_spans(full, config=SpansConfig(bootstrap=0)).to_dict() == score_spans(plain, config=SpansConfig(bootstrap=0)).to_dict()
+    assert full.tokens[3:9].tolist() == tokens[3:9] and full.tokens[5:5].tolist() == []
+    assert np.asarray(full.tokens).tolist() == tokens and full.tokens._all is not None
+    assert full.tokens[3:9].tolist() == tokens[3:9] and full.tokens[-2] == tokens[-2]
+
+
+def test_lazy_tokens_build_the_column_once_slices_have_read_a_quarter() -> None:
+    from extracteval.core.spans import LazyTokens
+
+    words = [f"t{i}" for i in range(40_000)]
+    decoded = []
+    built = []
+
+    def decode(s: int, e: int) -> list[str]:
+        decoded.append(e - s)
+        return words[s:e]
+
+    def build() -> np.ndarray:
+        built.append(1)
+        return np.array(words, dtype=object)
+
+    lazy = LazyTokens(len(words), decode, build)
+    got = [lazy[i : i + 100].tolist() for i in range(0, len(words), 100)]
+    assert sum(got, []) == words
+    assert built == [1] and sum(decoded) <= len(words) // 4 + 4096  # then the column, once
+    assert lazy[::2].tolist() == words[::2] and built == [1]

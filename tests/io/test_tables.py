@@ -121,3 +121,18 @@ def test_wide_file_with_model_column_holds_several_models(tmp_path):
     p.write_text("id,model,a\n1,m1,x\n1,m1,y\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"\(model, record id\) pairs must be unique.*'m1 / 1'"):
         load_fields_table(p)
+
+
+def test_read_utf8_gives_read_texts_bytes_and_errors(tmp_path):
+    from extracteval.io.tables import read_text, read_utf8
+
+    for raw in (b"plain ascii\n", "\ufeffZ\u00fcrich \u65e5\u672c\n".encode(), "na\u00efve\n".encode()):
+        p = tmp_path / "t.txt"
+        p.write_bytes(raw)
+        assert read_utf8(p) == read_text(p).encode("utf-8")  # BOM dropped, bytes otherwise kept
+    p.write_bytes("ok\n\ufeffnot a BOM here\nbad \xff byte\n".encode("utf-8").replace(b"\xc3\xbf", b"\xff"))
+    with pytest.raises(InputError) as want:
+        read_text(p)
+    with pytest.raises(InputError) as got:
+        read_utf8(p)
+    assert str(got.value) == str(want.value) and "line 3" in str(got.value)

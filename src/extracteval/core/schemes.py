@@ -286,9 +286,11 @@ def decode(prefix: np.ndarray, type_: np.ndarray, sentence_start: np.ndarray, sc
     start = inside & ((prev_t != type_) | sch.starts[prev_p, prefix])
     # a chunk runs to the next start, O token or sentence break
     stops = np.flatnonzero(start | ~inside | sent)
-    s = np.flatnonzero(start)
-    nxt = np.searchsorted(stops, s, side="right")
-    ends = np.append(stops, n)[nxt]
+    # every start is a stop: a chunk ends at the stop after its own, found by position among
+    # the stops rather than by a search per chunk
+    at = np.flatnonzero(start[stops])
+    s = stops[at]
+    ends = np.append(stops, n)[at + 1]
     types = type_[s]
     if not sch.strict:
         return Chunks(start=s, end=ends, type=types.astype(np.int32))

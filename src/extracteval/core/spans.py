@@ -27,7 +27,7 @@ FP = type + boundary + boundary_type + spurious and FN = type + boundary + bound
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,7 @@ __all__ = [
     "SpansConfig",
     "SpanSet",
     "SpanCorpus",
+    "LazyTokens",
     "TagMetrics",
     "MatchResult",
     "CurvePoint",
@@ -189,8 +190,59 @@ class SpanSet:
 
     def canonical(self) -> SpanSet:
         """Sorted by (doc, start, end, tag): results do not depend on the input order."""
+        d, s = self.doc, self.start
+        if len(s) < 2 or bool(np.all((d[1:] > d[:-1]) | ((d[1:] == d[:-1]) & (s[1:] > s[:-1])))):
+            # (doc, start) strictly increasing, so the sort is the identity: the usual case of
+            # decoded chunks, which come in token order and never share a start
+            return self
         order = np.lexsort((self.tag, self.end, self.start, self.doc))
         return self.take(order)
+
+
+class LazyTokens:
+    """A token column read only where it is used: exact scoring needs the text of a handful of
+    error examples, not a string per token, and building every token string costs a token
+    file's reader as much as the rest of the parse.
+
+    `tokens[s:e]` (all that span texts read) decodes just those tokens with `decode(s, e)`; the
+    whole column (`np.asarray(tokens)`, or any other index) is built once by `build()` and
+    cached. Once slices have decoded about a quarter of the tokens, a slice builds the whole
+    column instead: decoding token by token costs more per token than building the column, so
+    a caller reading most tokens slice by slice (the MLflow dataset table) pays at most that
+    quarter twice. Both paths give equal strings.
+    """
+
+    def __init__(self, n: int, decode: Callable[[int, int], list[str]], build: Callable[[], np.ndarray]) -> None:
+        self._n = n
+        self._decode = decode
+        self._build = build
+        self._all: np.ndarray | None = None
+        self._budget = n // 4 + 4096  # tokens that slices may decode before the column is built
+
+    def __len__(self) -> int:
+        return self._n
+
+    def array(self) -> np.ndarray:
+        """Every token, as an object array of strings (built on first use)."""
+        if self._all is None:
+            self._all = self._build()
+        return self._all
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.array()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __getitem__(self, key: Any) -> Any:
+        if self._all is None and isinstance(key, slice):
+            s, e, step = key.indices(self._n)
+            if step == 1:
+                k = max(e - s, 0)
+                if k <= self._budget:
+                    self._budget -= k
+                    out = np.empty(k, dtype=object)
+                    out[:] = self._decode(s, e) if k else []
+                    return out
+        return self.array()[key]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,7 +254,7 @@ class SpanCorpus:
         tags: tag names; tag codes index this tuple (keep it sorted for stable output).
         unit: `char` (JSONL offsets) or `token` (token files).
         texts: per-document text for `char` (None where not given).
-        tokens: flat token array for `token`; spans use global positions into it.
+        tokens: flat token array for `token` (or `LazyTokens`); spans use global positions into it.
         doc_offsets: first global token position of each document (token unit).
         gold, predictions: the spans.
         token_correct: per model, tokens whose full gold and predicted tag strings are equal.
@@ -217,7 +269,7 @@ class SpanCorpus:
     gold: SpanSet
     predictions: Mapping[str, SpanSet]
     texts: tuple[str | None, ...] | None = None
-    tokens: np.ndarray | None = None
+    tokens: np.ndarray | LazyTokens | None = None
     doc_offsets: np.ndarray | None = None
     token_correct: Mapping[str, int] | None = None
     n_tokens: int | None = None
@@ -430,7 +482,7 @@ def corpus_from_tags(
     predictions: Mapping[str, Sequence[str] | FactorizedTags],
     *,
     sentence_start: np.ndarray | Sequence[bool] | None = None,
-    tokens: Sequence[str] | None = None,
+    tokens: Sequence[str] | LazyTokens | None = None,
     scheme: str = "conlleval",
     doc_ids: Sequence[str] | None = None,
     suffix: bool = False,
@@ -472,6 +524,7 @@ def corpus_from_tags(
     remap = np.empty(max(len(types), 1), dtype=np.int32)
     remap[order] = np.arange(len(types), dtype=np.int32)
     sent_pos = np.flatnonzero(sent)
+    doc_of = np.cumsum(sent) - 1  # document index of every token: one pass, no search per chunk
     ill: dict[str, int] = {}
     ill_ex: dict[str, tuple[tuple[int, int, int], ...]] = {}
 
@@ -479,8 +532,8 @@ def corpus_from_tags(
         enc = encoded[who]
         ch = decode(enc.prefix, enc.type, sent, sch)
         ill[who] = ch.ill_formed
-        ill_ex[who] = tuple((int(np.searchsorted(sent_pos, s, side="right") - 1), s, e) for s, e in ch.ill_formed_examples)
-        doc = np.searchsorted(sent_pos, ch.start, side="right") - 1
+        ill_ex[who] = tuple((int(doc_of[s]), s, e) for s, e in ch.ill_formed_examples)
+        doc = doc_of[ch.start]
         return SpanSet(doc=doc.astype(np.int64), start=ch.start.astype(np.int64), end=ch.end.astype(np.int64), tag=remap[ch.type])
 
     # token accuracy compares whole tag strings, as conlleval does
@@ -497,7 +550,7 @@ def corpus_from_tags(
         unit="token",
         gold=spans_of("gold"),
         predictions={who: spans_of(who) for who in predictions},
-        tokens=None if tokens is None else np.asarray(tokens, dtype=object),
+        tokens=tokens if tokens is None or isinstance(tokens, LazyTokens) else np.asarray(tokens, dtype=object),
         doc_offsets=sent_pos.astype(np.int64),
         token_correct=token_correct,
         n_tokens=n,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from extracteval.core.schemes import FactorizedTags, UnknownTagError, get_scheme
-from extracteval.core.spans import SpanCorpus, SpanSet, corpus_from_tags
+from extracteval.core.spans import LazyTokens, SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
-from extracteval.io.tables import read_text
+from extracteval.io.tables import read_text, read_utf8
 
 __all__ = ["TokenFile", "read_token_file", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
 
@@ -41,23 +42,49 @@ def is_jsonl(path: str | Path) -> bool:
 # token files
 
 
+class _TokenFields:
+    """Where each token sits in a token file's bytes: token i is `data[start[i]:end[i]]`. Only
+    these are kept, not the reader's arrays over every field, which are several times larger."""
+
+    def __init__(self, data: bytes, start: np.ndarray, end: np.ndarray) -> None:
+        self.data, self.start, self.end = data, start, end
+
+    def factorize(self) -> FactorizedTags:
+        buf = np.frombuffer(self.data + bytes(8), dtype=np.uint8)
+        return _factorize_fields(buf, self.start, self.end - self.start, self.data)
+
+    def decode(self, s: int, e: int) -> list[str]:
+        data = self.data
+        return [data[a:b].decode("utf-8") for a, b in zip(self.start[s:e].tolist(), self.end[s:e].tolist())]
+
+
 @dataclass(frozen=True)
 class TokenFile:
     """A token file read column-wise. `tag_columns[k]` is the k-th column counted from the end
     (0 = last column), dictionary-encoded; `tokens` / `tags` give them as lists of strings.
-    `line` is the 1-based line number of each token."""
+    `line` is the 1-based line number of each token. The token column is only encoded when
+    read (`token_column`, `token_array`, `lazy_tokens`): exact scoring does not need it."""
 
     path: Path
-    token_column: FactorizedTags
+    token_fields: _TokenFields
     tag_columns: tuple[FactorizedTags, ...]
     sentence_start: np.ndarray
     line: np.ndarray
     n_columns: int
 
-    @property
+    @cached_property
+    def token_column(self) -> FactorizedTags:
+        return self.token_fields.factorize()
+
+    @cached_property
     def token_array(self) -> np.ndarray:
         """The tokens as an object array (each distinct token string built once)."""
         return self.token_column.strings()
+
+    @cached_property
+    def lazy_tokens(self) -> LazyTokens:
+        """The tokens for `corpus_from_tags`, decoded only where span texts are read."""
+        return LazyTokens(len(self.line), self.token_fields.decode, lambda: self.token_array)
 
     @property
     def tokens(self) -> list[str]:
@@ -68,9 +95,17 @@ class TokenFile:
         return [c.strings().tolist() for c in self.tag_columns]
 
 
-_BLANK = np.zeros(256, dtype=bool)
-_BLANK[list(b" \t\n\r\x0b\x0c")] = True  # exactly the bytes bytes.split() cuts at
-_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)], dtype=np.uint64)
+_BLANK = b" \t\n\r\x0b\x0c"  # exactly the bytes bytes.split() cuts at: 9-13 and 32
+
+
+def _mark_nonblank(arr: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = arr[i] is not a `_BLANK` byte. In uint8, byte - 9 wraps round and is ≤ 4 exactly
+    for 9-13: two comparisons are ~3x faster than a table lookup per byte."""
+    np.greater(arr - np.uint8(9), 4, out=out)
+    out &= arr != 32
+
+
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # [k]: the k low bytes
 
 
 def _factorize_fields(buf: np.ndarray, start: np.ndarray, length: np.ndarray, data: bytes) -> FactorizedTags:
@@ -97,8 +132,9 @@ def _factorize_fields(buf: np.ndarray, start: np.ndarray, length: np.ndarray, da
         at = start + w if sel is None else start[sel] + w
         word = words[at]
         rest = (length if sel is None else length[sel]) - w
-        short = rest < 8
-        word[short] &= _LOW_BYTES[rest[short]]  # bytes past the field's end are not part of it
+        # bytes past the field's end are not part of it; a lookup clipped at 8 (all bytes kept)
+        # is one pass, where updating only the short words through a mask took three
+        word &= np.take(_LOW_BYTES, rest, mode="clip")
         chunks.append((sel, word))
         if sel is None:
             h = (h ^ word) * _MIX
@@ -144,6 +180,30 @@ def _factorize_exact(length: np.ndarray, chunks: list[tuple[np.ndarray | None, n
     return pd.factorize(keys)[0]
 
 
+def _break_lines(buf: np.ndarray, f_start: np.ndarray, f_end: np.ndarray, first_field: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """True for every line that is a sentence break: no field, or a first field that is exactly
+    one of `_BREAKS`, compared as 8-byte words (no string per field: the token column is
+    otherwise never decoded). Only first fields starting with `-`, as every marker does, are
+    looked at further."""
+    out = widths == 0
+    if not len(f_start):
+        return out
+    words = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+    # an empty line's first_field is the next line's (or len(f_start) at the end): clipped,
+    # and excluded by its zero width
+    cand = np.flatnonzero((buf[f_start[np.minimum(first_field, len(f_start) - 1)]] == ord("-")) & ~out)
+    start = f_start[first_field[cand]]
+    length = f_end[first_field[cand]] - start
+    for b in (x.encode("utf-8") for x in _BREAKS):
+        i = np.flatnonzero(length == len(b))
+        ok = np.ones(len(i), dtype=bool)
+        for w in range(0, len(b), 8):
+            chunk = b[w : w + 8]
+            ok &= (words[start[i] + w] & _LOW_BYTES[len(chunk)]) == np.uint64(int.from_bytes(chunk, "little"))
+        out[cand[i[ok]]] = True
+    return out
+
+
 def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     """Read a CoNLL-style token file whose last `tag_columns` columns are tags.
 
@@ -151,43 +211,44 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     first token line, is an InputError naming the file and line.
     """
     p = Path(path)
-    text = read_text(p)
-    data = text.encode("utf-8")
+    data = read_utf8(p)
     # Vectorised over bytes: fields are the runs of non-blank bytes (the ASCII whitespace
     # bytes.split() cuts at; UTF-8 multi-byte characters never contain those bytes), a field's
-    # line is the number of newlines before it, and the columns that matter are dictionary-
-    # encoded in place (`_factorize_fields`): no Python object per field or line.
+    # line is the number of newlines before it, and the tag columns are dictionary-encoded in
+    # place (`_factorize_fields`): no Python object per field or line. The token column stays
+    # field positions until read (`TokenFile.token_fields`); break lines are found by bytes.
     buf = np.frombuffer(data + bytes(8), dtype=np.uint8)
     arr = buf[: len(data)]
     nonblank = np.zeros(len(data) + 2, dtype=bool)
-    np.logical_not(_BLANK[arr], out=nonblank[1:-1])
+    _mark_nonblank(arr, nonblank[1:-1])
     edges = np.flatnonzero(nonblank[1:] != nonblank[:-1])  # field starts and ends, alternating
     f_start, f_end = edges[0::2], edges[1::2]
-    nl_pos = np.flatnonzero(arr == 10)
-    n_lines = len(nl_pos) + 1
-    # fields per line: count the field starts before each newline (one search per line, not
-    # per field)
-    before = np.empty(n_lines + 1, dtype=np.int64)
-    before[0] = 0
-    before[1:-1] = np.searchsorted(f_start, nl_pos)
-    before[-1] = len(f_start)
-    widths = np.diff(before)
-    first_field = before[:-1]  # index of each line's first field
-    has = np.flatnonzero(widths > 0)
-    firsts = _factorize_fields(buf, f_start[first_field[has]], (f_end - f_start)[first_field[has]], data)
-    is_break = widths == 0
-    breaks = [k for k, v in enumerate(firsts.values) if v in _BREAKS]
-    is_break[has] = np.isin(firsts.codes, breaks) if breaks else False
+    # A field's line is the number of newlines in the blank gaps before it. Gap k runs from the
+    # end of field k-1 to the start of field k; most gaps are one byte (a space or a newline),
+    # so the first byte of every gap is read, and only the bytes after it in longer gaps (blank
+    # lines, CRLF, runs of spaces) are gathered: no further pass over the bytes, no search per line.
+    gap_start = np.concatenate(([0], f_end))
+    gap_len = np.concatenate((f_start, [len(data)])) - gap_start
+    per_gap = (buf[gap_start] == 10).astype(np.int64)  # buf[len(data)] is a zero pad byte
+    long = np.flatnonzero(gap_len > 1)
+    if len(long):
+        rest = gap_len[long] - 1
+        first = np.cumsum(rest) - rest  # where each long gap's bytes begin in `at`
+        at = np.repeat(gap_start[long] + 1 - first, rest) + np.arange(int(rest.sum()))
+        per_gap[long] += np.add.reduceat((arr[at] == 10).astype(np.int64), first)
+    field_line = np.cumsum(per_gap)[:-1]  # newlines before each field
+    n_lines = int(per_gap.sum()) + 1
+    widths = np.bincount(field_line, minlength=n_lines)  # fields per line
+    first_field = np.cumsum(widths) - widths  # index of each line's first field
+    is_break = _break_lines(buf, f_start, f_end, first_field, widths)
     tok = np.flatnonzero(~is_break)
     if not len(tok):
         raise InputError(f"{p}: no tokens found; expected one token per line with its tags in the last column(s).")
     need = tag_columns + 1
     ncol = int(widths[tok[0]])
 
-    def line_text(i: int) -> str:
-        start = int(nl_pos[i - 1]) + 1 if i else 0
-        end = data.find(b"\n", start)
-        return data[start : None if end < 0 else end].decode("utf-8").strip()
+    def line_text(i: int) -> str:  # for an error message only
+        return data.split(b"\n", i + 1)[i].decode("utf-8").strip()
 
     if ncol < need:
         i = int(tok[0])
@@ -203,19 +264,24 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
             f"(token … {'gold pred' if tag_columns == 2 else 'tag'}), but found {int(widths[i])}: {line_text(i)!r}."
         )
     base = first_field[tok]
-    # the token column is the first field of the token lines: reuse their codes
-    tok_in_has = (np.cumsum(widths > 0) - 1)[tok]
-    token_column = FactorizedTags(firsts.codes[tok_in_has], firsts.values)
 
     def column(offset: int) -> FactorizedTags:
         f = base + offset
-        return _factorize_fields(buf, f_start[f], f_end[f] - f_start[f], data)
+        start = f_start[f]
+        return _factorize_fields(buf, start, f_end[f] - start, data)
 
     tags = tuple(column(ncol - 1 - k) for k in range(tag_columns))
     # a token starts a sentence when the line before it is a break (or it is the first token)
     prev_break = np.ones(n_lines, dtype=bool)
     prev_break[1:] = is_break[:-1]
-    return TokenFile(path=p, token_column=token_column, tag_columns=tags, sentence_start=prev_break[tok], line=tok + 1, n_columns=ncol)
+    return TokenFile(
+        path=p,
+        token_fields=_TokenFields(data, f_start[base], f_end[base]),
+        tag_columns=tags,
+        sentence_start=prev_break[tok],
+        line=tok + 1,
+        n_columns=ncol,
+    )
 
 
 def _first_difference(a: np.ndarray, b: np.ndarray) -> int | None:
@@ -278,8 +344,9 @@ def load_token_corpus(
     for _, tf, _ in preds:
         if tf is not ref:
             _check_aligned(ref, tf, "predictions must tag the truth's tokens")
-    ref_gold = ref.tag_columns[ref_col].strings()
+    ref_gold = ref.tag_columns[ref_col].strings() if len(golds) > 1 else None  # built only to compare
     for tf, col in golds[1:]:
+        assert ref_gold is not None
         other_gold = tf.tag_columns[col].strings()
         k = _first_difference(ref_gold, other_gold)
         if k is not None:
@@ -299,7 +366,7 @@ def load_token_corpus(
             ref.tag_columns[ref_col],
             pred_tags,
             sentence_start=ref.sentence_start,
-            tokens=ref.token_array,
+            tokens=ref.lazy_tokens,
             scheme=sch,
             doc_ids=[f"line {n}" for n in ref.line[ref.sentence_start].tolist()],
             suffix=suffix,

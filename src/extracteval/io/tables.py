@@ -23,6 +23,7 @@ from extracteval.io.json_text import cap_depth, loads
 
 __all__ = [
     "read_text",
+    "read_utf8",
     "read_table",
     "read_kleister",
     "read_kleister_keys",
@@ -38,6 +39,23 @@ _KLEISTER_TOKEN = re.compile(r"^[^=\s]+=\S*$")
 def read_text(path: str | Path) -> str:
     """The whole file as text: UTF-8 (a BOM is dropped), `.xz` decompressed; clear errors."""
     p = Path(path)
+    return _decode_utf8(p, _read_bytes(p))
+
+
+def read_utf8(path: str | Path) -> bytes:
+    """The whole file as UTF-8 bytes (a BOM is dropped), `.xz` decompressed, with read_text's
+    checks and errors, for readers that work on bytes: an ASCII file (the usual token file) is
+    not decoded only to be encoded again."""
+    p = Path(path)
+    data = _read_bytes(p)
+    if not data.isascii():
+        _decode_utf8(p, data)  # the check, with the error read_text gives
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+    return data
+
+
+def _read_bytes(p: Path) -> bytes:
     try:
         data = p.read_bytes()
     except FileNotFoundError:
@@ -53,6 +71,10 @@ def read_text(path: str | Path) -> str:
             data = lzma.decompress(data)
         except lzma.LZMAError as e:
             raise InputError(f"{p}: not a valid .xz file ({e}).") from None
+    return data
+
+
+def _decode_utf8(p: Path, data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
