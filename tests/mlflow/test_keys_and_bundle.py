@@ -318,3 +318,28 @@ def test_records_parquet_written_from_the_ledger_reads_back_as_the_frame_written
         got, want = pd.read_parquet(new), pd.read_parquet(old)
         # `equals` compares dtypes, categories and codes (assert_frame_equal takes a minute here)
         assert list(got.dtypes) == list(want.dtypes) and got.equals(want)
+
+
+@pytest.mark.parametrize("cap", [None, 0])
+def test_field_intervals_from_one_pass_over_the_ledger_equal_the_per_field_draws(monkeypatch, cap):
+    """The pattern table counted in one pass (and its fallback when the table would be too large:
+    cap 0) gives exactly the intervals of drawing from each field's records, which the chunked
+    and Spark engines reproduce from their merged patterns."""
+    from extracteval.mlflow import task_fields
+    from extracteval.mlflow.task_fields import _draw_intervals, _field_f1_intervals, _field_patterns
+
+    if cap is not None:
+        monkeypatch.setattr(task_fields, "_MAX_PATTERN_CODES", cap)
+    rng = np.random.default_rng(5)
+    n, f = 700, 9
+    ledger = np.zeros((n, f, 5), dtype=np.int32)
+    ledger[:, :, :4] = rng.integers(0, 2, size=(n, f, 4))
+    ledger[:, 3, :4] = rng.integers(0, 7, size=(n, 4))  # a list-valued field: counts above 1
+    ledger[:, 5, :4] = 0  # nothing but excluded cells
+    ledger[:, 5, 4] = 1
+    ledger[: n // 2, 6, :4] = 0  # one row pattern under a larger base
+    assert (_field_patterns(ledger) is None) == (cap == 0)  # the path under test is the one taken
+    for seed in (0, 11):
+        kw = {"resamples": 300, "confidence": 0.9, "seed": seed, "zero_division": 0.0}
+        per_field = _draw_intervals(((ledger[:, j, :4].astype(np.int64), None) for j in range(f)), f, n, **kw)
+        assert np.array_equal(_field_f1_intervals(ledger, **kw), per_field, equal_nan=True)

@@ -48,6 +48,11 @@ def _parse_cell(value: Any, *, what: str, record: str, strict: bool) -> dict[str
     return None
 
 
+# the largest number of pattern codes (all fields together) counted at once by `_field_patterns`
+# (8 bytes each); fields with larger counts per cell take the per-field path
+_MAX_PATTERN_CODES = 1 << 20
+
+
 def _field_f1_intervals(ledger: np.ndarray, *, resamples: int, confidence: float, seed: int, zero_division: float) -> np.ndarray:
     """(fields, 2) percentile bootstrap interval of each field's F1, resampling records.
 
@@ -59,11 +64,56 @@ def _field_f1_intervals(ledger: np.ndarray, *, resamples: int, confidence: float
     ledger: (records, fields, 5) tp, fp, fn, tn, excluded (excluded records count nothing).
     """
     n, f = ledger.shape[0], ledger.shape[1]
-    # one field's rows at a time (all fields at once as int64 would be records × fields × 32 bytes)
-    return _draw_intervals(
-        ((ledger[:, j, :4].astype(np.int64), None) for j in range(f)), f, n,
-        resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division,
-    )
+    patterns = _field_patterns(ledger)
+    if patterns is not None:
+        # every field's distinct rows and their frequencies, counted in one pass over the ledger:
+        # the same rows, in the same order, as `_draw_intervals` finds from the records, so the
+        # same draws and intervals
+        fields: Iterable[tuple[np.ndarray, np.ndarray | None]] = patterns
+    else:
+        # one field's rows at a time (all fields at once as int64 would be records × fields × 32 bytes)
+        fields = ((ledger[:, j, :4].astype(np.int64), None) for j in range(f))
+    return _draw_intervals(fields, f, n, resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division)
+
+
+def _field_patterns(ledger: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Per field, its distinct (tp, fp, fn, tn) rows in increasing pattern-code order and how many
+    records have each; None when the counts are too large for one table of codes.
+
+    The code of a row is `_draw_intervals`' (((tp·b + fp)·b + fn)·b + tn with b = the field's
+    largest count + 1), so a field has at most b⁴ codes: all fields' codes, each field's offset
+    past the previous ones, are counted with one `bincount` per block of records. Reading the
+    ledger field by field instead gathers rows 4 KB apart (200 fields): at 100k × 200 that and
+    400 sorts of 100k codes took ≈ 2.3 s for two models, this ≈ 0.3 s."""
+    n, f = ledger.shape[0], ledger.shape[1]
+    if n == 0 or f == 0:
+        return None
+    # per field, its largest count + 1 (the max over rows of a (records, fields × 5) view reads
+    # the ledger in order; over the strided [:, :, :4] view it took 20 times longer)
+    base = ledger.reshape(n, -1).max(axis=0).reshape(f, -1)[:, :4].max(axis=1).astype(np.int64) + 1
+    if np.any(base > 1 << 10):  # b⁴ would not fit the table
+        return None
+    size = base**4
+    total = int(size.sum())
+    if total > _MAX_PATTERN_CODES:
+        return None
+    offset = np.concatenate([[0], np.cumsum(size)[:-1]])
+    # codes < total ≤ 2²⁰: int32 arithmetic on the int32 ledger, no int64 copy of it
+    base32, offset32 = base.astype(np.int32), offset.astype(np.int32)
+    freq = np.zeros(total, dtype=np.int64)
+    step = max(1, (1 << 18) // f)  # ≈ 1 MB of codes per block: the temporaries stay in cache
+    for s in range(0, n, step):
+        b = ledger[s : s + step]
+        codes = ((b[:, :, 0] * base32 + b[:, :, 1]) * base32 + b[:, :, 2]) * base32 + b[:, :, 3] + offset32
+        freq += np.bincount(codes.ravel(), minlength=total)
+    out = []
+    for j in range(f):
+        fj = freq[offset[j] : offset[j] + size[j]]
+        code = np.flatnonzero(fj)
+        bj = int(base[j])
+        rows = np.stack([code // bj**3, code // bj**2 % bj, code // bj % bj, code % bj], axis=1).astype(np.int64)
+        out.append((rows, fj[code]))
+    return out
 
 
 def field_f1_intervals_from_patterns(
