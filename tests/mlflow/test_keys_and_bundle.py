@@ -95,6 +95,11 @@ def test_bundle_is_complete_and_reloadable(tmp_path):
         assert {"metrics.json", "artifacts/extracteval/result.json", "artifacts/extracteval/report.html",
                 "artifacts/extracteval/field_metrics.csv", "artifacts/extracteval/field_metrics_table.json",
                 "artifacts/figures/field_f1.png", "artifacts/figures/confusion_counts.png"} <= files
+    for r in again.runs[1:]:  # each child's per-record counts (written in threads) are its model's
+        got = pd.read_parquet(bundle.run_dir(r.key) / "artifacts" / "extracteval" / "records.parquet")
+        want = adapter.records_frame(scored, r.model)
+        pd.testing.assert_frame_equal(got, want, check_dtype=False, check_categorical=False)  # read back: str categories
+    assert not (bundle.run_dir("parent") / "artifacts" / "extracteval" / "records.parquet").exists()
     # writing into a folder that holds something else is refused, not overwritten
     from extracteval.errors import InputError
 
