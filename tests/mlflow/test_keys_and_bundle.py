@@ -296,6 +296,11 @@ def test_truth_digest_is_fixed_by_its_definition():
     h.update(col([(2, b"2"), (2, '[1,"é"]'.encode())]))
     h.update(col([(0, b""), (1, b"xy")]))
     assert truth_digest(df) == h.hexdigest()
+    assert truth_digest(df.iloc[::-1]) == h.hexdigest()  # rows already in id order: no reordering
+    for index in (pd.Index(["r2", "r1"], dtype="str"), pd.Index(["r2", "r1"], dtype=object)):  # text ids read without str()
+        assert truth_digest(df.set_axis(index)) == h.hexdigest()
+    # ids that are not text are digested as their str(): 10 sorts before 9
+    assert truth_digest(pd.DataFrame({"a": ["x", "y"]}, index=[9, 10])) == truth_digest(pd.DataFrame({"a": ["y", "x"]}, index=["10", "9"]))
 
 
 @pytest.mark.parametrize(("n", "f"), [(0, 3), (3, 2), (130, 300), (5300, 200)])
