@@ -95,6 +95,11 @@ def test_bundle_is_complete_and_reloadable(tmp_path):
         assert {"metrics.json", "artifacts/extracteval/result.json", "artifacts/extracteval/report.html",
                 "artifacts/extracteval/field_metrics.csv", "artifacts/extracteval/field_metrics_table.json",
                 "artifacts/figures/field_f1.png", "artifacts/figures/confusion_counts.png"} <= files
+    for r in again.runs[1:]:  # each child's per-record counts (written in threads) are its model's
+        got = pd.read_parquet(bundle.run_dir(r.key) / "artifacts" / "extracteval" / "records.parquet")
+        want = adapter.records_frame(scored, r.model)
+        pd.testing.assert_frame_equal(got, want, check_dtype=False, check_categorical=False)  # read back: str categories
+    assert not (bundle.run_dir("parent") / "artifacts" / "extracteval" / "records.parquet").exists()
     # writing into a folder that holds something else is refused, not overwritten
     from extracteval.errors import InputError
 
@@ -291,3 +296,60 @@ def test_truth_digest_is_fixed_by_its_definition():
     h.update(col([(2, b"2"), (2, '[1,"é"]'.encode())]))
     h.update(col([(0, b""), (1, b"xy")]))
     assert truth_digest(df) == h.hexdigest()
+    assert truth_digest(df.iloc[::-1]) == h.hexdigest()  # rows already in id order: no reordering
+    for index in (pd.Index(["r2", "r1"], dtype="str"), pd.Index(["r2", "r1"], dtype=object)):  # text ids read without str()
+        assert truth_digest(df.set_axis(index)) == h.hexdigest()
+    # ids that are not text are digested as their str(): 10 sorts before 9
+    assert truth_digest(pd.DataFrame({"a": ["x", "y"]}, index=[9, 10])) == truth_digest(pd.DataFrame({"a": ["y", "x"]}, index=["10", "9"]))
+
+
+@pytest.mark.parametrize(("n", "f"), [(0, 3), (3, 2), (130, 300), (5300, 200)])
+def test_records_parquet_written_from_the_ledger_reads_back_as_the_frame_written_by_pandas(tmp_path, n, f):
+    """The direct Arrow writer must give the file `records_frame_of(...).to_parquet` gives: same
+    schema and pandas metadata (index widths int8/int16/int32 follow the category counts), row
+    groups (5300 × 200 rows span two) and content, read by pyarrow and by pandas."""
+    import pyarrow.parquet as pq
+
+    from extracteval.core.fields import RecordLedger
+    from extracteval.mlflow.task_fields import records_frame_of, write_records_parquet
+
+    rng = np.random.default_rng(n)
+    counts = {m: rng.integers(0, 3, size=(n, f, 5)).astype(np.int32) for m in ("a", "b")}
+    rec = RecordLedger(record_ids=tuple(f"r{i}" for i in range(n)), fields=tuple(f"f<{j}>" for j in range(f)), counts=counts)
+    cache: dict = {}
+    for m in ("a", "b"):
+        old, new = tmp_path / f"old-{m}.parquet", tmp_path / f"new-{m}.parquet"
+        records_frame_of(rec, [m]).to_parquet(old, index=False)
+        write_records_parquet(rec, m, new, cache=cache)  # the second model reuses the id columns
+        a, b = pq.ParquetFile(old), pq.ParquetFile(new)
+        assert b.schema_arrow.equals(a.schema_arrow, check_metadata=True)
+        assert b.metadata.num_row_groups == a.metadata.num_row_groups
+        assert pq.read_table(new).equals(pq.read_table(old))
+        got, want = pd.read_parquet(new), pd.read_parquet(old)
+        # `equals` compares dtypes, categories and codes (assert_frame_equal takes a minute here)
+        assert list(got.dtypes) == list(want.dtypes) and got.equals(want)
+
+
+@pytest.mark.parametrize("cap", [None, 0])
+def test_field_intervals_from_one_pass_over_the_ledger_equal_the_per_field_draws(monkeypatch, cap):
+    """The pattern table counted in one pass (and its fallback when the table would be too large:
+    cap 0) gives exactly the intervals of drawing from each field's records, which the chunked
+    and Spark engines reproduce from their merged patterns."""
+    from extracteval.mlflow import task_fields
+    from extracteval.mlflow.task_fields import _draw_intervals, _field_f1_intervals, _field_patterns
+
+    if cap is not None:
+        monkeypatch.setattr(task_fields, "_MAX_PATTERN_CODES", cap)
+    rng = np.random.default_rng(5)
+    n, f = 700, 9
+    ledger = np.zeros((n, f, 5), dtype=np.int32)
+    ledger[:, :, :4] = rng.integers(0, 2, size=(n, f, 4))
+    ledger[:, 3, :4] = rng.integers(0, 7, size=(n, 4))  # a list-valued field: counts above 1
+    ledger[:, 5, :4] = 0  # nothing but excluded cells
+    ledger[:, 5, 4] = 1
+    ledger[: n // 2, 6, :4] = 0  # one row pattern under a larger base
+    assert (_field_patterns(ledger) is None) == (cap == 0)  # the path under test is the one taken
+    for seed in (0, 11):
+        kw = {"resamples": 300, "confidence": 0.9, "seed": seed, "zero_division": 0.0}
+        per_field = _draw_intervals(((ledger[:, j, :4].astype(np.int64), None) for j in range(f)), f, n, **kw)
+        assert np.array_equal(_field_f1_intervals(ledger, **kw), per_field, equal_nan=True)

@@ -138,12 +138,19 @@ def _encode_series(col: pd.Series, order: np.ndarray | None) -> ColumnPiece:
 def encode_truth(frame: pd.DataFrame, *, presorted: bool = False) -> TruthPiece:
     """Encode a truth frame (index = record id, one column per field). Rows are put in id order
     unless `presorted` says they are."""
-    ids = np.asarray([str(i) for i in frame.index], dtype=object)
+    index = frame.index
+    if not index.hasnans and pd.api.types.infer_dtype(index, skipna=False) == "string":
+        ids = index.to_numpy(dtype=object)  # text already (each is its own str()); no Python call per id
+    else:
+        ids = np.asarray([str(i) for i in index], dtype=object)
     if presorted:
         order = None
     else:
         order = np.argsort(ids, kind="stable")
-        ids = ids[order]
+        if np.array_equal(order, np.arange(len(ids))):
+            order = None  # rows already in id order (the usual case): no reordering copy of every column
+        else:
+            ids = ids[order]
     cols: dict[str, ColumnPiece] = {_ID: _encode_column(ids)}
     for j, c in enumerate(frame.columns):
         name = str(c)
