@@ -353,3 +353,56 @@ def test_field_intervals_from_one_pass_over_the_ledger_equal_the_per_field_draws
         kw = {"resamples": 300, "confidence": 0.9, "seed": seed, "zero_division": 0.0}
         per_field = _draw_intervals(((ledger[:, j, :4].astype(np.int64), None) for j in range(f)), f, n, **kw)
         assert np.array_equal(_field_f1_intervals(ledger, **kw), per_field, equal_nan=True)
+
+
+def _two_model_scored():
+    from extracteval.mlflow.tasks import get_adapter
+
+    adapter = get_adapter("fields")
+    truth = [{"vendor": v, "total": str(i)} for i, v in enumerate("ABCDEFGHIJ")]
+    a = [json.dumps({"vendor": t["vendor"] if i % 3 else "X", "total": t["total"]}) for i, t in enumerate(truth)]
+    b = [json.dumps(t) if i % 4 else "{}" for i, t in enumerate(truth)]
+    ids = [str(i) for i in range(len(truth))]
+    return adapter, adapter.score_frame(ids=ids, targets=truth, predictions={"a": a, "b": b}, config={"bootstrap": 200}, truth_source="t")
+
+
+def test_bundle_computes_each_models_intervals_in_a_thread_with_the_serial_result(tmp_path):
+    import threading
+
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.task_fields import _field_f1_intervals
+
+    adapter, scored = _two_model_scored()
+    threads: list[int] = []
+
+    class Recording(type(adapter)):
+        def prepare_jobs(self, s):
+            return [lambda job=job: (threads.append(threading.get_ident()), job())[1] for job in super().prepare_jobs(s)]
+
+    bundle = write_bundle(scored, Recording(), tmp_path / "out", experiment="e")
+    assert len(threads) == 2 and threading.get_ident() not in threads
+    cfg = scored.result.config
+    for plan in bundle.runs[1:]:
+        want = _field_f1_intervals(scored.result.records.counts[plan.model], resamples=200, confidence=float(cfg["confidence"]),
+                                   seed=int(cfg["seed"]), zero_division=float(cfg["zero_division"]))
+        m = bundle.metrics(plan.key)
+        for j, f in enumerate(scored.result.fields):
+            if f"field/{f}/ci_low" in m:
+                assert (m[f"field/{f}/ci_low"], m[f"field/{f}/ci_high"]) == (want[j, 0], want[j, 1])
+
+
+def test_bundle_write_fails_with_the_error_of_a_preparation_thread_and_leaves_no_bundle(tmp_path):
+    from extracteval.mlflow.bundle import write_bundle
+
+    adapter, scored = _two_model_scored()
+
+    class Failing(type(adapter)):
+        def prepare_jobs(self, s):
+            def boom():
+                raise MemoryError("no room for the bootstrap")
+
+            return [boom]
+
+    with pytest.raises(MemoryError, match="no room"):
+        write_bundle(scored, Failing(), tmp_path / "out", experiment="e")
+    assert not (tmp_path / "out" / "manifest.json").exists()
