@@ -185,77 +185,79 @@ def write_bundle(
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").exists():
         raise InputError(f"{out}: the output folder is not empty and is not an extracteval bundle; choose an empty or new folder.")
     created_ms = int(time.time() * 1000)
-    models = list(scored.models)
-    # the runs that get per-record counts: the one run, or one child per model (keys as in `plans` below)
-    model_runs = [("single", models[0])] if len(models) == 1 else [(f"model-{i}", m) for i, m in enumerate(models, start=1)]
-    # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
-    # into the bundle instead of built from per-record counts held in memory
-    streamed: Mapping[tuple[str | None, str], Path] = scored.cache.get("streamed_files", {})
-    with staged_folder(out, replace=True) as staging, ThreadPoolExecutor(max_workers=4) as pool:
-        # Adapters that write the per-record Parquet straight from their counts (fields: 20M rows
-        # per model at 100k × 200, ≈ 1.5 s of Arrow encoding per file) do it in threads, started
-        # first: they are the longest work of the bundle, and this thread's (digest, metrics,
-        # tables, figures, reports) runs beside them; Arrow releases the GIL. The pool's exit
-        # waits for them, also on an error, before the staging folder goes.
-        write_records = getattr(adapter, "write_records", None)
-        records_jobs: dict[str, Future[bool]] = {}
-        if write_records is not None:
-            for key, model in model_runs:
-                if (model, "records.parquet") not in streamed:
-                    adir = staging / "runs" / key / "artifacts" / "extracteval"
-                    adir.mkdir(parents=True, exist_ok=True)
-                    records_jobs[key] = pool.submit(write_records, scored, model, adir / "records.parquet")
-        # Work that every artifact needs (the fields adapter's bootstrap intervals of each model)
-        # runs in threads too, beside the truth digest below: mostly numpy and hashlib calls
-        # that release the GIL.
-        prepare = getattr(adapter, "prepare_jobs", None)
+    # Work that every artifact needs (the fields adapter's bootstrap intervals of each model:
+    # ≈ 0.5 s per model at 100k × 200) starts in threads now, beside the truth digest below:
+    # both are mostly numpy, Arrow and hashlib calls that release the GIL.
+    prepare = getattr(adapter, "prepare_jobs", None)
+    pool = ThreadPoolExecutor(max_workers=4)
+    try:
         prepared = [pool.submit(job) for job in (prepare(scored) if prepare is not None else ())]
         # a streaming engine digested the truth chunk by chunk while scoring (never held whole)
         t_digest = scored.cache.get("truth_digest") or truth_digest(scored.truth)
-        c_digest = config_digest(scored.config)
-        keys = KeyMap.build([*adapter.item_names(scored), *models])
-        item_name = getattr(adapter, "item_table_name", "item_metrics")
-        base_tags = {
-            "mlflow.loggedArtifacts": json.dumps([{"path": f"extracteval/{item_name}_table.json", "type": "table"}]),
-            "extracteval.task": scored.task,
-            "extracteval.version": __version__,
-            "extracteval.truth_digest": t_digest,
-            "extracteval.config_digest": c_digest,
-            **(extra_tags or {}),
-        }
-        base_params = {k: _bounded(v, MAX_PARAM_LENGTH) for k, v in adapter.params(scored).items()}
-        # the large JSON files are written without indentation: `json` only uses its C encoder
-        # when `indent` is None, and the indented result.json of a 200-field evaluation took
-        # longer to encode than all the other artifacts to write (JSON viewers indent it anyway)
-        doc_text = _dumps(scored.doc)
-        plans: list[RunPlan] = []
-        n = len(models)
-        if n == 1:
-            m = models[0]
-            plans.append(RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
-                                 tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH)},
-                                 params={**base_params, **_generation(scored, m)}))
-        else:
-            ranking = ", ".join(models)
-            plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models",
-                                 parent=None, model=None,
-                                 tags={**base_tags, "extracteval.role": "comparison", "extracteval.ranking": _bounded(ranking, MAX_TAG_LENGTH),
-                                       "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH)},
-                                 params=base_params))
-            for i, m in enumerate(models, start=1):
-                plans.append(RunPlan(key=f"model-{i}", role="model", run_name=f"{run_name}/{m}" if run_name else m, parent="parent", model=m,
-                                     tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
-                                           "extracteval.rank": str(i)},
-                                     params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_generation(scored, m)}))
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    c_digest = config_digest(scored.config)
+    models = list(scored.models)
+    keys = KeyMap.build([*adapter.item_names(scored), *models])
+    item_name = getattr(adapter, "item_table_name", "item_metrics")
+    base_tags = {
+        "mlflow.loggedArtifacts": json.dumps([{"path": f"extracteval/{item_name}_table.json", "type": "table"}]),
+        "extracteval.task": scored.task,
+        "extracteval.version": __version__,
+        "extracteval.truth_digest": t_digest,
+        "extracteval.config_digest": c_digest,
+        **(extra_tags or {}),
+    }
+    base_params = {k: _bounded(v, MAX_PARAM_LENGTH) for k, v in adapter.params(scored).items()}
+    # the large JSON files are written without indentation: `json` only uses its C encoder
+    # when `indent` is None, and the indented result.json of a 200-field evaluation took
+    # longer to encode than all the other artifacts to write (JSON viewers indent it anyway)
+    doc_text = _dumps(scored.doc)
+    plans: list[RunPlan] = []
+    n = len(models)
+    if n == 1:
+        m = models[0]
+        plans.append(RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
+                             tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH)},
+                             params={**base_params, **_generation(scored, m)}))
+    else:
+        ranking = ", ".join(models)
+        plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models",
+                             parent=None, model=None,
+                             tags={**base_tags, "extracteval.role": "comparison", "extracteval.ranking": _bounded(ranking, MAX_TAG_LENGTH),
+                                   "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH)},
+                             params=base_params))
+        for i, m in enumerate(models, start=1):
+            plans.append(RunPlan(key=f"model-{i}", role="model", run_name=f"{run_name}/{m}" if run_name else m, parent="parent", model=m,
+                                 tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
+                                       "extracteval.rank": str(i)},
+                                 params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_generation(scored, m)}))
 
-        shared_pngs: dict[str, bytes] | None = None
-        model_metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (parent and child use them)
+    # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
+    # into the bundle instead of built from per-record counts held in memory
+    streamed: Mapping[tuple[str | None, str], Path] = scored.cache.get("streamed_files", {})
+    shared_pngs: dict[str, bytes] | None = None
+    model_metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (parent and child use them)
 
-        def metrics_of(m: str) -> dict[str, float]:
-            if m not in model_metrics:
-                model_metrics[m] = adapter.metrics(scored, m, keys)
-            return model_metrics[m]
+    def metrics_of(m: str) -> dict[str, float]:
+        if m not in model_metrics:
+            model_metrics[m] = adapter.metrics(scored, m, keys)
+        return model_metrics[m]
 
+    with staged_folder(out, replace=True) as staging, pool:
+        # Adapters that write the per-record Parquet straight from their counts (fields: 20M rows
+        # per model at 100k × 200, ≈ 1.5 s of Arrow encoding per file) do it in threads while
+        # this thread builds the metrics, tables, figures and reports: Arrow releases the GIL.
+        # The pool's exit waits for them, also on an error, before the staging folder goes.
+        write_records = getattr(adapter, "write_records", None)
+        records_jobs: dict[str, Future[bool]] = {}
+        if write_records is not None:
+            for plan in plans:
+                if plan.role != "comparison" and (plan.model, "records.parquet") not in streamed:
+                    adir = staging / "runs" / plan.key / "artifacts" / "extracteval"
+                    adir.mkdir(parents=True, exist_ok=True)
+                    records_jobs[plan.key] = pool.submit(write_records, scored, plan.model, adir / "records.parquet")
         for job in prepared:
             job.result()  # raises what the thread raised
         for plan in plans:
