@@ -185,18 +185,8 @@ def write_bundle(
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").exists():
         raise InputError(f"{out}: the output folder is not empty and is not an extracteval bundle; choose an empty or new folder.")
     created_ms = int(time.time() * 1000)
-    # Work that every artifact needs (the fields adapter's bootstrap intervals of each model:
-    # ≈ 0.5 s per model at 100k × 200) starts in threads now, beside the truth digest below:
-    # both are mostly numpy, Arrow and hashlib calls that release the GIL.
-    prepare = getattr(adapter, "prepare_jobs", None)
-    pool = ThreadPoolExecutor(max_workers=4)
-    try:
-        prepared = [pool.submit(job) for job in (prepare(scored) if prepare is not None else ())]
-        # a streaming engine digested the truth chunk by chunk while scoring (never held whole)
-        t_digest = scored.cache.get("truth_digest") or truth_digest(scored.truth)
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
+    # a streaming engine digested the truth chunk by chunk while scoring (never held whole)
+    t_digest = scored.cache.get("truth_digest") or truth_digest(scored.truth)
     c_digest = config_digest(scored.config)
     models = list(scored.models)
     keys = KeyMap.build([*adapter.item_names(scored), *models])
@@ -245,7 +235,7 @@ def write_bundle(
             model_metrics[m] = adapter.metrics(scored, m, keys)
         return model_metrics[m]
 
-    with staged_folder(out, replace=True) as staging, pool:
+    with staged_folder(out, replace=True) as staging, ThreadPoolExecutor(max_workers=2) as pool:
         # Adapters that write the per-record Parquet straight from their counts (fields: 20M rows
         # per model at 100k × 200, ≈ 1.5 s of Arrow encoding per file) do it in threads while
         # this thread builds the metrics, tables, figures and reports: Arrow releases the GIL.
@@ -258,8 +248,6 @@ def write_bundle(
                     adir = staging / "runs" / plan.key / "artifacts" / "extracteval"
                     adir.mkdir(parents=True, exist_ok=True)
                     records_jobs[plan.key] = pool.submit(write_records, scored, plan.model, adir / "records.parquet")
-        for job in prepared:
-            job.result()  # raises what the thread raised
         for plan in plans:
             rdir = staging / "runs" / plan.key
             adir = rdir / "artifacts" / "extracteval"

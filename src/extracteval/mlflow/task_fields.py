@@ -388,11 +388,6 @@ class FieldsAdapter:
         scored.cache[("f1_ci", model)] = ci
         return ci
 
-    def prepare_jobs(self, scored: Scored) -> list[Any]:
-        """Each model's per-field F1 intervals, as jobs `write_bundle` runs in threads before it
-        builds metrics, tables and figures (which all read them from `scored.cache`)."""
-        return [lambda m=m: self._intervals(scored, m) for m in scored.models]
-
     def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
         m = scored.result.models[model]
         out: dict[str, float] = {}
