@@ -147,34 +147,50 @@ def merge_patterns(patterns: Sequence[tuple[np.ndarray | None, np.ndarray | None
     return _capped(*_distinct(rows, np.concatenate([f for _, f in parts])))
 
 
-def field_patterns(counts: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def field_patterns(counts: Sequence[np.ndarray], *, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
     """Distinct (model, field, tp, fp, fn, tn) rows of per-record counts and how many records
     have each: `counts[m]` is (records, fields, ≥ 4) for model m. What per-field intervals
-    resample (one field of one model at a time), a few rows per field whatever the records."""
+    resample (one field of one model at a time), a few rows per field whatever the records.
+    Counted `block` records of one model at a time, so temporaries stay small."""
     if not counts or counts[0].shape[0] == 0:
         return np.zeros((0, 6), dtype=np.int64), np.zeros(0, dtype=np.int64)
     n, f = counts[0].shape[:2]
     base = max(int(c[:, :, :4].max(initial=0)) for c in counts) + 1
-    space = len(counts) * f * base**4
-    codes = np.empty((len(counts), n, f), dtype=np.int64)
+    space = len(counts) * f * base**4  # a Python int: no overflow in the test below
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    tally = np.zeros(space, dtype=np.int64) if space <= 1 << 22 else None
     for mi, c in enumerate(counts):
-        code = (mi * f + np.arange(f, dtype=np.int64))[None, :]
-        for k in range(4):
-            code = code * base + c[:, :, k]
-        codes[mi] = code
-    if space <= 1 << 22:  # small code space (counts of a few per record): one counting pass
-        tally = np.bincount(codes.ravel(), minlength=space)
+        for lo in range(0, n, block):
+            part = c[lo : lo + block, :, :4]
+            if space < 2**62:  # one integer per (model, field, counts): count them
+                code = (mi * f + np.arange(f, dtype=np.int64))[None, :]
+                for k in range(4):
+                    code = code * base + part[:, :, k]
+                if tally is not None:  # small code space (counts of a few per record): one counting pass
+                    tally += np.bincount(code.ravel(), minlength=space)
+                else:
+                    parts.append(_decode(*np.unique(code, return_counts=True), base, f))
+            else:  # huge counts: distinct rows as such
+                rows = np.empty((part.shape[0], f, 6), dtype=np.int64)
+                rows[:, :, 0] = mi
+                rows[:, :, 1] = np.arange(f)
+                rows[:, :, 2:] = part
+                parts.append(_distinct(rows.reshape(-1, 6)))
+    if tally is not None:
         uniq = np.flatnonzero(tally)
-        freq = tally[uniq]
-    else:
-        uniq, freq = np.unique(codes, return_counts=True)
-    rows = np.empty((len(uniq), 6), dtype=np.int64)
-    rest = uniq
+        return _decode(uniq, tally[uniq], base, f)
+    return merge_field_patterns(parts)
+
+
+def _decode(codes: np.ndarray, freq: np.ndarray, base: int, f: int) -> tuple[np.ndarray, np.ndarray]:
+    """(model, field, tp, fp, fn, tn) rows of `field_patterns` codes."""
+    rows = np.empty((len(codes), 6), dtype=np.int64)
+    rest = np.asarray(codes, dtype=np.int64)
     for k in range(5, 1, -1):
         rows[:, k] = rest % base
         rest = rest // base
     rows[:, 0], rows[:, 1] = np.divmod(rest, f)
-    return rows, freq.astype(np.int64)
+    return rows, np.asarray(freq, dtype=np.int64)
 
 
 def merge_field_patterns(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
