@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import lzma
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,32 @@ def test_read_utf8_gives_read_texts_bytes_and_errors(tmp_path):
     with pytest.raises(InputError) as got:
         read_utf8(p)
     assert str(got.value) == str(want.value) and "line 3" in str(got.value)
+
+
+def test_model_files_names_models_and_refuses_a_name_given_twice(tmp_path):
+    from extracteval.errors import InputError
+    from extracteval.io.config import model_files
+    from extracteval.io.entities_chunks import open_entities_stream
+    from extracteval.io.fields_chunks import open_fields_stream
+    from extracteval.io.json_chunks import open_json_stream
+    from extracteval.io.keyed_chunks import open_keyed_stream
+
+    assert model_files(["gpt=a/x.csv", "b/llama.csv"]) == {"gpt": Path("a/x.csv"), "llama": Path("b/llama.csv")}
+    want = r"model 'm' is given twice \(.*1\.jsonl and .*2\.jsonl\); each model needs a unique NAME"
+    with pytest.raises(InputError, match=want):
+        model_files(["m=1.jsonl", "m=2.jsonl"])
+    # every streaming reader refuses it with the same words, before reading any file
+    (tmp_path / "t.csv").write_text("id,a\n1,x\n")
+    (tmp_path / "t.jsonl").write_text('{"id": "1"}\n')
+    twice = [f"m={tmp_path / '1.jsonl'}", f"m={tmp_path / '2.jsonl'}"]
+    for p in ("1.jsonl", "2.jsonl"):
+        (tmp_path / p).write_text('{"id": "1"}\n')
+    opens = [
+        lambda: open_fields_stream(tmp_path / "t.csv", [s.replace(".jsonl", ".csv") for s in twice], chunk_size=10),
+        lambda: open_entities_stream(str(tmp_path / "t.jsonl"), twice, chunk_size=10),
+        lambda: open_json_stream(tmp_path / "t.jsonl", twice, chunk_size=10),
+        lambda: open_keyed_stream(str(tmp_path / "t.jsonl"), twice, chunk_size=10, truth_keys=["x"], output_keys=["y"], truth_value=lambda *a: None),
+    ]
+    for open_stream in opens:
+        with pytest.raises(InputError, match=r"model 'm' is given twice \(.* and .*\); each model needs a unique NAME"):
+            open_stream()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extracteval.errors import InputError
@@ -66,6 +66,19 @@ def parse_model_spec(spec: str) -> tuple[str | None, Path]:
             raise InputError(f"--predictions {spec!r}: the file after '=' is empty; expected NAME=FILE.")
         return name, Path(file)
     return None, Path(spec)
+
+
+def model_files(specs: Sequence[str]) -> dict[str, Path]:
+    """`--predictions` specs (`NAME=FILE`, or `FILE` named by its stem) → model name → file, in
+    the order given; a name given twice is an InputError naming both files."""
+    models: dict[str, Path] = {}
+    for spec in specs:
+        name, path = parse_model_spec(spec)
+        name = name or path.stem
+        if name in models:
+            raise InputError(f"model {name!r} is given twice ({models[name]} and {path}); each model needs a unique NAME.")
+        models[name] = path
+    return models
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -20,7 +20,7 @@ from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
-from extracteval.io.config import parse_model_spec
+from extracteval.io.config import model_files
 from extracteval.io.entities_inputs import _entity_list
 from extracteval.io.json_text import jsonl_values
 from extracteval.io.keyed_chunks import _check_jsonl, merge_by_id
@@ -88,12 +88,7 @@ def open_entities_stream(truth: str, predictions: Sequence[str], *, chunk_size: 
     if chunk_size < 1:
         raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
     _check_jsonl(Path(truth))
-    models: dict[str, str] = {}
-    for spec in predictions:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in models:
-            raise InputError(f"model {name!r} is given twice ({models[name]} and {path}); each model needs a unique NAME.")
-        _check_jsonl(path)
-        models[name] = str(path)
+    models = {name: str(path) for name, path in model_files(predictions).items()}
+    for path in models.values():
+        _check_jsonl(Path(path))
     return EntitiesStream(truth=str(truth), models=models, chunk_size=chunk_size, id_column=id_column, entities_key=entities_key)

@@ -23,7 +23,7 @@ from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.json_text import cap_depth, loads
-from extracteval.io.config import parse_model_spec
+from extracteval.io.config import model_files, parse_model_spec
 from extracteval.io.tables import load_fields_table, read_table, read_text
 
 __all__ = ["load_labels_inputs", "read_entity_records", "load_entities_inputs", "ENTITY_SUFFIXES"]
@@ -223,11 +223,7 @@ def load_entities_inputs(
     t = read_entity_records(truth, truth=True, id_column=id_column, entities_key=entities_key)
     models = []
     names: dict[str, str] = {}
-    for spec in predictions:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in names:
-            raise InputError(f"model {name!r} is given twice ({names[name]} and {path}); each model needs a unique NAME.")
+    for name, path in model_files(predictions).items():
         names[name] = str(path)
         recs = read_entity_records(path, truth=False, id_column=id_column, entities_key=entities_key)
         models.append(ModelEntities(name=name, records=recs, source=str(path)))

@@ -12,7 +12,7 @@ import pandas as pd
 from extracteval.core.fields import ModelPredictions
 from extracteval.errors import InputError
 from extracteval.io.chunks import SortedIdMerge, iter_records, table_columns
-from extracteval.io.config import parse_model_spec
+from extracteval.io.config import model_files
 
 __all__ = ["FieldsStream", "open_fields_stream"]
 
@@ -77,15 +77,10 @@ def open_fields_stream(
         raise InputError(f"{truth}: the ground truth must not have a `status` column; status belongs to predictions.")
     if "model" in cols:
         raise InputError(f"{truth}: the ground truth must not have a `model` column.")
-    models: dict[str, str] = {}
-    for spec in predictions:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in models:
-            raise InputError(f"model {name!r} is given twice ({models[name]} and {path}); each model needs a unique NAME.")
-        if not path.exists():
+    models = {name: str(path) for name, path in model_files(predictions).items()}
+    for path in models.values():
+        if not Path(path).exists():
             raise InputError(f"{path}: file not found.")
-        models[name] = str(path)
     return FieldsStream(
         truth_source=truth,
         truth_fields=[c for c in cols if c != id_column],

@@ -23,7 +23,7 @@ from typing import Any
 from extracteval.core.json_compare import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
-from extracteval.io.config import parse_model_spec
+from extracteval.io.config import model_files
 from extracteval.io.json_inputs import _PAIR_EXTRA, _PAIR_KEYS, _canon, _record_id, _safety_value
 from extracteval.io.json_text import jsonl_values
 
@@ -230,14 +230,8 @@ def open_json_stream(
     if not predictions:
         raise InputError("no predictions: give at least one --predictions NAME=FILE.")
     files = ([Path(truth)] if truth is not None else [])
-    models: dict[str, str] = {}
-    for spec in predictions:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in models:
-            raise InputError(f"model {name!r} is given twice ({models[name]} and {path}); each model needs a unique NAME.")
-        models[name] = str(path)
-        files.append(path)
+    models = {name: str(path) for name, path in model_files(predictions).items()}
+    files += [Path(path) for path in models.values()]
     for p in files:
         if p.suffix.lower() not in (".jsonl", ".ndjson"):
             raise InputError(

@@ -22,7 +22,7 @@ from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
-from extracteval.io.config import parse_model_spec
+from extracteval.io.config import model_files
 from extracteval.io.json_text import jsonl_values
 
 __all__ = ["KeyedChunk", "iter_keyed", "KeyedStream", "open_keyed_stream"]
@@ -128,14 +128,9 @@ def open_keyed_stream(
     if chunk_size < 1:
         raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
     _check_jsonl(Path(truth))
-    models: dict[str, str] = {}
-    for spec in predictions:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in models:
-            raise InputError(f"--predictions {spec!r}: model name {name!r} is given twice.")
-        _check_jsonl(path)
-        models[name] = str(path)
+    models = {name: str(path) for name, path in model_files(predictions).items()}
+    for path in models.values():
+        _check_jsonl(Path(path))
     return KeyedStream(truth=str(truth), models=models, chunk_size=chunk_size, truth_keys=tuple(truth_keys),
                        output_keys=tuple(output_keys), truth_value=truth_value)
 

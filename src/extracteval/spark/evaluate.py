@@ -95,7 +95,7 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     from extracteval.commands.fields_inputs import build_config
     from extracteval.core.digest import TruthDigest, encode_truth
     from extracteval.core.fields import ModelPredictions
-    from extracteval.io.config import parse_model_spec
+    from extracteval.io.config import model_files
     from extracteval.mlflow.rescore import predictions_to_frame
     from extracteval.spark import get_session
     from extracteval.spark.fields import _fix, _Spec, read_spark_table, score_fields_spark
@@ -111,11 +111,7 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     preds: dict[str, Any] = {}
     sources: dict[str, str] = {}
     text: dict[str, bool] = {"": t_text}
-    for spec in args.predictions:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in preds:
-            raise InputError(f"model {name!r} is given twice ({sources[name]} and {path}); each model needs a unique NAME.")
+    for name, path in model_files(args.predictions).items():
         preds[name], text[name] = read_spark_table(spark, path, delimiter=args.delimiter)
         sources[name] = str(path)
     out = score_fields_spark(tdf, preds, config=config, fields=fields, id_column=id_column, truth_source=str(args.truth),

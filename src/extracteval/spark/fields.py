@@ -263,7 +263,7 @@ def score_fields_files(
     records_path: str | Path | None = None,
 ) -> tuple[FieldsResult, dict[str, Any]]:
     """`extracteval score fields --engine spark`: files (local paths or cluster URIs) → result."""
-    from extracteval.io.config import parse_model_spec
+    from extracteval.io.config import model_files
     from extracteval.spark import get_session
 
     spark = get_session(master, shuffle_partitions=partitions or 8)
@@ -271,11 +271,7 @@ def score_fields_files(
     preds: dict[str, Any] = {}
     sources: dict[str, str] = {}
     text: dict[str, bool] = {"": t_text}
-    for spec in predictions:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in preds:
-            raise InputError(f"model {name!r} is given twice ({sources[name]} and {path}); each model needs a unique NAME.")
+    for name, path in model_files(predictions).items():
         preds[name], text[name] = read_spark_table(spark, path, delimiter=delimiter)
         sources[name] = str(path)
     out = score_fields_spark(

@@ -60,7 +60,7 @@ def score_json_spark_files(
     from pyspark.sql import functions as F
 
     from extracteval.chunked_json import JsonTask
-    from extracteval.io.config import parse_model_spec
+    from extracteval.io.config import model_files
     from extracteval.io.json_chunks import JsonChunk, is_pairs, parse_record
     from extracteval.io.json_inputs import _canon, _loads
     from extracteval.spark import get_session
@@ -91,15 +91,8 @@ def score_json_spark_files(
             raise InputError(f"{path}: record id {dups[0]!r} appears twice; ids must be unique (found duplicated: {', '.join(map(repr, dups[:5]))}).")
         return df, pairs
 
-    models: dict[str, str] = {}
-    specs = []
-    for spec in predictions:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in models:
-            raise InputError(f"model {name!r} is given twice ({models[name]} and {path}); each model needs a unique NAME.")
-        models[name] = str(path)
-        specs.append(name)
+    models = {name: str(path) for name, path in model_files(predictions).items()}
+    specs = list(models)
     pred_dfs = {m: read(models[m]) for m in specs}
     if truth is not None:
         tdf, t_pairs = read(truth)

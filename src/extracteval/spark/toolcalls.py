@@ -83,7 +83,7 @@ def score_toolcalls_spark_files(
 
     from extracteval.chunked_toolcalls import ToolCallsTask
     from extracteval.commands.score_toolcalls import TRUTH_KEYS
-    from extracteval.io.config import parse_model_spec
+    from extracteval.io.config import model_files
     from extracteval.io.keyed_chunks import KeyedChunk
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS
     from extracteval.spark import get_session
@@ -107,11 +107,7 @@ def score_toolcalls_spark_files(
     joined = tdf.select(F.col(_ID), F.col("key").alias("tk"), F.col("line").alias("tl"))
     models: dict[str, str] = {}
     extras: dict[str, dict[str, Any]] = {}
-    for i, spec in enumerate(predictions):
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in models:
-            raise InputError(f"--predictions {spec!r}: model name {name!r} is given twice.")
+    for i, (name, path) in enumerate(model_files(predictions).items()):
         models[name] = str(path)
         pdf = read(str(path), OUTPUT_KEYS, "output")
         # outputs for ids the truth lacks are only listed (extra_ids): collect just those
