@@ -42,3 +42,20 @@ def test_field_patterns_count_every_model_field_and_count_row(top, dtype, block)
 def test_no_records_no_patterns():
     rows, freq = field_patterns([np.zeros((0, 3, 5), dtype=np.int32)])
     assert rows.shape == (0, 6) and freq.shape == (0,)
+
+
+@pytest.mark.parametrize("top", [2, 3, 200])
+def test_record_patterns_past_the_prefix_equal_one_pass_over_all_rows(monkeypatch, top):
+    # many rows: the first ones are counted alone (to give up early when they already hold too
+    # many patterns), the rest merged in; the result is that of counting all rows at once
+    import extracteval.core.bootstrap as bootstrap
+
+    rows = np.random.default_rng(top).integers(0, top, size=(5000, 6))
+    monkeypatch.setattr(bootstrap, "PATTERN_ENTRIES", 6 * 600)  # ≤ 600 patterns kept; first 1,200 rows alone
+    patterns, freq = bootstrap.record_patterns(rows)
+    distinct, counts = np.unique(rows, axis=0, return_counts=True)
+    if len(distinct) > 600:
+        assert patterns is None and freq is None
+    else:
+        assert _as_dict(patterns, freq) == {tuple(r): int(c) for r, c in zip(distinct.tolist(), counts.tolist())}
+        assert freq.sum() == 5000

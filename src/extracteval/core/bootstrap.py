@@ -122,11 +122,14 @@ def record_patterns(rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | N
     rows = np.asarray(rows)
     if rows.ndim != 2:
         raise ValueError(f"Expected a 2-d (records, width) count matrix, but got shape {rows.shape}.")
-    width = max(rows.shape[1], 1)
-    prefix = 2 * PATTERN_ENTRIES // width
-    if len(rows) > prefix and _capped(*_distinct(_compact(rows[:prefix])))[0] is None:
-        return None, None  # the first rows alone have too many: no need to sort them all
-    return _capped(*_distinct(_compact(rows)))
+    prefix = 2 * PATTERN_ENTRIES // max(rows.shape[1], 1)
+    if len(rows) <= prefix:
+        return _capped(*_distinct(_compact(rows)))
+    # the first rows alone may have too many: then there is no need to sort them all
+    head = _capped(*_distinct(_compact(rows[:prefix])))
+    if head[0] is None:
+        return None, None
+    return merge_patterns([head, _distinct(_compact(rows[prefix:]))])
 
 
 def merge_patterns(patterns: Sequence[tuple[np.ndarray | None, np.ndarray | None]]) -> tuple[np.ndarray | None, np.ndarray | None]:
