@@ -382,11 +382,10 @@ def score_json_files(
     scored (in `workers` processes), per-record rows streamed to `output`/records.parquet and
     buckets.parquet. Returns the result and the `inputs` entry of the document."""
     import pickle
-    from pathlib import Path
-
     from extracteval.chunked import run_chunks
     from extracteval.errors import InputError
     from extracteval.io.json_chunks import open_json_stream
+    from extracteval.io.outputs import make_output_folder
 
     stream = open_json_stream(truth, predictions, chunk_size=chunk_size, id_key=id_key, safety_key=config.safety_key)
     task = JsonTask(config=config, similarity=similarity, records_mode=records_mode)
@@ -400,11 +399,7 @@ def score_json_files(
             ) from None
     paths = None
     if output:
-        out = Path(output)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
+        out = make_output_folder(output)
         paths = {"records": out / "records.parquet", "buckets": out / "buckets.parquet"}
         task = replace(task, keep_records=True)
     result, _ = run_chunks(task, stream.chunks(), workers=workers, records_path=paths)

@@ -140,18 +140,14 @@ def score_structured_files(
 ) -> tuple[Any, dict[str, Any]]:
     from extracteval.chunked import run_chunks
     from extracteval.commands.score_structured import TRUTH_KEYS
-    from extracteval.errors import InputError
     from extracteval.io.keyed_chunks import open_keyed_stream
+    from extracteval.io.outputs import make_output_folder
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS
 
     stream = open_keyed_stream(truth, predictions, chunk_size=chunk_size, truth_keys=TRUTH_KEYS, output_keys=OUTPUT_KEYS, truth_value=_truth_value)
     records_path = None
     if output:
-        out = Path(output)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
+        out = make_output_folder(output)
         records_path = out / "records.parquet"
     result, _ = run_chunks(StructuredTask(config=config, keep_records=records_path is not None), stream.chunks(), workers=workers, records_path=records_path)
     return result, {"truth": truth, "predictions": dict(stream.models)}

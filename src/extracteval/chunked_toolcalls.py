@@ -156,8 +156,8 @@ def score_toolcalls_files(
     (`ToolCallResult` without per-record rows) and the `inputs` entry of the document."""
     from extracteval.chunked import run_chunks
     from extracteval.commands.score_toolcalls import TRUTH_KEYS
-    from extracteval.errors import InputError
     from extracteval.io.keyed_chunks import open_keyed_stream
+    from extracteval.io.outputs import make_output_folder
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS
 
     reader = _Truth(TRUTH_KEYS, possible_answer)
@@ -171,11 +171,7 @@ def score_toolcalls_files(
         stream.truth_value = reader
     records_path = None
     if output:
-        out = Path(output)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
+        out = make_output_folder(output)
         records_path = out / "records.parquet"
     task = ToolCallsTask(config=config, possible_answer=reader.possible, keep_records=records_path is not None)
     result, _ = run_chunks(task, stream.chunks(), workers=workers, records_path=records_path)

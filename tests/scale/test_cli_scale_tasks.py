@@ -54,3 +54,11 @@ def test_structured_refuses_engine_spark(cli, tmp_path):
 def test_workers_must_be_positive(cli, tmp_path, task):
     res = cli("score", task, *_files(tmp_path)[task], "--workers", "0")
     assert res.code == 2 and "--workers to be ≥ 1, but got 0" in res.err, res.err
+
+
+@pytest.mark.parametrize("task", ["json", "toolcalls", "structured"])
+def test_chunked_output_folder_that_cannot_be_made_is_one_clear_error(cli, tmp_path, task):
+    (tmp_path / "taken").write_text("a file, not a folder")
+    out = tmp_path / "taken" / "out"
+    res = cli("score", task, *_files(tmp_path)[task], "--chunk-size", "1", "--output", str(out))
+    assert res.code == 2 and f"{out}: cannot create the output folder" in res.err and "Traceback" not in res.err, res.err

@@ -78,6 +78,17 @@ def add_safe_csv_argument(p: argparse.ArgumentParser) -> None:
                         "them as formulas (default: on; --no-safe-csv writes them raw)")
 
 
+def make_output_folder(out: Path | str) -> Path:
+    """`--output DIR` for files streamed into it as they are scored (no staging: the chunked
+    engines' Parquet files are written through temporary siblings renamed into place)."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
+    return out
+
+
 def output_error(out: Path, e: BaseException) -> OutputError:
     """The user-facing error for a failed write into `out`, naming the folder and the cause."""
     reason = getattr(e, "strerror", None) or str(e) or type(e).__name__
