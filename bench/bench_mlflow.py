@@ -70,6 +70,7 @@ def _one(n: int, f: int, root: Path, bootstrap: int) -> dict[str, float]:
         result = score_fields(truth, preds, config=FieldsConfig(bootstrap=bootstrap), truth_source="synthetic")
         doc = result.to_dict()
         scored = Scored(task="fields", result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source="synthetic", config=doc["config"])
+        scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`, as the CLI does
     with _Clock() as write:
         bundle = write_bundle(scored, adapter, root / f"bundle-{n}-{f}", experiment=f"bench-{n}x{f}")
     with _Clock() as upload:

@@ -236,18 +236,21 @@ def write_bundle(
         return model_metrics[m]
 
     with staged_folder(out, replace=True) as staging, ThreadPoolExecutor(max_workers=2) as pool:
-        # Adapters that write the per-record Parquet straight from their counts (fields: 20M rows
-        # per model at 100k × 200, ≈ 1.5 s of Arrow encoding per file) do it in threads while
-        # this thread builds the metrics, tables, figures and reports: Arrow releases the GIL.
-        # The pool's exit waits for them, also on an error, before the staging folder goes.
-        write_records = getattr(adapter, "write_records", None)
-        records_jobs: dict[str, Future[bool]] = {}
-        if write_records is not None:
-            for plan in plans:
-                if plan.role != "comparison" and (plan.model, "records.parquet") not in streamed:
+        # Adapters that write their Parquet files straight from their counts or codes (fields:
+        # per model, 20M rows of per-record counts and 20M of predictions at 100k × 200, ≈ 1–2 s
+        # of Arrow encoding per file) do it in threads while this thread builds the metrics,
+        # tables, figures and reports: Arrow releases the GIL. A writer returns False when it has
+        # nothing to write. The pool's exit waits for them, also on an error, before the
+        # staging folder goes.
+        file_writers = {"records.parquet": getattr(adapter, "write_records", None),  # per-record classifications
+                        "predictions.parquet": getattr(adapter, "write_predictions", None)}  # as scored, for `extracteval rescore`
+        file_jobs: dict[tuple[str, str], Future[bool]] = {}
+        for plan in plans:
+            for fname, writer in file_writers.items():
+                if writer is not None and plan.role != "comparison" and (plan.model, fname) not in streamed:
                     adir = staging / "runs" / plan.key / "artifacts" / "extracteval"
                     adir.mkdir(parents=True, exist_ok=True)
-                    records_jobs[plan.key] = pool.submit(write_records, scored, plan.model, adir / "records.parquet")
+                    file_jobs[(plan.key, fname)] = pool.submit(writer, scored, plan.model, adir / fname)
         for plan in plans:
             rdir = staging / "runs" / plan.key
             adir = rdir / "artifacts" / "extracteval"
@@ -273,20 +276,13 @@ def write_bundle(
                 for tname, table in adapter.comparison_tables(scored).items():
                     write_csv(table, adir / f"{safe_file_name(tname)}.csv", safe=safe_csv)
             if plan.role != "comparison":
-                if (plan.model, "records.parquet") in streamed:
-                    _place(streamed[(plan.model, "records.parquet")], adir / "records.parquet")
-                elif plan.key not in records_jobs:
+                for fname in ("records.parquet", "predictions.parquet"):
+                    if (plan.model, fname) in streamed:
+                        _place(streamed[(plan.model, fname)], adir / fname)
+                if (plan.model, "records.parquet") not in streamed and (plan.key, "records.parquet") not in file_jobs:
                     rec = adapter.records_frame(scored, plan.model)
                     if rec is not None:
                         rec.to_parquet(adir / "records.parquet", index=False)
-                # the predictions as scored, for `extracteval rescore` (adapters that offer them)
-                if (plan.model, "predictions.parquet") in streamed:
-                    _place(streamed[(plan.model, "predictions.parquet")], adir / "predictions.parquet")
-                else:
-                    predictions_frame = getattr(adapter, "predictions_frame", None)
-                    preds = predictions_frame(scored, plan.model) if predictions_frame is not None else None
-                    if preds is not None:
-                        preds.to_parquet(adir / "predictions.parquet", index=False)
             used = {k: v for k, v in keys.originals.items() if k in metrics}
             (adir / "metric_keys.json").write_text(
                 _dumps({"names": keys.names_table(), "metrics": [{"key": k, "original": used.get(k, k)} for k in sorted(metrics)]}),
@@ -314,8 +310,10 @@ def write_bundle(
                       "experiment": experiment or "", "run": plan.run_name},
             )
             (adir / "report.html").write_text(html, encoding="utf-8")
-        for key, job in records_jobs.items():
-            if not job.result():  # raises what the thread raised; False: no per-record counts after all
+        for (key, fname), job in file_jobs.items():
+            # raises what the thread raised; False: nothing to write after all (for the
+            # per-record counts: the adapter's frame, if it has one)
+            if not job.result() and fname == "records.parquet":
                 plan = next(p for p in plans if p.key == key)
                 rec = adapter.records_frame(scored, plan.model)
                 if rec is not None:

@@ -476,13 +476,17 @@ class FieldsAdapter:
         write_records_parquet(rec, model, path, cache=scored.cache)
         return True
 
-    def predictions_frame(self, scored: Scored, model: str) -> pd.DataFrame | None:
-        """The model's predictions as scored, long: id, field, value (JSON text), status — the
-        `extracteval/predictions.parquet` artifact that `extracteval rescore` scores again."""
-        from extracteval.mlflow.rescore import predictions_to_frame
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Write the model's predictions as scored to Parquet at `path` (long: id, field, value as
+        JSON text, status): the `extracteval/predictions.parquet` artifact that `extracteval
+        rescore` scores again. False when the predictions were not kept."""
+        from extracteval.mlflow.rescore import write_predictions_parquet
 
         preds = scored.cache.get("predictions", {}).get(model)
-        return None if preds is None else predictions_to_frame(preds)
+        if preds is None:
+            return False
+        write_predictions_parquet(preds, path)
+        return True
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard and the winner of every field."""

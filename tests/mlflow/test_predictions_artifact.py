@@ -1,0 +1,140 @@
+"""`extracteval/predictions.parquet`, the predictions as scored that `extracteval rescore` reads:
+the vectorised encoder (JSON text once per distinct value) gives, cell by cell, what a plain
+per-cell encoder gives, and the direct Arrow writer's file reads back as that frame."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extracteval.core.fields import ModelPredictions
+from extracteval.mlflow import rescore
+from extracteval.mlflow.rescore import frame_to_predictions, predictions_to_frame, write_predictions_parquet
+
+
+def _reference_text(v):
+    """One cell's JSON text, with nothing shared between cells (the plain reference)."""
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, (list, tuple)):
+        return json.dumps([json.loads(_reference_text(x)) if _reference_text(x) is not None else None for x in v], ensure_ascii=False)
+    if isinstance(v, dict):
+        return json.dumps({str(k): json.loads(t) if (t := _reference_text(x)) is not None else None for k, x in v.items()},
+                          ensure_ascii=False, sort_keys=True)
+    if isinstance(v, np.generic):
+        return _reference_text(v.item())
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _reference_frame(p: ModelPredictions) -> pd.DataFrame:
+    values = p.values
+    rows = []
+    for i, rid in enumerate(values.index):
+        for j, f in enumerate(values.columns):
+            if p.status is None:
+                s = None
+            elif isinstance(p.status, pd.DataFrame):
+                s = p.status.reindex(index=values.index, columns=values.columns).iloc[i, j]
+            else:
+                s = p.status.reindex(values.index).iloc[i]
+            s = None if s is None or (isinstance(s, float) and math.isnan(s)) else str(s)
+            rows.append((str(rid), str(f), _reference_text(values.iloc[i, j]), s))
+    return pd.DataFrame(rows, columns=["id", "field", "value", "status"], dtype=object)
+
+
+def _plain(frame: pd.DataFrame) -> pd.DataFrame:
+    """Missing as None, every column object: dtypes aside, the cells compared."""
+    return frame.astype(object).where(frame.notna(), None).reset_index(drop=True)
+
+
+# cells whose JSON texts differ although Python hashing makes them equal (1 == 1.0 == True, 0.0 == -0.0)
+_TRICKY = [1, 1.0, True, 0, 0.0, -0.0, False, "1", "true", None, float("nan"), [1, "a"], {"b": 1, "a": [2.5]}, "Zürich", ""]
+
+cells = st.one_of(
+    st.sampled_from(_TRICKY), st.text(max_size=4), st.integers(-3, 3), st.floats(allow_nan=True, width=32),
+    st.booleans(), st.lists(st.sampled_from(["x", "y", 1]), max_size=2),
+)
+
+
+@st.composite
+def predictions(draw):
+    n, f = draw(st.integers(0, 6)), draw(st.integers(1, 4))
+    kind = draw(st.sampled_from(["mixed", "str", "int", "float", "bool"]))
+    cols = {}
+    for j in range(f):
+        if kind == "mixed":
+            col = pd.Series([draw(cells) for _ in range(n)], dtype=object)
+        elif kind == "str":
+            col = pd.Series([draw(st.one_of(st.none(), st.text(max_size=3))) for _ in range(n)], dtype="str" if draw(st.booleans()) else object)
+        elif kind == "int":
+            col = pd.Series([draw(st.integers(-5, 5)) for _ in range(n)], dtype=np.int64)
+        elif kind == "float":
+            col = pd.Series([draw(st.sampled_from([0.0, -0.0, 1.5, float("nan"), 2.0])) for _ in range(n)], dtype=np.float64)
+        else:
+            col = pd.Series([draw(st.booleans()) for _ in range(n)], dtype=bool)
+        cols[f"f{j}"] = col.to_numpy() if kind != "str" else col.array
+    ids = pd.Index([f"r{i}" for i in range(n)], name="id")
+    values = pd.DataFrame({k: pd.Series(v, index=ids) if len(v) else pd.Series(v, index=ids, dtype=object) for k, v in cols.items()}, index=ids)
+    statuses = st.sampled_from(["ok", "pending", "error", None])
+    status = draw(st.sampled_from(["none", "record", "cell"]))
+    if status == "record":
+        status = pd.Series([draw(statuses) for _ in range(n)], index=ids, dtype=object)
+    elif status == "cell":
+        status = pd.DataFrame({c: [draw(statuses) for _ in range(n)] for c in values.columns}, index=ids, dtype=object)
+    else:
+        status = None
+    return ModelPredictions(name="m", values=values, status=status, source="generated")
+
+
+@settings(max_examples=150, deadline=None)
+@given(predictions())
+def test_encoder_gives_each_cell_its_own_json_text(p):
+    got = predictions_to_frame(p)
+    assert list(got.columns) == ["id", "field", "value", "status"]
+    pd.testing.assert_frame_equal(_plain(got), _plain(_reference_frame(p)))
+
+
+def test_values_equal_under_hashing_keep_their_own_text():
+    # 1, 1.0 and True hash alike, as do 0.0 and -0.0: a cache keyed by the value alone gave
+    # True the text "1" and False the text "-0.0"
+    values = pd.DataFrame({"a": [1, 1.0, True, False, 0.0, -0.0, "1"]}, index=[f"r{i}" for i in range(7)], dtype=object)
+    got = predictions_to_frame(ModelPredictions(name="m", values=values))
+    assert got["value"].tolist() == ["1", "1.0", "true", "false", "0.0", "-0.0", '"1"']
+    floats = pd.DataFrame({"a": [0.0, -0.0, 0.0]}, index=["x", "y", "z"])
+    assert predictions_to_frame(ModelPredictions(name="m", values=floats))["value"].tolist() == ["0.0", "-0.0", "0.0"]
+
+
+@pytest.mark.parametrize("row_group", [1, 5, 7, 1 << 20])
+@settings(max_examples=40, deadline=None)
+@given(p=predictions())
+def test_direct_writer_reads_back_as_the_frame(tmp_path_factory, row_group, p):
+    path = tmp_path_factory.mktemp("p") / "predictions.parquet"
+    old = rescore._ROW_GROUP
+    rescore._ROW_GROUP = row_group  # small row groups: ids straddle them, each carries only its own ids
+    try:
+        write_predictions_parquet(p, path)
+    finally:
+        rescore._ROW_GROUP = old
+    frame = predictions_to_frame(p)
+    back = pd.read_parquet(path)
+    # what pandas reads back: the frame, dtypes included (the file says strings, not categoricals)
+    pd.testing.assert_frame_equal(back, frame)
+    assert pq.ParquetFile(path).metadata.num_row_groups == max(1, -(-len(frame) // row_group))
+
+
+def test_rescore_reads_the_direct_writers_file(tmp_path):
+    values = pd.DataFrame({"party": [["A Corp", "B Ltd"], "C GmbH", None], "amount": [1000.0, np.nan, "1,000"], "date": ["2024-01-01", "Not Present", None]},
+                          index=pd.Index(["r1", "r2", "r3"], name="id"))
+    status = pd.DataFrame({"party": ["ok", "ok", "pending"], "amount": ["ok", "error", "ok"], "date": ["ok", "ok", "ok"]}, index=["r1", "r2", "r3"])
+    p = ModelPredictions(name="m", values=values, status=status)
+    write_predictions_parquet(p, tmp_path / "p.parquet")
+    back = frame_to_predictions(pd.read_parquet(tmp_path / "p.parquet"), name="m", source="file")
+    assert back.values.to_dict() == values.astype(object).where(values.notna(), None).to_dict()
+    assert back.status.to_dict() == status.to_dict()
