@@ -307,8 +307,14 @@ def test_truth_digest_is_fixed_by_its_definition():
 def test_records_parquet_written_from_the_ledger_reads_back_as_the_frame_written_by_pandas(tmp_path, n, f):
     """The direct Arrow writer must give the file `records_frame_of(...).to_parquet` gives: same
     schema and pandas metadata (index widths int8/int16/int32 follow the category counts), row
-    groups (5300 × 200 rows span two) and content, read by pyarrow and by pandas."""
+    groups (5300 × 200 rows span two) and content, read by pyarrow and by pandas. Each row group
+    carries the dictionary of its own record ids only."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
+
+    def decoded(table: pa.Table) -> pa.Table:
+        return pa.table({c: table.column(c).cast(table.column(c).type.value_type) if pa.types.is_dictionary(table.column(c).type)
+                         else table.column(c) for c in table.column_names})
 
     from extracteval.core.fields import RecordLedger
     from extracteval.mlflow.task_fields import records_frame_of, write_records_parquet
@@ -324,7 +330,13 @@ def test_records_parquet_written_from_the_ledger_reads_back_as_the_frame_written
         a, b = pq.ParquetFile(old), pq.ParquetFile(new)
         assert b.schema_arrow.equals(a.schema_arrow, check_metadata=True)
         assert b.metadata.num_row_groups == a.metadata.num_row_groups
-        assert pq.read_table(new).equals(pq.read_table(old))
+        assert decoded(pq.read_table(new)).equals(decoded(pq.read_table(old)))
+        for g in range(b.metadata.num_row_groups):
+            rows = b.metadata.row_group(g).num_rows
+            if not rows:
+                continue
+            ids = b.read_row_group(g, columns=["record_id"]).column(0)
+            assert len(ids.chunk(0).dictionary) == len(pa.compute.unique(ids)) <= -(-rows // f) + 1
         got, want = pd.read_parquet(new), pd.read_parquet(old)
         # `equals` compares dtypes, categories and codes (assert_frame_equal takes a minute here)
         assert list(got.dtypes) == list(want.dtypes) and got.equals(want)
@@ -353,3 +365,27 @@ def test_field_intervals_from_one_pass_over_the_ledger_equal_the_per_field_draws
         kw = {"resamples": 300, "confidence": 0.9, "seed": seed, "zero_division": 0.0}
         per_field = _draw_intervals(((ledger[:, j, :4].astype(np.int64), None) for j in range(f)), f, n, **kw)
         assert np.array_equal(_field_f1_intervals(ledger, **kw), per_field, equal_nan=True)
+
+
+def test_in_memory_field_intervals_come_from_the_patterns_counted_while_scoring():
+    """The adapter takes each model's per-field intervals from the patterns `score_fields` counted
+    (no second pass over the per-record counts), and they are the intervals of those counts."""
+    from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
+    from extracteval.mlflow.task_fields import FieldsAdapter, _field_f1_intervals
+    from extracteval.mlflow.tasks import Scored
+
+    rng = np.random.default_rng(2)
+    ids = [f"r{i:03d}" for i in range(150)]
+    vocab = np.array(["a", "b", "c", None], dtype=object)
+    truth = pd.DataFrame({f: rng.choice(vocab[:3], len(ids)) for f in ("x", "y", "z")}, index=ids)
+    preds = [ModelPredictions(name=m, values=pd.DataFrame({f: rng.choice(vocab, len(ids)) for f in ("x", "y", "z")}, index=ids))
+             for m in ("zeta", "alpha", "mid")]  # given out of name order
+    result = score_fields(truth, preds, config=FieldsConfig(bootstrap=300, seed=4))
+    assert result.field_patterns is not None
+    scored = Scored(task="fields", result=result, doc=result.to_dict(), models=tuple(result.ranking), truth=truth, truth_source="t",
+                    config=result.to_dict()["config"])
+    for m in ("zeta", "alpha", "mid"):
+        got = FieldsAdapter()._intervals(scored, m)
+        want = _field_f1_intervals(result.records.counts[m], resamples=300, confidence=0.95, seed=4, zero_division=0.0)
+        assert np.array_equal(got, want, equal_nan=True), m
+    assert score_fields(truth, preds, config=FieldsConfig(bootstrap=0)).field_patterns is None

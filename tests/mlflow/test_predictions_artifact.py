@@ -138,3 +138,36 @@ def test_rescore_reads_the_direct_writers_file(tmp_path):
     back = frame_to_predictions(pd.read_parquet(tmp_path / "p.parquet"), name="m", source="file")
     assert back.values.to_dict() == values.astype(object).where(values.notna(), None).to_dict()
     assert back.status.to_dict() == status.to_dict()
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=predictions())
+def test_codes_kept_by_the_scoring_give_the_same_file(tmp_path_factory, p):
+    """`score_fields(keep_codes=…)` hands over its factorisation of each model column; the writer
+    takes the columns whose distinct values are all text from it, and the file is the same."""
+    from extracteval.core.fields import FieldsConfig, score_fields
+
+    truth = pd.DataFrame({c: ["x"] * len(p.values) for c in p.values.columns}, index=p.values.index)
+    kept: dict = {}
+    score_fields(truth, [p], config=FieldsConfig(bootstrap=0), keep_codes=kept)
+    for column, (codes, uniques) in kept.get("m", {}).items():
+        assert codes.dtype == np.int32 and len(codes) == len(p.values)
+        assert np.array_equal(pd.factorize(p.values[column], use_na_sentinel=True)[0], codes)
+    path = tmp_path_factory.mktemp("k") / "predictions.parquet"
+    write_predictions_parquet(p, path, kept.get("m"))
+    pd.testing.assert_frame_equal(pd.read_parquet(path), predictions_to_frame(p))
+
+
+def test_kept_codes_are_taken_for_text_columns_only():
+    values = pd.DataFrame({"a": ["x", "y", "x"], "b": [1, 1.0, True]}, index=["r1", "r2", "r3"], dtype=object)
+    p = ModelPredictions(name="m", values=values)
+    # what a factorisation of column b by value would give: 1, 1.0 and True as one value
+    known = {"a": (np.array([1, 0, 1], dtype=np.int32), pd.Index(["y", "x"], dtype=object)),
+             "b": (np.zeros(3, dtype=np.int32), pd.Index([1], dtype=object))}
+    coded = rescore.code_predictions(p, known)
+    got = predictions_to_frame(p)
+    assert got["value"].tolist() == ['"x"', "1", '"y"', "1.0", '"x"', "true"]
+    texts = coded.value_texts.to_pylist()
+    assert [texts[c] for c in coded.values] == got["value"].tolist()
+    # the codes given for `a` were used (their order differs from a fresh factorisation's)
+    assert texts[coded.values[0]] == '"x"' and coded.values[0] != rescore.code_predictions(p).values[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,10 +170,14 @@ class CodedPredictions:
         return [rid, fld, coded(self.values, self.value_texts), coded(self.status, self.status_texts)]
 
 
-def code_predictions(preds: Any) -> CodedPredictions:
+def code_predictions(preds: Any, known: Mapping[Any, tuple[Any, Any]] | None = None) -> CodedPredictions:
     """`ModelPredictions` → `CodedPredictions`: every column dictionary-encoded, and each distinct
     value turned into JSON text once (20M cells of 100k records × 200 fields were ≈ 20 s of
-    per-cell Python)."""
+    per-cell Python).
+
+    known: column → (codes, distinct values) of `pd.factorize(column)` done already (the scoring
+    keeps them: `score_fields(keep_codes=…)`); taken when every distinct value is a `str`, so
+    that no two cells with different JSON texts can share a code."""
     import numpy as np
     import pandas as pd
 
@@ -183,8 +187,13 @@ def code_predictions(preds: Any) -> CodedPredictions:
     fields = [str(c) for c in values.columns]
     vdict = _Dictionary()
     vcodes = np.empty((n, f), dtype=np.int32)
-    for j in range(f):
-        codes, texts = _distinct_texts(values.iloc[:, j], _value_text)
+    known = known or {}
+    for j, c in enumerate(values.columns):
+        done = known.get(c) if isinstance(c, str) else None
+        if done is not None and len(done[0]) == n and all(type(u) is str for u in done[1]):
+            codes, texts = done[0], [_value_text(u) for u in done[1]]
+        else:
+            codes, texts = _distinct_texts(values.iloc[:, j], _value_text)
         vcodes[:, j] = vdict.lookup(texts)[codes]
     scodes = None
     sdict = _Dictionary()
@@ -221,15 +230,16 @@ def predictions_to_frame(preds: Any) -> Any:
 _ROW_GROUP = 1 << 20
 
 
-def write_predictions_parquet(preds: Any, path: Any) -> None:
+def write_predictions_parquet(preds: Any, path: Any, known: Mapping[Any, tuple[Any, Any]] | None = None) -> None:
     """`predictions_to_frame(preds).to_parquet(path, index=False)`, written by Arrow from the
     codes one row group at a time: the dictionaries go to the file as they are (Parquet stores
     these columns dictionary-encoded anyway) and no 20M-row string column is ever built. The
-    file's schema says plain strings, so readers get the same frame as from the frame's file."""
+    file's schema says plain strings, so readers get the same frame as from the frame's file.
+    `known`: see `code_predictions`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    coded = code_predictions(preds)
+    coded = code_predictions(preds, known)
     # the pandas metadata `to_parquet` writes for this frame (so pandas reads back the same dtypes)
     empty = dataclasses.replace(preds, values=preds.values.iloc[:0], status=None if preds.status is None else preds.status.iloc[:0])
     meta = pa.Schema.from_pandas(predictions_to_frame(empty), preserve_index=False).metadata

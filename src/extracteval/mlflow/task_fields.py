@@ -229,17 +229,15 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
     cache = {} if cache is None else cache
     schema = _records_schema(rec, model)
     n, f = len(rec.record_ids), len(rec.fields)
+    rid_t, fld_t = schema.field("record_id").type, schema.field("field").type
     key = ("records_ids", id(rec))
     with _ids_lock:
         if key not in cache:
-            rid_t, fld_t = schema.field("record_id").type, schema.field("field").type
             rid_codes = np.broadcast_to(np.arange(n, dtype=rid_t.index_type.to_pandas_dtype())[:, None], (n, f)).reshape(-1)
             fld_codes = np.broadcast_to(np.arange(f, dtype=fld_t.index_type.to_pandas_dtype()), (n, f)).reshape(-1)
-            cache[key] = (
-                pa.DictionaryArray.from_arrays(rid_codes, pa.array(rec.record_ids, type=rid_t.value_type)),
-                pa.DictionaryArray.from_arrays(fld_codes, pa.array(rec.fields, type=fld_t.value_type)),
-            )
-        rid, fld = cache[key]
+            cache[key] = (rid_codes, pa.array(rec.record_ids, type=rid_t.value_type),
+                          pa.DictionaryArray.from_arrays(fld_codes, pa.array(rec.fields, type=fld_t.value_type)))
+        rid_codes, ids, fld = cache[key]
     mdl_t = schema.field("model").type
     mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, _ROW_GROUP), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
     flat = rec.counts[model].reshape(n * f, len(_COUNT_KEYS))
@@ -247,8 +245,15 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
         for s in range(0, n * f, _ROW_GROUP) if n * f else (0,):
             k = min(_ROW_GROUP, n * f - s)
             cols = _count_columns(flat[s : s + k])
+            # the ids of this row group only (a row group holds 2^20 / F records), with codes
+            # from 0: each row group writes its dictionary page in full, and the whole 100k-id
+            # dictionary in each of 20 row groups was half of a 20 MB file. Readers put the
+            # row groups' dictionaries together (pandas: the same categories, in record order).
+            first = s // f if f else 0
+            used = ids.slice(first, (s + k - 1) // f + 1 - first) if k else ids.slice(0, 0)
+            rid = pa.DictionaryArray.from_arrays(rid_codes[s : s + k] - rid_codes.dtype.type(first), used)
             writer.write_table(
-                pa.Table.from_arrays([mdl.slice(0, k), rid.slice(s, k), fld.slice(s, k), *(cols[i] for i in range(len(_COUNT_KEYS)))], schema=schema),
+                pa.Table.from_arrays([mdl.slice(0, k), rid, fld.slice(s, k), *(cols[i] for i in range(len(_COUNT_KEYS)))], schema=schema),
                 row_group_size=_ROW_GROUP,
             )
 
@@ -281,11 +286,13 @@ class FieldsAdapter:
         truth, preds, truth_source = load_inputs(args)
         config = build_config(args)
         fields = [f.strip() for f in args.fields.split(",") if f.strip()] if getattr(args, "fields", None) else None
-        result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source)
+        codes: dict[str, dict[str, Any]] = {}
+        result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source, keep_codes=codes)
         doc = result.to_dict()
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
         scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
+        scored.cache["prediction_codes"] = codes  # their columns as the scoring factorised them
         return scored
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
@@ -379,12 +386,16 @@ class FieldsAdapter:
             return scored.cache[("f1_ci", model)]
         r = scored.result
         cfg = r.config
-        if r.records is None or not cfg.get("bootstrap"):
+        kw = {"resamples": int(cfg.get("bootstrap") or 0), "confidence": float(cfg["confidence"]), "seed": int(cfg["seed"]),
+              "zero_division": float(cfg["zero_division"])}
+        if r.field_patterns is not None and cfg.get("bootstrap"):
+            # counted while scoring: the same distinct rows and frequencies per field as the
+            # per-record counts give, so the same intervals without reading those again
+            ci = field_f1_intervals_from_patterns(*r.field_patterns, sorted(r.models).index(model), len(r.fields), **kw)
+        elif r.records is None or not cfg.get("bootstrap"):
             return np.full((len(r.fields), 2), np.nan)
-        ci = _field_f1_intervals(
-            r.records.counts[model], resamples=int(cfg["bootstrap"]), confidence=float(cfg["confidence"]),
-            seed=int(cfg["seed"]), zero_division=float(cfg["zero_division"]),
-        )
+        else:
+            ci = _field_f1_intervals(r.records.counts[model], **kw)
         scored.cache[("f1_ci", model)] = ci
         return ci
 
@@ -485,7 +496,7 @@ class FieldsAdapter:
         preds = scored.cache.get("predictions", {}).get(model)
         if preds is None:
             return False
-        write_predictions_parquet(preds, path)
+        write_predictions_parquet(preds, path, scored.cache.get("prediction_codes", {}).get(model))
         return True
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
