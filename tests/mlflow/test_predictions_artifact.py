@@ -171,3 +171,10 @@ def test_kept_codes_are_taken_for_text_columns_only():
     assert [texts[c] for c in coded.values] == got["value"].tolist()
     # the codes given for `a` were used (their order differs from a fresh factorisation's)
     assert texts[coded.values[0]] == '"x"' and coded.values[0] != rescore.code_predictions(p).values[0]
+
+
+def test_predictions_without_fields_give_an_empty_file(tmp_path):
+    p = ModelPredictions(name="m", values=pd.DataFrame(index=pd.Index(["a", "b"], name="id")))
+    write_predictions_parquet(p, tmp_path / "p.parquet")
+    back = pd.read_parquet(tmp_path / "p.parquet")
+    assert list(back.columns) == ["id", "field", "value", "status"] and back.empty

@@ -152,11 +152,11 @@ class CodedPredictions:
         import numpy as np
         import pyarrow as pa
 
-        f = len(self.fields)
+        f = max(len(self.fields), 1)  # no fields: no rows either
         rows = np.arange(start, stop, dtype=np.int64)
         # the ids of these rows only: a row group of 2^20 rows holds ~2^20 / F of them, and each
         # row group's dictionary page is written in full
-        first = start // f if f else 0
+        first = start // f
         used = self.ids[first : (stop - 1) // f + 1] if stop > start else []
         rid = pa.DictionaryArray.from_arrays(pa.array((rows // f - first).astype(np.int32)), pa.array(used, type=pa.string()))
         fld = pa.DictionaryArray.from_arrays(pa.array((rows % f).astype(np.int32)), pa.array(self.fields, type=pa.string()))
