@@ -9,19 +9,21 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.fields import ModelPredictions
-from extracteval.mlflow import rescore
+from extracteval.mlflow import rescore, task_fields
 from extracteval.mlflow.rescore import frame_to_predictions, predictions_to_frame, write_predictions_parquet
 
 
 def _reference_text(v):
     """One cell's JSON text, with nothing shared between cells (the plain reference)."""
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+    if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
         return None
     if isinstance(v, (list, tuple)):
         return json.dumps([json.loads(_reference_text(x)) if _reference_text(x) is not None else None for x in v], ensure_ascii=False)
@@ -55,7 +57,8 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # cells whose JSON texts differ although Python hashing makes them equal (1 == 1.0 == True, 0.0 == -0.0)
-_TRICKY = [1, 1.0, True, 0, 0.0, -0.0, False, "1", "true", None, float("nan"), [1, "a"], {"b": 1, "a": [2.5]}, "Zürich", ""]
+_TRICKY = [1, 1.0, True, 0, 0.0, -0.0, False, "1", "true", None, float("nan"), [1, "a"], {"b": 1, "a": [2.5]}, "Zürich", "",
+           (1,), (1.0,), (True,), (0.0,), (-0.0,), np.float64(-0.0), np.float64(0.0), np.int64(1), np.bool_(True), pd.NA, pd.NaT]
 
 cells = st.one_of(
     st.sampled_from(_TRICKY), st.text(max_size=4), st.integers(-3, 3), st.floats(allow_nan=True, width=32),
@@ -84,10 +87,11 @@ def predictions(draw):
     values = pd.DataFrame({k: pd.Series(v, index=ids) if len(v) else pd.Series(v, index=ids, dtype=object) for k, v in cols.items()}, index=ids)
     statuses = st.sampled_from(["ok", "pending", "error", None])
     status = draw(st.sampled_from(["none", "record", "cell"]))
+    shuffled = ids[::-1] if draw(st.booleans()) else ids  # the status may list the records in another order
     if status == "record":
-        status = pd.Series([draw(statuses) for _ in range(n)], index=ids, dtype=object)
+        status = pd.Series([draw(statuses) for _ in range(n)], index=shuffled, dtype=object)
     elif status == "cell":
-        status = pd.DataFrame({c: [draw(statuses) for _ in range(n)] for c in values.columns}, index=ids, dtype=object)
+        status = pd.DataFrame({c: [draw(statuses) for _ in range(n)] for c in values.columns}, index=shuffled, dtype=object)
     else:
         status = None
     return ModelPredictions(name="m", values=values, status=status, source="generated")
@@ -109,6 +113,13 @@ def test_values_equal_under_hashing_keep_their_own_text():
     assert got["value"].tolist() == ["1", "1.0", "true", "false", "0.0", "-0.0", '"1"']
     floats = pd.DataFrame({"a": [0.0, -0.0, 0.0]}, index=["x", "y", "z"])
     assert predictions_to_frame(ModelPredictions(name="m", values=floats))["value"].tolist() == ["0.0", "-0.0", "0.0"]
+    # inside multi-valued cells and as NumPy scalars too; pandas' NA and NaT are missing cells
+    cells = [(1,), (1.0,), (True,), (0.0,), (-0.0,), np.float64(0.0), np.float64(-0.0), np.int64(1), np.bool_(True), pd.NA, pd.NaT]
+    ids = [f"r{i}" for i in range(len(cells))]
+    values = pd.DataFrame({"a": pd.Series(cells, index=ids, dtype=object)}, index=ids)
+    got = predictions_to_frame(ModelPredictions(name="m", values=values))["value"]
+    assert got.tolist()[:9] == ["[1]", "[1.0]", "[true]", "[0.0]", "[-0.0]", "0.0", "-0.0", "1", "true"]
+    assert got.iloc[9:].isna().all()
 
 
 @pytest.mark.parametrize("row_group", [1, 5, 7, 1 << 20])
@@ -116,17 +127,22 @@ def test_values_equal_under_hashing_keep_their_own_text():
 @given(p=predictions())
 def test_direct_writer_reads_back_as_the_frame(tmp_path_factory, row_group, p):
     path = tmp_path_factory.mktemp("p") / "predictions.parquet"
-    old = rescore._ROW_GROUP
-    rescore._ROW_GROUP = row_group  # small row groups: ids straddle them, each carries only its own ids
+    old, old_compact = task_fields._ROW_GROUP, rescore._COMPACT_ABOVE
+    task_fields._ROW_GROUP = row_group  # small row groups: ids straddle them, each carries only its own ids
+    rescore._COMPACT_ABOVE = 0 if row_group == 5 else old_compact  # and only its own value texts
     try:
         write_predictions_parquet(p, path)
     finally:
-        rescore._ROW_GROUP = old
+        task_fields._ROW_GROUP, rescore._COMPACT_ABOVE = old, old_compact
     frame = predictions_to_frame(p)
     back = pd.read_parquet(path)
     # what pandas reads back: the frame, dtypes included (the file says strings, not categoricals)
     pd.testing.assert_frame_equal(back, frame)
-    assert pq.ParquetFile(path).metadata.num_row_groups == max(1, -(-len(frame) // row_group))
+    f = pq.ParquetFile(path)
+    assert f.metadata.num_row_groups == max(1, -(-len(frame) // row_group))
+    if row_group == 5 and len(frame):
+        for g in range(f.metadata.num_row_groups):
+            assert len(pq.ParquetFile(path, read_dictionary=["value"]).read_row_group(g, columns=["value"]).column(0).chunk(0).dictionary) <= 5
 
 
 def test_rescore_reads_the_direct_writers_file(tmp_path):

@@ -85,27 +85,36 @@ def _distinct_texts(col: Any, text_of: Callable[[Any], str | None]) -> tuple[Any
     out = np.empty(len(cells), dtype=object)
     seen: dict[Any, str | None] = {}
     for i, v in enumerate(cells):
-        if type(v) is float:  # NaN and -0.0 would defeat the cache
+        t = type(v)
+        if t is not str and t is not int and t is not bool:
+            # floats (NaN, -0.0), tuples ((1,) == (1.0,) == (True,)), NumPy scalars: no cache
             out[i] = text_of(v)
             continue
-        key = (type(v), v)
+        key = (t, v)
         try:
             out[i] = seen[key]
         except KeyError:
             out[i] = seen[key] = text_of(v)
-        except TypeError:  # unhashable (lists, dicts)
-            out[i] = text_of(v)
     codes, uniques = pd.factorize(out, use_na_sentinel=True)
     return np.asarray(codes), list(uniques)
 
 
+def _missing(v: Any) -> bool:
+    """None, NaN, pandas' NA and NaT: a missing cell (null), however the column holds it."""
+    import pandas as pd
+
+    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
+
+
 def _value_text(v: Any) -> str | None:
+    if _missing(v):
+        return None
     p = _plain(v)
     return None if p is None else json.dumps(p, ensure_ascii=False, sort_keys=True)
 
 
 def _status_text(s: Any) -> str | None:
-    return None if s is None or (isinstance(s, float) and math.isnan(s)) else str(s)
+    return None if _missing(s) else str(s)
 
 
 class _Dictionary:
@@ -127,7 +136,7 @@ class _Dictionary:
     def array(self) -> Any:
         import pyarrow as pa
 
-        return pa.array(list(self.codes), type=pa.string())
+        return pa.array(list(self.codes), type=pa.large_string())  # free text can pass 2 GB
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,14 @@ class CodedPredictions:
             if codes is None:
                 return pa.nulls(stop - start, type=pa.string())
             c = codes[start:stop]
+            if len(texts) > _COMPACT_ABOVE:
+                # many distinct texts (free text): the ones of these rows only, as for the ids —
+                # Arrow writes the dictionary it is given in full into every row group
+                valid = c >= 0
+                used, inverse = np.unique(c[valid], return_inverse=True)
+                c = c.copy()
+                c[valid] = inverse.ravel()
+                texts = texts.take(pa.array(used))
             return pa.DictionaryArray.from_arrays(pa.array(c, mask=c < 0), texts)
 
         return [rid, fld, coded(self.values, self.value_texts), coded(self.status, self.status_texts)]
@@ -226,8 +243,8 @@ def predictions_to_frame(preds: Any) -> Any:
     return pa.Table.from_arrays(cols, names=list(_COLUMNS)).to_pandas()
 
 
-# rows per Parquet row group: Arrow's default largest, which `DataFrame.to_parquet` uses
-_ROW_GROUP = 1 << 20
+# a value dictionary with more texts than this is cut down to each row group's own texts
+_COMPACT_ABOVE = 4096
 
 
 def write_predictions_parquet(preds: Any, path: Any, known: Mapping[Any, tuple[Any, Any]] | None = None) -> None:
@@ -239,19 +256,22 @@ def write_predictions_parquet(preds: Any, path: Any, known: Mapping[Any, tuple[A
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from extracteval.mlflow import task_fields
+
+    step = task_fields._ROW_GROUP  # row groups as `to_parquet` (and the per-record counts) has them
     coded = code_predictions(preds, known)
     # the pandas metadata `to_parquet` writes for this frame (so pandas reads back the same dtypes)
     empty = dataclasses.replace(preds, values=preds.values.iloc[:0], status=None if preds.status is None else preds.status.iloc[:0])
     meta = pa.Schema.from_pandas(predictions_to_frame(empty), preserve_index=False).metadata
     writer = None
     try:
-        for s in range(0, coded.n_rows, _ROW_GROUP) if coded.n_rows else (0,):
-            table = pa.Table.from_arrays(coded.arrays(s, min(s + _ROW_GROUP, coded.n_rows)), names=list(_COLUMNS)).replace_schema_metadata(meta)
+        for s in range(0, coded.n_rows, step) if coded.n_rows else (0,):
+            table = pa.Table.from_arrays(coded.arrays(s, min(s + step, coded.n_rows)), names=list(_COLUMNS)).replace_schema_metadata(meta)
             if writer is None:
                 # store_schema=False: no Arrow schema saying "dictionary" in the file, so the
                 # columns read back as the strings they are, not as categoricals
                 writer = pq.ParquetWriter(path, table.schema, store_schema=False, write_statistics=False)
-            writer.write_table(table, row_group_size=_ROW_GROUP)
+            writer.write_table(table, row_group_size=step)
     finally:
         if writer is not None:
             writer.close()
