@@ -134,6 +134,7 @@ def test_missing_prediction_file_and_duplicate_model(cli, files) -> None:
     assert r.code == 2 and "file not found" in r.err
     r = cli("score", "structured", "--truth", str(files["truth"]), "--predictions", f"m={files['llm']}", "--predictions", f"m={files['slm']}")
     assert r.code == 2 and "given twice" in r.err
+    assert str(files["llm"]) in r.err and str(files["slm"]) in r.err  # both files named
 
 
 def test_demo_runs_the_slm_vs_llm_example(cli) -> None:

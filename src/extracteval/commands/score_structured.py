@@ -75,20 +75,11 @@ def extended_backends(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load_predictions(specs: list[str], what: str = "output") -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    from extracteval.errors import InputError
-    from extracteval.io.config import parse_model_spec
+    from extracteval.io.config import model_files
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS, load_records
 
-    preds: dict[str, dict[str, Any]] = {}
-    sources: dict[str, str] = {}
-    for spec in specs:
-        name, path = parse_model_spec(spec)
-        name = name or path.stem
-        if name in preds:
-            raise InputError(f"--predictions {spec!r}: model name {name!r} is given twice.")
-        preds[name] = load_records(path, OUTPUT_KEYS, what)
-        sources[name] = str(path)
-    return preds, sources
+    files = model_files(specs)
+    return {name: load_records(path, OUTPUT_KEYS, what) for name, path in files.items()}, {name: str(path) for name, path in files.items()}
 
 
 def _load_truth(path: str) -> dict[str, Any]:
