@@ -68,8 +68,7 @@ class EvaluateFieldsTask(FieldsTask):
 class StreamedFields:
     """What the streaming engines hand to `scored_from_stream`."""
 
-    result: Any  # FieldsResult without per-record counts
-    ledger_patterns: tuple[Any, Any] | None  # (field_patterns, field_freq) of the merged ledger
+    result: Any  # FieldsResult without per-record counts (its field_patterns give the per-field intervals)
     truth_digest: str
     truth_head: pd.DataFrame  # the first HEAD_ROWS truth rows, as read
     inputs: dict[str, Any]
@@ -80,7 +79,6 @@ class StreamedFields:
 def scored_from_stream(s: StreamedFields) -> Scored:
     """The `Scored` the bundle writer takes, from a streamed evaluation."""
     from extracteval.mlflow.bundle import truth_summary
-    from extracteval.mlflow.task_fields import field_f1_intervals_from_patterns
 
     result = s.result
     doc = result.to_dict()
@@ -90,32 +88,7 @@ def scored_from_stream(s: StreamedFields) -> Scored:
     scored.cache["truth_digest"] = s.truth_digest
     scored.cache["truth_summary"] = truth_summary(s.truth_head, num_rows=result.n_records)
     scored.cache["streamed_files"] = dict(s.files)
-    cfg = result.config
-    models = sorted(result.models)  # the ledger's model order
-    for m in models:
-        if s.ledger_patterns is not None and cfg.get("bootstrap") and result.n_records:
-            patterns, freq = s.ledger_patterns
-            scored.cache[("f1_ci", m)] = field_f1_intervals_from_patterns(
-                patterns, freq, models.index(m), len(result.fields), resamples=int(cfg["bootstrap"]),
-                confidence=float(cfg["confidence"]), seed=int(cfg["seed"]), zero_division=float(cfg["zero_division"]),
-            )
     return scored
-
-
-class _Finalise:
-    """The task, keeping the merged ledger's patterns (for the per-field intervals) when
-    `finalise` runs here, in the driver process."""
-
-    def __init__(self, task: EvaluateFieldsTask) -> None:
-        self.task = task
-        self.patterns: tuple[Any, Any] | None = None
-
-    def score_chunk(self, chunk: Any) -> ChunkScore:
-        return self.task.score_chunk(chunk)
-
-    def finalise(self, ledger: Any, *, record_rows: Any) -> Any:
-        self.patterns = (ledger.field_patterns, ledger.field_freq)
-        return self.task.finalise(ledger, record_rows=record_rows)
 
 
 def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers: int, workdir_parent: Path | None = None) -> StreamedFields:
@@ -140,7 +113,7 @@ def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers:
         name: tuple(c for c in table_columns(src, delimiter=args.delimiter) if c not in (args.id_column, "status"))
         for name, src in stream.models.items()
     }
-    task = _Finalise(EvaluateFieldsTask(plan, keep_records=True, headers=headers))
+    task = EvaluateFieldsTask(plan, keep_records=True, headers=headers)
     workdir = Path(tempfile.mkdtemp(prefix="extracteval-stream-", dir=workdir_parent))
     files: dict[tuple[str, str], Path] = {}
     paths: dict[str, Path] = {}
@@ -167,7 +140,7 @@ def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers:
         raise
     head = pd.concat(heads) if heads else pd.DataFrame(columns=stream.truth_fields)
     return StreamedFields(
-        result=result, ledger_patterns=task.patterns, truth_digest=digest.hexdigest(), truth_head=head,
+        result=result, truth_digest=digest.hexdigest(), truth_head=head,
         inputs={"truth": stream.truth_source, "predictions": dict(stream.models)},
         files={k: v for k, v in files.items() if v.exists()}, workdir=workdir,
     )

@@ -186,9 +186,8 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    ledger = out.ledger
     return StreamedFields(
-        result=result, ledger_patterns=None if ledger is None else (ledger.field_patterns, ledger.field_freq), truth_digest=digest.hexdigest(),
+        result=result, truth_digest=digest.hexdigest(),
         truth_head=head, inputs={"truth": str(args.truth), "predictions": sources},
         files={k: v for k, v in files.items() if v.exists()}, workdir=workdir,
     )
