@@ -145,7 +145,7 @@ class CodedPredictions:
     field) in record-major order, held as codes: values and statuses index dictionaries of their
     JSON/status texts (-1 = null); the id and field of row r are ids[r // F] and fields[r % F]."""
 
-    ids: list[str]
+    ids: Any  # pa.StringArray, in row order
     fields: list[str]
     values: Any  # (records × fields,) int32
     value_texts: Any  # pa.StringArray
@@ -161,14 +161,11 @@ class CodedPredictions:
         import numpy as np
         import pyarrow as pa
 
+        from extracteval.mlflow.task_fields import row_group_ids
+
         f = max(len(self.fields), 1)  # no fields: no rows either
-        rows = np.arange(start, stop, dtype=np.int64)
-        # the ids of these rows only: a row group of 2^20 rows holds ~2^20 / F of them, and each
-        # row group's dictionary page is written in full
-        first = start // f
-        used = self.ids[first : (stop - 1) // f + 1] if stop > start else []
-        rid = pa.DictionaryArray.from_arrays(pa.array((rows // f - first).astype(np.int32)), pa.array(used, type=pa.string()))
-        fld = pa.DictionaryArray.from_arrays(pa.array((rows % f).astype(np.int32)), pa.array(self.fields, type=pa.string()))
+        rid = row_group_ids(self.ids, start, stop, f)
+        fld = pa.DictionaryArray.from_arrays((np.arange(start, stop, dtype=np.int64) % f).astype(np.int32), pa.array(self.fields, type=pa.string()))
 
         def coded(codes: Any, texts: Any) -> Any:
             if codes is None:
@@ -197,10 +194,11 @@ def code_predictions(preds: Any, known: Mapping[Any, tuple[Any, Any]] | None = N
     that no two cells with different JSON texts can share a code."""
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
     values = preds.values
     n, f = values.shape
-    ids = [str(i) for i in values.index]
+    ids = pa.array([str(i) for i in values.index], type=pa.string())
     fields = [str(c) for c in values.columns]
     vdict = _Dictionary()
     vcodes = np.empty((n, f), dtype=np.int32)

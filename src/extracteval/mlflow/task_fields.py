@@ -213,6 +213,22 @@ _ROW_GROUP = 1 << 20
 _ids_lock = threading.Lock()
 
 
+def row_group_ids(ids: Any, start: int, stop: int, per_id: int, index_dtype: Any = np.int32) -> Any:
+    """The id column of rows [start, stop) of a record-major table (`per_id` rows per id, ids in
+    row order) as a dictionary array over the ids of these rows only, codes from 0.
+
+    Each row group writes its dictionary page in full: the whole 100k-id dictionary in each of the
+    20 row groups of a 100k × 200 file was half of its 20 MB. Readers put the row groups'
+    dictionaries together (pandas: the same categories, in record order)."""
+    import pyarrow as pa
+
+    per = max(per_id, 1)  # no fields: no rows either
+    first = start // per
+    used = ids.slice(first, (stop - 1) // per + 1 - first) if stop > start else ids.slice(0, 0)
+    codes = (np.arange(start, stop, dtype=np.int64) // per - first).astype(index_dtype)
+    return pa.DictionaryArray.from_arrays(codes, used)
+
+
 def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, Any] | None = None) -> None:
     """`records_frame_of(rec, [model]).to_parquet(path, index=False)` without the pandas frame:
     the same schema, pandas metadata, rows and row groups, built by Arrow from the integer ledger.
@@ -233,11 +249,10 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
     key = ("records_ids", id(rec))
     with _ids_lock:
         if key not in cache:
-            rid_codes = np.broadcast_to(np.arange(n, dtype=rid_t.index_type.to_pandas_dtype())[:, None], (n, f)).reshape(-1)
             fld_codes = np.broadcast_to(np.arange(f, dtype=fld_t.index_type.to_pandas_dtype()), (n, f)).reshape(-1)
-            cache[key] = (rid_codes, pa.array(rec.record_ids, type=rid_t.value_type),
+            cache[key] = (pa.array(rec.record_ids, type=rid_t.value_type),
                           pa.DictionaryArray.from_arrays(fld_codes, pa.array(rec.fields, type=fld_t.value_type)))
-        rid_codes, ids, fld = cache[key]
+        ids, fld = cache[key]
     mdl_t = schema.field("model").type
     mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, _ROW_GROUP), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
     flat = rec.counts[model].reshape(n * f, len(_COUNT_KEYS))
@@ -245,13 +260,7 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
         for s in range(0, n * f, _ROW_GROUP) if n * f else (0,):
             k = min(_ROW_GROUP, n * f - s)
             cols = _count_columns(flat[s : s + k])
-            # the ids of this row group only (a row group holds 2^20 / F records), with codes
-            # from 0: each row group writes its dictionary page in full, and the whole 100k-id
-            # dictionary in each of 20 row groups was half of a 20 MB file. Readers put the
-            # row groups' dictionaries together (pandas: the same categories, in record order).
-            first = s // f if f else 0
-            used = ids.slice(first, (s + k - 1) // f + 1 - first) if k else ids.slice(0, 0)
-            rid = pa.DictionaryArray.from_arrays(rid_codes[s : s + k] - rid_codes.dtype.type(first), used)
+            rid = row_group_ids(ids, s, s + k, f, rid_t.index_type.to_pandas_dtype())
             writer.write_table(
                 pa.Table.from_arrays([mdl.slice(0, k), rid, fld.slice(s, k), *(cols[i] for i in range(len(_COUNT_KEYS)))], schema=schema),
                 row_group_size=_ROW_GROUP,
