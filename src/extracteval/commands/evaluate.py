@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -80,6 +80,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.early import EarlyWork
     from extracteval.mlflow.tasks import get_adapter
     from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
 
@@ -87,32 +88,42 @@ def _evaluate(args: argparse.Namespace) -> int:
     adapter = get_adapter(args._evaluate_task)
     # a task's `configure` may not offer --output/--json; the MLflow layer does not depend on them
     output, as_json = getattr(args, "output", None), bool(getattr(args, "json", False))
-    streamed = None
-    if engine is None:
-        scored = adapter.score_args(args)
-    else:
-        streamed = _score_streaming(args, engine, Path(output).resolve().parent if output else None)
-        from extracteval.mlflow.stream_fields import scored_from_stream
-
-        scored = scored_from_stream(streamed)
     uri = args.tracking_uri or default_tracking_uri()
-    temporary = not output
-    with _no_cyclic_gc():
-        try:
-            out = Path(output) if output else Path(tempfile.mkdtemp(prefix="extracteval-"))
-            bundle = write_bundle(scored, adapter, out, experiment=args.experiment, run_name=args.run_name, tracking_uri=uri,
-                                  figures=not args.no_figures, safe_csv=getattr(args, "safe_csv", True))
-        finally:
-            if streamed is not None:  # its files are linked (or copied) into the bundle by now
-                shutil.rmtree(streamed.workdir, ignore_errors=True)
-        if not as_json:
-            print(adapter.summary(scored))
-            print()
-        try:
-            result = upload_bundle(bundle, tracking_uri=uri, experiment=args.experiment)
-        except UploadError as e:
-            print(f"extracteval: error: {e}", file=sys.stderr)
-            return 1
+    streamed = None
+    # in memory: the adapter may start the local copy's big files while it still scores
+    early = EarlyWork(Path(output).absolute().parent if output else None, warm=[_logging_imports(uri, figures=not args.no_figures)]) \
+        if engine is None and getattr(adapter, "starts_early", False) else None
+    try:
+        if engine is None:
+            scored = adapter.score_args(args) if early is None else adapter.score_args(args, early=early)
+        else:
+            streamed = _score_streaming(args, engine, Path(output).resolve().parent if output else None)
+            from extracteval.mlflow.stream_fields import scored_from_stream
+
+            scored = scored_from_stream(streamed)
+        temporary = not output
+        with _no_cyclic_gc():
+            try:
+                out = Path(output) if output else Path(tempfile.mkdtemp(prefix="extracteval-"))
+                bundle = write_bundle(scored, adapter, out, experiment=args.experiment, run_name=args.run_name, tracking_uri=uri,
+                                      figures=not args.no_figures, safe_csv=getattr(args, "safe_csv", True))
+            finally:
+                # their files are linked (or copied) into the bundle by now
+                if streamed is not None:
+                    shutil.rmtree(streamed.workdir, ignore_errors=True)
+                if early is not None:
+                    early.close()
+            if not as_json:
+                print(adapter.summary(scored))
+                print()
+            try:
+                result = upload_bundle(bundle, tracking_uri=uri, experiment=args.experiment)
+            except UploadError as e:
+                print(f"extracteval: error: {e}", file=sys.stderr)
+                return 1
+    finally:  # an error while scoring: the background jobs end and their folder goes
+        if early is not None:
+            early.close()
     if as_json:
         doc = dict(scored.doc)
         doc["mlflow"] = {**result.to_dict(), "experiment": args.experiment, "output": None if temporary else str(out)}
@@ -125,6 +136,28 @@ def _evaluate(args: argparse.Namespace) -> int:
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
     return 0
+
+
+def _logging_imports(uri: str, *, figures: bool) -> Callable[[], None]:
+    """The first import of what writing the local copy and logging it need (MLflow's dataset
+    types, client, artifact repositories and, for a database URI, its SQLAlchemy store;
+    matplotlib): ≈ 3 s that `evaluate` pays beyond `score`, done while the bootstrap runs."""
+
+    def imports() -> None:
+        import mlflow.data.dataset_source_registry  # noqa: F401
+        import mlflow.store.artifact.artifact_repository_registry  # noqa: F401
+        import mlflow.tracking  # noqa: F401
+        import mlflow.types  # noqa: F401
+
+        if uri.split(":", 1)[0].split("+", 1)[0] in ("sqlite", "postgresql", "mysql", "mssql"):
+            import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+        if figures:
+            import matplotlib
+
+            matplotlib.use("Agg", force=True)
+            import matplotlib.figure  # noqa: F401
+
+    return imports
 
 
 @contextlib.contextmanager

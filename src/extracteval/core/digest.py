@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,31 @@ def _encode_column(values: np.ndarray) -> ColumnPiece:
     return ColumnPiece(meta=meta.astype("<i8").tobytes(), data=b"".join(parts))
 
 
+# the types of the cells pandas factorises as missing that `_absent` calls absent (a float there is NaN)
+_ABSENT_TYPES = frozenset({type(None), float, np.float64, np.float32, np.float16, type(pd.NA), type(pd.NaT)})
+
+
+def _encode_coded(values: pd.Series, codes: np.ndarray, uniques: Any, order: np.ndarray | None) -> ColumnPiece | None:
+    """A column from its factorisation (codes in the frame's row order, -1 = missing; the distinct
+    values), the cells put together by Arrow from the codes: no Python object is visited per
+    cell, and the interpreter lock is mostly free (the in-memory `evaluate` digests the truth
+    beside the scoring). None when the factorisation does not spell the cells exactly: a
+    distinct value that is not text (factorising merges 1, 1.0 and True), or a missing cell that
+    is not absent here."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes = np.asarray(codes)
+    if values.dtype != object or len(codes) != len(values) or not all(type(u) is str for u in uniques):
+        return None  # (Arrow-backed text has its own fast path)
+    missing = codes < 0
+    if missing.any() and not {type(v) for v in values.to_numpy()[missing]} <= _ABSENT_TYPES:
+        return None  # e.g. Decimal("NaN"): missing to pandas, a value here
+    c = codes if order is None else codes[order]
+    taken = pc.take(pa.array(list(uniques), type=pa.large_string()), pa.array(c.astype(np.int64), mask=c < 0))
+    return _encode_text(taken)
+
+
 def _encode_series(col: pd.Series, order: np.ndarray | None) -> ColumnPiece:
     if isinstance(col.dtype, pd.StringDtype) and getattr(col.dtype, "storage", None) == "pyarrow" and len(col):
         # pandas' Arrow-backed text (pandas 3 infers it for text): no conversion to objects
@@ -135,9 +160,10 @@ def _encode_series(col: pd.Series, order: np.ndarray | None) -> ColumnPiece:
     return _encode_column(values if order is None else values[order])
 
 
-def encode_truth(frame: pd.DataFrame, *, presorted: bool = False) -> TruthPiece:
+def encode_truth(frame: pd.DataFrame, *, presorted: bool = False, known: Mapping[str, tuple[Any, Any]] | None = None) -> TruthPiece:
     """Encode a truth frame (index = record id, one column per field). Rows are put in id order
-    unless `presorted` says they are."""
+    unless `presorted` says they are. `known`: column → (codes in the frame's row order, distinct
+    values) of columns already factorised (the scoring's), encoded from those when exact."""
     index = frame.index
     if not index.hasnans and pd.api.types.infer_dtype(index, skipna=False) == "string":
         ids = index.to_numpy(dtype=object)  # text already (each is its own str()); no Python call per id
@@ -156,7 +182,9 @@ def encode_truth(frame: pd.DataFrame, *, presorted: bool = False) -> TruthPiece:
         name = str(c)
         if name in cols:
             raise ValueError(f"the truth has two columns named {name!r}")
-        cols[name] = _encode_series(frame.iloc[:, j], order)
+        col = frame.iloc[:, j]
+        coded = _encode_coded(col, *known[name], order) if known and name in known else None
+        cols[name] = _encode_series(col, order) if coded is None else coded
     return TruthPiece(rows=len(ids), first_id=ids[0] if len(ids) else None, last_id=ids[-1] if len(ids) else None, columns=cols)
 
 
@@ -211,11 +239,12 @@ class TruthDigest:
         return h.hexdigest()
 
 
-def truth_digest(truth: pd.DataFrame | Iterable[TruthPiece]) -> str:
-    """The digest of a whole truth frame (any row and column order), or of pieces in id order."""
+def truth_digest(truth: pd.DataFrame | Iterable[TruthPiece], *, known: Mapping[str, tuple[Any, Any]] | None = None) -> str:
+    """The digest of a whole truth frame (any row and column order), or of pieces in id order.
+    `known`: see `encode_truth` (the same digest, computed faster)."""
     d = TruthDigest()
     if isinstance(truth, pd.DataFrame):
-        d.update(encode_truth(truth))
+        d.update(encode_truth(truth, known=known))
     else:
         for piece in truth:
             d.update(piece)

@@ -590,7 +590,8 @@ def score_fields(
     config: FieldsConfig | None = None,
     fields: Sequence[str] | None = None,
     truth_source: str = "truth",
-    keep_codes: dict[str, dict[str, tuple[np.ndarray, Any]]] | None = None,
+    keep_codes: dict[str | None, dict[str, tuple[np.ndarray, Any]]] | None = None,
+    on_records: Callable[[RecordLedger], None] | None = None,
 ) -> FieldsResult:
     """Score one or more models' field extractions against the truth (seed 000 semantics).
 
@@ -603,7 +604,12 @@ def score_fields(
         keep_codes: receives, per model and scored field, the factorisation of the model's column
             (`pd.factorize` codes in the frame's row order, as int32, and the distinct values)
             when its cells were factorised as they are: what logging the predictions as scored
-            needs, without hashing 20M cells a second time at 100k × 200.
+            needs, without hashing 20M cells a second time at 100k × 200. `keep_codes[None]`
+            receives the truth's columns the same way (for its digest).
+        on_records: called with the per-record counts as soon as they are final, before the
+            bootstrap patterns and intervals are computed (`keep_codes` is complete by then):
+            `extracteval evaluate` starts writing its Parquet artifacts there, on the core that
+            the rest of the scoring leaves idle.
 
     The work is `plan_fields` (what is scored) → `fields_ledger` (records → mergeable counts) →
     `fields_result` (ratios, winners, ranking, intervals, checks, once). The chunked and Spark
@@ -631,7 +637,7 @@ def score_fields(
         fields=fields,
         truth_source=truth_source,
     )
-    ledger, records = fields_ledger(truth, predictions, plan=plan, keep_codes=keep_codes)
+    ledger, records = fields_ledger(truth, predictions, plan=plan, keep_codes=keep_codes, on_records=on_records)
     return fields_result(ledger, plan, records=records)
 
 
@@ -761,13 +767,14 @@ class FieldsLedger:
 
 def fields_ledger(
     truth: pd.DataFrame, predictions: Sequence[ModelPredictions], *, plan: FieldsPlan,
-    keep_codes: dict[str, dict[str, tuple[np.ndarray, Any]]] | None = None,
+    keep_codes: dict[str | None, dict[str, tuple[np.ndarray, Any]]] | None = None,
+    on_records: Callable[[RecordLedger], None] | None = None,
 ) -> tuple[FieldsLedger, RecordLedger]:
     """Score a set of records (all of them, or one chunk) into a mergeable ledger.
 
     Every prediction id must be in `truth`; truth records with no prediction count as empty
     predictions. Returns the ledger and the per-record counts of these records (which a caller
-    may stream to disk and drop). `keep_codes`: see `score_fields`.
+    may stream to disk and drop). `keep_codes`, `on_records`: see `score_fields`.
     """
     cfg = plan.config
     given = sorted(p.name for p in predictions)
@@ -820,7 +827,7 @@ def fields_ledger(
     truth_indexer = truth.index.get_indexer(order_index)
 
     for j, fname in enumerate(scored):
-        cols = [_column_codes(truth, fname, truth_indexer)] + [
+        cols = [_column_codes(truth, fname, truth_indexer, None if keep_codes is None else keep_codes.setdefault(None, {}))] + [
             _column_codes(v, fname, idx, None if keep_codes is None else keep_codes.setdefault(p.name, {}))
             for (p, v, _), idx in zip(aligned, model_indexers)
         ]
@@ -842,6 +849,8 @@ def fields_ledger(
         ledger_counts[mi, :, 5] = (arr[:, :, 4] == 0).sum(axis=0)
         ledger_counts[mi, :, 6] = ((arr[:, :, 4] == 0) & (arr[:, :, 1] == 0) & (arr[:, :, 2] == 0)).sum(axis=0)
     records = RecordLedger(record_ids=tuple(order), fields=tuple(scored), counts=per_record)
+    if on_records is not None:
+        on_records(records)
     if cfg.bootstrap > 0:
         patterns, freq = record_patterns(records.bootstrap_rows())
         fpat, ffreq = field_patterns([per_record[m] for m in model_names])

@@ -30,6 +30,7 @@ from extracteval import __version__
 from extracteval.errors import InputError
 from extracteval.io.config import safe_file_name
 from extracteval.io.outputs import staged_folder, write_csv
+from extracteval.mlflow.early import settled
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, TaskAdapter
 
@@ -52,13 +53,13 @@ def _dumps(obj: Any, **kw: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, default=_json_default, **kw)
 
 
-def truth_digest(truth: Any) -> str:
+def truth_digest(truth: Any, *, known: Mapping[str, tuple[Any, Any]] | None = None) -> str:
     """SHA-256 of the ground truth's canonical content: rows sorted by id, columns by name, each
     cell absent, text or JSON (`extracteval.core.digest` defines it). Independent of row and
     column order in the input file, and the same when computed from chunks streamed in id order."""
     from extracteval.core.digest import truth_digest as digest
 
-    return digest(truth)
+    return digest(truth, known=known)
 
 
 def config_digest(config: Mapping[str, Any]) -> str:
@@ -185,8 +186,9 @@ def write_bundle(
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").exists():
         raise InputError(f"{out}: the output folder is not empty and is not an extracteval bundle; choose an empty or new folder.")
     created_ms = int(time.time() * 1000)
-    # a streaming engine digested the truth chunk by chunk while scoring (never held whole)
-    t_digest = scored.cache.get("truth_digest") or truth_digest(scored.truth)
+    # a streaming engine digested the truth chunk by chunk while scoring (never held whole); the
+    # in-memory `evaluate` digests it in the background while the bootstrap runs (a future)
+    t_digest = settled(scored.cache.get("truth_digest")) or truth_digest(scored.truth)
     c_digest = config_digest(scored.config)
     models = list(scored.models)
     keys = KeyMap.build([*adapter.item_names(scored), *models])
@@ -227,6 +229,9 @@ def write_bundle(
     # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
     # into the bundle instead of built from per-record counts held in memory
     streamed: Mapping[tuple[str | None, str], Path] = scored.cache.get("streamed_files", {})
+    # Parquet files that `evaluate` started writing while the scoring ran (see mlflow/early.py),
+    # (model, file name) → future of the path (None: nothing to write)
+    early: Mapping[tuple[str, str], Future[Path | None]] = scored.cache.get("early_files", {})
     shared_pngs: dict[str, bytes] | None = None
     model_metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (parent and child use them)
 
@@ -247,9 +252,13 @@ def write_bundle(
         file_jobs: dict[tuple[str, str], Future[bool]] = {}
         for plan in plans:
             for fname, writer in file_writers.items():
-                if writer is not None and plan.role != "comparison" and (plan.model, fname) not in streamed:
-                    adir = staging / "runs" / plan.key / "artifacts" / "extracteval"
-                    adir.mkdir(parents=True, exist_ok=True)
+                if plan.role == "comparison" or (plan.model, fname) in streamed:
+                    continue
+                adir = staging / "runs" / plan.key / "artifacts" / "extracteval"
+                adir.mkdir(parents=True, exist_ok=True)
+                if (plan.model, fname) in early:  # linked in once written
+                    file_jobs[(plan.key, fname)] = pool.submit(_place_early, early[(plan.model, fname)], adir / fname)
+                elif writer is not None:
                     file_jobs[(plan.key, fname)] = pool.submit(writer, scored, plan.model, adir / fname)
         for plan in plans:
             rdir = staging / "runs" / plan.key
@@ -334,6 +343,15 @@ def write_bundle(
     bundle = Bundle(path=out, manifest=manifest)
     bundle.write_state({"runs": {}, "status": "PENDING", "error": None})
     return bundle
+
+
+def _place_early(job: "Future[Path | None]", dst: Path) -> bool:
+    """Wait for a file written early and link it into the bundle; False when it had nothing to write."""
+    path = job.result()
+    if path is None:
+        return False
+    _place(path, dst)
+    return True
 
 
 def _place(src: Path, dst: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,9 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, Section
+
+if TYPE_CHECKING:  # pragma: no cover
+    from extracteval.mlflow.early import EarlyWork
 
 __all__ = ["ADAPTER", "FieldsAdapter"]
 
@@ -267,8 +270,36 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
             )
 
 
+def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mapping[str, Any], codes: Mapping[str, Any]) -> None:
+    """The background jobs of `score_args(early=…)`, given the final per-record counts: each
+    model's records.parquet and predictions.parquet (the files `write_records` and
+    `write_predictions` would write) and the truth digest. Interleaved so that the jobs holding
+    the interpreter lock (the digest) run beside ones that mostly do not (Arrow encoding)."""
+    from extracteval.mlflow.bundle import truth_digest
+    from extracteval.mlflow.rescore import write_predictions_parquet
+
+    ids: dict[Any, Any] = {}  # the id arrays, built once and shared by the models' records writers
+
+    def records(model: str) -> Callable[[Any], bool]:
+        return lambda path: write_records_parquet(rec, model, path, cache=ids) or True
+
+    def predictions(model: str) -> Callable[[Any], bool]:
+        return lambda path: write_predictions_parquet(preds[model], path, codes.get(model)) or True
+
+    models = list(rec.counts)
+    for i, m in enumerate(models):
+        early.file(m, "records.parquet", records(m))
+        if i == 0:
+            early.value("truth_digest", lambda: truth_digest(truth, known=codes.get(None)))
+        if m in preds:
+            early.file(m, "predictions.parquet", predictions(m))
+    if not models:
+        early.value("truth_digest", lambda: truth_digest(truth, known=codes.get(None)))
+
+
 class FieldsAdapter:
     task = "fields"
+    starts_early = True  # `score_args(args, early=…)`: see mlflow/early.py
     model_type = "extraction-fields"
     item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
     config_keys: Mapping[str, str] = {
@@ -288,20 +319,26 @@ class FieldsAdapter:
 
     # ---- scoring -------------------------------------------------------------------------------
 
-    def score_args(self, args: argparse.Namespace) -> Scored:
+    def score_args(self, args: argparse.Namespace, *, early: "EarlyWork | None" = None) -> Scored:
+        """Score the CLI's inputs. `early`: start writing the per-record and predictions Parquet
+        files and digesting the truth there as soon as the per-record counts are final, while
+        the bootstrap still runs (see mlflow/early.py); `write_bundle` picks them up."""
         from extracteval.commands.fields_inputs import build_config, load_inputs
         from extracteval.core.fields import score_fields
 
         truth, preds, truth_source = load_inputs(args)
         config = build_config(args)
         fields = [f.strip() for f in args.fields.split(",") if f.strip()] if getattr(args, "fields", None) else None
-        codes: dict[str, dict[str, Any]] = {}
-        result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source, keep_codes=codes)
+        codes: dict[str | None, dict[str, Any]] = {}
+        on_records = None if early is None else (lambda rec: _start_early(early, rec, truth, {p.name: p for p in preds}, codes))
+        result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source, keep_codes=codes, on_records=on_records)
         doc = result.to_dict()
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
         scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
         scored.cache["prediction_codes"] = codes  # their columns as the scoring factorised them
+        if early is not None:
+            early.attach(scored.cache)
         return scored
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
