@@ -106,7 +106,11 @@ class TaskAdapter(Protocol):
     config_keys: Mapping[str, str]
 
     def score_args(self, args: argparse.Namespace) -> Scored:
-        """Score from the `extracteval evaluate <task>` arguments (same as `score <task>`)."""
+        """Score from the `extracteval evaluate <task>` arguments (same as `score <task>`).
+
+        An adapter whose class sets `starts_early = True` also takes `score_args(args, early=…)`
+        (an `early.EarlyWork`) and starts its big artifacts there while it still scores; see
+        `task_fields.FieldsAdapter` and mlflow/early.py."""
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo)."""
