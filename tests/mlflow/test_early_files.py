@@ -207,3 +207,20 @@ def test_digest_from_codes_covers_missing_cells_and_refuses_inexact_ones():
     known2: dict = {}
     _column_codes(changed, "t", np.arange(5), known2)
     assert truth_digest(changed, known=known2) != truth_digest(frame, known=known)
+
+
+@pytest.mark.parametrize("uri, store", [("sqlite:///m.db", True), ("postgresql+psycopg2://u@h/db", True), ("http://127.0.0.1:5000", False)])
+def test_the_warm_up_imports_what_logging_to_that_store_needs(uri, store):
+    """The warm-up's failures are silent by design; this is where a renamed MLflow module shows."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom extracteval.commands.evaluate import _logging_imports\n"
+            f"_logging_imports({uri!r}, figures=True)()\n"
+            "print(sorted(m for m in ('mlflow.tracking', 'mlflow.data.dataset_source_registry', 'matplotlib.figure', "
+            "'mlflow.store.tracking.sqlalchemy_store') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    expected = ["matplotlib.figure", "mlflow.data.dataset_source_registry", "mlflow.tracking"]
+    if store:
+        expected.insert(2, "mlflow.store.tracking.sqlalchemy_store")
+    assert r.stdout.strip() == repr(expected)

@@ -148,8 +148,9 @@ def _logging_imports(uri: str, *, figures: bool) -> Callable[[], None]:
         import mlflow.store.artifact.artifact_repository_registry  # noqa: F401
         import mlflow.tracking  # noqa: F401
         import mlflow.types  # noqa: F401
+        from mlflow.store.db.db_types import DATABASE_ENGINES
 
-        if uri.split(":", 1)[0].split("+", 1)[0] in ("sqlite", "postgresql", "mysql", "mssql"):
+        if uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_ENGINES:
             import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
         if figures:
             import matplotlib

@@ -270,11 +270,10 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
             )
 
 
-def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mapping[str, Any], codes: Mapping[str, Any]) -> None:
-    """The background jobs of `score_args(early=…)`, given the final per-record counts: each
-    model's records.parquet and predictions.parquet (the files `write_records` and
-    `write_predictions` would write) and the truth digest. Interleaved so that the jobs holding
-    the interpreter lock (the digest) run beside ones that mostly do not (Arrow encoding)."""
+def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mapping[str, Any], codes: Mapping[str | None, Any]) -> None:
+    """The background jobs of `score_args(early=…)`, given the final per-record counts: the truth
+    digest (from the scoring's codes of the truth columns) and each model's records.parquet and
+    predictions.parquet (the files `write_records` and `write_predictions` would write)."""
     from extracteval.mlflow.bundle import truth_digest
     from extracteval.mlflow.rescore import write_predictions_parquet
 
@@ -286,15 +285,11 @@ def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mappi
     def predictions(model: str) -> Callable[[Any], bool]:
         return lambda path: write_predictions_parquet(preds[model], path, codes.get(model)) or True
 
-    models = list(rec.counts)
-    for i, m in enumerate(models):
+    early.value("truth_digest", lambda: truth_digest(truth, known=codes.get(None)))
+    for m in rec.counts:
         early.file(m, "records.parquet", records(m))
-        if i == 0:
-            early.value("truth_digest", lambda: truth_digest(truth, known=codes.get(None)))
         if m in preds:
             early.file(m, "predictions.parquet", predictions(m))
-    if not models:
-        early.value("truth_digest", lambda: truth_digest(truth, known=codes.get(None)))
 
 
 class FieldsAdapter:
@@ -330,12 +325,13 @@ class FieldsAdapter:
         config = build_config(args)
         fields = [f.strip() for f in args.fields.split(",") if f.strip()] if getattr(args, "fields", None) else None
         codes: dict[str | None, dict[str, Any]] = {}
-        on_records = None if early is None else (lambda rec: _start_early(early, rec, truth, {p.name: p for p in preds}, codes))
+        by_name = {p.name: p for p in preds}
+        on_records = None if early is None else (lambda rec: _start_early(early, rec, truth, by_name, codes))
         result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source, keep_codes=codes, on_records=on_records)
         doc = result.to_dict()
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
-        scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
+        scored.cache["predictions"] = by_name  # logged for `extracteval rescore`
         scored.cache["prediction_codes"] = codes  # their columns as the scoring factorised them
         if early is not None:
             early.attach(scored.cache)
