@@ -237,7 +237,10 @@ def write_bundle(
 
     def metrics_of(m: str) -> dict[str, float]:
         if m not in model_metrics:
-            model_metrics[m] = adapter.metrics(scored, m, keys)
+            met = adapter.metrics(scored, m, keys)
+            # model outputs that could not be read, for every task under one key (0 when none)
+            met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(m) or {}).get("count", 0)))
+            model_metrics[m] = met
         return model_metrics[m]
 
     with staged_folder(out, replace=True) as staging, ThreadPoolExecutor(max_workers=2) as pool:

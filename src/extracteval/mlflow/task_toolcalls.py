@@ -277,6 +277,7 @@ class ToolcallsAdapter:
         c = gm.counts
         for k in COUNTS:
             out[f"toolcalls/{k}"] = float(getattr(c, k))
+        out["invalid_outputs/count"] = float(c.records - c.valid_records)  # outputs with no readable call
         for ext, s in gm.extended.items():
             out[f"toolcalls/{ext}/mean"] = float(s.mean)
             out[f"toolcalls/{ext}/pass_rate"] = float(s.pass_rate)
