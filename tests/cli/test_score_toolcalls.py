@@ -111,8 +111,21 @@ def test_bfcl_bad_inputs_name_file_and_line(cli, tmp_path) -> None:
     f = _bfcl_files(tmp_path)
     broken = tmp_path / "broken_pa.json"
     broken.write_text('{"id": "simple_python_0", "ground_truth": [{"calc.area": {"base": 0}}]}\n', encoding="utf-8")
-    r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(broken), "--predictions", f"m={f['r']}")
-    assert r.code == 2 and str(broken) in r.err and "line 1" in r.err and "list of acceptable values" in r.err
+    # an irregular entry is scored as BFCL scores it, and reported with file, line and id
+    r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(broken), "--predictions", f"m={f['r']}", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["models"]["m"]["failures"] == {"simple_python_0": {"error_type": "value_error:others", "error": doc["models"]["m"]["failures"]["simple_python_0"]["error"]}}
+    shape = [w for w in doc["warnings"] if w["kind"] == "answer_shape"]
+    assert [(w["file"], w["line"], w["id"]) for w in shape] == [(str(broken), 1, "simple_python_0")]
+    assert doc["warning_counts"] == {"answer_shape": 1, "question_without_answer": 2} and doc["n_records"] == 1
+    text = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(broken), "--predictions", f"m={f['r']}").out
+    assert "warnings: 3 — answer_shape 1, question_without_answer 2" in text and f"{broken}: line 1 (id simple_python_0)" in text
+    # only a file that is not BFCL data at all is refused
+    r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(f["r"]), "--predictions", f"m={f['r']}")
+    assert r.code == 2 and str(f["r"]) in r.err and "not a BFCL possible-answer file" in r.err and "Traceback" not in r.err
+    r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["a"]), "--truth", str(f["a"]), "--predictions", f"m={f['r']}")
+    assert r.code == 2 and "not a BFCL question file" in r.err
     stray = write_jsonl(tmp_path / "stray.json", [{"id": "simple_python_99", "result": []}])
     r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(f["a"]), "--predictions", f"m={stray}")
     assert r.code == 2 and "simple_python_99" in r.err
