@@ -396,8 +396,8 @@ def render_bfcl_warnings(warnings: list[dict[str, Any]], limit: int = 8) -> list
         kinds[w["kind"]] = kinds.get(w["kind"], 0) + 1
     out = ["", f"warnings: {len(warnings)} — " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))]
     for w in warnings[:limit]:
-        where = f"{w['file']}: line {w['line']} (id {w['id']})" if "file" in w else f"model {w['model']}"
-        out.append(f"  {where}: {w['message']}")
+        # a model's warning starts with the model's name already
+        out.append(f"  {w['file']}: line {w['line']} (id {w['id']}): {w['message']}" if "file" in w else f"  {w['message']}")
     if len(warnings) > limit:
         out.append(f"  … {len(warnings) - limit} more in the --json document (\"warnings\")")
     return out

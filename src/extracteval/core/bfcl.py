@@ -25,6 +25,14 @@ users compare our numbers with the published leaderboard:
 * **Variables.** When the possible answer's values have another type than the spec declares, the
   answer is taken to name a variable: a value of the answer's type passes the type check and is
   compared by plain equality.
+* **Which description.** `answer_targets` applies BFCL's lookup: a single-call entry uses the
+  described function whatever the answer's key says; v4 list answers look the key up exactly; v1
+  object answers take one described object as is (except in `parallel_function`) and otherwise the
+  first function whose name occurs inside the key. None found → `…:cannot_find_description`.
+* **Irregular answers** never raise: a parameter map that is not an object accepts no argument;
+  acceptable values that are a bare string are iterated by character (and may be left out); any
+  other non-list value never matches; an empty answer fails a single-call entry. An unknown type
+  in a description fails the call that uses it (`type_error:unknown_type`).
 
 Example:
     >>> spec = [{"name": "math.factorial", "parameters": {"type": "dict",
