@@ -128,9 +128,33 @@ def _models(name: str) -> list[str]:
     return list(_spec(name)[1]["predictions"])
 
 
-@pytest.mark.parametrize("name,model", [(n, m) for n in CASES for m in _models(n)], ids=lambda x: x)
-def test_evaluator_gives_the_command_lines_metrics(store: Path, tmp_path: Path, name: str, model: str) -> None:
+def _as_json_text(cell: Any) -> Any:
+    """A cell as the JSON string a user's own code (or a model) writes; None stays None."""
+    if cell is None:
+        return None
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and v != v:
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    return json.dumps(clean(cell))
+
+
+# every model with the cells as objects; the first model of each example with JSON strings too
+_PARAMS = [(n, m, "objects") for n in CASES for m in _models(n)] + [(n, _models(n)[0], "json-strings") for n in CASES]
+
+
+@pytest.mark.parametrize("name,model,form", _PARAMS, ids=lambda x: x)
+def test_evaluator_gives_the_command_lines_metrics(store: Path, tmp_path: Path, name: str, model: str, form: str) -> None:
     df, config = _frame(name, model)
+    if form == "json-strings":
+        df["truth"] = [_as_json_text(c) for c in df["truth"]]
+        df["output"] = [c if isinstance(c, str) else _as_json_text(c) for c in df["output"]]
     got = _evaluate(df, CASES[name][1], config)
     want = _cli_metrics(name, model, tmp_path)
     assert sorted(got) == sorted(want)
@@ -253,3 +277,19 @@ def test_reading_rules_of_one_cell() -> None:
     assert record_object("  ") == (None, "no output")
     obj, why = record_object("no json here")
     assert obj is None and why
+
+
+def test_genai_scorer_reads_the_same_cells(store: Path, tmp_path: Path) -> None:
+    """The `mlflow.genai` scorer, one row at a time on the same `row.to_dict()` cells (status key
+    included), sums to the command line's micro counts."""
+    from extracteval.mlflow.genai import extraction_scorer
+
+    df, config = _frame("contracts", "gpt-4o-mini")
+    scorer = extraction_scorer("fields", {k: v for k, v in config.items()})
+    tp = fp = fn = 0
+    for truth, output in zip(df["truth"], df["output"]):
+        fb = {f.name: f.value for f in scorer(outputs=output, expectations=truth)}
+        tp, fp, fn = tp + fb["extracteval/tp"], fp + fb["extracteval/fp"], fn + fb["extracteval/fn"]
+    want = _cli_metrics("contracts", "gpt-4o-mini", tmp_path)
+    assert tp / (tp + fp) == pytest.approx(want["micro/precision"], abs=1e-12)
+    assert tp / (tp + fn) == pytest.approx(want["micro/recall"], abs=1e-12)
