@@ -63,6 +63,8 @@ class LoggedExample:
 
 @dataclass(frozen=True, kw_only=True)
 class DemoOutcome:
+    """The demo's exit code (1 when an example failed to log or a leaderboard failed) and what it logged."""
+
     exit_code: int
     examples: tuple[LoggedExample, ...] = ()
 
@@ -144,7 +146,8 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
         print(f"MLflow: every example is logged to {uri}; view: {ui_hint(uri)}")
         print(LOOK_AT.format(prefix=args.experiment_prefix))
     print(f"demo: scored {ran} example(s) from {root}/", file=sys.stderr)
-    examples = tuple(LoggedExample(label=label, experiment=exp, run_ids=run_ids, leaderboard_run_id=getattr(leaderboards.get(exp), "leaderboard_run_id", None))
+    examples = tuple(LoggedExample(label=label, experiment=exp, run_ids=run_ids,
+                                   leaderboard_run_id=leaderboards[exp].leaderboard_run_id if exp in leaderboards else None)
                      for label, (_, exp, run_ids) in zip(labels, logged, strict=True))
     return DemoOutcome(exit_code=1 if failed else 0, examples=examples)
 
