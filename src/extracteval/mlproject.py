@@ -358,8 +358,7 @@ def parse_entry_point(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from extracteval.cli import build_parser as cli_parser
-    from extracteval.cli import run_command
+    """Run an entry point (argv as MLproject's command gives it); its exit code."""
     from extracteval.errors import InputError
 
     try:
@@ -384,38 +383,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print("extracteval " + shlex.join(cli), file=sys.stderr, flush=True)
     created: list[CreatedRuns] = []
-    if args.entry_point == "leaderboard":
-        from extracteval.commands.leaderboard import call_leaderboard
-
-        call = call_leaderboard(cli[1:])
-        code = call.exit_code
-        if call.leaderboard_run_id:
-            created.append(CreatedRuns(experiment=cli[2], leaderboard_run_id=call.leaderboard_run_id))
-    else:
-        cli_args = cli_parser().parse_args(cli)
-        if args.entry_point == "demo":
-            from extracteval.commands.demo import run_demo
-
-            def run(a: argparse.Namespace) -> int:
-                outcome = run_demo(a)
-                created.extend(CreatedRuns(experiment=ex.experiment, label=ex.label, parent_run_id=ex.parent_run_id,
-                                           leaderboard_run_id=ex.leaderboard_run_id) for ex in outcome.examples)
-                return outcome.exit_code
-        else:
-            from extracteval.commands.evaluate import evaluate_and_log
-
-            def run(a: argparse.Namespace) -> int:
-                result = evaluate_and_log(a)
-                if result is None:
-                    return 1
-                created.append(CreatedRuns(experiment=a.experiment, parent_run_id=result.run_ids.get("parent") or result.run_ids.get("single"),
-                                           models=dict(result.models)))
-                return 0
-
-        code = run_command(run, cli_args)
+    code = RUNNERS[args.entry_point](cli, created)
     if project is not None and created:
         record_on_project_run(project, created, cli)
     return code
+
+
+def _run_demo(cli: list[str], created: list[CreatedRuns]) -> int:
+    """`extracteval demo …`; one entry per example (or track) logged."""
+    from extracteval.cli import build_parser as cli_parser
+    from extracteval.cli import run_command
+    from extracteval.commands.demo import run_demo
+
+    def run(a: argparse.Namespace) -> int:
+        outcome = run_demo(a)
+        created.extend(CreatedRuns(experiment=ex.experiment, label=ex.label, parent_run_id=ex.parent_run_id,
+                                   leaderboard_run_id=ex.leaderboard_run_id) for ex in outcome.examples)
+        return outcome.exit_code
+
+    return run_command(run, cli_parser().parse_args(cli))
+
+
+def _run_evaluate(cli: list[str], created: list[CreatedRuns]) -> int:
+    """`extracteval evaluate <task> …`; the entry of its experiment once logged."""
+    from extracteval.cli import build_parser as cli_parser
+    from extracteval.cli import run_command
+    from extracteval.commands.evaluate import evaluate_and_log
+
+    def run(a: argparse.Namespace) -> int:
+        result = evaluate_and_log(a)
+        if result is None:  # the upload failed: said, local copy kept
+            return 1
+        created.append(CreatedRuns(experiment=a.experiment, parent_run_id=result.run_ids.get("parent") or result.run_ids.get("single"),
+                                   models=dict(result.models)))
+        return 0
+
+    return run_command(run, cli_parser().parse_args(cli))
+
+
+def _run_leaderboard(cli: list[str], created: list[CreatedRuns]) -> int:
+    """`extracteval leaderboard …`; the entry of its leaderboard run when it logged one."""
+    from extracteval.commands.leaderboard import call_leaderboard
+
+    call = call_leaderboard(cli[1:])
+    if call.leaderboard_run_id:
+        created.append(CreatedRuns(experiment=cli[cli.index("--experiment") + 1], leaderboard_run_id=call.leaderboard_run_id))
+    return call.exit_code
+
+
+# entry point → runs its `extracteval` argv, appending what it logged
+RUNNERS = {"demo": _run_demo, "evaluate": _run_evaluate, "leaderboard": _run_leaderboard}
 
 
 if __name__ == "__main__":
