@@ -1,7 +1,8 @@
 """extracteval: score structured-extraction models against ground truth, log to MLflow.
 
 Importing the package is cheap: it imports neither mlflow, scikit-learn nor matplotlib, and the
-scoring entry points load pandas only when first used.
+scoring entry points load pandas only when first used. For notebooks: `extracteval.score(task,
+truth, predictions, **config)` scores any task, `extracteval.tasks()` lists them.
 
 Example:
     >>> import extracteval
@@ -17,6 +18,9 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
+    "score": "extracteval.api",
+    "tasks": "extracteval.api",
+    "ScoreResult": "extracteval.api",
     "score_fields": "extracteval.core.fields",
     "FieldsConfig": "extracteval.core.fields",
     "FieldsResult": "extracteval.core.fields",
