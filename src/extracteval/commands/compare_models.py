@@ -29,14 +29,21 @@ example:
   extracteval compare-models --result out/ --baseline llm --candidate slm --metric call_accuracy
 """
 
-DEFAULT_METRIC = {"structured": "exact_match_rate", "toolcalls": "call_accuracy"}
+
+
+def default_metric(task: str) -> str:
+    """The decision's default metric: the task's primary metric (its name without the task prefix,
+    `field_f1` for structured, `call_accuracy` for toolcalls), as `compare` and the leaderboard use."""
+    from extracteval.core.ranking import ranking_spec
+
+    return ranking_spec(task).primary.split("/", 1)[1]
 
 
 def add_decision_arguments(p: argparse.ArgumentParser, *, required: bool = False) -> None:
     p.add_argument("--baseline", required=required, metavar="MODEL", help="the reference model (e.g. the hosted LLM)")
     p.add_argument("--candidate", required=required, metavar="MODEL", help="the model under decision (e.g. the local SLM)")
     p.add_argument("--decision-metric", "--metric", dest="decision_metric", metavar="NAME",
-                   help="metric of the gap (default: exact_match_rate for structured, call_accuracy for toolcalls)")
+                   help="metric of the gap (default: the task's primary metric, field_f1 for structured, call_accuracy for toolcalls)")
     p.add_argument("--recommend-threshold", type=float, default=0.15, metavar="X", help="gap above which fine-tuning is recommended (default 0.15)")
     p.add_argument("--moderate-threshold", type=float, default=0.05, metavar="X", help="gap from which the difference is moderate (default 0.05)")
     p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
@@ -60,7 +67,7 @@ def make_decision(task: str, columns: tuple[str, ...], matrices: dict[str, Any],
             raise InputError(f"--{role} {name!r}: no such model in the result; models are {', '.join(sorted(matrices))}.")
     if args.baseline == args.candidate:
         raise InputError(f"--baseline and --candidate are the same model ({args.baseline!r}); pick two different models.")
-    metric = args.decision_metric or DEFAULT_METRIC.get(task, "call_accuracy")
+    metric = args.decision_metric or default_metric(task)
     return decide(
         columns,
         matrices[args.baseline],

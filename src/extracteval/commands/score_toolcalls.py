@@ -234,7 +234,12 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
     from extracteval.core.toolcalls import score_toolcalls
 
     generic = score_toolcalls({e.id: list(e.answers) for e in ordered}, results, possible_answer=True)
-    ranking = sorted(scores, key=lambda m: (-scores[m].call_accuracy, m))
+    from extracteval.core.ranking import rank_by_metrics
+
+    # the task's ranking declaration, call accuracy being BFCL's (as logged to MLflow)
+    ranked = rank_by_metrics("toolcalls", {m: {**{f"toolcalls/{k}": float(v) for k, v in generic.models[m].metrics.items()},
+                                               "toolcalls/call_accuracy": float(scores[m].call_accuracy)} for m in scores})
+    ranking = [r.model for r in ranked]
     doc: dict[str, Any] = {
         "task": "toolcalls",
         "checker": "bfcl",

@@ -173,7 +173,7 @@ def compare_runs(
     """The seed-004 decision for two tracked runs; see the module docstring."""
     from mlflow.tracking import MlflowClient
 
-    from extracteval.core.leaderboard import RANKING_SPECS
+    from extracteval.core.ranking import RANKING_SPECS
     from extracteval.mlflow.upload import default_tracking_uri
 
     thresholds = thresholds or DecisionThresholds()
