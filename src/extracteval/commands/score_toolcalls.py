@@ -279,7 +279,6 @@ def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any] | None
 
 def render(doc: dict[str, Any]) -> str:
     from extracteval.commands.compare_models import render_decision
-    from extracteval.core.decision import Decision, DecisionThresholds
     from extracteval.report.terminal import percent, table
 
     models = doc["models"]
@@ -321,12 +320,7 @@ def render(doc: dict[str, Any]) -> str:
     if "decision" in doc:
         d = doc["decision"]
         out.append("")
-        out.append(render_decision(Decision(
-            metric=d["metric"], baseline=d["baseline"], candidate=d["candidate"], baseline_value=d["baseline_value"],
-            candidate_value=d["candidate_value"], gap=d["gap"], verdict=d["verdict"], ci_low=d["ci"]["low"], ci_high=d["ci"]["high"],
-            confidence=d["ci"]["confidence"], resamples=d["ci"]["resamples"], seed=d["ci"]["seed"], n_records=d["n_records"],
-            thresholds=DecisionThresholds(**d["thresholds"]),
-        )))
+        out.append(render_decision(d))
     return "\n".join(out)
 
 
