@@ -324,7 +324,7 @@ def write_bundle(
             html = render_report(
                 title=title,
                 subtitle=f"{scored.doc.get('n_records', '')} records · truth: {scored.truth_source}",
-                sections=[*lead, *adapter.sections(scored, run_models)],
+                sections=[*lead, *_own_sections(adapter.sections(scored, run_models), plan, models)],
                 figures_after=len(lead) + 1,
                 figures=pngs,
                 meta={"extracteval version": __version__, "truth digest (SHA-256)": t_digest, "config digest (SHA-256)": c_digest,
@@ -363,7 +363,7 @@ def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], m
     (their figures and tables are on the parent run)."""
     import pandas as pd
 
-    rule = Section(title="How models are ranked", text=spec.rule()[0].upper() + spec.rule()[1:] + ".")
+    rule = Section(title="How models are ranked", text=f"Models are {spec.rule()}.")
     if plan.role != "model":
         return [rule]
     rows = []
@@ -374,6 +374,29 @@ def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], m
     summary = Section(title=f"Comparison summary: {plan.model} is ranked {models.index(plan.model) + 1} of {len(models)}",
                       table=table, text="This run's report shows this model's tables and figures; every model's are on the parent (comparison) run.")
     return [rule, summary]
+
+
+def _own_sections(sections: Sequence[Section], plan: RunPlan, models: Sequence[str]) -> list[Section]:
+    """On a model run, the listed notes (warnings) about the other models are left out: the
+    evaluation's warnings name their model (`model 'x': …` or `x: …`), and the parent run has all."""
+    if plan.role != "model":
+        return list(sections)
+    from dataclasses import replace
+
+    others = [m for m in models if m != plan.model]
+
+    def mine(item: str) -> bool:
+        return not any(f"model {o!r}" in item or item.startswith(f"{o}: ") for o in others)
+
+    out = []
+    for s in sections:
+        if s.items:
+            kept = [i for i in s.items if mine(str(i))]
+            if not kept and s.table is None and not s.text:
+                continue
+            s = replace(s, items=kept)
+        out.append(s)
+    return out
 
 
 def _place_early(job: "Future[Path | None]", dst: Path) -> bool:
