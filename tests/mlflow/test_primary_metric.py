@@ -117,3 +117,71 @@ def test_a_model_runs_report_is_of_that_model(task: str, evaluated, tmp_path: Pa
         assert page.count("<img ") == len(pngs)
         assert all(pngs[f] != parent_pngs[f] for f in pngs), task
         assert f"rank {i} of {len(models)}" in child.data.tags["mlflow.note.content"]
+
+
+# ---- the decision: one rule and one wording at every entry point ----------------------------------
+
+SLM = "experiments/slm-vs-llm/toolcalls"
+
+
+def test_every_entry_point_gives_the_same_decision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`score --baseline/--candidate`, `compare-models`, `compare` and the logged `decision/…`
+    metrics and report, on the slm-vs-llm tool calls: gpt-4o vs qwen2.5-1.5b on call accuracy,
+    a gap of 21.7 points (above 0.15) whose interval reaches into "moderate": not settled, so
+    not a recommendation, in the same words everywhere."""
+    import json
+
+    from extracteval.commands.compare_models import render_decision
+    from extracteval.core.decision import decision_metrics
+
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    models = ["gpt-4o", "llama-3.1-8b", "qwen2.5-1.5b"]
+    args = ["--truth", f"{SLM}/truth.jsonl", *[a for m in models for a in ("--predictions", f"{m}={SLM}/{m}.jsonl")]]
+    pair = ["--baseline", "gpt-4o", "--candidate", "qwen2.5-1.5b"]
+    expected = "leaning fine-tuning recommended (not settled: the 95% interval spans moderate → fine-tuning recommended)"
+
+    code, out, err = _main("score", "toolcalls", *args, *pair, "--json", "--output", "out")
+    assert code == 0, err
+    scored = json.loads(out)["decision"]
+    code, text_scored, err = _main("score", "toolcalls", *args, *pair)
+    assert code == 0, err
+    code, out, err = _main("compare-models", "--result", "out", *pair, "--json")
+    assert code == 0, err
+    offline = json.loads(out)["decision"]
+    code, text_offline, err = _main("compare-models", "--result", "out", *pair)
+    assert code == 0, err
+    code, _, err = _main("evaluate", "toolcalls", *args, *pair, "--experiment", "decision", "--tracking-uri", uri, "--json", "--no-figures")
+    assert code == 0, err
+    code, out, err = _main("compare", "--experiment", "decision", *pair, "--tracking-uri", uri, "--json")
+    assert code == 0, err
+    tracked = json.loads(out)
+    code, text_tracked, err = _main("compare", "--experiment", "decision", *pair, "--tracking-uri", uri)
+    assert code == 0, err
+
+    assert scored["metric"] == offline["metric"] == "call_accuracy" and tracked["metric"] == "toolcalls/call_accuracy"
+    for d in (scored, offline, tracked):
+        assert d["verdict"] == expected
+        assert (d["gap_band"], d["verdict_settled"], d["fine_tuning_recommended"]) == ("fine-tuning recommended", False, False)
+        assert d["verdict_range"] == ["moderate", "fine-tuning recommended"]
+        assert d["gap"] == pytest.approx(scored["gap"]) and d["n_records"] == scored["n_records"] == 60
+        assert (d["ci"]["low"], d["ci"]["high"]) == pytest.approx((scored["ci"]["low"], scored["ci"]["high"]))
+    block = render_decision(scored)
+    assert block in text_scored and block == text_offline.strip()
+    assert render_decision(tracked) in text_tracked and f"→ {expected}" in text_tracked
+
+    client = MlflowClient(uri)
+    parent, _ = _runs_of(client, "decision")
+    assert parent.data.params["decision.verdict"] == expected
+    logged = {k: v for k, v in parent.data.metrics.items() if k.startswith("decision/")}
+    assert logged == pytest.approx(decision_metrics(scored))
+    assert logged["decision/fine_tuning_recommended"] == 0.0 and logged["decision/verdict_settled"] == 0.0
+    page = _report(client, parent.info.run_id, tmp_path / "report")
+    assert all(html.escape(line.strip(), quote=True) in page for line in block.splitlines())
+
+
+def _runs_of(client: MlflowClient, experiment: str) -> tuple[object, list[object]]:
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id])
+    return next(r for r in runs if r.data.tags["extracteval.role"] == "comparison"), [r for r in runs if r.data.tags["extracteval.role"] == "model"]
