@@ -253,8 +253,9 @@ class ChunkedJsonResult:
 def finalise_json(ledger: JsonLedger, cfg: Any, record_rows: Callable[[], np.ndarray] | None) -> ChunkedJsonResult:
     """Ratios, ranking and warnings from the merged ledger, as `score_json` computes them."""
     from extracteval.core.json_compare import (
-        _STRATEGIES, TIER_COLOURS, FieldAccuracy, JsonResult, ModelJsonResult, Score, rank_models, tier,
+        _STRATEGIES, TIER_COLOURS, FieldAccuracy, JsonResult, ModelJsonResult, tier,
     )
+    from extracteval.core.ranking import rank_by_metrics
 
     names = sorted(ledger.models)
     n = ledger.n_records
@@ -319,10 +320,8 @@ def finalise_json(ledger: JsonLedger, cfg: Any, record_rows: Callable[[], np.nda
         m: {k: float(np.mean(np.ascontiguousarray(per[m][k])[keep[m]])) if keep[m].any() else 0.0 for k in _PER_RECORD}
         for m in names
     }
-    ranked = rank_models(
-        {m: Score(f1=v["rqs"], precision=v["accuracy"], recall=v["completeness"]) for m, v in means.items()},
-        {m: -v["hallucination"] for m, v in means.items()},
-    )
+    ranked = rank_by_metrics("json", {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
+                                          "json/hallucination": v["hallucination"]} for m, v in means.items()})
     w = cfg.weights
     lo, hi = cfg.clamp
     best = min(hi, max(lo, w.accuracy + w.completeness + w.safety))

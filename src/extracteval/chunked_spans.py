@@ -110,7 +110,7 @@ def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.n
     from extracteval.core.bootstrap import bootstrap_macro_f1
     from extracteval.core.counts import Counts
     from extracteval.core.fields import PairComparison
-    from extracteval.core.ranking import Score, field_winners, field_wins, rank_models
+    from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
     from extracteval.core.spans import (
         ERROR_KINDS, CurvePoint, ErrorBreakdown, ModelSpans, SpansResult, _match_result, _metrics, _threshold_key, curve_thresholds,
     )
@@ -150,8 +150,8 @@ def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.n
             by_tag.setdefault(t, {})[m] = per.get(t, Score(f1=0.0, precision=0.0, recall=0.0))
     winners = field_winners(by_tag) if len(models) > 1 else {}
     wins = field_wins(winners, list(models))
-    overall = {m: Score(f1=ms.exact.micro.f1, precision=ms.exact.micro.precision, recall=ms.exact.micro.recall) for m, ms in models.items()}
-    ranked = rank_models(overall, wins)
+    overall = {m: {f"spans/exact/micro/{k}": float(getattr(ms.exact.micro, k)) for k in ("f1", "precision", "recall")} for m, ms in models.items()}
+    ranked = rank_by_metrics("spans", overall, wins)
     order = [r.model for r in ranked]
     pairs = list(zip(order, order[1:]))
     cis: dict[str, Any] = {}

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.chunked import ChunkScore
+from extracteval.core.ranking import rank_by_metrics
 
 __all__ = ["ToolCallsLedger", "ToolCallsTask", "score_toolcalls_files"]
 
@@ -122,7 +123,7 @@ class ToolCallsTask:
                 invalid_examples=ml.invalid_examples,
                 extended={},
             )
-        order = sorted(results, key=lambda m: (-results[m].metrics["call_accuracy"], -results[m].metrics["args_f1"], -results[m].metrics["valid_call_rate"], m))
+        order = [r.model for r in rank_by_metrics("toolcalls", {m: {f"toolcalls/{k}": float(v) for k, v in results[m].metrics.items()} for m in results})]
         for rank, m in enumerate(order, start=1):
             results[m] = replace(results[m], rank=rank)
         return ToolCallResult(task="toolcalls", config=self.config, n_records=ledger.n_records, ranking=tuple(order), models=results, records={})

@@ -82,9 +82,14 @@ def test_output_folder_then_compare_models(cli, files) -> None:
     c = cli("compare-models", "--result", str(out), "--baseline", "llm", "--candidate", "slm", "--metric", "json_valid_rate", "--json")
     assert c.code == 0, c.err
     d = c.json()["decision"]
-    assert d["gap"] == pytest.approx(7 / 20) and d["verdict"] == "fine-tuning recommended" and d["ci"]["low"] <= d["gap"] <= d["ci"]["high"]
+    assert d["gap"] == pytest.approx(7 / 20) and d["gap_band"] == "fine-tuning recommended" and d["ci"]["low"] <= d["gap"] <= d["ci"]["high"]
+    # the interval reaches into "moderate": not settled, so not a recommendation
+    assert d["verdict_range"] == ["moderate", "fine-tuning recommended"] and d["verdict_settled"] is False
+    assert d["verdict"] == "leaning fine-tuning recommended (not settled: the 95% interval spans moderate → fine-tuning recommended)"
+    assert d["fine_tuning_recommended"] is False
     text = cli("compare-models", "--result", str(out), "--baseline", "llm", "--candidate", "slm")
-    assert "exact_match_rate" in text.out and "fine-tuning recommended" in text.out
+    # the default metric is the task's primary metric, the one it ranks by
+    assert "Decision (field_f1)" in text.out and "fine-tuning recommended" in text.out
     bad = cli("compare-models", "--result", str(out), "--baseline", "gpt", "--candidate", "slm")
     assert bad.code == 2 and "'gpt'" in bad.err and "llm, slm" in bad.err
     none = cli("compare-models", "--result", str(files["dir"] / "nowhere"), "--baseline", "a", "--candidate", "b")

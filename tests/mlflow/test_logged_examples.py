@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from extracteval.core.decision import verdict_for
+from extracteval.core.decision import DecisionThresholds, verdict_for, verdict_text
 from extracteval.core.leaderboard import RANKING_SPECS
 from extracteval.core.ranking import format_wins
 from tests.test_readme import readme_blocks
@@ -130,7 +130,9 @@ def test_compare_two_logged_runs_of_every_task(task: str, logged, monkeypatch: p
     metric = RANKING_SPECS[task].primary
     bv, cv = runs[baseline].data.metrics[metric], runs[candidate].data.metrics[metric]
     assert d["metric"] == metric and d["baseline_value"] == pytest.approx(bv) and d["candidate_value"] == pytest.approx(cv)
-    assert d["gap"] == pytest.approx(bv - cv) and d["verdict"] == verdict_for(bv - cv)
+    assert d["gap"] == pytest.approx(bv - cv) and d["gap_band"] == verdict_for(bv - cv)
+    ci = d["ci"] or {}
+    assert d["verdict"] == verdict_text(bv - cv, ci.get("low"), ci.get("high"), DecisionThresholds())
     if task in ("fields", "structured", "toolcalls"):  # their primary metric is recomputable from records.parquet
         assert d["ci"] is not None and d["n_records"] >= 50, d["notes"]
         assert d["ci"]["low"] <= d["gap"] <= d["ci"]["high"]

@@ -68,7 +68,7 @@ def _structured_args() -> list[str]:
     args = ["--truth", str(SLM / "structured" / "truth.jsonl")]
     for m in MODELS:
         args += ["--predictions", f"{m}={SLM / 'structured' / f'{m}.jsonl'}"]
-    return args + ["--baseline", "gpt-4o", "--candidate", "qwen2.5-1.5b", "--resamples", "300"]
+    return args + ["--baseline", "gpt-4o", "--candidate", "qwen2.5-1.5b", "--decision-metric", "exact_match_rate", "--resamples", "300"]
 
 
 def test_evaluate_structured_example_logs_what_score_prints(cli, sqlite_uri, tmp_path, monkeypatch):
@@ -136,7 +136,8 @@ def test_evaluate_structured_example_logs_what_score_prints(cli, sqlite_uri, tmp
     pm, dec = prun.data.metrics, expected["decision"]
     assert pm["decision/gap"] == pytest.approx(dec["gap"]) == pytest.approx(0.5)
     assert (pm["decision/ci_low"], pm["decision/ci_high"]) == (pytest.approx(dec["ci"]["low"]), pytest.approx(dec["ci"]["high"]))
-    assert prun.data.params["decision.verdict"] == dec["verdict"] == "fine-tuning recommended"
+    assert prun.data.params["decision.verdict"] == dec["verdict"] == "fine-tuning recommended"  # settled: CI [33.3, 65.0]
+    assert pm["decision/fine_tuning_recommended"] == 1.0 and pm["decision/verdict_settled"] == 1.0
     assert prun.data.params["decision.baseline"] == "gpt-4o" and prun.data.params["decision.candidate"] == "qwen2.5-1.5b"
     assert prun.data.tags["extracteval.role"] == "comparison" and prun.data.tags["extracteval.winner"] == expected["ranking"][0]
     for m in MODELS:
@@ -292,7 +293,12 @@ def test_demo_logs_both_seed_004_tracks_with_their_decisions(cli, sqlite_uri, tm
     for task, metric in (("structured", "exact_match_rate"), ("toolcalls", "call_accuracy")):
         p = parents[task]
         assert p.data.params["decision.metric"] == metric and p.data.params["decision.baseline"] == "gpt-4o"
-        assert p.data.params["decision.verdict"] in ("fine-tuning recommended", "moderate", "minimal")
+        d = p.data.metrics
+        settled = d["decision/verdict_settled"] == 1.0
+        assert p.data.params["decision.verdict"] in ("fine-tuning recommended", "moderate", "minimal") if settled \
+            else p.data.params["decision.verdict"].startswith("leaning ")
+        # a recommendation only when settled
+        assert d["decision/fine_tuning_recommended"] == float(settled and p.data.params["decision.verdict"] == "fine-tuning recommended")
         assert p.data.metrics["decision/ci_low"] <= p.data.metrics["decision/gap"] <= p.data.metrics["decision/ci_high"]
         kids = [c for c in children if c.data.tags["mlflow.parentRunId"] == p.info.run_id]
         assert {c.data.tags["extracteval.model"] for c in kids} == set(MODELS)

@@ -1,4 +1,4 @@
-"""`extracteval compare`: baseline run vs candidate run from the tracking store (seed 004)."""
+"""`extracteval compare`: baseline run vs candidate run from the tracking store."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import sys
 
 HELP = "baseline run vs candidate run from the tracking store: gap, verdict, paired interval"
 DESCRIPTION = """\
-Decide between two logged runs (seed 004 "Comparison Decision Threshold"):
-gap = baseline − candidate on a metric (default: the task's primary metric, e.g. overall/f1);
+Decide between two logged runs: gap = baseline − candidate on a metric (default: the task's
+primary metric, the one the leaderboard ranks by, e.g. overall/f1 for fields);
 gap > 0.15 → "fine-tuning recommended", 0.05–0.15 → "moderate", < 0.05 → "minimal"
 (thresholds configurable). The paired-bootstrap 95% interval of the gap is computed from the
-runs' per-record Parquet artifacts over the record ids both runs share. Runs scored against
-different ground truth are refused (unless --allow-different-truth).
+runs' per-record Parquet artifacts over the record ids both runs share. The verdict is settled
+when both ends of the interval fall in the gap's band; otherwise it reads "leaning … (not
+settled: …)", and fine-tuning is recommended only when the verdict is settled. Runs scored
+against different ground truth are refused (unless --allow-different-truth).
 
 RUN is a run id, or a run name / model name with --experiment.
 
@@ -53,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
         json.dump(res.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    print(res.sentence())
+    from extracteval.commands.compare_models import render_decision
+
+    print(render_decision(res.to_dict()))
     for n in res.notes:
         print(f"note: {n}")
     return 0

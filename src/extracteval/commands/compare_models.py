@@ -1,4 +1,4 @@
-"""`extracteval compare-models`: baseline vs candidate decision on a scored result (seed 004).
+"""`extracteval compare-models`: baseline vs candidate decision on a scored result.
 
 Reads an output folder written by `extracteval score structured|toolcalls … --output DIR`
 (`result.json` + `records.jsonl`, the per-record counts), computes the gap
@@ -13,12 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HELP = "baseline vs candidate: metric gap, fine-tuning verdict and its bootstrap interval (seed 004)"
+HELP = "baseline vs candidate: metric gap, fine-tuning verdict and its bootstrap interval"
 DESCRIPTION = """\
 Decide whether a candidate model (e.g. a small local model) needs fine-tuning to match a
-baseline (e.g. a large hosted model): gap = baseline − candidate on a metric;
+baseline (e.g. a large hosted model): gap = baseline − candidate on a metric (default: the
+task's primary metric, field_f1 for structured, call_accuracy for toolcalls);
 gap > 0.15 → "fine-tuning recommended", 0.05–0.15 → "moderate", < 0.05 → "minimal"
-(thresholds configurable), with the paired-bootstrap 95% interval of the gap.
+(thresholds configurable), with the paired-bootstrap 95% interval of the gap. The verdict is
+settled when both ends of the interval fall in the gap's band; otherwise it reads "leaning …
+(not settled: …)", and fine-tuning is recommended only when the verdict is settled.
 
 The input is an output folder of `extracteval score structured|toolcalls … --output DIR`.
 The same decision is available directly with `--baseline/--candidate` on those commands.
@@ -29,14 +32,21 @@ example:
   extracteval compare-models --result out/ --baseline llm --candidate slm --metric call_accuracy
 """
 
-DEFAULT_METRIC = {"structured": "exact_match_rate", "toolcalls": "call_accuracy"}
+
+
+def default_metric(task: str) -> str:
+    """The decision's default metric: the task's primary metric (its name without the task prefix,
+    `field_f1` for structured, `call_accuracy` for toolcalls), as `compare` and the leaderboard use."""
+    from extracteval.core.ranking import ranking_spec
+
+    return ranking_spec(task).primary.split("/", 1)[1]
 
 
 def add_decision_arguments(p: argparse.ArgumentParser, *, required: bool = False) -> None:
     p.add_argument("--baseline", required=required, metavar="MODEL", help="the reference model (e.g. the hosted LLM)")
     p.add_argument("--candidate", required=required, metavar="MODEL", help="the model under decision (e.g. the local SLM)")
     p.add_argument("--decision-metric", "--metric", dest="decision_metric", metavar="NAME",
-                   help="metric of the gap (default: exact_match_rate for structured, call_accuracy for toolcalls)")
+                   help="metric of the gap (default: the task's primary metric, field_f1 for structured, call_accuracy for toolcalls)")
     p.add_argument("--recommend-threshold", type=float, default=0.15, metavar="X", help="gap above which fine-tuning is recommended (default 0.15)")
     p.add_argument("--moderate-threshold", type=float, default=0.05, metavar="X", help="gap from which the difference is moderate (default 0.05)")
     p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
@@ -60,7 +70,7 @@ def make_decision(task: str, columns: tuple[str, ...], matrices: dict[str, Any],
             raise InputError(f"--{role} {name!r}: no such model in the result; models are {', '.join(sorted(matrices))}.")
     if args.baseline == args.candidate:
         raise InputError(f"--baseline and --candidate are the same model ({args.baseline!r}); pick two different models.")
-    metric = args.decision_metric or DEFAULT_METRIC.get(task, "call_accuracy")
+    metric = args.decision_metric or default_metric(task)
     return decide(
         columns,
         matrices[args.baseline],
@@ -129,10 +139,15 @@ def read_records(folder: Path) -> tuple[str, tuple[str, ...], dict[str, Any], fl
 
 
 def render_decision(d: Any) -> str:
+    """The decision block of the terminal and the HTML report, from a decision document
+    (`Decision.to_dict()`, `RunComparison.to_dict()` or the `decision` of a `--json` document):
+    the same words wherever the decision was made."""
+    from extracteval.core.decision import decision_sentence, threshold_text
+
     lines = [
-        f"Decision ({d.metric}): baseline {d.baseline} vs candidate {d.candidate}",
-        f"  {d.sentence()}",
-        f"  thresholds: > {d.thresholds.recommend:g} fine-tuning recommended, {d.thresholds.moderate:g}–{d.thresholds.recommend:g} moderate, < {d.thresholds.moderate:g} minimal",
+        f"Decision ({d['metric']}): baseline {d['baseline']} vs candidate {d['candidate']}",
+        f"  {decision_sentence(d)}",
+        f"  {threshold_text(d['thresholds'])}",
     ]
     return "\n".join(lines)
 
@@ -144,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump({"task": task, "decision": d.to_dict()}, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
-        print(render_decision(d))
+        print(render_decision(d.to_dict()))
     return 0
 
 

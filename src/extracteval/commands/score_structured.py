@@ -219,16 +219,9 @@ def render(doc: dict[str, Any]) -> str:
             out.append(f"invalid ({name}, id {ex['id']}): {ex['error']}")
     out += _id_warnings(doc)
     if "decision" in doc:
-        from extracteval.core.decision import Decision, DecisionThresholds
-
         d = doc["decision"]
         out.append("")
-        out.append(render_decision(Decision(
-            metric=d["metric"], baseline=d["baseline"], candidate=d["candidate"], baseline_value=d["baseline_value"],
-            candidate_value=d["candidate_value"], gap=d["gap"], verdict=d["verdict"], ci_low=d["ci"]["low"], ci_high=d["ci"]["high"],
-            confidence=d["ci"]["confidence"], resamples=d["ci"]["resamples"], seed=d["ci"]["seed"], n_records=d["n_records"],
-            thresholds=DecisionThresholds(**d["thresholds"]),
-        )))
+        out.append(render_decision(d))
     return "\n".join(out)
 
 

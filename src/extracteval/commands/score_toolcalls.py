@@ -239,7 +239,12 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
     from extracteval.core.toolcalls import score_toolcalls
 
     generic = score_toolcalls({e.id: generic_answers(e) for e in ordered}, results, possible_answer=True)
-    ranking = sorted(scores, key=lambda m: (-scores[m].call_accuracy, m))
+    from extracteval.core.ranking import rank_by_metrics
+
+    # the task's ranking declaration, call accuracy being BFCL's (as logged to MLflow)
+    ranked = rank_by_metrics("toolcalls", {m: {**{f"toolcalls/{k}": float(v) for k, v in generic.models[m].metrics.items()},
+                                               "toolcalls/call_accuracy": float(scores[m].call_accuracy)} for m in scores})
+    ranking = [r.model for r in ranked]
     warnings = [w.to_dict() for w in data_warnings] + [{"kind": "name_mangling", "model": m, "message": msg}
                                                         for m in sorted(scores) if (msg := mangling_warning(scores[m]))]
     kinds: dict[str, int] = {}
@@ -331,7 +336,6 @@ def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any] | None
 
 def render(doc: dict[str, Any]) -> str:
     from extracteval.commands.compare_models import render_decision
-    from extracteval.core.decision import Decision, DecisionThresholds
     from extracteval.report.terminal import percent, table
 
     models = doc["models"]
@@ -378,12 +382,7 @@ def render(doc: dict[str, Any]) -> str:
     if "decision" in doc:
         d = doc["decision"]
         out.append("")
-        out.append(render_decision(Decision(
-            metric=d["metric"], baseline=d["baseline"], candidate=d["candidate"], baseline_value=d["baseline_value"],
-            candidate_value=d["candidate_value"], gap=d["gap"], verdict=d["verdict"], ci_low=d["ci"]["low"], ci_high=d["ci"]["high"],
-            confidence=d["ci"]["confidence"], resamples=d["ci"]["resamples"], seed=d["ci"]["seed"], n_records=d["n_records"],
-            thresholds=DecisionThresholds(**d["thresholds"]),
-        )))
+        out.append(render_decision(d))
     return "\n".join(out)
 
 

@@ -1,11 +1,18 @@
 """Baseline vs candidate decision (seed 004 "Comparison Decision Threshold").
 
 gap = metric(baseline) − metric(candidate), for a metric where higher is better. With the default
-thresholds: gap > 0.15 → "fine-tuning recommended", 0.05 ≤ gap ≤ 0.15 → "moderate",
-gap < 0.05 → "minimal" (a negative gap — the candidate is better — is minimal too, and flagged).
-The verdict comes with a paired-bootstrap interval of the gap: records are resampled with the same
-multiplicities for both models, and each resample's metric is recomputed from its summed counts
-(never an average of per-record ratios).
+thresholds the observed gap falls in a band: gap > 0.15 → "fine-tuning recommended",
+0.05 ≤ gap ≤ 0.15 → "moderate", gap < 0.05 → "minimal" (a negative gap — the candidate is
+better — is minimal too, and flagged). The gap comes with a paired-bootstrap interval: records
+are resampled with the same multiplicities for both models, and each resample's metric is
+recomputed from its summed counts (never an average of per-record ratios).
+
+The verdict is settled when both ends of the interval fall in the band of the observed gap; it
+is then that band ("fine-tuning recommended"), and only then is fine-tuning recommended.
+Otherwise it reads "leaning <band> (not settled: the 95% interval spans <band> → <band>)", or
+"(not settled: no interval)" when none could be computed. Every entry point (`score
+--baseline/--candidate`, `compare-models`, `compare`, the logged `decision/…` metrics and params,
+the HTML report) takes its wording and its numbers from `decision_fields` and `decision_sentence`.
 
 Example:
     >>> import numpy as np
@@ -19,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +35,8 @@ import numpy as np
 from extracteval.core.counts import ratios
 from extracteval.errors import InputError
 
-__all__ = ["DecisionThresholds", "Decision", "decide", "METRICS", "metric_from_counts", "verdict_for"]
+__all__ = ["DecisionThresholds", "Decision", "decide", "METRICS", "metric_from_counts", "verdict_for", "verdict_text", "decision_fields",
+           "decision_sentence", "decision_metrics", "threshold_text"]
 
 # metric → (numerator column, denominator column) for rates, or ("prf", prefix-free name) for P/R/F1
 _RATES = {
@@ -79,6 +87,79 @@ def verdict_for(gap: float, thresholds: DecisionThresholds = DecisionThresholds(
     return "minimal"
 
 
+def _bands(gap: float, ci_low: float | None, ci_high: float | None, thresholds: DecisionThresholds) -> tuple[str, list[str] | None, bool | None]:
+    band = verdict_for(gap, thresholds)
+    if ci_low is None or ci_high is None:
+        return band, None, None
+    ends = [verdict_for(ci_low, thresholds), verdict_for(ci_high, thresholds)]
+    return band, ends, ends[0] == ends[1] == band
+
+
+def verdict_text(gap: float, ci_low: float | None, ci_high: float | None, thresholds: DecisionThresholds, confidence: float = 0.95) -> str:
+    """The verdict as every entry point words it.
+
+    Example:
+        >>> verdict_text(0.30, 0.20, 0.40, DecisionThresholds())
+        'fine-tuning recommended'
+        >>> verdict_text(0.22, 0.08, 0.35, DecisionThresholds())
+        'leaning fine-tuning recommended (not settled: the 95% interval spans moderate → fine-tuning recommended)'
+    """
+    band, ends, settled = _bands(gap, ci_low, ci_high, thresholds)
+    if settled:
+        return band
+    if ends is None:
+        return f"leaning {band} (not settled: no interval)"
+    return f"leaning {band} (not settled: the {int(round(100 * confidence))}% interval spans {' → '.join(ends)})"
+
+
+def decision_fields(
+    *, gap: float, ci_low: float | None, ci_high: float | None, thresholds: DecisionThresholds, confidence: float = 0.95
+) -> dict[str, Any]:
+    """The verdict keys of a decision document: `verdict` (text), `gap_band` (band of the observed
+    gap), `verdict_settled`, `verdict_range` (bands at the interval's ends), `fine_tuning_recommended`
+    (only when settled), `candidate_better`."""
+    band, ends, settled = _bands(gap, ci_low, ci_high, thresholds)
+    return {
+        "verdict": verdict_text(gap, ci_low, ci_high, thresholds, confidence),
+        "gap_band": band,
+        "verdict_settled": bool(settled),
+        "verdict_range": ends,
+        "fine_tuning_recommended": bool(settled) and band == VERDICTS[0],
+        "candidate_better": gap < 0,
+    }
+
+
+def decision_sentence(d: Mapping[str, Any]) -> str:
+    """One line from a decision document (`Decision.to_dict()` or `RunComparison.to_dict()`)."""
+    pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
+    ci = d.get("ci")
+    iv = "" if not ci else f", {int(round(100 * ci['confidence']))}% CI [{pct(ci['low'])}, {pct(ci['high'])}]"
+    better = "; the candidate is better" if d["candidate_better"] else ""
+    return (f"{d['metric']}: {d['baseline']} {pct(d['baseline_value'])}% vs {d['candidate']} {pct(d['candidate_value'])}%, "
+            f"gap {pct(d['gap'])} points{iv} → {d['verdict']}{better}")
+
+
+def threshold_text(thresholds: Mapping[str, float]) -> str:
+    r, m = thresholds["recommend"], thresholds["moderate"]
+    return f"thresholds: > {r:g} fine-tuning recommended, {m:g}–{r:g} moderate, < {m:g} minimal; recommended only when the interval settles it"
+
+
+def decision_metrics(d: Mapping[str, Any]) -> dict[str, float]:
+    """The `decision/…` metrics of a decision document (interval bounds only when there is one)."""
+    out = {
+        "decision/gap": float(d["gap"]),
+        "decision/baseline_value": float(d["baseline_value"]),
+        "decision/candidate_value": float(d["candidate_value"]),
+        "decision/fine_tuning_recommended": float(bool(d["fine_tuning_recommended"])),
+        "decision/verdict_settled": float(bool(d["verdict_settled"])),
+        "decision/n_records": float(d["n_records"]),
+    }
+    if d.get("ci"):
+        out["decision/ci_low"] = float(d["ci"]["low"])
+        out["decision/ci_high"] = float(d["ci"]["high"])
+    return out
+
+
 def metric_from_counts(metric: str, columns: Sequence[str], summed: np.ndarray, *, zero_division: float = 0.0) -> np.ndarray:
     """A metric from summed counts; `summed` has shape (..., len(columns))."""
     idx = {c: k for k, c in enumerate(columns)}
@@ -108,7 +189,7 @@ class Decision:
     baseline_value: float
     candidate_value: float
     gap: float
-    verdict: str
+    verdict: str  # the band of the observed gap; `to_dict()["verdict"]` is the worded verdict
     ci_low: float
     ci_high: float
     confidence: float
@@ -123,11 +204,10 @@ class Decision:
 
     @property
     def interval_verdicts(self) -> tuple[str, str]:
-        """Verdicts at the two ends of the interval: equal when the data settle the verdict."""
+        """Bands at the two ends of the interval: the verdict is settled when both are the gap's band."""
         return verdict_for(self.ci_low, self.thresholds), verdict_for(self.ci_high, self.thresholds)
 
     def to_dict(self) -> dict[str, Any]:
-        lo_v, hi_v = self.interval_verdicts
         return {
             "metric": self.metric,
             "baseline": self.baseline,
@@ -135,25 +215,14 @@ class Decision:
             "baseline_value": self.baseline_value,
             "candidate_value": self.candidate_value,
             "gap": self.gap,
-            "verdict": self.verdict,
-            "fine_tuning_recommended": self.verdict == "fine-tuning recommended",
-            "candidate_better": self.candidate_better,
+            **decision_fields(gap=self.gap, ci_low=self.ci_low, ci_high=self.ci_high, thresholds=self.thresholds, confidence=self.confidence),
             "ci": {"low": self.ci_low, "high": self.ci_high, "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed},
-            "verdict_settled": lo_v == hi_v,
-            "verdict_range": [lo_v, hi_v],
             "n_records": self.n_records,
             "thresholds": self.thresholds.to_dict(),
         }
 
     def sentence(self) -> str:
-        pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
-        settled = "" if self.interval_verdicts[0] == self.interval_verdicts[1] else f" (the interval spans {' → '.join(self.interval_verdicts)})"
-        better = "; the candidate is better" if self.candidate_better else ""
-        return (
-            f"{self.metric}: {self.baseline} {pct(self.baseline_value)}% vs {self.candidate} {pct(self.candidate_value)}%, "
-            f"gap {pct(self.gap)} points, {int(round(100 * self.confidence))}% CI [{pct(self.ci_low)}, {pct(self.ci_high)}] "
-            f"→ {self.verdict}{settled}{better}"
-        )
+        return decision_sentence(self.to_dict())
 
 
 def decide(

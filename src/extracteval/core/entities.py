@@ -45,7 +45,7 @@ from extracteval.core.labels import (
 )
 from extracteval.core.matching import max_matching
 from extracteval.core.normalize import NormalizationConfig, key_text, key_type
-from extracteval.core.ranking import FieldWinner, field_winners, field_wins, format_wins, rank_models
+from extracteval.core.ranking import FieldWinner, field_winners, field_wins, format_wins, rank_by_metrics
 from extracteval.core.similarity import FUZZY_SCORERS, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
@@ -1137,7 +1137,8 @@ def entities_result(
 
     winners = field_winners({f: {m: results[m]["views"]["strict"].features[f].score() for m in names} for f in plan.scored})
     wins = field_wins(winners, names)
-    ranked = rank_models({m: results[m]["views"]["strict"].score() for m in names}, wins)
+    ranked = rank_by_metrics("entities", {m: {f"entities/macro/{k}": float(results[m]["views"]["strict"].totals[k]) for k in ("f1", "precision", "recall")}
+                                          for m in names}, wins)
     models: dict[str, EntitiesModelResult] = {}
     for r in ranked:
         d = results[r.model]

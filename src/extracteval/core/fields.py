@@ -22,7 +22,7 @@ from extracteval.core.bootstrap import (
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.matching import max_matching
 from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
-from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_models
+from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_by_metrics
 from extracteval.core.similarity import FuzzySimilarity
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
@@ -959,7 +959,7 @@ def fields_result(
 
     winners = field_winners({f: {m: model_fields[m][f].score() for m in model_names} for f in scored})
     wins = field_wins(winners, model_names)
-    ranked = rank_models({m: Score(f1=overall[m]["f1"], precision=overall[m]["precision"], recall=overall[m]["recall"]) for m in model_names}, wins)
+    ranked = rank_by_metrics("fields", {m: {f"overall/{k}": overall[m][k] for k in ("f1", "precision", "recall")} for m in model_names}, wins)
     ranking = tuple(r.model for r in ranked)
 
     intervals: dict[str, Interval] = {}

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.core.normalize import NormalizationConfig, Normalizer, _number_key
-from extracteval.core.ranking import TIER_COLOURS, Score, rank_models, tier
+from extracteval.core.ranking import TIER_COLOURS, rank_by_metrics, tier
 from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
@@ -1267,13 +1267,10 @@ def score_json(
             for k in ("rqs", "completeness", "hallucination", "accuracy", "safety")}
         for m, r in results.items()
     }
-    # Ranking keys in order: mean RQS, accuracy, completeness, lower hallucination, name. The core
-    # ranker compares (f1, precision, recall, wins) with tolerance then the name, so the RQS keys
-    # map onto it with hallucination negated as the fourth key; the tier is the RQS tier.
-    ranked = rank_models(
-        {m: Score(f1=v["rqs"], precision=v["accuracy"], recall=v["completeness"]) for m, v in means.items()},
-        {m: -v["hallucination"] for m, v in means.items()},
-    )
+    # Ranking keys: the task's declaration (core.ranking.RANKING_SPECS["json"]): mean RQS,
+    # accuracy, completeness, lower hallucination, name.
+    ranked = rank_by_metrics("json", {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
+                                          "json/hallucination": v["hallucination"]} for m, v in means.items()})
     # The best attainable RQS is a + c + s (hallucination only subtracts): 0.85 with seed 001's
     # weights, so the tier (excellent ≥ 90%, good ≥ 70%) is taken on the share of that maximum.
     best = min(hi, max(lo, w.accuracy + w.completeness + w.safety))

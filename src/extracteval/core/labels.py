@@ -29,7 +29,7 @@ import pandas as pd
 
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
-from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_models
+from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_by_metrics
 from extracteval.errors import InputError
 
 __all__ = [
@@ -839,7 +839,7 @@ def labels_result(
 
     winners = field_winners({f: {m: views[m]["strict"].features[f].score() for m in names} for f in feats})
     wins = field_wins(winners, names)
-    ranked = rank_models({m: views[m]["strict"].score() for m in names}, wins)
+    ranked = rank_by_metrics("labels", {m: {f"labels/macro/{k}": float(views[m]["strict"].totals[k]) for k in ("f1", "precision", "recall")} for m in names}, wins)
     models: dict[str, LabelsModelResult] = {}
     for r in ranked:
         led = ledger.models[r.model]

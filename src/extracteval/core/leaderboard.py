@@ -2,7 +2,8 @@
 
 Pure: the MLflow layer turns tracking-store runs into `RunSummary` objects (metrics by SPEC §9
 key) and per-record tables; this module groups runs by the digests of their truth and config,
-refuses unfair comparisons, finds item winners (fields, tags, features…), ranks, and attaches
+refuses unfair comparisons, finds item winners (fields, tags, features…), ranks by the task's
+declaration in `core.ranking.RANKING_SPECS` (as the task ranks its own models), and attaches
 paired-bootstrap intervals when per-record results are available.
 """
 
@@ -16,55 +17,26 @@ from typing import Any
 import numpy as np
 
 from extracteval.core.bootstrap import Interval
-from extracteval.core.ranking import TIER_COLOURS, FieldWinner, Score, _cmp_desc, field_winners, field_wins, format_wins, tier
-from extracteval.core.toolcall_functions import OTHER_FUNCTIONS
+from extracteval.core.ranking import (
+    RANKING_SPECS,
+    TIER_COLOURS,
+    FieldWinner,
+    RankingSpec,
+    Score,
+    _cmp_desc,
+    field_winners,
+    field_wins,
+    format_wins,
+    ranking_key,
+    ranking_spec,
+    tier,
+)
 from extracteval.errors import InputError
 
 __all__ = [
     "RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "LeaderboardGroup", "Leaderboard", "build_leaderboard",
     "RecordCounts", "as_record_counts", "paired_record_matrix", "with_intervals",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RankingSpec:
-    """How one task's runs are ranked.
-
-    primary: metric key of the main score; tie_breaks: further keys, larger is better; then total
-    item wins, then model name. item_prefix/item_keys: per-item metric keys
-    (`<prefix><item>/<key>`) whose first key picks item winners, the others break ties.
-    item_exclude: item names that are not items (a catch-all row). shared_items_only: only items
-    every run of a group has a score for are won and counted, as the task does in one process
-    (a structured path one model invents is not a field the others could win).
-    """
-
-    task: str
-    primary: str
-    tie_breaks: tuple[str, ...]
-    item_prefix: str | None = None
-    item_keys: tuple[str, ...] = ("f1", "precision", "recall")
-    item_label: str = "fields"
-    item_exclude: frozenset[str] = frozenset()
-    shared_items_only: bool = False
-
-
-RANKING_SPECS: dict[str, RankingSpec] = {
-    "fields": RankingSpec(task="fields", primary="overall/f1", tie_breaks=("overall/precision", "overall/recall"), item_prefix="field/"),
-    "json": RankingSpec(task="json", primary="rqs/mean", tie_breaks=("json/accuracy", "json/completeness"), item_prefix="field/", item_keys=("accuracy",)),
-    "spans": RankingSpec(
-        task="spans", primary="spans/relaxed_0.5/micro/f1", tie_breaks=("spans/exact/micro/f1", "spans/relaxed_0.5/micro/precision", "spans/relaxed_0.5/micro/recall"),
-        item_prefix="tag/", item_label="tags",
-    ),
-    "entities": RankingSpec(task="entities", primary="entities/f1_entities", tie_breaks=("entities/precision_entities", "entities/recall_entities"), item_prefix="feature/", item_label="features"),
-    "labels": RankingSpec(task="labels", primary="labels/macro/f1", tie_breaks=("labels/micro_accuracy", "labels/row_accuracy"), item_prefix="feature/", item_label="features"),
-    # the runs log `field/<path>/…` and `function/<name>/…` and their own wins/field_wins: the same
-    # winners are found here (structured: paths every model has; toolcalls: reference functions on
-    # argument F1, not the catch-all row of unknown names)
-    "structured": RankingSpec(task="structured", primary="structured/field_f1", tie_breaks=("structured/exact_match_rate", "structured/json_valid_rate"),
-                              item_prefix="field/", shared_items_only=True),
-    "toolcalls": RankingSpec(task="toolcalls", primary="toolcalls/call_accuracy", tie_breaks=("toolcalls/args_f1", "toolcalls/name_match_rate"),
-                             item_prefix="function/", item_label="functions", item_exclude=frozenset({OTHER_FUNCTIONS})),
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,7 +119,9 @@ class Leaderboard:
             "task": self.task,
             "primary_metric": self.spec.primary,
             "item_label": self.spec.item_label,
-            "tie_breaks": [*self.spec.tie_breaks, "field_wins", "model"],
+            "primary_label": self.spec.label,
+            "ranking_rule": self.spec.rule(),
+            "tie_breaks": [*self.spec.tie_breaks, *(["field_wins"] if self.spec.item_wins else []), "model"],
             "groups": [g.to_dict() for g in self.groups],
             "warnings": list(self.warnings),
         }
@@ -220,14 +194,12 @@ def build_leaderboard(
     runs = [r for r in runs if r.task == task]
     if not runs:
         raise InputError(f"no runs of task {task!r} (tasks found: {', '.join(tasks)}).")
-    spec = RANKING_SPECS.get(task)
-    if spec is None:
-        raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(RANKING_SPECS))}.")
+    spec = ranking_spec(task)
     if metric is not None and metric != spec.primary:
         known = sorted({k for r in runs for k in r.metrics if not spec.item_prefix or not k.startswith(spec.item_prefix)})
         if not any(metric in r.metrics for r in runs):
             raise InputError(f"--metric {metric!r}: no run of task {task!r} has this metric; run-level metrics are {', '.join(known[:40])}.")
-        spec = replace(spec, primary=metric, tie_breaks=tuple(k for k in spec.tie_breaks if k != metric))
+        spec = replace(spec, primary=metric, label=metric, lower_is_better=spec.lower_is_better - {metric}, tie_breaks=tuple(k for k in spec.tie_breaks if k != metric))
     warnings = []
     missing = [r.run_name or r.run_id for r in runs if spec.primary not in r.metrics]
     if missing:
@@ -272,8 +244,7 @@ def _rank_group(
     wins = field_wins(winners, list(by_name))
 
     def key(n: str) -> tuple[float, ...]:
-        m = by_name[n].metrics
-        return (float(m[spec.primary]), *(float(m.get(k, 0.0)) for k in spec.tie_breaks), wins[n])
+        return ranking_key(spec, by_name[n].metrics, wins[n])
 
     def cmp(a: str, b: str) -> int:
         c = _cmp_desc(key(a), key(b))

@@ -2,6 +2,11 @@
 
 Inputs are plain numbers, so the same functions rank models scored in one process and runs read
 back from an MLflow tracking store.
+
+`RANKING_SPECS` is the one declaration of each task's primary metric and tie-breaks: the task's
+own ranking (`score`, the report, the parent run), `extracteval leaderboard`, the default metric
+of `extracteval compare` / `compare-models` / `--baseline --candidate`, and the run descriptions
+all read it. `rank_by_metrics` ranks a task's models by it.
 """
 
 from __future__ import annotations
@@ -13,6 +18,11 @@ from typing import Any
 
 __all__ = [
     "TOLERANCE",
+    "RankingSpec",
+    "RANKING_SPECS",
+    "ranking_spec",
+    "ranking_key",
+    "rank_by_metrics",
     "Score",
     "FieldWinner",
     "RankedModel",
@@ -196,3 +206,132 @@ def rank_models(overall: Mapping[str, Score], wins: Mapping[str, float], *, tol:
             )
         )
     return ranked
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankingSpec:
+    """How one task's models are ranked, wherever they are ranked.
+
+    primary: metric key (as logged to MLflow) of the main score, named `label` for people;
+    tie_breaks: further keys in order (larger is better, unless listed in `lower_is_better`);
+    then, when `item_wins` is true, total item wins; then the model name ascending.
+    item_prefix/item_keys: per-item metric keys (`<prefix><item>/<key>`) whose first key picks
+    item winners, the others break ties. item_exclude: item names that are not items (a
+    catch-all row). shared_items_only: only items every model has a score for are won and
+    counted (a structured path one model invents is not a field the others could win).
+    """
+
+    task: str
+    primary: str
+    label: str
+    tie_breaks: tuple[str, ...]
+    lower_is_better: frozenset[str] = frozenset()
+    item_wins: bool = True
+    item_prefix: str | None = None
+    item_keys: tuple[str, ...] = ("f1", "precision", "recall")
+    item_label: str = "fields"
+    item_exclude: frozenset[str] = frozenset()
+    shared_items_only: bool = False
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every metric key the ranking reads, primary first."""
+        return (self.primary, *self.tie_breaks)
+
+    def rule(self) -> str:
+        """The ranking rule as one sentence, e.g. for a report or a run description."""
+        then = [f"{k} (lower is better)" if k in self.lower_is_better else k for k in self.tie_breaks]
+        if self.item_wins:
+            then.append(f"{self.item_label[:-1] if self.item_label.endswith('s') else self.item_label} wins")
+        then.append("model name")
+        return f"ranked by {self.label} ({self.primary}), then {', '.join(then)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"primary": self.primary, "label": self.label, "tie_breaks": list(self.tie_breaks),
+                "lower_is_better": sorted(self.lower_is_better), "item_wins": self.item_wins, "rule": self.rule()}
+
+
+# The catch-all row of tool calls to names the reference never uses (core.toolcall_functions)
+_OTHER_FUNCTIONS = "(other functions)"
+
+RANKING_SPECS: dict[str, RankingSpec] = {
+    s.task: s
+    for s in (
+        RankingSpec(task="fields", primary="overall/f1", label="macro F1 over fields", tie_breaks=("overall/precision", "overall/recall"),
+                    item_prefix="field/"),
+        # json: no item wins among the keys (the per-field winners are reported, not ranked on)
+        RankingSpec(task="json", primary="rqs/mean", label="mean RQS", tie_breaks=("json/accuracy", "json/completeness", "json/hallucination"),
+                    lower_is_better=frozenset({"json/hallucination"}), item_wins=False, item_prefix="field/", item_keys=("accuracy",)),
+        # spans: exact-match micro F1, as conlleval and seqeval report it; relaxed scores are reported beside it
+        RankingSpec(task="spans", primary="spans/exact/micro/f1", label="exact-match micro F1",
+                    tie_breaks=("spans/exact/micro/precision", "spans/exact/micro/recall"), item_prefix="tag/", item_label="tags"),
+        # entities and labels: the strict view (unmatched entities / missing rows count as errors)
+        RankingSpec(task="entities", primary="entities/macro/f1", label="strict-view macro F1 over features",
+                    tie_breaks=("entities/macro/precision", "entities/macro/recall"), item_prefix="feature/", item_label="features"),
+        RankingSpec(task="labels", primary="labels/macro/f1", label="strict-view macro F1 over features",
+                    tie_breaks=("labels/macro/precision", "labels/macro/recall"), item_prefix="feature/", item_label="features"),
+        RankingSpec(task="structured", primary="structured/field_f1", label="field F1",
+                    tie_breaks=("structured/field_precision", "structured/field_recall"), item_prefix="field/", shared_items_only=True),
+        # toolcalls: no item wins among the keys (function winners are reported, not ranked on)
+        RankingSpec(task="toolcalls", primary="toolcalls/call_accuracy", label="call accuracy",
+                    tie_breaks=("toolcalls/args_f1", "toolcalls/valid_call_rate"), item_wins=False, item_prefix="function/",
+                    item_label="functions", item_exclude=frozenset({_OTHER_FUNCTIONS})),
+    )
+}
+
+
+def ranking_spec(task: str) -> RankingSpec:
+    """The ranking declaration of `task`; an error listing the tasks that have one."""
+    from extracteval.errors import InputError
+
+    spec = RANKING_SPECS.get(task)
+    if spec is None:
+        raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(RANKING_SPECS))}.")
+    return spec
+
+
+def ranking_key(spec: RankingSpec, metrics: Mapping[str, float], wins: float = 0.0) -> tuple[float, ...]:
+    """The comparison key of one model (larger is better at every position)."""
+    key = [float(metrics[spec.primary])]
+    for k in spec.tie_breaks:
+        v = float(metrics.get(k, 0.0))
+        key.append(-v if k in spec.lower_is_better else v)
+    if spec.item_wins:
+        key.append(float(wins))
+    return tuple(key)
+
+
+def rank_by_metrics(
+    spec: RankingSpec | str, metrics: Mapping[str, Mapping[str, float]], wins: Mapping[str, float] | None = None, *, tol: float = TOLERANCE
+) -> list[RankedModel]:
+    """Rank models by the task's declaration: `metrics[model][key]` for the declared keys.
+
+    `RankedModel.f1` holds the primary metric (the tier is taken on it), `precision` and
+    `recall` the first two tie-breaks (0.0 when the task has fewer).
+
+    Example:
+        >>> ms = {"A": {"overall/f1": 0.5, "overall/precision": 0.5, "overall/recall": 0.5},
+        ...       "B": {"overall/f1": 0.8, "overall/precision": 2/3, "overall/recall": 1.0}}
+        >>> [r.model for r in rank_by_metrics("fields", ms)]
+        ['B', 'A']
+    """
+    spec = ranking_spec(spec) if isinstance(spec, str) else spec
+    wins = wins or {}
+    for m, vals in metrics.items():
+        missing = [k for k in spec.keys if k not in vals]
+        if missing:
+            raise KeyError(f"ranking {spec.task}: model {m!r} has no {', '.join(missing)}")
+    keys = {m: ranking_key(spec, vals, wins.get(m, 0.0)) for m, vals in metrics.items()}
+
+    def cmp(a: str, b: str) -> int:
+        c = _cmp_desc(keys[a], keys[b], tol)
+        return c if c else (-1 if a < b else (1 if a > b else 0))
+
+    out = []
+    for i, m in enumerate(sorted(metrics, key=cmp_to_key(cmp)), start=1):
+        vals = metrics[m]
+        extra = [float(vals[k]) for k in spec.tie_breaks[:2]] + [0.0, 0.0]
+        t = tier(float(vals[spec.primary]))
+        out.append(RankedModel(model=m, rank=i, f1=float(vals[spec.primary]), precision=extra[0], recall=extra[1],
+                               field_wins=float(wins.get(m, 0.0)), tier=t, tier_colour=TIER_COLOURS[t]))
+    return out

@@ -796,7 +796,7 @@ def score_structured(
             `judge_score`) → any object with `similarity(a, b) -> array` (SimilarityBackend).
         progress: called after each record with (done, total, model, running metrics).
     """
-    from extracteval.core.ranking import Score, field_winners, field_wins, rank_models
+    from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
 
     config = config or StructuredConfig()
     ids = sorted(truth, key=natural_key)
@@ -867,8 +867,8 @@ def score_structured(
         records[m] = tuple(recs)
     winners = field_winners({g: s for g, s in field_scores.items() if len(s) == len(models)})
     wins = field_wins(winners, models)
-    overall = {m: Score(f1=results[m].metrics["field_f1"], precision=results[m].metrics["field_precision"], recall=results[m].metrics["field_recall"]) for m in models}
-    ranked = rank_models(overall, wins)
+    overall = {m: {f"structured/{k}": float(v) for k, v in results[m].metrics.items()} for m in models}
+    ranked = rank_by_metrics("structured", overall, wins)
     for r in ranked:
         results[r.model] = replace(results[r.model], rank=r.rank, tier=r.tier, field_wins=r.field_wins)
     return StructuredResult(

@@ -51,6 +51,7 @@ import numpy as np
 from extracteval.core.bfcl import parse_python_calls
 from extracteval.core.counts import ratios
 from extracteval.core.matching import max_matching
+from extracteval.core.ranking import rank_by_metrics
 from extracteval.core.structured import (
     PASS_THRESHOLD,
     ExtendedScores,
@@ -816,7 +817,7 @@ def score_toolcalls(
             extended=extended,
         )
         records[m] = tuple(recs)
-    order = sorted(results, key=lambda m: (-results[m].metrics["call_accuracy"], -results[m].metrics["args_f1"], -results[m].metrics["valid_call_rate"], m))
+    order = [r.model for r in rank_by_metrics("toolcalls", {m: {f"toolcalls/{k}": float(v) for k, v in results[m].metrics.items()} for m in results})]
     for rank, m in enumerate(order, start=1):
         results[m] = replace(results[m], rank=rank)
     return ToolCallResult(task="toolcalls", config=config, n_records=len(ids), ranking=tuple(order), models=results, records=records)

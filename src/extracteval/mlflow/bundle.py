@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +32,13 @@ from extracteval.io.config import safe_file_name
 from extracteval.io.outputs import staged_folder, write_csv
 from extracteval.mlflow.early import settled
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.tasks import Scored, TaskAdapter
+from extracteval.core.ranking import RankingSpec, ranking_spec
+from extracteval.mlflow.tasks import Scored, Section, TaskAdapter
 
 __all__ = ["Bundle", "RunPlan", "write_bundle", "load_bundle", "truth_digest", "config_digest", "BUNDLE_FORMAT"]
 
 BUNDLE_FORMAT = "extracteval-mlflow-bundle/1"
+NOTE_TAG = "mlflow.note.content"  # the run description shown by the MLflow UI
 MAX_PARAM_LENGTH = 6000
 MAX_TAG_LENGTH = 8000
 
@@ -208,22 +210,43 @@ def write_bundle(
     doc_text = _dumps(scored.doc)
     plans: list[RunPlan] = []
     n = len(models)
+    spec = ranking_spec(scored.task)
+    base_tags["extracteval.primary_metric"] = spec.primary
+    model_metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (descriptions, parent and child use them)
+
+    def metrics_of(m: str) -> dict[str, float]:
+        if m not in model_metrics:
+            met = adapter.metrics(scored, m, keys)
+            # model outputs that could not be read, for every task under one key (0 when none)
+            met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(m) or {}).get("count", 0)))
+            model_metrics[m] = met
+        return model_metrics[m]
+
+    def headline(m: str) -> str:
+        v = metrics_of(m).get(spec.primary)
+        return f"{spec.label} ({spec.primary}) {100 * v:.1f}%" if v is not None else spec.primary
+
     if n == 1:
         m = models[0]
         plans.append(RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
-                             tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH)},
+                             tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
+                                   NOTE_TAG: _bounded(f"extracteval {scored.task}: model {m}; {headline(m)}.", MAX_TAG_LENGTH)},
                              params={**base_params, **_model_params(adapter, scored, m), **_generation(scored, m)}))
     else:
         ranking = ", ".join(models)
         plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models",
                              parent=None, model=None,
                              tags={**base_tags, "extracteval.role": "comparison", "extracteval.ranking": _bounded(ranking, MAX_TAG_LENGTH),
-                                   "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH)},
+                                   "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH),
+                                   NOTE_TAG: _bounded(f"extracteval {scored.task}: {n} models, {spec.rule()}. Winner: {models[0]}, "
+                                                      f"{headline(models[0])}. Ranking: {ranking}.", MAX_TAG_LENGTH)},
                              params=base_params))
         for i, m in enumerate(models, start=1):
             plans.append(RunPlan(key=f"model-{i}", role="model", run_name=f"{run_name}/{m}" if run_name else m, parent="parent", model=m,
                                  tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
-                                       "extracteval.rank": str(i)},
+                                       "extracteval.rank": str(i),
+                                       NOTE_TAG: _bounded(f"extracteval {scored.task}: model {m}, rank {i} of {n} ({spec.rule()}); "
+                                                          f"{headline(m)}.", MAX_TAG_LENGTH)},
                                  params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_model_params(adapter, scored, m),
                                          **_generation(scored, m)}))
 
@@ -233,16 +256,6 @@ def write_bundle(
     # Parquet files that `evaluate` started writing while the scoring ran (see mlflow/early.py),
     # (model, file name) → future of the path (None: nothing to write)
     early: Mapping[tuple[str, str], Future[Path | None]] = scored.cache.get("early_files", {})
-    shared_pngs: dict[str, bytes] | None = None
-    model_metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (parent and child use them)
-
-    def metrics_of(m: str) -> dict[str, float]:
-        if m not in model_metrics:
-            met = adapter.metrics(scored, m, keys)
-            # model outputs that could not be read, for every task under one key (0 when none)
-            met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(m) or {}).get("count", 0)))
-            model_metrics[m] = met
-        return model_metrics[m]
 
     with staged_folder(out, replace=True) as staging, ThreadPoolExecutor(max_workers=2) as pool:
         # Adapters that write their Parquet files straight from their counts or codes (fields:
@@ -274,7 +287,7 @@ def write_bundle(
                 # each child's headline numbers on the parent too, so the parent sorts in the runs table
                 for m in models:
                     child = metrics_of(m)
-                    for k in ("overall/f1", "overall/precision", "overall/recall", "micro/f1"):
+                    for k in dict.fromkeys((*spec.keys, "overall/f1", "overall/precision", "overall/recall", "micro/f1")):
                         if k in child:
                             metrics[keys.key("models", m, k)] = child[k]
             else:
@@ -303,21 +316,20 @@ def write_bundle(
             )
             pngs: dict[str, bytes] = {}
             if figures:
-                # several models: the comparison figures (every model, side by side) are rendered
-                # once and shown on the parent and on each child, where they place the model
-                # among its peers; one model: its own figures
-                if plan.role == "single" or shared_pngs is None:
-                    shared_pngs = {fname: png_bytes(fig) for fname, fig in adapter.figures(scored, run_models).items()}
-                pngs = shared_pngs
+                # a run's figures are of the models its report's tables show: every model on the
+                # parent, the model itself on a child (its peers appear in the ranking summary)
+                pngs = {fname: png_bytes(fig) for fname, fig in adapter.figures(scored, run_models).items()}
                 fdir = rdir / "artifacts" / "figures"
                 fdir.mkdir(exist_ok=True)
                 for fname, png in pngs.items():
                     (fdir / fname).write_bytes(png)
+            lead = _ranking_sections(spec, plan, models, metrics_of)
             title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{n} models compared")
             html = render_report(
                 title=title,
                 subtitle=f"{scored.doc.get('n_records', '')} records · truth: {scored.truth_source}",
-                sections=adapter.sections(scored, run_models),
+                sections=[*lead, *_own_sections(adapter.sections(scored, run_models), plan, models)],
+                figures_after=len(lead) + 1,
                 figures=pngs,
                 meta={"extracteval version": __version__, "truth digest (SHA-256)": t_digest, "config digest (SHA-256)": c_digest,
                       "experiment": experiment or "", "run": plan.run_name},
@@ -347,6 +359,48 @@ def write_bundle(
     bundle = Bundle(path=out, manifest=manifest)
     bundle.write_state({"runs": {}, "status": "PENDING", "error": None})
     return bundle
+
+
+def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], metrics_of: Callable[[str], Mapping[str, float]]) -> list[Section]:
+    """The report's first block: how the task ranks models (the same declaration the leaderboard
+    and `compare` read); on a model run of a comparison, where this model stands among the others
+    (their figures and tables are on the parent run)."""
+    import pandas as pd
+
+    rule = Section(title="How models are ranked", text=f"Models are {spec.rule()}.")
+    if plan.role != "model":
+        return [rule]
+    rows = []
+    for i, m in enumerate(models, start=1):
+        ms = metrics_of(m)
+        rows.append({"rank": i, "model": m, "this run": m == plan.model, **{k: ms.get(k) for k in spec.keys}})
+    table = pd.DataFrame(rows).rename(columns={k: k.rsplit("/", 1)[-1] if k.count("/") == 1 else k for k in spec.keys})
+    summary = Section(title=f"Comparison summary: {plan.model} is ranked {models.index(plan.model) + 1} of {len(models)}",
+                      table=table, text="This run's report shows this model's tables and figures; every model's are on the parent (comparison) run.")
+    return [rule, summary]
+
+
+def _own_sections(sections: Sequence[Section], plan: RunPlan, models: Sequence[str]) -> list[Section]:
+    """On a model run, the listed notes (warnings) about the other models are left out: the
+    evaluation's warnings name their model (`model 'x': …` or `x: …`), and the parent run has all."""
+    if plan.role != "model":
+        return list(sections)
+    from dataclasses import replace
+
+    others = [m for m in models if m != plan.model]
+
+    def mine(item: str) -> bool:
+        return not any(f"model {o!r}" in item or item.startswith(f"{o}: ") for o in others)
+
+    out = []
+    for s in sections:
+        if s.items:
+            kept = [i for i in s.items if mine(str(i))]
+            if not kept and s.table is None and not s.text:
+                continue
+            s = replace(s, items=kept)
+        out.append(s)
+    return out
 
 
 def _place_early(job: "Future[Path | None]", dst: Path) -> bool:

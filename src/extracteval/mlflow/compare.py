@@ -1,7 +1,8 @@
 """Baseline run vs candidate run, read from the tracking store (SPEC §8 decision, §10).
 
-gap = metric(baseline) − metric(candidate) from the runs' logged metrics; the verdict bands of
-seed 004 (`core.decision.verdict_for`); the paired-bootstrap interval of the gap from the runs'
+gap = metric(baseline) − metric(candidate) from the runs' logged metrics (default metric: the
+task's primary one, `core.ranking.RANKING_SPECS`); the verdict and its wording of
+`core.decision.decision_fields` (as `score --baseline/--candidate` and `compare-models`); the paired-bootstrap interval of the gap from the runs'
 per-record Parquet artifacts, resampling the record ids both runs share:
 - `fields` runs compared on overall/f1 (macro) or micro/f1: from the per-record tp/fp/fn/tn of
   every field (`core.bootstrap.bootstrap_macro_f1`);
@@ -18,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from extracteval.core.decision import DecisionThresholds, verdict_for
+from extracteval.core.decision import DecisionThresholds, decision_fields, decision_sentence, verdict_for
 from extracteval.errors import InputError
 
 __all__ = ["RunComparison", "compare_runs"]
@@ -51,7 +52,8 @@ class RunComparison:
         return verdict_for(self.ci_low, self.thresholds), verdict_for(self.ci_high, self.thresholds)
 
     def to_dict(self) -> dict[str, Any]:
-        iv = self.interval_verdicts
+        """The decision document of `score --baseline/--candidate` and `compare-models` (same keys,
+        same verdict wording), plus the run ids, `significant` and `notes`."""
         return {
             "metric": self.metric,
             "baseline": self.baseline,
@@ -61,27 +63,17 @@ class RunComparison:
             "baseline_value": self.baseline_value,
             "candidate_value": self.candidate_value,
             "gap": self.gap,
-            "verdict": self.verdict,
-            "fine_tuning_recommended": self.verdict == "fine-tuning recommended",
-            "candidate_better": self.gap < 0,
+            **decision_fields(gap=self.gap, ci_low=self.ci_low, ci_high=self.ci_high, thresholds=self.thresholds, confidence=self.confidence),
             "ci": None if self.ci_low is None else {"low": self.ci_low, "high": self.ci_high, "confidence": self.confidence,
                                                      "resamples": self.resamples, "seed": self.seed},
             "significant": None if self.ci_low is None else not (self.ci_low <= 0.0 <= self.ci_high),
-            "verdict_settled": None if iv is None else iv[0] == iv[1],
-            "verdict_range": None if iv is None else list(iv),
             "n_records": self.n_records,
             "thresholds": self.thresholds.to_dict(),
             "notes": list(self.notes),
         }
 
     def sentence(self) -> str:
-        pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
-        ci = "" if self.ci_low is None else f", {int(round(100 * self.confidence))}% CI [{pct(self.ci_low)}, {pct(self.ci_high)}]"
-        iv = self.interval_verdicts
-        spans = "" if iv is None or iv[0] == iv[1] else f" (the interval spans {' → '.join(iv)})"
-        better = "; the candidate is better" if self.gap < 0 else ""
-        return (f"{self.metric}: {self.baseline} {pct(self.baseline_value)}% vs {self.candidate} {pct(self.candidate_value)}%, "
-                f"gap {pct(self.gap)} points{ci} → {self.verdict}{spans}{better}")
+        return decision_sentence(self.to_dict())
 
 
 def _resolve(client: Any, ref: str, experiment: str | None) -> Any:
@@ -173,7 +165,7 @@ def compare_runs(
     """The seed-004 decision for two tracked runs; see the module docstring."""
     from mlflow.tracking import MlflowClient
 
-    from extracteval.core.leaderboard import RANKING_SPECS
+    from extracteval.core.ranking import RANKING_SPECS
     from extracteval.mlflow.upload import default_tracking_uri
 
     thresholds = thresholds or DecisionThresholds()
@@ -245,7 +237,10 @@ def compare_runs(
     num = [col for col in cb.columns if col in cc.columns]
     gb = cb.groupby(fb["record_id"].astype(str))[num].sum()
     gc = cc.groupby(fc["record_id"].astype(str))[num].sum()
-    shared = sorted(set(gb.index) & set(gc.index))
+    from extracteval.core.structured import natural_key
+
+    # the record order of `score` and `compare-models` (natural id order): the same resamples, the same interval
+    shared = sorted(set(gb.index) & set(gc.index), key=natural_key)
     try:
         d = decide(tuple(num), gb.loc[shared].to_numpy(), gc.loc[shared].to_numpy(), metric=leaf, baseline=out["baseline"], candidate=out["candidate"],
                    thresholds=thresholds, resamples=resamples, seed=seed, confidence=confidence, zero_division=zd)

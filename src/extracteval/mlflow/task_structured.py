@@ -74,19 +74,10 @@ def decision_namespace(dec: Mapping[str, Any]) -> argparse.Namespace:
 
 def decision_metrics(doc: Mapping[str, Any]) -> dict[str, float]:
     """`decision/…` metrics of the parent run (empty when no baseline/candidate was named)."""
+    from extracteval.core.decision import decision_metrics as metrics
+
     d = doc.get("decision")
-    if not d:
-        return {}
-    return {
-        "decision/gap": float(d["gap"]),
-        "decision/ci_low": float(d["ci"]["low"]),
-        "decision/ci_high": float(d["ci"]["high"]),
-        "decision/baseline_value": float(d["baseline_value"]),
-        "decision/candidate_value": float(d["candidate_value"]),
-        "decision/fine_tuning_recommended": float(bool(d["fine_tuning_recommended"])),
-        "decision/verdict_settled": float(bool(d["verdict_settled"])),
-        "decision/n_records": float(d["n_records"]),
-    }
+    return metrics(d) if d else {}
 
 
 def decision_params(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -112,7 +103,8 @@ def decision_table(doc: Mapping[str, Any]) -> pd.DataFrame | None:
     return pd.DataFrame([{
         "metric": d["metric"], "baseline": d["baseline"], "candidate": d["candidate"], "baseline_value": d["baseline_value"],
         "candidate_value": d["candidate_value"], "gap": d["gap"], "ci_low": d["ci"]["low"], "ci_high": d["ci"]["high"],
-        "confidence": d["ci"]["confidence"], "verdict": d["verdict"], "verdict_settled": d["verdict_settled"],
+        "confidence": d["ci"]["confidence"], "verdict": d["verdict"], "gap_band": d["gap_band"], "verdict_settled": d["verdict_settled"],
+        "fine_tuning_recommended": d["fine_tuning_recommended"],
         "verdict_range": " → ".join(d["verdict_range"]), "recommend_threshold": d["thresholds"]["recommend"],
         "moderate_threshold": d["thresholds"]["moderate"], "n_records": d["n_records"],
     }])
@@ -123,15 +115,8 @@ def decision_sections(doc: Mapping[str, Any]) -> list[Section]:
     if not d:
         return []
     from extracteval.commands.compare_models import render_decision
-    from extracteval.core.decision import Decision, DecisionThresholds
 
-    dec = Decision(
-        metric=d["metric"], baseline=d["baseline"], candidate=d["candidate"], baseline_value=d["baseline_value"],
-        candidate_value=d["candidate_value"], gap=d["gap"], verdict=d["verdict"], ci_low=d["ci"]["low"], ci_high=d["ci"]["high"],
-        confidence=d["ci"]["confidence"], resamples=d["ci"]["resamples"], seed=d["ci"]["seed"], n_records=d["n_records"],
-        thresholds=DecisionThresholds(**d["thresholds"]),
-    )
-    return [Section(title="Baseline vs candidate decision (seed 004)", items=render_decision(dec).splitlines())]
+    return [Section(title="Baseline vs candidate decision", items=render_decision(d).splitlines())]
 
 
 def percent_table(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
