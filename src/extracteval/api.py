@@ -139,14 +139,10 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     A prediction for an id not in the truth is ignored with a warning (the result's `warnings`);
     a truth record without prediction is a missing output, as in the command line.
     """
-    from extracteval.mlflow.evaluator import check_config
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.tasks import check_config, get_adapter
 
     adapter = get_adapter(task)
-    check_config(config, {**adapter.config_keys}, task)
-    for k in ("task", "model_name", "batch_size", "generation", "output", "figures", "col_mapping"):
-        if k in config:
-            raise InputError(f"extracteval.score: option {k!r} belongs to the MLflow evaluator, not to scoring; leave it out.")
+    check_config(config, adapter.config_keys, task, where="extracteval.score", common={})
     if isinstance(predictions, Mapping):
         named = {str(k): v for k, v in predictions.items()}
     else:

@@ -29,33 +29,12 @@ from typing import Any
 from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 
 from extracteval.errors import InputError
-from extracteval.mlflow.tasks import MODEL_TYPES, get_adapter, task_for_model_type
+from extracteval.mlflow.tasks import COMMON_CONFIG_KEYS, MODEL_TYPES, check_config, get_adapter, task_for_model_type
 
 __all__ = ["ExtractevalEvaluator", "COMMON_CONFIG_KEYS", "check_config", "predict_in_batches"]
 
-COMMON_CONFIG_KEYS: Mapping[str, str] = {
-    "task": "task among those sharing the model_type (`labels` for extraction-entities)",
-    "id_column": "feature column holding record ids (default: `id` when present, else the row number)",
-    "model_name": "name of the model in results and reports (default: the predictions column, or `model`)",
-    "batch_size": "rows per model call when predicting (default 64)",
-    "generation": "decoding settings of the model (temperature, top_p, …), logged as params",
-    "output": "folder for the local copy of the results (default: a temporary folder, removed after upload)",
-    "figures": "log figures (default true)",
-    "col_mapping": "MLflow's column renaming (handled by mlflow.models.evaluate)",
-}
 # decoding settings picked up from a pyfunc model's model_config when present
 _GENERATION_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_new_tokens", "seed", "do_sample", "n", "frequency_penalty", "presence_penalty")
-
-
-def check_config(config: Mapping[str, Any], task_keys: Mapping[str, str], task: str) -> None:
-    """Reject unknown evaluator_config keys by name, listing the valid ones."""
-    valid = {**COMMON_CONFIG_KEYS, **task_keys}
-    unknown = sorted(set(config) - set(valid))
-    if unknown:
-        raise InputError(
-            f"evaluator_config: unknown key(s) {', '.join(repr(k) for k in unknown)} for task {task!r}; "
-            f"valid keys: {', '.join(sorted(valid))}."
-        )
 
 
 class _Progress:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from extracteval.mlflow.keys import KeyMap
 
-__all__ = ["TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks"]
+__all__ = ["COMMON_CONFIG_KEYS", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks"]
 
 
 @dataclass(frozen=True)
@@ -195,3 +195,29 @@ def task_for_model_type(model_type: str, requested: str | None = None) -> str:
     if requested not in candidates:
         raise InputError(f"evaluator_config `task`={requested!r} does not go with model_type {model_type!r}; expected one of {candidates}.")
     return requested
+
+
+# evaluator_config keys every task accepts (the MLflow evaluator's own; the Python API refuses
+# the ones about MLflow)
+COMMON_CONFIG_KEYS: Mapping[str, str] = {
+    "task": "task among those sharing the model_type (`labels` for extraction-entities)",
+    "id_column": "feature column holding record ids (default: `id` when present, else the row number)",
+    "model_name": "name of the model in results and reports (default: the predictions column, or `model`)",
+    "batch_size": "rows per model call when predicting (default 64)",
+    "generation": "decoding settings of the model (temperature, top_p, …), logged as params",
+    "output": "folder for the local copy of the results (default: a temporary folder, removed after upload)",
+    "figures": "log figures (default true)",
+    "col_mapping": "MLflow's column renaming (handled by mlflow.models.evaluate)",
+}
+
+
+def check_config(config: Mapping[str, Any], task_keys: Mapping[str, str], task: str, *, where: str = "evaluator_config",
+                 common: Mapping[str, str] = COMMON_CONFIG_KEYS) -> None:
+    """Reject unknown evaluator_config keys by name, listing the valid ones."""
+    valid = {**common, **task_keys}
+    unknown = sorted(set(config) - set(valid))
+    if unknown:
+        raise InputError(
+            f"{where}: unknown key(s) {', '.join(repr(k) for k in unknown)} for task {task!r}; "
+            f"valid keys: {', '.join(sorted(valid))}."
+        )

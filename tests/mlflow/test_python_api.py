@@ -1,0 +1,120 @@
+"""`extracteval.score(task, truth, predictions, **config)`: every task, from files, DataFrames and
+lists of dicts, gives the command line's metrics; per-item and per-record tables; logging to a
+real SQLite tracking store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import extracteval
+from extracteval.errors import InputError
+from tests.mlflow.test_evaluator_parity import CASES, _cli_metrics, _models, _spec
+
+EXP = Path(__file__).resolve().parents[2] / "experiments"
+
+
+def _config(name: str) -> dict:
+    folder, _spec_ = _spec(name)
+    config = {k: v for k, v in CASES[name][2].items() if k != "task"}
+    if "config_file" in config:
+        config.update(yaml.safe_load((folder / config.pop("config_file")).read_text()))
+    return config
+
+
+def _paths(name: str, model: str) -> tuple[Path, Path]:
+    folder, spec = _spec(name)
+    return folder / spec["truth"], folder / spec["predictions"][model]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_task_from_files_gives_the_command_lines_metrics(name: str, tmp_path: Path) -> None:
+    model = _models(name)[0]
+    truth, pred = _paths(name, model)
+    result = extracteval.score(CASES[name][0], str(truth), {model: str(pred)}, **_config(name))
+    assert result.models == (model,)
+    got, want = result.metrics(model), _cli_metrics(name, model, tmp_path)
+    assert sorted(got) == sorted(want)
+    assert {k: (want[k], got[k]) for k in want if abs(got[k] - want[k]) > 1e-12} == {}
+    items = result.items()
+    assert isinstance(items, pd.DataFrame) and len(items) > 0
+    assert isinstance(result.to_dict(), dict) and result.to_dict()
+
+
+def test_dataframes_and_lists_of_dicts_give_the_same_result(tmp_path: Path) -> None:
+    truth_path, pred_path = _paths("contracts", "llama-3.1-8b")
+    truth = pd.read_csv(truth_path)  # numbers, NaN, JSON lists as text: as a user reads it
+    pred = pd.read_csv(pred_path)
+    config = _config("contracts")
+    from_frames = extracteval.score("fields", truth, {"llama": pred}, **config)
+    from_lists = extracteval.score("fields", truth.to_dict("records"), {"llama": pred.to_dict("records")}, **config)
+    from_files = extracteval.score("fields", truth_path, {"llama": pred_path}, **config)
+    want = _cli_metrics("contracts", "llama-3.1-8b", tmp_path)
+    for r in (from_frames, from_lists, from_files):
+        assert r.metrics()["overall/f1"] == pytest.approx(want["overall/f1"], abs=1e-12)
+        assert r.metrics()["field/parties/f1"] == pytest.approx(want["field/parties/f1"], abs=1e-12)
+    records = from_frames.records("llama")
+    assert set(records["record_id"]) <= set(truth["id"]) and {"tp", "fp", "fn", "tn", "excluded"} <= set(records.columns)
+
+
+def test_several_models_are_ranked_and_the_status_column_is_read(tmp_path: Path) -> None:
+    folder = EXP / "contracts"
+    preds = {m: pd.read_csv(folder / "predictions" / f"{m}.csv").rename(columns={"status": "state"})
+             for m in ("gpt-4o-mini", "llama-3.1-8b", "regex-baseline")}
+    r = extracteval.score("fields", folder / "truth.csv", preds, status_column="state", strategies=str(folder / "strategies.yaml"))
+    assert r.models[0] == "gpt-4o-mini" and set(r.models) == set(preds)
+    # excluded records counted as the command line counts them
+    assert r.metrics("gpt-4o-mini")["field/contract_type/excluded"] == _cli_metrics("contracts", "gpt-4o-mini", tmp_path)["field/contract_type/excluded"]
+    assert "gpt-4o-mini" in r.summary()
+
+
+def test_predictions_outside_the_truth_are_ignored_with_a_warning() -> None:
+    truth, pred = _paths("tickets", "keyword-rules")
+    r = extracteval.score("labels", truth, {"rules": pred}, **_config("tickets"))
+    assert any("2 prediction(s) for ids not in the truth were ignored" in w for w in r.warnings)
+
+
+def test_bad_input_is_a_clear_error() -> None:
+    truth, pred = _paths("contracts", "gpt-4o-mini")
+    with pytest.raises(InputError, match=r"unknown key\(s\) 'fuzzy_treshold'"):
+        extracteval.score("fields", truth, {"m": pred}, fuzzy_treshold=0.9)
+    with pytest.raises(InputError, match="unknown task 'field'"):
+        extracteval.score("field", truth, {"m": pred})
+    with pytest.raises(InputError, match=r"no 'doc_id' column"):
+        extracteval.score("fields", truth, {"m": pred}, id_column="doc_id")
+    with pytest.raises(InputError, match="expected a DataFrame, a list of dicts"):
+        extracteval.score("fields", 42, {"m": pred})
+    with pytest.raises(InputError, match="no model 'other'"):
+        extracteval.score("fields", truth, {"m": pred}).metrics("other")
+
+
+def test_tasks_lists_every_task() -> None:
+    listed = {t["task"]: t["model_type"] for t in extracteval.tasks()}
+    assert set(listed) == {"fields", "json", "spans", "labels", "entities", "structured", "toolcalls"}
+    assert listed["labels"] == "extraction-entities"
+
+
+def test_import_and_score_do_not_import_mlflow_or_matplotlib() -> None:
+    code = ("import sys, extracteval; r = extracteval.score('fields', 'experiments/contracts/truth.csv', "
+            "{'m': 'experiments/contracts/predictions/gpt-4o-mini.csv'}, bootstrap=0); r.metrics(); r.items(); "
+            "print(sorted(m for m in ('mlflow', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=EXP.parent, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_log_to_mlflow_logs_the_same_metrics(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    truth, pred = _paths("requirements", "llama-3.1-8b")
+    r = extracteval.score("spans", truth, {"llama": pred}, threshold=0.5)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    logged = r.log_to_mlflow(experiment="api", tracking_uri=uri)
+    run_id = logged["models"]["llama"]
+    metrics = MlflowClient(uri).get_run(run_id).data.metrics
+    expected = r.metrics()
+    assert {k: metrics[k] for k in expected} == pytest.approx(expected)
