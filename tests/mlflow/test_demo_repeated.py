@@ -98,5 +98,5 @@ def test_each_demo_ranks_one_run_per_model_the_latest(three_demos, tmp_path):
         assert table.count("#") == 3 and "(" not in table
         if k > 1:
             assert f"3 of {3 * k} run(s) ranked (latest run per model; {3 * (k - 1)} earlier run(s) superseded)" in text
-            assert "superseded (not ranked" in text
+            assert f"superseded runs ({3 * (k - 1)}) — not ranked" in text
 

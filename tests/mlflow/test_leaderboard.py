@@ -328,9 +328,12 @@ def test_html_escapes_every_user_string():
              "micro": {}, "field_wins": 1.0, "items_scored": 1, "wins_label": "Won 1 of 1", "tier": "needs_improvement", "tier_colour": "red", "ci": None}
     doc = {"task": "fields", "primary_metric": "overall/f1", "tie_breaks": ["overall/precision"], "experiment": evil, "n_runs": 1, "notes": [evil],
            "warnings": [], "groups": [{"truth_digest": evil, "config_digest": evil, "ranking": [entry], "comparisons": [],
-                                       "field_winners": {evil: {"kind": "sole", "winners": [evil], "win_share": 1.0, "badge": "green", "best": {"f1": 0.5}}}}]}
+                                       "field_winners": {evil: {"kind": "sole", "winners": [evil], "win_share": 1.0, "badge": "green", "best": {"f1": 0.5}}},
+                                       "superseded": [{"run_id": evil, "model": evil, "run_name": evil, "start_time": 1, "status": "superseded",
+                                                       "superseded_by": evil, "superseded_by_start_time": 2}]}]}
     page = render_html(doc)
     assert "<script" not in page and "&lt;script&gt;" in page
+    assert "Superseded runs" in page and page.count("&lt;script&gt;") > render_html({**doc, "groups": [{**doc["groups"][0], "superseded": []}]}).count("&lt;script&gt;")
 
 
 def test_logging_failure_keeps_the_ranking(cli, six_run_store, monkeypatch):
@@ -502,9 +505,8 @@ def test_repeated_runs_rank_the_latest_and_never_rewrite_a_metric(cli, store, tm
     assert "Superseded runs" in html and all(f"<code>{ids[n][m]}</code>" in html for n in (1, 2) for m in "ABC")
     r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--no-ci")
     assert "3 of 9 run(s) ranked (latest run per model; 6 earlier run(s) superseded)" in r.out
-    tail = r.out[r.out.index("superseded (not ranked"):]
+    tail = r.out[r.out.index("superseded runs (6) — not ranked"):]
     assert all(ids[1][m] in tail and ids[3][m] in tail for m in "ABC")
-    assert ids[3]["A"] not in r.out[: r.out.index("superseded (not ranked")].split("#1")[0]
 
     # --all-runs: every run ranked (night 1's C on top), names carry their run ids, nothing superseded
     r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--json", "--no-log", "--no-ci", "--all-runs")

@@ -50,7 +50,7 @@ def _selection(doc: Mapping[str, Any]) -> str:
     return f"{head} (latest run per model" + (f"; {sup} earlier run(s) superseded)" if sup else ")")
 
 
-SUPERSEDED_NOTE = "not ranked: a later run of the same model, truth and config is ranked instead (--all-runs ranks every run)"
+SUPERSEDED_NOTE = "not ranked: a later run of the same model, truth and config is ranked instead; --all-runs ranks every run"
 
 
 def _columns(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -147,7 +147,7 @@ def render_terminal(doc: Mapping[str, Any], *, use_colour: bool = False) -> str:
         superseded = g.get("superseded") or []
         if superseded:
             out.append("")
-            out.append(f"superseded ({SUPERSEDED_NOTE}):")
+            out.append(f"superseded runs ({len(superseded)}) — {SUPERSEDED_NOTE}:")
             srows = [[s["model"], s["run_id"], _when(s["start_time"]), s["superseded_by"]] for s in superseded[:30]]
             out.append(table(["model", "run id", "started", "superseded by"], srows, align="llll"))
             if len(superseded) > 30:
