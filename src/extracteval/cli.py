@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib import import_module
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from extracteval import __version__
 
@@ -70,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help(sys.stderr)
         return 2
+    return run_command(run, args)
+
+
+def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """Run a sub-command's `run(args)` (or a function standing in for it) the way `main` does:
+    its exit code, with user errors (2), output errors (1) and Ctrl-C (130) turned into a message
+    and a code instead of a traceback."""
     from extracteval.errors import InputError, OutputError
 
     try:

@@ -111,8 +111,21 @@ def test_bfcl_bad_inputs_name_file_and_line(cli, tmp_path) -> None:
     f = _bfcl_files(tmp_path)
     broken = tmp_path / "broken_pa.json"
     broken.write_text('{"id": "simple_python_0", "ground_truth": [{"calc.area": {"base": 0}}]}\n', encoding="utf-8")
-    r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(broken), "--predictions", f"m={f['r']}")
-    assert r.code == 2 and str(broken) in r.err and "line 1" in r.err and "list of acceptable values" in r.err
+    # an irregular entry is scored as BFCL scores it, and reported with file, line and id
+    r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(broken), "--predictions", f"m={f['r']}", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["models"]["m"]["failures"] == {"simple_python_0": {"error_type": "value_error:others", "error": doc["models"]["m"]["failures"]["simple_python_0"]["error"]}}
+    shape = [w for w in doc["warnings"] if w["kind"] == "answer_shape"]
+    assert [(w["file"], w["line"], w["id"]) for w in shape] == [(str(broken), 1, "simple_python_0")]
+    assert doc["warning_counts"] == {"answer_shape": 1, "question_without_answer": 2} and doc["n_records"] == 1
+    text = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(broken), "--predictions", f"m={f['r']}").out
+    assert "warnings: 3 — answer_shape 1, question_without_answer 2" in text and f"{broken}: line 1 (id simple_python_0)" in text
+    # only a file that is not BFCL data at all is refused
+    r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(f["r"]), "--predictions", f"m={f['r']}")
+    assert r.code == 2 and str(f["r"]) in r.err and "not a BFCL possible-answer file" in r.err and "Traceback" not in r.err
+    r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["a"]), "--truth", str(f["a"]), "--predictions", f"m={f['r']}")
+    assert r.code == 2 and "not a BFCL question file" in r.err
     stray = write_jsonl(tmp_path / "stray.json", [{"id": "simple_python_99", "result": []}])
     r = cli("score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(f["a"]), "--predictions", f"m={stray}")
     assert r.code == 2 and "simple_python_99" in r.err
@@ -142,3 +155,37 @@ def test_bfcl_output_also_carries_the_generic_view(cli, tmp_path) -> None:
     g = m["generic"]
     # simple_python_2 passes BFCL ("CM" normalises to "cm") but is not an exact value generically
     assert g["call_accuracy"] == pytest.approx(1 / 3) and g["valid_call_rate"] == 1.0 and g["name_match_rate"] == 1.0
+
+
+def _mangling_files(d: Path) -> dict[str, Path]:
+    fn = {"name": "calc.area", "parameters": {"type": "dict", "properties": {"base": {"type": "integer"}}, "required": ["base"]}}
+    q = write_jsonl(d / "q.json", [{"id": f"simple_{i}", "function": fn} for i in range(3)])
+    a = write_jsonl(d / "a.json", [{"id": f"simple_{i}", "ground_truth": {"calc.area": {"base": [i]}}} for i in range(3)])
+    fc = write_jsonl(d / "fc.json", [{"id": f"simple_{i}", "result": [{"calc_area": json.dumps({"base": i})}]} for i in range(3)])
+    prompt = write_jsonl(d / "prompt.json", [{"id": f"simple_{i}", "result": f"[calc.area(base={i})]"} for i in range(3)])
+    return {"q": q, "a": a, "fc": fc, "prompt": prompt}
+
+
+def test_bfcl_name_mangling_per_model_in_one_run(cli, tmp_path) -> None:
+    f = _mangling_files(tmp_path)
+    base = ["score", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(f["a"]),
+            "--predictions", f"fc={f['fc']}", "--predictions", f"prompt={f['prompt']}"]
+    r = cli(*base, "--underscore-to-dot", "fc", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["config"]["underscore_to_dot"] == ["fc"]
+    assert {m: (d["call_accuracy"], d["underscore_to_dot"]) for m, d in doc["models"].items()} == {"fc": (1.0, True), "prompt": (1.0, False)}
+    assert [w for w in doc["warnings"] if w["kind"] == "name_mangling"] == []
+    # forgetting the option: the function-calling model fails, and a warning names the model and the option
+    r = cli(*base, "--json")
+    doc = r.json()
+    assert doc["models"]["fc"]["call_accuracy"] == 0.0 and doc["models"]["prompt"]["call_accuracy"] == 1.0
+    (w,) = [w for w in doc["warnings"] if w["kind"] == "name_mangling"]
+    assert w["model"] == "fc" and "--underscore-to-dot fc" in w["message"] and "3 entries" in w["message"]
+    assert "--underscore-to-dot fc" in cli(*base).out
+    # the run-wide form still applies to every model (and now warns about the prompt model)
+    doc = cli(*base, "--underscore-to-dot", "--json").json()
+    assert doc["config"]["underscore_to_dot"] == ["fc", "prompt"] and doc["models"]["prompt"]["call_accuracy"] == 0.0
+    assert [w["model"] for w in doc["warnings"] if w["kind"] == "name_mangling"] == ["prompt"]
+    r = cli(*base, "--underscore-to-dot", "nobody")
+    assert r.code == 2 and "--underscore-to-dot nobody" in r.err and "fc, prompt" in r.err and "Traceback" not in r.err

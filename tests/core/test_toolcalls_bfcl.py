@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from extracteval.core.bfcl import check_entry, decode_result, normalize_text, parse_python_calls
-from extracteval.errors import InputError
 
 SPEC = [
     {
@@ -154,7 +151,9 @@ def test_python_call_strings_are_parsed_with_ast_never_evaluated() -> None:
     assert check_entry(SPEC, d, ANSWER, "simple").valid
 
 
-def test_answer_naming_an_undescribed_function_is_an_input_error() -> None:
+def test_answer_naming_an_undescribed_function_fails_the_entry_instead_of_the_run() -> None:
     d = decode_result([{"other": "{}"}])
-    with pytest.raises(InputError, match="does not describe"):
-        check_entry(SPEC, d, [{"other": {}}], "multiple", entry_id="multiple_9")
+    v = check_entry(SPEC, d, [{"other": {}}], "multiple", entry_id="multiple_9")
+    assert (v.valid, v.error_type) == (False, "multiple_function_checker:cannot_find_description")
+    v = check_entry(SPEC, d, [{"other": {}}], "parallel", entry_id="parallel_9")
+    assert (v.valid, v.error_type) == (False, "parallel_function_checker_no_order:cannot_find_description")

@@ -241,3 +241,49 @@ def test_bfcl_experiment_spec_scores_several_categories(shared_data, tmp_path):
     rec = ADAPTER.records_frame(scored, "glyphh")
     assert set(rec["category"]) == set(cats) and int((~rec["correct"]).sum()) == 600 - m["bfcl/correct_count"]
     assert list(scored.truth.columns) == ["category", "ground_truth", "functions"]
+
+
+def _mangling_files(d: Path) -> dict[str, Path]:
+    fn = {"name": "calc.area", "parameters": {"type": "dict", "properties": {"base": {"type": "integer"}}, "required": ["base"]}}
+    def rows(path: Path, items: list) -> Path:
+        path.write_text("".join(json.dumps(r) + "\n" for r in items), encoding="utf-8")
+        return path
+
+    return {
+        "q": rows(d / "q.json", [{"id": f"simple_{i}", "function": fn} for i in range(4)]),
+        # simple_3's answer names the function without its prefix: scored against the described one, with a warning
+        "a": rows(d / "a.json", [{"id": f"simple_{i}", "ground_truth": {"area" if i == 3 else "calc.area": {"base": [i]}}} for i in range(4)]),
+        "fc": rows(d / "fc.json", [{"id": f"simple_{i}", "result": [{"calc_area": json.dumps({"base": i})}]} for i in range(4)]),
+        "prompt": rows(d / "prompt.json", [{"id": f"simple_{i}", "result": f"[calc.area(base={i if i else 9})]"} for i in range(4)]),
+    }
+
+
+def test_bfcl_mangling_per_model_through_evaluate_leaderboard_and_compare(cli, sqlite_uri, tmp_path, monkeypatch):
+    """A function-calling model (needs '.' → '_') and a prompt model: scored in one evaluate run, or
+    in two, they rank together; the per-model setting is a param of each model run."""
+    monkeypatch.chdir(tmp_path)
+    f = _mangling_files(tmp_path)
+    common = ["evaluate", "toolcalls", "--checker", "bfcl", "--questions", str(f["q"]), "--truth", str(f["a"]), "--tracking-uri", sqlite_uri]
+    code, out, err = cli(*common, "--predictions", f"fc={f['fc']}", "--predictions", f"prompt={f['prompt']}",
+                         "--underscore-to-dot", "fc", "--experiment", "mangle-one", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["config"]["underscore_to_dot"] == ["fc"] and [w["kind"] for w in doc["warnings"]] == ["answer_names_other_function"]
+    client = MlflowClient(sqlite_uri)
+    runs = {m: client.get_run(doc["mlflow"]["models"][m]) for m in ("fc", "prompt")}
+    assert {m: r.data.params["underscore_to_dot"] for m, r in runs.items()} == {"fc": "true", "prompt": "false"}
+    assert runs["fc"].data.params["underscore_to_dot_models"] == "fc" and runs["fc"].data.params["bfcl_warnings"] == "1"
+    assert (runs["fc"].data.metrics["bfcl/accuracy"], runs["prompt"].data.metrics["bfcl/accuracy"]) == (1.0, 0.75)
+    # the same two models in two separate runs: the same config digest, so one leaderboard group
+    for model, extra in (("fc", ["--underscore-to-dot", "fc"]), ("prompt", [])):
+        code, out, err = cli(*common, "--predictions", f"{model}={f[model]}", *extra, "--experiment", "mangle-two", "--json")
+        assert code == 0, err
+    code, out, err = cli("leaderboard", "--experiment", "mangle-two", "--tracking-uri", sqlite_uri, "--no-log", "--no-ci", "--json")
+    assert code == 0, err
+    lb = json.loads(out)
+    assert [e["model"] for e in lb["ranking"]] == ["fc", "prompt"] and len(lb["groups"]) == 1
+    assert any("mangling" in n and "fc" in n for n in lb["notes"])
+    code, out, err = cli("compare", "--experiment", "mangle-two", "--baseline", "fc", "--candidate", "prompt", "--tracking-uri", sqlite_uri, "--json")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert any("baseline on, candidate off" in n for n in notes) and not any("config digests differ" in n for n in notes)

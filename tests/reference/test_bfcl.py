@@ -189,3 +189,86 @@ def test_cli_reads_the_v1_layout_for_all_four_categories(shared_data: Path, tmp_
     assert (m["total_count"], m["correct_count"]) == (100, 98)
     assert m["failed_ids"] == ["parallel_function_7", "simple_3"]
     assert m["error_types"] == {"parallel_function_checker_no_order:wrong_count": 1, "simple_function_checker:wrong_count": 1}
+
+
+# --------------------------------------------------------------------------------------------
+# the v1 sample extended by hand-made irregular entries: every category scores, each verdict is
+# the one BFCL's rules give (worked out by hand next to each entry)
+
+_PROPS = {"w": {"type": "integer"}, "h": {"type": "float"}}
+_EXTRA = {
+    "simple": [
+        # the answer names `find_closest`; the question describes `restaurant_search.find_closest`:
+        # checked against the described function, so the described name passes
+        ({"id": "simple_900", "function": {"name": "restaurant_search.find_closest", "parameters": {"type": "dict",
+          "properties": {"location": {"type": "string"}}, "required": ["location"]}}},
+         {"id": "simple_900", "ground_truth": {"find_closest": {"location": ["Boston, MA"]}}},
+         "[restaurant_search.find_closest(location='boston ma')]", True),
+        # acceptable values given as a bare string: compared character by character
+        ({"id": "simple_901", "function": {"name": "f", "parameters": {"type": "dict", "properties": {"u": {"type": "string"}}, "required": []}}},
+         {"id": "simple_901", "ground_truth": {"f": {"u": "cm"}}}, "[f(u='cm')]", False),
+        # an empty possible answer: a single-call entry cannot pass
+        ({"id": "simple_902", "function": {"name": "f", "parameters": {"type": "dict", "properties": {}, "required": []}}},
+         {"id": "simple_902", "ground_truth": {}}, "[f()]", False),
+    ],
+    "multiple_function": [
+        # v1 lookup: the first function whose name occurs in the key `calculate_bmi` is `calc`
+        ({"id": "multiple_function_900", "function": [{"name": "calc", "parameters": {"type": "dict", "properties": _PROPS, "required": []}},
+                                                      {"name": "calculate_bmi", "parameters": {"type": "dict", "properties": _PROPS, "required": []}}]},
+         {"id": "multiple_function_900", "ground_truth": {"calculate_bmi": {"w": [70], "h": [1.8]}}}, "[calculate_bmi(w=70, h=1.8)]", False),
+        ({"id": "multiple_function_901", "function": [{"name": "calc", "parameters": {"type": "dict", "properties": _PROPS, "required": []}},
+                                                      {"name": "calculate_bmi", "parameters": {"type": "dict", "properties": _PROPS, "required": []}}]},
+         {"id": "multiple_function_901", "ground_truth": {"calculate_bmi": {"w": [70], "h": [1.8]}}}, "[calc(w=70, h=1.8)]", True),
+    ],
+    "parallel_function": [
+        # one described function; the keys do not contain its name: no description is found
+        ({"id": "parallel_function_900", "function": {"name": "spotify.play", "parameters": {"type": "dict", "properties": {"x": {"type": "integer"}}, "required": []}}},
+         {"id": "parallel_function_900", "ground_truth": {"play_1": {"x": [1]}, "play_2": {"x": [2]}}}, "[spotify.play(x=1), spotify.play(x=2)]", False),
+    ],
+    "parallel_multiple_function": [
+        # one expected call's parameter map is a list: that call cannot be matched
+        ({"id": "parallel_multiple_function_900", "function": [
+            {"name": "a.get", "parameters": {"type": "dict", "properties": {"x": {"type": "integer"}}, "required": []}},
+            {"name": "b.set", "parameters": {"type": "dict", "properties": {"y": {"type": "integer"}}, "required": []}}]},
+         {"id": "parallel_multiple_function_900", "ground_truth": {"a.get": {"x": [1]}, "b.set": [{"y": [2]}]}}, "[a.get(x=1), b.set(y=2)]", False),
+        # the answer names a function the question does not describe
+        ({"id": "parallel_multiple_function_901", "function": [
+            {"name": "a.get", "parameters": {"type": "dict", "properties": {"x": {"type": "integer"}}, "required": []}}]},
+         {"id": "parallel_multiple_function_901", "ground_truth": {"zzz.get": {"x": [1]}}}, "[zzz.get(x=1)]", False),
+    ],
+}
+
+
+def test_v1_sample_extended_with_irregular_entries_scores_every_category(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = shared_data / "toolcalls" / "bfcl_v1_sample"
+    argv = ["score", "toolcalls", "--checker", "bfcl", "--json"]
+    expected_failed: list[str] = []
+    for cat in V1:
+        q = load_bfcl_questions(root / f"{cat}.json")
+        a = load_bfcl_answers(root / "possible_answer" / f"{cat}.json", q)
+        qf, af, rf = tmp_path / f"{cat}.json", tmp_path / f"pa_{cat}.json", tmp_path / f"res_{cat}.json"
+        qf.write_text((root / f"{cat}.json").read_text(encoding="utf-8").rstrip("\n") + "\n"
+                      + "".join(json.dumps(x[0]) + "\n" for x in _EXTRA[cat]), encoding="utf-8")
+        af.write_text((root / "possible_answer" / f"{cat}.json").read_text(encoding="utf-8").rstrip("\n") + "\n"
+                      + "".join(json.dumps(x[1]) + "\n" for x in _EXTRA[cat]), encoding="utf-8")
+        rows = [{"id": rid, "result": _perfect_result(a[rid], q[rid].functions)} for rid in q]
+        rows += [{"id": x[0]["id"], "result": x[2]} for x in _EXTRA[cat]]
+        rf.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        expected_failed += [x[0]["id"] for x in _EXTRA[cat] if not x[3]]
+        argv += ["--questions", str(qf), "--truth", str(af), "--predictions", f"m={rf}"]
+    doc = _cli(capsys, *argv)
+    m = doc["models"]["m"]
+    n_extra = sum(len(v) for v in _EXTRA.values())
+    assert m["total_count"] == 100 + n_extra
+    assert m["failed_ids"] == sorted(expected_failed, key=entry_sort_key)
+    assert set(m["categories"]) == set(V1)
+    assert m["failures"]["parallel_function_900"]["error_type"] == "parallel_function_checker_no_order:cannot_find_description"
+    assert m["failures"]["parallel_multiple_function_900"]["error_type"] == "parallel_function_checker_no_order:cannot_find_match"
+    assert m["failures"]["multiple_function_900"]["error_type"] == "parallel_function_checker_no_order:cannot_find_match"
+    # every hand-made irregular entry is listed with its file, line and id; the sample itself is regular
+    flagged = {w["id"] for w in doc["warnings"]}
+    assert flagged == {x[0]["id"] for v in _EXTRA.values() for x in v}
+    for w in doc["warnings"]:
+        cat = category_of(w["id"])
+        assert w["file"] == str(tmp_path / f"pa_{cat}.json") and w["line"] == 25 + 1 + [x[0]["id"] for x in _EXTRA[cat]].index(w["id"])
+    assert sum(doc["warning_counts"].values()) == len(doc["warnings"])

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from extracteval.commands.leaderboard import LeaderboardCall
 
 DESCRIPTION = """\
 Run every example in an experiments folder (each a sub-folder with an experiment.yaml naming
@@ -42,7 +48,35 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-leaderboard", action="store_true", help="log the runs but do not build the cross-run leaderboards")
 
 
+@dataclass(frozen=True, kw_only=True)
+class LoggedExample:
+    """One example (or one track of a multi-track example) as the demo logged it."""
+
+    label: str  # the experiment name after the prefix: `contracts`, `slm-vs-llm-structured`
+    experiment: str
+    run_ids: Mapping[str, str] = field(default_factory=dict)  # run key ("parent", "single", "model-1", …) → run id
+    leaderboard_run_id: str | None = None
+
+    @property
+    def parent_run_id(self) -> str | None:
+        """The comparison run (or the only run, for a single model)."""
+        return self.run_ids.get("parent") or self.run_ids.get("single")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoOutcome:
+    """The demo's exit code (1 when an example failed to log or a leaderboard failed) and what it logged."""
+
+    exit_code: int
+    examples: tuple[LoggedExample, ...] = ()
+
+
 def run(args: argparse.Namespace) -> int:
+    return run_demo(args).exit_code
+
+
+def run_demo(args: argparse.Namespace) -> DemoOutcome:
+    """Everything `extracteval demo` does (see DESCRIPTION), and what it logged."""
     import json
 
     from extracteval.errors import InputError
@@ -60,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     uri = None
     logged: list[tuple[str, str, dict[str, str]]] = []  # (example, experiment, run key → run id)
+    labels: list[str] = []  # each logged experiment's name after the prefix
     for spec_path in specs:
         spec = load_mapping(spec_path)
         task = spec.get("task")
@@ -93,15 +128,19 @@ def run(args: argparse.Namespace) -> int:
             (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
         for a, scored in scoreds:
             # a multi-track example: one experiment per track, so that each holds one task's runs
-            experiment = f"{args.experiment_prefix}-{safe_file_name(str(name))}" + (f"-{a.task}" if len(scoreds) > 1 else "")
+            label = safe_file_name(str(name)) + (f"-{a.task}" if len(scoreds) > 1 else "")
+            experiment = f"{args.experiment_prefix}-{label}"
             uri, run_ids = _log(a, scored, experiment, args.tracking_uri)
             failed += run_ids is None
             if run_ids is not None:
                 logged.append((str(name) if len(scoreds) == 1 else f"{name} ({a.task})", experiment, run_ids))
+                labels.append(label)
             print()
         ran += 1
+    leaderboards: dict[str, LeaderboardCall] = {}
     if logged and not args.no_leaderboard:
-        failed += _leaderboards([exp for _, exp, _ in logged], uri)
+        leaderboards = _leaderboards([exp for _, exp, _ in logged], uri)
+        failed += sum(call.exit_code != 0 for call in leaderboards.values())
     if uri is not None:
         from extracteval.mlflow.upload import ui_hint
 
@@ -109,7 +148,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"MLflow: every example is logged to {uri}; view: {ui_hint(uri)}")
         print(LOOK_AT.format(prefix=args.experiment_prefix))
     print(f"demo: scored {ran} example(s) from {root}/", file=sys.stderr)
-    return 1 if failed else 0
+    examples = tuple(LoggedExample(label=label, experiment=exp, run_ids=run_ids,
+                                   leaderboard_run_id=leaderboards[exp].leaderboard_run_id if exp in leaderboards else None)
+                     for label, (_, exp, run_ids) in zip(labels, logged, strict=True))
+    return DemoOutcome(exit_code=1 if failed else 0, examples=examples)
 
 
 def _adapter(task: str):  # noqa: ANN202 - an extracteval.mlflow.tasks.TaskAdapter or None
@@ -167,31 +209,32 @@ cross-run leaderboard wrote each ranked run's rank to its own column, leaderboar
 lists the earlier ones as superseded, leaving their metrics as they were."""
 
 
-def _leaderboards(experiments: list[str], uri: str | None) -> int:
-    """Build each experiment's cross-run leaderboard with `extracteval leaderboard`; the number that failed."""
+def _leaderboards(experiments: list[str], uri: str | None) -> dict[str, LeaderboardCall]:
+    """Build each experiment's cross-run leaderboard with `extracteval leaderboard`: experiment →
+    its exit code and leaderboard run."""
     import os
 
-    from extracteval.cli import COMMANDS, main
+    from extracteval.cli import COMMANDS
+    from extracteval.commands.leaderboard import call_leaderboard
 
     if "leaderboard" not in COMMANDS:
         print("(cross-run leaderboards: `extracteval leaderboard` is not in this version)\n")
-        return 0
-    failed = 0
+        return {}
+    calls: dict[str, LeaderboardCall] = {}
     saved = os.environ.get("MLFLOW_TRACKING_URI")
     try:
         if uri:
             os.environ["MLFLOW_TRACKING_URI"] = uri  # the documented CLI takes the store from the environment
         for experiment in experiments:
             print(f"== leaderboard of {experiment}")
-            code = main(["leaderboard", "--experiment", experiment])
-            failed += code != 0
+            calls[experiment] = call_leaderboard(["--experiment", experiment])
             print()
     finally:
         if saved is None:
             os.environ.pop("MLFLOW_TRACKING_URI", None)
         else:
             os.environ["MLFLOW_TRACKING_URI"] = saved
-    return failed
+    return calls
 
 
 def _list_artifacts(logged: list[tuple[str, str, dict[str, str]]], uri: str) -> None:

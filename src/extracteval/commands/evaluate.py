@@ -70,10 +70,13 @@ def run(args: argparse.Namespace) -> int:
         return _resume(args)
     if not getattr(args, "task", None):
         raise InputError("evaluate needs a task (e.g. `extracteval evaluate fields --truth … --predictions … --experiment NAME`) or --resume-from DIR.")
-    return _evaluate(args)
+    return 0 if evaluate_and_log(args) is not None else 1
 
 
-def _evaluate(args: argparse.Namespace) -> int:
+def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
+    """Score the task's inputs in `args` (parsed `evaluate <task> …` options), print the summary
+    and log the runs; what was logged (experiment id, run ids), or None when the upload failed
+    (the message printed, the local copy kept)."""
     import json
     import shutil
     import tempfile
@@ -120,7 +123,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                 result = upload_bundle(bundle, tracking_uri=uri, experiment=args.experiment)
             except UploadError as e:
                 print(f"extracteval: error: {e}", file=sys.stderr)
-                return 1
+                return None
     finally:  # an error while scoring: the background jobs end and their folder goes
         if early is not None:
             early.close()
@@ -135,7 +138,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"local copy: {out}")
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
-    return 0
+    return result
 
 
 def _logging_imports(uri: str, *, figures: bool) -> Callable[[], None]:

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import re
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TextIO
 
 from extracteval.io.outputs import add_safe_csv_argument
 
@@ -110,3 +115,50 @@ def run(args: argparse.Namespace) -> int:
               f"{result.leaderboard_key}/rank and {result.leaderboard_key}/field_wins written to the "
               f"{sum(len(g.entries) for g in result.leaderboard.groups)} ranked run(s); no earlier metric changed")
     return 0
+
+
+# how `run` names the leaderboard run it logged: the closing line of the table, or the JSON document's key
+_LEADERBOARD_RUN_PRINTED = re.compile(r"^leaderboard run ([0-9a-f]{32}) in experiment |\"leaderboard_run_id\": \"([0-9a-f]{32})\"", re.M)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaderboardCall:
+    """Exit code of one `extracteval leaderboard …` and the leaderboard run it logged (None when none)."""
+
+    exit_code: int
+    leaderboard_run_id: str | None
+
+
+def call_leaderboard(argv: Sequence[str]) -> LeaderboardCall:
+    """Run `extracteval leaderboard ARGV…` exactly as the command line does (its output shown as it
+    comes) and read the id of the leaderboard run from what it prints."""
+    from contextlib import redirect_stdout
+
+    from extracteval.cli import main
+
+    echo = _Echo(sys.stdout)
+    with redirect_stdout(echo):
+        code = main(["leaderboard", *argv])
+    found = _LEADERBOARD_RUN_PRINTED.search(echo.text())
+    return LeaderboardCall(exit_code=code, leaderboard_run_id=next((g for g in found.groups() if g), None) if found and code == 0 else None)
+
+
+class _Echo(io.TextIOBase):
+    """A stdout that writes through and keeps a copy; a terminal stays a terminal (colours)."""
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+        self._copy = io.StringIO()
+
+    def write(self, s: str) -> int:
+        self._copy.write(s)
+        return self._target.write(s)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def isatty(self) -> bool:
+        return self._target.isatty()
+
+    def text(self) -> str:
+        return self._copy.getvalue()

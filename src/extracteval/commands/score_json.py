@@ -85,6 +85,45 @@ def _parse_weights(text: str) -> dict[str, float]:
     return out
 
 
+def strategy_file_options(path: Any) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any]]:
+    """A strategies file → (JsonConfig options, NormalizationConfig options, similarity backend,
+    its options). The file is a plain map {field: strategy} or {strategies: {...}, thresholds,
+    weights, similarity…}; `--strategies` and the evaluator's `strategies` (a path) read it alike."""
+    from extracteval.core.strategies import parse_strategy_map
+    from extracteval.errors import InputError
+    from extracteval.io.config import load_mapping, similarity_settings
+
+    opts: dict[str, Any] = {}
+    norm: dict[str, Any] = {}
+    sim_name, sim_opts = "lexical", {}
+    raw = load_mapping(path)
+    if "strategies" in raw and isinstance(raw["strategies"], dict):
+        unknown = sorted(set(raw) - CONFIG_KEYS)
+        if unknown:
+            raise InputError(f"{path}: unknown keys {unknown}; expected some of {sorted(CONFIG_KEYS)}.")
+        opts["strategies"] = parse_strategy_map(raw["strategies"], source=str(path))
+        for k in ("fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "flatten", "default_safety", "safety_key"):
+            if k in raw:
+                opts[k] = raw[k]
+        if "weights" in raw:
+            if not isinstance(raw["weights"], dict):
+                raise InputError(f"{path}: 'weights' must be a mapping such as {{\"accuracy\": 0.45}}.")
+            bad = sorted(set(raw["weights"]) - {"accuracy", "completeness", "hallucination", "safety"})
+            if bad:
+                raise InputError(f"{path}: unknown RQS weights {bad}; expected accuracy, completeness, hallucination, safety.")
+            opts["weights"] = dict(raw["weights"])
+        if "clamp" in raw:
+            opts["clamp"] = tuple(raw["clamp"]) if isinstance(raw["clamp"], list) else raw["clamp"]
+        if "null_tokens" in raw:
+            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
+        if "dayfirst" in raw:
+            norm["dayfirst"] = bool(raw["dayfirst"])
+        sim_name, sim_opts = similarity_settings(raw, source=str(path))
+    else:
+        opts["strategies"] = parse_strategy_map(raw, source=str(path))
+    return opts, norm, sim_name, sim_opts
+
+
 def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
     """JsonConfig, similarity backend name and its options from --strategies overlaid with flags."""
     from extracteval.core.json_compare import JsonConfig, RQSWeights
@@ -97,31 +136,7 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
     norm: dict[str, Any] = {}
     sim_name, sim_opts = "lexical", {}
     if args.strategies:
-        raw = load_mapping(args.strategies)
-        if "strategies" in raw and isinstance(raw["strategies"], dict):
-            unknown = sorted(set(raw) - CONFIG_KEYS)
-            if unknown:
-                raise InputError(f"{args.strategies}: unknown keys {unknown}; expected some of {sorted(CONFIG_KEYS)}.")
-            opts["strategies"] = parse_strategy_map(raw["strategies"], source=str(args.strategies))
-            for k in ("fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "flatten", "default_safety", "safety_key"):
-                if k in raw:
-                    opts[k] = raw[k]
-            if "weights" in raw:
-                if not isinstance(raw["weights"], dict):
-                    raise InputError(f"{args.strategies}: 'weights' must be a mapping such as {{\"accuracy\": 0.45}}.")
-                bad = sorted(set(raw["weights"]) - {"accuracy", "completeness", "hallucination", "safety"})
-                if bad:
-                    raise InputError(f"{args.strategies}: unknown RQS weights {bad}; expected accuracy, completeness, hallucination, safety.")
-                opts["weights"] = dict(raw["weights"])
-            if "clamp" in raw:
-                opts["clamp"] = tuple(raw["clamp"]) if isinstance(raw["clamp"], list) else raw["clamp"]
-            if "null_tokens" in raw:
-                norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
-            if "dayfirst" in raw:
-                norm["dayfirst"] = bool(raw["dayfirst"])
-            sim_name, sim_opts = similarity_settings(raw, source=str(args.strategies))
-        else:
-            opts["strategies"] = parse_strategy_map(raw, source=str(args.strategies))
+        opts, norm, sim_name, sim_opts = strategy_file_options(args.strategies)
     for flag, key in (("fuzzy_threshold", "fuzzy_threshold"), ("semantic_threshold", "semantic_threshold"),
                       ("default_safety", "default_safety"), ("safety_key", "safety_key")):
         v = getattr(args, flag, None)

@@ -23,12 +23,18 @@ paths, call_accuracy; parallel calls are matched order-free by optimal assignmen
 
 bfcl checker: the verdicts of the official BFCL AST checker on BFCL question, possible-answer
 and result files (v1 and v4 layouts); repeat --questions/--truth pairs for several categories.
+Irregular entries (an answer naming a function the question does not describe, a parameter map
+that is not an object, …) are scored as BFCL's checker scores them and listed as warnings.
+Function-calling models whose API forbids '.' in names call `a.b` as `a_b`: name them with
+--underscore-to-dot NAME, so prompt and function-calling models are scored in one run.
 
 examples:
   extracteval score toolcalls --truth calls.jsonl --predictions llm=llm.jsonl --predictions slm=slm.jsonl
   extracteval score toolcalls --checker bfcl --questions BFCL_v4_simple_python.json \\
       --truth possible_answer/BFCL_v4_simple_python.json \\
       --predictions mymodel=BFCL_v4_simple_python_result.json --json
+  extracteval score toolcalls --checker bfcl --questions simple.json --truth possible_answer/simple.json \\
+      --predictions gpt=gpt_simple.json --predictions prompted=prompted_simple.json --underscore-to-dot gpt
 """
 
 TRUTH_KEYS = ("calls", "reference", "expected", "truth", "ground_truth", "possible_answer")
@@ -45,8 +51,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", action="append", metavar="FILE", help="BFCL question file with the function specs (bfcl checker)")
     p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE",
                    help="a model's outputs; repeat per model (bfcl: repeat the same NAME for each category's result file)")
-    p.add_argument("--underscore-to-dot", action="store_true",
-                   help="bfcl: expect `a.b` functions under the name `a_b` (BFCL's mangling for APIs that forbid dots)")
+    p.add_argument("--underscore-to-dot", action="append", nargs="?", const="*", metavar="NAME",
+                   help="bfcl: look for a described function `a.b` under the name `a_b` in the calls of model NAME (repeat per "
+                        "model; without NAME: every model). Use it for models whose API forbids dots in function names, e.g. "
+                        "function-calling models, and leave it off for prompt models")
     p.add_argument("--possible-answer", action="store_true", help="generic: read the truth as BFCL possible answers (automatic for a `ground_truth` key)")
     p.add_argument("--value-match", choices=("exact", "normalized"), default="exact", help="generic: compare argument leaves as canonical JSON (default) or normalised values")
     p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
@@ -191,7 +199,7 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
     from extracteval.core.bfcl import BfclEntry, entry_sort_key, score_bfcl
     from extracteval.errors import InputError
     from extracteval.io.config import parse_model_spec
-    from extracteval.io.toolcall_inputs import load_bfcl_answers, load_bfcl_questions, load_bfcl_results
+    from extracteval.io.toolcall_inputs import load_bfcl_entries, load_bfcl_results
 
     if not args.questions:
         raise InputError("--checker bfcl needs --questions FILE (the BFCL question file with the function specs) for each --truth possible-answer file.")
@@ -200,27 +208,23 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
     if args.semantic_similarity or args.llm_judge:
         raise InputError("--semantic-similarity and --llm-judge apply to the generic checker; the BFCL checker gives BFCL's verdicts only.")
     entries: dict[str, BfclEntry] = {}
+    data_warnings = []
     for qf, af in zip(args.questions, args.truth):
-        questions = load_bfcl_questions(qf)
-        answers = load_bfcl_answers(af, questions)
-        missing = sorted(set(questions) - set(answers), key=entry_sort_key)
-        extra = sorted(set(answers) - set(questions), key=entry_sort_key)
-        if missing or extra:
-            detail = (f"{len(missing)} question(s) without an answer, e.g. {missing[:3]}" if missing else "") + (
-                ("; " if missing else "") + f"{len(extra)} answer(s) without a question, e.g. {extra[:3]}" if extra else "")
-            raise InputError(f"{af}: the possible answers do not match the questions of {qf}: {detail}.")
-        for rid, q in questions.items():
-            if rid in entries:
-                raise InputError(f"{qf}: id {rid!r} also appears in another --questions file.")
-            entries[rid] = BfclEntry(id=rid, category=q.category, functions=q.functions, answers=answers[rid])
+        loaded_files = load_bfcl_entries(qf, af)
+        data_warnings += loaded_files.warnings
+        for e in loaded_files.entries:
+            if e.id in entries:
+                raise InputError(f"{qf}: id {e.id!r} also appears in another --questions file.")
+            entries[e.id] = e
     ordered = [entries[i] for i in sorted(entries, key=entry_sort_key)]
+    unscored = {w.id for w in data_warnings if w.kind == "question_without_answer"}
     results: dict[str, dict[str, Any]] = {}
     sources: dict[str, list[str]] = {}
     for spec in args.predictions:
         name, path = parse_model_spec(spec)
         name = name or path.stem
         loaded = load_bfcl_results(path)
-        unknown = sorted(set(loaded) - set(entries), key=entry_sort_key)
+        unknown = sorted(set(loaded) - set(entries) - unscored, key=entry_sort_key)
         if unknown:
             raise InputError(f"{path}: {len(unknown)} result id(s) have no question, e.g. {unknown[:3]}; pass the matching --questions/--truth files.")
         bucket = results.setdefault(name, {})
@@ -229,22 +233,30 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
             raise InputError(f"{path}: ids already given for model {name!r} by another file, e.g. {sorted(dup)[:3]}.")
         bucket.update(loaded)
         sources.setdefault(name, []).append(str(path))
-    scores = {m: score_bfcl(ordered, results[m], model=m, underscore_to_dot=args.underscore_to_dot) for m in sorted(results)}
+    mangled = underscore_to_dot_models(getattr(args, "underscore_to_dot", None), sorted(results))
+    scores = {m: score_bfcl(ordered, results[m], model=m, underscore_to_dot=m in mangled) for m in sorted(results)}
     # The generic metrics on the same data (argument P/R/F1 etc.), next to BFCL's verdicts
     from extracteval.core.toolcalls import score_toolcalls
 
-    generic = score_toolcalls({e.id: list(e.answers) for e in ordered}, results, possible_answer=True)
+    generic = score_toolcalls({e.id: generic_answers(e) for e in ordered}, results, possible_answer=True)
     ranking = sorted(scores, key=lambda m: (-scores[m].call_accuracy, m))
+    warnings = [w.to_dict() for w in data_warnings] + [{"kind": "name_mangling", "model": m, "message": msg}
+                                                        for m in sorted(scores) if (msg := mangling_warning(scores[m]))]
+    kinds: dict[str, int] = {}
+    for w in warnings:
+        kinds[w["kind"]] = kinds.get(w["kind"], 0) + 1
     doc: dict[str, Any] = {
         "task": "toolcalls",
         "checker": "bfcl",
-        "config": {"underscore_to_dot": bool(args.underscore_to_dot)},
+        "config": {"underscore_to_dot": sorted(mangled)},
         "n_records": len(ordered),
         "categories": sorted({e.category for e in ordered}),
         "ranking": ranking,
         "models": {m: {"rank": k, **scores[m].to_dict(), "generic": _generic_view(generic.models[m])} for k, m in enumerate(ranking, start=1)},
         "inputs": {"questions": list(args.questions), "truth": list(args.truth), "predictions": sources},
         "count_columns": ["records", "correct_records"],
+        "warnings": warnings,
+        "warning_counts": dict(sorted(kinds.items())),
     }
     ids = [e.id for e in ordered]
     matrices = {m: np.array([[1, int(i not in set(scores[m].failed_ids))] for i in ids], dtype=np.int64).reshape(len(ids), 2) for m in scores}
@@ -255,6 +267,51 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
     extra = {m: [{"error_type": scores[m].failures[i].error_type if i in scores[m].failures else None} for i in ids] for m in scores}
     return doc, scores, {"columns": ("records", "correct_records"), "matrices": matrices, "ids": ids, "extra": extra,
                          "entries": ordered, "predictions": results, "generic": generic}
+
+
+def underscore_to_dot_models(option: Any, models: list[str]) -> set[str]:
+    """The models whose expected `a.b` function names are looked for as `a_b`.
+
+    `option` is what `--underscore-to-dot` collected: `*` (the flag without a name: every model),
+    model names, True/False (an experiment file's boolean), or nothing.
+    """
+    from extracteval.errors import InputError
+
+    if option is None or option is False:
+        return set()
+    if option is True:
+        return set(models)
+    names = [option] if isinstance(option, str) else list(option)
+    if "*" in names:
+        return set(models)
+    unknown = sorted(set(names) - set(models))
+    if unknown:
+        raise InputError(f"--underscore-to-dot {unknown[0]}: no model of that name; the models are {', '.join(models)} "
+                         "(give the flag without a name to apply it to every model).")
+    return set(names)
+
+
+def mangling_warning(score: Any) -> str | None:
+    """A note when a model's calls fit the described `a.b` names only with the other mangling setting."""
+    dotted, underscored = score.dotted_name_entries, score.underscored_name_entries
+    if not score.underscore_to_dot and underscored > dotted:
+        return (f"{score.model}: in {underscored} entries its calls name functions with '.' replaced by '_' (a_b for a.b), which match "
+                f"the question's functions only with name mangling; if its API forbids dots, score it with --underscore-to-dot {score.model}")
+    if score.underscore_to_dot and dotted > underscored:
+        return (f"{score.model}: scored with --underscore-to-dot, but in {dotted} entries its calls use the dotted names as described "
+                f"(a.b), which fail under name mangling; score it without --underscore-to-dot {score.model}")
+    return None
+
+
+def generic_answers(entry: Any) -> list[dict[str, Any]]:
+    """The possible answer of an entry as the generic checker reads it: irregular shapes made regular
+    (a parameter map that is not an object → no parameters; acceptable values that are not a list → a list of one)."""
+    out = []
+    for item in entry.answers:
+        name, params = next(iter(item.items()))
+        params = params if isinstance(params, dict) else {}
+        out.append({name or "(no function)": {k: v if isinstance(v, list) else [v] for k, v in params.items()}})
+    return out
 
 
 def _generic_view(m: Any) -> dict[str, Any]:
@@ -295,6 +352,11 @@ def render(doc: dict[str, Any]) -> str:
                 out.append(f"{name}: {len(m['failed_ids'])} failed — " + ", ".join(f"{k} {v}" for k, v in m["error_types"].items()))
                 shown = m["failed_ids"][:12]
                 out.append("  failed ids: " + ", ".join(shown) + (f", … ({len(m['failed_ids']) - 12} more)" if len(m["failed_ids"]) > 12 else ""))
+        mangled = doc["config"].get("underscore_to_dot") or []
+        if mangled:
+            out.append("")
+            out.append("'.' → '_' name mangling for: " + ", ".join(mangled))
+        out += render_bfcl_warnings(doc.get("warnings", []))
     else:
         ext_keys = sorted({k for m in models.values() for k in m["extended"]})
         headers = ["Rank", "Model", "Valid", "Name match", "Args exact", "Args P", "Args R", "Args F1", "Call acc."] + [f"{k} (pass)" for k in ext_keys]
@@ -323,6 +385,22 @@ def render(doc: dict[str, Any]) -> str:
             thresholds=DecisionThresholds(**d["thresholds"]),
         )))
     return "\n".join(out)
+
+
+def render_bfcl_warnings(warnings: list[dict[str, Any]], limit: int = 8) -> list[str]:
+    """Terminal lines for the BFCL warnings: the count per kind, then the first few in full."""
+    if not warnings:
+        return []
+    kinds: dict[str, int] = {}
+    for w in warnings:
+        kinds[w["kind"]] = kinds.get(w["kind"], 0) + 1
+    out = ["", f"warnings: {len(warnings)} — " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))]
+    for w in warnings[:limit]:
+        # a model's warning starts with the model's name already
+        out.append(f"  {w['file']}: line {w['line']} (id {w['id']}): {w['message']}" if "file" in w else f"  {w['message']}")
+    if len(warnings) > limit:
+        out.append(f"  … {len(warnings) - limit} more in the --json document (\"warnings\")")
+    return out
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -25,6 +25,14 @@ users compare our numbers with the published leaderboard:
 * **Variables.** When the possible answer's values have another type than the spec declares, the
   answer is taken to name a variable: a value of the answer's type passes the type check and is
   compared by plain equality.
+* **Which description.** `answer_targets` applies BFCL's lookup: a single-call entry uses the
+  described function whatever the answer's key says; v4 list answers look the key up exactly; v1
+  object answers take one described object as is (except in `parallel_function`) and otherwise the
+  first function whose name occurs inside the key. None found → `…:cannot_find_description`.
+* **Irregular answers** never raise: a parameter map that is not an object accepts no argument;
+  acceptable values that are a bare string are iterated by character (and may be left out); any
+  other non-list value never matches; an empty answer fails a single-call entry. An unknown type
+  in a description fails the call that uses it (`type_error:unknown_type`).
 
 Example:
     >>> spec = [{"name": "math.factorial", "parameters": {"type": "dict",
@@ -48,7 +56,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extracteval.errors import InputError
 
 __all__ = [
     "Verdict",
@@ -56,6 +63,7 @@ __all__ = [
     "decode_result",
     "check_entry",
     "check_call",
+    "answer_targets",
     "normalize_text",
     "category_of",
     "entry_sort_key",
@@ -370,20 +378,37 @@ def _check_list_of_dicts(param: str, value: list[Any], acceptable: Sequence[Any]
     return verdict
 
 
-def _spec_type(spec_name: str, entry: str, param: str, type_name: Any) -> type:
+def _spec_type(type_name: Any) -> type | None:
     try:
         return _PY_TYPES[type_name]
     except (KeyError, TypeError):
-        raise InputError(
-            f"{entry}: function {spec_name!r}, parameter {param!r}: unknown type {type_name!r}; "
-            f"expected one of {', '.join(_PY_TYPES)}."
-        ) from None
+        return None
+
+
+def _unknown_type(name: str, param: str, type_name: Any) -> Verdict:
+    # BFCL's checker stops with a KeyError here; we fail the call instead of the whole run
+    return _fail("type_error:unknown_type", f"Function {name!r}, parameter {param!r}: the description declares the type {type_name!r}, "
+                 f"which the checker does not know ({', '.join(_PY_TYPES)}).")
+
+
+def _acceptable_list(acceptable: Any) -> tuple[list[Any] | None, bool]:
+    """The acceptable values as BFCL iterates them, and whether leaving the parameter out is allowed.
+
+    A list is used as is. A bare string is iterated character by character by BFCL's checker
+    (and `"" in text` is always true, so the parameter may be left out). Any other value (a
+    number, an object, null) can never be matched.
+    """
+    if isinstance(acceptable, list):
+        return acceptable, "" in acceptable
+    if isinstance(acceptable, str):
+        return list(acceptable), True
+    return None, False
 
 
 def check_call(
     spec: Mapping[str, Any],
     call: Mapping[str, Any],
-    answer: Mapping[str, Mapping[str, Sequence[Any]]],
+    answer: Mapping[str, Any],
     *,
     underscore_to_dot: bool = False,
     entry_id: str = "",
@@ -392,36 +417,57 @@ def check_call(
 
     Args:
         spec: the function description (`name`, `parameters.properties`, `parameters.required`).
+        answer: one expected call; its parameter map is used whatever its key says (the caller
+            chose `spec` by BFCL's rules). An irregular map (not an object) or acceptable values
+            that are not a list are scored as BFCL scores them: such a call can never pass.
         underscore_to_dot: BFCL's name mangling for models whose API forbids `.` in function
             names: the expected name `a.b` is looked for as `a_b`.
     """
-    acceptable_by_param = next(iter(answer.values()))
+    acceptable_by_param = next(iter(answer.values())) if answer else None
     name = str(spec.get("name", ""))
     if underscore_to_dot and "." in name:
         name = name.replace(".", "_")
     if name not in call:
         return _fail("simple_function_checker:wrong_func_name", f"Function name {name!r} not found in model output.")
     args = call[name]
-    parameters = spec.get("parameters") or {}
-    props = parameters.get("properties") or {}
-    for p in parameters.get("required") or []:
+    parameters = spec.get("parameters")
+    parameters = parameters if isinstance(parameters, Mapping) else {}
+    props = parameters.get("properties")
+    props = props if isinstance(props, Mapping) else {}
+    required = parameters.get("required")
+    for p in required if isinstance(required, list) else []:
         if p not in args:
             return _fail("simple_function_checker:missing_required", f"Missing required parameter: {p!r}.")
+    if not isinstance(acceptable_by_param, Mapping):
+        # the possible answer's parameter map is not an object: no argument can be expected by it
+        if args:
+            return _fail("simple_function_checker:unexpected_param", f"Unexpected parameter: {next(iter(args))!r} (the possible answer has no parameter map).")
+        if acceptable_by_param in ([], "", None):
+            return _OK
+        return _fail("simple_function_checker:missing_optional", "The possible answer's parameters are not an object; no call can match them.")
     for p, value in args.items():
-        if p not in props or p not in acceptable_by_param:
+        prop = props.get(p) if p in acceptable_by_param else None
+        if not isinstance(prop, Mapping):
             return _fail("simple_function_checker:unexpected_param", f"Unexpected parameter: {p!r}.")
-        type_name = props[p].get("type")
-        expected = _spec_type(name, entry_id, p, type_name)
+        type_name = prop.get("type")
+        expected = _spec_type(type_name)
+        if expected is None:
+            return _unknown_type(name, p, type_name)
         inner = None
         if type_name in _SEQUENCE_TYPES:
-            items = props[p].get("items")
+            items = prop.get("items")
             if isinstance(items, Mapping) and "type" in items:
-                inner = _spec_type(name, entry_id, f"{p}[]", items["type"])
+                inner = _spec_type(items["type"])
+                if inner is None:
+                    return _unknown_type(name, f"{p}[]", items["type"])
         if type_name == "tuple" and type(value) is tuple:
             value = list(value)
         if type_name == "float" and type(value) is int:  # Python's implicit int → float
             value = float(value)
-        acceptable = acceptable_by_param[p]
+        acceptable, _ = _acceptable_list(acceptable_by_param[p])
+        if acceptable is None:
+            return _fail("value_error:others", f"Invalid value for parameter {p!r}: {value!r:.200}. The possible answer's acceptable values "
+                         f"are not a list ({acceptable_by_param[p]!r:.100}); no value can match them.")
         tc = _type_check(p, value, acceptable, str(type_name), expected, inner)
         if not tc.verdict.valid:
             return tc.verdict
@@ -447,29 +493,57 @@ def check_call(
         if not found:
             return _fail("value_error:others", f"Invalid value for parameter {p!r}: {value!r:.200}. Expected one of {list(acceptable)!r:.300}.")
     for p, acceptable in acceptable_by_param.items():
-        if p not in args and "" not in acceptable:
+        if p not in args and not _acceptable_list(acceptable)[1]:
             return _fail("simple_function_checker:missing_optional", f"Optional parameter {p!r} not provided and not marked as optional.")
     return _OK
 
 
-def _find_spec(specs: Sequence[Mapping[str, Any]], name: str, entry_id: str) -> Mapping[str, Any]:
-    for s in specs:
-        if s.get("name") == name:
-            return s
-    raise InputError(
-        f"{entry_id}: the possible answer names function {name!r}, which the question's function list "
-        f"does not describe (it has {', '.join(repr(s.get('name')) for s in specs) or 'none'})."
-    )
+# --------------------------------------------------------------------------------------------
+# which function description each expected call is checked against
+
+
+def answer_targets(
+    functions: Sequence[Mapping[str, Any]],
+    answer_keys: Sequence[str],
+    category: str,
+    *,
+    layout: str = "v4",
+    function_was_object: bool = False,
+) -> tuple[int | None, ...]:
+    """The index in `functions` of the description each expected call is checked against (None: none).
+
+    BFCL's rules, per layout of the possible answer:
+
+    * a single-call (`simple`) entry is checked against the (first) function the question
+      describes, whatever name the possible answer gives;
+    * v4 (list answers): the described function whose name equals the answer's key;
+    * v1 (object answers): when the question's `function` is one object it is the description,
+      except in `parallel_function`, where it is looked up like a list; in a list, the first
+      function whose name occurs inside the answer key (so `spotify.play_1` finds `spotify.play`).
+    """
+    simple = "parallel" not in category and "multiple" not in category
+    if simple or (function_was_object and not (layout == "v1" and category == "parallel_function")):
+        return tuple(0 if functions else None for _ in answer_keys)
+    names = [str(f.get("name", "")) if isinstance(f, Mapping) else "" for f in functions]
+    out: list[int | None] = []
+    for key in answer_keys:
+        if layout == "v1":
+            out.append(next((i for i, n in enumerate(names) if n in key), None))
+        else:
+            out.append(next((i for i, n in enumerate(names) if n == key), None))
+    return tuple(out)
 
 
 def check_entry(
     specs: Sequence[Mapping[str, Any]],
     decoded: Decoded,
-    answers: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]],
+    answers: Sequence[Mapping[str, Any]],
     category: str,
     *,
     underscore_to_dot: bool = False,
     entry_id: str = "",
+    targets: Sequence[int | None] | None = None,
+    layout: str = "v4",
 ) -> Verdict:
     """The verdict on one BFCL entry.
 
@@ -478,18 +552,29 @@ def check_entry(
         decoded: `decode_result(raw)`.
         answers: the possible answer, a list of `{name: {param: [acceptable values]}}`.
         category: the test category; `parallel` / `multiple` in it select BFCL's checkers.
+        targets: per expected call, the index of its description in `specs` (see
+            `answer_targets`; computed with exact names when omitted).
+        layout: `v1` (object possible answers, 2024): every `parallel` or `multiple` entry goes
+            through the order-free checker, as BFCL's checker of that time did; `v4`: `multiple`
+            entries go through the one-call checker.
     """
     if decoded.calls is None:
         assert decoded.failure is not None
         return decoded.failure
     calls = decoded.calls
+    if targets is None:
+        targets = answer_targets(specs, [next(iter(a), "") if isinstance(a, Mapping) else "" for a in answers], category, layout=layout)
     opts = {"underscore_to_dot": underscore_to_dot, "entry_id": entry_id}
-    if "parallel" in category:
+    no_order = "parallel" in category or (layout == "v1" and "multiple" in category)
+    if no_order:
+        checker = "parallel_function_checker_no_order"
         if len(calls) != len(answers):
-            return _fail("parallel_function_checker_no_order:wrong_count", "Wrong number of functions.")
+            return _fail(f"{checker}:wrong_count", "Wrong number of functions.")
         used: set[int] = set()
-        for i, answer in enumerate(answers):
-            spec = _find_spec(specs, next(iter(answer)), entry_id)
+        for i, (answer, t) in enumerate(zip(answers, targets)):
+            if t is None:
+                return _no_description(checker, answer)
+            spec = specs[t]
             last: Verdict | None = None
             for j, call in enumerate(calls):
                 if j in used:
@@ -502,7 +587,7 @@ def check_entry(
                 left = [j for j in range(len(calls)) if j not in used]
                 detail = f" Last error: {last.error}" if last is not None else ""
                 return _fail(
-                    "parallel_function_checker_no_order:cannot_find_match",
+                    f"{checker}:cannot_find_match",
                     f"Could not find a matching function among index {left} of model output for index {i} of possible answers.{detail}",
                 )
         return _OK
@@ -511,13 +596,21 @@ def check_entry(
             return _fail("multiple_function_checker:wrong_count", "Wrong number of functions.")
         if not answers:
             return _OK
-        spec = _find_spec(specs, next(iter(answers[0])), entry_id)
-        return check_call(spec, calls[0], answers[0], **opts)
+        if targets[0] is None:
+            return _no_description("multiple_function_checker", answers[0])
+        return check_call(specs[targets[0]], calls[0], answers[0], **opts)
     if len(calls) != 1:
         return _fail("simple_function_checker:wrong_count", "Wrong number of functions.")
     if not answers:
-        raise InputError(f"{entry_id}: the possible answer is empty; a simple entry needs one expected call.")
-    return check_call(specs[0], calls[0], answers[0], **opts)
+        return _fail("simple_function_checker:empty_possible_answer", "The possible answer lists no expected call; no call can match it.")
+    if not specs or targets[0] is None:
+        return _no_description("simple_function_checker", answers[0])
+    return check_call(specs[targets[0]], calls[0], answers[0], **opts)
+
+
+def _no_description(checker: str, answer: Mapping[str, Any]) -> Verdict:
+    name = next(iter(answer), "") if isinstance(answer, Mapping) else ""
+    return _fail(f"{checker}:cannot_find_description", f"Function doc description not found for function name: {name!r}.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -548,7 +641,12 @@ class BfclCategoryScore:
 
 @dataclass(frozen=True, kw_only=True)
 class BfclModelScore:
-    """One model's BFCL verdicts: overall `call_accuracy`, per category, and each failure's reason."""
+    """One model's BFCL verdicts: overall `call_accuracy`, per category, and each failure's reason.
+
+    `dotted_name_entries` / `underscored_name_entries`: entries where the model called a described
+    `a.b` function by that name, or by `a_b` (the name with `.` replaced by `_`, as APIs that
+    forbid dots make it); they tell whether `underscore_to_dot` fits the model.
+    """
 
     model: str
     correct_count: int
@@ -558,6 +656,9 @@ class BfclModelScore:
     failures: dict[str, Verdict]
     missing_ids: tuple[str, ...]
     error_types: dict[str, int]
+    underscore_to_dot: bool = False
+    dotted_name_entries: int = 0
+    underscored_name_entries: int = 0
 
     @property
     def call_accuracy(self) -> float:
@@ -571,6 +672,8 @@ class BfclModelScore:
             "failed_ids": list(self.failed_ids),
             "missing_ids": list(self.missing_ids),
             "error_types": dict(self.error_types),
+            "underscore_to_dot": self.underscore_to_dot,
+            "name_forms": {"dotted_name_entries": self.dotted_name_entries, "underscored_name_entries": self.underscored_name_entries},
             "categories": {c: s.to_dict() for c, s in self.categories.items()},
             "failures": {i: {"error_type": v.error_type, "error": v.error} for i, v in self.failures.items()},
         }
@@ -578,12 +681,26 @@ class BfclModelScore:
 
 @dataclass(frozen=True, kw_only=True)
 class BfclEntry:
-    """What the checker needs about one test entry."""
+    """What the checker needs about one test entry.
+
+    `targets`: per expected call, the index in `functions` of the description it is checked
+    against (`answer_targets`; None when BFCL's rules find none); computed from exact names when
+    not given. `layout`: `v1` for object possible answers (2024 files), else `v4`.
+    """
 
     id: str
     category: str
     functions: Sequence[Mapping[str, Any]]
-    answers: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]]
+    answers: Sequence[Mapping[str, Any]]
+    targets: tuple[int | None, ...] | None = None
+    layout: str = "v4"
+
+
+def _name_forms(entry: BfclEntry) -> tuple[frozenset[str], frozenset[str]]:
+    """(dotted names the question describes, their `_` forms that are not described names)."""
+    names = {str(f.get("name", "")) for f in entry.functions if isinstance(f, Mapping)}
+    dotted = frozenset(n for n in names if "." in n)
+    return dotted, frozenset(n.replace(".", "_") for n in dotted) - names
 
 
 def score_bfcl(
@@ -602,6 +719,7 @@ def score_bfcl(
     per_cat_total: dict[str, int] = {}
     per_cat_failed: dict[str, list[str]] = {}
     missing = []
+    dotted_entries = underscored_entries = 0
     for e in entries:
         per_cat_total[e.category] = per_cat_total.get(e.category, 0) + 1
         per_cat_failed.setdefault(e.category, [])
@@ -609,7 +727,15 @@ def score_bfcl(
             missing.append(e.id)
             v = _fail("missing_result", "The result file has no entry with this id.")
         else:
-            v = check_entry(e.functions, decode_result(results[e.id]), e.answers, e.category, underscore_to_dot=underscore_to_dot, entry_id=e.id)
+            decoded = decode_result(results[e.id])
+            v = check_entry(e.functions, decoded, e.answers, e.category, underscore_to_dot=underscore_to_dot, entry_id=e.id,
+                            targets=e.targets, layout=e.layout)
+            if decoded.calls:
+                dotted, underscored = _name_forms(e)
+                if dotted:
+                    called = {next(iter(c)) for c in decoded.calls}
+                    dotted_entries += bool(called & dotted)
+                    underscored_entries += bool(called & underscored)
         if not v.valid:
             failures[e.id] = v
             per_cat_failed[e.category].append(e.id)
@@ -635,4 +761,7 @@ def score_bfcl(
         failures={i: failures[i] for i in order},
         missing_ids=tuple(sorted(missing, key=entry_sort_key)),
         error_types=dict(sorted(types.items())),
+        underscore_to_dot=underscore_to_dot,
+        dotted_name_entries=dotted_entries,
+        underscored_name_entries=underscored_entries,
     )

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.cells import json_list_value
 from extracteval.io.json_text import cap_depth, loads
 
 __all__ = [
@@ -193,30 +194,20 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
 
 
 def _json_list_cells(uniq: Any) -> dict[Any, Any]:
+    """Distinct cell → its list, for the distinct cells that hold a JSON list (the rule of
+    `cells.json_list_value`, which the evaluator applies to DataFrame cells)."""
     mapping: dict[Any, Any] = {}
     for u in uniq:
-        if isinstance(u, str) and u.startswith("[") and u.endswith("]"):
-            try:
-                parsed = loads(u)
-            except ValueError:
-                continue
-            if isinstance(parsed, list):
-                mapping[u] = cap_depth(parsed)
+        if isinstance(u, str):
+            parsed = json_list_value(u)
+            if parsed is not u:
+                mapping[u] = parsed
     return mapping
 
 
 def _parse_json_lists(col: pd.Series) -> pd.Series:
     values = col.to_numpy(dtype=object)
-    uniq = pd.unique(values)
-    mapping: dict[Any, Any] = {}
-    for u in uniq:
-        if isinstance(u, str) and u.startswith("[") and u.endswith("]"):
-            try:
-                parsed = loads(u)
-            except ValueError:
-                continue
-            if isinstance(parsed, list):
-                mapping[u] = cap_depth(parsed)
+    mapping = _json_list_cells(pd.unique(values))
     if not mapping:
         return col
     return pd.Series([mapping.get(v, v) if isinstance(v, str) else v for v in values], index=col.index, dtype=object)

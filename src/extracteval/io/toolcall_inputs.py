@@ -32,6 +32,9 @@ __all__ = [
     "load_bfcl_questions",
     "load_bfcl_answers",
     "load_bfcl_results",
+    "BfclWarning",
+    "BfclFiles",
+    "load_bfcl_entries",
     "load_records",
     "REFERENCE_KEYS",
     "OUTPUT_KEYS",
@@ -170,6 +173,178 @@ def load_bfcl_answers(path: str | Path, questions: dict[str, BfclQuestion] | Non
             raise InputError(f"{p}: line {line} (id {rid}): no \"ground_truth\" key; is this a possible_answer file?")
         out[rid] = _answer_list(p, line, rid, rec["ground_truth"], questions.get(rid) if questions else None)
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class BfclWarning:
+    """One irregular entry of a BFCL question or possible-answer file, and how it is scored."""
+
+    kind: str
+    file: str
+    line: int
+    id: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "file": self.file, "line": self.line, "id": self.id, "message": self.message}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BfclFiles:
+    """The entries of one question file and its possible-answer file, plus the irregular ones' warnings."""
+
+    entries: list[Any]  # core.bfcl.BfclEntry, in file order
+    warnings: list[BfclWarning]
+
+
+def _raw_id(rec: Any) -> str | None:
+    if isinstance(rec, dict) and isinstance(rec.get("id"), (str, int)) and not isinstance(rec.get("id"), bool):
+        return str(rec["id"])
+    return None
+
+
+def _function_list(fn: Any) -> tuple[list[dict[str, Any]], bool, list[str]]:
+    """The question's `function` as a list of descriptions, whether it was one object, and what is irregular."""
+    from extracteval.core.bfcl import _PY_TYPES
+
+    problems: list[str] = []
+    if isinstance(fn, dict):
+        raw, was_object = [fn], True
+    elif isinstance(fn, list):
+        raw, was_object = fn, False
+    else:
+        return [], False, [f"\"function\" is {json.dumps(fn)[:60] if fn is not None else 'missing'}, not a description object or a list of them"]
+    functions = []
+    for k, f in enumerate(raw):
+        if not isinstance(f, dict):
+            problems.append(f"function[{k}] is not an object")
+            f = {}
+        name = f.get("name")
+        if not isinstance(name, str):
+            problems.append(f"function[{k}] has no \"name\"")
+        params = f.get("parameters")
+        props = params.get("properties") if isinstance(params, dict) else None
+        if not isinstance(props, dict):
+            problems.append(f"function {name!r} has no \"parameters\" object with \"properties\"")
+        else:
+            for pn, pd in props.items():
+                t = pd.get("type") if isinstance(pd, dict) else None
+                item = pd.get("items") if isinstance(pd, dict) else None
+                if not isinstance(t, str) or t not in _PY_TYPES:
+                    problems.append(f"function {name!r}, parameter {pn!r}: type {t!r} is not one of {', '.join(_PY_TYPES)}")
+                elif isinstance(item, dict) and item.get("type") not in _PY_TYPES:
+                    problems.append(f"function {name!r}, parameter {pn!r}: item type {item.get('type')!r} is not one of {', '.join(_PY_TYPES)}")
+        if isinstance(params, dict) and not isinstance(params.get("required", []), list):
+            problems.append(f"function {name!r}: \"required\" is not a list")
+        functions.append(f)
+    if not functions:
+        problems.append("\"function\" is an empty list")
+    return functions, was_object, problems
+
+
+def load_bfcl_entries(questions_path: str | Path, answers_path: str | Path) -> BfclFiles:
+    """One BFCL category: a question file and its possible-answer file (v1 or v4) → entries.
+
+    Irregular entries are scored the way BFCL's checker scores them and reported as warnings
+    (kind, file, line, id): an answer naming a function the question does not describe, a
+    parameter map or a list of acceptable values of another shape, a malformed description, an
+    empty possible answer, a question without an answer (not scored), an answer without a
+    question (ignored), a repeated id (the first one counts). Only files that are not BFCL data at
+    all (no record with an id and `function` / `ground_truth`) raise `InputError`.
+    """
+    from extracteval.core.bfcl import BfclEntry, answer_targets, category_of
+
+    qp, ap = Path(questions_path), Path(answers_path)
+    warnings: list[BfclWarning] = []
+
+    def warn(kind: str, path: Path, line: int, rid: str, message: str) -> None:
+        warnings.append(BfclWarning(kind=kind, file=str(path), line=line, id=rid, message=message))
+
+    questions: dict[str, tuple[int, Any]] = {}
+    for line, rec in read_json_records(qp):
+        rid = _raw_id(rec)
+        if rid is None:
+            warn("record_without_id", qp, line, "", "the record is not an object with an \"id\"; skipped")
+        elif rid in questions:
+            warn("repeated_id", qp, line, rid, f"id {rid!r} appeared before (line {questions[rid][0]}); this record is skipped")
+        else:
+            questions[rid] = (line, rec)
+    if not any(isinstance(r, dict) and "function" in r for _, r in questions.values()):
+        raise InputError(f"{qp}: not a BFCL question file: no record has an \"id\" and a \"function\" key (the function descriptions).")
+    answers: dict[str, tuple[int, Any]] = {}
+    for line, rec in read_json_records(ap):
+        rid = _raw_id(rec)
+        if rid is None:
+            warn("record_without_id", ap, line, "", "the record is not an object with an \"id\"; skipped")
+        elif rid in answers:
+            warn("repeated_id", ap, line, rid, f"id {rid!r} appeared before (line {answers[rid][0]}); this record is skipped")
+        else:
+            answers[rid] = (line, rec)
+    if not any(isinstance(r, dict) and "ground_truth" in r for _, r in answers.values()):
+        raise InputError(f"{ap}: not a BFCL possible-answer file: no record has an \"id\" and a \"ground_truth\" key.")
+    entries = []
+    for rid, (qline, qrec) in questions.items():
+        if rid not in answers:
+            warn("question_without_answer", qp, qline, rid, f"no possible answer in {ap}; the entry is not scored")
+            continue
+        aline, arec = answers[rid]
+        category = category_of(rid)
+        functions, was_object, problems = _function_list(qrec.get("function"))
+        for msg in problems:
+            warn("function_description", qp, qline, rid, msg + "; calls that need it fail")
+        gt = arec.get("ground_truth")
+        if isinstance(gt, dict):
+            layout, keys, items = "v1", [str(k) for k in gt], [{str(k): v} for k, v in gt.items()]
+        elif isinstance(gt, list):
+            layout = "v4"
+            items = []
+            for k, item in enumerate(gt):
+                if isinstance(item, dict) and len(item) == 1:
+                    items.append({str(next(iter(item))): next(iter(item.values()))})
+                else:
+                    warn("answer_shape", ap, aline, rid, f"ground_truth[{k}] is not an object with exactly one function name "
+                         f"({json.dumps(item)[:60]}); it is an expected call that no call can match")
+                    items.append({"": None})
+            keys = [next(iter(i)) for i in items]
+        else:
+            warn("answer_shape", ap, aline, rid, f"\"ground_truth\" is {json.dumps(gt)[:60] if gt is not None else 'missing'}, "
+                 "neither an object (v1) nor a list (v4); the entry fails for every model")
+            layout, keys, items = "v4", [""], [{"": None}]
+        if not items:
+            warn("empty_answer", ap, aline, rid, "the possible answer lists no call: only an empty result can pass "
+                 + ("(never, for a single-call entry)" if "parallel" not in category and "multiple" not in category else ""))
+        targets = answer_targets(functions, keys, category, layout=layout, function_was_object=was_object)
+        names = [str(f.get("name", "")) for f in functions]
+        shown: list[dict[str, Any]] = []
+        single = "parallel" not in category and "multiple" not in category
+        for k, (item, key, t) in enumerate(zip(items, keys, targets)):
+            params = item[key]
+            if t is None:
+                if key or params is not None:
+                    warn("unknown_function", ap, aline, rid, f"ground_truth names {key!r}, which the question does not describe "
+                         f"(it has {names}); this expected call cannot be matched, so the entry fails")
+                shown.append({key: params})
+                continue
+            name = names[t]
+            stripped = _SUFFIX.sub("", key)
+            if (not single or k == 0) and key != name and stripped != name:
+                warn("answer_names_other_function", ap, aline, rid, f"ground_truth names {key!r}, the question describes {name!r}; "
+                     f"the call is checked against {name!r}, as BFCL's checker does")
+            if not isinstance(params, dict):
+                warn("answer_shape", ap, aline, rid, f"the parameters of {key!r} are {type(params).__name__}, not an object; "
+                     "no call with arguments can match this expected call")
+            else:
+                for pn, vals in params.items():
+                    if not isinstance(vals, list):
+                        how = ("BFCL compares its characters one by one; the parameter may be left out" if isinstance(vals, str)
+                               else "no value can match it; leaving the parameter out fails too")
+                        warn("answer_shape", ap, aline, rid, f"{key}.{pn}: acceptable values {json.dumps(vals)[:40]} are not a list; {how}")
+            shown.append({name: params})
+        entries.append(BfclEntry(id=rid, category=category, functions=functions, answers=shown, targets=targets, layout=layout))
+    for rid, (aline, _) in answers.items():
+        if rid not in questions:
+            warn("answer_without_question", ap, aline, rid, f"no question in {qp}; ignored")
+    return BfclFiles(entries=entries, warnings=warnings)
 
 
 def load_bfcl_results(path: str | Path) -> dict[str, Any]:

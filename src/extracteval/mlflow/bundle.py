@@ -213,7 +213,7 @@ def write_bundle(
         m = models[0]
         plans.append(RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
                              tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH)},
-                             params={**base_params, **_generation(scored, m)}))
+                             params={**base_params, **_model_params(adapter, scored, m), **_generation(scored, m)}))
     else:
         ranking = ", ".join(models)
         plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models",
@@ -225,7 +225,8 @@ def write_bundle(
             plans.append(RunPlan(key=f"model-{i}", role="model", run_name=f"{run_name}/{m}" if run_name else m, parent="parent", model=m,
                                  tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
                                        "extracteval.rank": str(i)},
-                                 params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_generation(scored, m)}))
+                                 params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_model_params(adapter, scored, m),
+                                         **_generation(scored, m)}))
 
     # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
     # into the bundle instead of built from per-record counts held in memory
@@ -238,7 +239,10 @@ def write_bundle(
 
     def metrics_of(m: str) -> dict[str, float]:
         if m not in model_metrics:
-            model_metrics[m] = adapter.metrics(scored, m, keys)
+            met = adapter.metrics(scored, m, keys)
+            # model outputs that could not be read, for every task under one key (0 when none)
+            met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(m) or {}).get("count", 0)))
+            model_metrics[m] = met
         return model_metrics[m]
 
     with staged_folder(out, replace=True) as staging, ThreadPoolExecutor(max_workers=2) as pool:
@@ -369,6 +373,12 @@ def _place(src: Path, dst: Path) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copyfile(src, dst)
+
+
+def _model_params(adapter: Any, scored: Scored, model: str) -> dict[str, str]:
+    """Params that differ between the models of one evaluation (an adapter's optional `model_params`)."""
+    fn = getattr(adapter, "model_params", None)
+    return {k: _bounded(v, MAX_PARAM_LENGTH) for k, v in fn(scored, model).items()} if fn is not None else {}
 
 
 def _generation(scored: Scored, model: str) -> dict[str, str]:

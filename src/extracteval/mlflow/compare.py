@@ -195,6 +195,10 @@ def compare_runs(
         notes.append(msg + "; no paired interval.")
     if tb.get("extracteval.config_digest") != tc.get("extracteval.config_digest"):
         notes.append("the runs were scored with different configurations (config digests differ).")
+    mb, mc = b.data.params.get("underscore_to_dot"), c.data.params.get("underscore_to_dot")
+    if "true" in (mb, mc):  # BFCL toolcalls: a per-model setting, outside the config digest
+        notes.append("'.' → '_' function-name mangling (param underscore_to_dot): "
+                     f"baseline {'on' if mb == 'true' else 'off'}, candidate {'on' if mc == 'true' else 'off'}.")
     spec = RANKING_SPECS.get(str(task_b))
     metric = metric or (spec.primary if spec else "overall/f1")
     for run in (b, c):

@@ -140,7 +140,15 @@ class ExtractevalEvaluator(ModelEvaluator):
 
     @classmethod
     def can_evaluate(cls, *, model_type: str, evaluator_config: Mapping[str, Any] | None = None, **kwargs: Any) -> bool:
-        return model_type in MODEL_TYPES
+        """True for extracteval's model types only. One exception: when MLflow is about to run the
+        evaluators the user named and `extracteval` is among them, True for any model type, so
+        that `evaluate` refuses with a message naming the accepted model types instead of
+        MLflow's "could not be evaluated by any of the registered evaluators". While MLflow
+        picks the evaluators of `evaluators=None` (every installed one is asked), any other
+        model type is not ours and the other evaluators go on."""
+        if model_type in MODEL_TYPES:
+            return True
+        return _running_named_evaluators()
 
     def evaluate(
         self,
@@ -161,6 +169,8 @@ class ExtractevalEvaluator(ModelEvaluator):
         from extracteval.mlflow.upload import upload_bundle
 
         config = dict(evaluator_config or {})
+        if model_type not in MODEL_TYPES:
+            raise InputError(unsupported_model_type(model_type))
         task = task_for_model_type(model_type, config.get("task"))
         adapter = get_adapter(task)
         check_config(config, adapter.config_keys, task)
@@ -187,9 +197,15 @@ class ExtractevalEvaluator(ModelEvaluator):
             cells = predict_in_batches(model, features, batch_size=batch_size, column=predictions)
             default_name = "model"
         name = str(config.get("model_name") or default_name)
-        task_config = {k: v for k, v in config.items() if k in adapter.config_keys}
+        task_config = {k: v for k, v in config.items() if k in adapter.config_keys and k != "status_column"}
+        extra: dict[str, Any] = {}
+        status_column = _status_column(config, features, adapter, task)
+        if status_column is not None:
+            extra["status"] = {name: list(features[status_column])}
         scored = adapter.score_frame(ids=ids, targets=list(dataset.labels_data), predictions={name: cells}, config=task_config,
-                                     truth_source=f"dataset {dataset.name}" if getattr(dataset, "name", None) else "dataset")
+                                     truth_source=f"dataset {dataset.name}" if getattr(dataset, "name", None) else "dataset", **extra)
+        for w in scored.doc.get("warnings", []):  # what `extracteval score` prints, said here too (and in the report)
+            print(f"extracteval: warning: {w}", file=sys.stderr)
         if model is not None:
             gen = _generation_settings(model, config)
             if gen:
@@ -204,6 +220,57 @@ class ExtractevalEvaluator(ModelEvaluator):
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
+
+
+def _running_named_evaluators() -> bool:
+    """Whether MLflow is about to run the evaluators the user named (its `_evaluate` loop asks
+    `can_evaluate` once more before each). Choosing the evaluators of `evaluators=None` happens
+    elsewhere (`resolve_evaluators_and_configs`), and a direct call is neither."""
+    frame = sys._getframe(1)
+    for _ in range(6):
+        frame = frame.f_back
+        if frame is None:
+            return False
+        name = frame.f_globals.get("__name__", "")
+        if name.startswith("mlflow."):
+            return frame.f_code.co_name == "_evaluate"
+    return False
+
+
+def unsupported_model_type(model_type: Any) -> str:
+    """The refusal of a model type extracteval does not score: the accepted ones, the task
+    each one scores, and how to pass options beside other evaluators."""
+    from extracteval.mlflow.tasks import TASKS
+
+    def tasks_of(mt: str) -> str:
+        names = [t for t, spec in TASKS.items() if spec.model_type == mt]
+        return names[0] + "".join(f', or {t} with evaluator_config={{"task": "{t}"}}' for t in names[1:])
+
+    kinds = "; ".join(f'"{mt}" ({tasks_of(mt)})' for mt in MODEL_TYPES)
+    given = "no model_type" if model_type is None else f"model_type {model_type!r}"
+    return (
+        f"the extracteval evaluator cannot score {given}. Pass one of its model types: {kinds}; "
+        'for example mlflow.models.evaluate(data=df, targets="truth", predictions="output", '
+        'model_type="extraction-fields", evaluators="extracteval", evaluator_config={"id_column": "id"}). '
+        'Beside other evaluators, give extracteval\'s options under its name: evaluators=["default", "extracteval"], '
+        'evaluator_config={"extracteval": {"id_column": "id"}}.'
+    )
+
+
+def _status_column(config: Mapping[str, Any], features: Any, adapter: Any, task: str) -> str | None:
+    """The feature column holding each record's status (`ok`, `pending`, `error`): the
+    `status_column` key, else a column named `status` when the task reads statuses."""
+    reads_status = "status_column" in adapter.config_keys
+    column = config.get("status_column")
+    if column is not None:
+        if column not in features.columns:
+            raise InputError(f"evaluator_config `status_column`: column {column!r} is not in the data (columns: {list(features.columns)}).")
+        return str(column)
+    if "status" in features.columns:
+        if reads_status:
+            return "status"
+        print(f"extracteval: warning: column 'status' is ignored: the {task} task has no per-record status.", file=sys.stderr)
+    return None
 
 
 def _artifacts(run_id: str, bundle: Any) -> dict[str, Any]:

@@ -449,6 +449,10 @@ def build_tracking_leaderboard(
             notes = record_intervals(lb, {})[2]
     else:
         notes.append("confidence intervals: off (--no-ci).")
+    mangled = sorted(e.model for g in lb.groups for e in g.entries if runs[e.run_id].params.get("underscore_to_dot") == "true")
+    if mangled:  # BFCL toolcalls runs: a per-model choice, outside the config digest (see task_toolcalls)
+        notes.append(f"'.' → '_' function-name mangling (param underscore_to_dot) was applied to: {', '.join(mangled)}; "
+                     "the other runs were scored with the function names as described.")
     t_ci, c_ci = time.perf_counter(), time.process_time()
     return TrackingStoreLeaderboard(
         experiment=experiment, experiment_id=str(exp.experiment_id), tracking_uri=uri, leaderboard=lb, runs=runs,

@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.task_labels import (
     _short,
@@ -170,8 +171,9 @@ class EntitiesAdapter:
         """Targets: per record a list of entity objects (or its JSON string, or an object holding
         the list under `entities_key`). A model output that is not such a list is data: an
         unparsable string or a non-list value is one invalid entity (an extra prediction that
-        matches nothing, so every gold entity of the record is missed), an empty cell is a record
-        with no entities; such records are listed under `invalid_outputs`."""
+        matches nothing, so every gold entity of the record is missed), an empty cell is no output
+        (the record has no prediction, as when a file lacks it; `[]` is a record with no
+        entities); unreadable outputs are listed under `invalid_outputs`."""
         from extracteval.commands.score_entities import judge_counts
         from extracteval.core.entities import ModelEntities, score_entities
         from extracteval.core.similarity import get_similarity
@@ -206,8 +208,7 @@ class EntitiesAdapter:
                     records[r] = parsed
                     continue
                 if parsed is None:
-                    records[r] = []  # an empty output: no entities predicted
-                    continue
+                    continue  # no output: the record has no prediction, as when a file lacks it
                 invalid.setdefault(name, []).append(r)
                 records[r] = [_decode(v) if parsed is _INVALID_JSON else parsed]
             preds.append(ModelEntities(name=name, records=records, source=f"predictions of model {name!r}"))
@@ -231,9 +232,8 @@ class EntitiesAdapter:
         if isinstance(value, str):
             if not value.strip():
                 return None
-            try:
-                value = json.loads(value)
-            except ValueError:
+            value, _problem = record_object(value)  # JSON text, also fenced or after prose
+            if _problem is not None:
                 return _INVALID_JSON
         if is_blank(value):
             return None

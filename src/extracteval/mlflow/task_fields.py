@@ -6,12 +6,14 @@ import argparse
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, Section
 
@@ -24,32 +26,32 @@ _COUNT_KEYS = ("tp", "fp", "fn", "tn", "excluded")
 _RATIO_KEYS = ("precision", "recall", "f1", "accuracy")
 
 
-def _parse_cell(value: Any, *, what: str, record: str, strict: bool) -> dict[str, Any] | None:
-    """A record's cell → {field: value}. Truth must parse (strict); a malformed model output is
-    data (returns None: every field counts as not predicted)."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, (bytes, bytearray)):
-        value = value.decode("utf-8", errors="replace")
-    if isinstance(value, str):
-        try:
-            obj = json.loads(value)
-        except ValueError as e:
-            if strict:
-                raise InputError(f"{what}: record {record!r}: expected a JSON object of field values, but found invalid JSON ({e}).") from None
-            return None
-        if isinstance(obj, dict):
-            return obj
-        if strict:
-            raise InputError(f"{what}: record {record!r}: expected a JSON object of field values, but found {type(obj).__name__}.")
-        return None
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+def read_record(value: Any, *, what: str, record: str, strict: bool) -> tuple[dict[str, Any] | None, str, str | None]:
+    """A record's cell → (field values, status, problem): the command line's reading of a row.
+
+    The cell is an object of field values: a mapping, or its JSON text (a model output may wrap
+    it in a ```json fence or prose). Inside, a text value holding a JSON list is a multi-valued
+    cell (as the CSV reader reads it), NumPy values are plain values, and a `status` key is the
+    record's status (`ok`, `pending` or `error`), not a field, as a `status` column is in a file.
+    The truth must parse (strict: `InputError` naming the record) and has no status. A model
+    output that cannot be read is data: (None, "", why), every field counted as not predicted;
+    an empty cell is no output, (None, "", None), as a record missing from a predictions file."""
+    obj, problem = record_object(value)
+    if obj is None and problem == "no output":
         if strict:
             raise InputError(f"{what}: record {record!r}: the ground truth is empty; expected an object of field values.")
-        return None
-    if strict:
-        raise InputError(f"{what}: record {record!r}: expected an object (dict or JSON string) of field values, but found {type(value).__name__}.")
-    return None
+        return None, "", None
+    if not isinstance(obj, dict):
+        found = f"invalid JSON ({problem})" if obj is None else f"a JSON {type(obj).__name__}" if isinstance(value, (str, bytes)) else type(value).__name__
+        if strict:
+            raise InputError(f"{what}: record {record!r}: expected an object (dict or JSON string) of field values, but found {found}.")
+        return None, "", f"not an object of field values ({found})"
+    status = ""
+    if "status" in obj:
+        if strict:
+            raise InputError(f"{what}: record {record!r}: the ground truth must not have a `status` key; status belongs to predictions.")
+        status = status_text(obj.pop("status"))
+    return {str(k): json_list_value(plain(v)) for k, v in obj.items()}, status, None
 
 
 # the largest number of pattern codes (all fields together) counted at once by `_field_patterns`
@@ -310,6 +312,7 @@ class FieldsAdapter:
         "seed": "bootstrap seed (0)",
         "fields": "score only these fields (list)",
         "min_records": "warn below this many valid records (30)",
+        "status_column": "column holding each record's status: ok, pending or error; pending and error are excluded (default: `status` when present)",
     }
 
     # ---- scoring -------------------------------------------------------------------------------
@@ -351,16 +354,17 @@ class FieldsAdapter:
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.fields import FieldsConfig
         from extracteval.core.normalize import NormalizationConfig
+        from extracteval.commands.fields_inputs import strategy_file_options
         from extracteval.core.strategies import parse_strategy_map
-        from extracteval.io.config import load_mapping
 
         opts: dict[str, Any] = {}
         norm: dict[str, Any] = {}
         strategies = config.get("strategies")
-        if strategies is not None:
-            if isinstance(strategies, str):
-                raw = load_mapping(strategies)
-                strategies = raw.get("strategies", raw) if isinstance(raw.get("strategies"), dict) else raw
+        if isinstance(strategies, (str, Path)):
+            # a strategies file: read as `--strategies FILE` reads it (its thresholds and null
+            # tokens too); the other keys of evaluator_config override it
+            opts, norm = strategy_file_options(str(strategies))
+        elif strategies is not None:
             if not isinstance(strategies, Mapping):
                 raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
             opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
@@ -382,28 +386,43 @@ class FieldsAdapter:
             raise InputError(f"evaluator_config: {e}") from None
 
     def score_frame(
-        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
+        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,
+        status: Mapping[str, Sequence[Any]] | None = None,
     ) -> Scored:
+        """One target cell and one prediction cell per record, each read by `read_record`;
+        `status`: per model, one status per record (the evaluator's `status_column`), which
+        overrides a `status` key inside the prediction."""
         from extracteval.core.fields import ModelPredictions, score_fields
 
         cfg = self.build_config(config)
         ids = [str(i) for i in ids]
-        truth_rows = [_parse_cell(v, what=truth_source, record=r, strict=True) for r, v in zip(ids, targets)]
+        truth_rows = [read_record(v, what=truth_source, record=r, strict=True)[0] for r, v in zip(ids, targets)]
         truth = pd.DataFrame.from_records(truth_rows, index=pd.Index(ids, name="id"))
         preds = []
         invalid: dict[str, list[str]] = {}
         for name, cells in predictions.items():
             if len(cells) != len(ids):
                 raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
-            rows = []
-            for r, v in zip(ids, cells):
-                parsed = _parse_cell(v, what=f"predictions of model {name!r}", record=r, strict=False)
-                if parsed is None:
+            given = (status or {}).get(name)
+            if given is not None and len(given) != len(ids):
+                raise InputError(f"status of model {name!r}: {len(given)} values for {len(ids)} records.")
+            rows, kept, statuses = [], [], []
+            for i, (r, v) in enumerate(zip(ids, cells)):
+                parsed, st, problem = read_record(v, what=f"predictions of model {name!r}", record=r, strict=False)
+                if given is not None and status_text(given[i]):
+                    st = status_text(given[i])
+                if problem is not None:
                     invalid.setdefault(name, []).append(r)
                     parsed = {}
-                rows.append(parsed)
-            frame = pd.DataFrame.from_records(rows, index=pd.Index(ids, name="id"))
-            preds.append(ModelPredictions(name=name, values=frame, source=f"predictions of model {name!r}"))
+                elif parsed is None and not st:
+                    continue  # no output: the record has no prediction, as when a file lacks it
+                rows.append(parsed or {})
+                kept.append(r)
+                statuses.append(st)
+            index = pd.Index(kept, name="id", dtype=object)
+            frame = pd.DataFrame.from_records(rows, index=index) if rows else pd.DataFrame(index=index)
+            st_series = pd.Series(statuses, index=index, dtype=object) if any(statuses) else None
+            preds.append(ModelPredictions(name=name, values=frame, status=st_series, source=f"predictions of model {name!r}"))
         fields = config.get("fields")
         result = score_fields(truth, preds, config=cfg, fields=list(fields) if fields else None, truth_source=truth_source)
         doc = result.to_dict()

@@ -17,12 +17,14 @@ import argparse
 import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.cells import record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, Section
 
@@ -85,6 +87,40 @@ def _parse_object(value: Any, *, what: str, record: str, strict: bool) -> Any:
     return value
 
 
+_NO_OUTPUT = object()
+_PAIR_KEYS = frozenset({"prediction", "truth", "model", "status", "id"})
+
+
+def read_prediction(value: Any, safety_key: str) -> tuple[Any, str, float | None]:
+    """A model's prediction cell → (object, status, safety score), as the file readers read a
+    record. An empty cell is no output (`_NO_OUTPUT`). Text is parsed as JSON (also inside a
+    ```json fence or after prose); what is not readable is returned as it is (an invalid
+    prediction, counted by the scorer). A record of the pairs layout, `{"prediction": …,
+    "status"?, "<safety key>"?, "truth"?, "id"?, "model"?}` (a row of a pairs file as pandas
+    reads it), is unwrapped; a numeric `<safety key>` of the object is its safety score."""
+    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return _NO_OUTPUT, "", None
+    obj, _problem = record_object(value)
+    if obj is None:
+        return value, "", None
+    status, safety = "", None
+    if isinstance(obj, dict) and "prediction" in obj and set(obj) - {safety_key} <= _PAIR_KEYS:
+        status = status_text(obj.get("status"))
+        safety = obj.get(safety_key)
+        inner = obj["prediction"]
+        if _is_missing(inner):
+            return _NO_OUTPUT, status, None
+        obj, _problem = record_object(inner)
+        if obj is None:
+            return inner, status, None
+    if isinstance(obj, dict) and safety_key in obj:
+        obj = dict(obj)
+        safety = obj.pop(safety_key)
+    if safety is not None and _is_missing(safety):
+        safety = None
+    return obj, status, safety
+
+
 class JsonAdapter:
     task = "json"
     model_type = "extraction-json"
@@ -103,6 +139,7 @@ class JsonAdapter:
         "safety_key": "key of a prediction object holding its safety score (safety_score)",
         "similarity": "backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge",
         "similarity_options": "options of the similarity backend (mapping; no API keys)",
+        "status_column": "column holding each record's status: ok, pending or error; pending and error are excluded (default: `status` when present)",
     }
 
     # ---- scoring -------------------------------------------------------------------------------
@@ -160,15 +197,20 @@ class JsonAdapter:
         from extracteval.core.json_compare import JsonConfig, RQSWeights
         from extracteval.core.normalize import NormalizationConfig
         from extracteval.core.strategies import parse_strategy_map
-        from extracteval.io.config import load_mapping, similarity_settings
+        from extracteval.commands.score_json import strategy_file_options
+        from extracteval.io.config import similarity_settings
 
         opts: dict[str, Any] = {}
         norm: dict[str, Any] = {}
         strategies = config.get("strategies")
-        if strategies is not None:
-            if isinstance(strategies, str):
-                raw = load_mapping(strategies)
-                strategies = raw["strategies"] if isinstance(raw.get("strategies"), dict) else raw
+        file_sim: tuple[str, dict[str, Any]] | None = None
+        if isinstance(strategies, (str, Path)):
+            # a strategies file: read as `--strategies FILE` reads it (thresholds, weights and
+            # similarity backend too); the other keys of evaluator_config override it
+            opts, norm, *file_sim = strategy_file_options(strategies)
+            if "weights" in opts:
+                opts["weights"] = RQSWeights(**opts["weights"])
+        elif strategies is not None:
             if not isinstance(strategies, Mapping):
                 raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
             opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
@@ -196,18 +238,24 @@ class JsonAdapter:
             norm["dayfirst"] = bool(config["dayfirst"])
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
-        sim_name, sim_opts = similarity_settings(config, source="evaluator_config")
+        if file_sim is not None and config.get("similarity") is None and config.get("similarity_options") is None:
+            sim_name, sim_opts = file_sim[0], dict(file_sim[1])
+        else:
+            sim_name, sim_opts = similarity_settings(config, source="evaluator_config")
         try:
             return JsonConfig(**opts), sim_name, sim_opts
         except TypeError as e:  # a wrongly typed option
             raise InputError(f"evaluator_config: {e}") from None
 
     def score_frame(
-        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
+        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,
+        status: Mapping[str, Sequence[Any]] | None = None,
     ) -> Scored:
         """One target cell and one prediction cell per record, each a JSON object (dict) or a JSON
-        string (a ```json fence around it is allowed). A prediction that is not a JSON object is
-        counted as an invalid prediction, never raised; a numeric `safety_key` in it is its safety score."""
+        string (in a ```json fence or after prose, as raw model output often is). A prediction
+        is read by `read_prediction` (a pairs-layout record is unwrapped); one that is not a JSON
+        object is counted as an invalid prediction, never raised. `status`: per model, one status
+        per record (the evaluator's `status_column`)."""
         from extracteval.core.json_compare import JsonPredictions
         from extracteval.core.similarity import get_similarity
 
@@ -226,19 +274,24 @@ class JsonAdapter:
         for name, cells in predictions.items():
             if len(cells) != len(ids):
                 raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
+            given = (status or {}).get(name)
+            if given is not None and len(given) != len(ids):
+                raise InputError(f"status of model {name!r}: {len(given)} values for {len(ids)} records.")
             records: dict[str, Any] = {}
             safety: dict[str, float] = {}
-            for rid, v in zip(ids, cells):
-                if _is_missing(v):
+            statuses: dict[str, str] = {}
+            for i, (rid, v) in enumerate(zip(ids, cells)):
+                obj, st, s = read_prediction(v, cfg.safety_key)
+                if given is not None and status_text(given[i]):
+                    st = status_text(given[i])
+                if st:
+                    statuses[rid] = st
+                if obj is _NO_OUTPUT:
                     continue  # no output: a missing prediction (every truth key missing), flagged by the scorer
-                obj = _parse_object(v, what=f"predictions of model {name!r}", record=rid, strict=False)
-                if isinstance(obj, dict) and cfg.safety_key in obj:
-                    obj = dict(obj)
-                    s = obj.pop(cfg.safety_key)
-                    if s is not None:
-                        safety[rid] = s
+                if s is not None:
+                    safety[rid] = s
                 records[rid] = obj
-            preds.append(JsonPredictions(name=name, records=records, safety=safety, source=f"predictions of model {name!r}"))
+            preds.append(JsonPredictions(name=name, records=records, safety=safety, status=statuses, source=f"predictions of model {name!r}"))
         return self._scored(truth, preds, cfg, backend, truth_source, (), include_records=None,
                             inputs={"truth": truth_source, "predictions": {p.name: p.source for p in preds}})
 
@@ -273,6 +326,7 @@ class JsonAdapter:
             out[f"json/buckets/{b}"] = float(m.buckets[b])
         for k in _MODEL_COUNTS:
             out[f"json/{k}"] = float(getattr(m, k))
+        out["invalid_outputs/count"] = float(m.invalid_predictions)  # outputs that are not JSON objects
         _, wins, scored_fields = self._winners(scored)
         out["wins/field_wins"] = float(wins.get(model, 0.0))
         out["wins/fields_scored"] = float(scored_fields.get(model, 0))

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, Section
 
@@ -126,18 +127,12 @@ def is_blank(value: Any) -> bool:
 
 
 def _object_cell(value: Any) -> dict[str, Any] | None:
-    """A dict, or a JSON string of an object → dict; anything else → None."""
-    if isinstance(value, Mapping):
-        return {str(k): v for k, v in value.items()}
-    if isinstance(value, (bytes, bytearray)):
-        value = value.decode("utf-8", errors="replace")
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            obj = json.loads(value)
-        except ValueError:
-            return None
-        return {str(k): v for k, v in obj.items()} if isinstance(obj, dict) else None
-    return None
+    """A dict, or the text of a JSON object (also in a ```json fence or after prose) → dict of
+    plain values; anything else → None."""
+    if not isinstance(value, (Mapping, str, bytes, bytearray)):
+        return None
+    obj, _problem = record_object(value)
+    return {str(k): v for k, v in obj.items()} if isinstance(obj, dict) else None
 
 
 def _scalar_cell(value: Any) -> tuple[bool, Any]:
@@ -166,6 +161,7 @@ class LabelsAdapter:
         "null_tokens": "strings meaning missing (list or comma-separated)",
         "dayfirst": "read 01/02/2024 as 1 February (false)",
         "zero_division": "value of an undefined ratio (0.0)",
+        "status_column": "column holding each record's status: ok, pending or error; pending and error rows are not predictions (default: `status` when present)",
     }
 
     # ---- scoring ---------------------------------------------------------------------------
@@ -229,12 +225,17 @@ class LabelsAdapter:
             raise InputError(f"evaluator_config: {e}") from None
 
     def score_frame(
-        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
+        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,
+        status: Mapping[str, Sequence[Any]] | None = None,
     ) -> Scored:
         """Targets: per record an object {feature: label} (dict or JSON string), or one label per
         record (then the feature is `label_name`). A model output that is not of that shape is not a
         prediction: the row is left out of the model's predictions, so the strict view counts it
-        as an error, and it is listed under `invalid_outputs`."""
+        as an error, and it is listed under `invalid_outputs`. With objects, an empty cell is no
+        output (the record has no prediction, as when a file lacks it); with one label per record
+        it is the label "missing"; a row whose status (a `status` key of the
+        object, or `status` per model: the evaluator's `status_column`) is pending or error is not
+        a prediction."""
         from extracteval.core.labels import ModelLabels, score_labels
 
         cfg = self.build_config(config)
@@ -262,13 +263,28 @@ class LabelsAdapter:
         truth = pd.DataFrame.from_records(rows, index=pd.Index(ids, name="id"))
         preds = []
         invalid: dict[str, list[str]] = {}
+        not_predicted: dict[str, list[str]] = {}
         for name, cells in predictions.items():
             if len(cells) != len(ids):
                 raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
+            given = (status or {}).get(name)
+            if given is not None and len(given) != len(ids):
+                raise InputError(f"status of model {name!r}: {len(given)} values for {len(ids)} records.")
             keep, prow = [], []
-            for r, v in zip(ids, cells):
+            for i, (r, v) in enumerate(zip(ids, cells)):
+                obj = _object_cell(v) if per_object else None
+                st = status_text(obj.pop("status", None)) if obj is not None else ""
+                if given is not None and status_text(given[i]):
+                    st = status_text(given[i])
+                if st.lower() not in ("", "ok", "pending", "error"):
+                    raise InputError(f"status of model {name!r}: record {r!r}: status must be one of ok, pending, error (or empty), but found {st!r}.")
+                if st.lower() in ("pending", "error"):
+                    not_predicted.setdefault(name, []).append(r)
+                    continue  # not a prediction, as a pending or error row of a file
+                if per_object and is_empty(v):
+                    continue  # no output: the record has no prediction, as when a file lacks it
+                    # (one label per record: an empty cell is the label "missing", a value)
                 if per_object:
-                    obj = _object_cell(v)
                     if obj is None:
                         invalid.setdefault(name, []).append(r)
                         continue
@@ -289,6 +305,11 @@ class LabelsAdapter:
         doc = result.to_dict()
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         doc["invalid_outputs"] = {m: {"count": len(v), "record_ids": v[:20]} for m, v in sorted(invalid.items())}
+        if not_predicted:
+            doc["warnings"] = [
+                f"model {m!r}: {len(v)} row(s) with status pending/error are not predictions (counted as missing in the strict view)"
+                for m, v in sorted(not_predicted.items())
+            ] + list(doc["warnings"])
         if invalid:
             shape = "an object of feature labels" if per_object else "a single label"
             doc["warnings"] = [

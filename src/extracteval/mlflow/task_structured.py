@@ -309,6 +309,7 @@ class StructuredAdapter:
         c = m.counts
         for attr, name in _COUNTS.items():
             out[f"structured/{name}"] = float(getattr(c, attr))
+        out["invalid_outputs/count"] = float(c.records - c.valid)  # outputs with no JSON to read
         for ext, s in m.extended.items():
             out[f"structured/{ext}/mean"] = float(s.mean)
             out[f"structured/{ext}/pass_rate"] = float(s.pass_rate)

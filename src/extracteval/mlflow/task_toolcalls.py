@@ -8,7 +8,8 @@ tp, fp, fn), per reference function `function/<name>/…`, `wins/field_wins` (th
 function names, won on argument F1), `ranking/rank`, and the opt-in extended scores
 `toolcalls/<semantic_similarity|judge_score>/mean|pass_rate`.
 
-With `--checker bfcl`: `bfcl/accuracy`, `bfcl/correct_count`, `bfcl/total_count`,
+With `--checker bfcl`: params `underscore_to_dot` (per model run: true/false) and
+`underscore_to_dot_models`, metrics `bfcl/accuracy`, `bfcl/correct_count`, `bfcl/total_count`,
 `bfcl/<category>/accuracy|correct_count|total_count`, `bfcl/error_type/<type>`; then
 `toolcalls/call_accuracy` is BFCL's accuracy (as in the `--json` document), the other
 `toolcalls/…` metrics come from the generic checker on the same files and its own call accuracy
@@ -119,7 +120,7 @@ class ToolcallsAdapter:
         ns = argparse.Namespace(
             checker=checker, truth=[str(folder / t) for t in as_list(sub["truth"])],
             questions=[str(folder / q) for q in as_list(sub.get("questions"))] or None, predictions=preds,
-            underscore_to_dot=bool(sub.get("underscore_to_dot", False)), possible_answer=bool(sub.get("possible_answer", False)),
+            underscore_to_dot=sub.get("underscore_to_dot"), possible_answer=bool(sub.get("possible_answer", False)),
             value_match=sub.get("value_match", "exact"), zero_division=float(sub.get("zero_division", 0.0)),
             semantic_similarity=False, llm_judge=False, similarity_option=[], pass_threshold=0.85, progress="never", **vars(dec),
         )
@@ -206,7 +207,10 @@ class ToolcallsAdapter:
         )
         inputs = doc["inputs"]
         source = ", ".join(inputs["truth"])
-        config = {**doc["config"], "checker": "bfcl", "categories": list(doc["categories"])}
+        # which models had '.' → '_' name mangling is a property of each model's API, not of the
+        # scoring: it stays out of the config digest so runs of function-calling and prompt models
+        # rank together (it is a param of each model run instead)
+        config = {**{k: v for k, v in doc["config"].items() if k != "underscore_to_dot"}, "checker": "bfcl", "categories": list(doc["categories"])}
         return Scored(task=self.task, result=run, doc=doc, models=run.ranking, truth=frame, truth_source=source, config=config)
 
     # ---- per-function counts -------------------------------------------------------------------
@@ -277,6 +281,7 @@ class ToolcallsAdapter:
         c = gm.counts
         for k in COUNTS:
             out[f"toolcalls/{k}"] = float(getattr(c, k))
+        out["invalid_outputs/count"] = float(c.records - c.valid_records)  # outputs with no readable call
         for ext, s in gm.extended.items():
             out[f"toolcalls/{ext}/mean"] = float(s.mean)
             out[f"toolcalls/{ext}/pass_rate"] = float(s.pass_rate)
@@ -426,13 +431,21 @@ class ToolcallsAdapter:
         }
         if run.checker == "bfcl":
             out |= {"questions": ", ".join(scored.doc["inputs"]["questions"]), "categories": ",".join(cfg.get("categories", [])),
-                    "underscore_to_dot": str(cfg.get("underscore_to_dot"))}
+                    "underscore_to_dot_models": ",".join(scored.doc["config"].get("underscore_to_dot") or []) or "none",
+                    "bfcl_warnings": str(len(scored.doc.get("warnings", [])))}
         else:
             out |= {"value_match": str(cfg.get("value_match")), "zero_division": str(cfg.get("zero_division")),
                     "pass_threshold": str(cfg.get("pass_threshold")), "possible_answer": str(cfg.get("possible_answer")),
                     "extended": ",".join(cfg.get("extended", [])) or "none"}
         out.update(decision_params(scored.doc))
         return out
+
+    def model_params(self, scored: Scored, model: str) -> dict[str, str]:
+        """Per model run: `underscore_to_dot` (true/false), whether its expected `a.b` names were looked for as `a_b`."""
+        run: ToolcallRun = scored.result
+        if run.checker != "bfcl":
+            return {}
+        return {"underscore_to_dot": str(bool(run.bfcl[model].underscore_to_dot)).lower()}
 
     def summary(self, scored: Scored) -> str:
         from extracteval.commands.score_toolcalls import render
@@ -469,7 +482,8 @@ class ToolcallsAdapter:
         formats = [{"model": m, "format": f, "records": n} for m in models for f, n in run.generic.models[m].formats.items()]
         if formats:
             out.append(Section(title="Output formats recognised", table=pd.DataFrame(formats)))
-        warnings = []
+        warnings = [f"{w['file']}: line {w['line']} (id {w['id']}): {w['message']}" if "file" in w else w["message"]
+                    for w in doc.get("warnings", [])]
         for m in models:
             gm = run.generic.models[m]
             if gm.missing_ids:
