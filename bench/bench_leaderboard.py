@@ -8,7 +8,7 @@ Measured in one run of this benchmark, on the same store:
 3. `build_tracking_leaderboard(ci=True)` with 1000 resamples: plus downloading 500 per-record
    Parquet artifacts (200 records × 16 fields) and the paired bootstrap. Target ≤ 10 s.
 4. For information: rendering CSV/JSON/HTML/PNG, and logging the leaderboard run plus the
-   write-back of `leaderboard/rank` and `wins/field_wins` to the 500 runs (one log_batch each).
+   write-back of `leaderboard/<stamp>/rank` and `…/field_wins` to the 500 runs (one log_batch each).
 
 Each timing is the best of 3 (2 and 1 for the longer steps), alternating bare and leaderboard; the
 with-CI line also gives the CPU time of that call, and the load average is printed (the machine

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -93,11 +95,75 @@ def test_mixed_tasks_need_a_choice():
     assert build_leaderboard([r, other], task="json").groups[0].entries[0].model == "j"
 
 
-def test_same_model_name_twice_is_disambiguated_by_run_id():
+def test_same_model_name_twice_is_disambiguated_by_run_id_with_all_runs():
     a = run("m", 0.5, 0.5, 0.5, {})
     b = RunSummary(**{**a.__dict__, "run_id": "other-run"})
-    names = [e.model for e in build_leaderboard([a, b]).groups[0].entries]
+    names = [e.model for e in build_leaderboard([a, b], all_runs=True).groups[0].entries]
     assert len(set(names)) == 2 and all(n.startswith("m (") for n in names)
+
+
+def _at(r: RunSummary, start: int, run_id: str | None = None, **metrics: float) -> RunSummary:
+    return replace(r, start_time=start, run_id=run_id or r.run_id, metrics={**r.metrics, **metrics})
+
+
+def test_latest_run_per_model_is_ranked_and_earlier_ones_are_superseded():
+    # three rounds of the six planted runs, in shuffled order: the default ranks the last round
+    # only, exactly as one round alone; earlier runs are listed, each with the run that replaced it
+    rounds = [[_at(r, 1000 * k, f"{r.run_id}-{k}") for r in six_runs()] for k in (1, 2, 3)]
+    # an older round scored worse: its numbers must not leak into the ranking
+    rounds[0] = [_at(r, r.start_time, **{"overall/f1": 0.99}) for r in rounds[0]]
+    rng = np.random.default_rng(0)
+    mixed = [r for rnd in rounds for r in rnd]
+    mixed = [mixed[i] for i in rng.permutation(len(mixed))]
+    lb = build_leaderboard(mixed)
+    one = build_leaderboard(rounds[2])
+    assert [(e.model, e.rank, e.item_wins, e.run_id) for e in lb.groups[0].entries] == \
+        [(e.model, e.rank, e.item_wins, e.run_id) for e in one.groups[0].entries]
+    assert [e.run_id for e in lb.groups[0].entries] == [f"id-{m}-3" for m in "ABCDFE"]
+    sup = lb.groups[0].superseded
+    assert [(s.model, s.run_id, s.superseded_by) for s in sup] == \
+        [(m, f"id-{m}-{k}", f"id-{m}-3") for m in "ABCDEF" for k in (2, 1)]
+    doc = lb.to_dict()
+    assert doc["run_selection"] == "latest run per model" and doc["n_ranked"] == 6 and doc["n_superseded"] == 12
+    assert doc["superseded"][0] == {"run_id": "id-A-2", "model": "A", "run_name": "A", "start_time": 2000, "status": "superseded",
+                                    "superseded_by": "id-A-3", "superseded_by_start_time": 3000}
+    assert doc["groups"][0]["superseded"] == doc["superseded"]
+    # --all-runs ranks all 18, names disambiguated by run id, the 0.99 round on top
+    every = build_leaderboard(mixed, all_runs=True)
+    assert len(every.groups[0].entries) == 18 and every.groups[0].superseded == ()
+    assert every.to_dict()["run_selection"] == "all runs"
+    assert all(e.model.endswith("-1)") for e in every.groups[0].entries[:6])
+
+
+def test_latest_is_chosen_within_each_truth_config_group():
+    old = _at(run("m", 0.9, 0.9, 0.9, {}), 1, "old")
+    new_truth = _at(run("m", 0.5, 0.5, 0.5, {}, truth="T2"), 2, "new-truth")
+    lb = build_leaderboard([old, new_truth], group_by_truth=True)
+    assert [[e.run_id for e in g.entries] for g in lb.groups] == [["old"], ["new-truth"]]
+    assert all(g.superseded == () for g in lb.groups)
+    # equal start times: the later end time wins, then the larger run id — never the input order
+    a = replace(_at(run("m", 0.5, 0.5, 0.5, {}), 5, "a"), end_time=9)
+    b = replace(_at(run("m", 0.6, 0.6, 0.6, {}), 5, "b"), end_time=7)
+    for order in ([a, b], [b, a]):
+        assert build_leaderboard(order).groups[0].entries[0].run_id == "a"
+    c = _at(run("m", 0.6, 0.6, 0.6, {}), 5, "c")
+    d = _at(run("m", 0.6, 0.6, 0.6, {}), 5, "d")
+    for order in ([c, d], [d, c]):
+        assert build_leaderboard(order).groups[0].entries[0].run_id == "d"
+
+
+def test_superseded_run_without_the_primary_metric_does_not_block_the_ranking():
+    old = RunSummary(run_id="old", model="m", task="fields", truth_digest="T1", config_digest="C1", metrics={"micro/f1": 0.5}, start_time=1)
+    new = _at(run("m", 0.5, 0.5, 0.5, {}), 2, "new")
+    assert [e.run_id for e in build_leaderboard([old, new]).groups[0].entries] == ["new"]
+    with pytest.raises(InputError, match="without the primary metric"):
+        build_leaderboard([old, new], all_runs=True)
+
+
+def test_refusal_names_the_ranked_runs_and_counts_the_superseded():
+    runs = [_at(run("a", 0.5, 0.5, 0.5, {}), k, f"a{k}") for k in (1, 2, 3)] + [run("b", 0.5, 0.5, 0.5, {}, truth="T2")]
+    with pytest.raises(InputError, match=r"truth T1… config C1…: a \(and 2 earlier run\(s\) of these models\); truth T2… config C1…: b"):
+        build_leaderboard(runs)
 
 
 def _per_record_frame(correct: np.ndarray) -> pd.DataFrame:

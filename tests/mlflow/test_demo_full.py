@@ -1,6 +1,7 @@
 """`extracteval demo` end to end, every example, into a temp SQLite store: per experiment one
 comparison (parent) run, one child per model, the leaderboard run, all FINISHED, and the printed
-list of report.html and PNG files (each one a file of the store).
+list of report.html and PNG files (each one a file of the store). Run a second time, every task's
+earlier runs keep their metric histories and its leaderboard ranks the new runs only.
 
 Measured on the shared 2-core development machine: 24 s in pytest (load average ~7), 69 s as a
 fresh `extracteval demo` process under load average ~20 (13 s of CPU either way); hence `slow`.
@@ -60,7 +61,8 @@ def test_full_demo_logs_every_example_with_its_leaderboard(cli, tmp_path, monkey
         leaderboard = by_role["leaderboard"][0]
         compared = set(leaderboard.data.tags["extracteval.compared_runs"].split(","))
         assert compared == {c.info.run_id for c in by_role["model"]}
-        assert all("leaderboard/rank" in c.data.metrics for c in by_role["model"])
+        key = leaderboard.data.tags["extracteval.leaderboard_key"]
+        assert all(c.data.metrics[f"{key}/rank"] >= 1 for c in by_role["model"])
         # the closing list: this example's report and figures, files of the store in tmp
         listed = [Path(p) for p in re.findall(rf"^  {re.escape(example)}(?: \([a-z]+\))?: (\S+)$", out, re.M)]
         listed = [p for p in listed if parent.info.run_id in p.parts]
@@ -68,3 +70,26 @@ def test_full_demo_logs_every_example_with_its_leaderboard(cli, tmp_path, monkey
         assert any(p.suffix == ".png" for p in listed), (exp_name, listed)
         for p in listed:
             assert p.is_file() and p.stat().st_size > 0 and p.resolve().is_relative_to(tmp_path.resolve())
+
+
+def test_full_demo_twice_leaves_the_first_runs_unchanged(cli, tmp_path, monkeypatch):
+    from .test_demo_repeated import _snapshot
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    snaps = []
+    for _ in range(2):
+        code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--tracking-uri", uri)
+        assert code == 0, err[-3000:]
+        snaps.append(_snapshot(client, [e.experiment_id for e in client.search_experiments() if e.name != "Default"]))
+    first, second = snaps
+    assert {r["role"] for r in first.values()} == {"comparison", "model", "leaderboard"}
+    for rid, was in first.items():
+        assert second[rid] == was, (rid, was["role"])
+    for rid, r in second.items():
+        if rid in first or r["role"] != "leaderboard":
+            continue
+        compared = set(r["tags"]["extracteval.compared_runs"].split(","))
+        fresh = {x for x, y in second.items() if x not in first and y["role"] == "model" and y["experiment"] == r["experiment"]}
+        assert compared == fresh and r["latest"]["runs/superseded"] == len(fresh)

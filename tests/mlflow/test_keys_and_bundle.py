@@ -109,6 +109,28 @@ def test_bundle_is_complete_and_reloadable(tmp_path):
         write_bundle(scored, adapter, tmp_path / "busy", experiment="e")
 
 
+def test_a_run_of_one_model_claims_no_rank(tmp_path):
+    # ranked against nothing, a single run has no `ranking/rank`; the children of a comparison
+    # keep the rank they got among the models scored together
+    from extracteval.mlflow.bundle import write_bundle
+    from extracteval.mlflow.tasks import get_adapter
+
+    adapter = get_adapter("fields")
+    truth = [{"vendor": "A", "total": "1"}, {"vendor": "B", "total": "2"}]
+    good = [json.dumps(t) for t in truth]
+    bad = [json.dumps({"vendor": "X", "total": "1"}), "{}"]
+    one = adapter.score_frame(ids=["1", "2"], targets=truth, predictions={"a": bad}, config={"bootstrap": 0}, truth_source="t")
+    single = write_bundle(one, adapter, tmp_path / "one", experiment="e", figures=False)
+    assert [r.role for r in single.runs] == ["single"]
+    m = single.metrics("single")
+    assert "ranking/rank" not in m and m["overall/f1"] < 1 and "wins/fields_scored" in m
+    listed = json.loads((single.run_dir("single") / "artifacts" / "extracteval" / "metric_keys.json").read_text(encoding="utf-8"))["metrics"]
+    assert "ranking/rank" not in {x["key"] for x in listed}
+    two = adapter.score_frame(ids=["1", "2"], targets=truth, predictions={"a": bad, "b": good}, config={"bootstrap": 0}, truth_source="t")
+    pair = write_bundle(two, adapter, tmp_path / "two", experiment="e", figures=False)
+    assert {r.model: pair.metrics(r.key)["ranking/rank"] for r in pair.runs if r.role == "model"} == {"b": 1.0, "a": 2.0}
+
+
 def test_field_intervals_agree_with_a_direct_record_bootstrap():
     """The multinomial-over-patterns shortcut has the distribution of resampling records."""
     from extracteval.core.counts import ratios
@@ -186,9 +208,13 @@ def test_figures_for_other_tasks_render_one_artist_per_model():
 def test_docstring_examples_run():
     import doctest
 
+    import extracteval.core.leaderboard as core_leaderboard
     import extracteval.mlflow.keys as keys
+    import extracteval.mlflow.leaderboard as mlflow_leaderboard
 
-    assert doctest.testmod(keys).failed == 0
+    for module in (keys, core_leaderboard, mlflow_leaderboard):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and (module is keys or result.attempted > 0), module.__name__
 
 
 def _many_fields_scored(n_fields: int, wrong: dict[str, int]):

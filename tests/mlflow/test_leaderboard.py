@@ -60,13 +60,13 @@ def _experiment(client: MlflowClient, tmp_path: Path, name: str) -> str:
 
 
 def log_run(client, exp_id, tmp_path, name, metrics, *, truth="T1", config="C1", role="model", task="fields", records=None, parent=None,
-            items=None):
+            items=None, start=None):
     """One run as `extracteval evaluate` logs it: tags, metrics, metric_keys.json, records.parquet."""
     tags = {"extracteval.task": task, "extracteval.role": role, "extracteval.truth_digest": truth, "extracteval.config_digest": config,
             "extracteval.model": name}
     if parent:
         tags["mlflow.parentRunId"] = parent
-    run = client.create_run(exp_id, run_name=name)
+    run = client.create_run(exp_id, run_name=name, start_time=start)
     rid = run.info.run_id
     client.log_batch(rid, metrics=[Metric(k, float(v), 0, 0) for k, v in metrics.items()], tags=[RunTag(k, v) for k, v in tags.items()])
     adir = tmp_path / "stage" / rid / "extracteval"
@@ -330,9 +330,12 @@ def test_html_escapes_every_user_string():
              "micro": {}, "field_wins": 1.0, "items_scored": 1, "wins_label": "Won 1 of 1", "tier": "needs_improvement", "tier_colour": "red", "ci": None}
     doc = {"task": "fields", "primary_metric": "overall/f1", "tie_breaks": ["overall/precision"], "experiment": evil, "n_runs": 1, "notes": [evil],
            "warnings": [], "groups": [{"truth_digest": evil, "config_digest": evil, "ranking": [entry], "comparisons": [],
-                                       "field_winners": {evil: {"kind": "sole", "winners": [evil], "win_share": 1.0, "badge": "green", "best": {"f1": 0.5}}}}]}
+                                       "field_winners": {evil: {"kind": "sole", "winners": [evil], "win_share": 1.0, "badge": "green", "best": {"f1": 0.5}}},
+                                       "superseded": [{"run_id": evil, "model": evil, "run_name": evil, "start_time": 1, "status": "superseded",
+                                                       "superseded_by": evil, "superseded_by_start_time": 2}]}]}
     page = render_html(doc)
     assert "<script" not in page and "&lt;script&gt;" in page
+    assert "Superseded runs" in page and page.count("&lt;script&gt;") > render_html({**doc, "groups": [{**doc["groups"][0], "superseded": []}]}).count("&lt;script&gt;")
 
 
 def test_logging_failure_keeps_the_ranking(cli, six_run_store, monkeypatch):
@@ -425,3 +428,91 @@ def test_parquet_reader_unusual_files(tmp_path):
     (tmp_path / "bad.parquet").write_bytes(b"not parquet")
     assert _read_record_counts(tmp_path / "short.parquet") is None
     assert _read_record_counts(tmp_path / "bad.parquet") is None
+
+
+# ---- repeated runs: latest per model, superseded listing, write-back to new keys ----------------
+
+
+def _histories(client, run_ids):
+    """run id → metric key → [(value, timestamp, step), …] as the store's metric history holds it."""
+    out = {}
+    for rid in run_ids:
+        keys = client.get_run(rid).data.metrics
+        out[rid] = {k: [(m.value, m.timestamp, m.step) for m in client.get_metric_history(rid, k)] for k in keys}
+    return out
+
+
+def test_repeated_runs_rank_the_latest_and_never_rewrite_a_metric(cli, store, tmp_path):
+    client, uri = store
+    exp_name = f"nightly-{next(_COUNTER)}"
+    exp = _experiment(client, tmp_path, exp_name)
+    # three nights of A, B, C (one parent each); night 1 had C on top, nights 2 and 3 agree on A > B > C
+    nights = {1: {"A": 0.6, "B": 0.5, "C": 0.95}, 2: {"A": 0.9, "B": 0.8, "C": 0.7}, 3: {"A": 0.9, "B": 0.8, "C": 0.7}}
+    ids: dict[int, dict[str, str]] = {}
+    for night, scores in nights.items():
+        start = 1_700_000_000_000 + night * 86_400_000
+        parent = log_run(client, exp, tmp_path, f"night {night}", {"overall/f1": 0.9}, role="comparison", start=start)
+        ids[night] = {m: log_run(client, exp, tmp_path, m, {**field_metrics(f1, f1, f1, {"f": (f1, f1, f1), "g": (0.5, 0.5, 0.5)}),
+                                                            "wins/field_wins": 1.0, "ranking/rank": 1.0},
+                                 parent=parent, start=start) for m, f1 in scores.items()}
+    everyone = [rid for night in ids.values() for rid in night.values()]
+    before = _histories(client, everyone)
+
+    out = tmp_path / "lb"
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--json", "--no-ci", "--output", str(out))
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert [(e["model"], e["run_id"], e["rank"]) for e in doc["ranking"]] == [(m, ids[3][m], k) for k, m in enumerate("ABC", start=1)]
+    assert [e["field_wins"] for e in doc["ranking"]] == [1.0, 0.0, 0.0]  # not diluted by the A of nights 1 and 2
+    assert doc["run_selection"] == "latest run per model" and doc["n_runs"] == 9 and doc["n_ranked"] == 3 and doc["n_superseded"] == 6
+    assert {(s["model"], s["run_id"], s["superseded_by"]) for s in doc["superseded"]} == \
+        {(m, ids[n][m], ids[3][m]) for n in (1, 2) for m in "ABC"}
+    key = doc["leaderboard_key"]
+    assert key.startswith("leaderboard/") and key.endswith("-" + doc["leaderboard_run_id"][:8])
+
+    # the ranked runs got the new keys, once; no other key of any run changed, nor its history
+    after = _histories(client, everyone)
+    for e in doc["ranking"]:
+        new = {k: v for k, v in after[e["run_id"]].items() if k not in before[e["run_id"]]}
+        assert {k: [x[0] for x in v] for k, v in new.items()} == {f"{key}/rank": [float(e["rank"])], f"{key}/field_wins": [e["field_wins"]]}
+        assert client.get_run(e["run_id"]).data.tags["extracteval.leaderboard_key"] == key
+    for rid in everyone:
+        assert {k: v for k, v in after[rid].items() if k in before[rid]} == before[rid]
+    for night in (1, 2):  # superseded runs are not written to at all
+        for rid in ids[night].values():
+            assert after[rid] == before[rid]
+            assert "extracteval.leaderboard_run" not in client.get_run(rid).data.tags
+
+    # ranking again: new keys next to the first leaderboard's, whose values stay as they were
+    r2 = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--json", "--no-ci")
+    assert r2.code == 0, r2.err
+    key2 = r2.json()["leaderboard_key"]
+    assert key2 != key
+    again = _histories(client, everyone)
+    for rid in everyone:
+        assert {k: v for k, v in again[rid].items() if k in after[rid]} == after[rid]
+    for e in r2.json()["ranking"]:
+        assert [x[0] for x in again[e["run_id"]][f"{key2}/rank"]] == [float(e["rank"])]
+    lb_run = client.get_run(r2.json()["leaderboard_run_id"])
+    assert lb_run.data.tags["extracteval.leaderboard_key"] == key2 and lb_run.data.tags["extracteval.run_selection"] == "latest run per model"
+    assert lb_run.data.metrics["runs/count"] == 3 and lb_run.data.metrics["runs/superseded"] == 6
+
+    # the outputs list the superseded runs as such, with the run that replaced them
+    csv = pd.read_csv(out / "leaderboard.csv")
+    assert list(csv["status"]) == ["ranked"] * 3 + ["superseded"] * 6
+    assert csv["rank"].isna().tolist() == [False] * 3 + [True] * 6
+    sup = csv[csv["status"] == "superseded"]
+    assert dict(zip(sup["run_id"], sup["superseded_by"])) == {ids[n][m]: ids[3][m] for n in (1, 2) for m in "ABC"}
+    html = (out / "leaderboard.html").read_text()
+    assert "Superseded runs" in html and all(f"<code>{ids[n][m]}</code>" in html for n in (1, 2) for m in "ABC")
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--no-ci")
+    assert "3 of 9 run(s) ranked (latest run per model; 6 earlier run(s) superseded)" in r.out
+    tail = r.out[r.out.index("superseded runs (6) — not ranked"):]
+    assert all(ids[1][m] in tail and ids[3][m] in tail for m in "ABC")
+
+    # --all-runs: every run ranked (night 1's C on top), names carry their run ids, nothing superseded
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--json", "--no-log", "--no-ci", "--all-runs")
+    assert r.code == 0, r.err
+    d = r.json()
+    assert d["run_selection"] == "all runs" and d["n_ranked"] == 9 and d["superseded"] == []
+    assert d["ranking"][0]["run_id"] == ids[1]["C"] and d["ranking"][0]["model"] == f"C ({ids[1]['C'][:8]})"

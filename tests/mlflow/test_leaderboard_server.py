@@ -58,11 +58,14 @@ def test_leaderboard_logged_and_written_back(cli, evaluated, tmp_path):
     assert all(e["ci"] is not None for e in ranking) and len(doc["comparisons"]) == 2  # from the runs' records.parquet
     lb_run = doc["leaderboard_run_id"]
     client = MlflowClient(url)
+    key = doc["leaderboard_key"]
     for e in ranking:
         run = client.get_run(e["run_id"])
-        assert run.data.metrics["leaderboard/rank"] == e["rank"]
-        assert run.data.metrics["wins/field_wins"] == pytest.approx(e["field_wins"])
-        assert run.data.tags["extracteval.leaderboard_run"] == lb_run
+        assert run.data.metrics[f"{key}/rank"] == e["rank"]
+        assert run.data.metrics[f"{key}/field_wins"] == pytest.approx(e["field_wins"])
+        # the evaluation's own wins (the same three models scored together) are left as logged
+        assert [m.value for m in client.get_metric_history(e["run_id"], "wins/field_wins")] == [pytest.approx(e["field_wins"])]
+        assert run.data.tags["extracteval.leaderboard_run"] == lb_run and run.data.tags["extracteval.leaderboard_key"] == key
     lb = client.get_run(lb_run)
     assert lb.info.status == "FINISHED"
     assert lb.data.tags["extracteval.role"] == "leaderboard"

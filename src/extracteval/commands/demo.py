@@ -18,7 +18,9 @@ Run every example in an experiments folder (each a sub-folder with an experiment
 its task, truth, predictions and config), score all models, print each leaderboard and log
 each example to MLflow: one parent run per example (the comparison) with one child run per
 model, in the experiment `extracteval-demo-<example>`, then build each experiment's
-cross-run leaderboard with `extracteval leaderboard` (a leaderboard run in the same experiment).
+cross-run leaderboard with `extracteval leaderboard` (a leaderboard run in the same experiment;
+run again, the demo's new runs are ranked and the earlier ones listed as superseded, their
+metrics unchanged).
 The store defaults to $MLFLOW_TRACKING_URI, else ./mlflow.db (no server needed); `--no-mlflow`
 only prints. At the end: the HTML reports and PNG figures logged, and what to look at in the UI.
 """
@@ -201,7 +203,10 @@ LOOK_AT = """\
 In the MLflow UI: each experiment {prefix}-<example> holds one parent run (the comparison) with a
 child run per model — add the columns overall/f1, wins/field_wins and ranking/rank and sort by them;
 select the children and Compare to chart field/<name>/f1 side by side; a run's Artifacts hold
-extracteval/report.html (the full report), figures/ and extracteval/records.parquet."""
+extracteval/report.html (the full report), figures/ and extracteval/records.parquet. The
+cross-run leaderboard wrote each ranked run's rank to its own column, leaderboard/<time>-<id>/rank
+(named on the last line of each leaderboard above); running the demo again ranks the new runs and
+lists the earlier ones as superseded, leaving their metrics as they were."""
 
 
 def _leaderboards(experiments: list[str], uri: str | None) -> dict[str, LeaderboardCall]:

@@ -1,4 +1,4 @@
-"""`extracteval leaderboard`: rank every model run of an MLflow experiment (SPEC §4, §10)."""
+"""`extracteval leaderboard`: rank the model runs of an MLflow experiment (latest run per model by default) (SPEC §4, §10)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import TextIO
 
 from extracteval.io.outputs import add_safe_csv_argument
 
-HELP = "rank every model run of an MLflow experiment: tie-breaks, field winners, fairness, intervals"
+HELP = "rank the model runs of an MLflow experiment (latest per model): tie-breaks, field winners, fairness, intervals"
 DESCRIPTION = """\
 Rank the model runs of an MLflow experiment from the tracking store (runs logged by
 `extracteval evaluate`, the evaluator plugin or `extracteval demo`, on any day and machine).
@@ -21,19 +21,29 @@ Runs are read with one search_runs call; parent comparison runs and earlier lead
 skipped. Runs scored against different ground truth or config (different truth/config digests)
 are not ranked together: the command refuses, naming the groups, unless --group-by-truth.
 
+Repeated runs: within each truth/config group only the latest run of each model name (the
+run's extracteval.model tag, else its run name; latest by start time) is ranked, so a model
+evaluated every night is ranked once, not against its own earlier runs. The earlier runs are
+listed as superseded, with the run id of the run ranked in their place. --all-runs ranks every
+run (a repeated model name then gets the first 8 characters of its run id).
+
 Ranking keys (fields): overall (macro) F1, overall precision, overall recall, total field wins,
 model name. Other tasks use their primary metric and tie-breaks (see the README). Intervals:
 paired bootstrap over the shared record ids of the runs' per-record Parquet artifacts; adjacent
 runs whose difference interval contains 0 are marked "not significantly different".
 
 Unless --no-log, the CSV/JSON/HTML/PNG outputs are logged to a new leaderboard run in the same
-experiment (tagged with the compared run ids), and `leaderboard/rank` and `wins/field_wins` are
-written back to every compared run so the MLflow runs table sorts by them.
+experiment (tagged with the compared run ids), and every ranked run gets its rank and item wins
+under keys that name this leaderboard: leaderboard/<UTC time>-<run id prefix>/rank and
+.../field_wins (e.g. leaderboard/20250611T101530Z-1a2b3c4d/rank), so the MLflow runs table sorts
+by them. A metric a run already has is never logged again: ranking again adds new keys and
+leaves every earlier value and metric history as it was. Superseded runs are not written to.
 
 examples:
   extracteval leaderboard --experiment contracts
   extracteval leaderboard --experiment contracts --filter "params.fuzzy_threshold = '0.85'" --json
   extracteval leaderboard --experiment contracts --group-by-truth --output out/lb --no-log
+  extracteval leaderboard --experiment contracts --all-runs --no-log
 """
 
 
@@ -43,9 +53,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", metavar="TASK", help="rank runs of this task only (needed when the experiment holds several)")
     p.add_argument("--metric", metavar="KEY", help="rank by this metric key instead of the task's primary metric (e.g. micro/f1)")
     p.add_argument("--group-by-truth", action="store_true", help="rank each (truth digest, config digest) group separately instead of refusing")
+    p.add_argument("--all-runs", action="store_true",
+                   help="rank every run, not only the latest run of each model per truth/config group (earlier runs are otherwise listed as superseded)")
     p.add_argument("--json", action="store_true", help="print the leaderboard as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write leaderboard.csv, field_winners.csv, leaderboard.json, leaderboard.html, figures/*.png here")
-    p.add_argument("--no-log", action="store_true", help="do not create a leaderboard run nor write rank/wins back to the runs")
+    p.add_argument("--no-log", action="store_true", help="do not create a leaderboard run nor write ranks and wins to the ranked runs")
     p.add_argument("--no-ci", action="store_true", help="skip the bootstrap intervals (no artifact downloads)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG charts")
     add_safe_csv_argument(p)
@@ -68,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--resamples: expected a positive integer, but got {args.resamples}.")
     result = build_tracking_leaderboard(
         experiment=args.experiment, tracking_uri=args.tracking_uri, filter_string=args.filter, task=args.task, metric=args.metric,
-        group_by_truth=args.group_by_truth, ci=not args.no_ci, resamples=args.resamples, seed=args.seed,
+        group_by_truth=args.group_by_truth, ci=not args.no_ci, resamples=args.resamples, seed=args.seed, all_runs=args.all_runs,
     )
     temporary = args.output is None and not args.no_log
     out = Path(args.output) if args.output else (Path(tempfile.mkdtemp(prefix="extracteval-leaderboard-")) if temporary else None)
@@ -100,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     elif result.leaderboard_run_id:
         print(f"leaderboard run {result.leaderboard_run_id} in experiment {args.experiment!r}; "
-              f"leaderboard/rank and wins/field_wins written to {sum(len(g.entries) for g in result.leaderboard.groups)} run(s)")
+              f"{result.leaderboard_key}/rank and {result.leaderboard_key}/field_wins written to the "
+              f"{sum(len(g.entries) for g in result.leaderboard.groups)} ranked run(s); no earlier metric changed")
     return 0
 
 

@@ -34,7 +34,8 @@ from extracteval.core.ranking import (
 from extracteval.errors import InputError
 
 __all__ = [
-    "RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "LeaderboardGroup", "Leaderboard", "build_leaderboard",
+    "RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "SupersededRun", "LeaderboardGroup", "Leaderboard", "build_leaderboard",
+    "latest_per_model",
     "RecordCounts", "as_record_counts", "paired_record_matrix", "with_intervals",
 ]
 
@@ -48,6 +49,25 @@ class RunSummary:
     config_digest: str
     metrics: Mapping[str, float]
     run_name: str = ""
+    start_time: int = 0  # ms since the epoch, as the tracking store records it
+    end_time: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SupersededRun:
+    """A run left out of the ranking because a later run of the same model (same truth and
+    config) was ranked instead."""
+
+    run_id: str
+    model: str
+    run_name: str
+    start_time: int
+    superseded_by: str  # the run id ranked in its place
+    superseded_by_start_time: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "model": self.model, "run_name": self.run_name, "start_time": self.start_time,
+                "status": "superseded", "superseded_by": self.superseded_by, "superseded_by_start_time": self.superseded_by_start_time}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,12 +115,14 @@ class LeaderboardGroup:
     entries: tuple[LeaderboardEntry, ...]
     item_winners: Mapping[str, FieldWinner]
     comparisons: tuple[Mapping[str, Any], ...] = ()
+    superseded: tuple[SupersededRun, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "truth_digest": self.truth_digest,
             "config_digest": self.config_digest,
             "ranking": [e.to_dict() for e in self.entries],
+            "superseded": [s.to_dict() for s in self.superseded],
             "field_winners": {k: v.to_dict() for k, v in self.item_winners.items()},
             "comparisons": [dict(c) for c in self.comparisons],
         }
@@ -112,6 +134,7 @@ class Leaderboard:
     spec: RankingSpec
     groups: tuple[LeaderboardGroup, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    all_runs: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         one = self.groups[0] if len(self.groups) == 1 else None
@@ -122,11 +145,15 @@ class Leaderboard:
             "primary_label": self.spec.label,
             "ranking_rule": self.spec.rule(),
             "tie_breaks": [*self.spec.tie_breaks, *(["field_wins"] if self.spec.item_wins else []), "model"],
+            "run_selection": "all runs" if self.all_runs else "latest run per model",
+            "n_ranked": sum(len(g.entries) for g in self.groups),
+            "n_superseded": sum(len(g.superseded) for g in self.groups),
             "groups": [g.to_dict() for g in self.groups],
             "warnings": list(self.warnings),
         }
         if one is not None:
             doc["ranking"] = [e.to_dict() for e in one.entries]
+            doc["superseded"] = [s.to_dict() for s in one.superseded]
             doc["field_winners"] = {k: v.to_dict() for k, v in one.item_winners.items()}
             doc["comparisons"] = [dict(c) for c in one.comparisons]
         return doc
@@ -160,6 +187,39 @@ def _distinct_names(runs: Sequence[RunSummary]) -> dict[str, str]:
     return {r.run_id: (r.model if counts[r.model] == 1 else f"{r.model} ({r.run_id[:8]})") for r in runs}
 
 
+def _recency(r: RunSummary) -> tuple[int, int, str]:
+    # start time first; equal start times (one upload of several bundles within a millisecond)
+    # fall back to the end time, then the run id, so the choice never depends on input order
+    return (r.start_time, r.end_time, r.run_id)
+
+
+def latest_per_model(runs: Sequence[RunSummary]) -> tuple[list[RunSummary], list[SupersededRun]]:
+    """The latest run of each model name (by start time) and the earlier runs it supersedes.
+
+    Callers pass the runs of one (truth digest, config digest) group: a model re-run against
+    other truth or config is a different comparison, not a newer run of this one. The kept runs
+    keep their input order; the superseded ones are listed newest first, per model name.
+
+    >>> a = RunSummary(run_id="r1", model="m", task="fields", truth_digest="T", config_digest="C", metrics={}, start_time=1)
+    >>> b = RunSummary(run_id="r2", model="m", task="fields", truth_digest="T", config_digest="C", metrics={}, start_time=2)
+    >>> kept, old = latest_per_model([a, b])
+    >>> [r.run_id for r in kept], [(s.run_id, s.superseded_by) for s in old]
+    (['r2'], [('r1', 'r2')])
+    """
+    latest: dict[str, RunSummary] = {}
+    for r in runs:
+        if r.model not in latest or _recency(r) > _recency(latest[r.model]):
+            latest[r.model] = r
+    keep = {r.run_id for r in latest.values()}
+    superseded = [
+        SupersededRun(run_id=r.run_id, model=r.model, run_name=r.run_name, start_time=r.start_time,
+                      superseded_by=latest[r.model].run_id, superseded_by_start_time=latest[r.model].start_time)
+        for r in sorted(runs, key=lambda x: (x.model, -x.start_time, -x.end_time, x.run_id))
+        if r.run_id not in keep
+    ]
+    return [r for r in runs if r.run_id in keep], superseded
+
+
 def build_leaderboard(
     runs: Sequence[RunSummary],
     *,
@@ -168,8 +228,14 @@ def build_leaderboard(
     intervals: Mapping[str, Interval] | None = None,
     pair_intervals: Mapping[tuple[str, str], Interval] | None = None,
     metric: str | None = None,
+    all_runs: bool = False,
 ) -> Leaderboard:
     """Rank runs of one task.
+
+    By default only the latest run of each model name within each (truth digest, config digest)
+    group is ranked (by start time); the earlier ones are listed as superseded, each with the run
+    id that replaced it. So re-running an evaluation (a nightly job, the demo twice) does not rank
+    a model against its own earlier runs nor dilute its item wins.
 
     Args:
         runs: the runs to compare (one model each).
@@ -180,6 +246,8 @@ def build_leaderboard(
         pair_intervals: (higher run id, lower run id) → interval of the difference.
         metric: rank by this metric key instead of the task's primary metric (the task's
             tie-break keys follow, without this one).
+        all_runs: rank every run, earlier runs of the same model too (a model name repeated
+            within a group then gets the first 8 characters of its run id).
 
     Raises:
         InputError: no runs, mixed tasks without `task`, or mixed digests without `group_by_truth`.
@@ -201,27 +269,34 @@ def build_leaderboard(
             raise InputError(f"--metric {metric!r}: no run of task {task!r} has this metric; run-level metrics are {', '.join(known[:40])}.")
         spec = replace(spec, primary=metric, label=metric, lower_is_better=spec.lower_is_better - {metric}, tie_breaks=tuple(k for k in spec.tie_breaks if k != metric))
     warnings = []
-    missing = [r.run_name or r.run_id for r in runs if spec.primary not in r.metrics]
-    if missing:
-        raise InputError(f"runs without the primary metric {spec.primary!r}: {', '.join(missing[:10])}.")
     groups: dict[tuple[str, str], list[RunSummary]] = {}
     for r in runs:
         groups.setdefault((r.truth_digest, r.config_digest), []).append(r)
+    selected = {k: (list(g), []) if all_runs else latest_per_model(g) for k, g in groups.items()}
+    # only the runs to be ranked need the metric (an old superseded run may predate it)
+    missing = [r.run_name or r.run_id for kept, _ in selected.values() for r in kept if spec.primary not in r.metrics]
+    if missing:
+        raise InputError(f"runs without the primary metric {spec.primary!r}: {', '.join(missing[:10])}.")
     if len(groups) > 1 and not group_by_truth:
         desc = "; ".join(
-            f"truth {t[:12]}… config {c[:12]}…: {', '.join(sorted(x.run_name or x.model for x in g))}" for (t, c), g in sorted(groups.items())
+            f"truth {t[:12]}… config {c[:12]}…: {', '.join(sorted(x.run_name or x.model for x in kept))}"
+            + (f" (and {len(old)} earlier run(s) of these models)" if old else "")
+            for (t, c), (kept, old) in sorted(selected.items())
         )
         raise InputError(
             f"refusing to rank runs scored against different ground truth or config ({len(groups)} groups: {desc}). "
             "Rank each group separately with --group-by-truth, or filter the runs."
         )
     out_groups = []
-    for (t, c), members in sorted(groups.items()):
-        # a model name repeated within a group gets its run id; groups are ranked apart
-        out_groups.append(_rank_group(members, spec, _distinct_names(members), t, c, intervals or {}, pair_intervals or {}))
-    if len(runs) == 1:
-        warnings.append("only one run: every item is a universal tie, so no wins are awarded.")
-    return Leaderboard(task=task, spec=spec, groups=tuple(out_groups), warnings=tuple(warnings))
+    ranked = 0
+    for (t, c), (members, superseded) in sorted(selected.items()):
+        ranked += len(members)
+        # with --all-runs a model name repeated within a group gets its run id; groups are ranked apart
+        group = _rank_group(members, spec, _distinct_names(members), t, c, intervals or {}, pair_intervals or {})
+        out_groups.append(replace(group, superseded=tuple(superseded)))
+    if ranked == 1:
+        warnings.append("only one run ranked: every item is a universal tie, so no wins are awarded.")
+    return Leaderboard(task=task, spec=spec, groups=tuple(out_groups), warnings=tuple(warnings), all_runs=all_runs)
 
 
 def _rank_group(

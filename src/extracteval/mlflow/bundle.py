@@ -41,6 +41,7 @@ BUNDLE_FORMAT = "extracteval-mlflow-bundle/1"
 NOTE_TAG = "mlflow.note.content"  # the run description shown by the MLflow UI
 MAX_PARAM_LENGTH = 6000
 MAX_TAG_LENGTH = 8000
+SINGLE_RUN_UNRANKED = "ranking/rank"  # the task's rank among the models scored together: not logged for a run of one model
 
 
 def _json_default(o: Any) -> Any:
@@ -292,6 +293,10 @@ def write_bundle(
                             metrics[keys.key("models", m, k)] = child[k]
             else:
                 metrics = metrics_of(plan.model)
+                if plan.role == "single":
+                    # one model, ranked against nothing: a rank of 1 would claim a win it never had
+                    # (a cross-run leaderboard writes the run's rank under its own key)
+                    metrics = {k: v for k, v in metrics.items() if k != SINGLE_RUN_UNRANKED}
             (rdir / "metrics.json").write_text(_dumps(metrics, sort_keys=True), encoding="utf-8")
             (adir / "result.json").write_text(doc_text, encoding="utf-8")
             item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)

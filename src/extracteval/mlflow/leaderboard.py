@@ -6,11 +6,17 @@ skipped), turns each into a `core.leaderboard.RunSummary` (item names restored f
 `extracteval/metric_keys.json` only when a key segment may have been sanitised), ranks them with
 `core.leaderboard.build_leaderboard` (fairness by truth/config digest, SPEC §4 tie-breaks, item
 winners) and, when asked, attaches paired-bootstrap intervals computed from the runs'
-per-record Parquet artifacts (downloaded only for the groups that get intervals).
+per-record Parquet artifacts (downloaded only for the groups that get intervals). By default only
+the latest run of each model name per truth/config group is ranked (by start time); the earlier
+ones are reported as superseded (`all_runs=True` ranks every run).
 
 `write_outputs` renders CSV / JSON / HTML / PNG into a folder; `log_leaderboard` logs them to a
-leaderboard run in the same experiment (tagged with the compared run ids) and writes
-`leaderboard/rank` and `wins/field_wins` back to every compared run, one `log_batch` per run.
+leaderboard run in the same experiment (tagged with the compared run ids) and writes each ranked
+run's rank and item wins back to it under keys of its own, `leaderboard/<stamp>/rank` and
+`leaderboard/<stamp>/field_wins` (`<stamp>`: the leaderboard's UTC time and the first 8
+characters of its run id), one `log_batch` per run. A key names one leaderboard run, so ranking
+again adds new keys and never logs a second value to a metric a run already has: a run's metric
+history is what its evaluation and each leaderboard logged, unchanged by later rankings.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ __all__ = [
     "RECORDS_ARTIFACT",
     "KEYS_ARTIFACT",
     "LEADERBOARD_ROLE",
+    "leaderboard_key",
 ]
 
 RECORDS_ARTIFACT = "extracteval/records.parquet"
@@ -77,6 +84,7 @@ class TrackingStoreLeaderboard:
     notes: tuple[str, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
     leaderboard_run_id: str | None = None
+    leaderboard_key: str | None = None  # `leaderboard/<stamp>`: where the ranked runs got their rank and wins
 
     def item_scores(self) -> dict[str, dict[str, float]]:
         """Run id → item → winner metric (F1 for fields), for the heatmap."""
@@ -108,6 +116,7 @@ class TrackingStoreLeaderboard:
             "n_runs": len(self.summaries),
             "notes": list(self.notes),
             "leaderboard_run_id": self.leaderboard_run_id,
+            "leaderboard_key": self.leaderboard_key,
         })
         return doc
 
@@ -231,6 +240,8 @@ def run_summary(run: Any, *, names: Mapping[str, str] | None = None) -> RunSumma
         config_digest=tags.get("extracteval.config_digest", ""),
         metrics=metrics,
         run_name=run.info.run_name or "",
+        start_time=int(run.info.start_time or 0),
+        end_time=int(run.info.end_time or 0),
     )
 
 
@@ -394,8 +405,10 @@ def build_tracking_leaderboard(
     resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    all_runs: bool = False,
 ) -> TrackingStoreLeaderboard:
-    """Rank the model runs of `experiment` (see the module docstring).
+    """Rank the model runs of `experiment` (see the module docstring): the latest run of each
+    model per truth/config group, or every run with `all_runs`.
 
     Raises:
         InputError: unknown experiment, no runs, mixed tasks without `task`, mixed digests
@@ -416,7 +429,7 @@ def build_tracking_leaderboard(
     summaries = _summaries(raw, uri)
     runs = {r.info.run_id: TrackedRun(run_id=r.info.run_id, run_name=r.info.run_name or "", artifact_uri=r.info.artifact_uri,
                                       tags=dict(r.data.tags), params=dict(r.data.params)) for r in raw}
-    lb = build_leaderboard(summaries, task=task, group_by_truth=group_by_truth, metric=metric)
+    lb = build_leaderboard(summaries, task=task, group_by_truth=group_by_truth, metric=metric, all_runs=all_runs)
     t_rank, c_rank = time.perf_counter(), time.process_time()
     notes: list[str] = []
     if ci:
@@ -496,12 +509,31 @@ def _compared_tags(run_ids: Sequence[str]) -> dict[str, str]:
     return {f"extracteval.compared_runs.{i // per + 1}": ",".join(run_ids[i : i + per]) for i in range(0, len(run_ids), per)}
 
 
+def leaderboard_key(start_ms: int, run_id: str) -> str:
+    """`leaderboard/<UTC time>-<first 8 characters of the run id>` of a leaderboard run: the
+    prefix of the rank and wins it writes to the runs it ranked. Names sort by time, so in the
+    MLflow runs table the newest leaderboard's columns come last; the run id part keeps two
+    leaderboards of the same second apart.
+
+    >>> leaderboard_key(0, "0123456789abcdef")
+    'leaderboard/19700101T000000Z-01234567'
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start_ms / 1000))
+    return f"leaderboard/{stamp}-{run_id[:8]}"
+
+
 def log_leaderboard(
     result: TrackingStoreLeaderboard, out: Path, *, run_name: str | None = None, on_step: Callable[[str], None] | None = None,
 ) -> TrackingStoreLeaderboard:
-    """Log `out` (from `write_outputs`) as the artifacts of a new leaderboard run and write
-    `leaderboard/rank` and `wins/field_wins` back to each compared run (one `log_batch` each).
-    Returns `result` with `leaderboard_run_id` set."""
+    """Log `out` (from `write_outputs`) as the artifacts of a new leaderboard run and write each
+    ranked run's `<key>/rank` and `<key>/field_wins` back to it (one `log_batch` each), with
+    `<key>` = `leaderboard_key(...)` of the new run. Superseded runs are not written to.
+    Returns `result` with `leaderboard_run_id` and `leaderboard_key` set.
+
+    Raises:
+        RuntimeError: a compared run already has one of the new keys (it cannot: they hold the
+            new run's id); checked so that a metric history is never appended to.
+    """
     import contextlib
     import sys
     from concurrent.futures import ThreadPoolExecutor
@@ -522,6 +554,7 @@ def log_leaderboard(
         "extracteval.version": __version__,
         "extracteval.primary_metric": lb.spec.primary,
         "extracteval.compared_count": str(len(ids)),
+        "extracteval.run_selection": "all runs" if lb.all_runs else "latest run per model",
         **_compared_tags(ids),
     }
     if len(lb.groups) == 1:
@@ -532,9 +565,16 @@ def log_leaderboard(
         step("create leaderboard run")
         run = client.create_run(result.experiment_id, start_time=ts, run_name=run_name or f"leaderboard: {lb.task} ({len(ids)} runs)")
         rid = run.info.run_id
+        key = leaderboard_key(ts, rid)
+        tags["extracteval.leaderboard_key"] = key
         try:
+            had = {s.run_id: s.metrics for s in result.summaries}
+            clash = [e.run_id for e in entries if f"{key}/rank" in had.get(e.run_id, {}) or f"{key}/field_wins" in had.get(e.run_id, {})]
+            if clash:
+                raise RuntimeError(f"runs {', '.join(clash)} already have metrics under {key}/; nothing is written back to them.")
             tag_items = [RunTag(k, v) for k, v in sorted(tags.items())]
-            metrics = [Metric("runs/count", float(len(ids)), ts, 0), Metric("groups/count", float(len(lb.groups)), ts, 0)]
+            metrics = [Metric("runs/count", float(len(ids)), ts, 0), Metric("groups/count", float(len(lb.groups)), ts, 0),
+                       Metric("runs/superseded", float(sum(len(g.superseded) for g in lb.groups)), ts, 0)]
             if len(lb.groups) == 1:
                 metrics.append(Metric("best/score", float(entries[0].score), ts, 0))
             for i in range(0, len(tag_items), 100):
@@ -544,8 +584,9 @@ def log_leaderboard(
             step("write back")
 
             def write_back(e: Any) -> None:
-                client.log_batch(e.run_id, metrics=[Metric("leaderboard/rank", float(e.rank), ts, 0), Metric("wins/field_wins", float(e.item_wins), ts, 0)],
-                                 tags=[RunTag("extracteval.leaderboard_run", rid)])
+                # new keys only: a metric the run already has is never logged again
+                client.log_batch(e.run_id, metrics=[Metric(f"{key}/rank", float(e.rank), ts, 0), Metric(f"{key}/field_wins", float(e.item_wins), ts, 0)],
+                                 tags=[RunTag("extracteval.leaderboard_run", rid), RunTag("extracteval.leaderboard_key", key)])
 
             if uri.startswith(("http://", "https://", "databricks")):
                 with ThreadPoolExecutor(max_workers=8) as pool:
@@ -558,4 +599,4 @@ def log_leaderboard(
             with contextlib.suppress(Exception):
                 client.set_terminated(rid, "FAILED")
             raise
-    return replace(result, leaderboard_run_id=rid)
+    return replace(result, leaderboard_run_id=rid, leaderboard_key=key)

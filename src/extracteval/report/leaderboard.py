@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,26 @@ def _ci_text(ci: Mapping[str, Any] | None) -> str:
 
 def _groups(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(doc.get("groups") or [])
+
+
+def _when(ms: Any) -> str:
+    """A run's start time (ms since the epoch) as UTC text; '' when unknown."""
+    if not ms:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(int(ms) / 1000))
+
+
+def _selection(doc: Mapping[str, Any]) -> str:
+    """'3 of 9 run(s) ranked (latest run per model; 6 superseded)' or '9 run(s) ranked (all runs)'."""
+    n_ranked = doc.get("n_ranked", doc["n_runs"])
+    if doc.get("run_selection") == "all runs":
+        return f"{n_ranked} run(s) ranked (all runs)"
+    sup = doc.get("n_superseded", 0)
+    head = f"{n_ranked} of {doc['n_runs']} run(s) ranked" if n_ranked != doc["n_runs"] else f"{n_ranked} run(s) ranked"
+    return f"{head} (latest run per model" + (f"; {sup} earlier run(s) superseded)" if sup else ")")
+
+
+SUPERSEDED_NOTE = "not ranked: a later run of the same model, truth and config is ranked instead; --all-runs ranks every run"
 
 
 def _columns(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -57,7 +78,8 @@ def ranking_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         sig = {c["lower"]: c for c in g.get("comparisons", ())}
         for e in g["ranking"]:
             row: dict[str, Any] = {
-                "group": gi, "rank": e["rank"], "model": e["model"], "run_id": e["run_id"], "score": e["score"],
+                "group": gi, "rank": e["rank"], "status": "ranked", "model": e["model"], "run_id": e["run_id"], "superseded_by": "",
+                "score": e["score"],
             }
             for k, v in e["overall"].items():
                 row[f"overall_{k}"] = v
@@ -73,6 +95,11 @@ def ranking_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "truth_digest": g["truth_digest"], "config_digest": g["config_digest"],
             })
             rows.append(row)
+        for s in g.get("superseded", ()):
+            # listed, not ranked: no rank, score or wins, and the run that replaced it
+            rows.append({"group": gi, "rank": None, "status": "superseded", "model": s["model"], "run_id": s["run_id"],
+                         "superseded_by": s["superseded_by"], "started": _when(s["start_time"]),
+                         "truth_digest": g["truth_digest"], "config_digest": g["config_digest"]})
     return rows
 
 
@@ -90,7 +117,7 @@ def render_terminal(doc: Mapping[str, Any], *, use_colour: bool = False) -> str:
     """Ranked table per group, the adjacent-pair verdicts and the item winners."""
     label = doc.get("item_label", "fields")
     cols = _columns(doc)
-    out = [f"extracteval leaderboard · {doc.get('experiment', '')} · task {doc['task']} · {doc['n_runs']} run(s) · ranked by {doc['primary_metric']}"]
+    out = [f"extracteval leaderboard · {doc.get('experiment', '')} · task {doc['task']} · {_selection(doc)} · ranked by {doc['primary_metric']}"]
     for gi, g in enumerate(_groups(doc), start=1):
         out.append("")
         if len(doc["groups"]) > 1:
@@ -117,6 +144,14 @@ def render_terminal(doc: Mapping[str, Any], *, use_colour: bool = False) -> str:
                 out.append(f"  {item}: {', '.join(w['winners'])}" + (" (shared)" if w["kind"] == "shared" else ""))
             if len(shown) > 30:
                 out.append(f"  … {len(shown) - 30} more in field_winners.csv")
+        superseded = g.get("superseded") or []
+        if superseded:
+            out.append("")
+            out.append(f"superseded runs ({len(superseded)}) — {SUPERSEDED_NOTE}:")
+            srows = [[s["model"], s["run_id"], _when(s["start_time"]), s["superseded_by"]] for s in superseded[:30]]
+            out.append(table(["model", "run id", "started", "superseded by"], srows, align="llll"))
+            if len(superseded) > 30:
+                out.append(f"  … {len(superseded) - 30} more in leaderboard.csv")
     for note in doc.get("notes", ()):
         out.append(f"note: {note}")
     for w in doc.get("warnings", ()):
@@ -153,7 +188,7 @@ def render_html(doc: Mapping[str, Any], figures: Mapping[str, bytes] | None = No
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<title>{_e('extracteval leaderboard · ' + str(doc.get('experiment', '')))}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e('Leaderboard · ' + str(doc.get('experiment', '')))}</h1>",
-        "<div class=\"sub\">" + _e(f"task {doc['task']} · {doc['n_runs']} run(s) · ranked by {doc['primary_metric']}, then " + ", ".join(doc["tie_breaks"])) + "</div>",
+        "<div class=\"sub\">" + _e(f"task {doc['task']} · {_selection(doc)} · ranked by {doc['primary_metric']}, then " + ", ".join(doc["tie_breaks"])) + "</div>",
     ]
     for gi, g in enumerate(_groups(doc), start=1):
         title = "Ranking" if len(doc["groups"]) == 1 else f"Ranking — group {gi}"
@@ -186,6 +221,15 @@ def render_html(doc: Mapping[str, Any], figures: Mapping[str, bytes] | None = No
                     f"<tr><td>{_e(item)}</td><td>{badges}</td><td>{_badge(w['kind'], w['badge'])}</td>"
                     f"<td class=\"num\">{_e(format_wins(w['win_share']))}</td><td class=\"num\">{_e(percent(best))}</td></tr>"
                 )
+            parts.append("</table>")
+        superseded = g.get("superseded") or []
+        if superseded:
+            parts.append(f"<h2>{_e('Superseded runs' + ('' if len(doc['groups']) == 1 else f' — group {gi}'))}</h2>")
+            parts.append(f"<div class=\"note\">{_e(SUPERSEDED_NOTE[0].upper() + SUPERSEDED_NOTE[1:])}.</div>")
+            parts.append("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in ("model", "status", "run id", "started", "superseded by")) + "</tr>")
+            for s in superseded:
+                parts.append(f"<tr><td>{_e(s['model'])}</td><td>superseded</td><td><code>{_e(s['run_id'])}</code></td>"
+                             f"<td>{_e(_when(s['start_time']))}</td><td><code>{_e(s['superseded_by'])}</code></td></tr>")
             parts.append("</table>")
     for name, png in (figures or {}).items():
         parts.append(f"<h2>{_e(name)}</h2><img alt=\"{_e(name)}\" src=\"data:image/png;base64,{base64.b64encode(png).decode('ascii')}\">")
