@@ -260,28 +260,23 @@ def load_bfcl_entries(questions_path: str | Path, answers_path: str | Path) -> B
     def warn(kind: str, path: Path, line: int, rid: str, message: str) -> None:
         warnings.append(BfclWarning(kind=kind, file=str(path), line=line, id=rid, message=message))
 
-    questions: dict[str, tuple[int, Any]] = {}
-    for line, rec in read_json_records(qp):
-        rid = _raw_id(rec)
-        if rid is None:
-            warn("record_without_id", qp, line, "", "the record is not an object with an \"id\"; skipped")
-        elif rid in questions:
-            warn("repeated_id", qp, line, rid, f"id {rid!r} appeared before (line {questions[rid][0]}); this record is skipped")
-        else:
-            questions[rid] = (line, rec)
-    if not any(isinstance(r, dict) and "function" in r for _, r in questions.values()):
-        raise InputError(f"{qp}: not a BFCL question file: no record has an \"id\" and a \"function\" key (the function descriptions).")
-    answers: dict[str, tuple[int, Any]] = {}
-    for line, rec in read_json_records(ap):
-        rid = _raw_id(rec)
-        if rid is None:
-            warn("record_without_id", ap, line, "", "the record is not an object with an \"id\"; skipped")
-        elif rid in answers:
-            warn("repeated_id", ap, line, rid, f"id {rid!r} appeared before (line {answers[rid][0]}); this record is skipped")
-        else:
-            answers[rid] = (line, rec)
-    if not any(isinstance(r, dict) and "ground_truth" in r for _, r in answers.values()):
-        raise InputError(f"{ap}: not a BFCL possible-answer file: no record has an \"id\" and a \"ground_truth\" key.")
+    def by_id(path: Path, key: str, what: str) -> dict[str, tuple[int, Any]]:
+        """id → (line, record), the first record of each id; refuses a file with no BFCL record."""
+        out: dict[str, tuple[int, Any]] = {}
+        for line, rec in read_json_records(path):
+            rid = _raw_id(rec)
+            if rid is None:
+                warn("record_without_id", path, line, "", "the record is not an object with an \"id\"; skipped")
+            elif rid in out:
+                warn("repeated_id", path, line, rid, f"id {rid!r} appeared before (line {out[rid][0]}); this record is skipped")
+            else:
+                out[rid] = (line, rec)
+        if not any(isinstance(r, dict) and key in r for _, r in out.values()):
+            raise InputError(f"{path}: not a BFCL {what} file: no record has an \"id\" and a \"{key}\" key{' (the function descriptions)' if key == 'function' else ''}.")
+        return out
+
+    questions = by_id(qp, "function", "question")
+    answers = by_id(ap, "ground_truth", "possible-answer")
     entries = []
     for rid, (qline, qrec) in questions.items():
         if rid not in answers:
