@@ -29,6 +29,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.task_labels import (
     _short,
     f1_figures,
@@ -65,8 +66,9 @@ def _decode(value: Any) -> Any:
     return value
 
 
-class EntitiesAdapter:
+class EntitiesAdapter(CellPredictions):
     task = "entities"
+    record_is_value = True
     model_type = "extraction-entities"
     item_table_name = "feature_metrics"
     config_keys: Mapping[str, str] = {
@@ -90,9 +92,31 @@ class EntitiesAdapter:
 
     # ---- scoring ---------------------------------------------------------------------------
 
-    def _scored(self, result: Any, doc: dict[str, Any], truth: Mapping[str, Sequence[Any]], truth_source: str) -> Scored:
-        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth_frame(truth),
-                      truth_source=truth_source, config=doc["config"])
+    def _scored(self, result: Any, doc: dict[str, Any], truth: Mapping[str, Sequence[Any]], truth_source: str, preds: Sequence[Any]) -> Scored:
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth_frame(truth),
+                        truth_source=truth_source, config=doc["config"])
+        scored.cache["predictions"] = {p.name: p.records for p in preds}  # logged for `extracteval rescore`
+        return scored
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record, the model's list of entities as scored (a malformed output is the one
+        invalid entity it was scored as)."""
+        records = scored.cache.get("predictions", {}).get(model)
+        if records is None:
+            return False
+        write_prediction_cells({str(r): list(v) for r, v in records.items()}, path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        from extracteval.io.config import logged_similarity
+
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        opts = {k: cfg[k] for k in ("features", "key_fields", "weights", "strategies", "default_strategy", "types", "match_threshold",
+                                     "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division") if cfg.get(k) is not None}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        opts.update(logged_similarity((cfg.get("similarity") or {}).get("semantic")))
+        return opts
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         # the steps of `score_entities.score`, keeping the truth records for the digest and dataset
@@ -108,7 +132,7 @@ class EntitiesAdapter:
         doc = result.to_dict()
         judge_counts(doc, backend)
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
-        return self._scored(result, doc, truth, truth_source)
+        return self._scored(result, doc, truth, truth_source, preds)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         ns = argparse.Namespace(
@@ -222,7 +246,7 @@ class EntitiesAdapter:
                 f"model {m!r}: {len(v)} output(s) are not a list of entities; each counts as one invalid (extra) entity"
                 for m, v in sorted(invalid.items())
             ] + list(doc["warnings"])
-        return self._scored(result, doc, truth, truth_source)
+        return self._scored(result, doc, truth, truth_source, preds)
 
     @staticmethod
     def _cell(value: Any, key: str) -> Any:

@@ -14,7 +14,9 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
+from extracteval.mlflow import predictions_file
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, row_group_ids, write_predictions_parquet
 from extracteval.mlflow.tasks import Scored, Section
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -212,26 +214,7 @@ def _count_columns(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-# Arrow's default largest row group (rows) in `pq.write_table`, which `to_parquet` uses: the direct
-# writer writes row groups of this size so that the file has the same row groups
-_ROW_GROUP = 1 << 20
 _ids_lock = threading.Lock()
-
-
-def row_group_ids(ids: Any, start: int, stop: int, per_id: int, index_dtype: Any = np.int32) -> Any:
-    """The id column of rows [start, stop) of a record-major table (`per_id` rows per id, ids in
-    row order) as a dictionary array over the ids of these rows only, codes from 0.
-
-    Each row group writes its dictionary page in full: the whole 100k-id dictionary in each of the
-    20 row groups of a 100k × 200 file was half of its 20 MB. Readers put the row groups'
-    dictionaries together (pandas: the same categories, in record order)."""
-    import pyarrow as pa
-
-    per = max(per_id, 1)  # no fields: no rows either
-    first = start // per
-    used = ids.slice(first, (stop - 1) // per + 1 - first) if stop > start else ids.slice(0, 0)
-    codes = (np.arange(start, stop, dtype=np.int64) // per - first).astype(index_dtype)
-    return pa.DictionaryArray.from_arrays(codes, used)
 
 
 def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, Any] | None = None) -> None:
@@ -259,16 +242,17 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
                           pa.DictionaryArray.from_arrays(fld_codes, pa.array(rec.fields, type=fld_t.value_type)))
         ids, fld = cache[key]
     mdl_t = schema.field("model").type
-    mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, _ROW_GROUP), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
+    step = predictions_file._ROW_GROUP  # the row groups of `to_parquet`, as in predictions.parquet
+    mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, step), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
     flat = rec.counts[model].reshape(n * f, len(_COUNT_KEYS))
     with pq.ParquetWriter(path, schema, write_statistics=False) as writer:
-        for s in range(0, n * f, _ROW_GROUP) if n * f else (0,):
-            k = min(_ROW_GROUP, n * f - s)
+        for s in range(0, n * f, step) if n * f else (0,):
+            k = min(step, n * f - s)
             cols = _count_columns(flat[s : s + k])
             rid = row_group_ids(ids, s, s + k, f, rid_t.index_type.to_pandas_dtype())
             writer.write_table(
                 pa.Table.from_arrays([mdl.slice(0, k), rid, fld.slice(s, k), *(cols[i] for i in range(len(_COUNT_KEYS)))], schema=schema),
-                row_group_size=_ROW_GROUP,
+                row_group_size=step,
             )
 
 
@@ -277,7 +261,6 @@ def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mappi
     digest (from the scoring's codes of the truth columns) and each model's records.parquet and
     predictions.parquet (the files `write_records` and `write_predictions` would write)."""
     from extracteval.mlflow.bundle import truth_digest
-    from extracteval.mlflow.rescore import write_predictions_parquet
 
     ids: dict[Any, Any] = {}  # the id arrays, built once and shared by the models' records writers
 
@@ -296,6 +279,7 @@ def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mappi
 
 class FieldsAdapter:
     task = "fields"
+    record_is_value = False
     starts_early = True  # `score_args(args, early=…)`: see mlflow/early.py
     model_type = "extraction-fields"
     item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
@@ -409,8 +393,11 @@ class FieldsAdapter:
             rows, kept, statuses = [], [], []
             for i, (r, v) in enumerate(zip(ids, cells)):
                 parsed, st, problem = read_record(v, what=f"predictions of model {name!r}", record=r, strict=False)
-                if given is not None and status_text(given[i]):
-                    st = status_text(given[i])
+                g = None if given is None else given[i]
+                if isinstance(g, Mapping):  # per field (the long layout's per-cell status)
+                    st = {str(k): status_text(v) or "ok" for k, v in g.items()}
+                elif g is not None and status_text(g):
+                    st = status_text(g)
                 if problem is not None:
                     invalid.setdefault(name, []).append(r)
                     parsed = {}
@@ -421,8 +408,11 @@ class FieldsAdapter:
                 statuses.append(st)
             index = pd.Index(kept, name="id", dtype=object)
             frame = pd.DataFrame.from_records(rows, index=index) if rows else pd.DataFrame(index=index)
-            st_series = pd.Series(statuses, index=index, dtype=object) if any(statuses) else None
-            preds.append(ModelPredictions(name=name, values=frame, status=st_series, source=f"predictions of model {name!r}"))
+            st_given: pd.Series | pd.DataFrame | None = pd.Series(statuses, index=index, dtype=object) if any(statuses) else None
+            if any(isinstance(x, Mapping) for x in statuses):
+                st_given = pd.DataFrame.from_records([x if isinstance(x, Mapping) else dict.fromkeys(frame.columns, x or "ok") for x in statuses],
+                                                     index=index).reindex(columns=frame.columns).fillna("ok")
+            preds.append(ModelPredictions(name=name, values=frame, status=st_given, source=f"predictions of model {name!r}"))
         fields = config.get("fields")
         result = score_fields(truth, preds, config=cfg, fields=list(fields) if fields else None, truth_source=truth_source)
         doc = result.to_dict()
@@ -552,13 +542,36 @@ class FieldsAdapter:
         """Write the model's predictions as scored to Parquet at `path` (long: id, field, value as
         JSON text, status): the `extracteval/predictions.parquet` artifact that `extracteval
         rescore` scores again. False when the predictions were not kept."""
-        from extracteval.mlflow.rescore import write_predictions_parquet
-
         preds = scored.cache.get("predictions", {}).get(model)
         if preds is None:
             return False
         write_predictions_parquet(preds, path, scored.cache.get("prediction_codes", {}).get(model))
         return True
+
+    def read_predictions(self, path: Any, *, source: str) -> LoggedPredictions:
+        """The long predictions file → one object of field values per record; statuses beside
+        them, per record, or per field where the record's fields differ (long input files give
+        each cell its own)."""
+        preds = frame_to_predictions(pd.read_parquet(path), name="", source=source)
+        values = preds.values
+        cells = dict(zip((str(i) for i in values.index), values.to_dict(orient="records")))
+        status = None
+        if preds.status is not None:
+            st = preds.status.reindex(index=values.index, columns=values.columns).fillna("ok")
+            uniform = st.nunique(axis=1, dropna=False) <= 1
+            status = {str(r): (row[0] if len(row) else "ok") if same else dict(zip(st.columns, row))
+                      for r, same, row in zip(st.index, uniform, st.to_numpy(dtype=object).tolist())}
+        return LoggedPredictions(cells=cells, status=status)
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        opts = {k: cfg[k] for k in ("strategies", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "min_records",
+                                     "bootstrap", "confidence", "seed") if k in cfg}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        if doc.get("fields"):
+            opts["fields"] = list(doc["fields"])  # the fields the run scored (a `--fields` choice too)
+        return opts
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard and the winner of every field."""

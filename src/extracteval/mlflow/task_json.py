@@ -26,6 +26,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.cells import record_object, status_text
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "JsonAdapter"]
@@ -121,8 +122,9 @@ def read_prediction(value: Any, safety_key: str) -> tuple[Any, str, float | None
     return obj, status, safety
 
 
-class JsonAdapter:
+class JsonAdapter(CellPredictions):
     task = "json"
+    record_is_value = False
     model_type = "extraction-json"
     item_table_name = "field_accuracy"  # artifacts extracteval/field_accuracy.csv and field_accuracy_table.json
     config_keys: Mapping[str, str] = {
@@ -189,8 +191,40 @@ class JsonAdapter:
         doc["inputs"] = dict(inputs)
         if extra:
             doc.update(extra)
-        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=_truth_frame(truth),
-                      truth_source=truth_source, config=doc["config"])
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=_truth_frame(truth),
+                        truth_source=truth_source, config=doc["config"])
+        scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
+        return scored
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record, the prediction as scored in the pairs layout `read_prediction` unwraps:
+        `{"prediction": …, "status"?: …, "<safety key>"?: …}` (prediction null: no output)."""
+        p = scored.cache.get("predictions", {}).get(model)
+        if p is None:
+            return False
+        key = str((scored.config.get("safety_score") or {}).get("key") or "safety_score")
+        cells: dict[str, Any] = {}
+        for rid in dict.fromkeys([*p.records, *p.status]):
+            cell: dict[str, Any] = {"prediction": p.records.get(rid)}
+            if p.status.get(rid):
+                cell["status"] = p.status[rid]
+            if rid in p.safety:
+                cell[key] = p.safety[rid]
+            cells[str(rid)] = cell
+        write_prediction_cells(cells, path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        from extracteval.io.config import logged_similarity
+
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        safety = cfg.get("safety_score") or {}
+        opts = {k: cfg[k] for k in ("strategies", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "weights", "clamp", "flatten") if k in cfg}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        opts.update({k: safety[v] for k, v in (("default_safety", "default"), ("safety_key", "key")) if v in safety})
+        opts.update(logged_similarity((cfg.get("similarity") or {}).get("semantic")))
+        return opts
 
     def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
         """(JsonConfig, similarity backend name, backend options) from evaluator_config options."""

@@ -32,6 +32,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "LabelsAdapter", "view_metrics_keys", "feature_item_rows", "winner_rows"]
@@ -149,8 +150,9 @@ def _scalar_cell(value: Any) -> tuple[bool, Any]:
 # ---- the adapter -----------------------------------------------------------------------------
 
 
-class LabelsAdapter:
+class LabelsAdapter(CellPredictions):
     task = "labels"
+    record_is_value = False
     model_type = "extraction-entities"  # shares the model_type with `entities`; evaluator_config {"task": "labels"}
     item_table_name = "feature_metrics"
     config_keys: Mapping[str, str] = {
@@ -194,6 +196,24 @@ class LabelsAdapter:
             null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
         )
         return self.score_args(ns)
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record the model predicted, its object of feature labels as scored (rows that were
+        not predictions, pending or error, are absent as they were)."""
+        values = scored.cache.get("inputs", {}).get(model)
+        if values is None:
+            return False
+        write_prediction_cells(dict(zip((str(i) for i in values.index), values.to_dict(orient="records"))), path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        opts = {k: cfg[k] for k in ("types", "positive_labels", "zero_division") if cfg.get(k) is not None}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        if doc.get("features"):
+            opts["features"] = list(doc["features"])  # the features the run scored (a `--features` choice too)
+        return opts
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.labels import LabelsConfig

@@ -25,6 +25,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.task_json import _is_missing
 from extracteval.mlflow.tasks import Scored, Section
 
@@ -123,8 +124,9 @@ def _span(sp: Any, text: str | None) -> tuple[int, int, str, str | None]:
     return s, e, tag.strip(), own
 
 
-class SpansAdapter:
+class SpansAdapter(CellPredictions):
     task = "spans"
+    record_is_value = True
     model_type = "extraction-spans"
     item_table_name = "tag_metrics"  # artifacts extracteval/tag_metrics.csv and tag_metrics_table.json
     config_keys: Mapping[str, str] = {
@@ -176,6 +178,31 @@ class SpansAdapter:
                         truth_source=truth_source, config=doc["config"])
         scored.cache["corpus"] = corpus
         return scored
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per document, the model's spans as scored: `[{"start", "end", "tag", "text"?}]`
+        (character offsets). Spans of token files are token positions inside a file that holds
+        the gold tags too: not written (False), they cannot be scored against another truth."""
+        corpus = scored.cache.get("corpus")
+        if corpus is None or corpus.unit != "char" or model not in corpus.predictions:
+            return False
+        sp = corpus.predictions[model]
+        by_doc: dict[str, list[dict[str, Any]]] = {str(d): [] for d in corpus.doc_ids}
+        texts = sp.text if sp.text is not None else [None] * len(sp.doc)
+        for d, s0, e0, t, own in zip(sp.doc.tolist(), sp.start.tolist(), sp.end.tolist(), sp.tag.tolist(), texts):
+            span = {"start": s0, "end": e0, "tag": corpus.tags[t]}
+            if own is not None:
+                span["text"] = own
+            by_doc[str(corpus.doc_ids[d])].append(span)
+        write_prediction_cells(by_doc, path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        opts = {k: cfg[k] for k in ("threshold", "iou_weight", "zero_division", "bootstrap", "confidence", "seed") if k in cfg}
+        if "max_examples" in cfg:
+            opts["examples"] = cfg["max_examples"]
+        return opts
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.spans import SpansConfig
