@@ -47,7 +47,7 @@ class EvaluateFieldsTask(FieldsTask):
     def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
         from extracteval.core.digest import encode_truth
         from extracteval.core.fields import ModelPredictions, fields_ledger
-        from extracteval.mlflow.rescore import predictions_to_frame
+        from extracteval.mlflow.predictions_file import predictions_to_frame
         from extracteval.mlflow.task_fields import records_frame_of
 
         chunk = chunk.materialised()
