@@ -55,6 +55,20 @@ def similarity_settings(raw: Mapping[str, Any], *, source: str, default: str = "
     return name, dict(options)
 
 
+def normalization_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`NormalizationConfig` options from the config keys `null_tokens` (a list or comma-separated
+    text; compared casefolded) and `dayfirst`; keys not given are left out."""
+    norm: dict[str, Any] = {}
+    if config.get("null_tokens") is not None:
+        tokens = config["null_tokens"]
+        if isinstance(tokens, str):
+            tokens = tokens.split(",")
+        norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
+    if config.get("dayfirst") is not None:
+        norm["dayfirst"] = bool(config["dayfirst"])
+    return norm
+
+
 def logged_similarity(described: Mapping[str, Any] | None) -> dict[str, Any]:
     """The config keys `similarity` and `similarity_options` that rebuild a backend from its
     description in a logged result (`describe_similarity`): its name, and those described

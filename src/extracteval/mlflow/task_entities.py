@@ -152,6 +152,7 @@ class EntitiesAdapter(CellPredictions):
         """(EntitiesConfig, similarity backend name, backend options) from evaluator_config options."""
         from extracteval.core.entities import EntitiesConfig
         from extracteval.core.normalize import NormalizationConfig
+        from extracteval.io.config import normalization_options
         from extracteval.core.strategies import parse_strategy_map
         from extracteval.io.config import load_mapping, similarity_settings
 
@@ -173,14 +174,7 @@ class EntitiesAdapter(CellPredictions):
         for k in ("default_strategy", "match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division"):
             if config.get(k) is not None:
                 opts[k] = config[k]
-        norm: dict[str, Any] = {}
-        if config.get("null_tokens") is not None:
-            tokens = config["null_tokens"]
-            if isinstance(tokens, str):
-                tokens = tokens.split(",")
-            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
-        if config.get("dayfirst") is not None:
-            norm["dayfirst"] = bool(config["dayfirst"])
+        norm = normalization_options(config)
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         sim_name, sim_opts = similarity_settings(config, source="evaluator_config")

@@ -338,6 +338,7 @@ class FieldsAdapter:
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.fields import FieldsConfig
         from extracteval.core.normalize import NormalizationConfig
+        from extracteval.io.config import normalization_options
         from extracteval.commands.fields_inputs import strategy_file_options
         from extracteval.core.strategies import parse_strategy_map
 
@@ -355,13 +356,7 @@ class FieldsAdapter:
         for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence", "seed", "min_records"):
             if k in config and config[k] is not None:
                 opts[k] = config[k]
-        if config.get("null_tokens") is not None:
-            tokens = config["null_tokens"]
-            if isinstance(tokens, str):
-                tokens = tokens.split(",")
-            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
-        if config.get("dayfirst") is not None:
-            norm["dayfirst"] = bool(config["dayfirst"])
+        norm.update(normalization_options(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         try:

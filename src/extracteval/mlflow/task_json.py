@@ -230,6 +230,7 @@ class JsonAdapter(CellPredictions):
         """(JsonConfig, similarity backend name, backend options) from evaluator_config options."""
         from extracteval.core.json_compare import JsonConfig, RQSWeights
         from extracteval.core.normalize import NormalizationConfig
+        from extracteval.io.config import normalization_options
         from extracteval.core.strategies import parse_strategy_map
         from extracteval.commands.score_json import strategy_file_options
         from extracteval.io.config import similarity_settings
@@ -263,13 +264,7 @@ class JsonAdapter(CellPredictions):
             if bad:
                 raise InputError(f"evaluator_config `weights`: unknown RQS weights {bad}; expected accuracy, completeness, hallucination, safety.")
             opts["weights"] = RQSWeights(**dict(weights))
-        if config.get("null_tokens") is not None:
-            tokens = config["null_tokens"]
-            if isinstance(tokens, str):
-                tokens = tokens.split(",")
-            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
-        if config.get("dayfirst") is not None:
-            norm["dayfirst"] = bool(config["dayfirst"])
+        norm.update(normalization_options(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         if file_sim is not None and config.get("similarity") is None and config.get("similarity_options") is None:

@@ -218,6 +218,7 @@ class LabelsAdapter(CellPredictions):
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.labels import LabelsConfig
         from extracteval.core.normalize import NormalizationConfig
+        from extracteval.io.config import normalization_options
 
         opts: dict[str, Any] = {}
         for k in ("types", "positive_labels"):
@@ -229,14 +230,7 @@ class LabelsAdapter(CellPredictions):
             opts[k] = dict(v)
         if config.get("zero_division") is not None:
             opts["zero_division"] = config["zero_division"]
-        norm: dict[str, Any] = {}
-        if config.get("null_tokens") is not None:
-            tokens = config["null_tokens"]
-            if isinstance(tokens, str):
-                tokens = tokens.split(",")
-            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
-        if config.get("dayfirst") is not None:
-            norm["dayfirst"] = bool(config["dayfirst"])
+        norm = normalization_options(config)
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         try:
