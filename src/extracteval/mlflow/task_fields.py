@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, Section
@@ -371,13 +372,7 @@ class FieldsAdapter:
         for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence", "seed", "min_records"):
             if k in config and config[k] is not None:
                 opts[k] = config[k]
-        if config.get("null_tokens") is not None:
-            tokens = config["null_tokens"]
-            if isinstance(tokens, str):
-                tokens = tokens.split(",")
-            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
-        if config.get("dayfirst") is not None:
-            norm["dayfirst"] = bool(config["dayfirst"])
+        norm.update(normalization_keys(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         try:
