@@ -156,7 +156,7 @@ def score_toolcalls_files(
     """`extracteval score toolcalls --chunk-size N [--workers W]` (generic checker): the result
     (`ToolCallResult` without per-record rows) and the `inputs` entry of the document."""
     from extracteval.chunked import run_chunks
-    from extracteval.commands.score_toolcalls import TRUTH_KEYS
+    from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
     from extracteval.io.keyed_chunks import open_keyed_stream
     from extracteval.io.outputs import make_output_folder
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS

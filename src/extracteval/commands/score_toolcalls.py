@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
+
 HELP = "predicted tool calls vs reference calls; BFCL-compatible checker with --checker bfcl (seed 004)"
 DESCRIPTION = """\
 Score predicted function calls against reference calls.
@@ -36,8 +38,6 @@ examples:
   extracteval score toolcalls --checker bfcl --questions simple.json --truth possible_answer/simple.json \\
       --predictions gpt=gpt_simple.json --predictions prompted=prompted_simple.json --underscore-to-dot gpt
 """
-
-TRUTH_KEYS = ("calls", "reference", "expected", "truth", "ground_truth", "possible_answer")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
