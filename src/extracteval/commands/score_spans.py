@@ -67,16 +67,17 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: int) -> tuple[Any, dict[str, Any]]:
-    """--chunk-size / --workers (README "Scale"): JSONL documents streamed by id."""
+    """--chunk-size / --workers (README "Scale"): JSONL documents streamed by id, token files
+    streamed N sentences at a time; --engine spark: JSONL documents."""
     from extracteval.errors import InputError
+    from extracteval.io.spans_options import check_token_inputs
 
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if args.conll:
-        raise InputError("--conll token files are read whole (a chunk's tags depend on its neighbours); drop --chunk-size/--workers/--engine spark.")
-    if not args.truth:
-        raise InputError("spans: pass --conll FILE, or --truth FILE with --predictions NAME=FILE.")
+    token_files = check_token_inputs(args)
     if getattr(args, "engine", "local") == "spark":
+        if token_files:
+            raise InputError("--engine spark reads JSONL span files; score token files with --chunk-size/--workers, or in memory.")
         if chunk_size is not None or workers != 1:
             raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
         from extracteval.spark.spans import score_spans_spark_files
@@ -84,10 +85,18 @@ def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: in
         result = score_spans_spark_files(args.truth, named_files(args.predictions or [], "--predictions"), config=spans_config(args, "char"),
                                          master=args.spark_master, partitions=args.spark_partitions)
         return result, result.to_dict()
+    size = 100_000 if chunk_size is None else chunk_size
+    if token_files:
+        from extracteval.chunked_spans import score_token_files
+
+        files = {"conll": token_files} if args.conll else {"truth": args.truth, "predictions": token_files}
+        result = score_token_files(config=spans_config(args, "token"), scheme=args.scheme, suffix=args.suffix, chunk_size=size,
+                                   workers=workers, **files)
+        return result, result.to_dict()
     from extracteval.chunked_spans import score_spans_files
 
     result = score_spans_files(args.truth, named_files(args.predictions or [], "--predictions"), config=spans_config(args, "char"),
-                               chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers)
+                               chunk_size=size, workers=workers)
     return result, result.to_dict()
 
 
