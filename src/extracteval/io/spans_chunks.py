@@ -183,16 +183,12 @@ _BLOCK = 1 << 22  # bytes read at a time (at least; more when N sentences take m
 def _open_bytes(p: Path) -> Any:
     import lzma
 
+    from extracteval.io.tables import read_error
+
     try:
         return lzma.open(p, "rb") if p.suffix == ".xz" else p.open("rb")
-    except FileNotFoundError:
-        raise InputError(f"{p}: file not found.") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory; expected a file.") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied; cannot read the file.") from None
     except OSError as e:
-        raise InputError(f"{p}: cannot read the file ({e.strerror or e}).") from None
+        raise read_error(p, e) from None
 
 
 def _check_utf8(p: Path, body: bytes, line_offset: int, byte_offset: int) -> None:
@@ -212,6 +208,8 @@ def iter_token_pieces(path: str | Path, *, tag_columns: int, sentences: int, blo
     """Token file `path` as consecutive pieces of `sentences` sentences (the last may be shorter),
     in bounded memory. Blocks of whole lines are parsed at once; the sentences of a block after
     its last full piece (the last of them may go on in the next block) are read again with it."""
+    from extracteval.io.tables import read_error
+
     p = Path(path)
     block = block or _BLOCK
     layout: tuple[int, int] | None = None
@@ -226,8 +224,8 @@ def iter_token_pieces(path: str | Path, *, tag_columns: int, sentences: int, blo
             size = max(want - len(carry), block)
             try:
                 new = fh.read(size)
-            except OSError as e:
-                raise InputError(f"{p}: cannot read the file ({e.strerror or e}).") from None
+            except OSError as e:  # lzma.LZMAError included: not a valid .xz file
+                raise read_error(p, e) from None
             eof = len(new) < size  # a file (plain or .xz) reads short only at its end
             data = carry + new
             if first:
