@@ -27,6 +27,9 @@ Matching: exact (same start, end, tag; equals conlleval.pl in the default conlle
 relaxed (same tag, overlapping, 0.65·IoU + 0.35·TextSim ≥ threshold; TextSim = rapidfuzz
 fuzz.ratio / 100 of the span texts), both one-to-one by optimal assignment.
 
+--chunk-size N [--workers K] streams the inputs: JSONL documents sorted by id, N at a time, or
+token files N sentences at a time (cut only at sentence breaks); the result is the in-memory one.
+
 example:
   extracteval score spans --conll output.txt
   extracteval score spans --truth gold.jsonl --predictions gpt=gpt.jsonl --predictions llama=llama.jsonl --json

@@ -29,6 +29,7 @@ Irregular entries (an answer naming a function the question does not describe, a
 that is not an object, …) are scored as BFCL's checker scores them and listed as warnings.
 Function-calling models whose API forbids '.' in names call `a.b` as `a_b`: name them with
 --underscore-to-dot NAME, so prompt and function-calling models are scored in one run.
+With --chunk-size N [--workers K] the entries are checked N at a time (the same verdicts).
 
 examples:
   extracteval score toolcalls --truth calls.jsonl --predictions llm=llm.jsonl --predictions slm=slm.jsonl
