@@ -11,7 +11,7 @@ Each task's adapter writes it (`TaskAdapter.write_predictions`) and reads it bac
   (JSON text), `status`, written by Arrow from dictionary codes so that 20M cells are not 20M
   `json.dumps` calls (the `fields` task).
 
-Also the Arrow row-group helpers the long layout shares with the per-record counts file.
+The long layout's row groups are those of the per-record counts file (`io.parquet_rows`).
 """
 
 from __future__ import annotations
@@ -23,36 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from extracteval.errors import InputError
+from extracteval.io import parquet_rows
+from extracteval.io.parquet_rows import row_group_ids
 
 __all__ = ["PREDICTIONS_ARTIFACT", "LoggedPredictions", "CellPredictions", "write_prediction_cells", "read_prediction_cells",
-           "CodedPredictions", "code_predictions", "predictions_to_frame", "write_predictions_parquet", "frame_to_predictions",
-           "row_group_ids"]
+           "CodedPredictions", "code_predictions", "predictions_to_frame", "write_predictions_parquet", "frame_to_predictions"]
 
 PREDICTIONS_ARTIFACT = "extracteval/predictions.parquet"
-
-# Arrow's default largest row group (rows) in `pq.write_table`, which `to_parquet` uses: the direct
-# writer writes row groups of this size so that the file has the same row groups
-_ROW_GROUP = 1 << 20
-
-
-def row_group_ids(ids: Any, start: int, stop: int, per_id: int, index_dtype: Any = np.int32) -> Any:
-    """The id column of rows [start, stop) of a record-major table (`per_id` rows per id, ids in
-    row order) as a dictionary array over the ids of these rows only, codes from 0.
-
-    Each row group writes its dictionary page in full: the whole 100k-id dictionary in each of the
-    20 row groups of a 100k × 200 file was half of its 20 MB. Readers put the row groups'
-    dictionaries together (pandas: the same categories, in record order)."""
-    import pyarrow as pa
-
-    per = max(per_id, 1)  # no fields: no rows either
-    first = start // per
-    used = ids.slice(first, (stop - 1) // per + 1 - first) if stop > start else ids.slice(0, 0)
-    codes = (np.arange(start, stop, dtype=np.int64) // per - first).astype(index_dtype)
-    return pa.DictionaryArray.from_arrays(codes, used)
-
 
 def _plain(v: Any) -> Any:
     if v is None:
@@ -281,7 +259,7 @@ def write_predictions_parquet(preds: Any, path: Any, known: Mapping[Any, tuple[A
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    step = _ROW_GROUP  # row groups as `to_parquet` (and the per-record counts) has them
+    step = parquet_rows.ROW_GROUP  # row groups as `to_parquet` (and the per-record counts) has them
     coded = code_predictions(preds, known)
     # the pandas metadata `to_parquet` writes for this frame (so pandas reads back the same dtypes)
     empty = dataclasses.replace(preds, values=preds.values.iloc[:0], status=None if preds.status is None else preds.status.iloc[:0])

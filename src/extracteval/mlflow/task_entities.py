@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
@@ -152,7 +153,6 @@ class EntitiesAdapter(CellPredictions):
         """(EntitiesConfig, similarity backend name, backend options) from evaluator_config options."""
         from extracteval.core.entities import EntitiesConfig
         from extracteval.core.normalize import NormalizationConfig
-        from extracteval.io.config import normalization_options
         from extracteval.core.strategies import parse_strategy_map
         from extracteval.io.config import load_mapping, similarity_settings
 
@@ -174,7 +174,8 @@ class EntitiesAdapter(CellPredictions):
         for k in ("default_strategy", "match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division"):
             if config.get(k) is not None:
                 opts[k] = config[k]
-        norm = normalization_options(config)
+        norm: dict[str, Any] = {}
+        norm.update(normalization_keys(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         sim_name, sim_opts = similarity_settings(config, source="evaluator_config")

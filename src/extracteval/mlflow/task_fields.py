@@ -13,10 +13,12 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io import parquet_rows
+from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
-from extracteval.mlflow import predictions_file
+from extracteval.io.parquet_rows import row_group_ids
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, row_group_ids, write_predictions_parquet
+from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
 from extracteval.mlflow.tasks import Scored, Section
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -242,17 +244,16 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
                           pa.DictionaryArray.from_arrays(fld_codes, pa.array(rec.fields, type=fld_t.value_type)))
         ids, fld = cache[key]
     mdl_t = schema.field("model").type
-    step = predictions_file._ROW_GROUP  # the row groups of `to_parquet`, as in predictions.parquet
-    mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, step), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
+    mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, parquet_rows.ROW_GROUP), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
     flat = rec.counts[model].reshape(n * f, len(_COUNT_KEYS))
     with pq.ParquetWriter(path, schema, write_statistics=False) as writer:
-        for s in range(0, n * f, step) if n * f else (0,):
-            k = min(step, n * f - s)
+        for s in range(0, n * f, parquet_rows.ROW_GROUP) if n * f else (0,):
+            k = min(parquet_rows.ROW_GROUP, n * f - s)
             cols = _count_columns(flat[s : s + k])
             rid = row_group_ids(ids, s, s + k, f, rid_t.index_type.to_pandas_dtype())
             writer.write_table(
                 pa.Table.from_arrays([mdl.slice(0, k), rid, fld.slice(s, k), *(cols[i] for i in range(len(_COUNT_KEYS)))], schema=schema),
-                row_group_size=step,
+                row_group_size=parquet_rows.ROW_GROUP,
             )
 
 
@@ -305,7 +306,7 @@ class FieldsAdapter:
         """Score the CLI's inputs. `early`: start writing the per-record and predictions Parquet
         files and digesting the truth there as soon as the per-record counts are final, while
         the bootstrap still runs (see mlflow/early.py); `write_bundle` picks them up."""
-        from extracteval.commands.fields_inputs import build_config, load_inputs
+        from extracteval.io.fields_options import build_config, load_inputs
         from extracteval.core.fields import score_fields
 
         truth, preds, truth_source = load_inputs(args)
@@ -338,8 +339,7 @@ class FieldsAdapter:
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.fields import FieldsConfig
         from extracteval.core.normalize import NormalizationConfig
-        from extracteval.io.config import normalization_options
-        from extracteval.commands.fields_inputs import strategy_file_options
+        from extracteval.io.fields_options import strategy_file_options
         from extracteval.core.strategies import parse_strategy_map
 
         opts: dict[str, Any] = {}
@@ -356,7 +356,7 @@ class FieldsAdapter:
         for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence", "seed", "min_records"):
             if k in config and config[k] is not None:
                 opts[k] = config[k]
-        norm.update(normalization_options(config))
+        norm.update(normalization_keys(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         try:

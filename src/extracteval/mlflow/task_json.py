@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
@@ -230,7 +231,6 @@ class JsonAdapter(CellPredictions):
         """(JsonConfig, similarity backend name, backend options) from evaluator_config options."""
         from extracteval.core.json_compare import JsonConfig, RQSWeights
         from extracteval.core.normalize import NormalizationConfig
-        from extracteval.io.config import normalization_options
         from extracteval.core.strategies import parse_strategy_map
         from extracteval.commands.score_json import strategy_file_options
         from extracteval.io.config import similarity_settings
@@ -264,7 +264,7 @@ class JsonAdapter(CellPredictions):
             if bad:
                 raise InputError(f"evaluator_config `weights`: unknown RQS weights {bad}; expected accuracy, completeness, hallucination, safety.")
             opts["weights"] = RQSWeights(**dict(weights))
-        norm.update(normalization_options(config))
+        norm.update(normalization_keys(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         if file_sim is not None and config.get("similarity") is None and config.get("similarity_options") is None:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
@@ -218,7 +219,6 @@ class LabelsAdapter(CellPredictions):
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.labels import LabelsConfig
         from extracteval.core.normalize import NormalizationConfig
-        from extracteval.io.config import normalization_options
 
         opts: dict[str, Any] = {}
         for k in ("types", "positive_labels"):
@@ -230,7 +230,8 @@ class LabelsAdapter(CellPredictions):
             opts[k] = dict(v)
         if config.get("zero_division") is not None:
             opts["zero_division"] = config["zero_division"]
-        norm = normalization_options(config)
+        norm: dict[str, Any] = {}
+        norm.update(normalization_keys(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         try:
