@@ -3,8 +3,8 @@
 A task's metric is a function of counts summed over records (tp, fp, fn per field, tag or label;
 valid / exact / correct flags as 0/1; per-record scores such as RQS with a record count beside
 them, so a mean is their sum over the records' count). A `RecordCountTable` holds one model's
-counts, one row per record; `paired_counts` lines several models' tables up on the record ids
-they share, so that a bootstrap resamples the same records for all of them (`bootstrap_counts`),
+counts, one row per record; `paired_counts` lines several models' tables up on their record
+ids, so that a bootstrap resamples the same records for all of them (`bootstrap_counts`),
 and a metric function turns each resample's summed counts back into the metric. Summing is
 order-free, so the tables, and the metric on the full sample, do not depend on record order.
 
@@ -32,7 +32,7 @@ from extracteval.core.counts import ratios
 
 __all__ = [
     "SEP", "CountMetric", "RecordCountTable", "column", "parts", "paired_counts",
-    "rate_metric", "prf_metric", "item_macro_metric", "label_macro_metric",
+    "rate_metric", "prf_metric", "item_macro_metric", "label_macro_metric", "label_accuracy_metric",
 ]
 
 SEP = "\x1f"  # joins the parts of a column name: no field, tag or label name holds it
@@ -102,23 +102,27 @@ def _natural(ids: Sequence[str]) -> list[str]:
 
 
 def paired_counts(tables: Mapping[Hashable, RecordCountTable]) -> tuple[list[str], tuple[str, ...], dict[Hashable, np.ndarray]]:
-    """Tables of several models → (shared record ids, columns, model → (records, columns) array).
+    """Tables of several models → (record ids, columns, model → (records, columns) array).
 
-    Records: the ids every table has, in natural order (`r2` before `r10`, the order `score`
-    resamples in). Columns: every table's, a column a table lacks being zero there (a count it
-    never made), in first-seen order. Mapped with one `get_indexer` per distinct id / column list
-    (hundreds of runs of one evaluation share theirs)."""
+    Records: the ids of any table, in natural order (`r2` before `r10`, the order `score`
+    resamples in); a record a table lacks is a row of zeros there — it made no count for that
+    model (an extra prediction of another one), so each model's sums, and its metric, stay its
+    own. Columns: every table's, in first-seen order, zero where a table lacks one. Mapped with
+    one `get_indexer` per distinct id / column list (hundreds of runs of one evaluation share
+    theirs)."""
     import pandas as pd
 
     if not tables:
         return [], (), {}
-    shared: set[str] | None = None
+    ids: dict[str, None] = {}
     cols: dict[str, None] = {}
+    prev_ids: Any = None
     for t in tables.values():
-        ids = set(map(str, t.record_ids))
-        shared = ids if shared is None else shared & ids
+        if prev_ids is None or not _same(prev_ids, t.record_ids):
+            ids.update(dict.fromkeys(map(str, t.record_ids)))
+            prev_ids = t.record_ids
         cols.update(dict.fromkeys(t.columns))
-    rec = _natural(list(shared or ()))
+    rec = _natural(list(ids))
     rec_index, col_index = pd.Index(rec, dtype=object), pd.Index(list(cols), dtype=object)
     out: dict[Hashable, np.ndarray] = {}
     prev: tuple[Any, Any, np.ndarray, np.ndarray] | None = None
@@ -126,14 +130,14 @@ def paired_counts(tables: Mapping[Hashable, RecordCountTable]) -> tuple[list[str
         if prev is not None and _same(prev[0], t.record_ids) and prev[1] == t.columns:
             rows, where = prev[2], prev[3]
         else:
-            rows = pd.Index(np.asarray(t.record_ids, dtype=object).astype(str)).get_indexer(rec_index)
+            rows = rec_index.get_indexer(pd.Index(np.asarray(t.record_ids, dtype=object).astype(str)))
             where = col_index.get_indexer(pd.Index(list(t.columns), dtype=object))
             prev = (t.record_ids, t.columns, rows, where)
-        if len(where) == len(cols) and np.array_equal(where, np.arange(len(cols))):
-            out[k] = t.counts[rows]
+        if len(rows) == len(rec) and np.array_equal(rows, np.arange(len(rec))) and np.array_equal(where, np.arange(len(cols))):
+            out[k] = t.counts
         else:
             arr = np.zeros((len(rec), len(cols)), dtype=t.counts.dtype)
-            arr[:, where] = t.counts[rows]
+            arr[np.ix_(rows, where)] = t.counts
             out[k] = arr
     return rec, tuple(cols), out
 
@@ -161,12 +165,15 @@ def rate_metric(columns: Sequence[str], numerator: str, denominator: str, *, zer
     return metric
 
 
-def _groups(columns: Sequence[str], depth: int) -> tuple[list[tuple[str, ...]], dict[str, np.ndarray]]:
-    """Columns named (group parts…, count) with `depth` group parts: the groups, and per count
-    name the column of each group (-1 where a group lacks that count)."""
+def _groups(columns: Sequence[str], depth: int, prefix: tuple[str, ...] = ()) -> tuple[list[tuple[str, ...]], dict[str, np.ndarray]]:
+    """Columns named (*prefix, group parts…, count) with `depth` group parts: the groups, and per
+    count name the column of each group (-1 where a group lacks that count)."""
     groups: dict[tuple[str, ...], dict[str, int]] = {}
     for j, c in enumerate(columns):
         p = parts(c)
+        if tuple(p[: len(prefix)]) != prefix:
+            continue
+        p = p[len(prefix) :]
         if len(p) == depth + 1:
             groups.setdefault(tuple(p[:depth]), {})[p[depth]] = j
     keys = list(groups)
@@ -174,10 +181,8 @@ def _groups(columns: Sequence[str], depth: int) -> tuple[list[tuple[str, ...]], 
     return keys, {n: np.array([groups[g].get(n, -1) for g in keys], dtype=np.int64) for n in names}
 
 
-def _take(summed: np.ndarray, cols: np.ndarray | None) -> np.ndarray:
+def _take(summed: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """summed[..., cols] as float64, 0 where a column is -1 (absent)."""
-    if cols is None:
-        return np.zeros((*summed.shape[:-1], 0))
     out = np.asarray(summed[..., np.maximum(cols, 0)], dtype=np.float64)
     if (cols < 0).any():
         out = np.where(cols >= 0, out, 0.0)
@@ -201,15 +206,19 @@ def prf_metric(columns: Sequence[str], which: str, *, prefix: tuple[str, ...] = 
     return metric
 
 
-def item_macro_metric(columns: Sequence[str], which: str, *, zero_division: float = 0.0) -> CountMetric:
-    """The mean over items (columns named (item, tp|fp|fn|tn)) that have any count of the item's
-    precision / recall / f1 / accuracy; `zero_division` when none has. (fields' macro: a field
-    with no valid classification is left out.)"""
-    _, g = _groups(columns, 1)
-    cols = [g.get(k) for k in ("tp", "fp", "fn", "tn")]
+def item_macro_metric(columns: Sequence[str], which: str, *, prefix: tuple[str, ...] = (), zero_division: float = 0.0) -> CountMetric:
+    """The mean over items (columns named (*prefix, item, tp|fp|fn[|tn])) that have any count of
+    the item's precision / recall / f1 / accuracy; `zero_division` when none has (fields' macro:
+    a field with no valid classification is left out; spans': tags in neither gold nor prediction)."""
+    from extracteval.core.bootstrap import _macro_f1_parts
+
+    keys, g = _groups(columns, 1, prefix)
+    cols = [g.get(k, np.full(len(keys), -1)) for k in ("tp", "fp", "fn", "tn")]
 
     def metric(summed: np.ndarray) -> np.ndarray:
         tp, fp, fn, tn = (_take(summed, c) for c in cols)
+        if which == "f1":  # F1 alone: the leaderboard's hot path (all four ratios cost four times as much)
+            return _macro_f1_parts(tp, fp, fn, tn, zero_division=zero_division)
         r = np.asarray(ratios(tp, fp, fn, tn, zero_division=zero_division)[which], dtype=np.float64)
         valid = (tp + fp + fn + tn) > 0
         n = valid.sum(axis=-1)
@@ -232,7 +241,7 @@ def label_macro_metric(columns: Sequence[str], which: str, *, positive: Mapping[
     pos = positive or {}
     is_pos = np.array([pos.get(k[0]) is not None and pos.get(k[0]) == k[1] for k in keys], dtype=bool)
     binary = np.array([pos.get(f) is not None for f in feature_list], dtype=bool)
-    cols = [g.get(k) for k in ("tp", "fp", "fn")]
+    cols = [g.get(k, np.full(len(keys), -1)) for k in ("tp", "fp", "fn")]
     zd = float(zero_division)
     onto = np.zeros((len(keys), len(feature_list)))  # label column → its feature
     onto[np.arange(len(keys)), member] = 1.0
@@ -249,5 +258,27 @@ def label_macro_metric(columns: Sequence[str], which: str, *, positive: Mapping[
         shape = total.shape
         per = np.divide(total, n, out=np.full(shape, zd), where=n > 0)
         return per.mean(axis=-1) if feature_list else np.full(summed.shape[:-1], zd)
+
+    return metric
+
+
+def label_accuracy_metric(columns: Sequence[str]) -> CountMetric:
+    """The mean over features (columns (feature, `rows`)) of the feature's right rows (its labels'
+    tp, columns (feature, label, `tp`)) / its rows; 0.0 for a feature without rows."""
+    keys, g = _groups(columns, 2)
+    rows_of = {p[0]: j for j, p in enumerate(map(parts, columns)) if len(p) == 2 and p[1] == "rows"}
+    features = list(rows_of)
+    tp_cols = g.get("tp", np.full(len(keys), -1))
+    onto = np.zeros((len(keys), len(features)))
+    for i, k in enumerate(keys):
+        if k[0] in rows_of and tp_cols[i] >= 0:
+            onto[i, features.index(k[0])] = 1.0
+    row_cols = np.array([rows_of[f] for f in features], dtype=np.int64)
+
+    def metric(summed: np.ndarray) -> np.ndarray:
+        right = _take(summed, tp_cols) @ onto
+        rows = np.asarray(summed[..., row_cols], dtype=np.float64)
+        acc = np.divide(right, rows, out=np.zeros(rows.shape), where=rows > 0)
+        return acc.mean(axis=-1) if features else np.zeros(summed.shape[:-1])
 
     return metric
