@@ -147,10 +147,10 @@ def test_runs_without_the_counts_get_a_note(task: str, store: str, tmp_path: Pat
         client.set_terminated(new.info.run_id)
         ids.append(new.info.run_id)
     lb = build_tracking_leaderboard(experiment=f"iv-old-{task}", tracking_uri=store, resamples=50)
-    assert any("no per-record counts" in n for n in lb.notes), lb.notes
+    assert any("unavailable for" in n and "lacks the per-record counts" in n for n in lb.notes), lb.notes
     assert len([e for g in lb.leaderboard.groups for e in g.entries]) == 2
     res = compare_runs(baseline=ids[0], candidate=ids[1], tracking_uri=store, resamples=50)
-    assert res.ci_low is None and any("no per-record counts" in n for n in res.notes)
+    assert res.ci_low is None and any("lacks the per-record counts" in n for n in res.notes), res.notes
 
 
 # ---- the generic pieces -------------------------------------------------------------------------

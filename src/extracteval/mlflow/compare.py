@@ -160,8 +160,8 @@ def compare_runs(
 
     tb_, tc_ = (read_run_counts(str(task_b), r.info.artifact_uri, r.data.params, uri) for r in (b, c))
     if tb_ is None or tc_ is None:
-        notes.append("no paired interval: a run has no per-record counts in extracteval/records.parquet (a run logged without the "
-                     "artifact, or by an earlier version that did not write the counts).")
+        notes.append("no paired interval: a run's per-record artifact (extracteval/records.parquet) is absent or lacks the per-record "
+                     "counts (a run logged by an earlier version).")
         return RunComparison(**out, notes=tuple(notes))
     res = paired_intervals(str(task_b), metric, {"b": tb_, "c": tc_}, [("b", "c")], b.data.params, resamples=resamples, confidence=confidence, seed=seed)
     if res is None:

@@ -367,8 +367,8 @@ def record_intervals(
         have = {e.run_id: tables[e.run_id] for e in g.entries if e.run_id in tables}
         missing = [e.model for e in g.entries if e.run_id not in tables]
         if missing:
-            notes.append(f"confidence intervals: unavailable for {_names(missing)}: no per-record counts in {RECORDS_ARTIFACT} "
-                         "(a run logged without the artifact, or by an earlier version that did not write the counts); their intervals are skipped.")
+            notes.append(f"confidence intervals: unavailable for {_names(missing)}: their per-record artifact ({RECORDS_ARTIFACT}) is absent "
+                         "or lacks the per-record counts (a run logged by an earlier version); their intervals are skipped.")
         if not have:
             continue
         adjacent = [(a.run_id, b.run_id) for a, b in zip(g.entries[:-1], g.entries[1:]) if a.run_id in have and b.run_id in have]
