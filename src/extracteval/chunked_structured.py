@@ -139,7 +139,7 @@ def score_structured_files(
     truth: str, predictions: list[str], *, config: Any, chunk_size: int, workers: int = 1, output: str | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     from extracteval.chunked import run_chunks
-    from extracteval.commands.score_structured import TRUTH_KEYS
+    from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
     from extracteval.io.keyed_chunks import open_keyed_stream
     from extracteval.io.outputs import make_output_folder
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS

@@ -62,7 +62,7 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from extracteval.commands.fields_inputs import build_config, load_inputs
+    from extracteval.io.fields_options import build_config, load_inputs
     from extracteval.core.fields import score_fields
     from extracteval.errors import InputError
 
@@ -197,7 +197,7 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
         resamples=None,
         seed=None,
     )
-    from extracteval.commands.fields_inputs import build_config, load_inputs
+    from extracteval.io.fields_options import build_config, load_inputs
     from extracteval.core.fields import score_fields
     from extracteval.report.terminal import render_fields
 

@@ -94,7 +94,7 @@ def scored_from_stream(s: StreamedFields) -> Scored:
 def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers: int, workdir_parent: Path | None = None) -> StreamedFields:
     """Score `evaluate fields` arguments with the chunked engine (see the module docstring)."""
     from extracteval.chunked import run_chunks
-    from extracteval.commands.fields_inputs import build_config
+    from extracteval.io.fields_options import build_config
     from extracteval.core.digest import TruthDigest
     from extracteval.core.fields import plan_fields
     from extracteval.errors import InputError
