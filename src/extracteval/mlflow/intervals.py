@@ -16,10 +16,33 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.core.bootstrap import Interval
-from extracteval.mlflow.leaderboard import RECORDS_ARTIFACT
 
 __all__ = ["read_records", "zero_division_param", "read_run_counts", "PairedIntervals", "paired_intervals", "decision_count_table",
            "decision_count_metric"]
+
+RECORDS_ARTIFACT = "extracteval/records.parquet"
+
+
+def _download(artifact_uri: str, path: str, tracking_uri: str, dst: str) -> Path | None:
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+    try:
+        repo = get_artifact_repository(artifact_uri, tracking_uri=tracking_uri)
+        return Path(repo.download_artifacts(path, dst_path=dst))
+    except Exception:  # noqa: BLE001 - an absent or unreadable artifact: the caller notes and skips
+        return None
+
+
+def _local_artifact(artifact_uri: str, path: str) -> Path | None:
+    """The file behind a `file:` (or plain path) artifact URI; None for remote stores."""
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(artifact_uri)
+    if u.scheme == "file" and u.netloc in ("", "localhost"):
+        return Path(unquote(u.path)) / path
+    if u.scheme == "" and artifact_uri.startswith("/"):
+        return Path(artifact_uri) / path
+    return None
 
 
 def read_records(path: Path, columns: Sequence[str]) -> Any:
@@ -49,7 +72,6 @@ def read_run_counts(task: str, artifact_uri: str, params: Mapping[str, str], tra
     per-record artifact or its artifact lacks the counts."""
     import tempfile
 
-    from extracteval.mlflow.leaderboard import _download, _local_artifact
     from extracteval.mlflow.tasks import get_adapter
 
     adapter = get_adapter(task)

@@ -32,6 +32,7 @@ from typing import Any
 from extracteval.core.bootstrap import Interval
 from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.errors import InputError
+from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download, _local_artifact
 
 __all__ = [
     "TrackingStoreLeaderboard",
@@ -48,7 +49,6 @@ __all__ = [
     "leaderboard_key",
 ]
 
-RECORDS_ARTIFACT = "extracteval/records.parquet"
 KEYS_ARTIFACT = "extracteval/metric_keys.json"
 LEADERBOARD_ROLE = "leaderboard"
 SKIPPED_ROLES = frozenset({"comparison", LEADERBOARD_ROLE})
@@ -173,28 +173,6 @@ def _segment_names(run: Any, *, tracking_uri: str) -> dict[str, str]:
         return {str(r["key"]): str(r["name"]) for r in doc.get("names", ())}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {}
-
-
-def _download(artifact_uri: str, path: str, tracking_uri: str, dst: str) -> Path | None:
-    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-
-    try:
-        repo = get_artifact_repository(artifact_uri, tracking_uri=tracking_uri)
-        return Path(repo.download_artifacts(path, dst_path=dst))
-    except Exception:  # noqa: BLE001 - an absent or unreadable artifact: the caller notes and skips
-        return None
-
-
-def _local_artifact(artifact_uri: str, path: str) -> Path | None:
-    """The file behind a `file:` (or plain path) artifact URI; None for remote stores."""
-    from urllib.parse import unquote, urlparse
-
-    u = urlparse(artifact_uri)
-    if u.scheme == "file" and u.netloc in ("", "localhost"):
-        return Path(unquote(u.path)) / path
-    if u.scheme == "" and artifact_uri.startswith("/"):
-        return Path(artifact_uri) / path
-    return None
 
 
 def _download_text(artifact_uri: str, path: str, tracking_uri: str) -> str | None:
