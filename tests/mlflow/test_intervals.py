@@ -11,7 +11,6 @@ registry without the adapter methods fails here.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -25,26 +24,17 @@ from extracteval.core.bootstrap import bootstrap_counts
 from extracteval.core.ranking import RANKING_SPECS
 from extracteval.core.record_counts import RecordCountTable, paired_counts, rate_metric
 from extracteval.mlflow.tasks import TASKS, get_adapter
-from tests.mlflow.test_logged_examples import REPO, TRACKS, _main
+from tests.mlflow.test_primary_metric import evaluated  # noqa: F401 - the fixture
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("intervals")
-    shutil.copytree(REPO / "experiments", root / "experiments", ignore=shutil.ignore_patterns("__pycache__"))
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        for task in TASKS:
-            t = TRACKS[task]
-            every = [a for m, p in t.predictions.items() for a in ("--predictions", f"{m}={p}")]
-            code, _, err = _main("evaluate", task, *every, *t.options, "--experiment", f"iv-{task}", "--tracking-uri", uri, "--json", "--no-figures")
-            assert code == 0, err
-    return uri
+def store(evaluated: tuple[str, Path]) -> str:
+    """Every task's example, evaluated with all its models (`test_primary_metric.evaluated`)."""
+    return evaluated[0]
 
 
 def _children(client: MlflowClient, task: str) -> list:
-    exp = client.get_experiment_by_name(f"iv-{task}")
+    exp = client.get_experiment_by_name(f"primary-{task}")
     runs = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("extracteval.role") == "model"]
     return sorted(runs, key=lambda r: int(r.data.tags["extracteval.rank"]))
 
@@ -83,7 +73,7 @@ def test_metrics_from_per_record_counts_equal_the_logged_metrics(task: str, stor
 def test_leaderboard_intervals_for_every_task(task: str, store: str) -> None:
     from extracteval.mlflow.leaderboard import build_tracking_leaderboard
 
-    lb = build_tracking_leaderboard(experiment=f"iv-{task}", tracking_uri=store, resamples=200, seed=3)
+    lb = build_tracking_leaderboard(experiment=f"primary-{task}", tracking_uri=store, resamples=200, seed=3)
     doc = lb.to_dict()
     entries = [e for g in lb.leaderboard.groups for e in g.entries]
     assert len(entries) >= 3 and not [n for n in lb.notes if "unavailable" in n or "not available" in n or "skipped" in n], lb.notes
@@ -97,7 +87,7 @@ def test_leaderboard_intervals_for_every_task(task: str, store: str) -> None:
         d = c["difference"]
         assert d["estimate"] == pytest.approx(hi.score - lo.score, abs=1e-12)
         assert d["low"] <= d["estimate"] <= d["high"]
-    again = build_tracking_leaderboard(experiment=f"iv-{task}", tracking_uri=store, resamples=200, seed=3).to_dict()
+    again = build_tracking_leaderboard(experiment=f"primary-{task}", tracking_uri=store, resamples=200, seed=3).to_dict()
     assert again["comparisons"] == comparisons and [e["ci"] for e in again["ranking"]] == [e["ci"] for e in doc["ranking"]]
 
 
