@@ -32,6 +32,8 @@ from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.task_labels import (
+    label_count_metric,
+    label_count_table,
     _short,
     f1_figures,
     feature_item_rows,
@@ -72,6 +74,40 @@ class EntitiesAdapter(CellPredictions):
     record_is_value = True
     model_type = "extraction-entities"
     item_table_name = "feature_metrics"
+    interval_metrics = ("entities/macro/f1", "entities/macro/precision", "entities/macro/recall", "entities/micro_accuracy")
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: the strict view's one-vs-rest tp, fp, fn of every feature and label
+        (`strict_label_counts` of the per-record artifact) and the rows of each feature (matched
+        pairs, missed gold and extra predicted entities)."""
+        import numpy as np
+
+        from extracteval.mlflow.intervals import read_records
+
+        frame = read_records(path, ["record_id", "gold", "predicted", "matched", "strict_label_counts"])
+        if frame is None:
+            return None
+        entries = [(rid, f, lab, k, c) for rid, text in zip(frame["record_id"].astype(str), frame["strict_label_counts"])
+                   for f, lab, *counts in json.loads(text or "[]") for k, c in zip(("tp", "fp", "fn"), counts) if c]
+        ids, feats, labels, kinds, values = (np.asarray(x, dtype=object) for x in (zip(*entries) if entries else ((),) * 5))
+        features = json.loads(params.get("features") or "[]")
+        n_rows = (frame["gold"] + frame["predicted"] - frame["matched"]).to_numpy(dtype=np.int64)
+        rid = frame["record_id"].astype(str).to_numpy(dtype=object)
+        row_ids = np.repeat(np.tile(rid, len(features)), np.tile(n_rows, len(features)))
+        row_feats = np.repeat(np.repeat(np.asarray(features, dtype=object), len(rid)), np.tile(n_rows, len(features)))
+        table = label_count_table(ids, feats, labels, kinds, values.astype(np.int64), rows=(row_ids, row_feats))
+        # records without entities on either side are resampled too (rows of zeros)
+        have = set(table.record_ids)
+        missing = [r for r in dict.fromkeys(rid) if r not in have]
+        if missing:
+            from extracteval.core.record_counts import RecordCountTable
+
+            table = RecordCountTable(record_ids=np.concatenate([table.record_ids, np.asarray(missing, dtype=object)]), columns=table.columns,
+                                     counts=np.concatenate([table.counts, np.zeros((len(missing), len(table.columns)), dtype=table.counts.dtype)]))
+        return table
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        return label_count_metric("entities/", metric, columns, params)
     config_keys: Mapping[str, str] = {
         "features": "score only these entity fields (list)",
         "key_fields": "fields the alignment similarity uses (list; default: weighted fields, else all)",

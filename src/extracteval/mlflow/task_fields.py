@@ -284,6 +284,36 @@ class FieldsAdapter:
     starts_early = True  # `score_args(args, early=…)`: see mlflow/early.py
     model_type = "extraction-fields"
     item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
+    # overall = macro over fields with a valid classification; micro = from the summed counts
+    interval_metrics = tuple(f"{v}/{k}" for v in ("overall", "micro") for k in ("f1", "precision", "recall", "accuracy"))
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: tp, fp, fn, tn of every field (columns (field, count)), from the
+        per-record artifact's dictionary-encoded rows (read without a pandas frame)."""
+        from extracteval.core.leaderboard import COUNT_COLUMNS
+        from extracteval.core.record_counts import RecordCountTable, column
+        from extracteval.mlflow.leaderboard import _read_record_counts
+
+        rc = _read_record_counts(Path(path))
+        if rc is None:
+            return None
+        width = 4 * len(rc.items)
+        flat = np.zeros(len(rc.ids) * width, dtype=np.int64)
+        at = rc.id_codes.astype(np.int64) * width + rc.item_codes.astype(np.int64) * 4
+        for k in range(4):
+            np.add.at(flat, at + k, rc.counts[:, k])
+        present = np.bincount(rc.id_codes, minlength=len(rc.ids)) > 0
+        return RecordCountTable(record_ids=rc.ids[present], columns=tuple(column(i, k) for i in rc.items for k in COUNT_COLUMNS),
+                                counts=flat.reshape(len(rc.ids), width)[present])
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.core.record_counts import item_macro_metric, prf_metric
+        from extracteval.mlflow.intervals import zero_division_param
+
+        if metric not in self.interval_metrics:
+            return None
+        view, which = metric.split("/")
+        return (item_macro_metric if view == "overall" else prf_metric)(columns, which, zero_division=zero_division_param(params))
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
         "default_strategy": "strategy of fields not listed (EXACT)",

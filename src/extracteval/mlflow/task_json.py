@@ -128,6 +128,30 @@ class JsonAdapter(CellPredictions):
     record_is_value = False
     model_type = "extraction-json"
     item_table_name = "field_accuracy"  # artifacts extracteval/field_accuracy.csv and field_accuracy_table.json
+    # means over the records the model is scored on (pending / error records are excluded)
+    _MEANS = {"rqs/mean": "rqs", "json/accuracy": "accuracy", "json/completeness": "completeness", "json/hallucination": "hallucination",
+              "json/safety": "safety_score"}
+    interval_metrics = tuple(_MEANS)
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: `records` (1 for a record the means count, 0 for an excluded one) and its
+        RQS and phase scores (0 for an excluded record): each mean is a sum over `records`."""
+        from extracteval.core.record_counts import RecordCountTable
+        from extracteval.mlflow.intervals import read_records
+
+        values = list(dict.fromkeys(self._MEANS.values()))
+        frame = read_records(path, ["record_id", "flags", *values])
+        if frame is None:
+            return None
+        keep = ~frame["flags"].fillna("").astype(str).str.contains("excluded:", regex=False).to_numpy(dtype=bool)
+        cols = {"records": keep.astype(np.int64), **{v: np.where(keep, frame[v].to_numpy(dtype=np.float64, na_value=0.0), 0.0) for v in values}}
+        return RecordCountTable.from_columns(frame["record_id"].astype(str).to_numpy(dtype=object), cols)
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.core.record_counts import rate_metric
+
+        # a model with no scored record has means of 0.0, as its logged metrics
+        return rate_metric(columns, self._MEANS[metric], "records") if metric in self._MEANS and self._MEANS[metric] in columns else None
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field or path: EXACT|FUZZY|SEMANTIC|IGNORE} or a JSON/YAML file path",
         "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",

@@ -129,6 +129,35 @@ class SpansAdapter(CellPredictions):
     record_is_value = True
     model_type = "extraction-spans"
     item_table_name = "tag_metrics"  # artifacts extracteval/tag_metrics.csv and tag_metrics_table.json
+    # and the same for every relaxed mode (`spans/relaxed_0.5/…`)
+    interval_metrics = ("spans/exact/micro/f1", "spans/exact/micro/precision", "spans/exact/micro/recall", "spans/exact/macro/f1")
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per document: tp, fp, fn of every matching mode and tag (columns (mode, tag, count))."""
+        from extracteval.core.record_counts import RecordCountTable, column
+        from extracteval.mlflow.intervals import read_records
+
+        frame = read_records(path, ["record_id", "mode", "tag", *_COUNTS])
+        if frame is None:
+            return None
+        ids = frame["record_id"].astype(str).to_numpy(dtype=object)
+        mode, tag = frame["mode"].astype(str).to_numpy(dtype=object), frame["tag"].astype(str).to_numpy(dtype=object)
+        names = np.concatenate([[column(m, t, k) for m, t in zip(mode, tag)] for k in _COUNTS]) if len(frame) else np.zeros(0, dtype=object)
+        values = np.concatenate([frame[k].to_numpy(dtype=np.int64) for k in _COUNTS])
+        return RecordCountTable.from_long(np.tile(ids, len(_COUNTS)), names, values)
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.core.record_counts import item_macro_metric, parts, prf_metric
+        from extracteval.mlflow.intervals import zero_division_param
+
+        seg, _, rest = metric.removeprefix("spans/").partition("/")
+        modes = {sanitize_segment(p[0]): p[0] for p in map(parts, columns) if len(p) == 3}
+        if not metric.startswith("spans/") or seg not in modes or rest not in ("micro/f1", "micro/precision", "micro/recall", "macro/f1"):
+            return None
+        zd = zero_division_param(params)
+        if rest == "macro/f1":  # mean F1 over the tags in the gold spans or the predictions
+            return item_macro_metric(columns, "f1", prefix=(modes[seg],), zero_division=zd)
+        return prf_metric(columns, rest.split("/")[1], prefix=(modes[seg],), zero_division=zd)
     config_keys: Mapping[str, str] = {
         "threshold": "main relaxed threshold in [0, 1] (0.5; 0.5 and 0.8 are always reported)",
         "iou_weight": "weight of IoU in the relaxed score; TextSim gets 1 − w (0.65)",

@@ -200,6 +200,19 @@ class StructuredAdapter(CellPredictions):
     model_type = "structured-output"
     record_is_value = True
     item_table_name = "field_metrics"  # per flattened path (list indices folded: items[].sku)
+    interval_metrics = tuple(f"structured/{m}" for m in ("field_f1", "field_precision", "field_recall", "exact_match_rate", "json_valid_rate",
+                                                        "strict_json_valid_rate", "json_extracted_rate"))
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: tp, fp, fn over the flattened paths, and valid / extracted / exact as 0/1."""
+        from extracteval.mlflow.intervals import decision_count_table
+
+        return decision_count_table(path, ("tp", "fp", "fn"), ("valid", "extracted", "exact"))
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.mlflow.intervals import decision_count_metric
+
+        return decision_count_metric("structured/", metric, columns, params) if metric in self.interval_metrics else None
     config_keys: Mapping[str, str] = {
         "list_matching": "positional (default) or optimal: align list items by optimal assignment before flattening",
         "value_match": "exact (canonical JSON leaves, default) or normalized (case, whitespace, number and date formats)",

@@ -89,6 +89,20 @@ class ToolcallsAdapter(CellPredictions):
     model_type = "tool-calling"
     record_is_value = True
     item_table_name = "function_metrics"  # per reference function name
+    interval_metrics = tuple(f"toolcalls/{m}" for m in ("call_accuracy", "args_f1", "args_precision", "args_recall", "valid_call_rate",
+                                                       "name_match_rate", "args_exact_rate"))
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: reference calls, name and argument matches, argument tp / fp / fn, and
+        valid / correct (the checker's verdict) as 0/1."""
+        from extracteval.mlflow.intervals import decision_count_table
+
+        return decision_count_table(path, ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn"), ("valid", "correct"))
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.mlflow.intervals import decision_count_metric
+
+        return decision_count_metric("toolcalls/", metric, columns, params) if metric in self.interval_metrics else None
     config_keys: Mapping[str, str] = {
         "possible_answer": "read the targets as BFCL possible answers {func: {param: [acceptable values]}} (false)",
         "value_match": "exact (canonical JSON argument leaves, default) or normalized (shared normaliser)",

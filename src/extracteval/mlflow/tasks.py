@@ -19,7 +19,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from extracteval.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import pandas as pd
+
+    from extracteval.core.record_counts import CountMetric, RecordCountTable
 
     from extracteval.mlflow.keys import KeyMap
     from extracteval.mlflow.predictions_file import LoggedPredictions
@@ -172,6 +176,21 @@ class TaskAdapter(Protocol):
 
     def summary(self, scored: Scored) -> str:
         """Terminal leaderboard text."""
+
+    # ---- intervals of tracked runs (`leaderboard`, `compare`; generic code in mlflow/intervals.py)
+    # metric keys whose value the per-record counts determine: these get bootstrap intervals
+    interval_metrics: tuple[str, ...]
+
+    def record_counts(self, path: "Path", params: Mapping[str, str]) -> "RecordCountTable | None":
+        """One model run's per-record counts (`core.record_counts.RecordCountTable`: one row per
+        record id, one column per count), read from its per-record Parquet artifact at `path`;
+        None when the artifact lacks what they need (a run logged by an earlier version).
+        `params` are the run's params. Summed over all records they give the logged metrics."""
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> "CountMetric | None":
+        """The function from summed counts (..., len(columns)) to `metric` (...), vectorised over
+        leading axes, for a metric of `interval_metrics`; None for any other metric. `columns`
+        are those of the runs' tables lined up together (a column a run lacks is zero there)."""
 
 
 def available_tasks() -> list[str]:
