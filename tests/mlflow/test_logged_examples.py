@@ -133,11 +133,9 @@ def test_compare_two_logged_runs_of_every_task(task: str, logged, monkeypatch: p
     assert d["gap"] == pytest.approx(bv - cv) and d["gap_band"] == verdict_for(bv - cv)
     ci = d["ci"] or {}
     assert d["verdict"] == verdict_text(bv - cv, ci.get("low"), ci.get("high"), DecisionThresholds())
-    if task in ("fields", "structured", "toolcalls"):  # their primary metric is recomputable from records.parquet
-        assert d["ci"] is not None and d["n_records"] >= 50, d["notes"]
-        assert d["ci"]["low"] <= d["gap"] <= d["ci"]["high"]
-    else:
-        assert d["ci"] is None and any("cannot be recomputed" in n for n in d["notes"])
+    # every task's primary metric is recomputable from its records.parquet
+    assert d["ci"] is not None and d["n_records"] >= 50, d["notes"]
+    assert d["ci"]["low"] <= d["gap"] <= d["ci"]["high"]
 
 
 # the seed-004 metrics of each track, by the name `score --decision-metric` and the run keys use

@@ -125,19 +125,38 @@ def paired_intervals(
 _FLAG_COUNTS = {"valid": ("valid", "valid_records"), "correct": ("correct_records",), "exact": ("exact",), "extracted": ("extracted",)}
 
 
-def decision_count_table(path: Path, count_columns: Sequence[str], flags: Sequence[str]) -> Any:
+def _numeric_columns(path: Path) -> list[str] | None:
+    """The integer columns of a per-record Parquet file, in file order; None if unreadable."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+    except Exception:  # noqa: BLE001 - an unreadable artifact is treated like an absent one
+        return None
+    return [f.name for f in schema if f.name != "record_id" and pa.types.is_integer(f.type)]
+
+
+def decision_count_table(path: Path, count_columns: Sequence[str], flags: Sequence[str], order: Sequence[str] = ()) -> Any:
     """Per record, the counts `core.decision` recomputes its metrics from: the artifact's count
     columns as they are, `records` (1 per row) and its boolean flags as 0/1 counts under the
     decision's names (`correct` → `correct_records`, …; `strict_valid` = valid and not
-    extracted). None when the artifact lacks one of them."""
+    extracted). `order`: keep just these columns, in this order (the task's count columns, so the
+    rows are those `score --baseline/--candidate` resamples). None when the artifact lacks one."""
     import numpy as np
 
     from extracteval.core.record_counts import RecordCountTable
 
-    frame = read_records(path, ["record_id", *flags, *count_columns])
+    # every numeric column of the artifact, in its order (not only those the metrics read): the
+    # same count rows as the in-process decision scores, so `compare` resamples exactly as
+    # `score --baseline/--candidate` does and gives the same interval
+    numeric = _numeric_columns(path)
+    if numeric is None or not set(count_columns) <= set(numeric):
+        return None
+    frame = read_records(path, ["record_id", *flags, *numeric])
     if frame is None:
         return None
-    cols: dict[str, Any] = {c: frame[c].to_numpy(dtype=np.int64) for c in count_columns}
+    cols: dict[str, Any] = {c: frame[c].to_numpy(dtype=np.int64) for c in numeric}
     cols["records"] = np.ones(len(frame), dtype=np.int64)
     fl = {c: frame[c].fillna(False).to_numpy(dtype=bool) for c in flags}
     for c, arr in fl.items():
@@ -145,6 +164,10 @@ def decision_count_table(path: Path, count_columns: Sequence[str], flags: Sequen
             cols.setdefault(name, arr.astype(np.int64))
     if "valid" in fl and "extracted" in fl:
         cols["strict_valid"] = (fl["valid"] & ~fl["extracted"]).astype(np.int64)
+    if order:  # the task's count columns, in its order: the rows the in-process decision resamples
+        if not set(order) <= set(cols):
+            return None
+        cols = {c: cols[c] for c in order}
     return RecordCountTable.from_columns(frame["record_id"].astype(str).to_numpy(dtype=object), cols)
 
 

@@ -207,7 +207,12 @@ class StructuredAdapter(CellPredictions):
         """Per record: tp, fp, fn over the flattened paths, and valid / extracted / exact as 0/1."""
         from extracteval.mlflow.intervals import decision_count_table
 
-        return decision_count_table(path, ("tp", "fp", "fn"), ("valid", "extracted", "exact"))
+        from dataclasses import fields
+
+        from extracteval.core.structured import StructuredCounts
+
+        return decision_count_table(path, ("tp", "fp", "fn"), ("valid", "extracted", "exact"),
+                                    order=[f.name for f in fields(StructuredCounts)])
 
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
         from extracteval.mlflow.intervals import decision_count_metric

@@ -97,7 +97,12 @@ class ToolcallsAdapter(CellPredictions):
         valid / correct (the checker's verdict) as 0/1."""
         from extracteval.mlflow.intervals import decision_count_table
 
-        return decision_count_table(path, ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn"), ("valid", "correct"))
+        from dataclasses import fields
+
+        from extracteval.core.toolcalls import ToolCallCounts
+
+        return decision_count_table(path, ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn"), ("valid", "correct"),
+                                    order=[f.name for f in fields(ToolCallCounts)])
 
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
         from extracteval.mlflow.intervals import decision_count_metric
