@@ -73,6 +73,7 @@ class EntitiesAdapter(CellPredictions):
     task = "entities"
     record_is_value = True
     model_type = "extraction-entities"
+    about = "lists of entities per record: optimal alignment, entity P/R/F1, per-feature metrics"  # what the task scores (`extracteval tasks`)
     item_table_name = "feature_metrics"
     interval_metrics = ("entities/macro/f1", "entities/macro/precision", "entities/macro/recall", "entities/micro_accuracy")
 

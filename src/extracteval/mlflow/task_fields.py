@@ -283,6 +283,7 @@ class FieldsAdapter:
     record_is_value = False
     starts_early = True  # `score_args(args, early=…)`: see mlflow/early.py
     model_type = "extraction-fields"
+    about = "document fields: one value or a set of values per field; per-field TP/FP/FN/TN, P/R/F1, winners, intervals"  # what the task scores (`extracteval tasks`)
     item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
     # overall = macro over fields with a valid classification; micro = from the summed counts
     interval_metrics = tuple(f"{v}/{k}" for v in ("overall", "micro") for k in ("f1", "precision", "recall", "accuracy"))

@@ -155,6 +155,7 @@ class LabelsAdapter(CellPredictions):
     task = "labels"
     record_is_value = False
     model_type = "extraction-entities"  # shares the model_type with `entities`; evaluator_config {"task": "labels"}
+    about = "one label per feature per record: one-vs-rest P/R/F1/specificity"  # what the task scores (`extracteval tasks`)
     item_table_name = "feature_metrics"
     interval_metrics = ("labels/macro/f1", "labels/macro/precision", "labels/macro/recall", "labels/micro_accuracy")
 

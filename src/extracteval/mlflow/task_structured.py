@@ -198,6 +198,7 @@ def check_ids(ids: Sequence[str], n: int, what: str) -> list[str]:
 class StructuredAdapter(CellPredictions):
     task = "structured"
     model_type = "structured-output"
+    about = "raw JSON output vs reference: validity, extraction, exact match, field P/R/F1"  # what the task scores (`extracteval tasks`)
     record_is_value = True
     item_table_name = "field_metrics"  # per flattened path (list indices folded: items[].sku)
     interval_metrics = tuple(f"structured/{m}" for m in ("field_f1", "field_precision", "field_recall", "exact_match_rate", "json_valid_rate",
