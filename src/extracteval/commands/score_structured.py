@@ -136,22 +136,30 @@ def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None
 
     from extracteval.errors import InputError
 
-    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
-    if workers < 1:
-        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if getattr(args, "engine", "local") == "spark":
-        raise InputError("--engine spark does not serve the structured task; use --chunk-size N [--workers W] (README \"Scale\").")
-    if chunk_size is None and workers == 1:
+    from extracteval.commands.score_fields import scale_engine, spark_session
+
+    chunk_size = getattr(args, "chunk_size", None)
+    engine = scale_engine(args)
+    if engine == "memory":
         return None
     given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity), ("--llm-judge", args.llm_judge),
                                    ("--baseline/--candidate", bool(args.baseline or args.candidate))) if on]
     if given:
-        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers to use it (README \"Scale\").")
-    from extracteval.chunked_structured import score_structured_files
+        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
     from extracteval.core.structured import StructuredCounts
 
-    result, inputs = score_structured_files(args.truth, args.predictions, config=config, chunk_size=100_000 if chunk_size is None else chunk_size,
-                                            workers=workers, output=args.output)
+    if engine == "spark":
+        if args.output:
+            raise InputError("--output with --engine spark is not supported for the structured task (no per-record rows from Spark); drop --output.")
+        from extracteval.spark.structured import structured_spark_job
+
+        job = structured_spark_job(spark_session(args), args.truth, args.predictions, config=config, partitions=args.spark_partitions)
+        result, inputs = job.run().result, job.inputs
+    else:
+        from extracteval.chunked_structured import score_structured_files
+
+        result, inputs = score_structured_files(args.truth, args.predictions, config=config, chunk_size=100_000 if chunk_size is None else chunk_size,
+                                                workers=args.workers, output=args.output)
     doc = result.to_dict()
     doc["inputs"] = inputs
     doc["count_columns"] = [f.name for f in fields(StructuredCounts)] if result.ranking else []
