@@ -171,14 +171,8 @@ def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tupl
 
     config, sim_name, sim_opts = build_config(args)
     engine = scale_engine(args)
-    if engine != "memory" and sim_name in ("embedding", "llm_judge"):
-        from extracteval.errors import InputError
-
-        raise InputError(
-            f"--similarity {sim_name} with --chunk-size/--workers/--engine spark: its calls would be made chunk by chunk, not once over the "
-            "whole input; drop those options, or use --similarity lexical or fuzzy (README \"Scale\")."
-        )
-    backend = get_similarity(sim_name, **sim_opts)  # an unknown name or option lists the valid ones
+    # an unknown name or option lists the valid ones
+    backend = get_similarity(sim_name, **sim_opts) if engine == "memory" else streaming_similarity(sim_name, sim_opts)
     if engine == "spark":
         from extracteval.commands.score_fields import spark_session
         from extracteval.spark.entities import entities_spark_job
@@ -206,6 +200,19 @@ def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tupl
     judge_counts(doc, backend)
     doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
     return result, doc
+
+
+def streaming_similarity(sim_name: str, sim_opts: dict[str, Any]) -> Any:
+    """The SEMANTIC backend of a streamed run, refusing those whose calls would differ chunk by chunk."""
+    from extracteval.core.similarity import get_similarity
+    from extracteval.errors import InputError
+
+    if sim_name in ("embedding", "llm_judge"):
+        raise InputError(
+            f"--similarity {sim_name} with --chunk-size/--workers/--engine spark: its calls would be made chunk by chunk, not once over the "
+            "whole input; drop those options, or use --similarity lexical or fuzzy (README \"Scale\")."
+        )
+    return get_similarity(sim_name, **sim_opts)
 
 
 def chunked(args: argparse.Namespace) -> bool:

@@ -340,6 +340,19 @@ class FieldsAdapter:
             early.attach(scored.cache)
         return scored
 
+    def score_streamed(self, args: argparse.Namespace, *, engine: str, chunk_size: int, workers: int, workdir_parent: Any = None) -> Scored:
+        """`evaluate fields` on the chunked engine or Spark: per-record counts and predictions are
+        written straight from each chunk's count ledger (`mlflow/stream_fields.py`, `spark/evaluate.py`)."""
+        from extracteval.mlflow.stream_fields import score_fields_streamed, scored_from_stream
+
+        if workdir_parent is not None:
+            workdir_parent.mkdir(parents=True, exist_ok=True)
+        if engine == "spark":
+            from extracteval.spark.evaluate import score_fields_spark_streamed
+
+            return scored_from_stream(score_fields_spark_streamed(args, workdir_parent=workdir_parent))
+        return scored_from_stream(score_fields_streamed(args, chunk_size=chunk_size, workers=workers, workdir_parent=workdir_parent))
+
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo)."""
         ns = argparse.Namespace(

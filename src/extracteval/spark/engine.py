@@ -44,6 +44,17 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def arrow_ipc(frame: pd.DataFrame) -> bytes:
+    """A pandas frame as Arrow IPC stream bytes (how executors send frames to the driver)."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
 def run_on_spark(
     task: Any,
     df: Any,
