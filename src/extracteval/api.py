@@ -76,13 +76,10 @@ class ScoreResult:
 
     def metrics(self, model: str | None = None) -> dict[str, float]:
         """The metrics a model's MLflow run gets (keys as logged); `model=None`: the best one."""
-        from extracteval.mlflow.keys import KeyMap
+        from extracteval.mlflow.bundle import alone, metric_keys, model_run_metrics
 
-        m = self._model(model)
-        keys = KeyMap.build(self.adapter.item_names(self.scored))
-        out = dict(self.adapter.metrics(self.scored, m, keys))
-        out.setdefault("invalid_outputs/count", float(((self.scored.doc.get("invalid_outputs") or {}).get(m) or {}).get("count", 0)))
-        return out
+        met = model_run_metrics(self.scored, self.adapter, self._model(model), metric_keys(self.scored, self.adapter))
+        return alone(met) if len(self.models) == 1 else met
 
     def items(self, model: str | None = None) -> Any:
         """Per-item metrics (one row per model and field / tag / feature) as a DataFrame."""

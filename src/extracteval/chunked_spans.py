@@ -1,10 +1,10 @@
-"""The `spans` task (JSONL documents) on the chunk driver and the Spark engine.
+"""The `spans` task (JSONL documents, token files) on the chunk driver; JSONL also on the Spark engine.
 
 Each chunk of documents is scored by the core's own per-model scorer (`core.spans._score_model`:
 matchings are one-to-one within a document, so a document's counts never depend on another)
 into a `SpansLedger`: per model and matching mode the per-tag (tp, fp, fn), the curve's counts,
 the error-kind counts, the tag confusions and the first examples of each error kind (documents
-come in id order, so the first of the chunks are the first overall). Ledgers add up; per-tag and
+come in id order — file order for token files — so the first of the chunks are the first overall). Ledgers add up; per-tag and
 micro / macro ratios, tag winners, ranking and warnings are computed once from the merged counts
 with the core's functions. The bootstrap interval resamples documents: each chunk's per-document
 exact counts (3 integers per document and model) are spilled to a temporary file and read back
@@ -14,7 +14,7 @@ for it, in document order, so the interval is the in-memory one exactly (`--no-c
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -61,15 +61,26 @@ class _ModelLedger:
 
 @dataclass(frozen=True)
 class SpansLedger:
+    """Counts of a run of documents. Token files add: tokens, per model the tokens whose gold and
+    predicted tags are equal, per annotator (`gold` or a model) the chunks a strict scheme dropped
+    and where the first one lies (the earliest chunk's: documents come in file order)."""
+
     n_documents: int
     n_gold: int
     tags: frozenset[str]
     models: Mapping[str, _ModelLedger]
+    unit: str = "char"
+    n_tokens: int = 0
+    token_correct: Mapping[str, int] = field(default_factory=dict)
+    ill_formed: Mapping[str, int] = field(default_factory=dict)
+    first_ill_formed: Mapping[str, str | None] = field(default_factory=dict)
 
     def __add__(self, o: SpansLedger) -> SpansLedger:
         return SpansLedger(
             n_documents=self.n_documents + o.n_documents, n_gold=self.n_gold + o.n_gold, tags=self.tags | o.tags,
-            models={m: self.models[m] + o.models[m] for m in self.models},
+            models={m: self.models[m] + o.models[m] for m in self.models}, unit=self.unit, n_tokens=self.n_tokens + o.n_tokens,
+            token_correct=_add(self.token_correct, o.token_correct), ill_formed=_add(self.ill_formed, o.ill_formed),
+            first_ill_formed={w: self.first_ill_formed.get(w) or o.first_ill_formed.get(w) for w in {*self.first_ill_formed, *o.first_ill_formed}},
         )
 
 
@@ -78,8 +89,11 @@ class SpansTask:
     config: Any  # SpansConfig
 
     def score_chunk(self, chunk: Any) -> ChunkScore:
-        from extracteval.core.spans import _score_model
+        """Score a `SpanCorpus`, or a `TokenChunk` of token files (decoded here, so in the worker)."""
+        from extracteval.core.spans import _score_model, first_ill_formed
 
+        if not hasattr(chunk, "predictions"):
+            chunk = chunk.corpus()
         cfg = self.config
         models = {}
         rows = []
@@ -97,7 +111,11 @@ class SpansTask:
                 k=cfg.max_examples,
             )
             rows.append(docs[:, 0, :3])
-        ledger = SpansLedger(n_documents=len(chunk.doc_ids), n_gold=len(chunk.gold), tags=frozenset(chunk.tags), models=models)
+        ledger = SpansLedger(
+            n_documents=len(chunk.doc_ids), n_gold=len(chunk.gold), tags=frozenset(chunk.tags), models=models, unit=chunk.unit,
+            n_tokens=chunk.n_tokens or 0, token_correct=dict(chunk.token_correct or {}), ill_formed=dict(chunk.ill_formed),
+            first_ill_formed={who: first_ill_formed(chunk, who) for who in chunk.ill_formed},
+        )
         rows_arr = np.concatenate(rows, axis=1) if cfg.bootstrap > 0 else None
         return ChunkScore(ledger=ledger, rows=rows_arr)
 
@@ -113,6 +131,7 @@ def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.n
     from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
     from extracteval.core.spans import (
         ERROR_KINDS, CurvePoint, ErrorBreakdown, ModelSpans, SpansResult, _match_result, _metrics, _threshold_key, curve_thresholds,
+        span_warnings,
     )
 
     tags = tuple(sorted(ledger.tags))
@@ -135,14 +154,13 @@ def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.n
                 curve.append(CurvePoint(threshold=t, tp=r.tp, fp=r.fp, fn=r.fn, precision=r.precision, recall=r.recall, f1=r.f1))
         confusions = [{"gold": a, "pred": b, "count": c} for (a, b), c in sorted(ml.confusions.items(), key=lambda kv: (-kv[1], kv[0]))]
         errors = ErrorBreakdown(counts={k: ml.errors[k] for k in ERROR_KINDS}, examples={k: list(v) for k, v in ml.examples.items()}, confusions=confusions)
+        tokens = ledger.unit == "token"
+        ok = ledger.token_correct.get(m, 0) if tokens else None
         models[m] = ModelSpans(model=m, exact=result("exact", None), relaxed=relaxed, curve=curve, errors=errors,
-                               token_accuracy=None, token_correct=None, ill_formed=0)
-    warnings: list[str] = []
-    if any(ledger.models[m].text_fallback for m in names):
-        warnings.append(
-            "some spans have no text (no document `text`, span `text` or tokens): TextSim is replaced by IoU for the pairs involving them, "
-            "whose relaxed score is therefore IoU alone."
-        )
+                               token_accuracy=(ok / ledger.n_tokens if ledger.n_tokens else zd) if tokens else None,
+                               token_correct=ok, ill_formed=int(ledger.ill_formed.get(m, 0)))
+    warnings = span_warnings(cfg, text_fallback=any(ledger.models[m].text_fallback for m in names), ill_formed=ledger.ill_formed,
+                             first_ill_formed=ledger.first_ill_formed)
     scores = {m: {t: Score(f1=r.f1, precision=r.precision, recall=r.recall) for t, r in ms.exact.per_tag.items()} for m, ms in models.items()}
     by_tag: dict[str, dict[str, Score]] = {}
     for m, per in scores.items():
@@ -171,10 +189,11 @@ def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.n
     for r in ranked:
         ms = models[r.model]
         final[r.model] = ModelSpans(model=ms.model, exact=ms.exact, relaxed=ms.relaxed, curve=ms.curve, errors=ms.errors,
-                                    token_accuracy=None, token_correct=None, ill_formed=0, rank=r.rank, tier=r.tier,
-                                    tag_wins=r.field_wins, ci=cis.get(r.model))
+                                    token_accuracy=ms.token_accuracy, token_correct=ms.token_correct, ill_formed=ms.ill_formed,
+                                    rank=r.rank, tier=r.tier, tag_wins=r.field_wins, ci=cis.get(r.model))
     return SpansResult(
-        config=cfg, unit="char", n_documents=ledger.n_documents, n_tokens=None, n_gold=ledger.n_gold, gold_ill_formed=0, tags=tags,
+        config=cfg, unit=ledger.unit, n_documents=ledger.n_documents, n_tokens=ledger.n_tokens if ledger.unit == "token" else None,
+        n_gold=ledger.n_gold, gold_ill_formed=int(ledger.ill_formed.get("gold", 0)), tags=tags,
         models=final, ranking=tuple(order), tag_winners=winners, warnings=tuple(warnings), comparisons=tuple(comparisons),
     )
 
@@ -186,4 +205,17 @@ def score_spans_files(truth: str, predictions: list[tuple[str, Any]], *, config:
 
     stream = open_spans_stream(truth, predictions, chunk_size=chunk_size)
     result, _ = run_chunks(SpansTask(config=config), stream.chunks(), workers=workers)
+    return result
+
+
+def score_token_files(
+    *, config: Any, scheme: str, suffix: bool, chunk_size: int, workers: int = 1, conll: Any = (), truth: Any = None, predictions: Any = (),
+) -> Any:
+    """`extracteval score spans --conll F … | --truth T --predictions … --chunk-size N [--workers W]`
+    on token files: chunks of N sentences (`io.spans_chunks.iter_token_chunks`)."""
+    from extracteval.chunked import run_chunks
+    from extracteval.io.spans_chunks import iter_token_chunks
+
+    chunks = iter_token_chunks(scheme=scheme, conll=conll, truth=truth, predictions=predictions, suffix=suffix, chunk_size=chunk_size)
+    result, _ = run_chunks(SpansTask(config=config), chunks, workers=workers)
     return result

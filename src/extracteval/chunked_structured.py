@@ -153,7 +153,7 @@ def score_structured_files(
 def structured_chunk_job(truth: str, predictions: list[str], *, config: Any, chunk_size: int) -> Any:
     """The `ChunkJob` of `score structured --chunk-size`: JSONL files sorted by id, merged by id."""
     from extracteval.chunked import ChunkJob
-    from extracteval.commands.score_structured import TRUTH_KEYS
+    from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
     from extracteval.io.keyed_chunks import open_keyed_stream
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS
 

@@ -1,4 +1,4 @@
-"""The `toolcalls` task (generic checker) on the chunk driver and the Spark engine.
+"""The `toolcalls` task on the chunk driver (generic and BFCL checkers) and the Spark engine (generic).
 
 Each chunk is scored by the in-memory core (`core.toolcalls.score_toolcalls`: a record's calls are
 paired and counted on their own) into a `ToolCallsLedger`: per model the `ToolCallCounts` (the
@@ -7,10 +7,16 @@ the document lists (failed, missing, extra — the document lists all of them �
 invalid examples in natural id order). Ledgers add up; the metrics and the ranking are computed
 once from the merged counts, so they are the in-memory numbers exactly.
 
-Not streamed (refused with --chunk-size): the BFCL checker, the extended similarity metrics
+Not streamed (refused with --chunk-size): the extended similarity metrics
 (their means are over per-record scores) and --baseline/--candidate (the paired bootstrap needs
 every record's counts in memory). `--output` writes records.parquet (per-record counts, streamed)
 instead of records.jsonl.
+
+The BFCL checker (`BfclTask`): its files are read whole by the in-memory readers (the same
+warnings, in the same order), then the entries, in natural id order, are checked N at a time —
+in worker processes with --workers — into `BfclModelScore`s (mergeable: counts per category,
+failures by id) and the generic checker's counts; the document is built once from the merged
+scores by the in-memory engine's own function.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import pandas as pd
 from extracteval.chunked import ChunkScore
 from extracteval.core.ranking import rank_by_metrics
 
-__all__ = ["ToolCallsLedger", "ToolCallsTask", "score_toolcalls_files"]
+__all__ = ["ToolCallsLedger", "ToolCallsTask", "score_toolcalls_files", "BfclLedger", "BfclTask", "score_bfcl_chunked"]
 
 _EXAMPLES = 5
 
@@ -156,7 +162,7 @@ def score_toolcalls_files(
     """`extracteval score toolcalls --chunk-size N [--workers W]` (generic checker): the result
     (`ToolCallResult` without per-record rows) and the `inputs` entry of the document."""
     from extracteval.chunked import run_chunks
-    from extracteval.commands.score_toolcalls import TRUTH_KEYS
+    from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
     from extracteval.io.keyed_chunks import open_keyed_stream
     from extracteval.io.outputs import make_output_folder
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS
@@ -177,3 +183,74 @@ def score_toolcalls_files(
     task = ToolCallsTask(config=config, possible_answer=reader.possible, keep_records=records_path is not None)
     result, _ = run_chunks(task, stream.chunks(), workers=workers, records_path=records_path)
     return result, {"truth": truth, "predictions": dict(stream.models)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the BFCL checker
+
+
+@dataclass(frozen=True)
+class BfclChunk:
+    """Entries of one chunk and each model's results for their ids."""
+
+    entries: tuple[Any, ...]  # core.bfcl.BfclEntry
+    results: dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class BfclLedger:
+    """Per model: BFCL's verdicts (`BfclModelScore`, mergeable) and the generic checker's counts."""
+
+    scores: Mapping[str, Any]
+    generic: Mapping[str, Any]  # ToolCallCounts
+    n_records: int
+
+    def __add__(self, o: BfclLedger) -> BfclLedger:
+        return BfclLedger(scores={m: self.scores[m] + o.scores[m] for m in self.scores},
+                          generic={m: self.generic[m] + o.generic[m] for m in self.generic}, n_records=self.n_records + o.n_records)
+
+
+@dataclass(frozen=True)
+class BfclTask:
+    """The BFCL checker on the chunk driver: every entry is checked on its own, so a chunk's
+    verdicts are the whole run's for those entries. `mangled`: the models scored with `.` → `_`."""
+
+    mangled: frozenset[str]
+    models: tuple[str, ...]
+
+    def score_chunk(self, chunk: BfclChunk) -> ChunkScore:
+        from extracteval.core.bfcl import generic_answers, score_bfcl
+        from extracteval.core.toolcalls import score_toolcalls
+
+        entries = list(chunk.entries)
+        scores = {m: score_bfcl(entries, chunk.results[m], model=m, underscore_to_dot=m in self.mangled) for m in self.models}
+        generic = score_toolcalls({e.id: generic_answers(e) for e in entries}, chunk.results, possible_answer=True)
+        return ChunkScore(ledger=BfclLedger(scores=scores, generic={m: generic.models[m].counts for m in self.models}, n_records=len(entries)))
+
+    def finalise(self, ledger: BfclLedger, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
+        from extracteval.core.toolcalls import ToolCallConfig
+
+        zd = ToolCallConfig().zero_division
+        return dict(ledger.scores), {m: c.metrics(zero_division=zd) for m, c in ledger.generic.items()}
+
+
+def score_bfcl_chunked(
+    entries: list[Any], results: Mapping[str, Mapping[str, Any]], *, mangled: set[str], chunk_size: int, workers: int = 1,
+) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    """`score toolcalls --checker bfcl --chunk-size N [--workers W]`: the entries (in natural id
+    order) scored N at a time → (per model `BfclModelScore`, per model generic metrics), what the
+    in-memory checker gives."""
+    from extracteval.chunked import run_chunks
+    from extracteval.errors import InputError
+
+    if chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    models = tuple(sorted(results))
+
+    def chunks() -> Any:
+        for a in range(0, len(entries), chunk_size):
+            part = tuple(entries[a : a + chunk_size])
+            yield BfclChunk(entries=part, results={m: {e.id: results[m][e.id] for e in part if e.id in results[m]} for m in models})
+
+    (scores, generic), _ = run_chunks(BfclTask(mangled=frozenset(mangled), models=models), chunks(), workers=workers)
+    return scores, generic

@@ -176,3 +176,24 @@ def test_name_forms_are_counted_for_the_mangling_warning(tmp_path: Path) -> None
     assert (plain.correct_count, plain.underscored_name_entries, plain.dotted_name_entries) == (0, 3, 0)
     mangled, _ = scored(tmp_path, q, a, res, underscore_to_dot=True)
     assert mangled.correct_count == 3 and mangled.to_dict()["underscore_to_dot"] is True
+
+
+def test_early_release_layout_index_ids_and_answers_without_ids(tmp_path: Path) -> None:
+    """Early BFCL releases name the id `index` and write possible answers without ids, one per
+    line in the order of the questions: scored as the id-bearing files are, with one warning."""
+    q_ids = [{"id": f"simple_{i}", "function": fn("f")} for i in range(3)]
+    a_ids = [{"id": f"simple_{i}", "ground_truth": {"f": {"x": [i]}}} for i in range(3)]
+    results = {"simple_0": "[f(x=0)]", "simple_1": "[f(x=5)]", "simple_2": "[f(x=2)]"}
+    with_ids, w_ids = scored(tmp_path, q_ids, a_ids, results)
+    q_index = [{"index": f"simple_{i}", "function": fn("f")} for i in range(3)]
+    a_bare = [{"f": {"x": [i]}} for i in range(3)]
+    early, w = scored(tmp_path, q_index, a_bare, results)
+    assert (early.correct_count, early.total_count) == (with_ids.correct_count, with_ids.total_count) == (2, 3)
+    assert sorted(early.failures) == sorted(with_ids.failures) == ["simple_1"]
+    assert kinds(w) == [("answers_by_position", 1, "")] and w_ids == []
+    # an extra bare answer has no question at its position: ignored with a warning
+    _, w = scored(tmp_path, q_index, [*a_bare, {"f": {"x": [9]}}], results)
+    assert ("answer_without_question", 4, "") in kinds(w)
+    # a results file given as answers is still refused, not paired by position
+    with pytest.raises(InputError, match="not a BFCL possible-answer file"):
+        load_bfcl_entries(write(tmp_path / "q2.json", q_index), write(tmp_path / "r2.json", [{"result": "[f(x=0)]"}] * 3))

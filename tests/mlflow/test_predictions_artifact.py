@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.fields import ModelPredictions
-from extracteval.mlflow import rescore, task_fields
+from extracteval.io import parquet_rows
+from extracteval.mlflow import rescore
 from extracteval.mlflow.rescore import frame_to_predictions, predictions_to_frame, write_predictions_parquet
 
 
@@ -127,13 +128,13 @@ def test_values_equal_under_hashing_keep_their_own_text():
 @given(p=predictions())
 def test_direct_writer_reads_back_as_the_frame(tmp_path_factory, row_group, p):
     path = tmp_path_factory.mktemp("p") / "predictions.parquet"
-    old, old_compact = task_fields._ROW_GROUP, rescore._COMPACT_ABOVE
-    task_fields._ROW_GROUP = row_group  # small row groups: ids straddle them, each carries only its own ids
+    old, old_compact = parquet_rows.ROW_GROUP, rescore._COMPACT_ABOVE
+    parquet_rows.ROW_GROUP = row_group  # small row groups: ids straddle them, each carries only its own ids
     rescore._COMPACT_ABOVE = 0 if row_group == 5 else old_compact  # and only its own value texts
     try:
         write_predictions_parquet(p, path)
     finally:
-        task_fields._ROW_GROUP, rescore._COMPACT_ABOVE = old, old_compact
+        parquet_rows.ROW_GROUP, rescore._COMPACT_ABOVE = old, old_compact
     frame = predictions_to_frame(p)
     back = pd.read_parquet(path)
     # what pandas reads back: the frame, dtypes included (the file says strings, not categoricals)

@@ -171,20 +171,23 @@ def test_v1_wrong_values_fail_with_bfcl_error_types(shared_data: Path) -> None:
     assert check_entry(q["simple_0"].functions, decode_result(python_style), a["simple_0"], "simple").valid
 
 
-def test_cli_reads_the_v1_layout_for_all_four_categories(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = shared_data / "toolcalls" / "bfcl_v1_sample"
+def _v1_argv(root: Path, folder: Path, alter) -> list[str]:
+    """`score toolcalls --checker bfcl` on the four v1 categories with a result file per category:
+    each entry's perfect result passed through `alter(id, result)` (None: no result)."""
     argv = ["score", "toolcalls", "--checker", "bfcl", "--json"]
-    broken = {"simple_3", "parallel_function_7"}
     for cat in V1:
         q = load_bfcl_questions(root / f"{cat}.json")
         a = load_bfcl_answers(root / "possible_answer" / f"{cat}.json", q)
-        rows = []
-        for rid in q:
-            result = _perfect_result(a[rid], q[rid].functions)
-            rows.append({"id": rid, "result": result[:-1] if rid in broken else result})
-        res = tmp_path / f"{cat}_result.json"
+        rows = [{"id": rid, "result": r} for rid in q if (r := alter(rid, _perfect_result(a[rid], q[rid].functions))) is not None]
+        res = folder / f"{cat}_result.json"
         res.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         argv += ["--questions", str(root / f"{cat}.json"), "--truth", str(root / "possible_answer" / f"{cat}.json"), "--predictions", f"m={res}"]
+    return argv
+
+
+def test_cli_reads_the_v1_layout_for_all_four_categories(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = {"simple_3", "parallel_function_7"}
+    argv = _v1_argv(shared_data / "toolcalls" / "bfcl_v1_sample", tmp_path, lambda rid, result: result[:-1] if rid in broken else result)
     m = _cli(capsys, *argv)["models"]["m"]
     assert (m["total_count"], m["correct_count"]) == (100, 98)
     assert m["failed_ids"] == ["parallel_function_7", "simple_3"]
@@ -272,3 +275,44 @@ def test_v1_sample_extended_with_irregular_entries_scores_every_category(shared_
         cat = category_of(w["id"])
         assert w["file"] == str(tmp_path / f"pa_{cat}.json") and w["line"] == 25 + 1 + [x[0]["id"] for x in _EXTRA[cat]].index(w["id"])
     assert sum(doc["warning_counts"].values()) == len(doc["warnings"])
+
+
+# --------------------------------------------------------------------------------------------
+# the chunked engine (--chunk-size / --workers) gives the in-memory document, byte for byte
+
+
+def _v4_argv(root: Path) -> list[str]:
+    argv = ["score", "toolcalls", "--checker", "bfcl", "--json"]
+    for cat in V4_CATEGORIES:
+        argv += ["--questions", str(root / f"BFCL_v4_{cat}.json"), "--truth", str(root / "possible_answer" / f"BFCL_v4_{cat}.json"),
+                 "--predictions", f"glyphh={root / SUBMISSION / 'result' / f'BFCL_v4_{cat}_result.json'}"]
+    return argv
+
+
+@pytest.mark.parametrize("chunking", [["--chunk-size", "1"], ["--chunk-size", "2"], ["--chunk-size", "3"], ["--chunk-size", "7"],
+                                      ["--chunk-size", "1000"], ["--chunk-size", "50", "--workers", "2"]])
+def test_v4_chunked_equals_in_memory_and_the_published_scores(shared_data: Path, capsys: pytest.CaptureFixture[str], chunking: list[str]) -> None:
+    root = shared_data / "toolcalls" / "bfcl_v4"
+    want = _cli(capsys, *_v4_argv(root))
+    got = _cli(capsys, *_v4_argv(root), *chunking)
+    assert json.dumps(got) == json.dumps(want)
+    for cat in V4_CATEGORIES:
+        lines = (root / SUBMISSION / "score" / f"BFCL_v4_{cat}_score.json").read_text(encoding="utf-8").splitlines()
+        c = got["models"]["glyphh"]["categories"][cat]
+        assert (c["accuracy"], c["failed_ids"]) == (json.loads(lines[0])["accuracy"],
+                                                   sorted((json.loads(x)["id"] for x in lines[1:] if x.strip()), key=entry_sort_key))
+
+
+def test_v1_chunked_equals_in_memory(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = random.Random(3)
+
+    def alter(rid: str, result: list) -> list | None:  # some wrong, some missing: failures of several kinds
+        if rng.random() < 0.3:
+            result = result[:-1] if len(result) > 1 else [{next(iter(result[0])): "{}"}]
+        return result if rng.random() > 0.1 else None
+
+    argv = _v1_argv(shared_data / "toolcalls" / "bfcl_v1_sample", tmp_path, alter)
+    want = _cli(capsys, *argv)
+    assert 0 < want["models"]["m"]["correct_count"] < want["models"]["m"]["total_count"] == 100
+    for chunking in (["--chunk-size", "1"], ["--chunk-size", "7"], ["--chunk-size", "1000"], ["--chunk-size", "3", "--workers", "2"]):
+        assert json.dumps(_cli(capsys, *argv, *chunking)) == json.dumps(want), chunking

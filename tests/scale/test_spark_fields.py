@@ -12,7 +12,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed: pip install 'ex
 if shutil.which("java") is None:
     pytest.skip("no Java runtime on PATH: Spark needs Java 17+", allow_module_level=True)
 
-from extracteval.commands.fields_inputs import build_config  # noqa: E402
+from extracteval.io.fields_options import build_config  # noqa: E402
 from extracteval.core.fields import FieldsConfig, score_fields  # noqa: E402
 from extracteval.core.strategies import Strategy  # noqa: E402
 from extracteval.errors import InputError  # noqa: E402

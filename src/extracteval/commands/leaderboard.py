@@ -1,4 +1,4 @@
-"""`extracteval leaderboard`: rank the model runs of an MLflow experiment (latest run per model by default) (SPEC §4, §10)."""
+"""`extracteval leaderboard`: rank the model runs of an MLflow experiment (latest run per model by default)."""
 
 from __future__ import annotations
 

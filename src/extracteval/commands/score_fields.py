@@ -90,7 +90,7 @@ def spark_session(args: argparse.Namespace) -> object:
 
 
 def run(args: argparse.Namespace) -> int:
-    from extracteval.commands.fields_inputs import build_config, load_inputs
+    from extracteval.io.fields_options import build_config, load_inputs
     from extracteval.core.fields import score_fields
     from extracteval.errors import InputError
 
@@ -225,7 +225,7 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
         resamples=None,
         seed=None,
     )
-    from extracteval.commands.fields_inputs import build_config, load_inputs
+    from extracteval.io.fields_options import build_config, load_inputs
     from extracteval.core.fields import score_fields
     from extracteval.report.terminal import render_fields
 

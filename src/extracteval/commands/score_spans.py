@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.io.outputs import add_safe_csv_argument
+from extracteval.io.spans_options import load_corpus, named_files, scheme_name, spans_config
 
 HELP = "span/NER P/R/F1: exact (conlleval-equal) and relaxed matching, curve, error breakdown (seed 002)"
 DESCRIPTION = """\
@@ -26,20 +27,20 @@ Matching: exact (same start, end, tag; equals conlleval.pl in the default conlle
 relaxed (same tag, overlapping, 0.65·IoU + 0.35·TextSim ≥ threshold; TextSim = rapidfuzz
 fuzz.ratio / 100 of the span texts), both one-to-one by optimal assignment.
 
+--chunk-size N [--workers K] streams the inputs: JSONL documents sorted by id, N at a time, or
+token files N sentences at a time (cut only at sentence breaks); the result is the in-memory one.
+
 example:
   extracteval score spans --conll output.txt
   extracteval score spans --truth gold.jsonl --predictions gpt=gpt.jsonl --predictions llama=llama.jsonl --json
 """
-
-SCHEME_NAMES = ("conlleval", "IOB2", "IOE2", "IOBES", "BILOU")
-
 
 def configure(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("inputs")
     src.add_argument("--conll", action="append", metavar="[NAME=]FILE", help="token file with gold and predicted tags in the last two columns (repeatable)")
     src.add_argument("--truth", metavar="FILE", help="gold spans: JSONL, or a token file whose last column is the gold tag")
     src.add_argument("--predictions", action="append", metavar="NAME=FILE", help="a model's predictions, same format as --truth (repeatable)")
-    p.add_argument("--scheme", default="conlleval", metavar="NAME", type=_scheme,
+    p.add_argument("--scheme", default="conlleval", metavar="NAME", type=scheme_name,
                    help="tag decoding for token files: conlleval (default; reproduces conlleval.pl), IOB2, IOE2, IOBES, BILOU (strict: ill-formed chunks dropped and counted)")
     p.add_argument("--suffix", action="store_true", help="token tags are TYPE-PREFIX (NP-B) instead of PREFIX-TYPE (B-NP)")
     p.add_argument("--threshold", type=float, default=0.5, metavar="X", help="main relaxed threshold (default 0.5; 0.5 and 0.8 are always reported)")
@@ -57,104 +58,48 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_scale_arguments(p)
 
 
-def _scheme(value: str) -> str:
-    for name in SCHEME_NAMES:
-        if value.lower() == name.lower():
-            return name
-    raise argparse.ArgumentTypeError(f"expected one of {', '.join(SCHEME_NAMES)}, but got {value!r}")
-
-
-def _named(specs: list[str], what: str) -> list[tuple[str, Path]]:
-    from extracteval.errors import InputError
-    from extracteval.io.config import parse_model_spec
-
-    out = []
-    for spec in specs:
-        try:
-            name, path = parse_model_spec(spec)
-        except InputError as e:  # its message names --predictions; say which option it was
-            raise InputError(str(e).replace("--predictions", what, 1)) from None
-        out.append((name or path.stem, path))
-    return out
-
-
-def load(args: argparse.Namespace) -> Any:
-    """Build the SpanCorpus the options describe."""
-    from extracteval.errors import InputError
-    from extracteval.io.spans_inputs import is_jsonl, load_jsonl_corpus, load_token_corpus
-
-    if args.conll and (args.truth or args.predictions):
-        raise InputError("spans: pass either --conll FILE (gold and predictions in one token file) or --truth/--predictions, not both.")
-    if args.conll:
-        for _, path in _named(args.conll, "--conll"):
-            if is_jsonl(path):
-                raise InputError(f"--conll {path}: expected a token file (token … gold pred), but the name ends in {path.suffix}; use --truth for JSONL.")
-        return load_token_corpus(scheme=args.scheme, conll=_named(args.conll, "--conll"), suffix=args.suffix)
-    if not args.truth:
-        raise InputError("spans: pass --conll FILE, or --truth FILE with --predictions NAME=FILE.")
-    preds = _named(args.predictions or [], "--predictions")
-    if is_jsonl(args.truth):
-        for _, path in preds:
-            if not is_jsonl(path):
-                raise InputError(f"--predictions {path}: the truth is JSONL, so predictions must be JSONL too (.jsonl), but found {path.suffix or 'no suffix'}.")
-        return load_jsonl_corpus(args.truth, preds)
-    if not preds:
-        raise InputError(f"--truth {args.truth}: a token truth file needs --predictions NAME=FILE (or use --conll for a file with both columns).")
-    return load_token_corpus(scheme=args.scheme, truth=args.truth, predictions=preds, suffix=args.suffix)
-
-
-def build_config(args: argparse.Namespace, unit: str) -> Any:
-    from extracteval.core.spans import SpansConfig
-    from extracteval.errors import InputError
-
-    try:
-        return SpansConfig(
-            threshold=args.threshold,
-            iou_weight=args.iou_weight,
-            text_weight=round(1.0 - args.iou_weight, 12),
-            scheme=(args.scheme + (" (suffix tags)" if args.suffix else "")) if unit == "token" else None,
-            zero_division=args.zero_division,
-            max_examples=args.examples,
-            bootstrap=0 if args.no_ci else args.resamples,
-            seed=args.seed,
-        )
-    except ValueError as e:
-        raise InputError(f"spans options: {e}") from None
-
-
 def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     from extracteval.core.spans import score_spans
 
     chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
     if chunk_size is not None or workers != 1 or getattr(args, "engine", "local") != "local":
         return _score_chunked(args, chunk_size, workers)
-    corpus = load(args)
-    result = score_spans(corpus, config=build_config(args, corpus.unit))
+    corpus = load_corpus(args)
+    result = score_spans(corpus, config=spans_config(args, corpus.unit))
     return result, result.to_dict()
 
 
 def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: int) -> tuple[Any, dict[str, Any]]:
-    """--chunk-size / --workers (README "Scale"): JSONL documents streamed by id."""
+    """--chunk-size / --workers (README "Scale"): JSONL documents streamed by id, token files
+    streamed N sentences at a time; --engine spark: JSONL documents."""
     from extracteval.errors import InputError
+    from extracteval.io.spans_options import check_token_inputs
 
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if args.conll:
-        raise InputError("--conll token files are read whole (a chunk's tags depend on its neighbours); drop --chunk-size/--workers/--engine spark.")
-    if not args.truth:
-        raise InputError("spans: pass --conll FILE, or --truth FILE with --predictions NAME=FILE.")
+    token_files = check_token_inputs(args)
     if getattr(args, "engine", "local") == "spark":
+        if token_files:
+            raise InputError("--engine spark reads JSONL span files; score token files with --chunk-size/--workers, or in memory.")
         if chunk_size is not None or workers != 1:
             raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
         from extracteval.spark.spans import score_spans_spark_files
 
-        result = score_spans_spark_files(args.truth, _named(args.predictions or [], "--predictions"), config=build_config(args, "char"),
+        result = score_spans_spark_files(args.truth, named_files(args.predictions or [], "--predictions"), config=spans_config(args, "char"),
                                          master=args.spark_master, partitions=args.spark_partitions)
+        return result, result.to_dict()
+    size = 100_000 if chunk_size is None else chunk_size
+    if token_files:
+        from extracteval.chunked_spans import score_token_files
+
+        files = {"conll": token_files} if args.conll else {"truth": args.truth, "predictions": token_files}
+        result = score_token_files(config=spans_config(args, "token"), scheme=args.scheme, suffix=args.suffix, chunk_size=size,
+                                   workers=workers, **files)
         return result, result.to_dict()
     from extracteval.chunked_spans import score_spans_files
 
-    result = score_spans_files(args.truth, _named(args.predictions or [], "--predictions"), config=build_config(args, "char"),
-                               chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers)
+    result = score_spans_files(args.truth, named_files(args.predictions or [], "--predictions"), config=spans_config(args, "char"),
+                               chunk_size=size, workers=workers)
     return result, result.to_dict()
 
 
@@ -207,7 +152,7 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
         conll=[f"{n}={folder / p}" for n, p in spec["conll"].items()] if spec.get("conll") else None,
         truth=str(folder / spec["truth"]) if spec.get("truth") else None,
         predictions=[f"{name}={folder / path}" for name, path in (spec.get("predictions") or {}).items()] or None,
-        scheme=_scheme(str(spec.get("scheme", "conlleval"))),
+        scheme=scheme_name(str(spec.get("scheme", "conlleval"))),
         suffix=bool(spec.get("suffix", False)),
         threshold=float(spec.get("threshold", 0.5)),
         iou_weight=float(spec.get("iou_weight", 0.65)),

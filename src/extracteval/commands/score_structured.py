@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
+
 HELP = "JSON outputs vs reference JSON: validity, exact match, flattened field P/R/F1 (seed 004)"
 DESCRIPTION = """\
 Score raw model outputs (strings) against reference JSON documents.
@@ -25,8 +27,6 @@ example:
       --predictions llm=llm.jsonl --predictions slm=slm.jsonl \\
       --baseline llm --candidate slm --json
 """
-
-TRUTH_KEYS = ("reference", "expected", "truth", "ground_truth")
 
 
 def configure(p: argparse.ArgumentParser) -> None:

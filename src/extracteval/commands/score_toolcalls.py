@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
+
 HELP = "predicted tool calls vs reference calls; BFCL-compatible checker with --checker bfcl (seed 004)"
 DESCRIPTION = """\
 Score predicted function calls against reference calls.
@@ -27,6 +29,7 @@ Irregular entries (an answer naming a function the question does not describe, a
 that is not an object, …) are scored as BFCL's checker scores them and listed as warnings.
 Function-calling models whose API forbids '.' in names call `a.b` as `a_b`: name them with
 --underscore-to-dot NAME, so prompt and function-calling models are scored in one run.
+With --chunk-size N [--workers K] the entries are checked N at a time (the same verdicts).
 
 examples:
   extracteval score toolcalls --truth calls.jsonl --predictions llm=llm.jsonl --predictions slm=slm.jsonl
@@ -36,8 +39,6 @@ examples:
   extracteval score toolcalls --checker bfcl --questions simple.json --truth possible_answer/simple.json \\
       --predictions gpt=gpt_simple.json --predictions prompted=prompted_simple.json --underscore-to-dot gpt
 """
-
-TRUTH_KEYS = ("calls", "reference", "expected", "truth", "ground_truth", "possible_answer")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -89,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
-    """--chunk-size / --workers (README "Scale"): the generic checker's document, or None."""
+    """--chunk-size / --workers (README "Scale"): the generic checker's document, or None (in
+    memory, or the BFCL checker, whose `_run_bfcl` scores in chunks itself)."""
     from extracteval.errors import InputError
 
     chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
@@ -98,7 +100,11 @@ def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
     spark = getattr(args, "engine", "local") == "spark"
     if chunk_size is None and workers == 1 and not spark:
         return None
-    given = [flag for flag, on in (("--checker bfcl", args.checker == "bfcl"), ("--semantic-similarity", args.semantic_similarity),
+    if args.checker == "bfcl":  # read whole, scored in chunks by `_run_bfcl`
+        if spark:
+            raise InputError("--checker bfcl runs on the local engine; drop --engine spark (--chunk-size/--workers score it in chunks).")
+        return None
+    given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity),
                                    ("--llm-judge", args.llm_judge), ("--baseline/--candidate", bool(args.baseline or args.candidate)))
              if on]
     if given:
@@ -196,7 +202,7 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
     import numpy as np
 
     from extracteval.commands.compare_models import make_decision
-    from extracteval.core.bfcl import BfclEntry, entry_sort_key, score_bfcl
+    from extracteval.core.bfcl import BfclEntry, bfcl_document, entry_sort_key, generic_answers, score_bfcl, underscore_to_dot_models
     from extracteval.errors import InputError
     from extracteval.io.config import parse_model_spec
     from extracteval.io.toolcall_inputs import load_bfcl_entries, load_bfcl_results
@@ -234,35 +240,22 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
         bucket.update(loaded)
         sources.setdefault(name, []).append(str(path))
     mangled = underscore_to_dot_models(getattr(args, "underscore_to_dot", None), sorted(results))
-    scores = {m: score_bfcl(ordered, results[m], model=m, underscore_to_dot=m in mangled) for m in sorted(results)}
-    # The generic metrics on the same data (argument P/R/F1 etc.), next to BFCL's verdicts
-    from extracteval.core.toolcalls import score_toolcalls
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    generic = None
+    if chunk_size is not None or workers != 1:
+        from extracteval.chunked_toolcalls import score_bfcl_chunked
 
-    generic = score_toolcalls({e.id: generic_answers(e) for e in ordered}, results, possible_answer=True)
-    from extracteval.core.ranking import rank_by_metrics
+        scores, generic_metrics = score_bfcl_chunked(ordered, results, mangled=mangled, chunk_size=100_000 if chunk_size is None else chunk_size,
+                                                     workers=workers)
+    else:
+        scores = {m: score_bfcl(ordered, results[m], model=m, underscore_to_dot=m in mangled) for m in sorted(results)}
+        # The generic metrics on the same data (argument P/R/F1 etc.), next to BFCL's verdicts
+        from extracteval.core.toolcalls import score_toolcalls
 
-    # the task's ranking declaration, call accuracy being BFCL's (as logged to MLflow)
-    ranked = rank_by_metrics("toolcalls", {m: {**{f"toolcalls/{k}": float(v) for k, v in generic.models[m].metrics.items()},
-                                               "toolcalls/call_accuracy": float(scores[m].call_accuracy)} for m in scores})
-    ranking = [r.model for r in ranked]
-    warnings = [w.to_dict() for w in data_warnings] + [{"kind": "name_mangling", "model": m, "message": msg}
-                                                        for m in sorted(scores) if (msg := mangling_warning(scores[m]))]
-    kinds: dict[str, int] = {}
-    for w in warnings:
-        kinds[w["kind"]] = kinds.get(w["kind"], 0) + 1
-    doc: dict[str, Any] = {
-        "task": "toolcalls",
-        "checker": "bfcl",
-        "config": {"underscore_to_dot": sorted(mangled)},
-        "n_records": len(ordered),
-        "categories": sorted({e.category for e in ordered}),
-        "ranking": ranking,
-        "models": {m: {"rank": k, **scores[m].to_dict(), "generic": _generic_view(generic.models[m])} for k, m in enumerate(ranking, start=1)},
-        "inputs": {"questions": list(args.questions), "truth": list(args.truth), "predictions": sources},
-        "count_columns": ["records", "correct_records"],
-        "warnings": warnings,
-        "warning_counts": dict(sorted(kinds.items())),
-    }
+        generic = score_toolcalls({e.id: generic_answers(e) for e in ordered}, results, possible_answer=True)
+        generic_metrics = {m: generic.models[m].metrics for m in scores}
+    doc = bfcl_document(ordered, scores, generic_metrics, data_warnings=data_warnings, mangled=mangled,
+                        inputs={"questions": list(args.questions), "truth": list(args.truth), "predictions": sources})
     ids = [e.id for e in ordered]
     matrices = {m: np.array([[1, int(i not in set(scores[m].failed_ids))] for i in ids], dtype=np.int64).reshape(len(ids), 2) for m in scores}
     if args.baseline or args.candidate:
@@ -272,56 +265,6 @@ def _run_bfcl(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, 
     extra = {m: [{"error_type": scores[m].failures[i].error_type if i in scores[m].failures else None} for i in ids] for m in scores}
     return doc, scores, {"columns": ("records", "correct_records"), "matrices": matrices, "ids": ids, "extra": extra,
                          "entries": ordered, "predictions": results, "generic": generic}
-
-
-def underscore_to_dot_models(option: Any, models: list[str]) -> set[str]:
-    """The models whose expected `a.b` function names are looked for as `a_b`.
-
-    `option` is what `--underscore-to-dot` collected: `*` (the flag without a name: every model),
-    model names, True/False (an experiment file's boolean), or nothing.
-    """
-    from extracteval.errors import InputError
-
-    if option is None or option is False:
-        return set()
-    if option is True:
-        return set(models)
-    names = [option] if isinstance(option, str) else list(option)
-    if "*" in names:
-        return set(models)
-    unknown = sorted(set(names) - set(models))
-    if unknown:
-        raise InputError(f"--underscore-to-dot {unknown[0]}: no model of that name; the models are {', '.join(models)} "
-                         "(give the flag without a name to apply it to every model).")
-    return set(names)
-
-
-def mangling_warning(score: Any) -> str | None:
-    """A note when a model's calls fit the described `a.b` names only with the other mangling setting."""
-    dotted, underscored = score.dotted_name_entries, score.underscored_name_entries
-    if not score.underscore_to_dot and underscored > dotted:
-        return (f"{score.model}: in {underscored} entries its calls name functions with '.' replaced by '_' (a_b for a.b), which match "
-                f"the question's functions only with name mangling; if its API forbids dots, score it with --underscore-to-dot {score.model}")
-    if score.underscore_to_dot and dotted > underscored:
-        return (f"{score.model}: scored with --underscore-to-dot, but in {dotted} entries its calls use the dotted names as described "
-                f"(a.b), which fail under name mangling; score it without --underscore-to-dot {score.model}")
-    return None
-
-
-def generic_answers(entry: Any) -> list[dict[str, Any]]:
-    """The possible answer of an entry as the generic checker reads it: irregular shapes made regular
-    (a parameter map that is not an object → no parameters; acceptable values that are not a list → a list of one)."""
-    out = []
-    for item in entry.answers:
-        name, params = next(iter(item.items()))
-        params = params if isinstance(params, dict) else {}
-        out.append({name or "(no function)": {k: v if isinstance(v, list) else [v] for k, v in params.items()}})
-    return out
-
-
-def _generic_view(m: Any) -> dict[str, Any]:
-    keys = ("valid_call_rate", "name_match_rate", "args_exact_rate", "args_precision", "args_recall", "args_f1", "call_accuracy")
-    return {k: m.metrics[k] for k in keys} | {"note": "generic checker on the same files (optimal pairing, exact values); BFCL's verdicts are above"}
 
 
 def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any] | None) -> None:

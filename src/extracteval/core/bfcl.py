@@ -630,6 +630,11 @@ class BfclCategoryScore:
     def accuracy(self) -> float:
         return self.correct_count / self.total_count if self.total_count else 0.0
 
+    def __add__(self, o: BfclCategoryScore) -> BfclCategoryScore:
+        return BfclCategoryScore(category=self.category, correct_count=self.correct_count + o.correct_count,
+                                 total_count=self.total_count + o.total_count,
+                                 failed_ids=tuple(sorted(self.failed_ids + o.failed_ids, key=entry_sort_key)))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "accuracy": self.accuracy,
@@ -663,6 +668,23 @@ class BfclModelScore:
     @property
     def call_accuracy(self) -> float:
         return self.correct_count / self.total_count if self.total_count else 0.0
+
+    def __add__(self, o: BfclModelScore) -> BfclModelScore:
+        """The score of both sets of entries (disjoint ids), as `score_bfcl` gives it for them together."""
+        cats = {c: self.categories[c] + o.categories[c] if c in self.categories and c in o.categories else self.categories.get(c) or o.categories[c]
+                for c in sorted({*self.categories, *o.categories})}
+        failures = {**self.failures, **o.failures}
+        order = sorted(failures, key=entry_sort_key)
+        types = dict(self.error_types)
+        for k, n in o.error_types.items():
+            types[k] = types.get(k, 0) + n
+        return BfclModelScore(
+            model=self.model, correct_count=self.correct_count + o.correct_count, total_count=self.total_count + o.total_count,
+            failed_ids=tuple(order), categories=cats, failures={i: failures[i] for i in order},
+            missing_ids=tuple(sorted(self.missing_ids + o.missing_ids, key=entry_sort_key)), error_types=dict(sorted(types.items())),
+            underscore_to_dot=self.underscore_to_dot, dotted_name_entries=self.dotted_name_entries + o.dotted_name_entries,
+            underscored_name_entries=self.underscored_name_entries + o.underscored_name_entries,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -765,3 +787,86 @@ def score_bfcl(
         dotted_name_entries=dotted_entries,
         underscored_name_entries=underscored_entries,
     )
+
+
+def underscore_to_dot_models(option: Any, models: list[str]) -> set[str]:
+    """The models whose expected `a.b` function names are looked for as `a_b`.
+
+    `option` is what `--underscore-to-dot` collected: `*` (the flag without a name: every model),
+    model names, True/False (an experiment file's boolean), or nothing.
+    """
+    from extracteval.errors import InputError
+
+    if option is None or option is False:
+        return set()
+    if option is True:
+        return set(models)
+    names = [option] if isinstance(option, str) else list(option)
+    if "*" in names:
+        return set(models)
+    unknown = sorted(set(names) - set(models))
+    if unknown:
+        raise InputError(f"--underscore-to-dot {unknown[0]}: no model of that name; the models are {', '.join(models)} "
+                         "(give the flag without a name to apply it to every model).")
+    return set(names)
+
+
+def mangling_warning(score: Any) -> str | None:
+    """A note when a model's calls fit the described `a.b` names only with the other mangling setting."""
+    dotted, underscored = score.dotted_name_entries, score.underscored_name_entries
+    if not score.underscore_to_dot and underscored > dotted:
+        return (f"{score.model}: in {underscored} entries its calls name functions with '.' replaced by '_' (a_b for a.b), which match "
+                f"the question's functions only with name mangling; if its API forbids dots, score it with --underscore-to-dot {score.model}")
+    if score.underscore_to_dot and dotted > underscored:
+        return (f"{score.model}: scored with --underscore-to-dot, but in {dotted} entries its calls use the dotted names as described "
+                f"(a.b), which fail under name mangling; score it without --underscore-to-dot {score.model}")
+    return None
+
+
+def generic_answers(entry: Any) -> list[dict[str, Any]]:
+    """The possible answer of an entry as the generic checker reads it: irregular shapes made regular
+    (a parameter map that is not an object → no parameters; acceptable values that are not a list → a list of one)."""
+    out = []
+    for item in entry.answers:
+        name, params = next(iter(item.items()))
+        params = params if isinstance(params, dict) else {}
+        out.append({name or "(no function)": {k: v if isinstance(v, list) else [v] for k, v in params.items()}})
+    return out
+
+
+def generic_view(metrics: Mapping[str, float]) -> dict[str, Any]:
+    """The generic checker's metrics shown next to BFCL's verdicts."""
+    keys = ("valid_call_rate", "name_match_rate", "args_exact_rate", "args_precision", "args_recall", "args_f1", "call_accuracy")
+    return {k: metrics[k] for k in keys} | {"note": "generic checker on the same files (optimal pairing, exact values); BFCL's verdicts are above"}
+
+
+def bfcl_document(
+    entries: Sequence[BfclEntry], scores: Mapping[str, BfclModelScore], generic_metrics: Mapping[str, Mapping[str, float]], *,
+    data_warnings: Sequence[Any], mangled: set[str], inputs: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The `--json` document of the BFCL checker: models ranked by the task's ranking declaration
+    (the generic metrics, call accuracy being BFCL's), the files' warnings then the models' name
+    mangling notes, and their counts per kind."""
+    from extracteval.core.ranking import rank_by_metrics
+
+    ranked = rank_by_metrics("toolcalls", {m: {**{f"toolcalls/{k}": float(v) for k, v in generic_metrics[m].items()},
+                                               "toolcalls/call_accuracy": float(scores[m].call_accuracy)} for m in scores})
+    ranking = [r.model for r in ranked]
+    warnings = [w.to_dict() for w in data_warnings] + [{"kind": "name_mangling", "model": m, "message": msg}
+                                                        for m in sorted(scores) if (msg := mangling_warning(scores[m]))]
+    kinds: dict[str, int] = {}
+    for w in warnings:
+        kinds[w["kind"]] = kinds.get(w["kind"], 0) + 1
+    return {
+        "task": "toolcalls",
+        "checker": "bfcl",
+        "config": {"underscore_to_dot": sorted(mangled)},
+        "n_records": len(entries),
+        "categories": sorted({e.category for e in entries}),
+        "ranking": ranking,
+        "models": {m: {"rank": k, **scores[m].to_dict(), "generic": generic_view(generic_metrics[m])} for k, m in enumerate(ranking, start=1)},
+        "inputs": dict(inputs),
+        "count_columns": ["records", "correct_records"],
+        "warnings": warnings,
+        "warning_counts": dict(sorted(kinds.items())),
+    }

@@ -174,6 +174,13 @@ class FactorizedTags:
         table[:] = self.values
         return table[self.codes]
 
+    def take(self, start: int, stop: int) -> FactorizedTags:
+        """Items [start, stop), encoded over the values they use (in order of first appearance)."""
+        import pandas as pd
+
+        codes, used = pd.factorize(self.codes[start:stop])
+        return FactorizedTags(codes.astype(self.codes.dtype, copy=False), tuple(self.values[int(u)] for u in used))
+
 
 @dataclass(frozen=True, kw_only=True)
 class EncodedTags:

@@ -899,6 +899,36 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     return ms, text_fallback, _doc_counts(corpus, gold, pred, gold.doc[g[e_chosen]])
 
 
+def first_ill_formed(corpus: SpanCorpus, who: str) -> str | None:
+    """Where the first chunk a strict scheme dropped from `who`'s tags lies ("line 12, tokens 2–3")."""
+    ex = corpus.ill_formed_examples.get(who, ())
+    if not ex:
+        return None
+    d, s, e = ex[0]
+    off = int(corpus.doc_offsets[d]) if corpus.doc_offsets is not None else 0
+    return f"{corpus.doc_ids[d]}, tokens {s - off + 1}–{e - off}"
+
+
+def span_warnings(
+    cfg: SpansConfig, *, text_fallback: bool, ill_formed: Mapping[str, int], first_ill_formed: Mapping[str, str | None],
+) -> list[str]:
+    """The result's warnings: spans scored without text, and ill-formed chunks dropped per annotator
+    (`gold` or a model), with where the first one lies."""
+    warnings = []
+    if text_fallback:
+        warnings.append(
+            "some spans have no text (no document `text`, span `text` or tokens): TextSim is replaced by IoU for the pairs involving them, "
+            "whose relaxed score is therefore IoU alone."
+        )
+    scheme = cfg.scheme or "the scheme"
+    for who, n in sorted(ill_formed.items()):
+        if n:
+            where = f" (first: {first_ill_formed[who]})" if first_ill_formed.get(who) else ""
+            label = "gold" if who == "gold" else f"model {who!r}"
+            warnings.append(f"{n} ill-formed chunk(s) in the {label} tags were dropped under {scheme}{where}.")
+    return warnings
+
+
 def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> SpansResult:
     """Score every model of `corpus` (see the module docstring); models ranked by exact micro
     F1, then precision, recall, per-tag wins and name (`core.ranking`), with bootstrap intervals
@@ -922,24 +952,11 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
         raise ValueError("score_spans needs at least one model's predictions.")
     scored = {m: _score_model(corpus, m, cfg) for m in sorted(corpus.predictions)}
     models = {m: ms for m, (ms, _, _) in scored.items()}
-    warnings: list[str] = []
-    if any(fallback for _, fallback, _ in scored.values()):
-        warnings.append(
-            "some spans have no text (no document `text`, span `text` or tokens): TextSim is replaced by IoU for the pairs involving them, "
-            "whose relaxed score is therefore IoU alone."
-        )
+    warnings = span_warnings(
+        cfg, text_fallback=any(fallback for _, fallback, _ in scored.values()), ill_formed=corpus.ill_formed,
+        first_ill_formed={who: first_ill_formed(corpus, who) for who in corpus.ill_formed},
+    )
     gold_bad = int(corpus.ill_formed.get("gold", 0))
-    scheme = cfg.scheme or "the scheme"
-    for who, n in sorted(corpus.ill_formed.items()):
-        if n:
-            ex = corpus.ill_formed_examples.get(who, ())
-            where = ""
-            if ex:
-                d, s, e = ex[0]
-                off = int(corpus.doc_offsets[d]) if corpus.doc_offsets is not None else 0
-                where = f" (first: {corpus.doc_ids[d]}, tokens {s - off + 1}–{e - off})"
-            label = "gold" if who == "gold" else f"model {who!r}"
-            warnings.append(f"{n} ill-formed chunk(s) in the {label} tags were dropped under {scheme}{where}.")
     scores = {m: {t: Score(f1=r.f1, precision=r.precision, recall=r.recall) for t, r in ms.exact.per_tag.items()} for m, ms in models.items()}
     by_tag: dict[str, dict[str, Score]] = {}
     for m, per in scores.items():

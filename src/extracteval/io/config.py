@@ -88,3 +88,17 @@ def safe_file_name(name: str, *, max_len: int = 120) -> str:
     """A file name derived from user text: no path separators, no leading dots, bounded length."""
     s = _UNSAFE.sub("_", name).strip("._") or "unnamed"
     return s[:max_len]
+
+
+def normalization_keys(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The normalisation options of an `evaluator_config`-style mapping: `null_tokens` (a list or
+    comma-separated text; stripped, casefolded) and `dayfirst`, where given."""
+    norm: dict[str, Any] = {}
+    if config.get("null_tokens") is not None:
+        tokens = config["null_tokens"]
+        if isinstance(tokens, str):
+            tokens = tokens.split(",")
+        norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
+    if config.get("dayfirst") is not None:
+        norm["dayfirst"] = bool(config["dayfirst"])
+    return norm

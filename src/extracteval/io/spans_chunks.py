@@ -3,8 +3,13 @@
 Each document is validated and read as `io.spans_inputs.load_jsonl_corpus` reads it (the same
 checks and messages: offsets, tags, span texts against the document text); a chunk becomes a
 `SpanCorpus` of its documents. Token (CoNLL) files are **not** streamed: a sentence's chunks
-depend on the tags around them and the files are aligned token by token, so `--conll` and token
-`--truth` files are read whole by the in-memory engine (`--chunk-size` is refused for them).
+depend on the tags around them, so token files (`--conll`, or a token `--truth` with its
+`--predictions`) are streamed in blocks of whole lines and cut **only at sentence breaks** (blank,
+`-DOCSTART-` and `-X-` lines): a chunk is N sentences of every file — the documents of the
+in-memory result — so every chunk decodes, matches and counts exactly what the whole file gives
+for those sentences. Each block is parsed by the in-memory reader's byte-level parser
+(`io.spans_inputs.parse_token_bytes`: no Python object per token); the files must line up
+sentence by sentence and token by token, as in memory, which each chunk checks.
 
 Every file must be sorted by document id (ascending by code point, `LC_ALL=C sort`; ids are
 compared after stripping spaces, as the in-memory reader does). The first id not greater than
@@ -26,9 +31,9 @@ import numpy as np
 from extracteval.core.spans import SpanCorpus, SpanSet
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
-from extracteval.io.spans_inputs import read_span_list
+from extracteval.io.spans_inputs import TokenFile, parse_token_bytes, read_span_list, token_corpus
 
-__all__ = ["SpanDoc", "iter_span_docs", "SpansStream", "open_spans_stream"]
+__all__ = ["SpanDoc", "iter_span_docs", "SpansStream", "open_spans_stream", "iter_token_pieces", "TokenChunk", "iter_token_chunks"]
 
 
 @dataclass
@@ -156,14 +161,7 @@ class SpansStream:
 def open_spans_stream(truth: str, predictions: Sequence[tuple[str, Path]], *, chunk_size: int) -> SpansStream:
     if chunk_size < 1:
         raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
-    from extracteval.io.spans_inputs import is_jsonl
-
     for p in [Path(truth), *(p for _, p in predictions)]:
-        if not is_jsonl(p):
-            raise InputError(
-                f"{p}: --chunk-size streams JSONL span files; token (CoNLL) files are read whole (a chunk's tags depend on "
-                "its neighbours): drop --chunk-size."
-            )
         if not p.exists():
             raise InputError(f"{p}: file not found.")
     models: dict[str, str] = {}
@@ -174,3 +172,145 @@ def open_spans_stream(truth: str, predictions: Sequence[tuple[str, Path]], *, ch
     if not models:
         models = {Path(truth).stem: str(truth)}
     return SpansStream(truth=str(truth), models=models, chunk_size=chunk_size)
+
+
+# --------------------------------------------------------------------------------------------
+# token files
+
+_BLOCK = 1 << 22  # bytes read at a time (at least; more when N sentences take more)
+
+
+def _open_bytes(p: Path) -> Any:
+    import lzma
+
+    from extracteval.io.tables import read_error
+
+    try:
+        return lzma.open(p, "rb") if p.suffix == ".xz" else p.open("rb")
+    except OSError as e:
+        raise read_error(p, e) from None
+
+
+def _check_utf8(p: Path, body: bytes, line_offset: int, byte_offset: int) -> None:
+    if body.isascii():
+        return
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = line_offset + body.count(b"\n", 0, e.start) + 1
+        raise InputError(
+            f"{p}: line {line}: expected UTF-8 text, but found byte 0x{body[e.start]:02x} at offset {byte_offset + e.start}; "
+            "save the file as UTF-8."
+        ) from None
+
+
+def iter_token_pieces(path: str | Path, *, tag_columns: int, sentences: int, block: int | None = None) -> Iterator[TokenFile]:
+    """Token file `path` as consecutive pieces of `sentences` sentences (the last may be shorter),
+    in bounded memory. Blocks of whole lines are parsed at once; the sentences of a block after
+    its last full piece (the last of them may go on in the next block) are read again with it."""
+    from extracteval.io.tables import read_error
+
+    p = Path(path)
+    block = block or _BLOCK
+    layout: tuple[int, int] | None = None
+    carry = b""  # bytes not yet scored: they start at a token line or a break line
+    lines = 0  # lines before `carry`
+    consumed = 0  # bytes before `carry` (for error messages)
+    want = block
+    with _open_bytes(p) as fh:
+        first = True
+        eof = False
+        while not eof:
+            size = max(want - len(carry), block)
+            try:
+                new = fh.read(size)
+            except OSError as e:  # lzma.LZMAError included: not a valid .xz file
+                raise read_error(p, e) from None
+            eof = len(new) < size  # a file (plain or .xz) reads short only at its end
+            data = carry + new
+            if first:
+                first = False
+                if data.startswith(b"\xef\xbb\xbf"):
+                    data, consumed = data[3:], 3
+            cut = len(data) if eof else data.rfind(b"\n") + 1
+            if cut == 0:  # one line longer than the block: read on
+                carry, want = data, 2 * len(data)
+                continue
+            body, rest = data[:cut], data[cut:]
+            _check_utf8(p, body, lines, consumed)
+            tf = parse_token_bytes(body, p, tag_columns=tag_columns, line_offset=lines, layout=layout, streamed=True)
+            if tf is None:  # only break lines
+                carry, lines, consumed = rest, lines + body.count(b"\n"), consumed + len(body)
+                continue
+            layout = (tf.n_columns, tf.first_line)
+            starts = np.flatnonzero(tf.sentence_start)
+            n = len(starts)
+            full = n if eof else (n - 1) // sentences * sentences  # the last sentence may go on
+            for a in range(0, full, sentences):
+                yield tf.sentences(a, min(a + sentences, n))
+            if full < n:
+                keep = int(tf.token_fields.start[starts[full]])  # the first byte of its first token
+                carry, lines, consumed = body[keep:] + rest, int(tf.line[starts[full]]) - 1, consumed + keep
+                # read enough for the next pieces (bytes per sentence as in this block), so that
+                # few bytes are parsed twice and none many times
+                want = max(block, 2 * len(carry), int(len(body) / n * (sentences + 1) * (1.1 if full == 0 else 4)))
+            else:
+                carry, lines, consumed = rest, lines + body.count(b"\n"), consumed + len(body)
+    if layout is None:
+        raise InputError(f"{p}: no tokens found; expected one token per line with its tags in the last column(s).")
+
+
+@dataclass(frozen=True)
+class TokenChunk:
+    """The same sentences of every token file: `golds` (piece, tag column), `preds` (model, piece,
+    tag column). Decoded into a `SpanCorpus` where it is scored (a worker process, possibly)."""
+
+    golds: tuple[tuple[TokenFile, int], ...]
+    preds: tuple[tuple[str, TokenFile, int], ...]
+    scheme: str
+    suffix: bool
+
+    def corpus(self) -> SpanCorpus:
+        return token_corpus(self.golds, self.preds, scheme=self.scheme, suffix=self.suffix)
+
+
+def iter_token_chunks(
+    *,
+    scheme: str,
+    conll: Sequence[tuple[str, str | Path]] = (),
+    truth: str | Path | None = None,
+    predictions: Sequence[tuple[str, str | Path]] = (),
+    suffix: bool = False,
+    chunk_size: int,
+) -> Iterator[TokenChunk]:
+    """Token files (as `io.spans_inputs.load_token_corpus` takes them) → chunks of `chunk_size`
+    sentences of every file; a file that ends before the others is an InputError naming it."""
+    from extracteval.core.schemes import get_scheme
+
+    if chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of sentences, but got {chunk_size}.")
+    sch = get_scheme(scheme).name
+    # (model, or None for a separate truth file; path; tag columns)
+    files: list[tuple[str | None, Path, int]] = (
+        [(name, Path(path), 2) for name, path in conll] if conll
+        else [(None, Path(truth), 1), *((name, Path(path), 1) for name, path in predictions)]  # type: ignore[arg-type]
+    )
+    its = [iter_token_pieces(p, tag_columns=k, sentences=chunk_size) for _, p, k in files]
+    while True:
+        pieces = [next(it, None) for it in its]
+        if all(x is None for x in pieces):
+            return
+        ref = next(x for x in pieces if x is not None)
+        for (_, p, _), x in zip(files, pieces):
+            if x is None:
+                raise InputError(
+                    f"{p}: end of file: tokens and sentence breaks must line up with {ref.path}, "
+                    f"which goes on at line {int(ref.line[0])}."
+                )
+        if conll:
+            golds = tuple((x, 1) for x in pieces)  # type: ignore[misc]
+            preds = tuple((n, x, 0) for (n, _, _), x in zip(files, pieces))
+        else:
+            golds = ((pieces[0], 0),)  # type: ignore[assignment]
+            preds = tuple((n, x, 0) for (n, _, _), x in zip(files[1:], pieces[1:]))
+        yield TokenChunk(golds=golds, preds=preds, scheme=sch, suffix=suffix)  # type: ignore[arg-type]

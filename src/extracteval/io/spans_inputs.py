@@ -28,7 +28,7 @@ from extracteval.core.spans import LazyTokens, SpanCorpus, SpanSet, corpus_from_
 from extracteval.errors import InputError
 from extracteval.io.tables import read_text, read_utf8
 
-__all__ = ["TokenFile", "read_token_file", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
+__all__ = ["TokenFile", "read_token_file", "parse_token_bytes", "token_corpus", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _BREAKS = ("-DOCSTART-", "-X-")
@@ -71,6 +71,19 @@ class TokenFile:
     sentence_start: np.ndarray
     line: np.ndarray
     n_columns: int
+    first_line: int = 1  # the file's first token line (whose columns every token line has)
+
+    def sentences(self, a: int, b: int) -> TokenFile:
+        """Sentences [a, b) of these tokens, on their own: the tags re-encoded to the values they
+        use, the token bytes copied out (a piece sent to a worker process carries only its bytes)."""
+        starts = np.flatnonzero(self.sentence_start)
+        s = int(starts[a])
+        e = int(starts[b]) if b < len(starts) else len(self.line)
+        f = self.token_fields
+        lo, hi = (int(f.start[s]), int(f.end[e - 1])) if e > s else (0, 0)
+        fields = _TokenFields(f.data[lo:hi], f.start[s:e] - lo, f.end[s:e] - lo)
+        return TokenFile(path=self.path, token_fields=fields, tag_columns=tuple(c.take(s, e) for c in self.tag_columns),
+                         sentence_start=self.sentence_start[s:e], line=self.line[s:e], n_columns=self.n_columns, first_line=self.first_line)
 
     @cached_property
     def token_column(self) -> FactorizedTags:
@@ -211,7 +224,18 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     first token line, is an InputError naming the file and line.
     """
     p = Path(path)
-    data = read_utf8(p)
+    tf = parse_token_bytes(read_utf8(p), p, tag_columns=tag_columns)
+    assert tf is not None
+    return tf
+
+
+def parse_token_bytes(
+    data: bytes, p: Path, *, tag_columns: int, line_offset: int = 0, layout: tuple[int, int] | None = None, streamed: bool = False,
+) -> TokenFile | None:
+    """The tokens of `data`, whole lines of token file `p` that follow `line_offset` lines (the
+    streaming reader's blocks; 0 for a whole file). `layout` is (columns, line) of the file's first
+    token line when an earlier block had it: every token line must have its number of columns.
+    Bytes without a token are an InputError, or None when `streamed` (a block of break lines)."""
     # Vectorised over bytes: fields are the runs of non-blank bytes (the ASCII whitespace
     # bytes.split() cuts at; UTF-8 multi-byte characters never contain those bytes), a field's
     # line is the number of newlines before it, and the tag columns are dictionary-encoded in
@@ -243,9 +267,11 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     is_break = _break_lines(buf, f_start, f_end, first_field, widths)
     tok = np.flatnonzero(~is_break)
     if not len(tok):
+        if streamed:
+            return None
         raise InputError(f"{p}: no tokens found; expected one token per line with its tags in the last column(s).")
     need = tag_columns + 1
-    ncol = int(widths[tok[0]])
+    ncol, first_line = layout if layout is not None else (int(widths[tok[0]]), line_offset + int(tok[0]) + 1)
 
     def line_text(i: int) -> str:  # for an error message only
         return data.split(b"\n", i + 1)[i].decode("utf-8").strip()
@@ -253,14 +279,14 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     if ncol < need:
         i = int(tok[0])
         raise InputError(
-            f"{p}: line {i + 1}: expected at least {need} whitespace-separated columns (token … "
+            f"{p}: line {line_offset + i + 1}: expected at least {need} whitespace-separated columns (token … "
             f"{'gold pred' if tag_columns == 2 else 'tag'}), but found {ncol}: {line_text(i)!r}."
         )
     bad = tok[widths[tok] != ncol]
     if len(bad):
         i = int(bad[0])
         raise InputError(
-            f"{p}: line {i + 1}: expected {ncol} columns as on line {int(tok[0]) + 1} "
+            f"{p}: line {line_offset + i + 1}: expected {ncol} columns as on line {first_line} "
             f"(token … {'gold pred' if tag_columns == 2 else 'tag'}), but found {int(widths[i])}: {line_text(i)!r}."
         )
     base = first_field[tok]
@@ -279,8 +305,9 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
         token_fields=_TokenFields(data, f_start[base], f_end[base]),
         tag_columns=tags,
         sentence_start=prev_break[tok],
-        line=tok + 1,
+        line=tok + 1 + line_offset,
         n_columns=ncol,
+        first_line=first_line,
     )
 
 
@@ -338,6 +365,15 @@ def load_token_corpus(
         golds.append((tf, 0))
         for name, path in predictions:
             preds.append((name, read_token_file(path, tag_columns=1), 0))
+    return token_corpus(golds, preds, scheme=sch, suffix=suffix)
+
+
+def token_corpus(
+    golds: Sequence[tuple[TokenFile, int]], preds: Sequence[tuple[str, TokenFile, int]], *, scheme: str, suffix: bool,
+) -> SpanCorpus:
+    """The SpanCorpus of token files already read (whole files, or the same sentences of each file
+    when streamed): `golds` (file, tag column) whose tokens and gold tags must agree, the first being
+    the reference, and `preds` (model, file, tag column) whose tokens must line up with it."""
     ref, ref_col = golds[0]
     for tf, _ in golds[1:]:
         _check_aligned(ref, tf, "every --conll file must hold the same tokens")
@@ -367,7 +403,7 @@ def load_token_corpus(
             pred_tags,
             sentence_start=ref.sentence_start,
             tokens=ref.lazy_tokens,
-            scheme=sch,
+            scheme=scheme,
             doc_ids=[f"line {n}" for n in ref.line[ref.sentence_start].tolist()],
             suffix=suffix,
         )

@@ -56,17 +56,22 @@ def read_utf8(path: str | Path) -> bytes:
     return data
 
 
+def read_error(p: Path, e: OSError) -> InputError:
+    """The InputError for a file that cannot be opened or read."""
+    if isinstance(e, FileNotFoundError):
+        return InputError(f"{p}: file not found.")
+    if isinstance(e, IsADirectoryError):
+        return InputError(f"{p}: is a directory; expected a file.")
+    if isinstance(e, PermissionError):
+        return InputError(f"{p}: permission denied; cannot read the file.")
+    return InputError(f"{p}: cannot read the file ({e.strerror or e}).")
+
+
 def _read_bytes(p: Path) -> bytes:
     try:
         data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: file not found.") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory; expected a file.") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied; cannot read the file.") from None
     except OSError as e:
-        raise InputError(f"{p}: cannot read the file ({e.strerror or e}).") from None
+        raise read_error(p, e) from None
     if p.suffix == ".xz":
         try:
             data = lzma.decompress(data)

@@ -198,9 +198,22 @@ class BfclFiles:
 
 
 def _raw_id(rec: Any) -> str | None:
-    if isinstance(rec, dict) and isinstance(rec.get("id"), (str, int)) and not isinstance(rec.get("id"), bool):
-        return str(rec["id"])
+    """A record's id: its `id`, or `index` (what early BFCL releases named it)."""
+    if not isinstance(rec, dict):
+        return None
+    for key in ("id", "index"):
+        v = rec.get(key)
+        if isinstance(v, (str, int)) and not isinstance(v, bool):
+            return str(v)
     return None
+
+
+def _bare_ground_truth(rec: Any) -> bool:
+    """A possible answer written without id or `ground_truth` key (early BFCL releases): a map of
+    function names to parameter maps, or a list of one-function maps."""
+    if isinstance(rec, list):
+        return bool(rec) and all(isinstance(x, dict) and len(x) == 1 for x in rec)
+    return isinstance(rec, dict) and bool(rec) and all(isinstance(v, (dict, list)) for v in rec.values())
 
 
 def _function_list(fn: Any) -> tuple[list[dict[str, Any]], bool, list[str]]:
@@ -260,13 +273,13 @@ def load_bfcl_entries(questions_path: str | Path, answers_path: str | Path) -> B
     def warn(kind: str, path: Path, line: int, rid: str, message: str) -> None:
         warnings.append(BfclWarning(kind=kind, file=str(path), line=line, id=rid, message=message))
 
-    def by_id(path: Path, key: str, what: str) -> dict[str, tuple[int, Any]]:
+    def by_id(path: Path, records: list[tuple[int, Any]], key: str, what: str) -> dict[str, tuple[int, Any]]:
         """id → (line, record), the first record of each id; refuses a file with no BFCL record."""
         out: dict[str, tuple[int, Any]] = {}
-        for line, rec in read_json_records(path):
+        for line, rec in records:
             rid = _raw_id(rec)
             if rid is None:
-                warn("record_without_id", path, line, "", "the record is not an object with an \"id\"; skipped")
+                warn("record_without_id", path, line, "", "the record is not an object with an \"id\" (or \"index\"); skipped")
             elif rid in out:
                 warn("repeated_id", path, line, rid, f"id {rid!r} appeared before (line {out[rid][0]}); this record is skipped")
             else:
@@ -275,8 +288,23 @@ def load_bfcl_entries(questions_path: str | Path, answers_path: str | Path) -> B
             raise InputError(f"{path}: not a BFCL {what} file: no record has an \"id\" and a \"{key}\" key{' (the function descriptions)' if key == 'function' else ''}.")
         return out
 
-    questions = by_id(qp, "function", "question")
-    answers = by_id(ap, "ground_truth", "possible-answer")
+    questions = by_id(qp, read_json_records(qp), "function", "question")
+    answer_records = read_json_records(ap)
+    if any(_raw_id(r) is not None for _, r in answer_records) or any(isinstance(r, dict) and "ground_truth" in r for _, r in answer_records):
+        answers = by_id(ap, answer_records, "ground_truth", "possible-answer")
+    elif answer_records and all(_bare_ground_truth(r) for _, r in answer_records):
+        # early BFCL releases: one ground truth per line, no ids, in the order of the questions
+        answers = {}
+        order = list(questions)
+        for k, (line, rec) in enumerate(answer_records):
+            if k >= len(order):
+                warn("answer_without_question", ap, line, "", f"line {line} has no question at the same position in {qp}; ignored")
+                continue
+            answers[order[k]] = (line, {"ground_truth": rec})
+        warn("answers_by_position", ap, answer_records[0][0], "",
+             f"the possible answers carry no ids: each line is paired with the question at the same position in {qp}")
+    else:
+        answers = by_id(ap, answer_records, "ground_truth", "possible-answer")  # refuses: not BFCL possible answers
     entries = []
     for rid, (qline, qrec) in questions.items():
         if rid not in answers:

@@ -160,6 +160,25 @@ def _dataset_entity(scored: Scored, digest: str) -> dict[str, Any]:
     }
 
 
+def metric_keys(scored: Scored, adapter: TaskAdapter) -> KeyMap:
+    """The metric-key segments of an evaluation's items and models (one map for all its runs)."""
+    return KeyMap.build([*adapter.item_names(scored), *scored.models])
+
+
+def model_run_metrics(scored: Scored, adapter: TaskAdapter, model: str, keys: KeyMap) -> dict[str, float]:
+    """The metrics of one model's run: the task's own, and `invalid_outputs/count` (model outputs
+    that could not be read, for every task under one key; 0 when none)."""
+    met = adapter.metrics(scored, model, keys)
+    met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(model) or {}).get("count", 0)))
+    return met
+
+
+def alone(metrics: Mapping[str, float]) -> dict[str, float]:
+    """A run of one model, ranked against nothing: no `ranking/rank` (a rank of 1 would claim a
+    win it never had; a cross-run leaderboard writes the run's rank under its own key)."""
+    return {k: v for k, v in metrics.items() if k != SINGLE_RUN_UNRANKED}
+
+
 def write_bundle(
     scored: Scored,
     adapter: TaskAdapter,
@@ -194,7 +213,7 @@ def write_bundle(
     t_digest = settled(scored.cache.get("truth_digest")) or truth_digest(scored.truth)
     c_digest = config_digest(scored.config)
     models = list(scored.models)
-    keys = KeyMap.build([*adapter.item_names(scored), *models])
+    keys = metric_keys(scored, adapter)
     item_name = getattr(adapter, "item_table_name", "item_metrics")
     base_tags = {
         "mlflow.loggedArtifacts": json.dumps([{"path": f"extracteval/{item_name}_table.json", "type": "table"}]),
@@ -217,10 +236,7 @@ def write_bundle(
 
     def metrics_of(m: str) -> dict[str, float]:
         if m not in model_metrics:
-            met = adapter.metrics(scored, m, keys)
-            # model outputs that could not be read, for every task under one key (0 when none)
-            met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(m) or {}).get("count", 0)))
-            model_metrics[m] = met
+            model_metrics[m] = model_run_metrics(scored, adapter, m, keys)
         return model_metrics[m]
 
     def headline(m: str) -> str:
@@ -294,9 +310,7 @@ def write_bundle(
             else:
                 metrics = metrics_of(plan.model)
                 if plan.role == "single":
-                    # one model, ranked against nothing: a rank of 1 would claim a win it never had
-                    # (a cross-run leaderboard writes the run's rank under its own key)
-                    metrics = {k: v for k, v in metrics.items() if k != SINGLE_RUN_UNRANKED}
+                    metrics = alone(metrics)
             (rdir / "metrics.json").write_text(_dumps(metrics, sort_keys=True), encoding="utf-8")
             (adir / "result.json").write_text(doc_text, encoding="utf-8")
             item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)

@@ -161,7 +161,7 @@ class CodedPredictions:
         import numpy as np
         import pyarrow as pa
 
-        from extracteval.mlflow.task_fields import row_group_ids
+        from extracteval.io.parquet_rows import row_group_ids
 
         f = max(len(self.fields), 1)  # no fields: no rows either
         rid = row_group_ids(self.ids, start, stop, f)
@@ -254,9 +254,9 @@ def write_predictions_parquet(preds: Any, path: Any, known: Mapping[Any, tuple[A
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from extracteval.mlflow import task_fields
+    from extracteval.io import parquet_rows
 
-    step = task_fields._ROW_GROUP  # row groups as `to_parquet` (and the per-record counts) has them
+    step = parquet_rows.ROW_GROUP  # row groups as `to_parquet` (and the per-record counts) has them
     coded = code_predictions(preds, known)
     # the pandas metadata `to_parquet` writes for this frame (so pandas reads back the same dtypes)
     empty = dataclasses.replace(preds, values=preds.values.iloc[:0], status=None if preds.status is None else preds.status.iloc[:0])

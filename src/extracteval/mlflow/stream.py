@@ -176,10 +176,10 @@ def _spark(adapter: Any, args: argparse.Namespace, workdir: Path, *, chunk_size:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from extracteval.commands.score_fields import spark_session
+    from extracteval.spark import get_session
     from extracteval.spark.engine import ID, _input_error, arrow_ipc
 
-    job = adapter.spark_job(args, spark_session(args))
+    job = adapter.spark_job(args, get_session(args.spark_master, shuffle_partitions=args.spark_partitions or 8))
     result = job.run().result
     task = EvaluateChunks(job.task, adapter)
     to_chunk = job.to_chunk

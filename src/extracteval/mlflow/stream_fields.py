@@ -48,7 +48,7 @@ class EvaluateFieldsTask(FieldsTask):
         from extracteval.core.digest import encode_truth
         from extracteval.core.fields import ModelPredictions, fields_ledger
         from extracteval.mlflow.rescore import predictions_to_frame
-        from extracteval.mlflow.task_fields import records_frame_of
+        from extracteval.mlflow.fields_records import records_frame_of
 
         chunk = chunk.materialised()
         ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
@@ -77,7 +77,7 @@ def scored_from_stream(s: Streamed) -> Scored:
 def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers: int, workdir_parent: Path | None = None) -> Streamed:
     """Score `evaluate fields` arguments with the chunked engine (see the module docstring)."""
     from extracteval.chunked import run_chunks
-    from extracteval.commands.fields_inputs import build_config
+    from extracteval.io.fields_options import build_config
     from extracteval.core.digest import TruthDigest
     from extracteval.core.fields import plan_fields
     from extracteval.errors import InputError

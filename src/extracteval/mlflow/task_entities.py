@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.task_labels import (
@@ -200,13 +201,7 @@ class EntitiesAdapter:
             if config.get(k) is not None:
                 opts[k] = config[k]
         norm: dict[str, Any] = {}
-        if config.get("null_tokens") is not None:
-            tokens = config["null_tokens"]
-            if isinstance(tokens, str):
-                tokens = tokens.split(",")
-            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
-        if config.get("dayfirst") is not None:
-            norm["dayfirst"] = bool(config["dayfirst"])
+        norm.update(normalization_keys(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         sim_name, sim_opts = similarity_settings(config, source="evaluator_config")

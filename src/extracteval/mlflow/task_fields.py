@@ -13,7 +13,10 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io import parquet_rows
+from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
+from extracteval.io.parquet_rows import row_group_ids
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.tasks import Scored, Section
 
@@ -22,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ADAPTER", "FieldsAdapter"]
 
-_COUNT_KEYS = ("tp", "fp", "fn", "tn", "excluded")
+from extracteval.mlflow.fields_records import _COUNT_KEYS, records_frame_of  # noqa: F401 - records_frame_of is this module's API too
 _RATIO_KEYS = ("precision", "recall", "f1", "accuracy")
 
 
@@ -168,24 +171,6 @@ def _draw_intervals(
     return out
 
 
-def records_frame_of(rec: Any, models: Sequence[str]) -> pd.DataFrame:
-    """model, record_id, field, tp, fp, fn, tn, excluded of a `RecordLedger` — one row per model,
-    record and field, with dictionary-encoded (categorical) id columns: no per-row string
-    objects, and Parquet stores each id once."""
-    n, f = len(rec.record_ids), len(rec.fields)
-    models = list(models)
-    rid_codes = np.repeat(np.arange(n, dtype=np.int32), f)
-    fld_codes = np.tile(np.arange(f, dtype=np.int32), n)
-    rid_cat = pd.Categorical.from_codes(np.tile(rid_codes, len(models)), categories=pd.Index(rec.record_ids, dtype=object))
-    fld_cat = pd.Categorical.from_codes(np.tile(fld_codes, len(models)), categories=pd.Index(rec.fields, dtype=object))
-    mdl_cat = pd.Categorical.from_codes(np.repeat(np.arange(len(models), dtype=np.int32), n * f), categories=pd.Index(models, dtype=object))
-    flat = np.concatenate([rec.counts[m].reshape(n * f, 5) for m in models]) if models else np.zeros((0, 5), dtype=np.int32)
-    return pd.DataFrame({
-        "model": mdl_cat, "record_id": rid_cat, "field": fld_cat,
-        **{k: flat[:, i] for i, k in enumerate(_COUNT_KEYS)},
-    })
-
-
 def _records_schema(rec: Any, model: str) -> Any:
     """The Arrow schema (with its pandas metadata) that `records_frame_of(rec, [model]).to_parquet`
     writes, taken from a zero-row frame of the same categories: the direct writer below must give
@@ -212,26 +197,7 @@ def _count_columns(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-# Arrow's default largest row group (rows) in `pq.write_table`, which `to_parquet` uses: the direct
-# writer writes row groups of this size so that the file has the same row groups
-_ROW_GROUP = 1 << 20
 _ids_lock = threading.Lock()
-
-
-def row_group_ids(ids: Any, start: int, stop: int, per_id: int, index_dtype: Any = np.int32) -> Any:
-    """The id column of rows [start, stop) of a record-major table (`per_id` rows per id, ids in
-    row order) as a dictionary array over the ids of these rows only, codes from 0.
-
-    Each row group writes its dictionary page in full: the whole 100k-id dictionary in each of the
-    20 row groups of a 100k × 200 file was half of its 20 MB. Readers put the row groups'
-    dictionaries together (pandas: the same categories, in record order)."""
-    import pyarrow as pa
-
-    per = max(per_id, 1)  # no fields: no rows either
-    first = start // per
-    used = ids.slice(first, (stop - 1) // per + 1 - first) if stop > start else ids.slice(0, 0)
-    codes = (np.arange(start, stop, dtype=np.int64) // per - first).astype(index_dtype)
-    return pa.DictionaryArray.from_arrays(codes, used)
 
 
 def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, Any] | None = None) -> None:
@@ -259,16 +225,16 @@ def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, A
                           pa.DictionaryArray.from_arrays(fld_codes, pa.array(rec.fields, type=fld_t.value_type)))
         ids, fld = cache[key]
     mdl_t = schema.field("model").type
-    mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, _ROW_GROUP), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
+    mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, parquet_rows.ROW_GROUP), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
     flat = rec.counts[model].reshape(n * f, len(_COUNT_KEYS))
     with pq.ParquetWriter(path, schema, write_statistics=False) as writer:
-        for s in range(0, n * f, _ROW_GROUP) if n * f else (0,):
-            k = min(_ROW_GROUP, n * f - s)
+        for s in range(0, n * f, parquet_rows.ROW_GROUP) if n * f else (0,):
+            k = min(parquet_rows.ROW_GROUP, n * f - s)
             cols = _count_columns(flat[s : s + k])
             rid = row_group_ids(ids, s, s + k, f, rid_t.index_type.to_pandas_dtype())
             writer.write_table(
                 pa.Table.from_arrays([mdl.slice(0, k), rid, fld.slice(s, k), *(cols[i] for i in range(len(_COUNT_KEYS)))], schema=schema),
-                row_group_size=_ROW_GROUP,
+                row_group_size=parquet_rows.ROW_GROUP,
             )
 
 
@@ -321,7 +287,7 @@ class FieldsAdapter:
         """Score the CLI's inputs. `early`: start writing the per-record and predictions Parquet
         files and digesting the truth there as soon as the per-record counts are final, while
         the bootstrap still runs (see mlflow/early.py); `write_bundle` picks them up."""
-        from extracteval.commands.fields_inputs import build_config, load_inputs
+        from extracteval.io.fields_options import build_config, load_inputs
         from extracteval.core.fields import score_fields
 
         truth, preds, truth_source = load_inputs(args)
@@ -367,7 +333,7 @@ class FieldsAdapter:
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.fields import FieldsConfig
         from extracteval.core.normalize import NormalizationConfig
-        from extracteval.commands.fields_inputs import strategy_file_options
+        from extracteval.io.fields_options import strategy_file_options
         from extracteval.core.strategies import parse_strategy_map
 
         opts: dict[str, Any] = {}
@@ -384,13 +350,7 @@ class FieldsAdapter:
         for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence", "seed", "min_records"):
             if k in config and config[k] is not None:
                 opts[k] = config[k]
-        if config.get("null_tokens") is not None:
-            tokens = config["null_tokens"]
-            if isinstance(tokens, str):
-                tokens = tokens.split(",")
-            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in tokens if str(t).strip())
-        if config.get("dayfirst") is not None:
-            norm["dayfirst"] = bool(config["dayfirst"])
+        norm.update(normalization_keys(config))
         if norm:
             opts["normalization"] = NormalizationConfig(**norm)
         try:

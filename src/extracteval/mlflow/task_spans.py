@@ -141,7 +141,7 @@ class SpansAdapter:
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         """Exactly what `extracteval score spans` computes (commands.score_spans.score)."""
-        from extracteval.commands.score_spans import build_config, load
+        from extracteval.io.spans_options import load_corpus as load, spans_config as build_config
 
         corpus = load(args)
         # token files given with --conll carry the gold column themselves: the first one is the truth
@@ -151,7 +151,7 @@ class SpansAdapter:
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo), as `score_spans.run_experiment` does."""
-        from extracteval.commands.score_spans import _scheme
+        from extracteval.io.spans_options import scheme_name as _scheme
 
         ns = argparse.Namespace(
             conll=[f"{n}={folder / p}" for n, p in spec["conll"].items()] if spec.get("conll") else None,

@@ -82,7 +82,7 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from extracteval.commands.fields_inputs import build_config
+    from extracteval.io.fields_options import build_config
     from extracteval.core.digest import TruthDigest, encode_truth
     from extracteval.core.fields import ModelPredictions
     from extracteval.io.config import model_files

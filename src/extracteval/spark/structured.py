@@ -15,7 +15,7 @@ __all__ = ["structured_spark_job"]
 def structured_spark_job(spark: Any, truth: str, predictions: Sequence[str], *, config: Any, partitions: int | None = None) -> Any:
     """The `SparkJob` of `score structured --engine spark` (its `run().result`: `StructuredResult`)."""
     from extracteval.chunked_structured import StructuredTask, _truth_value
-    from extracteval.commands.score_structured import TRUTH_KEYS
+    from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
     from extracteval.io.config import model_files
     from extracteval.io.json_inputs import _loads
     from extracteval.io.keyed_chunks import KeyedChunk, keyed_record

@@ -82,7 +82,7 @@ def score_toolcalls_spark_files(
     from pyspark.sql import functions as F
 
     from extracteval.chunked_toolcalls import ToolCallsTask
-    from extracteval.commands.score_toolcalls import TRUTH_KEYS
+    from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
     from extracteval.io.config import model_files
     from extracteval.io.keyed_chunks import KeyedChunk
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS

@@ -1,4 +1,5 @@
-"""Shared glue of the fields-style commands: arguments → inputs and config."""
+"""The `fields` task's options as the command line and the MLflow layer give them (an
+`argparse.Namespace`): arguments → inputs, strategy files and `FieldsConfig`."""
 
 from __future__ import annotations
 

@@ -1,0 +1,149 @@
+"""The package's layering, read from the source with `ast` (every import statement, at module
+level or inside a function): no import cycle between the package's modules, and nothing below
+the command layer (`commands/`, `cli.py`, `__main__.py`, `mlproject.py`) imports the command
+layer. The MLflow adapters that still take their option handling from `commands/` are listed in
+`REMAINING_LAYER_IMPORTS`: the list may only shrink (the test fails on a new entry, and on an
+entry that no longer exists, so that it is removed from the list)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "extracteval"
+COMMAND_LAYER = ("extracteval.commands", "extracteval.cli", "extracteval.__main__", "extracteval.mlproject")
+
+# (importing module, imported command module) still to move below the command layer
+REMAINING_LAYER_IMPORTS = {
+    ("extracteval.mlflow.task_entities", "extracteval.commands.score_entities"),
+    ("extracteval.mlflow.task_json", "extracteval.commands.score_json"),
+    ("extracteval.mlflow.task_labels", "extracteval.commands.score_labels"),
+    ("extracteval.mlflow.task_structured", "extracteval.commands.compare_models"),
+    ("extracteval.mlflow.task_structured", "extracteval.commands.live_progress"),
+    ("extracteval.mlflow.task_structured", "extracteval.commands.score_structured"),
+    ("extracteval.mlflow.task_toolcalls", "extracteval.commands.score_toolcalls"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in sorted(SRC.rglob("*.py")):
+        parts = list(f.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules `name` imports anywhere in its source (`from a.b import c` is `a.b.c`
+    when that is a module, else `a.b`)."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            targets = [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in modules:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {m: _imports(m, p, modules) for m, p in modules.items()}
+
+
+def _in_command_layer(module: str) -> bool:
+    return any(module == c or module.startswith(c + ".") for c in COMMAND_LAYER)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_the_reader_sees_imports_inside_functions_and_relative_ones(tmp_path: Path) -> None:
+    pkg = tmp_path / "extracteval"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from extracteval.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("from ..a import f\nfrom . import c\n")
+    (pkg / "sub" / "c.py").write_text("import extracteval.a\n")
+    modules = {"extracteval": pkg / "__init__.py", "extracteval.sub": pkg / "sub" / "__init__.py", "extracteval.a": pkg / "a.py",
+               "extracteval.sub.b": pkg / "sub" / "b.py", "extracteval.sub.c": pkg / "sub" / "c.py"}
+    graph = {m: _imports(m, p, modules) for m, p in modules.items()}
+    assert graph["extracteval.a"] == {"extracteval.sub.b"}
+    assert graph["extracteval.sub.b"] == {"extracteval.a", "extracteval.sub.c"}
+    assert _cycles(graph) == [["extracteval.a", "extracteval.sub.b", "extracteval.sub.c"]]
+
+
+def test_no_import_cycle() -> None:
+    cycles = _cycles(_graph())
+    assert cycles == [], "import cycles: " + "; ".join(" ↔ ".join(c) for c in cycles)
+
+
+def test_nothing_below_the_command_layer_imports_it() -> None:
+    graph = _graph()
+    assert "extracteval.commands.score_spans" in graph and "extracteval.chunked" in graph  # the reader found the package
+    found = {
+        (m, d)
+        for m, deps in graph.items()
+        if not _in_command_layer(m)
+        for d in deps
+        if _in_command_layer(d) and (d.startswith("extracteval.commands") or d == "extracteval.cli")
+    }
+    print("imports of the command layer from below it:", *sorted(found), sep="\n  ")
+    new = sorted(found - REMAINING_LAYER_IMPORTS)
+    assert not new, f"modules below the command layer import it (move what they use into io/ or core/): {new}"
+    gone = sorted(REMAINING_LAYER_IMPORTS - found)
+    assert not gone, f"these imports are gone: remove them from REMAINING_LAYER_IMPORTS: {gone}"
+    engines = sorted(m for m, _ in found if not m.startswith("extracteval.mlflow."))
+    assert engines == [], f"the engines and the core must not import the command layer: {engines}"
