@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-__all__ = ["store", "assert_same_stores"]
+__all__ = ["store", "assert_same_stores", "evaluate_task"]
 
 # differ between any two runs however they were scored
 _RUN_TAGS = {"mlflow.user", "mlflow.source.name", "mlflow.source.type", "mlflow.source.git.commit"}
@@ -71,3 +71,12 @@ def assert_same_stores(want_uri: str, got_uri: str, tmp: Path) -> None:
                 assert a == b, path
 
 
+
+
+def evaluate_task(cli, task: str, args: list[str], tmp: Path, name: str, *extra: str) -> str:
+    """`evaluate <task> ARGS` into a fresh SQLite store `tmp/<name>.db` (experiment `e`, no
+    figures); the store's URI."""
+    uri = f"sqlite:///{tmp / f'{name}.db'}"
+    res = cli("evaluate", task, *args, "--experiment", "e", "--tracking-uri", uri, "--output", str(tmp / f"{name}-out"), "--no-figures", *extra)
+    assert res.code == 0, res.err
+    return uri

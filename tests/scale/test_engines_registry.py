@@ -5,21 +5,12 @@ Parquet rows), read back from two real SQLite tracking stores. The Spark engine'
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from extracteval.mlflow.tasks import TASKS
 from tests.scale.engine_cases import STREAMED_EVALUATE_MISSING, TASK_ARGS
-from tests.scale.stores import assert_same_stores
-
-
-def _evaluate(cli, task: str, tmp: Path, name: str, *extra: str) -> str:
-    uri = f"sqlite:///{tmp / f'{name}.db'}"
-    res = cli("evaluate", task, *TASK_ARGS[task], "--experiment", "e", "--tracking-uri", uri, "--output", str(tmp / f"{name}-out"),
-              "--no-figures", *extra)
-    assert res.code == 0, res.err
-    return uri
+from tests.scale.stores import assert_same_stores, evaluate_task
 
 
 def _missing(task: str) -> list:
@@ -33,10 +24,10 @@ def test_every_task_has_an_example():
 @pytest.mark.parametrize("task", [pytest.param(t, marks=_missing(t)) for t in TASKS])
 def test_streamed_evaluate_logs_what_the_in_memory_one_logs(cli, tmp_path, monkeypatch, task):
     monkeypatch.chdir(tmp_path)
-    want = _evaluate(cli, task, tmp_path, "memory")
+    want = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, "memory")
     for extra in (["--chunk-size", "1"], ["--chunk-size", "7", "--workers", "2"], ["--chunk-size", "100000"]):
         name = "chunked-" + "-".join(extra).replace("--", "")
-        got = _evaluate(cli, task, tmp_path, name, *extra)
+        got = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, name, *extra)
         assert_same_stores(want, got, tmp_path / name)
     # the local copy holds no leftover of the streaming engine
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("extracteval-stream-")]

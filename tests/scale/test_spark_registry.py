@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ if shutil.which("java") is None:
 
 from extracteval.mlflow.tasks import TASKS  # noqa: E402
 from tests.scale.engine_cases import STREAMED_EVALUATE_MISSING, TASK_ARGS  # noqa: E402
-from tests.scale.stores import assert_same_stores  # noqa: E402
+from tests.scale.stores import assert_same_stores, evaluate_task  # noqa: E402
 
 SPARK = ["--engine", "spark", "--spark-master", "local[2]", "--spark-partitions", "3"]
 
@@ -29,21 +28,13 @@ def test_score_on_spark_gives_the_in_memory_document(cli, spark, task):
     assert json.loads(got.out) == json.loads(want.out)
 
 
-def _evaluate(cli, task: str, tmp: Path, name: str, *extra: str) -> str:
-    uri = f"sqlite:///{tmp / f'{name}.db'}"
-    res = cli("evaluate", task, *TASK_ARGS[task], "--experiment", "e", "--tracking-uri", uri, "--output", str(tmp / f"{name}-out"),
-              "--no-figures", *extra)
-    assert res.code == 0, res.err
-    return uri
-
-
 @pytest.mark.parametrize("task", [
     pytest.param(t, marks=[pytest.mark.xfail(strict=True, reason=f"evaluate {t} does not stream yet")] if t in STREAMED_EVALUATE_MISSING else [])
     for t in TASKS
 ])
 def test_evaluate_on_spark_logs_what_the_in_memory_one_logs(cli, spark, tmp_path, monkeypatch, task):
     monkeypatch.chdir(tmp_path)
-    want = _evaluate(cli, task, tmp_path, "memory")
-    got = _evaluate(cli, task, tmp_path, "spark", *SPARK)
+    want = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, "memory")
+    got = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, "spark", *SPARK)
     assert_same_stores(want, got, tmp_path)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("extracteval-stream-")]

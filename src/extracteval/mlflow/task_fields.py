@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.mlflow.fields_records import _COUNT_KEYS, records_frame_of  # noqa: F401 - records_frame_of is this module's API too
 from extracteval.io import parquet_rows
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
@@ -25,7 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ADAPTER", "FieldsAdapter"]
 
-from extracteval.mlflow.fields_records import _COUNT_KEYS, records_frame_of  # noqa: F401 - records_frame_of is this module's API too
 _RATIO_KEYS = ("precision", "recall", "f1", "accuracy")
 
 

@@ -267,6 +267,22 @@ def read_spark_table(spark: Any, path: str | Path, *, delimiter: str | None = No
     raise InputError(f"{p}: --engine spark reads CSV/TSV, JSONL and Parquet; {suffix!r} is not one of them.")
 
 
+def read_spark_tables(spark: Any, truth: str | Path, predictions: Sequence[str], *, delimiter: str | None = None
+                      ) -> tuple[Any, dict[str, Any], dict[str, str], dict[str, bool]]:
+    """The truth and each model's table (`NAME=FILE` specs): (truth DataFrame, model → DataFrame,
+    model → file, input → read as CSV text: "" for the truth, else the model)."""
+    from extracteval.io.config import model_files
+
+    tdf, t_text = read_spark_table(spark, truth, delimiter=delimiter)
+    preds: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    text: dict[str, bool] = {"": t_text}
+    for name, path in model_files(predictions).items():
+        preds[name], text[name] = read_spark_table(spark, path, delimiter=delimiter)
+        sources[name] = str(path)
+    return tdf, preds, sources, text
+
+
 def score_fields_files(
     truth: str | Path,
     predictions: Sequence[str],
@@ -280,17 +296,10 @@ def score_fields_files(
     records_path: str | Path | None = None,
 ) -> tuple[FieldsResult, dict[str, Any]]:
     """`extracteval score fields --engine spark`: files (local paths or cluster URIs) → result."""
-    from extracteval.io.config import model_files
     from extracteval.spark import get_session
 
     spark = get_session(master, shuffle_partitions=partitions or 8)
-    tdf, t_text = read_spark_table(spark, truth, delimiter=delimiter)
-    preds: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    text: dict[str, bool] = {"": t_text}
-    for name, path in model_files(predictions).items():
-        preds[name], text[name] = read_spark_table(spark, path, delimiter=delimiter)
-        sources[name] = str(path)
+    tdf, preds, sources, text = read_spark_tables(spark, truth, predictions, delimiter=delimiter)
     out = score_fields_spark(
         tdf, preds, config=config, fields=fields, id_column=id_column, truth_source=str(truth),
         sources=sources, text_columns=text, partitions=partitions,

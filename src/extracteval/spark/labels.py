@@ -23,22 +23,15 @@ def labels_spark_job(
     from extracteval.core.fields import ModelPredictions
     from extracteval.core.labels import resolve_features
     from extracteval.errors import InputError
-    from extracteval.io.config import model_files
     from extracteval.spark.engine import SparkJob
-    from extracteval.spark.fields import _inputs, join_tables, read_spark_table
+    from extracteval.spark.fields import _inputs, join_tables, read_spark_tables
 
     truth = str(truth)
-    tdf, t_text = read_spark_table(spark, truth, delimiter=delimiter)
+    tdf, preds, sources, text = read_spark_tables(spark, truth, predictions, delimiter=delimiter)
     if id_column not in tdf.columns:
         raise InputError(f"{truth}: no {id_column!r} column; columns found: {list(tdf.columns)[:20]}. Pass --id-column NAME if the ids are in another column.")
-    preds: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    text: dict[str, bool] = {"": t_text}
-    for name, path in model_files(predictions).items():
-        preds[name], text[name] = read_spark_table(spark, path, delimiter=delimiter)
-        sources[name] = str(path)
     feats = tuple(resolve_features([c for c in tdf.columns if c != id_column], list(features) if features else None, config, truth))
-    joined, spec = join_tables(tdf, preds, columns=feats, models=list(sources), id_column=id_column, truth_source=truth, sources=sources,
+    joined, spec = join_tables(tdf, preds, columns=[c for c in tdf.columns if c != id_column], models=list(sources), id_column=id_column, truth_source=truth, sources=sources,
                                text_columns=text, partitions=partitions, keep_extra=True)
 
     def to_chunk(pdf: pd.DataFrame) -> FieldsChunk:
