@@ -33,12 +33,7 @@ from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["score", "tasks", "ScoreResult"]
-
-# tasks whose record is one value (a list of spans / entities / calls, a raw output) rather than
-# a row of fields; a row with one other column than the id gives that column's cell
-_VALUE_RECORDS = frozenset({"spans", "entities", "structured", "toolcalls"})
-
+__all__ = ["score", "tasks", "read_truth", "ScoreResult"]
 
 def tasks() -> list[dict[str, str]]:
     """The tasks of this installation: name, MLflow model type and what the task scores."""
@@ -146,12 +141,7 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
         named = {Path(predictions).stem if isinstance(predictions, (str, Path)) else "model": predictions}
     if not named:
         raise InputError("extracteval.score: no predictions; give {model name: predictions}.")
-    t_frame, t_source = _frame(truth, "truth", id_column)
-    ids = [str(i) for i in t_frame[id_column]]
-    dup = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
-    if dup:
-        raise InputError(f"{t_source}: record ids must be unique; found {len(dup)} duplicated: {', '.join(repr(d) for d in dup[:5])}.")
-    targets = _cells(t_frame, task, id_column)
+    ids, targets, t_source = read_truth(truth, adapter, id_column=id_column)
     cells: dict[str, list[Any]] = {}
     notes: list[str] = []
     status_column = config.get("status_column")
@@ -168,7 +158,7 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
             by_status = dict(zip(p_ids, p_frame[status_column]))
             status[name] = [by_status.get(i) for i in ids]
             p_frame = p_frame.drop(columns=[status_column])
-        by_id = dict(zip(p_ids, _cells(p_frame, task, id_column)))
+        by_id = dict(zip(p_ids, _cells(p_frame, adapter, id_column)))
         known = set(ids)
         extra = [i for i in p_ids if i not in known]
         if extra:
@@ -183,14 +173,25 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     return ScoreResult(task=task, models=tuple(scored.models), scored=scored, adapter=adapter)
 
 
-def _frame(value: Any, what: str, id_column: str) -> tuple[Any, str]:
+def read_truth(value: Any, adapter: Any, *, id_column: str = "id", delimiter: str | None = None) -> tuple[list[str], list[Any], str]:
+    """(record ids, one target cell per record, where the truth came from): a ground truth
+    (DataFrame, list of dicts or file path) read as `score` reads it; ids must be unique."""
+    frame, source = _frame(value, "truth", id_column, delimiter=delimiter)
+    ids = [str(i) for i in frame[id_column]]
+    dup = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
+    if dup:
+        raise InputError(f"{source}: record ids must be unique; found {len(dup)} duplicated: {', '.join(repr(d) for d in dup[:5])}.")
+    return ids, _cells(frame, adapter, id_column), source
+
+
+def _frame(value: Any, what: str, id_column: str, *, delimiter: str | None = None) -> tuple[Any, str]:
     """A DataFrame of records with `id_column`, and where it came from."""
     import pandas as pd
 
     if isinstance(value, (str, Path)):
         from extracteval.io.tables import read_table
 
-        frame, source = read_table(value), str(value)
+        frame, source = read_table(value, delimiter=delimiter), str(value)
     elif isinstance(value, pd.DataFrame):
         frame, source = value, what
     elif isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(isinstance(r, Mapping) for r in value):
@@ -203,9 +204,10 @@ def _frame(value: Any, what: str, id_column: str) -> tuple[Any, str]:
     return frame, source
 
 
-def _cells(frame: Any, task: str, id_column: str) -> list[Any]:
-    """One cell per record: the row as an object, or the record's one value."""
+def _cells(frame: Any, adapter: Any, id_column: str) -> list[Any]:
+    """One cell per record: the row as an object, or, for a task whose record is one value
+    (`adapter.record_is_value`) and a row with one other column than the id, that column's cell."""
     rest = [c for c in frame.columns if c != id_column]
-    if task in _VALUE_RECORDS and len(rest) == 1:
+    if adapter.record_is_value and len(rest) == 1:
         return list(frame[rest[0]])
     return frame[rest].to_dict(orient="records")

@@ -1,13 +1,18 @@
-"""What rescore relies on: predictions survive the Parquet round trip, the logged config rebuilds."""
+"""What rescore of `fields` runs relies on: predictions survive the Parquet round trip (and read
+back through the adapter as cells, per-cell status included, score the same), the logged config
+rebuilds."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
 
 from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
 from extracteval.core.normalize import NormalizationConfig
-from extracteval.mlflow.rescore import fields_config_from_dict, frame_to_predictions, predictions_to_frame
+from extracteval.mlflow.predictions_file import frame_to_predictions, predictions_to_frame, write_predictions_parquet
+from extracteval.mlflow.task_fields import ADAPTER
 
 
 def _preds(status):
@@ -31,9 +36,20 @@ def test_predictions_round_trip_scores_identically(tmp_path):
         b = score_fields(truth, [back], config=FieldsConfig(bootstrap=0)).to_dict()["models"]["m"]
         assert a.pop("source") == "test" and b.pop("source") == "round trip"
         assert a == b
+        # through the adapter: the file read back as one cell per record, scored by `score_frame`
+        write_predictions_parquet(p, tmp_path / "direct.parquet")
+        logged = ADAPTER.read_predictions(tmp_path / "direct.parquet", source="round trip")
+        ids = list(truth.index)
+        cells, st, _extra = logged.for_ids(ids)
+        targets = [{k: v for k, v in row.items()} for row in truth.to_dict(orient="records")]
+        c = ADAPTER.score_frame(ids=ids, targets=targets, predictions={"m": cells}, config={"bootstrap": 0}, truth_source="t",
+                                **({} if st is None else {"status": {"m": st}})).doc["models"]["m"]
+        c.pop("source")
+        assert c == a
 
 
 def test_logged_config_rebuilds_exactly():
     cfg = FieldsConfig(strategies={"party": "FUZZY"}, fuzzy_threshold=0.9, zero_division=1.0, bootstrap=200, seed=3,
                        normalization=NormalizationConfig(null_tokens=frozenset({"n/a", "missing"}), dayfirst=True))
-    assert fields_config_from_dict(cfg.to_dict()).to_dict() == cfg.to_dict()
+    logged = json.loads(json.dumps({"config": cfg.to_dict()}))  # as result.json holds it
+    assert ADAPTER.build_config(ADAPTER.rescore_options(logged)).to_dict() == cfg.to_dict()

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from extracteval.core.fields import ModelPredictions
 from extracteval.io import parquet_rows
-from extracteval.mlflow import rescore
-from extracteval.mlflow.rescore import frame_to_predictions, predictions_to_frame, write_predictions_parquet
+from extracteval.mlflow import predictions_file
+from extracteval.mlflow.predictions_file import frame_to_predictions, predictions_to_frame, write_predictions_parquet
 
 
 def _reference_text(v):
@@ -128,13 +128,13 @@ def test_values_equal_under_hashing_keep_their_own_text():
 @given(p=predictions())
 def test_direct_writer_reads_back_as_the_frame(tmp_path_factory, row_group, p):
     path = tmp_path_factory.mktemp("p") / "predictions.parquet"
-    old, old_compact = parquet_rows.ROW_GROUP, rescore._COMPACT_ABOVE
+    old, old_compact = parquet_rows.ROW_GROUP, predictions_file._COMPACT_ABOVE
     parquet_rows.ROW_GROUP = row_group  # small row groups: ids straddle them, each carries only its own ids
-    rescore._COMPACT_ABOVE = 0 if row_group == 5 else old_compact  # and only its own value texts
+    predictions_file._COMPACT_ABOVE = 0 if row_group == 5 else old_compact  # and only its own value texts
     try:
         write_predictions_parquet(p, path)
     finally:
-        parquet_rows.ROW_GROUP, rescore._COMPACT_ABOVE = old, old_compact
+        parquet_rows.ROW_GROUP, predictions_file._COMPACT_ABOVE = old, old_compact
     frame = predictions_to_frame(p)
     back = pd.read_parquet(path)
     # what pandas reads back: the frame, dtypes included (the file says strings, not categoricals)
@@ -181,13 +181,13 @@ def test_kept_codes_are_taken_for_text_columns_only():
     # what a factorisation of column b by value would give: 1, 1.0 and True as one value
     known = {"a": (np.array([1, 0, 1], dtype=np.int32), pd.Index(["y", "x"], dtype=object)),
              "b": (np.zeros(3, dtype=np.int32), pd.Index([1], dtype=object))}
-    coded = rescore.code_predictions(p, known)
+    coded = predictions_file.code_predictions(p, known)
     got = predictions_to_frame(p)
     assert got["value"].tolist() == ['"x"', "1", '"y"', "1.0", '"x"', "true"]
     texts = coded.value_texts.to_pylist()
     assert [texts[c] for c in coded.values] == got["value"].tolist()
     # the codes given for `a` were used (their order differs from a fresh factorisation's)
-    assert texts[coded.values[0]] == '"x"' and coded.values[0] != rescore.code_predictions(p).values[0]
+    assert texts[coded.values[0]] == '"x"' and coded.values[0] != predictions_file.code_predictions(p).values[0]
 
 
 def test_predictions_without_fields_give_an_empty_file(tmp_path):

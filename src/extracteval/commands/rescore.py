@@ -8,11 +8,14 @@ import sys
 
 HELP = "re-score a logged run's predictions against edited ground truth (new linked run)"
 DESCRIPTION = """\
-Re-score the predictions a `fields` model run logged (extracteval/predictions.parquet) against a
-new ground-truth file, with the run's own configuration, and log the result as a new run in the
-same experiment tagged `extracteval.rescored_from = <run id>`. When the new truth has the same
-digest as the truth the run was scored against, nothing is done (seed 000 "Recalculation
-Triggers"). The original run is left as it is.
+Re-score the predictions a model run logged (extracteval/predictions.parquet), of any task,
+against a new ground-truth file, with the run's own configuration (from its
+extracteval/result.json), and log the result as a new run in the same experiment tagged
+`extracteval.rescored_from = <run id>`. The new truth is read as `extracteval score` reads a
+truth file of the run's task (CSV/TSV, JSONL, JSON or Parquet, one record per row). When it has
+the same digest as the truth the run was scored against, nothing is logged. The original run is
+left as it is. Runs whose inputs were not one record per row (token files, BFCL question
+files) have no predictions artifact and are refused with a message saying so.
 
 example:
   extracteval rescore --run 3f2a…c9 --truth truth-corrected.csv
@@ -21,7 +24,7 @@ example:
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", required=True, metavar="RUN_ID", help="the model run to rescore")
-    p.add_argument("--truth", required=True, metavar="FILE", help="the edited ground truth (same formats as `score fields --truth`)")
+    p.add_argument("--truth", required=True, metavar="FILE", help="the edited ground truth (the formats of the task's `score --truth`, one record per row)")
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id column of the truth file (default: id)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default: detected)")
     p.add_argument("--output", metavar="DIR", help="keep the local copy of the new run's results here")
@@ -42,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(res.message)
     if not res.skipped and res.old_metrics is not None and res.new_metrics is not None:
+        width = max((len(k) for k in res.new_metrics), default=0)
         for k, new in res.new_metrics.items():
             old = res.old_metrics.get(k)
-            print(f"  {k:<18} {percent(old):>7} → {percent(new):>7}")
+            print(f"  {k:<{width}} {percent(old):>7} → {percent(new):>7}")
     return 0

@@ -1,6 +1,8 @@
-"""Seeded bootstrap over records for macro F1 and paired F1 differences.
+"""Seeded bootstrap over records of any metric of summed per-record counts, and of paired differences.
 
-Per-record counts are rows (records × models × fields × [tp, fp, fn, tn]); one resample is a
+Per-record counts are rows (records × models × count columns: tp, fp, fn, tn per field for
+macro F1, or any task's counts, `core.record_counts`); a metric is a function of the counts
+summed over a resample (`bootstrap_counts`, `macro_f1_statistic`); one resample is a
 vector of record multiplicities, so the resampled counts of every model are one matrix product.
 Few distinct rows: a resample is a multinomial draw over them. Many: the records are resampled
 in a streaming pass over blocks of records (`_resample_records`), so memory stays bounded
@@ -16,7 +18,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "Interval", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns", "record_patterns", "merge_patterns",
+    "Interval", "bootstrap_counts", "bootstrap_patterns", "macro_f1_statistic", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns",
+    "record_patterns", "merge_patterns",
     "field_patterns", "merge_field_patterns",
 ]
 
@@ -203,9 +206,9 @@ def merge_field_patterns(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tupl
 
 
 def _canonical(patterns: np.ndarray, freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Patterns as int64, ordered by their int64 bytes: the order the bootstrap draws in,
+    """Patterns as int64 (float64 for per-record values), ordered by their bytes: the order the bootstrap draws in,
     whatever type they were stored in and however they were merged."""
-    wide = np.ascontiguousarray(patterns, dtype=np.int64)
+    wide = np.ascontiguousarray(patterns, dtype=np.float64 if np.asarray(patterns).dtype.kind == "f" else np.int64)
     if len(wide) == 0:
         return wide, np.asarray(freq, dtype=np.int64)
     view = wide.view(np.dtype((np.void, 8 * wide.shape[1]))).ravel()
@@ -259,7 +262,7 @@ def _resample_records(
     assert records is not None
     group = max(1, min(resamples, _TOTAL_ENTRIES // max(width, 1)))
     size = max(1, min(_DRAW_ENTRIES // group, _DRAW_ENTRIES // max(width, 1)))
-    sums = np.zeros(width, dtype=np.int64)
+    sums: np.ndarray | None = None
     done = 0
     while done < resamples:
         g = min(group, resamples - done)
@@ -277,18 +280,20 @@ def _resample_records(
             idx = rng.integers(0, s, size=int(k.sum()))
             idx += np.repeat(np.arange(g, dtype=np.int64) * s, k)
             weights = np.bincount(idx, minlength=g * s).reshape(g, s)
+            floating = block.dtype.kind == "f"  # per-record values (a score's sum): float64 throughout
             if done == 0:
-                sums += block.sum(axis=0, dtype=np.int64)
-            top = int(np.abs(block).max(initial=0)) if block.size else 0
+                part = block.sum(axis=0, dtype=np.float64 if floating else np.int64)
+                sums = part if sums is None else sums + part
+            top = int(np.abs(block).max(initial=0)) if block.size and not floating else 0
             # float32 products of integer counts are exact below 2**24; summed in float64
-            dtype = np.float32 if n * max(top, 1) < 2**24 else np.float64
+            dtype = np.float32 if not floating and n * max(top, 1) < 2**24 else np.float64
             totals += weights.astype(dtype) @ np.ascontiguousarray(block[:, cols], dtype=dtype)
             seen += s
         if seen != n:
             raise ValueError(f"Expected {n} records, but got {seen}.")
         fill(done, totals)
         done += g
-    return sums
+    return np.zeros(width, dtype=np.int64) if sums is None else sums
 
 
 def bootstrap_macro_f1(
@@ -311,20 +316,24 @@ def bootstrap_macro_f1(
     if not models:
         return {}, {}
     n = next(iter(per_record.values())).shape[0]
-    shape = per_record[models[0]].shape[1:]
+    shape = tuple(per_record[models[0]].shape[1:])
     width = int(np.prod(shape))
-    blocks = [np.asarray(per_record[m]).reshape(n, width) for m in models]
-    blocks = [b if b.dtype.kind in "iu" else b.astype(np.int64) for b in blocks]
-    # joined straight into the smallest type that holds the counts (1 byte in practice): a
-    # 500-model leaderboard's int64 copies were ~50 MB each
-    top = max((int(np.abs(b.astype(np.int64, copy=False)).max(initial=0)) for b in blocks), default=0)
-    dt = next((t for t in (np.int8, np.int16, np.int32) if top <= np.iinfo(t).max), np.int64)
-    joined = np.concatenate(blocks, axis=1, dtype=dt, casting="unsafe") if blocks else np.zeros((n, 0), dtype=dt)  # values fit: checked above
-    patterns, freq = _capped(*_distinct(joined))
-    return bootstrap_macro_f1_patterns(
-        models, tuple(shape), patterns, freq, pairs, records=lambda: joined, n_records=n,
-        resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division,
-    )
+    blocks = {m: np.asarray(per_record[m]).reshape(n, width) for m in models}
+    blocks = {m: b if b.dtype.kind in "iu" else b.astype(np.int64) for m, b in blocks.items()}
+    return bootstrap_counts(blocks, macro_f1_statistic(shape, zero_division), pairs, resamples=resamples, confidence=confidence, seed=seed)
+
+
+def macro_f1_statistic(shape: Sequence[int], zero_division: float = 0.0) -> Callable[[np.ndarray], np.ndarray]:
+    """Summed counts (..., prod(shape)), laid out as (fields, tp/fp/fn/tn), → macro F1 (...)."""
+    if not 0.0 <= zero_division <= 1.0:
+        raise ValueError(f"Expected `zero_division` to be a float in [0, 1], but got {zero_division!r}.")
+    shape = tuple(shape)
+
+    def macro_f1(totals: np.ndarray) -> np.ndarray:
+        t = totals.reshape(*totals.shape[:-1], *shape)
+        return _macro_f1_parts(*(t[..., k] for k in range(4)), zero_division=zero_division)
+
+    return macro_f1
 
 
 def bootstrap_macro_f1_patterns(
@@ -345,17 +354,88 @@ def bootstrap_macro_f1_patterns(
 
     `patterns` is (K, models × prod(shape)) as `record_patterns` returns it, the models' blocks
     side by side in `models` order, or None when they were too many to keep (`PATTERN_ENTRIES`);
-    then `n_records` gives the number of records. When the patterns are kept and few
-    (4·K ≤ records) a resample is a multinomial draw over them and the records themselves are
-    never needed; otherwise `records()` must give the (records, width) rows in record order —
-    one matrix, or consecutive blocks of any sizes (e.g. read back from disk one chunk at a
-    time): the records are resampled in a streaming pass (`_resample_records`) whose draws do
-    not depend on how the rows were split, so every engine gets the same intervals.
+    then `n_records` gives the number of records. See `bootstrap_patterns`.
+    """
+    return bootstrap_patterns(models, int(np.prod(shape)), patterns, freq, pairs, statistic=macro_f1_statistic(shape, zero_division), records=records, n_records=n_records,
+                              resamples=resamples, confidence=confidence, seed=seed)
+
+
+def bootstrap_counts(
+    per_record: Mapping[Any, np.ndarray],
+    statistic: Callable[[np.ndarray], np.ndarray],
+    pairs: Sequence[tuple[Any, Any]] = (),
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[dict[Any, Interval], dict[tuple[Any, Any], Interval]]:
+    """Percentile intervals of a metric of summed per-record counts, per model and for the
+    difference of each pair: a paired bootstrap (every resample takes the same records, with the
+    same multiplicities, for every model), the metric recomputed from each resample's sums.
+
+    Args:
+        per_record: model → (records, columns) counts, the same records in the same order for
+            every model; integers, or floats for per-record values (summed in float64).
+        statistic: summed counts (..., columns) → metric (...), vectorised over leading axes.
+        pairs: (a, b) model pairs whose difference `metric[a] - metric[b]` gets an interval.
+
+    Example:
+        >>> per = {"a": np.array([[1, 1], [1, 1], [0, 1]]), "b": np.array([[0, 1], [1, 1], [0, 1]])}
+        >>> rate = lambda s: s[..., 0] / s[..., 1]
+        >>> est, diffs = bootstrap_counts(per, rate, [("a", "b")], resamples=200)
+        >>> round(est["a"].estimate, 4), round(diffs[("a", "b")].estimate, 4)
+        (0.6667, 0.3333)
+    """
+    models = list(per_record)
+    if not models:
+        return {}, {}
+    n, width = np.asarray(per_record[models[0]]).shape
+    blocks = [np.asarray(per_record[m]) for m in models]
+    if any(b.shape != (n, width) for b in blocks):
+        raise ValueError(f"Expected per-record counts of {n} records × {width} columns for every model, but got {[b.shape for b in blocks]}.")
+    if any(b.dtype.kind == "f" for b in blocks):
+        joined = np.concatenate(blocks, axis=1, dtype=np.float64) if blocks else np.zeros((n, 0))
+    else:
+        # joined straight into the smallest type that holds the counts (1 byte in practice): a
+        # 500-model leaderboard's int64 copies were ~50 MB each
+        top = max((int(np.abs(b.astype(np.int64, copy=False)).max(initial=0)) for b in blocks), default=0)
+        dt = next((t for t in (np.int8, np.int16, np.int32) if top <= np.iinfo(t).max), np.int64)
+        joined = np.concatenate(blocks, axis=1, dtype=dt, casting="unsafe")  # values fit: checked above
+    patterns, freq = _capped(*_distinct(joined))
+    return bootstrap_patterns(models, width, patterns, freq, pairs, statistic=statistic, records=lambda: joined, n_records=n,
+                              resamples=resamples, confidence=confidence, seed=seed)
+
+
+def bootstrap_patterns(
+    models: Sequence[Any],
+    width: int,
+    patterns: np.ndarray | None,
+    freq: np.ndarray | None,
+    pairs: Sequence[tuple[Any, Any]] = (),
+    *,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    records: Callable[[], np.ndarray | Iterable[np.ndarray]] | None = None,
+    n_records: int | None = None,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[dict[Any, Interval], dict[tuple[Any, Any], Interval]]:
+    """`bootstrap_counts` from distinct per-record patterns (K, models × width) and their
+    frequencies, the models' blocks side by side in `models` order, or None when they were too
+    many to keep; then `n_records` gives the number of records.
+
+    When the patterns are kept and few (4·K ≤ records) a resample is a multinomial draw over them
+    and the records themselves are never needed; otherwise `records()` must give the (records,
+    models × width) rows in record order — one matrix, or consecutive blocks of any sizes (e.g.
+    read back from disk one chunk at a time): the records are resampled in a streaming pass
+    (`_resample_records`) whose draws do not depend on how the rows were split, so every engine
+    gets the same intervals. `statistic` maps summed counts (..., width) to the metric (...); it
+    is called once per block of resamples for all models together.
     """
     models = list(models)
     if not models:
         return {}, {}
-    width = int(np.prod(shape))
+    m_count = len(models)
     if patterns is not None and freq is not None:
         freq = np.asarray(freq, dtype=np.int64)
         n = int(freq.sum())
@@ -366,33 +446,30 @@ def bootstrap_macro_f1_patterns(
         raise ValueError("without patterns the bootstrap needs `n_records`.")
     else:
         n, use_patterns = int(n_records), False
-    # columns regrouped count-major (tp of every model and field, then fp, …) so each count of
-    # a product is one contiguous (b, models, fields) slice
-    cols = np.arange(len(models) * width).reshape(len(models), width // shape[-1], shape[-1]).transpose(2, 0, 1).ravel()
     # resample × model: filled block by block, then all percentiles in one call per side
-    samples = np.empty((resamples, len(models)))
+    samples = np.empty((resamples, m_count))
 
     def fill(done: int, totals: np.ndarray) -> None:
-        """samples of resamples done … done + len(totals) from their count-major totals."""
-        b = len(totals)
-        t = totals.reshape(b, shape[-1], len(models), *shape[:-1])
-        # one reduction for all models (a leaderboard has hundreds: a call per model dominated)
-        samples[done : done + b] = _macro_f1_parts(*(t[:, k] for k in range(4)), zero_division=zero_division)
+        """samples of resamples done … done + len(totals) from their totals: one statistic call
+        for all models (a leaderboard has hundreds: a call per model dominated)."""
+        samples[done : done + len(totals)] = statistic(totals.reshape(len(totals), m_count, width))
 
     if use_patterns:
         assert patterns is not None and freq is not None
-        # exact integer sums, whatever the order of the patterns
-        totals_all = freq @ np.asarray(patterns).astype(np.int64, copy=False) if len(freq) else np.zeros(len(models) * width, dtype=np.int64)
+        floating = np.asarray(patterns).dtype.kind == "f"
+        # exact integer sums (float64 for per-record values), whatever the order of the patterns
+        exact = np.float64 if floating else np.int64
+        totals_all = freq @ np.asarray(patterns).astype(exact, copy=False) if len(freq) else np.zeros(m_count * width, dtype=exact)
         if n > 0:
             # float32 sums of integer counts are exact below 2**24
-            dtype = np.float32 if n * max(int(np.abs(patterns).max(initial=0)), 1) < 2**24 else np.float64
+            dtype = np.float32 if not floating and n * max(int(np.abs(patterns).max(initial=0)), 1) < 2**24 else np.float64
             rng = np.random.default_rng(seed)
             # Records with the same counts for every model are interchangeable: drawing n records
             # and counting each distinct pattern is a multinomial draw over the patterns, so the
             # work scales with the number of distinct patterns, not of records. The draw is over
             # the patterns in canonical order (only this path depends on their order).
             patterns, freq = _canonical(patterns, freq)
-            matrix = np.ascontiguousarray(patterns.astype(dtype)[:, cols])
+            matrix = np.ascontiguousarray(patterns.astype(dtype))
             done = 0
             while done < resamples:
                 b = min(_BLOCK, resamples - done)
@@ -402,9 +479,10 @@ def bootstrap_macro_f1_patterns(
         if n > 0 and records is None:
             raise ValueError("many distinct per-record patterns: the bootstrap needs `records` (the per-record rows).")
         totals_all = _resample_records(
-            records, n, len(models) * width, cols, resamples, np.random.default_rng(seed), fill,
-        ) if n > 0 else np.zeros(len(models) * width, dtype=np.int64)
-    point = {m: float(_macro_f1(totals_all[k * width : (k + 1) * width].reshape(shape), zero_division)) for k, m in enumerate(models)}
+            records, n, m_count * width, np.arange(m_count * width), resamples, np.random.default_rng(seed), fill,
+        ) if n > 0 else np.zeros(m_count * width, dtype=np.int64)
+    estimates = np.asarray(statistic(np.asarray(totals_all).reshape(m_count, width)), dtype=np.float64)
+    point = {m: float(estimates[k]) for k, m in enumerate(models)}
     alpha = (1.0 - confidence) / 2.0
     q = [100 * alpha, 100 * (1 - alpha)]
 

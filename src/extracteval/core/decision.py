@@ -247,8 +247,8 @@ def decide(
         metric: one of `METRICS` (higher is better for all of them).
     """
     thresholds = thresholds or DecisionThresholds()
-    b = np.asarray(baseline_counts, dtype=np.float64)
-    c = np.asarray(candidate_counts, dtype=np.float64)
+    b, c = np.asarray(baseline_counts), np.asarray(candidate_counts)
+    b, c = (x if x.dtype.kind in "iuf" else x.astype(np.float64) for x in (b, c))
     if b.shape != c.shape or b.ndim != 2 or b.shape[1] != len(columns):
         raise InputError(f"decision: baseline and candidate need per-record counts of the same records; got shapes {b.shape} and {c.shape}.")
     if not 0.0 < confidence < 1.0:
@@ -256,25 +256,17 @@ def decide(
     if resamples < 1:
         raise InputError(f"decision resamples: expected a positive integer, but got {resamples!r}.")
     n = b.shape[0]
-    bv = float(metric_from_counts(metric, columns, b.sum(axis=0), zero_division=zero_division))
-    cv = float(metric_from_counts(metric, columns, c.sum(axis=0), zero_division=zero_division))
+    statistic = lambda summed: metric_from_counts(metric, columns, summed, zero_division=zero_division)  # noqa: E731
+    bv = float(statistic(b.sum(axis=0)))
+    cv = float(statistic(c.sum(axis=0)))
     gap = bv - cv
     lo = hi = gap
     if n > 0:
-        rng = np.random.default_rng(seed)
-        gaps = np.empty(resamples)
-        done = 0
-        while done < resamples:
-            k = min(64, resamples - done)
-            idx = rng.integers(0, n, size=(k, n))
-            offsets = (np.arange(k, dtype=np.int64) * n)[:, None]
-            w = np.bincount((idx + offsets).ravel(), minlength=k * n).reshape(k, n).astype(np.float64)
-            gb = metric_from_counts(metric, columns, w @ b, zero_division=zero_division)
-            gc = metric_from_counts(metric, columns, w @ c, zero_division=zero_division)
-            gaps[done : done + k] = gb - gc
-            done += k
-        alpha = (1.0 - confidence) / 2.0
-        lo, hi = (float(x) for x in np.percentile(gaps, [100 * alpha, 100 * (1 - alpha)]))
+        # the one paired bootstrap of every task's intervals: the same resampled records for both
+        from extracteval.core.bootstrap import bootstrap_counts
+
+        _, diffs = bootstrap_counts({"b": b, "c": c}, statistic, [("b", "c")], resamples=resamples, confidence=confidence, seed=seed)
+        lo, hi = diffs[("b", "c")].low, diffs[("b", "c")].high
     return Decision(
         metric=metric,
         baseline=baseline,

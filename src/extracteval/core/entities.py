@@ -23,6 +23,7 @@ weighted mean → one `max_matching` per record.
 from __future__ import annotations
 
 import heapq
+import json
 import math
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
@@ -317,6 +318,26 @@ class _Side:
 
     def entity(self, i: int) -> Any:
         return self.raw[int(self.perm[i]) if self.perm is not None else i]
+
+
+def _strict_label_rows(out: list[list[tuple[str, str, int, int, int]]], feature: str, keys: Sequence[str], rec: np.ndarray, a: np.ndarray,
+                       b: np.ndarray, miss_rec: np.ndarray, miss: np.ndarray, extra_rec: np.ndarray, extra: np.ndarray) -> None:
+    """Append to `out[record]` the (feature, label, tp, fp, fn) counts of one feature's strict
+    view, record by record: a matched pair is a tp of its label when right, else an fn of the
+    gold label and an fp of the predicted one; a missed gold entity an fn, an extra one an fp."""
+    right = a == b
+    wrong = ~right
+    r_all = np.concatenate([rec[right], rec[wrong], rec[wrong], miss_rec, extra_rec]).astype(np.int64)
+    c_all = np.concatenate([a[right], a[wrong], b[wrong], miss, extra]).astype(np.int64)
+    kind = np.concatenate([np.zeros(int(right.sum()), dtype=np.int64), np.full(int(wrong.sum()), 2), np.full(int(wrong.sum()), 1),
+                           np.full(len(miss), 2), np.full(len(extra), 1)])  # 0 tp, 1 fp, 2 fn
+    width = max(len(keys), 1)
+    pairs, inv = np.unique(r_all * width + c_all, return_inverse=True)
+    counts = np.zeros((len(pairs), 3), dtype=np.int64)
+    np.add.at(counts, (inv.ravel(), kind), 1)
+    for pair, (tp, fp, fn) in zip(pairs.tolist(), counts.tolist()):
+        r, code = divmod(pair, width)
+        out[r].append((feature, keys[code], tp, fp, fn))
 
 
 def _flatten(records: Mapping[str, Sequence[Any]], order: Sequence[str], *, what: str, strict: bool) -> tuple[np.ndarray, list[Any], np.ndarray]:
@@ -1017,6 +1038,7 @@ def entities_ledger(
 
         ledgers: dict[str, dict[str, FeatureLedger]] = {"matched": {}, "strict": {}}
         ok = np.ones(len(mg), dtype=bool)
+        label_rows: list[list[tuple[str, str, int, int, int]]] = [[] for _ in range(n_rec)]
         for f in scored:
             t = tables[f]
             a, b = gold.codes[f][mg], side.codes[f][mp]
@@ -1032,6 +1054,7 @@ def entities_ledger(
             ok &= a == b
             ledgers["matched"][f] = ledger_from_codes(a, b, t.keys)
             ledgers["strict"][f] = ledger_from_codes(a, b, t.keys, missing_truth=gold.codes[f][un_g], extra_pred=side.codes[f][un_p])
+            _strict_label_rows(label_rows, f, t.keys, gold.record[mg], a, b, gold.record[un_g], gold.codes[f][un_g], side.record[un_p], side.codes[f][un_p])
         g_n, p_n = np.diff(gold.start), np.diff(side.start)
         both_empty = int(((g_n == 0) & (p_n == 0) & _present(order, prep.truth, recs)).sum())
         missing_recs = sorted(set(prep.truth) - set(recs))
@@ -1061,6 +1084,9 @@ def entities_ledger(
             "correct_pairs": np.bincount(gold.record[mg][ok], minlength=n_rec),
             "in_truth": np.fromiter((rid in prep.truth for rid in order), dtype=bool, count=n_rec),
             "in_predictions": np.fromiter((rid in recs for rid in order), dtype=bool, count=n_rec),
+            # the strict view's one-vs-rest counts of this record, [feature, label, tp, fp, fn]
+            # rows as JSON: summed over records they are the strict ledgers (resampled by intervals)
+            "strict_label_counts": [json.dumps(x, ensure_ascii=False) for x in label_rows],
         })
     semantic: dict[str, dict[tuple[str, str], bool]] = {}
     for f in prep.fields_needed:

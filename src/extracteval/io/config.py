@@ -55,6 +55,25 @@ def similarity_settings(raw: Mapping[str, Any], *, source: str, default: str = "
     return name, dict(options)
 
 
+def logged_similarity(described: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The config keys `similarity` and `similarity_options` that rebuild a backend from its
+    description in a logged result (`describe_similarity`): its name, and those described
+    values that are options of the backend (not its kind, description or call counts)."""
+    import dataclasses
+
+    from extracteval.core.similarity import SIMILARITY_BACKENDS
+
+    if not described or not described.get("name"):
+        return {}
+    name = str(described["name"])
+    cls = SIMILARITY_BACKENDS.get(name)
+    if cls is None or not dataclasses.is_dataclass(cls):
+        return {"similarity": name}
+    settable = {f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")} - {"name", "kind", "failures", "calls", "failure_reasons"}
+    options = {k: v for k, v in described.items() if k in settable}
+    return {"similarity": name, **({"similarity_options": options} if options else {})}
+
+
 def parse_model_spec(spec: str) -> tuple[str | None, Path]:
     """`NAME=FILE` → (NAME, FILE); a bare `FILE` → (None, FILE)."""
     if "=" in spec:

@@ -3,14 +3,10 @@
 gap = metric(baseline) − metric(candidate) from the runs' logged metrics (default metric: the
 task's primary one, `core.ranking.RANKING_SPECS`); the verdict and its wording of
 `core.decision.decision_fields` (as `score --baseline/--candidate` and `compare-models`); the paired-bootstrap interval of the gap from the runs'
-per-record Parquet artifacts, resampling the record ids both runs share:
-- `fields` runs compared on overall/f1 (macro) or micro/f1: from the per-record tp/fp/fn/tn of
-  every field (`core.bootstrap.bootstrap_macro_f1`);
-- runs whose per-record artifact holds the count columns of a `core.decision` metric
-  (`call_accuracy`, `exact_match_rate`, `args_f1`, …, matched by the metric key's last part;
-  boolean flags such as `correct`/`exact` are read as 0/1 counts, see `_decision_counts`):
-  `core.decision.decide` on those counts.
-Otherwise the gap and verdict are reported without an interval, with a note saying why.
+per-record Parquet artifacts, resampling the record ids of either run, for every metric the
+task's per-record counts determine (`TaskAdapter.interval_metrics`; generic code in
+mlflow/intervals.py). Otherwise the gap and verdict are reported without an interval, with a
+note saying why.
 """
 
 from __future__ import annotations
@@ -103,52 +99,6 @@ def _resolve(client: Any, ref: str, experiment: str | None) -> Any:
     return found[0]
 
 
-def _records(run: Any, uri: str) -> Any:
-    import tempfile
-
-    import pandas as pd
-
-    from extracteval.mlflow.leaderboard import RECORDS_ARTIFACT, _download
-
-    with tempfile.TemporaryDirectory(prefix="extracteval-compare-") as d:
-        p = _download(run.info.artifact_uri, RECORDS_ARTIFACT, uri, d)
-        if p is None or not p.is_file():
-            return None
-        return pd.read_parquet(p)
-
-
-def _is_count(col: Any) -> bool:
-    """A numeric, non-boolean column. Pandas' own test: under pandas 3 text columns are
-    `StringDtype`, which `np.issubdtype` cannot interpret (it raised a TypeError here)."""
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-    return is_numeric_dtype(col.dtype) and not is_bool_dtype(col.dtype)
-
-
-# per-record flag column of the records artifact → the `core.decision` count column(s) it makes
-# (toolcalls: valid/correct per record; structured: valid/extracted/exact per record)
-_FLAG_COUNTS = {"valid": ("valid", "valid_records"), "correct": ("correct_records",), "exact": ("exact",), "extracted": ("extracted",)}
-
-
-def _decision_counts(frame: Any) -> Any:
-    """The per-record count columns `core.decision` recomputes its metrics from: the artifact's
-    numeric columns as they are, `records` (1 per row) and its boolean flags as 0/1 counts under
-    the decision's names (`correct` → `correct_records`, …; `strict_valid` = valid and not
-    extracted). Without these, rates like call_accuracy and exact_match_rate had no interval."""
-    import pandas as pd
-    from pandas.api.types import is_bool_dtype
-
-    cols: dict[str, Any] = {c: frame[c].to_numpy() for c in frame.columns if c != "record_id" and _is_count(frame[c])}
-    cols["records"] = 1
-    flags = {c: frame[c].to_numpy(dtype=bool) for c in _FLAG_COUNTS if c in frame.columns and is_bool_dtype(frame[c].dtype)}
-    for c, arr in flags.items():
-        for name in _FLAG_COUNTS[c]:
-            cols.setdefault(name, arr.astype("int64"))
-    if "valid" in flags and "extracted" in flags:
-        cols.setdefault("strict_valid", (flags["valid"] & ~flags["extracted"]).astype("int64"))
-    return pd.DataFrame(cols, index=frame.index)
-
-
 def compare_runs(
     *,
     baseline: str,
@@ -205,49 +155,21 @@ def compare_runs(
                confidence=confidence, seed=seed)
     if notes and "no paired interval" in notes[-1]:
         return RunComparison(**out, notes=tuple(notes))
-    fb, fc = _records(b, uri), _records(c, uri)
-    if fb is None or fc is None:
-        notes.append("no paired interval: a run has no per-record artifact (extracteval/records.parquet).")
-        return RunComparison(**out, notes=tuple(notes))
-    zd = 0.0
-    try:
-        zd = float(b.data.params.get("zero_division", 0.0))
-    except ValueError:
-        pass
-    if task_b == "fields" and metric in ("overall/f1", "micro/f1") and {"record_id", "field", "tp", "fp", "fn", "tn"} <= set(fb.columns) & set(fc.columns):
-        from extracteval.core.bootstrap import bootstrap_macro_f1
-        from extracteval.core.leaderboard import paired_record_matrix
+    from extracteval.mlflow.intervals import paired_intervals, read_run_counts
+    from extracteval.mlflow.tasks import get_adapter
 
-        rec, arrays = paired_record_matrix({"b": fb, "c": fc})
-        if metric == "micro/f1":
-            arrays = {k: a.sum(axis=1, keepdims=True) for k, a in arrays.items()}
-        _, diffs = bootstrap_macro_f1(arrays, [("b", "c")], resamples=resamples, confidence=confidence, seed=seed, zero_division=zd)
-        iv = diffs[("b", "c")]
-        if not math.isclose(iv.estimate, gap, abs_tol=1e-9):
-            notes.append(f"the per-record artifacts give a gap of {iv.estimate:.6f} on the {len(rec)} shared records "
-                         f"(logged metrics: {gap:.6f}); the interval is of the shared records.")
-        return RunComparison(**out, ci_low=iv.low, ci_high=iv.high, resamples=iv.resamples, n_records=len(rec), notes=tuple(notes))
-    from extracteval.core.decision import METRICS, decide
-
-    leaf = metric.rsplit("/", 1)[-1]
-    if leaf not in METRICS or "record_id" not in fb.columns or "record_id" not in fc.columns:
-        notes.append(f"no paired interval: {metric!r} cannot be recomputed from the runs' per-record artifacts.")
+    tb_, tc_ = (read_run_counts(str(task_b), r.info.artifact_uri, r.data.params, uri) for r in (b, c))
+    if tb_ is None or tc_ is None:
+        notes.append("no paired interval: a run's per-record artifact (extracteval/records.parquet) is absent or lacks the per-record "
+                     "counts (a run logged by an earlier version).")
         return RunComparison(**out, notes=tuple(notes))
-    cb, cc = _decision_counts(fb), _decision_counts(fc)
-    num = [col for col in cb.columns if col in cc.columns]
-    gb = cb.groupby(fb["record_id"].astype(str))[num].sum()
-    gc = cc.groupby(fc["record_id"].astype(str))[num].sum()
-    from extracteval.core.structured import natural_key
-
-    # the record order of `score` and `compare-models` (natural id order): the same resamples, the same interval
-    shared = sorted(set(gb.index) & set(gc.index), key=natural_key)
-    try:
-        d = decide(tuple(num), gb.loc[shared].to_numpy(), gc.loc[shared].to_numpy(), metric=leaf, baseline=out["baseline"], candidate=out["candidate"],
-                   thresholds=thresholds, resamples=resamples, seed=seed, confidence=confidence, zero_division=zd)
-    except InputError as e:
-        notes.append(f"no paired interval: {e}")
+    res = paired_intervals(str(task_b), metric, {"b": tb_, "c": tc_}, [("b", "c")], b.data.params, resamples=resamples, confidence=confidence, seed=seed)
+    if res is None:
+        notes.append(f"no paired interval: {metric!r} cannot be recomputed from per-record counts; for {task_b} runs these can: "
+                     f"{', '.join(get_adapter(str(task_b)).interval_metrics)}.")
         return RunComparison(**out, notes=tuple(notes))
-    if not math.isclose(d.gap, gap, abs_tol=1e-9):
-        notes.append(f"the per-record artifacts give a gap of {d.gap:.6f} on the {d.n_records} shared records "
-                     f"(logged metrics: {gap:.6f}); the interval is of the shared records.")
-    return RunComparison(**out, ci_low=d.ci_low, ci_high=d.ci_high, resamples=d.resamples, n_records=d.n_records, notes=tuple(notes))
+    iv = res.pairs[("b", "c")]
+    if not math.isclose(iv.estimate, gap, abs_tol=1e-9):
+        notes.append(f"the per-record counts give a gap of {iv.estimate:.6f} on {res.n_records} records "
+                     f"(logged metrics: {gap:.6f}); the interval is of these counts.")
+    return RunComparison(**out, ci_low=iv.low, ci_high=iv.high, resamples=iv.resamples, n_records=res.n_records, notes=tuple(notes))

@@ -32,6 +32,7 @@ from typing import Any
 from extracteval.core.bootstrap import Interval
 from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.errors import InputError
+from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download, _local_artifact
 
 __all__ = [
     "TrackingStoreLeaderboard",
@@ -48,14 +49,11 @@ __all__ = [
     "leaderboard_key",
 ]
 
-RECORDS_ARTIFACT = "extracteval/records.parquet"
 KEYS_ARTIFACT = "extracteval/metric_keys.json"
 LEADERBOARD_ROLE = "leaderboard"
 SKIPPED_ROLES = frozenset({"comparison", LEADERBOARD_ROLE})
 SEARCH_PAGE = 1000
 MAX_TAG_LENGTH = 5000
-# primary metrics whose value the per-record counts (record, item, tp/fp/fn/tn) determine
-_CI_METRICS = {("fields", "overall/f1"): "macro", ("fields", "micro/f1"): "micro"}
 # a segment that sanitising may have produced (it may also be the name itself)
 _MAYBE_SANITISED = re.compile(r"[_~]")
 
@@ -175,28 +173,6 @@ def _segment_names(run: Any, *, tracking_uri: str) -> dict[str, str]:
         return {str(r["key"]): str(r["name"]) for r in doc.get("names", ())}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {}
-
-
-def _download(artifact_uri: str, path: str, tracking_uri: str, dst: str) -> Path | None:
-    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-
-    try:
-        repo = get_artifact_repository(artifact_uri, tracking_uri=tracking_uri)
-        return Path(repo.download_artifacts(path, dst_path=dst))
-    except Exception:  # noqa: BLE001 - an absent or unreadable artifact: the caller notes and skips
-        return None
-
-
-def _local_artifact(artifact_uri: str, path: str) -> Path | None:
-    """The file behind a `file:` (or plain path) artifact URI; None for remote stores."""
-    from urllib.parse import unquote, urlparse
-
-    u = urlparse(artifact_uri)
-    if u.scheme == "file" and u.netloc in ("", "localhost"):
-        return Path(unquote(u.path)) / path
-    if u.scheme == "" and artifact_uri.startswith("/"):
-        return Path(artifact_uri) / path
-    return None
 
 
 def _download_text(artifact_uri: str, path: str, tracking_uri: str) -> str | None:
@@ -320,19 +296,16 @@ def _read_record_counts(path: Path) -> Any:
         return None
 
 
-def _records_frames(runs: Mapping[str, Any], tracking_uri: str, workers: int = 8) -> dict[str, Any]:
-    """run id → per-record counts (`RecordCounts`: record_id, field, tp, fp, fn, tn); absent runs are left out."""
-    import tempfile
+def _record_tables(task: str, runs: Mapping[str, TrackedRun], tracking_uri: str, workers: int = 8) -> dict[str, Any]:
+    """run id → per-record counts (`RecordCountTable`, the task adapter's reading of the run's
+    per-record artifact); runs without them are left out."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def one(item: tuple[str, Any]) -> tuple[str, Any]:
+    from extracteval.mlflow.intervals import read_run_counts
+
+    def one(item: tuple[str, TrackedRun]) -> tuple[str, Any]:
         rid, run = item
-        direct = _local_artifact(run.artifact_uri, RECORDS_ARTIFACT)
-        if direct is not None:  # a local artifact store: read in place, no copy
-            return rid, _read_record_counts(direct) if direct.is_file() else None
-        with tempfile.TemporaryDirectory(prefix="extracteval-lb-") as d:
-            p = _download(run.artifact_uri, RECORDS_ARTIFACT, tracking_uri, d)
-            return rid, _read_record_counts(p) if p is not None and p.is_file() else None
+        return rid, read_run_counts(task, run.artifact_uri, run.params, tracking_uri)
 
     if not tracking_uri.startswith(("http://", "https://", "databricks")):
         # local files: a read is well under a millisecond, mostly under the GIL; threads only add overhead
@@ -341,55 +314,52 @@ def _records_frames(runs: Mapping[str, Any], tracking_uri: str, workers: int = 8
         return {rid: f for rid, f in pool.map(one, runs.items()) if f is not None}
 
 
+def _names(models: Sequence[str]) -> str:
+    return ", ".join(models[:10]) + (f" and {len(models) - 10} more" if len(models) > 10 else "")
+
+
 def record_intervals(
     lb: Leaderboard,
-    frames: Mapping[str, Any],
+    tables: Mapping[str, Any],
     *,
-    zero_division: Mapping[str, float] | None = None,
+    params: Mapping[str, Mapping[str, str]] | None = None,
     resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> tuple[dict[str, Interval], dict[tuple[str, str], Interval], list[str]]:
-    """Intervals of each run's primary metric and of each adjacent pair's difference, from the
-    runs' per-record counts: a paired bootstrap over the record ids every run of a group shares."""
-    from extracteval.core.bootstrap import bootstrap_macro_f1
-    from extracteval.core.leaderboard import as_record_counts, paired_record_matrix
+    """Intervals of each run's ranking metric and of each adjacent pair's difference, from the
+    runs' per-record counts (`tables`: run id → `RecordCountTable`): per group, a paired
+    bootstrap over the record ids of the group's runs."""
+    from extracteval.mlflow.intervals import paired_intervals
+    from extracteval.mlflow.tasks import get_adapter
 
-    kind = _CI_METRICS.get((lb.task, lb.spec.primary))
+    metric = lb.spec.primary
     notes: list[str] = []
-    if kind is None:
-        notes.append(f"confidence intervals: not available for {lb.task} ranked by {lb.spec.primary} "
-                     "(only fields runs ranked by overall/f1 or micro/f1 can be recomputed from per-record counts).")
+    if metric not in get_adapter(lb.task).interval_metrics:
+        notes.append(f"confidence intervals: not available for {lb.task} runs ranked by {metric} (the per-record counts determine "
+                     f"{', '.join(get_adapter(lb.task).interval_metrics)}).")
         return {}, {}, notes
     intervals: dict[str, Interval] = {}
     pairs: dict[tuple[str, str], Interval] = {}
     for gi, g in enumerate(lb.groups, start=1):
-        ids = [e.run_id for e in g.entries]
-        have = {r: frames[r] for r in ids if r in frames}
-        missing = [e.model for e in g.entries if e.run_id not in frames]
+        have = {e.run_id: tables[e.run_id] for e in g.entries if e.run_id in tables}
+        missing = [e.model for e in g.entries if e.run_id not in tables]
         if missing:
-            notes.append(f"confidence intervals: no per-record artifact ({RECORDS_ARTIFACT}) for {', '.join(missing[:10])}"
-                         + (f" and {len(missing) - 10} more" if len(missing) > 10 else "") + "; their intervals are skipped.")
+            notes.append(f"confidence intervals: unavailable for {_names(missing)}: their per-record artifact ({RECORDS_ARTIFACT}) is absent "
+                         "or lacks the per-record counts (a run logged by an earlier version); their intervals are skipped.")
         if not have:
             continue
-        have = {r: as_record_counts(f) for r, f in have.items()}
-        rec, arrays = paired_record_matrix(have)
-        sizes = {r: f.n_records for r, f in have.items()}
-        if rec and any(s != len(rec) for s in sizes.values()):
-            notes.append(f"confidence intervals (group {gi}): resampled over the {len(rec)} record ids every run shares "
-                         f"(runs hold {min(sizes.values())}–{max(sizes.values())}).")
-        if not rec:
-            notes.append(f"confidence intervals (group {gi}): the runs share no record id; skipped.")
-            continue
-        if kind == "micro":
-            arrays = {r: a.sum(axis=1, keepdims=True) for r, a in arrays.items()}
-        zd = 0.0
-        if zero_division:
-            zd = float(zero_division.get(ids[0], 0.0))
         adjacent = [(a.run_id, b.run_id) for a, b in zip(g.entries[:-1], g.entries[1:]) if a.run_id in have and b.run_id in have]
-        per, diffs = bootstrap_macro_f1(arrays, adjacent, resamples=resamples, confidence=confidence, seed=seed, zero_division=zd)
-        intervals.update(per)
-        pairs.update(diffs)
+        first = next(iter(have))
+        res = paired_intervals(lb.task, metric, have, adjacent, (params or {}).get(first, {}), resamples=resamples, confidence=confidence, seed=seed)
+        if res is None:
+            notes.append(f"confidence intervals (group {gi}): {metric} cannot be recomputed from these runs' per-record counts; skipped.")
+            continue
+        if any(s != res.n_records for s in res.sizes.values()):
+            notes.append(f"confidence intervals (group {gi}): resampled over the {res.n_records} record ids of any run (runs hold "
+                         f"{min(res.sizes.values())}–{max(res.sizes.values())}; a record a run lacks counts nothing for that run).")
+        intervals.update(res.per_run)
+        pairs.update(res.pairs)
     return intervals, pairs, notes
 
 
@@ -433,20 +403,15 @@ def build_tracking_leaderboard(
     t_rank, c_rank = time.perf_counter(), time.process_time()
     notes: list[str] = []
     if ci:
-        if (lb.task, lb.spec.primary) in _CI_METRICS:
-            wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
-            frames = _records_frames(wanted, uri)
-            zd = {}
-            for rid in wanted:
-                try:
-                    zd[rid] = float(runs[rid].params.get("zero_division", 0.0))
-                except ValueError:
-                    zd[rid] = 0.0
-            intervals, pairs, notes = record_intervals(lb, frames, zero_division=zd, resamples=resamples, seed=seed, confidence=confidence)
-            if intervals or pairs:
-                lb = with_intervals(lb, intervals, pairs)
-        else:
-            notes = record_intervals(lb, {})[2]
+        from extracteval.mlflow.tasks import get_adapter
+
+        wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
+        # artifacts are read only when the ranking metric has intervals at all
+        tables = _record_tables(lb.task, wanted, uri) if lb.spec.primary in get_adapter(lb.task).interval_metrics else {}
+        intervals, pairs, notes = record_intervals(lb, tables, params={r: t.params for r, t in wanted.items()},
+                                                   resamples=resamples, seed=seed, confidence=confidence)
+        if intervals or pairs:
+            lb = with_intervals(lb, intervals, pairs)
     else:
         notes.append("confidence intervals: off (--no-ci).")
     mangled = sorted(e.model for g in lb.groups for e in g.entries if runs[e.run_id].params.get("underscore_to_dot") == "true")

@@ -1,326 +1,27 @@
 """Re-score a logged run against edited ground truth (SPEC §10, seed 000 "Recalculation Triggers").
 
-A `fields` model run logs its predictions as scored (`extracteval/predictions.parquet`: id,
-field, value as JSON text, status) and its configuration (`extracteval/result.json`). Rescoring
-reads both, scores them against the new truth with the same configuration and logs a new run in
-the same experiment tagged `extracteval.rescored_from = <run id>`. When the new truth has the
-digest the run was scored against, nothing is done.
+Every task's model run logs its predictions as scored (`extracteval/predictions.parquet`, written
+by the task's adapter: mlflow/predictions_file.py) and its configuration
+(`extracteval/result.json`). Rescoring reads both back through the adapter (`read_predictions`,
+`rescore_options`), reads the new truth as `extracteval.score` reads a truth file, scores them
+with the adapter's `score_frame` and logs a new run in the same experiment tagged
+`extracteval.rescored_from = <run id>`. When the new truth has the digest the run was scored
+against, nothing is logged. One path for every task: nothing here knows a task by name.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
+from extracteval.mlflow.predictions_file import PREDICTIONS_ARTIFACT
 
-__all__ = ["PREDICTIONS_ARTIFACT", "RESULT_ARTIFACT", "CodedPredictions", "RescoreResult", "code_predictions", "predictions_to_frame", "write_predictions_parquet", "frame_to_predictions", "fields_config_from_dict", "rescore_run"]
+__all__ = ["PREDICTIONS_ARTIFACT", "RESULT_ARTIFACT", "RescoreResult", "rescore_run"]
 
-PREDICTIONS_ARTIFACT = "extracteval/predictions.parquet"
 RESULT_ARTIFACT = "extracteval/result.json"
-
-
-def _plain(v: Any) -> Any:
-    if v is None:
-        return None
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        try:
-            return _plain(v.item())
-        except (ValueError, AttributeError):
-            pass
-    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
-        return _plain(v.tolist())
-    if isinstance(v, (str, int, float, bool)):
-        return v
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
-    return str(v)
-
-
-def _exact_codes(col: Any) -> tuple[Any, Any] | None:
-    """`pd.factorize(col)` when it keeps apart every two cells whose JSON texts differ, else None.
-    Hashing makes 1 == 1.0 == True and 0.0 == -0.0: exact are strings (a column whose distinct
-    values all are `str`: no str equals a value of another type), integers, booleans and floats
-    without a negative zero."""
-    import numpy as np
-    import pandas as pd
-
-    dtype = col.dtype
-    if pd.api.types.is_float_dtype(dtype):
-        a = col.to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.any((a == 0) & np.signbit(a)):
-            return None
-    elif not (dtype == object or isinstance(dtype, pd.StringDtype) or pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_integer_dtype(dtype)):
-        return None
-    try:
-        codes, uniques = pd.factorize(col, use_na_sentinel=True)
-    except TypeError:  # unhashable cells (lists, dicts)
-        return None
-    if dtype == object and not all(type(u) is str for u in uniques):
-        return None
-    return np.asarray(codes), uniques
-
-
-def _distinct_texts(col: Any, text_of: Callable[[Any], str | None]) -> tuple[Any, list[str | None]]:
-    """(codes, texts): per cell an index into `texts` (-1 = missing), `text_of` called once per
-    distinct value instead of once per cell."""
-    import numpy as np
-    import pandas as pd
-
-    exact = _exact_codes(col)
-    if exact is not None:
-        return exact[0], [text_of(u) for u in exact[1]]
-    cells = col.to_numpy(dtype=object)
-    out = np.empty(len(cells), dtype=object)
-    seen: dict[Any, str | None] = {}
-    for i, v in enumerate(cells):
-        t = type(v)
-        if t is not str and t is not int and t is not bool:
-            # floats (NaN, -0.0), tuples ((1,) == (1.0,) == (True,)), NumPy scalars: no cache
-            out[i] = text_of(v)
-            continue
-        key = (t, v)
-        try:
-            out[i] = seen[key]
-        except KeyError:
-            out[i] = seen[key] = text_of(v)
-    codes, uniques = pd.factorize(out, use_na_sentinel=True)
-    return np.asarray(codes), list(uniques)
-
-
-def _missing(v: Any) -> bool:
-    """None, NaN, pandas' NA and NaT: a missing cell (null), however the column holds it."""
-    import pandas as pd
-
-    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
-
-
-def _value_text(v: Any) -> str | None:
-    if _missing(v):
-        return None
-    p = _plain(v)
-    return None if p is None else json.dumps(p, ensure_ascii=False, sort_keys=True)
-
-
-def _status_text(s: Any) -> str | None:
-    return None if _missing(s) else str(s)
-
-
-class _Dictionary:
-    """Texts → codes of one dictionary shared by every column."""
-
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-
-    def lookup(self, texts: list[str | None]) -> Any:
-        """Code per text, plus a trailing -1 so that a column code of -1 (missing) maps to -1."""
-        import numpy as np
-
-        lut = np.empty(len(texts) + 1, dtype=np.int32)
-        for i, t in enumerate(texts):
-            lut[i] = -1 if t is None else self.codes.setdefault(t, len(self.codes))
-        lut[-1] = -1
-        return lut
-
-    def array(self) -> Any:
-        import pyarrow as pa
-
-        return pa.array(list(self.codes), type=pa.large_string())  # free text can pass 2 GB
-
-
-@dataclass(frozen=True)
-class CodedPredictions:
-    """A model's predictions in the long layout of `predictions.parquet`, one row per (record,
-    field) in record-major order, held as codes: values and statuses index dictionaries of their
-    JSON/status texts (-1 = null); the id and field of row r are ids[r // F] and fields[r % F]."""
-
-    ids: Any  # pa.StringArray, in row order
-    fields: list[str]
-    values: Any  # (records × fields,) int32
-    value_texts: Any  # pa.StringArray
-    status: Any  # (records × fields,) int32, or None: no status
-    status_texts: Any
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.ids) * len(self.fields)
-
-    def arrays(self, start: int, stop: int) -> list[Any]:
-        """Rows [start, stop) as Arrow arrays id, field, value, status (dictionary-encoded)."""
-        import numpy as np
-        import pyarrow as pa
-
-        from extracteval.io.parquet_rows import row_group_ids
-
-        f = max(len(self.fields), 1)  # no fields: no rows either
-        rid = row_group_ids(self.ids, start, stop, f)
-        fld = pa.DictionaryArray.from_arrays((np.arange(start, stop, dtype=np.int64) % f).astype(np.int32), pa.array(self.fields, type=pa.string()))
-
-        def coded(codes: Any, texts: Any) -> Any:
-            if codes is None:
-                return pa.nulls(stop - start, type=pa.string())
-            c = codes[start:stop]
-            if len(texts) > _COMPACT_ABOVE:
-                # many distinct texts (free text): the ones of these rows only, as for the ids —
-                # Arrow writes the dictionary it is given in full into every row group
-                valid = c >= 0
-                used, inverse = np.unique(c[valid], return_inverse=True)
-                c = c.copy()
-                c[valid] = inverse.ravel()
-                texts = texts.take(pa.array(used))
-            return pa.DictionaryArray.from_arrays(pa.array(c, mask=c < 0), texts)
-
-        return [rid, fld, coded(self.values, self.value_texts), coded(self.status, self.status_texts)]
-
-
-def code_predictions(preds: Any, known: Mapping[Any, tuple[Any, Any]] | None = None) -> CodedPredictions:
-    """`ModelPredictions` → `CodedPredictions`: every column dictionary-encoded, and each distinct
-    value turned into JSON text once (20M cells of 100k records × 200 fields were ≈ 20 s of
-    per-cell Python).
-
-    known: column → (codes, distinct values) of `pd.factorize(column)` done already (the scoring
-    keeps them: `score_fields(keep_codes=…)`); taken when every distinct value is a `str`, so
-    that no two cells with different JSON texts can share a code."""
-    import numpy as np
-    import pandas as pd
-    import pyarrow as pa
-
-    values = preds.values
-    n, f = values.shape
-    ids = pa.array([str(i) for i in values.index], type=pa.string())
-    fields = [str(c) for c in values.columns]
-    vdict = _Dictionary()
-    vcodes = np.empty((n, f), dtype=np.int32)
-    known = known or {}
-    for j, c in enumerate(values.columns):
-        done = known.get(c) if isinstance(c, str) else None
-        if done is not None and len(done[0]) == n and all(type(u) is str for u in done[1]):
-            codes, texts = done[0], [_value_text(u) for u in done[1]]
-        else:
-            codes, texts = _distinct_texts(values.iloc[:, j], _value_text)
-        vcodes[:, j] = vdict.lookup(texts)[codes]
-    scodes = None
-    sdict = _Dictionary()
-    st = preds.status
-    if st is not None:
-        scodes = np.empty((n, f), dtype=np.int32)
-        if isinstance(st, pd.DataFrame):
-            st = st.reindex(index=values.index, columns=values.columns)
-            for j in range(f):
-                codes, texts = _distinct_texts(st.iloc[:, j], _status_text)
-                scodes[:, j] = sdict.lookup(texts)[codes]
-        else:
-            codes, texts = _distinct_texts(st.reindex(values.index), _status_text)
-            scodes[:] = sdict.lookup(texts)[codes][:, None]
-    return CodedPredictions(ids=ids, fields=fields, values=vcodes.reshape(-1), value_texts=vdict.array(),
-                            status=None if scodes is None else scodes.reshape(-1), status_texts=sdict.array())
-
-
-_COLUMNS = ("id", "field", "value", "status")
-
-
-def predictions_to_frame(preds: Any) -> Any:
-    """`ModelPredictions` → long DataFrame (id, field, value = JSON text or missing, status), one
-    row per record and field, record-major. Built by Arrow from the codes: no Python object per
-    cell."""
-    import pyarrow as pa
-
-    coded = code_predictions(preds)
-    cols = [a.dictionary_decode() if isinstance(a, pa.DictionaryArray) else a for a in coded.arrays(0, coded.n_rows)]
-    return pa.Table.from_arrays(cols, names=list(_COLUMNS)).to_pandas()
-
-
-# a value dictionary with more texts than this is cut down to each row group's own texts
-_COMPACT_ABOVE = 4096
-
-
-def write_predictions_parquet(preds: Any, path: Any, known: Mapping[Any, tuple[Any, Any]] | None = None) -> None:
-    """`predictions_to_frame(preds).to_parquet(path, index=False)`, written by Arrow from the
-    codes one row group at a time: the dictionaries go to the file as they are (Parquet stores
-    these columns dictionary-encoded anyway) and no 20M-row string column is ever built. The
-    file's schema says plain strings, so readers get the same frame as from the frame's file.
-    `known`: see `code_predictions`."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from extracteval.io import parquet_rows
-
-    step = parquet_rows.ROW_GROUP  # row groups as `to_parquet` (and the per-record counts) has them
-    coded = code_predictions(preds, known)
-    # the pandas metadata `to_parquet` writes for this frame (so pandas reads back the same dtypes)
-    empty = dataclasses.replace(preds, values=preds.values.iloc[:0], status=None if preds.status is None else preds.status.iloc[:0])
-    meta = pa.Schema.from_pandas(predictions_to_frame(empty), preserve_index=False).metadata
-    writer = None
-    try:
-        for s in range(0, coded.n_rows, step) if coded.n_rows else (0,):
-            table = pa.Table.from_arrays(coded.arrays(s, min(s + step, coded.n_rows)), names=list(_COLUMNS)).replace_schema_metadata(meta)
-            if writer is None:
-                # store_schema=False: no Arrow schema saying "dictionary" in the file, so the
-                # columns read back as the strings they are, not as categoricals
-                writer = pq.ParquetWriter(path, table.schema, store_schema=False, write_statistics=False)
-            writer.write_table(table, row_group_size=step)
-    finally:
-        if writer is not None:
-            writer.close()
-def frame_to_predictions(frame: Any, *, name: str, source: str) -> Any:
-    """The long predictions frame → `ModelPredictions` (values decoded from JSON, per-cell status)."""
-    import pandas as pd
-
-    from extracteval.core.fields import ModelPredictions
-
-    missing = {"id", "field", "value"} - set(frame.columns)
-    if missing:
-        raise InputError(f"{source}: expected columns id, field, value, status; missing {sorted(missing)}.")
-    cache: dict[str, Any] = {}
-
-    def dec(v: Any) -> Any:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return None
-        if v not in cache:
-            cache[v] = json.loads(v)
-        return cache[v]
-
-    f = frame.assign(id=frame["id"].astype(str), field=frame["field"].astype(str))
-    f = f.assign(value=[dec(v) for v in f["value"]])
-    ids = list(dict.fromkeys(f["id"]))
-    fields = list(dict.fromkeys(f["field"]))
-    values = f.pivot(index="id", columns="field", values="value").reindex(index=ids, columns=fields)
-    values = values.astype(object).where(values.notna(), None)
-    values.index.name = "id"
-    values.columns.name = None
-    status = None
-    if "status" in f and f["status"].notna().any():
-        status = f.pivot(index="id", columns="field", values="status").reindex(index=ids, columns=fields).fillna("ok")
-        status.index.name = "id"
-        status.columns.name = None
-    return ModelPredictions(name=name, values=values, status=status, source=source)
-
-
-def fields_config_from_dict(cfg: dict[str, Any]) -> Any:
-    """The `FieldsConfig` whose `to_dict()` is `cfg` (the `config` of a logged result.json)."""
-    from extracteval.core.fields import FieldsConfig
-    from extracteval.core.normalize import NormalizationConfig
-
-    try:
-        norm = dict(cfg.get("normalization") or {})
-        if "null_tokens" in norm:
-            norm["null_tokens"] = frozenset(norm["null_tokens"])
-        opts = {k: cfg[k] for k in ("strategies", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "min_records",
-                                     "bootstrap", "confidence", "seed") if k in cfg}
-        return FieldsConfig(**opts, normalization=NormalizationConfig(**norm))
-    except TypeError as e:
-        raise InputError(f"the run's logged configuration cannot be rebuilt ({e}); it was logged by another extracteval version.") from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -352,19 +53,21 @@ def rescore_run(
     figures: bool = True,
     output: str | Path | None = None,
 ) -> RescoreResult:
-    """Re-score run `run_id`'s logged predictions against `truth`; see the module docstring."""
+    """Re-score run `run_id`'s logged predictions against `truth`; see the module docstring.
+
+    `old` / `new` of the result are the task's ranking metrics (primary first) of the run and
+    of the new run."""
     import shutil
     import tempfile
 
-    import pandas as pd
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from extracteval.core.fields import score_fields
-    from extracteval.io.fields_inputs import load_fields_inputs
+    from extracteval.api import read_truth
+    from extracteval.core.ranking import ranking_spec
     from extracteval.mlflow.bundle import truth_digest, write_bundle
     from extracteval.mlflow.leaderboard import _download
-    from extracteval.mlflow.tasks import Scored, get_adapter
+    from extracteval.mlflow.tasks import get_adapter
     from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
 
     uri = tracking_uri or default_tracking_uri()
@@ -380,35 +83,33 @@ def rescore_run(
         raise InputError(f"--run {run_id}: not an extracteval run (no extracteval.task tag).")
     if role not in ("single", "model"):
         raise InputError(f"--run {run_id}: a {role!r} run; rescore a model run (a child of the comparison run, or a single-model run).")
-    if task != "fields":
-        raise InputError(f"--run {run_id}: rescoring {task!r} runs is not available in this version (fields runs only).")
-    truth_frame, _, truth_source = load_fields_inputs(truth, [], id_column=id_column, delimiter=delimiter)
-    new_digest = truth_digest(truth_frame)
-    old_digest = tags.get("extracteval.truth_digest", "")
-    if new_digest == old_digest:
-        return RescoreResult(source_run_id=run_id, skipped=True, truth_digest=new_digest, previous_truth_digest=old_digest,
-                             message=f"{truth}: the ground truth is unchanged (SHA-256 {new_digest[:12]}…, as run {run_id} was scored); nothing to rescore.")
+    adapter = get_adapter(task)
+    model = tags.get("extracteval.model") or run.info.run_name or run_id
     tmp = Path(tempfile.mkdtemp(prefix="extracteval-rescore-"))
     try:
         p = _download(run.info.artifact_uri, PREDICTIONS_ARTIFACT, uri, str(tmp))
         if p is None or not p.is_file():
-            raise InputError(f"--run {run_id}: the run has no {PREDICTIONS_ARTIFACT} artifact (it was logged by an extracteval version that did not "
-                             "keep predictions); evaluate the model again to make it rescorable.")
+            raise InputError(f"--run {run_id}: the run has no {PREDICTIONS_ARTIFACT} artifact, so its predictions cannot be scored again: it was "
+                             "logged by an extracteval version that did not keep predictions, or from inputs that are not one record per "
+                             "line (token files, BFCL question files). Evaluate the model again against the new truth instead.")
         r = _download(run.info.artifact_uri, RESULT_ARTIFACT, uri, str(tmp))
         if r is None or not r.is_file():
             raise InputError(f"--run {run_id}: the run has no {RESULT_ARTIFACT} artifact; its configuration is unknown.")
         doc = json.loads(r.read_text(encoding="utf-8"))
-        model = tags.get("extracteval.model") or run.info.run_name or run_id
-        preds = frame_to_predictions(pd.read_parquet(p), name=model, source=f"run {run_id} {PREDICTIONS_ARTIFACT}")
-        config = fields_config_from_dict(doc.get("config") or {})
-        fields = list(doc.get("fields") or []) or None
-        fields = [f for f in fields if f in truth_frame.columns or f in preds.values.columns] if fields else None
-        result = score_fields(truth_frame, [preds], config=config, fields=fields, truth_source=truth_source)
-        rdoc = result.to_dict()
-        rdoc["inputs"] = {"truth": truth_source, "predictions": {model: f"run {run_id}"}, "rescored_from": run_id}
-        scored = Scored(task="fields", result=result, doc=rdoc, models=tuple(result.ranking), truth=truth_frame, truth_source=truth_source, config=rdoc["config"])
-        scored.cache["predictions"] = {model: preds}
-        adapter = get_adapter("fields")
+        logged = adapter.read_predictions(p, source=f"run {run_id} {PREDICTIONS_ARTIFACT}")
+        ids, targets, truth_source = read_truth(str(truth), adapter, id_column=id_column, delimiter=delimiter)
+        cells, status, extra = logged.for_ids(ids)
+        scored = adapter.score_frame(ids=ids, targets=targets, predictions={model: cells}, config=adapter.rescore_options(doc),
+                                     truth_source=truth_source, **({} if status is None else {"status": {model: status}}))
+        new_digest = truth_digest(scored.truth)
+        old_digest = tags.get("extracteval.truth_digest", "")
+        if new_digest == old_digest:
+            return RescoreResult(source_run_id=run_id, skipped=True, truth_digest=new_digest, previous_truth_digest=old_digest,
+                                 message=f"{truth}: the ground truth is unchanged (SHA-256 {new_digest[:12]}…, as run {run_id} was scored); nothing to rescore.")
+        scored.doc["inputs"] = {"truth": truth_source, "predictions": {model: f"run {run_id}"}, "rescored_from": run_id}
+        if extra:
+            scored.doc["warnings"] = [f"model {model!r}: {len(extra)} logged prediction(s) for ids not in the new truth were ignored: "
+                                      + ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else ""), *scored.doc.get("warnings", [])]
         exp = client.get_experiment(run.info.experiment_id)
         out = Path(output) if output else tmp / "bundle"
         bundle = write_bundle(scored, adapter, out, experiment=exp.name, run_name=f"{run.info.run_name or model} (rescored)", tracking_uri=uri,
@@ -418,10 +119,10 @@ def rescore_run(
         except UploadError as e:
             raise InputError(str(e)) from None
         new_id = next(iter(up.run_ids.values()))
-        keys = ("overall/f1", "overall/precision", "overall/recall", "micro/f1")
+        keys = ranking_spec(task).keys
+        new_all = bundle.metrics(bundle.runs[0].key)
         old_m = {k: float(run.data.metrics[k]) for k in keys if k in run.data.metrics}
-        mr = result.models[model]
-        new_m = {"overall/f1": mr.overall["f1"], "overall/precision": mr.overall["precision"], "overall/recall": mr.overall["recall"], "micro/f1": mr.micro["f1"]}
+        new_m = {k: float(new_all[k]) for k in keys if k in new_all}
         return RescoreResult(source_run_id=run_id, skipped=False, new_run_id=new_id, old_metrics=old_m, new_metrics=new_m, truth_digest=new_digest,
                              previous_truth_digest=old_digest, message=f"rescored run {run_id} against {truth}: new run {new_id} (tag extracteval.rescored_from)")
     finally:

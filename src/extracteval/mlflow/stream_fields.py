@@ -47,8 +47,8 @@ class EvaluateFieldsTask(FieldsTask):
     def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
         from extracteval.core.digest import encode_truth
         from extracteval.core.fields import ModelPredictions, fields_ledger
-        from extracteval.mlflow.rescore import predictions_to_frame
         from extracteval.mlflow.fields_records import records_frame_of
+        from extracteval.mlflow.predictions_file import predictions_to_frame
 
         chunk = chunk.materialised()
         ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)

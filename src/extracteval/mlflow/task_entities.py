@@ -30,7 +30,10 @@ from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.task_labels import (
+    label_count_metric,
+    label_count_table,
     _short,
     f1_figures,
     feature_item_rows,
@@ -66,10 +69,45 @@ def _decode(value: Any) -> Any:
     return value
 
 
-class EntitiesAdapter:
+class EntitiesAdapter(CellPredictions):
     task = "entities"
+    record_is_value = True
     model_type = "extraction-entities"
     item_table_name = "feature_metrics"
+    interval_metrics = ("entities/macro/f1", "entities/macro/precision", "entities/macro/recall", "entities/micro_accuracy")
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: the strict view's one-vs-rest tp, fp, fn of every feature and label
+        (`strict_label_counts` of the per-record artifact) and the rows of each feature (matched
+        pairs, missed gold and extra predicted entities)."""
+        import numpy as np
+
+        from extracteval.mlflow.intervals import read_records
+
+        frame = read_records(path, ["record_id", "gold", "predicted", "matched", "strict_label_counts"])
+        if frame is None:
+            return None
+        entries = [(rid, f, lab, k, c) for rid, text in zip(frame["record_id"].astype(str), frame["strict_label_counts"])
+                   for f, lab, *counts in json.loads(text or "[]") for k, c in zip(("tp", "fp", "fn"), counts) if c]
+        ids, feats, labels, kinds, values = (np.asarray(x, dtype=object) for x in (zip(*entries) if entries else ((),) * 5))
+        features = json.loads(params.get("features") or "[]")
+        n_rows = (frame["gold"] + frame["predicted"] - frame["matched"]).to_numpy(dtype=np.int64)
+        rid = frame["record_id"].astype(str).to_numpy(dtype=object)
+        row_ids = np.repeat(np.tile(rid, len(features)), np.tile(n_rows, len(features)))
+        row_feats = np.repeat(np.repeat(np.asarray(features, dtype=object), len(rid)), np.tile(n_rows, len(features)))
+        table = label_count_table(ids, feats, labels, kinds, values.astype(np.int64), rows=(row_ids, row_feats))
+        # records without entities on either side are resampled too (rows of zeros)
+        have = set(table.record_ids)
+        missing = [r for r in dict.fromkeys(rid) if r not in have]
+        if missing:
+            from extracteval.core.record_counts import RecordCountTable
+
+            table = RecordCountTable(record_ids=np.concatenate([table.record_ids, np.asarray(missing, dtype=object)]), columns=table.columns,
+                                     counts=np.concatenate([table.counts, np.zeros((len(missing), len(table.columns)), dtype=table.counts.dtype)]))
+        return table
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        return label_count_metric("entities/", metric, columns, params)
     config_keys: Mapping[str, str] = {
         "features": "score only these entity fields (list)",
         "key_fields": "fields the alignment similarity uses (list; default: weighted fields, else all)",
@@ -91,9 +129,31 @@ class EntitiesAdapter:
 
     # ---- scoring ---------------------------------------------------------------------------
 
-    def _scored(self, result: Any, doc: dict[str, Any], truth: Mapping[str, Sequence[Any]], truth_source: str) -> Scored:
-        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth_frame(truth),
-                      truth_source=truth_source, config=doc["config"])
+    def _scored(self, result: Any, doc: dict[str, Any], truth: Mapping[str, Sequence[Any]], truth_source: str, preds: Sequence[Any]) -> Scored:
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth_frame(truth),
+                        truth_source=truth_source, config=doc["config"])
+        scored.cache["predictions"] = {p.name: p.records for p in preds}  # logged for `extracteval rescore`
+        return scored
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record, the model's list of entities as scored (a malformed output is the one
+        invalid entity it was scored as)."""
+        records = scored.cache.get("predictions", {}).get(model)
+        if records is None:
+            return False
+        write_prediction_cells({str(r): list(v) for r, v in records.items()}, path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        from extracteval.io.config import logged_similarity
+
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        opts = {k: cfg[k] for k in ("features", "key_fields", "weights", "strategies", "default_strategy", "types", "match_threshold",
+                                     "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division") if cfg.get(k) is not None}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        opts.update(logged_similarity((cfg.get("similarity") or {}).get("semantic")))
+        return opts
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         # the steps of `score_entities.score`, keeping the truth records for the digest and dataset
@@ -109,7 +169,7 @@ class EntitiesAdapter:
         doc = result.to_dict()
         judge_counts(doc, backend)
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
-        return self._scored(result, doc, truth, truth_source)
+        return self._scored(result, doc, truth, truth_source, preds)
 
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
 
@@ -267,7 +327,7 @@ class EntitiesAdapter:
                 f"model {m!r}: {len(v)} output(s) are not a list of entities; each counts as one invalid (extra) entity"
                 for m, v in sorted(invalid.items())
             ] + list(doc["warnings"])
-        return self._scored(result, doc, truth, truth_source)
+        return self._scored(result, doc, truth, truth_source, preds)
 
     @staticmethod
     def _cell(value: Any, key: str) -> Any:

@@ -19,6 +19,7 @@ from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.io.parquet_rows import row_group_ids
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
 from extracteval.mlflow.tasks import Scored, Section
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -243,7 +244,6 @@ def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mappi
     digest (from the scoring's codes of the truth columns) and each model's records.parquet and
     predictions.parquet (the files `write_records` and `write_predictions` would write)."""
     from extracteval.mlflow.bundle import truth_digest
-    from extracteval.mlflow.rescore import write_predictions_parquet
 
     ids: dict[Any, Any] = {}  # the id arrays, built once and shared by the models' records writers
 
@@ -262,9 +262,40 @@ def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mappi
 
 class FieldsAdapter:
     task = "fields"
+    record_is_value = False
     starts_early = True  # `score_args(args, early=…)`: see mlflow/early.py
     model_type = "extraction-fields"
     item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
+    # overall = macro over fields with a valid classification; micro = from the summed counts
+    interval_metrics = tuple(f"{v}/{k}" for v in ("overall", "micro") for k in ("f1", "precision", "recall", "accuracy"))
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: tp, fp, fn, tn of every field (columns (field, count)), from the
+        per-record artifact's dictionary-encoded rows (read without a pandas frame)."""
+        from extracteval.core.leaderboard import COUNT_COLUMNS
+        from extracteval.core.record_counts import RecordCountTable, column
+        from extracteval.mlflow.leaderboard import _read_record_counts
+
+        rc = _read_record_counts(Path(path))
+        if rc is None:
+            return None
+        width = 4 * len(rc.items)
+        flat = np.zeros(len(rc.ids) * width, dtype=np.int64)
+        at = rc.id_codes.astype(np.int64) * width + rc.item_codes.astype(np.int64) * 4
+        for k in range(4):
+            np.add.at(flat, at + k, rc.counts[:, k])
+        present = np.bincount(rc.id_codes, minlength=len(rc.ids)) > 0
+        return RecordCountTable(record_ids=rc.ids[present], columns=tuple(column(i, k) for i in rc.items for k in COUNT_COLUMNS),
+                                counts=flat.reshape(len(rc.ids), width)[present])
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.core.record_counts import item_macro_metric, prf_metric
+        from extracteval.mlflow.intervals import zero_division_param
+
+        if metric not in self.interval_metrics:
+            return None
+        view, which = metric.split("/")
+        return (item_macro_metric if view == "overall" else prf_metric)(columns, which, zero_division=zero_division_param(params))
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
         "default_strategy": "strategy of fields not listed (EXACT)",
@@ -382,8 +413,11 @@ class FieldsAdapter:
             rows, kept, statuses = [], [], []
             for i, (r, v) in enumerate(zip(ids, cells)):
                 parsed, st, problem = read_record(v, what=f"predictions of model {name!r}", record=r, strict=False)
-                if given is not None and status_text(given[i]):
-                    st = status_text(given[i])
+                g = None if given is None else given[i]
+                if isinstance(g, Mapping):  # per field (the long layout's per-cell status)
+                    st = {str(k): status_text(v) or "ok" for k, v in g.items()}
+                elif g is not None and status_text(g):
+                    st = status_text(g)
                 if problem is not None:
                     invalid.setdefault(name, []).append(r)
                     parsed = {}
@@ -394,8 +428,11 @@ class FieldsAdapter:
                 statuses.append(st)
             index = pd.Index(kept, name="id", dtype=object)
             frame = pd.DataFrame.from_records(rows, index=index) if rows else pd.DataFrame(index=index)
-            st_series = pd.Series(statuses, index=index, dtype=object) if any(statuses) else None
-            preds.append(ModelPredictions(name=name, values=frame, status=st_series, source=f"predictions of model {name!r}"))
+            st_given: pd.Series | pd.DataFrame | None = pd.Series(statuses, index=index, dtype=object) if any(statuses) else None
+            if any(isinstance(x, Mapping) for x in statuses):
+                st_given = pd.DataFrame.from_records([x if isinstance(x, Mapping) else dict.fromkeys(frame.columns, x or "ok") for x in statuses],
+                                                     index=index).reindex(columns=frame.columns).fillna("ok")
+            preds.append(ModelPredictions(name=name, values=frame, status=st_given, source=f"predictions of model {name!r}"))
         fields = config.get("fields")
         result = score_fields(truth, preds, config=cfg, fields=list(fields) if fields else None, truth_source=truth_source)
         doc = result.to_dict()
@@ -525,13 +562,36 @@ class FieldsAdapter:
         """Write the model's predictions as scored to Parquet at `path` (long: id, field, value as
         JSON text, status): the `extracteval/predictions.parquet` artifact that `extracteval
         rescore` scores again. False when the predictions were not kept."""
-        from extracteval.mlflow.rescore import write_predictions_parquet
-
         preds = scored.cache.get("predictions", {}).get(model)
         if preds is None:
             return False
         write_predictions_parquet(preds, path, scored.cache.get("prediction_codes", {}).get(model))
         return True
+
+    def read_predictions(self, path: Any, *, source: str) -> LoggedPredictions:
+        """The long predictions file → one object of field values per record; statuses beside
+        them, per record, or per field where the record's fields differ (long input files give
+        each cell its own)."""
+        preds = frame_to_predictions(pd.read_parquet(path), name="", source=source)
+        values = preds.values
+        cells = dict(zip((str(i) for i in values.index), values.to_dict(orient="records")))
+        status = None
+        if preds.status is not None:
+            st = preds.status.reindex(index=values.index, columns=values.columns).fillna("ok")
+            uniform = st.nunique(axis=1, dropna=False) <= 1
+            status = {str(r): (row[0] if len(row) else "ok") if same else dict(zip(st.columns, row))
+                      for r, same, row in zip(st.index, uniform, st.to_numpy(dtype=object).tolist())}
+        return LoggedPredictions(cells=cells, status=status)
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        opts = {k: cfg[k] for k in ("strategies", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "min_records",
+                                     "bootstrap", "confidence", "seed") if k in cfg}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        if doc.get("fields"):
+            opts["fields"] = list(doc["fields"])  # the fields the run scored (a `--fields` choice too)
+        return opts
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard and the winner of every field."""

@@ -27,6 +27,7 @@ from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object, status_text
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "JsonAdapter"]
@@ -122,10 +123,35 @@ def read_prediction(value: Any, safety_key: str) -> tuple[Any, str, float | None
     return obj, status, safety
 
 
-class JsonAdapter:
+class JsonAdapter(CellPredictions):
     task = "json"
+    record_is_value = False
     model_type = "extraction-json"
     item_table_name = "field_accuracy"  # artifacts extracteval/field_accuracy.csv and field_accuracy_table.json
+    # means over the records the model is scored on (pending / error records are excluded)
+    _MEANS = {"rqs/mean": "rqs", "json/accuracy": "accuracy", "json/completeness": "completeness", "json/hallucination": "hallucination",
+              "json/safety": "safety_score"}
+    interval_metrics = tuple(_MEANS)
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: `records` (1 for a record the means count, 0 for an excluded one) and its
+        RQS and phase scores (0 for an excluded record): each mean is a sum over `records`."""
+        from extracteval.core.record_counts import RecordCountTable
+        from extracteval.mlflow.intervals import read_records
+
+        values = list(dict.fromkeys(self._MEANS.values()))
+        frame = read_records(path, ["record_id", "flags", *values])
+        if frame is None:
+            return None
+        keep = ~frame["flags"].fillna("").astype(str).str.contains("excluded:", regex=False).to_numpy(dtype=bool)
+        cols = {"records": keep.astype(np.int64), **{v: np.where(keep, frame[v].to_numpy(dtype=np.float64, na_value=0.0), 0.0) for v in values}}
+        return RecordCountTable.from_columns(frame["record_id"].astype(str).to_numpy(dtype=object), cols)
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.core.record_counts import rate_metric
+
+        # a model with no scored record has means of 0.0, as its logged metrics
+        return rate_metric(columns, self._MEANS[metric], "records") if metric in self._MEANS and self._MEANS[metric] in columns else None
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field or path: EXACT|FUZZY|SEMANTIC|IGNORE} or a JSON/YAML file path",
         "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",
@@ -190,8 +216,40 @@ class JsonAdapter:
         doc["inputs"] = dict(inputs)
         if extra:
             doc.update(extra)
-        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=_truth_frame(truth),
-                      truth_source=truth_source, config=doc["config"])
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=_truth_frame(truth),
+                        truth_source=truth_source, config=doc["config"])
+        scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
+        return scored
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record, the prediction as scored in the pairs layout `read_prediction` unwraps:
+        `{"prediction": …, "status"?: …, "<safety key>"?: …}` (prediction null: no output)."""
+        p = scored.cache.get("predictions", {}).get(model)
+        if p is None:
+            return False
+        key = str((scored.config.get("safety_score") or {}).get("key") or "safety_score")
+        cells: dict[str, Any] = {}
+        for rid in dict.fromkeys([*p.records, *p.status]):
+            cell: dict[str, Any] = {"prediction": p.records.get(rid)}
+            if p.status.get(rid):
+                cell["status"] = p.status[rid]
+            if rid in p.safety:
+                cell[key] = p.safety[rid]
+            cells[str(rid)] = cell
+        write_prediction_cells(cells, path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        from extracteval.io.config import logged_similarity
+
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        safety = cfg.get("safety_score") or {}
+        opts = {k: cfg[k] for k in ("strategies", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "weights", "clamp", "flatten") if k in cfg}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        opts.update({k: safety[v] for k, v in (("default_safety", "default"), ("safety_key", "key")) if v in safety})
+        opts.update(logged_similarity((cfg.get("similarity") or {}).get("semantic")))
+        return opts
 
     def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
         """(JsonConfig, similarity backend name, backend options) from evaluator_config options."""

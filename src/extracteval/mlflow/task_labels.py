@@ -33,6 +33,7 @@ from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "LabelsAdapter", "view_metrics_keys", "feature_item_rows", "winner_rows"]
@@ -150,10 +151,35 @@ def _scalar_cell(value: Any) -> tuple[bool, Any]:
 # ---- the adapter -----------------------------------------------------------------------------
 
 
-class LabelsAdapter:
+class LabelsAdapter(CellPredictions):
     task = "labels"
+    record_is_value = False
     model_type = "extraction-entities"  # shares the model_type with `entities`; evaluator_config {"task": "labels"}
     item_table_name = "feature_metrics"
+    interval_metrics = ("labels/macro/f1", "labels/macro/precision", "labels/macro/recall", "labels/micro_accuracy")
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: the strict view's one-vs-rest tp, fp, fn of every feature and label
+        (columns (feature, label, count)) and the rows of each feature (a missing row is an fn
+        of its truth label, an extra row an fp of its predicted label)."""
+        from extracteval.mlflow.intervals import read_records
+
+        frame = read_records(path, ["record_id", "feature", "truth", "predicted", "correct", "status"])
+        if frame is None:
+            return None
+        status = frame["status"].astype(str).to_numpy(dtype=object)
+        right = frame["correct"].fillna(False).to_numpy(dtype=bool)
+        has_t, has_p = status != "extra", status != "missing"
+        obj = lambda c: frame[c].astype(object).to_numpy(dtype=object)  # noqa: E731
+        feature, truth, pred, ids = obj("feature"), obj("truth"), obj("predicted"), frame["record_id"].astype(str).to_numpy(dtype=object)
+        tp, fn, fp = right, has_t & ~right, has_p & ~right
+        return label_count_table(
+            np.concatenate([ids[tp], ids[fn], ids[fp]]), np.concatenate([feature[tp], feature[fn], feature[fp]]),
+            np.concatenate([truth[tp], truth[fn], pred[fp]]), np.repeat(np.array(["tp", "fn", "fp"], dtype=object), [tp.sum(), fn.sum(), fp.sum()]),
+            rows=(ids, feature))
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        return label_count_metric("labels/", metric, columns, params)
     config_keys: Mapping[str, str] = {
         "types": "per-feature type: mapping {feature: auto|category|text|number|date}",
         "positive_labels": "per-feature label reported one-vs-rest instead of the macro average: mapping {feature: label}",
@@ -243,6 +269,24 @@ class LabelsAdapter:
             null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
         )
         return self.score_args(ns)
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record the model predicted, its object of feature labels as scored (rows that were
+        not predictions, pending or error, are absent as they were)."""
+        values = scored.cache.get("inputs", {}).get(model)
+        if values is None:
+            return False
+        write_prediction_cells(dict(zip((str(i) for i in values.index), values.to_dict(orient="records"))), path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        opts = {k: cfg[k] for k in ("types", "positive_labels", "zero_division") if cfg.get(k) is not None}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        if doc.get("features"):
+            opts["features"] = list(doc["features"])  # the features the run scored (a `--features` choice too)
+        return opts
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.labels import LabelsConfig
@@ -540,6 +584,40 @@ def _normalization(config: Mapping[str, Any]) -> Any:
 def _short(v: Any) -> str:
     s = repr(v)
     return s if len(s) <= 60 else s[:57] + "…"
+
+
+def label_count_table(ids: Any, features: Any, labels: Any, kinds: Any, values: Any = None, *, rows: tuple[Any, Any]) -> Any:
+    """A `RecordCountTable` of one-vs-rest counts: (record id, feature, label, tp|fp|fn) entries
+    counting `values` (1 each by default), plus `rows` = (record id, feature) per row of the view."""
+    from extracteval.core.record_counts import RecordCountTable, column
+
+    r_ids, r_feat = rows
+    names = [column(f, lab, k) for f, lab, k in zip(features, labels, kinds)] + [column(f, "rows") for f in r_feat]
+    counts = np.ones(len(ids), dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)
+    return RecordCountTable.from_long(np.concatenate([np.asarray(ids, dtype=object), np.asarray(r_ids, dtype=object)]), names,
+                                      np.concatenate([counts, np.ones(len(r_ids), dtype=np.int64)]))
+
+
+def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+    """`<prefix>macro/f1|precision|recall` (mean over features of the macro over observed labels,
+    or of the positive label's value) and `<prefix>micro_accuracy` (mean over features of tp / rows)
+    from `label_count_table` columns; None for another metric."""
+    from extracteval.core.record_counts import label_accuracy_metric, label_macro_metric
+    from extracteval.mlflow.intervals import zero_division_param
+
+    zd = zero_division_param(params)
+    try:
+        positive = json.loads(params.get("positive_labels") or "{}")
+    except ValueError:
+        positive = {}
+    leaf = metric.removeprefix(prefix)
+    if not metric.startswith(prefix):
+        return None
+    if leaf in ("macro/f1", "macro/precision", "macro/recall"):
+        return label_macro_metric(columns, leaf.split("/")[1], positive=positive if isinstance(positive, dict) else {}, zero_division=zd)
+    if leaf == "micro_accuracy":
+        return label_accuracy_metric(columns)
+    return None
 
 
 ADAPTER = LabelsAdapter()

@@ -25,6 +25,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.task_json import _is_missing
 from extracteval.mlflow.tasks import Scored, Section
 
@@ -123,10 +124,40 @@ def _span(sp: Any, text: str | None) -> tuple[int, int, str, str | None]:
     return s, e, tag.strip(), own
 
 
-class SpansAdapter:
+class SpansAdapter(CellPredictions):
     task = "spans"
+    record_is_value = True
     model_type = "extraction-spans"
     item_table_name = "tag_metrics"  # artifacts extracteval/tag_metrics.csv and tag_metrics_table.json
+    # and the same for every relaxed mode (`spans/relaxed_0.5/…`)
+    interval_metrics = ("spans/exact/micro/f1", "spans/exact/micro/precision", "spans/exact/micro/recall", "spans/exact/macro/f1")
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per document: tp, fp, fn of every matching mode and tag (columns (mode, tag, count))."""
+        from extracteval.core.record_counts import RecordCountTable, column
+        from extracteval.mlflow.intervals import read_records
+
+        frame = read_records(path, ["record_id", "mode", "tag", *_COUNTS])
+        if frame is None:
+            return None
+        ids = frame["record_id"].astype(str).to_numpy(dtype=object)
+        mode, tag = frame["mode"].astype(str).to_numpy(dtype=object), frame["tag"].astype(str).to_numpy(dtype=object)
+        names = np.concatenate([[column(m, t, k) for m, t in zip(mode, tag)] for k in _COUNTS]) if len(frame) else np.zeros(0, dtype=object)
+        values = np.concatenate([frame[k].to_numpy(dtype=np.int64) for k in _COUNTS])
+        return RecordCountTable.from_long(np.tile(ids, len(_COUNTS)), names, values)
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.core.record_counts import item_macro_metric, parts, prf_metric
+        from extracteval.mlflow.intervals import zero_division_param
+
+        seg, _, rest = metric.removeprefix("spans/").partition("/")
+        modes = {sanitize_segment(p[0]): p[0] for p in map(parts, columns) if len(p) == 3}
+        if not metric.startswith("spans/") or seg not in modes or rest not in ("micro/f1", "micro/precision", "micro/recall", "macro/f1"):
+            return None
+        zd = zero_division_param(params)
+        if rest == "macro/f1":  # mean F1 over the tags in the gold spans or the predictions
+            return item_macro_metric(columns, "f1", prefix=(modes[seg],), zero_division=zd)
+        return prf_metric(columns, rest.split("/")[1], prefix=(modes[seg],), zero_division=zd)
     config_keys: Mapping[str, str] = {
         "threshold": "main relaxed threshold in [0, 1] (0.5; 0.5 and 0.8 are always reported)",
         "iou_weight": "weight of IoU in the relaxed score; TextSim gets 1 − w (0.65)",
@@ -176,6 +207,31 @@ class SpansAdapter:
                         truth_source=truth_source, config=doc["config"])
         scored.cache["corpus"] = corpus
         return scored
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per document, the model's spans as scored: `[{"start", "end", "tag", "text"?}]`
+        (character offsets). Spans of token files are token positions inside a file that holds
+        the gold tags too: not written (False), they cannot be scored against another truth."""
+        corpus = scored.cache.get("corpus")
+        if corpus is None or corpus.unit != "char" or model not in corpus.predictions:
+            return False
+        sp = corpus.predictions[model]
+        by_doc: dict[str, list[dict[str, Any]]] = {str(d): [] for d in corpus.doc_ids}
+        texts = sp.text if sp.text is not None else [None] * len(sp.doc)
+        for d, s0, e0, t, own in zip(sp.doc.tolist(), sp.start.tolist(), sp.end.tolist(), sp.tag.tolist(), texts):
+            span = {"start": s0, "end": e0, "tag": corpus.tags[t]}
+            if own is not None:
+                span["text"] = own
+            by_doc[str(corpus.doc_ids[d])].append(span)
+        write_prediction_cells(by_doc, path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        opts = {k: cfg[k] for k in ("threshold", "iou_weight", "zero_division", "bootstrap", "confidence", "seed") if k in cfg}
+        if "max_examples" in cfg:
+            opts["examples"] = cfg["max_examples"]
+        return opts
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.spans import SpansConfig

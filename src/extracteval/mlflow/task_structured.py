@@ -24,6 +24,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table", "worst_items"]
@@ -170,6 +171,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def write_raw_outputs(outputs: Mapping[str, Any] | None, path: Any) -> bool:
+    """Write one model's raw outputs (record id → output as scored) as prediction cells; False
+    when they were not kept."""
+    if outputs is None:
+        return False
+    write_prediction_cells({str(r): v for r, v in outputs.items()}, path)
+    return True
+
+
 def check_ids(ids: Sequence[str], n: int, what: str) -> list[str]:
     ids = [str(i) for i in ids]
     if len(ids) != n:
@@ -185,10 +195,24 @@ def check_ids(ids: Sequence[str], n: int, what: str) -> list[str]:
 # ---- the adapter ---------------------------------------------------------------------------
 
 
-class StructuredAdapter:
+class StructuredAdapter(CellPredictions):
     task = "structured"
     model_type = "structured-output"
+    record_is_value = True
     item_table_name = "field_metrics"  # per flattened path (list indices folded: items[].sku)
+    interval_metrics = tuple(f"structured/{m}" for m in ("field_f1", "field_precision", "field_recall", "exact_match_rate", "json_valid_rate",
+                                                        "strict_json_valid_rate", "json_extracted_rate"))
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: tp, fp, fn over the flattened paths, and valid / extracted / exact as 0/1."""
+        from extracteval.mlflow.intervals import decision_count_table
+
+        return decision_count_table(path, ("tp", "fp", "fn"), ("valid", "extracted", "exact"))
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.mlflow.intervals import decision_count_metric
+
+        return decision_count_metric("structured/", metric, columns, params) if metric in self.interval_metrics else None
     config_keys: Mapping[str, str] = {
         "list_matching": "positional (default) or optimal: align list items by optimal assignment before flattening",
         "value_match": "exact (canonical JSON leaves, default) or normalized (case, whitespace, number and date formats)",
@@ -210,7 +234,7 @@ class StructuredAdapter:
         progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=getattr(args, "progress", "never"))
         result = score_structured(truth, preds, config=config, similarity=backends, progress=progress)
         doc = result_document(result, args, sources, args.truth)
-        return self._scored(result, doc, truth, args.truth, sorted(backends))
+        return self._scored(result, doc, truth, args.truth, sorted(backends), preds)
 
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
 
@@ -261,7 +285,7 @@ class StructuredAdapter:
         config = StructuredConfig(list_matching=sub.get("list_matching", "positional"), value_match=sub.get("value_match", "exact"))
         result = score_structured(truth, preds, config=config)
         doc = result_document(result, decision_namespace(sub.get("decision") or {}), sources, truth_path)
-        return self._scored(result, doc, truth, truth_path, [])
+        return self._scored(result, doc, truth, truth_path, [], preds)
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.core.structured import StructuredConfig
@@ -307,15 +331,26 @@ class StructuredAdapter:
         result = score_structured(truth, preds, config=cfg)
         doc = result.to_dict()
         doc["inputs"] = {"truth": truth_source, "predictions": {m: f"predictions of model {m!r}" for m in preds}}
-        return self._scored(result, doc, truth, truth_source, [])
+        return self._scored(result, doc, truth, truth_source, [], preds)
 
-    def _scored(self, result: Any, doc: dict[str, Any], truth: Mapping[str, Any], truth_source: str, extended: Sequence[str]) -> Scored:
+    def _scored(self, result: Any, doc: dict[str, Any], truth: Mapping[str, Any], truth_source: str, extended: Sequence[str],
+                preds: Mapping[str, Mapping[str, Any]]) -> Scored:
         from extracteval.core.structured import canonical_text
 
         ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else sorted(truth)
         frame = pd.DataFrame({"reference": [canonical_text(truth[i]) for i in ids]}, index=pd.Index(ids, name="id"))
         config = {**doc["config"], "extended": list(extended)}
-        return Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=frame, truth_source=str(truth_source), config=config)
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=frame, truth_source=str(truth_source), config=config)
+        scored.cache["predictions"] = preds  # logged for `extracteval rescore`
+        return scored
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record, the model's raw output as scored (text or object)."""
+        return write_raw_outputs(scored.cache.get("predictions", {}).get(model), path)
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        return {k: cfg[k] for k in ("list_matching", "value_match", "zero_division") if cfg.get(k) is not None}
 
     # ---- metrics -------------------------------------------------------------------------------
 

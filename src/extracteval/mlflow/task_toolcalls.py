@@ -31,6 +31,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
+from extracteval.mlflow.predictions_file import CellPredictions
 from extracteval.mlflow.task_structured import (
     check_ids,
     decision_metrics,
@@ -42,6 +43,7 @@ from extracteval.mlflow.task_structured import (
     plain,
     track_spec,
     worst_items,
+    write_raw_outputs,
 )
 from extracteval.mlflow.tasks import Scored, Section
 
@@ -82,10 +84,25 @@ class ToolcallRun:
         return int(self.generic.n_records)
 
 
-class ToolcallsAdapter:
+class ToolcallsAdapter(CellPredictions):
     task = "toolcalls"
     model_type = "tool-calling"
+    record_is_value = True
     item_table_name = "function_metrics"  # per reference function name
+    interval_metrics = tuple(f"toolcalls/{m}" for m in ("call_accuracy", "args_f1", "args_precision", "args_recall", "valid_call_rate",
+                                                       "name_match_rate", "args_exact_rate"))
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: reference calls, name and argument matches, argument tp / fp / fn, and
+        valid / correct (the checker's verdict) as 0/1."""
+        from extracteval.mlflow.intervals import decision_count_table
+
+        return decision_count_table(path, ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn"), ("valid", "correct"))
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.mlflow.intervals import decision_count_metric
+
+        return decision_count_metric("toolcalls/", metric, columns, params) if metric in self.interval_metrics else None
     config_keys: Mapping[str, str] = {
         "possible_answer": "read the targets as BFCL possible answers {func: {param: [acceptable values]}} (false)",
         "value_match": "exact (canonical JSON argument leaves, default) or normalized (shared normaliser)",
@@ -183,12 +200,28 @@ class ToolcallsAdapter:
         rec = {"truth": truth, "predictions": preds, "possible_answer": possible, "config": cfg}
         return self._generic_scored(doc, result, rec, truth_source, [])
 
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record, the model's raw output as scored. Runs of BFCL's checker read question and
+        possible-answer files together: not written (False), `score_frame` does not read them."""
+        run = scored.result
+        if run.checker != "generic":
+            return False
+        return write_raw_outputs(run.predictions.get(model), path)
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        opts = {k: cfg[k] for k in ("value_match", "zero_division") if cfg.get(k) is not None}
+        opts["possible_answer"] = bool(cfg.get("possible_answer", False))
+        return opts
+
     def _generic_scored(self, doc: dict[str, Any], result: Any, rec: Mapping[str, Any], truth_source: str, extended: Sequence[str]) -> Scored:
         truth = rec["truth"]
         run = ToolcallRun(checker="generic", generic=result, truth=truth, predictions=rec["predictions"], possible_answer=bool(rec["possible_answer"]),
                           key_config=rec["config"], ranking=tuple(result.ranking))
         ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else sorted(truth)
         column = "ground_truth" if run.possible_answer else "calls"
+        # in result.json too: how the references were read is part of the configuration a rescore rebuilds
+        doc["config"]["possible_answer"] = run.possible_answer
         frame = pd.DataFrame({column: [_canonical(truth[i]) for i in ids]}, index=pd.Index(ids, name="id"))
         config = {**doc["config"], "checker": "generic", "possible_answer": run.possible_answer, "extended": list(extended)}
         return Scored(task=self.task, result=run, doc=doc, models=run.ranking, truth=frame, truth_source=str(truth_source), config=config)

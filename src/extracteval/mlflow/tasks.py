@@ -19,9 +19,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from extracteval.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import pandas as pd
 
+    from extracteval.core.record_counts import CountMetric, RecordCountTable
+
     from extracteval.mlflow.keys import KeyMap
+    from extracteval.mlflow.predictions_file import LoggedPredictions
 
 __all__ = ["COMMON_CONFIG_KEYS", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks"]
 
@@ -104,6 +109,9 @@ class TaskAdapter(Protocol):
     item_table_name: str  # `field_metrics`, `tag_metrics`, … (CSV and MLflow table artifact names)
     # evaluator_config keys this task accepts (beyond the common ones), with a one-line meaning
     config_keys: Mapping[str, str]
+    # a record is one value (a list of spans / entities / calls, a raw output) rather than a row
+    # of fields: a table with one column besides the id gives that column's cell (`api.read_truth`)
+    record_is_value: bool
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         """Score from the `extracteval evaluate <task>` arguments (same as `score <task>`).
@@ -122,6 +130,22 @@ class TaskAdapter(Protocol):
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
     ) -> Scored:
         """Score per-record targets and per-model predictions (one cell per record) from a DataFrame."""
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Write the model's predictions as scored to Parquet at `path`: the
+        `extracteval/predictions.parquet` artifact that `extracteval rescore` reads back with
+        `read_predictions` (layouts in mlflow/predictions_file.py). False when there is nothing a
+        rescore could read (the predictions were not kept, or their layout has no record cells)."""
+
+    def read_predictions(self, path: Any, *, source: str) -> "LoggedPredictions":
+        """The artifact `write_predictions` wrote, as one prediction cell per record id that
+        `score_frame` reads to the same predictions (plus statuses for its `status` argument
+        when the task keeps them beside the cell); `source` names the file in errors."""
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """evaluator_config options that rebuild, through `build_config` / `score_frame`, the
+        configuration a logged `result.json` document (`doc`, its `config` in particular) was
+        scored with."""
 
     def item_names(self, scored: Scored) -> Sequence[str]:
         """Names that appear inside metric keys (fields / tags / features)."""
@@ -152,6 +176,21 @@ class TaskAdapter(Protocol):
 
     def summary(self, scored: Scored) -> str:
         """Terminal leaderboard text."""
+
+    # ---- intervals of tracked runs (`leaderboard`, `compare`; generic code in mlflow/intervals.py)
+    # metric keys whose value the per-record counts determine: these get bootstrap intervals
+    interval_metrics: tuple[str, ...]
+
+    def record_counts(self, path: "Path", params: Mapping[str, str]) -> "RecordCountTable | None":
+        """One model run's per-record counts (`core.record_counts.RecordCountTable`: one row per
+        record id, one column per count), read from its per-record Parquet artifact at `path`;
+        None when the artifact lacks what they need (a run logged by an earlier version).
+        `params` are the run's params. Summed over all records they give the logged metrics."""
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> "CountMetric | None":
+        """The function from summed counts (..., len(columns)) to `metric` (...), vectorised over
+        leading axes, for a metric of `interval_metrics`; None for any other metric. `columns`
+        are those of the runs' tables lined up together (a column a run lacks is zero there)."""
 
 
 def available_tasks() -> list[str]:

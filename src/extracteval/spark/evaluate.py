@@ -86,7 +86,7 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     from extracteval.core.digest import TruthDigest, encode_truth
     from extracteval.core.fields import ModelPredictions
     from extracteval.io.config import model_files
-    from extracteval.mlflow.rescore import predictions_to_frame
+    from extracteval.mlflow.predictions_file import predictions_to_frame
     from extracteval.spark import get_session
     from extracteval.spark.fields import _fix, _Spec, read_spark_table, score_fields_spark
 

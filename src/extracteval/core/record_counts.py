@@ -1,0 +1,284 @@
+"""Per-record count tables: what every task's intervals resample.
+
+A task's metric is a function of counts summed over records (tp, fp, fn per field, tag or label;
+valid / exact / correct flags as 0/1; per-record scores such as RQS with a record count beside
+them, so a mean is their sum over the records' count). A `RecordCountTable` holds one model's
+counts, one row per record; `paired_counts` lines several models' tables up on their record
+ids, so that a bootstrap resamples the same records for all of them (`bootstrap_counts`),
+and a metric function turns each resample's summed counts back into the metric. Summing is
+order-free, so the tables, and the metric on the full sample, do not depend on record order.
+
+Columns are named by their parts (item, label, count…), joined by `SEP`; `column` and `parts`
+build and split such names, and the `*_metric` functions below build the metric functions the
+tasks share (rates, P/R/F1 from summed counts, macro averages over items or labels).
+
+Example:
+    >>> t = RecordCountTable.from_columns(["r1", "r2", "r1"], {"exact": [1, 0, 1], "records": [1, 1, 1]})
+    >>> t.record_ids.tolist(), t.counts.tolist()
+    (['r1', 'r2'], [[2, 2], [0, 1]])
+    >>> float(rate_metric(t.columns, "exact", "records")(t.counts.sum(axis=0)))
+    0.6666666666666666
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from extracteval.core.counts import ratios
+
+__all__ = [
+    "SEP", "CountMetric", "RecordCountTable", "column", "parts", "paired_counts",
+    "rate_metric", "prf_metric", "item_macro_metric", "label_macro_metric", "label_accuracy_metric",
+]
+
+SEP = "\x1f"  # joins the parts of a column name: no field, tag or label name holds it
+# summed counts (..., columns) → metric values (...)
+CountMetric = Callable[[np.ndarray], np.ndarray]
+
+
+def column(*names: Any) -> str:
+    """The column name of these parts (`column("amount", "tp")`)."""
+    return SEP.join(str(n) for n in names)
+
+
+def parts(name: str) -> list[str]:
+    return name.split(SEP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordCountTable:
+    """One model's per-record counts: `counts[i, j]` is count `columns[j]` of record
+    `record_ids[i]` (distinct ids). Integer counts, or float64 when a column holds per-record
+    values (a score summed into a mean)."""
+
+    record_ids: np.ndarray
+    columns: tuple[str, ...]
+    counts: np.ndarray
+
+    @classmethod
+    def from_columns(cls, record_ids: Sequence[Any], values: Mapping[str, Any]) -> RecordCountTable:
+        """From one row per (record, anything): each column's values summed per record id."""
+        import pandas as pd
+
+        codes, ids = pd.factorize(np.asarray(record_ids, dtype=object).astype(str), sort=False)
+        cols = list(values)
+        arrays = [np.broadcast_to(np.asarray(values[c]), (len(codes),)) for c in cols]
+        floating = any(a.dtype.kind == "f" for a in arrays)
+        out = np.zeros((len(ids), len(cols)), dtype=np.float64 if floating else np.int64)
+        for j, a in enumerate(arrays):
+            np.add.at(out[:, j], codes, a.astype(out.dtype))
+        return cls(record_ids=np.asarray(ids, dtype=object), columns=tuple(cols), counts=out)
+
+    @classmethod
+    def from_long(cls, record_ids: Sequence[Any], names: Sequence[str], values: Any) -> RecordCountTable:
+        """From rows (record id, column name, value): values summed per record and column."""
+        import pandas as pd
+
+        r, ids = pd.factorize(np.asarray(record_ids, dtype=object).astype(str), sort=False)
+        c, cols = pd.factorize(np.asarray(names, dtype=object), sort=True)
+        v = np.asarray(values)
+        dtype = np.float64 if v.dtype.kind == "f" else np.int64
+        out = np.zeros(len(ids) * len(cols), dtype=dtype)
+        np.add.at(out, r * len(cols) + c, v.astype(dtype))
+        return cls(record_ids=np.asarray(ids, dtype=object), columns=tuple(str(x) for x in cols), counts=out.reshape(len(ids), len(cols)))
+
+    def with_columns(self, extra: Mapping[str, Any]) -> RecordCountTable:
+        """This table plus per-record columns (arrays in `record_ids` order, or scalars)."""
+        n = len(self.record_ids)
+        more = [np.broadcast_to(np.asarray(v), (n,)) for v in extra.values()]
+        dtype = np.result_type(self.counts.dtype, *[m.dtype for m in more]) if more else self.counts.dtype
+        counts = np.column_stack([self.counts.astype(dtype, copy=False), *[m.astype(dtype) for m in more]]) if n else np.zeros((0, len(self.columns) + len(more)), dtype=dtype)
+        return RecordCountTable(record_ids=self.record_ids, columns=(*self.columns, *extra), counts=counts)
+
+
+def _natural(ids: Sequence[str]) -> list[str]:
+    from extracteval.core.structured import natural_key
+
+    return sorted(ids, key=natural_key)
+
+
+def paired_counts(tables: Mapping[Hashable, RecordCountTable]) -> tuple[list[str], tuple[str, ...], dict[Hashable, np.ndarray]]:
+    """Tables of several models → (record ids, columns, model → (records, columns) array).
+
+    Records: the ids of any table, in natural order (`r2` before `r10`, the order `score`
+    resamples in); a record a table lacks is a row of zeros there — it made no count for that
+    model (an extra prediction of another one), so each model's sums, and its metric, stay its
+    own. Columns: every table's, in first-seen order, zero where a table lacks one. Mapped with
+    one `get_indexer` per distinct id / column list (hundreds of runs of one evaluation share
+    theirs)."""
+    import pandas as pd
+
+    if not tables:
+        return [], (), {}
+    ids: dict[str, None] = {}
+    cols: dict[str, None] = {}
+    prev_ids: Any = None
+    for t in tables.values():
+        if prev_ids is None or not _same(prev_ids, t.record_ids):
+            ids.update(dict.fromkeys(map(str, t.record_ids)))
+            prev_ids = t.record_ids
+        cols.update(dict.fromkeys(t.columns))
+    rec = _natural(list(ids))
+    rec_index, col_index = pd.Index(rec, dtype=object), pd.Index(list(cols), dtype=object)
+    out: dict[Hashable, np.ndarray] = {}
+    prev: tuple[Any, Any, np.ndarray, np.ndarray] | None = None
+    for k, t in tables.items():
+        if prev is not None and _same(prev[0], t.record_ids) and prev[1] == t.columns:
+            rows, where = prev[2], prev[3]
+        else:
+            rows = rec_index.get_indexer(pd.Index(np.asarray(t.record_ids, dtype=object).astype(str)))
+            where = col_index.get_indexer(pd.Index(list(t.columns), dtype=object))
+            prev = (t.record_ids, t.columns, rows, where)
+        if len(rows) == len(rec) and np.array_equal(rows, np.arange(len(rec))) and np.array_equal(where, np.arange(len(cols))):
+            out[k] = t.counts
+        else:
+            arr = np.zeros((len(rec), len(cols)), dtype=t.counts.dtype)
+            arr[np.ix_(rows, where)] = t.counts
+            out[k] = arr
+    return rec, tuple(cols), out
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (len(a) == len(b) and bool(np.array_equal(a, b)))
+
+
+# ---- metric functions ---------------------------------------------------------------------------
+
+
+def _index(columns: Sequence[str]) -> dict[str, int]:
+    return {c: j for j, c in enumerate(columns)}
+
+
+def rate_metric(columns: Sequence[str], numerator: str, denominator: str, *, zero_division: float = 0.0) -> CountMetric:
+    """sum(numerator) / sum(denominator); `zero_division` when the denominator is 0."""
+    idx = _index(columns)
+    num, den = idx[numerator], idx[denominator]
+
+    def metric(summed: np.ndarray) -> np.ndarray:
+        n, d = np.asarray(summed[..., num], dtype=np.float64), np.asarray(summed[..., den], dtype=np.float64)
+        return np.divide(n, d, out=np.full(n.shape, float(zero_division)), where=d != 0)
+
+    return metric
+
+
+def _groups(columns: Sequence[str], depth: int, prefix: tuple[str, ...] = ()) -> tuple[list[tuple[str, ...]], dict[str, np.ndarray]]:
+    """Columns named (*prefix, group parts…, count) with `depth` group parts: the groups, and per
+    count name the column of each group (-1 where a group lacks that count)."""
+    groups: dict[tuple[str, ...], dict[str, int]] = {}
+    for j, c in enumerate(columns):
+        p = parts(c)
+        if tuple(p[: len(prefix)]) != prefix:
+            continue
+        p = p[len(prefix) :]
+        if len(p) == depth + 1:
+            groups.setdefault(tuple(p[:depth]), {})[p[depth]] = j
+    keys = list(groups)
+    names = {n for g in groups.values() for n in g}
+    return keys, {n: np.array([groups[g].get(n, -1) for g in keys], dtype=np.int64) for n in names}
+
+
+def _take(summed: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """summed[..., cols] as float64, 0 where a column is -1 (absent)."""
+    out = np.asarray(summed[..., np.maximum(cols, 0)], dtype=np.float64)
+    if (cols < 0).any():
+        out = np.where(cols >= 0, out, 0.0)
+    return out
+
+
+def prf_metric(columns: Sequence[str], which: str, *, prefix: tuple[str, ...] = (), zero_division: float = 0.0) -> CountMetric:
+    """Micro precision / recall / f1 / accuracy from the tp, fp, fn (and tn) of every column
+    group under `prefix`, summed (columns named (*prefix, item, count) or (*prefix, count))."""
+    sel: dict[str, list[int]] = {k: [] for k in ("tp", "fp", "fn", "tn")}
+    for j, c in enumerate(columns):
+        p = parts(c)
+        if tuple(p[: len(prefix)]) == prefix and p[-1] in sel:
+            sel[p[-1]].append(j)
+    cols = {k: np.array(v, dtype=np.int64) for k, v in sel.items()}
+
+    def metric(summed: np.ndarray) -> np.ndarray:
+        tp, fp, fn, tn = (np.asarray(summed[..., cols[k]], dtype=np.float64).sum(axis=-1) for k in ("tp", "fp", "fn", "tn"))
+        return np.asarray(ratios(tp, fp, fn, tn, zero_division=zero_division)[which], dtype=np.float64)
+
+    return metric
+
+
+def item_macro_metric(columns: Sequence[str], which: str, *, prefix: tuple[str, ...] = (), zero_division: float = 0.0) -> CountMetric:
+    """The mean over items (columns named (*prefix, item, tp|fp|fn[|tn])) that have any count of
+    the item's precision / recall / f1 / accuracy; `zero_division` when none has (fields' macro:
+    a field with no valid classification is left out; spans': tags in neither gold nor prediction)."""
+    from extracteval.core.bootstrap import _macro_f1_parts
+
+    keys, g = _groups(columns, 1, prefix)
+    cols = [g.get(k, np.full(len(keys), -1)) for k in ("tp", "fp", "fn", "tn")]
+
+    def metric(summed: np.ndarray) -> np.ndarray:
+        tp, fp, fn, tn = (_take(summed, c) for c in cols)
+        if which == "f1":  # F1 alone: the leaderboard's hot path (all four ratios cost four times as much)
+            return _macro_f1_parts(tp, fp, fn, tn, zero_division=zero_division)
+        r = np.asarray(ratios(tp, fp, fn, tn, zero_division=zero_division)[which], dtype=np.float64)
+        valid = (tp + fp + fn + tn) > 0
+        n = valid.sum(axis=-1)
+        total = np.where(valid, r, 0.0).sum(axis=-1)
+        return np.divide(total, n, out=np.full(total.shape, float(zero_division)), where=n > 0)
+
+    return metric
+
+
+def label_macro_metric(columns: Sequence[str], which: str, *, positive: Mapping[str, str | None] | None = None, zero_division: float = 0.0) -> CountMetric:
+    """The mean over features of each feature's macro average over its observed labels (tp + fp +
+    fn > 0) of precision / recall / f1, or its positive label's value when `positive` names one
+    (`zero_division` when that label is not observed). Columns are named (feature, label,
+    tp|fp|fn); a feature is listed by a column (feature, `rows`) even where it has no label."""
+    keys, g = _groups(columns, 2)
+    feats: dict[str, None] = dict.fromkeys(p[0] for p in (parts(c) for c in columns) if len(p) == 2 and p[1] == "rows")
+    feats.update(dict.fromkeys(k[0] for k in keys))
+    feature_list = list(feats)
+    member = np.array([feature_list.index(k[0]) for k in keys], dtype=np.int64)
+    pos = positive or {}
+    is_pos = np.array([pos.get(k[0]) is not None and pos.get(k[0]) == k[1] for k in keys], dtype=bool)
+    binary = np.array([pos.get(f) is not None for f in feature_list], dtype=bool)
+    cols = [g.get(k, np.full(len(keys), -1)) for k in ("tp", "fp", "fn")]
+    zd = float(zero_division)
+    onto = np.zeros((len(keys), len(feature_list)))  # label column → its feature
+    onto[np.arange(len(keys)), member] = 1.0
+
+    def metric(summed: np.ndarray) -> np.ndarray:
+        tp, fp, fn = (_take(summed, c) for c in cols)
+        r = np.asarray(ratios(tp, fp, fn, np.zeros_like(tp), zero_division=zd)[which], dtype=np.float64)
+        observed = (tp + fp + fn) > 0
+        # per label column: its contribution to its feature's sum and to the feature's count
+        bin_col = binary[member]
+        contrib = np.where(bin_col, np.where(is_pos, np.where(observed, r, zd), 0.0), np.where(observed, r, 0.0))
+        weight = np.where(bin_col, is_pos, observed).astype(np.float64)
+        total, n = contrib @ onto, weight @ onto
+        shape = total.shape
+        per = np.divide(total, n, out=np.full(shape, zd), where=n > 0)
+        return per.mean(axis=-1) if feature_list else np.full(summed.shape[:-1], zd)
+
+    return metric
+
+
+def label_accuracy_metric(columns: Sequence[str]) -> CountMetric:
+    """The mean over features (columns (feature, `rows`)) of the feature's right rows (its labels'
+    tp, columns (feature, label, `tp`)) / its rows; 0.0 for a feature without rows."""
+    keys, g = _groups(columns, 2)
+    rows_of = {p[0]: j for j, p in enumerate(map(parts, columns)) if len(p) == 2 and p[1] == "rows"}
+    features = list(rows_of)
+    tp_cols = g.get("tp", np.full(len(keys), -1))
+    onto = np.zeros((len(keys), len(features)))
+    for i, k in enumerate(keys):
+        if k[0] in rows_of and tp_cols[i] >= 0:
+            onto[i, features.index(k[0])] = 1.0
+    row_cols = np.array([rows_of[f] for f in features], dtype=np.int64)
+
+    def metric(summed: np.ndarray) -> np.ndarray:
+        right = _take(summed, tp_cols) @ onto
+        rows = np.asarray(summed[..., row_cols], dtype=np.float64)
+        acc = np.divide(right, rows, out=np.zeros(rows.shape), where=rows > 0)
+        return acc.mean(axis=-1) if features else np.zeros(summed.shape[:-1])
+
+    return metric

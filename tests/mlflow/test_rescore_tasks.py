@@ -1,0 +1,126 @@
+"""`extracteval rescore` over the task registry: for every task in `TASKS`, an `experiments/`
+example is logged with `extracteval evaluate`, its model run is rescored against an edited copy
+of the truth, and the new run must carry exactly the metrics that `extracteval evaluate` logs on
+the edited truth, the same configuration digest, and the link tag; the unchanged truth is a no-op.
+A task whose adapter cannot write or read back its predictions fails here."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from extracteval.mlflow.tasks import TASKS
+
+REPO = Path(__file__).resolve().parents[2]
+EXP = REPO / "experiments"
+
+
+def _first_json_line(edit: Callable[[dict[str, Any]], None]) -> Callable[[Path, Path], None]:
+    """An edit of a JSONL truth: `edit` changes the first record in place."""
+
+    def run(src: Path, dst: Path) -> None:
+        lines = src.read_text(encoding="utf-8").splitlines()
+        rec = json.loads(lines[0])
+        edit(rec)
+        dst.write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n", encoding="utf-8")
+
+    return run
+
+
+def _first_csv_row(column: str, value: str) -> Callable[[Path, Path], None]:
+    def run(src: Path, dst: Path) -> None:
+        rows = list(csv.reader(src.open(encoding="utf-8", newline="")))
+        rows[1][rows[0].index(column)] = value
+        with dst.open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f).writerows(rows)
+
+    return run
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(rec: dict[str, Any]) -> None:
+        obj: Any = rec
+        for k in path[:-1]:
+            obj = obj[k]
+        obj[path[-1]] = value
+
+    return edit
+
+
+# task → (example folder, truth file, model, its predictions file, options of `evaluate`, edit of the truth)
+CASES: dict[str, tuple[str, str, str, str, list[str], Callable[[Path, Path], None]]] = {
+    "fields": ("contracts", "truth.csv", "gpt-4o-mini", "predictions/gpt-4o-mini.csv",
+               ["--strategies", "strategies.yaml", "--no-ci"], _first_csv_row("contract_type", "Edited Agreement")),
+    "json": ("customers", "truth.jsonl", "llama-3.1-8b", "predictions/llama-3.1-8b.jsonl",
+             ["--strategies", "strategies.yaml", "--flatten"], _first_json_line(_set(("full_name",), "Someone Else"))),
+    "spans": ("requirements", "truth.jsonl", "llama-3.1-8b", "predictions/llama-3.1-8b.jsonl",
+              ["--threshold", "0.5", "--no-ci"], _first_json_line(lambda r: r["gold"].pop())),
+    "entities": ("invoices", "truth.jsonl", "mistral-7b", "predictions/mistral-7b.jsonl",
+                 ["--weights", "weights.yaml"], _first_json_line(_set(("entities", 0, "description"), "Something else entirely"))),
+    "labels": ("tickets", "truth.csv", "distilbert-clf", "predictions/distilbert-clf.csv",
+               ["--config", "config.yaml"], _first_csv_row("category", "billing")),
+    "structured": ("slm-vs-llm/structured", "truth.jsonl", "llama-3.1-8b", "llama-3.1-8b.jsonl",
+                   ["--list-matching", "positional"], _first_json_line(_set(("reference", "order_id"), "ORD-EDITED"))),
+    "toolcalls": ("slm-vs-llm/toolcalls", "truth.jsonl", "llama-3.1-8b", "llama-3.1-8b.jsonl",
+                  [], _first_json_line(_set(("calls", 0, "arguments", "city"), "Edited City"))),
+}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('rescore-tasks') / 'mlflow.db'}"
+
+
+def _evaluate(cli: Any, uri: str, task: str, truth: Path, experiment: str) -> str:
+    folder, _t, model, preds, options, _edit = CASES[task]
+    base = EXP / folder
+    opts = [str(base / o) if (base / o).is_file() else o for o in options]
+    r = cli("evaluate", task, "--truth", str(truth), "--predictions", f"{model}={base / preds}", *opts,
+            "--experiment", experiment, "--tracking-uri", uri, "--no-figures", "--json")
+    code, out, err = r
+    assert code == 0, err
+    return json.loads(out)["mlflow"]["models"][model]
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_rescore_equals_evaluate_on_the_edited_truth(cli: Any, store: str, tmp_path: Path, task: str) -> None:
+    assert task in CASES, f"no rescore example for task {task!r}"
+    folder, truth_name, *_ = CASES[task]
+    truth = EXP / folder / truth_name
+    edited = tmp_path / f"edited-{truth_name}"
+    CASES[task][-1](truth, edited)
+    run_id = _evaluate(cli, store, task, truth, f"rescore-{task}")
+
+    same = cli("rescore", "--run", run_id, "--truth", str(truth), "--tracking-uri", store, "--json")
+    code, text, err = same
+    assert code == 0, err
+    doc = json.loads(text)
+    assert doc["skipped"] is True and doc["new_run_id"] is None and "nothing to rescore" in doc["message"]
+
+    res = cli("rescore", "--run", run_id, "--truth", str(edited), "--tracking-uri", store, "--json", "--no-figures")
+    code, text, err = res
+    assert code == 0, err
+    out = json.loads(text)
+    assert out["skipped"] is False and out["new_run_id"]
+    want_id = _evaluate(cli, store, task, edited, f"evaluate-edited-{task}")
+
+    client = MlflowClient(store)
+    old, new, want = client.get_run(run_id), client.get_run(out["new_run_id"]), client.get_run(want_id)
+    assert new.data.tags["extracteval.rescored_from"] == run_id
+    assert new.data.tags["extracteval.task"] == task
+    assert new.info.experiment_id == old.info.experiment_id
+    assert new.data.tags["extracteval.config_digest"] == old.data.tags["extracteval.config_digest"] == want.data.tags["extracteval.config_digest"]
+    assert new.data.tags["extracteval.truth_digest"] == want.data.tags["extracteval.truth_digest"] != old.data.tags["extracteval.truth_digest"]
+    got, expected = new.data.metrics, want.data.metrics
+    assert sorted(got) == sorted(expected)
+    differ = {k: (expected[k], got[k]) for k in expected if not abs(got[k] - expected[k]) < 1e-12}
+    assert differ == {}
+    assert got != old.data.metrics  # the edit changed the scores, so the comparison above means something
+    primary = next(iter(out["new"]))
+    assert out["new"][primary] == pytest.approx(got[primary]) and out["old"][primary] == pytest.approx(old.data.metrics[primary])
