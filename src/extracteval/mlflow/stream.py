@@ -10,8 +10,9 @@ What a task adapter provides (see `tasks.TaskAdapter`):
   Spark DataFrame and the batch → chunk function (what `score <task> --engine spark` runs);
 - `chunk_outputs(task, chunk, score)` → what `evaluate` logs of one chunk (`score` is the
   task's `ChunkScore` of it): its truth rows as `Scored.truth` holds them (hashed into the truth
-  digest; the first rows give the dataset schema) and each model's per-record rows exactly as the
-  adapter's `records_frame` gives them in memory (streamed to `records.parquet`);
+  digest; the first rows give the dataset schema) and, per artifact (`records`, `predictions`)
+  and model, the chunk's rows exactly as the in-memory run writes them to
+  `records.parquet` / `predictions.parquet`;
 - `scored_from_chunks(result, streamed)` → the `Scored` of the whole evaluation, from the merged
   ledger's result and what was streamed (`Streamed`).
 
@@ -71,8 +72,8 @@ def scored_of_stream(scored: Scored, s: Streamed) -> Scored:
 
 @dataclass(frozen=True)
 class EvaluateChunks:
-    """A chunk task plus what `evaluate` logs of each chunk: its per-record rows per model
-    (`ChunkScore.records`, `records/<model>` → frame) and its truth, encoded for the digest, with
+    """A chunk task plus what `evaluate` logs of each chunk: its per-record rows and predictions
+    per model (`ChunkScore.records`, `records/<model>` / `predictions/<model>` → frame) and its truth, encoded for the digest, with
     its first rows (`ChunkScore.side`)."""
 
     task: Any
@@ -82,8 +83,8 @@ class EvaluateChunks:
         from extracteval.core.digest import encode_truth
 
         s = self.task.score_chunk(chunk)
-        truth, per_model = self.adapter.chunk_outputs(self.task, chunk, s)
-        records = {f"records/{m}": frame for m, frame in per_model.items() if frame is not None}
+        truth, files = self.adapter.chunk_outputs(self.task, chunk, s)
+        records = {f"{kind}/{m}": frame for kind, per_model in files.items() for m, frame in per_model.items() if frame is not None}
         return ChunkScore(ledger=s.ledger, records=records, rows=s.rows, side=(encode_truth(truth), truth.head(HEAD_ROWS)))
 
     def finalise(self, ledger: Any, *, record_rows: Callable[[], Any] | None) -> Any:

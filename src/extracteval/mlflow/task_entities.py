@@ -30,7 +30,7 @@ from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.task_labels import (
     label_count_metric,
     label_count_table,
@@ -210,7 +210,8 @@ class EntitiesAdapter(CellPredictions):
                 frame["model"] = frame["model"].astype(object).astype("category")
                 frame["record_id"] = frame["record_id"].astype(object)
             out[m] = frame
-        return truth_frame(chunk.truth), out
+        preds = {m: prediction_cells_frame({str(r): list(v) for r, v in chunk.predictions.get(m, {}).items()}) for m in task.sources}
+        return truth_frame(chunk.truth), {"records": out, "predictions": preds}
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
         from extracteval.mlflow.stream import scored_of_stream

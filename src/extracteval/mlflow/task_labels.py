@@ -33,7 +33,7 @@ from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "LabelsAdapter", "view_metrics_keys", "feature_item_rows", "winner_rows"]
@@ -247,7 +247,8 @@ class LabelsAdapter(CellPredictions):
             preds.append(ModelLabels(name=p.name, values=values, source=p.source))
         result = SimpleNamespace(config=task.config.to_dict(), features=list(task.features), ranking=list(task.sources))
         scored = self._scored(result, {"config": {}}, chunk.truth, task.truth_source, preds)
-        return chunk.truth, {m: self.records_frame(scored, m) for m in task.sources}
+        return chunk.truth, {"records": {m: self.records_frame(scored, m) for m in task.sources},
+                             "predictions": {p.name: prediction_cells_frame(_label_cells(p.values)) for p in preds}}
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
         from extracteval.mlflow.stream import scored_of_stream
@@ -276,7 +277,7 @@ class LabelsAdapter(CellPredictions):
         values = scored.cache.get("inputs", {}).get(model)
         if values is None:
             return False
-        write_prediction_cells(dict(zip((str(i) for i in values.index), values.to_dict(orient="records"))), path)
+        write_prediction_cells(_label_cells(values), path)
         return True
 
     def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -559,6 +560,11 @@ class LabelsAdapter(CellPredictions):
             out.append(Section(title="Warnings", items=list(doc["warnings"])))
         out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
         return out
+
+
+def _label_cells(values: pd.DataFrame) -> dict[str, Any]:
+    """Record id → its object of feature labels (the predictions file's cells)."""
+    return dict(zip((str(i) for i in values.index), values.to_dict(orient="records")))
 
 
 def _take(codes: np.ndarray, at: np.ndarray) -> np.ndarray:

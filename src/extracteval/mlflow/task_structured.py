@@ -24,7 +24,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table", "worst_items"]
@@ -258,8 +258,9 @@ class StructuredAdapter(CellPredictions):
         from extracteval.core.structured import score_structured
 
         result = score_structured(chunk.truth, chunk.predictions, config=task.config)
-        scored = self._scored(result, {"config": {}}, chunk.truth, "", [])
-        return scored.truth, {m: self.records_frame(scored, m) for m in result.models}
+        scored = self._scored(result, {"config": {}}, chunk.truth, "", [], chunk.predictions)
+        return scored.truth, {"records": {m: self.records_frame(scored, m) for m in result.models},
+                              "predictions": {m: prediction_cells_frame({str(r): v for r, v in out.items()}) for m, out in chunk.predictions.items()}}
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
         from extracteval.commands.score_structured import chunked_document
