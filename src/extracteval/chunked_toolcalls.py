@@ -7,6 +7,11 @@ the document lists (failed, missing, extra â€” the document lists all of them â€
 invalid examples in natural id order). Ledgers add up; the metrics and the ranking are computed
 once from the merged counts, so they are the in-memory numbers exactly.
 
+`ToolCallsEvaluateTask` (what `evaluate toolcalls --chunk-size/--engine spark` runs) adds what
+the MLflow run logs beyond the document: per model the counts per function name (every name apart,
+pooled into "(other functions)" once the reference's names are all known) and each chunk's
+per-record rows as `records.parquet` holds them (`record_table`).
+
 Not streamed (refused with --chunk-size): the extended similarity metrics
 (their means are over per-record scores) and --baseline/--candidate (the paired bootstrap needs
 every record's counts in memory). `--output` writes records.parquet (per-record counts, streamed)
@@ -22,7 +27,7 @@ scores by the in-memory engine's own function.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +37,8 @@ import pandas as pd
 from extracteval.chunked import ChunkScore
 from extracteval.core.ranking import rank_by_metrics
 
-__all__ = ["ToolCallsLedger", "ToolCallsTask", "score_toolcalls_files", "BfclLedger", "BfclTask", "score_bfcl_chunked"]
+__all__ = ["ToolCallsLedger", "ToolCallsTask", "ToolCallsEvaluateTask", "ToolCallsEvaluation", "record_table", "toolcalls_chunk_job",
+           "score_toolcalls_files", "BfclLedger", "BfclTask", "score_bfcl_chunked"]
 
 _EXAMPLES = 5
 
@@ -53,9 +59,11 @@ class _ModelLedger:
     missing: tuple[str, ...]
     extra: tuple[str, ...]
     invalid_examples: tuple[dict[str, Any], ...]  # the first few in natural id order
+    functions: Mapping[str | None, tuple[int, ...]] = field(default_factory=dict)  # `named_function_counts` (evaluate only)
 
     def __add__(self, o: _ModelLedger) -> _ModelLedger:
         from extracteval.core.structured import natural_key
+        from extracteval.core.toolcall_functions import add_function_counts
 
         formats = dict(self.formats)
         for k, v in o.formats.items():
@@ -68,6 +76,7 @@ class _ModelLedger:
             missing=self.missing + o.missing,
             extra=self.extra + o.extra,
             invalid_examples=tuple(examples),
+            functions=add_function_counts(self.functions, o.functions) if o.functions else self.functions,
         )
 
 
@@ -75,9 +84,11 @@ class _ModelLedger:
 class ToolCallsLedger:
     n_records: int
     models: Mapping[str, _ModelLedger]
+    function_names: frozenset[str] = frozenset()  # the reference's function names (evaluate only)
 
     def __add__(self, o: ToolCallsLedger) -> ToolCallsLedger:
-        return ToolCallsLedger(n_records=self.n_records + o.n_records, models={m: self.models[m] + o.models[m] for m in self.models})
+        return ToolCallsLedger(n_records=self.n_records + o.n_records, models={m: self.models[m] + o.models[m] for m in self.models},
+                               function_names=self.function_names | o.function_names)
 
 
 @dataclass(frozen=True)
@@ -93,12 +104,7 @@ class ToolCallsTask:
         from extracteval.core.toolcalls import ToolCallCounts, score_toolcalls
 
         res = score_toolcalls(chunk.truth, chunk.predictions, possible_answer=self.possible_answer, config=self.config)
-        models = {}
-        for m, r in res.models.items():
-            models[m] = _ModelLedger(
-                counts=r.counts, formats=dict(r.formats), failed=r.failed_ids, missing=r.missing_ids, extra=r.extra_ids,
-                invalid_examples=tuple(r.invalid_examples),
-            )
+        models = {m: _model_ledger(r) for m, r in res.models.items()}
         records = None
         if self.keep_records:
             cols = [f.name for f in fields(ToolCallCounts)]
@@ -135,6 +141,67 @@ class ToolCallsTask:
         return ToolCallResult(task="toolcalls", config=self.config, n_records=ledger.n_records, ranking=tuple(order), models=results, records={})
 
 
+def record_table(model: str, records: Any, verdicts: Mapping[str, list[Any]] | None = None) -> pd.DataFrame:
+    """One row per record of a model (`ToolCallRecord`s): the generic checker's verdict
+    (`correct`, `error`; or the given `verdicts` columns), `valid`, the call `format` found and
+    the counts from `ref_calls` on, as `records.parquet` holds them."""
+    from extracteval.core.toolcalls import ToolCallCounts
+
+    data: dict[str, Any] = {"model": [model] * len(records), "record_id": [r.id for r in records]}
+    data |= {"correct": [r.correct for r in records], "error": [r.error for r in records]} if verdicts is None else dict(verdicts)
+    data["valid"] = [r.valid for r in records]
+    data["format"] = [r.format for r in records]
+    for k in [f.name for f in fields(ToolCallCounts)][3:]:
+        data[k] = np.array([getattr(r.counts, k) for r in records], dtype=np.int64)
+    frame = pd.DataFrame(data)
+    # text typed as text even when every value is empty: one file schema whatever rows a chunk holds
+    return frame.astype({c: "string[pyarrow]" for c in ("category", "error_type", "error", "generic_error", "format") if c in frame})
+
+
+@dataclass(frozen=True)
+class ToolCallsEvaluation:
+    """What `ToolCallsEvaluateTask` gives: the run's result and, per model, the counts per
+    function name (`core.toolcall_functions.function_counts`)."""
+
+    result: Any  # ToolCallResult
+    functions: Mapping[str, Mapping[str, Mapping[str, int]]]
+    possible_answer: bool  # the references were read as BFCL possible answers
+
+
+@dataclass(frozen=True)
+class ToolCallsEvaluateTask(ToolCallsTask):
+    """`ToolCallsTask` plus the counts per function name in the ledger and the chunk's
+    per-record rows (`record_table`, every model) as its records."""
+
+    def score_chunk(self, chunk: Any) -> ChunkScore:
+        from extracteval.core.structured import natural_key
+        from extracteval.core.toolcall_functions import named_function_counts
+        from extracteval.core.toolcalls import _read_references, score_toolcalls
+
+        res = score_toolcalls(chunk.truth, chunk.predictions, possible_answer=self.possible_answer, config=self.config)
+        key_fn = self.config.key_fn()
+        refs = _read_references(chunk.truth, sorted(chunk.truth, key=natural_key), self.possible_answer, key_fn)
+        models = {m: _model_ledger(r, named_function_counts(refs, chunk.predictions.get(m, {}), res.records[m], key_fn=key_fn))
+                  for m, r in res.models.items()}
+        names = frozenset(c.name for calls in refs.values() for c in calls)
+        frames = [record_table(m, res.records[m]) for m in sorted(res.records)]
+        return ChunkScore(ledger=ToolCallsLedger(n_records=res.n_records, models=models, function_names=names),
+                          records=pd.concat(frames, ignore_index=True) if frames else None)
+
+    def finalise(self, ledger: ToolCallsLedger, *, record_rows: Callable[[], np.ndarray] | None) -> ToolCallsEvaluation:
+        from extracteval.core.toolcall_functions import pool_functions
+
+        result = super().finalise(ledger, record_rows=record_rows)
+        return ToolCallsEvaluation(result=result, functions={m: pool_functions(ml.functions, ledger.function_names) for m, ml in ledger.models.items()},
+                                   possible_answer=self.possible_answer)
+
+
+def _model_ledger(r: Any, functions: Mapping[str | None, tuple[int, ...]] | None = None) -> _ModelLedger:
+    """A model's ledger of one chunk from the core's `ToolCallModelResult`."""
+    return _ModelLedger(counts=r.counts, formats=dict(r.formats), failed=r.failed_ids, missing=r.missing_ids, extra=r.extra_ids,
+                        invalid_examples=tuple(r.invalid_examples), functions=functions or {})
+
+
 class _Truth:
     """The generic checker's reference of one truth record, as `score toolcalls` reads it; the
     first record decides whether the file holds BFCL possible answers."""
@@ -162,27 +229,34 @@ def score_toolcalls_files(
     """`extracteval score toolcalls --chunk-size N [--workers W]` (generic checker): the result
     (`ToolCallResult` without per-record rows) and the `inputs` entry of the document."""
     from extracteval.chunked import run_chunks
-    from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
-    from extracteval.io.keyed_chunks import open_keyed_stream
     from extracteval.io.outputs import make_output_folder
+
+    job = toolcalls_chunk_job(truth, predictions, config=config, possible_answer=possible_answer, chunk_size=chunk_size)
+    records_path = None
+    if output:
+        out = make_output_folder(output)
+        records_path = out / "records.parquet"
+    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
+    return result, job.inputs
+
+
+def toolcalls_chunk_job(truth: str, predictions: list[str], *, config: Any, possible_answer: bool, chunk_size: int) -> Any:
+    """The `ChunkJob` of `score toolcalls --chunk-size` (generic checker): JSONL files sorted by
+    id, merged by id; the first truth record decides whether they hold BFCL possible answers."""
+    from extracteval.chunked import ChunkJob
+    from extracteval.io.keyed_chunks import iter_keyed, open_keyed_stream
+    from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
     from extracteval.io.toolcall_inputs import OUTPUT_KEYS
 
     reader = _Truth(TRUTH_KEYS, possible_answer)
     stream = open_keyed_stream(truth, predictions, chunk_size=chunk_size, truth_keys=TRUTH_KEYS, output_keys=OUTPUT_KEYS, truth_value=reader)
     if not possible_answer:
         # the layout is the first truth record's: peek at it before any chunk is scored
-        from extracteval.io.keyed_chunks import iter_keyed
-
         first = next(iter_keyed(truth, TRUTH_KEYS, "reference"))
         reader = _Truth(TRUTH_KEYS, first[3] in ("ground_truth", "possible_answer"))
         stream.truth_value = reader
-    records_path = None
-    if output:
-        out = make_output_folder(output)
-        records_path = out / "records.parquet"
-    task = ToolCallsTask(config=config, possible_answer=reader.possible, keep_records=records_path is not None)
-    result, _ = run_chunks(task, stream.chunks(), workers=workers, records_path=records_path)
-    return result, {"truth": truth, "predictions": dict(stream.models)}
+    return ChunkJob(task=ToolCallsTask(config=config, possible_answer=reader.possible), chunks=stream.chunks(),
+                    inputs={"truth": truth, "predictions": dict(stream.models)})
 
 
 # ---------------------------------------------------------------------------------------------

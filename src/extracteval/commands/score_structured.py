@@ -134,26 +134,34 @@ def streaming_config(args: argparse.Namespace) -> Any:
     """The StructuredConfig of a streamed run (--chunk-size/--workers/--engine spark), refusing
     what needs every record in memory."""
     from extracteval.core.structured import StructuredConfig
-    from extracteval.errors import InputError
 
-    given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity), ("--llm-judge", args.llm_judge),
-                                   ("--baseline/--candidate", bool(args.baseline or args.candidate))) if on]
-    if given:
-        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
+    refuse_in_memory_options(args)
     return StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division,
                             pass_threshold=args.pass_threshold)
 
 
-def chunked_document(result: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """The `--json` document of a streamed run (as `result_document` makes it in memory)."""
+def chunked_document(result: Any, inputs: dict[str, Any], *, counts: Any = None) -> dict[str, Any]:
+    """The `--json` document of a streamed run (as `result_document` makes it in memory);
+    `counts`: the dataclass of the per-record counts (default `StructuredCounts`)."""
     from dataclasses import fields
 
     from extracteval.core.structured import StructuredCounts
 
     doc = result.to_dict()
     doc["inputs"] = inputs
-    doc["count_columns"] = [f.name for f in fields(StructuredCounts)] if result.ranking else []
+    doc["count_columns"] = [f.name for f in fields(counts or StructuredCounts)] if result.ranking else []
     return doc
+
+
+def refuse_in_memory_options(args: argparse.Namespace) -> None:
+    """Streamed runs (--chunk-size/--workers/--engine spark) refuse the options that need every
+    record in memory."""
+    from extracteval.errors import InputError
+
+    given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity), ("--llm-judge", args.llm_judge),
+                                   ("--baseline/--candidate", bool(args.baseline or args.candidate))) if on]
+    if given:
+        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
 
 
 def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None:

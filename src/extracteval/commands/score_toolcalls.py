@@ -104,21 +104,9 @@ def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
         if spark:
             raise InputError("--checker bfcl runs on the local engine; drop --engine spark (--chunk-size/--workers score it in chunks).")
         return None
-    given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity),
-                                   ("--llm-judge", args.llm_judge), ("--baseline/--candidate", bool(args.baseline or args.candidate)))
-             if on]
-    if given:
-        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
-    if args.questions:
-        raise InputError("--questions is for --checker bfcl; the generic checker reads references from --truth only.")
-    if len(args.truth) != 1:
-        raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
-    from dataclasses import fields
-
+    config = streaming_config(args)
     from extracteval.chunked_toolcalls import score_toolcalls_files
-    from extracteval.core.toolcalls import ToolCallConfig, ToolCallCounts
 
-    config = ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
     if spark:
         if chunk_size is not None or workers != 1:
             raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
@@ -128,18 +116,35 @@ def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
 
         result, inputs = score_toolcalls_spark_files(args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
                                                      master=args.spark_master, partitions=args.spark_partitions)
-        doc = result.to_dict()
-        doc["inputs"] = inputs
-        doc["count_columns"] = [f.name for f in fields(ToolCallCounts)] if result.ranking else []
-        return doc
+        return chunked_document(result, inputs)
     result, inputs = score_toolcalls_files(
         args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
         chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers, output=args.output,
     )
-    doc = result.to_dict()
-    doc["inputs"] = inputs
-    doc["count_columns"] = [f.name for f in fields(ToolCallCounts)] if result.ranking else []
-    return doc
+    return chunked_document(result, inputs)
+
+
+def streaming_config(args: argparse.Namespace) -> Any:
+    """The ToolCallConfig of a streamed run of the generic checker (--chunk-size/--workers/--engine
+    spark), refusing what needs every record in memory."""
+    from extracteval.commands.score_structured import refuse_in_memory_options
+    from extracteval.core.toolcalls import ToolCallConfig
+    from extracteval.errors import InputError
+
+    refuse_in_memory_options(args)
+    if args.questions:
+        raise InputError("--questions is for --checker bfcl; the generic checker reads references from --truth only.")
+    if len(args.truth) != 1:
+        raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
+    return ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
+
+
+def chunked_document(result: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The `--json` document of a streamed run of the generic checker (as `_run_generic` makes it in memory)."""
+    from extracteval.commands.score_structured import chunked_document as document
+    from extracteval.core.toolcalls import ToolCallCounts
+
+    return document(result, inputs, counts=ToolCallCounts)
 
 
 def _load_truth(path: str, force_possible: bool) -> tuple[dict[str, Any], bool]:

@@ -8,6 +8,8 @@ counts of a model add up to its totals (tested).
 The items are the function names of the *reference*: predicted calls to a name the reference
 never uses (a hallucinated function, an invalid call without a name) are pooled in one
 `OTHER_FUNCTIONS` row, so a model cannot create an unbounded number of items (and metric keys).
+Which names those are is known only once every record is read: `named_function_counts` keeps
+every name apart (mergeable: a chunk's counts add up), `pool_functions` pools once at the end.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from extracteval.core.toolcalls import (
     parse_calls,
 )
 
-__all__ = ["FUNCTION_COUNT_KEYS", "OTHER_FUNCTIONS", "function_counts"]
+__all__ = ["FUNCTION_COUNT_KEYS", "OTHER_FUNCTIONS", "function_counts", "named_function_counts", "pool_functions", "add_function_counts"]
 
 FUNCTION_COUNT_KEYS = ("ref_calls", "pred_calls", "invalid_calls", "name_matches", "args_exact", "tp", "fp", "fn")
 OTHER_FUNCTIONS = "(other functions)"
@@ -39,7 +41,24 @@ def function_counts(
     *,
     key_fn: Callable[[Any], str | None] = leaf_key,
 ) -> dict[str, dict[str, int]]:
-    """function name → counts (`FUNCTION_COUNT_KEYS`) of one model.
+    """function name → counts (`FUNCTION_COUNT_KEYS`) of one model: the reference's names in
+    order, then `OTHER_FUNCTIONS` when a predicted call used another name (or none).
+
+    Args: as `named_function_counts`.
+    """
+    names = {c.name for calls in refs.values() for c in calls}
+    return pool_functions(named_function_counts(refs, outputs, records, key_fn=key_fn), names)
+
+
+def named_function_counts(
+    refs: Mapping[str, Sequence[RefCall]],
+    outputs: Mapping[str, Any],
+    records: Sequence[ToolCallRecord],
+    *,
+    key_fn: Callable[[Any], str | None] = leaf_key,
+) -> dict[str | None, tuple[int, ...]]:
+    """function name (None: a call without a name) → counts (`FUNCTION_COUNT_KEYS` order) of
+    one model, every name apart, predicted names the reference lacks included.
 
     Args:
         refs: record id → the reference calls as `score_toolcalls` read them (same `key_fn`).
@@ -47,13 +66,10 @@ def function_counts(
         records: the model's `ToolCallRecord`s; their `pairs` index the reference calls and the
             calls `parse_calls` reads from the output (deterministic, so the indices agree).
     """
-    names = sorted({c.name for calls in refs.values() for c in calls})
-    known = set(names)
-    acc: dict[str, list[int]] = {n: [0] * len(FUNCTION_COUNT_KEYS) for n in names}
+    acc: dict[str | None, list[int]] = {}
 
     def row(name: str | None) -> list[int]:
-        key = name if name in known else OTHER_FUNCTIONS
-        return acc.setdefault(key, [0] * len(FUNCTION_COUNT_KEYS))
+        return acc.setdefault(name, [0] * len(FUNCTION_COUNT_KEYS))
 
     for rec in records:
         rcalls = refs[rec.id]
@@ -80,5 +96,26 @@ def function_counts(
             a[_IDX["invalid_calls"]] += int(not c.valid)
             if j not in paired_pred and c.valid and c.args is not None:
                 a[_IDX["fp"]] += len(_present_keys(c.args, key_fn))
-    order = names + ([OTHER_FUNCTIONS] if OTHER_FUNCTIONS in acc and OTHER_FUNCTIONS not in known else [])
+    return {n: tuple(a) for n, a in acc.items()}
+
+
+def add_function_counts(a: Mapping[str | None, tuple[int, ...]], b: Mapping[str | None, tuple[int, ...]]) -> dict[str | None, tuple[int, ...]]:
+    """The per-name counts of two sets of records (`named_function_counts`), added."""
+    out = dict(a)
+    for n, c in b.items():
+        have = out.get(n)
+        out[n] = c if have is None else tuple(x + y for x, y in zip(have, c))
+    return out
+
+
+def pool_functions(named: Mapping[str | None, tuple[int, ...]], reference_names: set[str] | frozenset[str]) -> dict[str, dict[str, int]]:
+    """function name → counts: the reference's names (sorted), then every other name pooled in
+    one `OTHER_FUNCTIONS` row (present only when some call landed there)."""
+    names = sorted(reference_names)
+    acc = {n: [0] * len(FUNCTION_COUNT_KEYS) for n in names}
+    for n, c in named.items():
+        a = acc.setdefault(n if n in reference_names else OTHER_FUNCTIONS, [0] * len(FUNCTION_COUNT_KEYS))
+        for k, v in enumerate(c):
+            a[k] += v
+    order = names + ([OTHER_FUNCTIONS] if OTHER_FUNCTIONS in acc and OTHER_FUNCTIONS not in reference_names else [])
     return {n: dict(zip(FUNCTION_COUNT_KEYS, acc[n])) for n in order}

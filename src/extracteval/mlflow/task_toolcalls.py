@@ -214,23 +214,77 @@ class ToolcallsAdapter(CellPredictions):
             return False
         return write_raw_outputs(run.predictions.get(model), path)
 
+    # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
+
+    def _streaming_config(self, args: argparse.Namespace) -> Any:
+        from extracteval.commands.score_toolcalls import streaming_config
+
+        if getattr(args, "checker", "generic") == "bfcl":
+            raise InputError("evaluate toolcalls --checker bfcl scores in memory: drop --chunk-size/--workers/--engine spark "
+                             "(`extracteval score toolcalls --checker bfcl --chunk-size N` checks the entries in chunks).")
+        return streaming_config(args)
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from dataclasses import replace
+
+        from extracteval.chunked_toolcalls import ToolCallsEvaluateTask, toolcalls_chunk_job
+
+        config = self._streaming_config(args)
+        job = toolcalls_chunk_job(args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer, chunk_size=chunk_size)
+        return replace(job, task=ToolCallsEvaluateTask(config=config, possible_answer=job.task.possible_answer))
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from dataclasses import replace
+
+        from extracteval.chunked_toolcalls import ToolCallsEvaluateTask
+        from extracteval.spark.toolcalls import toolcalls_spark_job
+
+        config = self._streaming_config(args)
+        job = toolcalls_spark_job(spark, args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
+                                  partitions=args.spark_partitions)
+        return replace(job, task=ToolCallsEvaluateTask(config=config, possible_answer=job.task.possible_answer))
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None]]:
+        """The chunk's truth rows and the per-record rows its task made (`record_table`), split by model."""
+        from extracteval.core.structured import natural_key
+        from extracteval.mlflow.predictions_file import prediction_cells_frame
+
+        rec = score.records
+        models = sorted(chunk.predictions)
+        records = {m: rec.loc[rec["model"] == m].reset_index(drop=True) if rec is not None else None for m in models}
+        preds = {m: prediction_cells_frame({str(r): v for r, v in chunk.predictions[m].items()}) for m in models}
+        return _truth_frame(chunk.truth, sorted(chunk.truth, key=natural_key), task.possible_answer), {"records": records, "predictions": preds}
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        """`result`: the `ToolCallsEvaluation` of the merged ledger."""
+        from extracteval.commands.score_toolcalls import chunked_document
+        from extracteval.mlflow.stream import scored_of_stream
+
+        run = result.result
+        doc = chunked_document(run, streamed.inputs)
+        rec = {"truth": {}, "predictions": {}, "possible_answer": result.possible_answer, "config": run.config}
+        scored = self._generic_scored(doc, run, rec, streamed.inputs["truth"], [], truth=streamed.truth_head)
+        scored.cache["functions"] = {m: _function_rows(result.functions[m], float(run.config.zero_division)) for m in run.ranking}
+        return scored_of_stream(scored, streamed)
+
     def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         cfg = doc.get("config") or {}
         opts = {k: cfg[k] for k in ("value_match", "zero_division") if cfg.get(k) is not None}
         opts["possible_answer"] = bool(cfg.get("possible_answer", False))
         return opts
 
-    def _generic_scored(self, doc: dict[str, Any], result: Any, rec: Mapping[str, Any], truth_source: str, extended: Sequence[str]) -> Scored:
-        truth = rec["truth"]
-        run = ToolcallRun(checker="generic", generic=result, truth=truth, predictions=rec["predictions"], possible_answer=bool(rec["possible_answer"]),
+    def _generic_scored(self, doc: dict[str, Any], result: Any, rec: Mapping[str, Any], truth_source: str, extended: Sequence[str],
+                        truth: pd.DataFrame | None = None) -> Scored:
+        """`truth`: the truth frame when it was streamed (else made from `rec["truth"]`)."""
+        run = ToolcallRun(checker="generic", generic=result, truth=rec["truth"], predictions=rec["predictions"], possible_answer=bool(rec["possible_answer"]),
                           key_config=rec["config"], ranking=tuple(result.ranking))
-        ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else sorted(truth)
-        column = "ground_truth" if run.possible_answer else "calls"
         # in result.json too: how the references were read is part of the configuration a rescore rebuilds
         doc["config"]["possible_answer"] = run.possible_answer
-        frame = pd.DataFrame({column: [_canonical(truth[i]) for i in ids]}, index=pd.Index(ids, name="id"))
+        if truth is None:
+            ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else sorted(run.truth)
+            truth = _truth_frame(run.truth, ids, run.possible_answer)
         config = {**doc["config"], "checker": "generic", "possible_answer": run.possible_answer, "extended": list(extended)}
-        return Scored(task=self.task, result=run, doc=doc, models=run.ranking, truth=frame, truth_source=str(truth_source), config=config)
+        return Scored(task=self.task, result=run, doc=doc, models=run.ranking, truth=truth, truth_source=str(truth_source), config=config)
 
     def _bfcl_scored(self, doc: dict[str, Any], scores: Mapping[str, Any], rec: Mapping[str, Any]) -> Scored:
         from extracteval.core.toolcalls import ToolCallConfig
@@ -258,7 +312,6 @@ class ToolcallsAdapter(CellPredictions):
         """model → function → counts and ratios (cached per evaluation)."""
         if "functions" in scored.cache:
             return scored.cache["functions"]
-        from extracteval.core.counts import ratios
         from extracteval.core.toolcall_functions import function_counts
         from extracteval.core.toolcalls import reference_calls
 
@@ -266,19 +319,7 @@ class ToolcallsAdapter(CellPredictions):
         key_fn = run.key_config.key_fn()
         zd = float(run.key_config.zero_division)
         refs = {i: reference_calls(v, possible_answer=run.possible_answer, key_fn=key_fn, where=f"reference {i}") for i, v in run.truth.items()}
-        out: dict[str, dict[str, dict[str, float]]] = {}
-        for m in run.ranking:
-            counts = function_counts(refs, run.predictions.get(m, {}), run.generic.records[m], key_fn=key_fn)
-            rows = {}
-            for fname, c in counts.items():
-                r = ratios(c["tp"], c["fp"], c["fn"], 0, zero_division=zd)
-                rows[fname] = {
-                    **{k: float(v) for k, v in c.items()},
-                    "precision": float(r["precision"]), "recall": float(r["recall"]), "f1": float(r["f1"]),
-                    "name_match_rate": c["name_matches"] / c["ref_calls"] if c["ref_calls"] else zd,
-                    "args_exact_rate": c["args_exact"] / c["ref_calls"] if c["ref_calls"] else zd,
-                }
-            out[m] = rows
+        out = {m: _function_rows(function_counts(refs, run.predictions.get(m, {}), run.generic.records[m], key_fn=key_fn), zd) for m in run.ranking}
         scored.cache["functions"] = out
         return out
 
@@ -399,27 +440,24 @@ class ToolcallsAdapter(CellPredictions):
         """One row per model and record: validity, correctness, the call format found, the
         counts, the error; with the BFCL checker also the category, BFCL's verdict (`correct`,
         `error_type`, `error`) and the generic checker's (`generic_correct`)."""
+        from extracteval.chunked_toolcalls import record_table
+
         run: ToolcallRun = scored.result
         frames = []
         for m in (scored.models if model is None else (model,)):
             recs = run.generic.records[m]
-            data: dict[str, Any] = {"model": [m] * len(recs), "record_id": [r.id for r in recs]}
+            verdicts = None
             if run.checker == "bfcl":
                 fails = run.bfcl[m].failures
-                data["category"] = [run.categories.get(r.id, "") for r in recs]
-                data["correct"] = [r.id not in fails for r in recs]
-                data["error_type"] = [fails[r.id].error_type if r.id in fails else None for r in recs]
-                data["error"] = [fails[r.id].error if r.id in fails else None for r in recs]
-                data["generic_correct"] = [r.correct for r in recs]
-                data["generic_error"] = [r.error for r in recs]
-            else:
-                data["correct"] = [r.correct for r in recs]
-                data["error"] = [r.error for r in recs]
-            data["valid"] = [r.valid for r in recs]
-            data["format"] = [r.format for r in recs]
-            for k in COUNTS[3:]:
-                data[k] = np.array([getattr(r.counts, k) for r in recs], dtype=np.int64)
-            frames.append(pd.DataFrame(data))
+                verdicts = {
+                    "category": [run.categories.get(r.id, "") for r in recs],
+                    "correct": [r.id not in fails for r in recs],
+                    "error_type": [fails[r.id].error_type if r.id in fails else None for r in recs],
+                    "error": [fails[r.id].error if r.id in fails else None for r in recs],
+                    "generic_correct": [r.correct for r in recs],
+                    "generic_error": [r.error for r in recs],
+                }
+            frames.append(record_table(m, recs, verdicts))
         return pd.concat(frames, ignore_index=True) if frames else None
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
@@ -533,6 +571,28 @@ class ToolcallsAdapter(CellPredictions):
             out.append(Section(title="Warnings", items=warnings))
         out.append(Section(title="Configuration", text=json.dumps(scored.config, indent=2, ensure_ascii=False, default=str)))
         return out
+
+
+def _truth_frame(truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool) -> pd.DataFrame:
+    """The truth as the run logs it: per record id, the references as canonical JSON text."""
+    column = "ground_truth" if possible_answer else "calls"
+    return pd.DataFrame({column: [_canonical(truth[i]) for i in ids]}, index=pd.Index(ids, name="id"))
+
+
+def _function_rows(counts: Mapping[str, Mapping[str, int]], zd: float) -> dict[str, dict[str, float]]:
+    """function → its counts (`core.toolcall_functions.function_counts`) and ratios."""
+    from extracteval.core.counts import ratios
+
+    rows = {}
+    for fname, c in counts.items():
+        r = ratios(c["tp"], c["fp"], c["fn"], 0, zero_division=zd)
+        rows[fname] = {
+            **{k: float(v) for k, v in c.items()},
+            "precision": float(r["precision"]), "recall": float(r["recall"]), "f1": float(r["f1"]),
+            "name_match_rate": c["name_matches"] / c["ref_calls"] if c["ref_calls"] else zd,
+            "args_exact_rate": c["args_exact"] / c["ref_calls"] if c["ref_calls"] else zd,
+        }
+    return rows
 
 
 def _canonical(value: Any) -> str:

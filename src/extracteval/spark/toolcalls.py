@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["score_toolcalls_spark_files"]
+__all__ = ["score_toolcalls_spark_files", "toolcalls_spark_job"]
 
 
 def score_toolcalls_spark_files(
@@ -24,19 +24,28 @@ def score_toolcalls_spark_files(
 ) -> tuple[Any, dict[str, Any]]:
     """`extracteval score toolcalls --engine spark`: files (local paths or cluster URIs) → the
     local engine's `ToolCallResult` (without per-record rows) and the `inputs` entry."""
+    from extracteval.spark import get_session
+
+    job = toolcalls_spark_job(get_session(master, shuffle_partitions=partitions or 8), truth, predictions, config=config,
+                              possible_answer=possible_answer, partitions=partitions)
+    return job.run().result, job.inputs
+
+
+def toolcalls_spark_job(spark: Any, truth: str, predictions: Sequence[str], *, config: Any, possible_answer: bool = False,
+                        partitions: int | None = None) -> Any:
+    """The `SparkJob` of `score toolcalls --engine spark` (its `run().result`: `ToolCallResult`);
+    as in memory, one possible-answer record makes the whole truth file possible answers."""
     from dataclasses import replace
 
     from extracteval.chunked_toolcalls import ToolCallsTask
     from extracteval.io.keyed_chunks import keyed_record
     from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS
-    from extracteval.spark import get_session
     from extracteval.spark.engine import guard
     from extracteval.spark.keyed import keyed_spark_job
 
-    spark = get_session(master, shuffle_partitions=partitions or 8)
     job = keyed_spark_job(spark, None, truth, predictions, truth_keys=TOOLCALL_TRUTH_KEYS,
                           truth_value=lambda source, rid, rec, key: rec[key], partitions=partitions)
-    if not possible_answer:  # as in memory: one possible-answer record makes the whole file possible answers
+    if not possible_answer:
         def answer_keys(batches):  # type: ignore[no-untyped-def]
             from extracteval.io.json_inputs import _loads
 
@@ -46,5 +55,4 @@ def score_toolcalls_spark_files(
                 yield pd.DataFrame({"possible": [bool(found & {"ground_truth", "possible_answer"})]})
 
         possible_answer = bool(guard(lambda: job.df.mapInPandas(answer_keys, schema="possible boolean").filter("possible").limit(1).count()))
-    run = replace(job, task=ToolCallsTask(config=config, possible_answer=possible_answer)).run()
-    return run.result, job.inputs
+    return replace(job, task=ToolCallsTask(config=config, possible_answer=possible_answer))
