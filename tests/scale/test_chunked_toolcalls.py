@@ -68,6 +68,43 @@ def test_chunked_document_is_byte_identical(data, size, vm):
     assert json.dumps(got.to_dict()) == json.dumps(want)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=datasets(), size=st.sampled_from([1, 2, 3, 7, 1000]), vm=st.sampled_from(["exact", "normalized"]))
+def test_evaluate_chunks_give_the_in_memory_function_counts_and_records(data, size, vm):
+    """What `evaluate toolcalls` logs beyond the document, merged from chunks: the counts per
+    function (a name predicted in one chunk may be a reference name of a later one only) and the
+    per-record rows, as the in-memory run makes them."""
+    from extracteval.chunked_toolcalls import ToolCallsEvaluateTask, record_table
+    from extracteval.core.toolcall_functions import function_counts
+    from extracteval.core.toolcalls import reference_calls
+
+    truth, preds = data
+    cfg = ToolCallConfig(value_match=vm)
+    want = score_toolcalls(truth, preds, config=cfg)
+    refs = {i: reference_calls(v, key_fn=cfg.key_fn()) for i, v in truth.items()}
+    frames = []
+    got, _ = run_chunks(ToolCallsEvaluateTask(config=cfg), split(truth, preds, size), records_path=None)
+    for chunk in split(truth, preds, size):
+        frames.append(ToolCallsEvaluateTask(config=cfg).score_chunk(chunk).records)
+    assert json.dumps(got.result.to_dict()) == json.dumps(want.to_dict())
+    for m in want.ranking:
+        assert got.functions[m] == function_counts(refs, preds[m], want.records[m], key_fn=cfg.key_fn())
+        streamed = pd.concat(frames, ignore_index=True)
+        streamed = streamed[streamed["model"] == m].set_index("record_id").sort_index()
+        pd.testing.assert_frame_equal(streamed, record_table(m, want.records[m]).set_index("record_id").sort_index(), check_index_type=False, check_dtype=False)
+
+
+def test_a_name_predicted_before_the_reference_uses_it_is_counted_under_its_name():
+    from extracteval.chunked_toolcalls import ToolCallsEvaluateTask
+    from extracteval.core.toolcall_functions import OTHER_FUNCTIONS
+
+    truth = {"a": [{"name": "f", "arguments": {"x": 1}}], "b": [{"name": "g", "arguments": {"y": 2}}]}
+    preds = {"m": {"a": {"name": "g", "arguments": {"y": 2}}, "b": {"name": "h", "arguments": {}}}}
+    got, _ = run_chunks(ToolCallsEvaluateTask(config=ToolCallConfig()), split(truth, preds, 1))
+    assert list(got.functions["m"]) == ["f", "g", OTHER_FUNCTIONS]
+    assert got.functions["m"]["g"]["pred_calls"] == 2 - 1 and got.functions["m"][OTHER_FUNCTIONS]["pred_calls"] == 1
+
+
 def _write(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
