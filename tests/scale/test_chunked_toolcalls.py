@@ -140,3 +140,15 @@ def test_chunked_errors(cli, tmp_path, truth, extra, match):
     (tmp_path / "p.jsonl").write_text('{"id": "a", "output": ""}\n')
     r = cli("score", "toolcalls", "--truth", str(tmp_path / "t.jsonl"), "--predictions", f"p={tmp_path / 'p.jsonl'}", "--chunk-size", "1", *extra)
     assert r.code == 2 and re.search(match, r.err), r.err
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--checker", "bfcl", "--questions", "q.json"], "--checker bfcl scores in memory"),
+    (["--semantic-similarity"], "--semantic-similarity needs every record in memory"),
+])
+def test_streamed_evaluate_refuses_what_needs_every_record(cli, tmp_path, extra, match):
+    from tests.scale.engine_cases import TASK_ARGS
+
+    res = cli("evaluate", "toolcalls", *TASK_ARGS["toolcalls"], "--experiment", "e", "--tracking-uri", f"sqlite:///{tmp_path / 'x.db'}",
+              "--chunk-size", "5", *extra)
+    assert res.code == 2 and match in res.err and "Traceback" not in res.err, res.err
