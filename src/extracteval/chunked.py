@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-__all__ = ["ChunkScore", "ChunkTask", "ChunkJob", "ChunkStats", "SpilledRows", "row_matrix", "run_chunks", "FieldsChunk", "FieldsTask"]
+__all__ = ["ChunkScore", "ChunkTask", "ChunkJob", "run_chunk_job", "ChunkStats", "SpilledRows", "row_matrix", "run_chunks", "FieldsChunk", "FieldsTask"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,19 @@ class ChunkJob:
     task: Any
     chunks: Iterable[Any]
     inputs: dict[str, Any]
+
+
+def run_chunk_job(job: ChunkJob, *, workers: int = 1, output: str | None = None) -> tuple[Any, dict[str, Any]]:
+    """`score <task> --chunk-size N [--workers W] [--output DIR]` of a task whose chunk task has
+    `keep_records`: the result and the document's `inputs` entry; with `output`, the per-record
+    rows streamed to `DIR/records.parquet`."""
+    from dataclasses import replace
+
+    from extracteval.io.outputs import make_output_folder
+
+    records_path = make_output_folder(output) / "records.parquet" if output else None
+    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
+    return result, job.inputs
 
 
 @dataclass(frozen=True)

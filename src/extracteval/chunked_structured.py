@@ -138,16 +138,9 @@ def _truth_value(p: Path, line: int, rid: str, rec: dict[str, Any], key: str) ->
 def score_structured_files(
     truth: str, predictions: list[str], *, config: Any, chunk_size: int, workers: int = 1, output: str | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    from extracteval.chunked import run_chunks
-    from extracteval.io.outputs import make_output_folder
+    from extracteval.chunked import run_chunk_job
 
-    job = structured_chunk_job(truth, predictions, config=config, chunk_size=chunk_size)
-    records_path = None
-    if output:
-        out = make_output_folder(output)
-        records_path = out / "records.parquet"
-    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
-    return result, job.inputs
+    return run_chunk_job(structured_chunk_job(truth, predictions, config=config, chunk_size=chunk_size), workers=workers, output=output)
 
 
 def structured_chunk_job(truth: str, predictions: list[str], *, config: Any, chunk_size: int) -> Any:

@@ -228,16 +228,9 @@ def score_toolcalls_files(
 ) -> tuple[Any, dict[str, Any]]:
     """`extracteval score toolcalls --chunk-size N [--workers W]` (generic checker): the result
     (`ToolCallResult` without per-record rows) and the `inputs` entry of the document."""
-    from extracteval.chunked import run_chunks
-    from extracteval.io.outputs import make_output_folder
+    from extracteval.chunked import run_chunk_job
 
-    job = toolcalls_chunk_job(truth, predictions, config=config, possible_answer=possible_answer, chunk_size=chunk_size)
-    records_path = None
-    if output:
-        out = make_output_folder(output)
-        records_path = out / "records.parquet"
-    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
-    return result, job.inputs
+    return run_chunk_job(toolcalls_chunk_job(truth, predictions, config=config, possible_answer=possible_answer, chunk_size=chunk_size), workers=workers, output=output)
 
 
 def toolcalls_chunk_job(truth: str, predictions: list[str], *, config: Any, possible_answer: bool, chunk_size: int) -> Any:
