@@ -37,18 +37,9 @@ __all__ = ["score", "tasks", "read_truth", "ScoreResult"]
 
 def tasks() -> list[dict[str, str]]:
     """The tasks of this installation: name, MLflow model type and what the task scores."""
-    from extracteval.mlflow.tasks import TASKS, available_tasks
+    from extracteval.mlflow.tasks import TASKS, available_tasks, get_adapter
 
-    about = {
-        "fields": "document fields: one value or a set of values per field; per-field TP/FP/FN/TN, P/R/F1, winners, intervals",
-        "json": "JSON objects: completeness, hallucination, accuracy with per-field strategies, RQS",
-        "spans": "character or token spans: exact (= conlleval) and relaxed matching, error taxonomy",
-        "labels": "one label per feature per record: one-vs-rest P/R/F1/specificity",
-        "entities": "lists of entities per record: optimal alignment, entity P/R/F1, per-feature metrics",
-        "structured": "raw JSON output vs reference: validity, extraction, exact match, field P/R/F1",
-        "toolcalls": "function calls: name and argument match, call accuracy, BFCL's checker",
-    }
-    return [{"task": t, "model_type": TASKS[t].model_type, "scores": about.get(t, "")} for t in available_tasks()]
+    return [{"task": t, "model_type": TASKS[t].model_type, "scores": get_adapter(t).about} for t in available_tasks()]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-__all__ = ["ChunkScore", "ChunkTask", "ChunkStats", "SpilledRows", "row_matrix", "run_chunks", "FieldsChunk", "FieldsTask"]
+__all__ = ["ChunkScore", "ChunkTask", "ChunkJob", "ChunkStats", "SpilledRows", "row_matrix", "run_chunks", "FieldsChunk", "FieldsTask"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,16 @@ class ChunkTask(Protocol):
     def score_chunk(self, chunk: Any) -> ChunkScore: ...
 
     def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """A task's chunked run over its files: its chunk task, the chunks of its inputs (read
+    lazily), the document's `inputs` entry."""
+
+    task: Any
+    chunks: Iterable[Any]
+    inputs: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from extracteval.chunked import ChunkScore
 
-__all__ = ["EntitiesTask", "score_entities_files"]
+__all__ = ["EntitiesTask", "score_entities_files", "entities_chunk_job"]
 
 
 @dataclass(frozen=True)
@@ -74,13 +74,25 @@ def score_entities_files(
 ) -> tuple[Any, dict[str, Any]]:
     """(EntitiesResult, inputs) of JSONL files sorted by id, streamed `chunk_size` records at a
     time; per-record rows streamed to `records_path` (Parquet) when given."""
+    from dataclasses import replace
+
     from extracteval.chunked import run_chunks
+
+    job = entities_chunk_job(truth, predictions, config=config, similarity=similarity, chunk_size=chunk_size, id_column=id_column,
+                             entities_key=entities_key)
+    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
+    return result, job.inputs
+
+
+def entities_chunk_job(truth: str, predictions: list[str], *, config: Any, similarity: Any, chunk_size: int, id_column: str = "id",
+                       entities_key: str = "entities") -> Any:
+    """The `ChunkJob` of `score entities --chunk-size`: the options planned from a first pass
+    over the truth, then JSONL files sorted by id, merged by id."""
+    from extracteval.chunked import ChunkJob
     from extracteval.core.entities import plan_entities
     from extracteval.io.entities_chunks import open_entities_stream
 
     stream = open_entities_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, entities_key=entities_key)
     plan = plan_entities(stream.gold_fields(), config, stream.truth)
-    task = EntitiesTask(config=config, plan=plan, truth_source=stream.truth, sources=dict(stream.models), similarity=similarity,
-                        keep_records=records_path is not None)
-    result, _ = run_chunks(task, stream.chunks(), workers=workers, records_path=records_path)
-    return result, {"truth": stream.truth, "predictions": dict(stream.models)}
+    task = EntitiesTask(config=config, plan=plan, truth_source=stream.truth, sources=dict(stream.models), similarity=similarity)
+    return ChunkJob(task=task, chunks=stream.chunks(), inputs={"truth": stream.truth, "predictions": dict(stream.models)})

@@ -24,7 +24,7 @@ import numpy as np
 
 from extracteval.chunked import ChunkScore
 
-__all__ = ["LabelsChunkLedger", "LabelsTask", "score_labels_files"]
+__all__ = ["LabelsChunkLedger", "LabelsTask", "score_labels_files", "labels_chunk_job"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,16 @@ def score_labels_files(
     """(LabelsResult, notes, inputs) of files streamed `chunk_size` records at a time (wide
     CSV/TSV/JSONL/Parquet files sorted by id: `io.chunks`)."""
     from extracteval.chunked import run_chunks
+
+    job = labels_chunk_job(truth, predictions, config=config, features=features, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter)
+    (result, notes), _ = run_chunks(job.task, job.chunks, workers=workers)
+    return result, notes, job.inputs
+
+
+def labels_chunk_job(truth: str, predictions: list[str], *, config: Any, features: list[str] | None, chunk_size: int,
+                     id_column: str = "id", delimiter: str | None = None) -> Any:
+    """The `ChunkJob` of `score labels --chunk-size`: wide files sorted by id, merged by id."""
+    from extracteval.chunked import ChunkJob
     from extracteval.core.labels import resolve_features
     from extracteval.errors import InputError
     from extracteval.io.fields_chunks import open_fields_stream
@@ -93,5 +103,4 @@ def score_labels_files(
     stream = open_fields_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter, trailing_extras=True)
     feats = resolve_features(stream.truth_fields, features, config, stream.truth_source)
     task = LabelsTask(config=config, features=tuple(feats), truth_source=stream.truth_source, sources=dict(stream.models))
-    (result, notes), _ = run_chunks(task, stream.chunks(), workers=workers)
-    return result, notes, {"truth": stream.truth_source, "predictions": dict(stream.models)}
+    return ChunkJob(task=task, chunks=stream.chunks(), inputs={"truth": stream.truth_source, "predictions": dict(stream.models)})

@@ -23,7 +23,7 @@ import pandas as pd
 from extracteval.chunked import ChunkScore
 from extracteval.chunked_toolcalls import _EXAMPLES, _natural
 
-__all__ = ["StructuredLedger", "StructuredTask", "score_structured_files"]
+__all__ = ["StructuredLedger", "StructuredTask", "score_structured_files", "structured_chunk_job"]
 
 
 @dataclass(frozen=True)
@@ -139,15 +139,23 @@ def score_structured_files(
     truth: str, predictions: list[str], *, config: Any, chunk_size: int, workers: int = 1, output: str | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     from extracteval.chunked import run_chunks
-    from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
-    from extracteval.io.keyed_chunks import open_keyed_stream
     from extracteval.io.outputs import make_output_folder
-    from extracteval.io.toolcall_inputs import OUTPUT_KEYS
 
-    stream = open_keyed_stream(truth, predictions, chunk_size=chunk_size, truth_keys=TRUTH_KEYS, output_keys=OUTPUT_KEYS, truth_value=_truth_value)
+    job = structured_chunk_job(truth, predictions, config=config, chunk_size=chunk_size)
     records_path = None
     if output:
         out = make_output_folder(output)
         records_path = out / "records.parquet"
-    result, _ = run_chunks(StructuredTask(config=config, keep_records=records_path is not None), stream.chunks(), workers=workers, records_path=records_path)
-    return result, {"truth": truth, "predictions": dict(stream.models)}
+    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
+    return result, job.inputs
+
+
+def structured_chunk_job(truth: str, predictions: list[str], *, config: Any, chunk_size: int) -> Any:
+    """The `ChunkJob` of `score structured --chunk-size`: JSONL files sorted by id, merged by id."""
+    from extracteval.chunked import ChunkJob
+    from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
+    from extracteval.io.keyed_chunks import open_keyed_stream
+    from extracteval.io.toolcall_inputs import OUTPUT_KEYS
+
+    stream = open_keyed_stream(truth, predictions, chunk_size=chunk_size, truth_keys=TRUTH_KEYS, output_keys=OUTPUT_KEYS, truth_value=_truth_value)
+    return ChunkJob(task=StructuredTask(config=config), chunks=stream.chunks(), inputs={"truth": truth, "predictions": dict(stream.models)})

@@ -30,6 +30,7 @@ COMMANDS = {
     "leaderboard": ("leaderboard", "rank every model run of an MLflow experiment (tie-breaks, field winners, fairness, intervals)"),
     "compare": ("compare", "baseline run vs candidate run from the tracking store: gap, verdict, paired interval"),
     "rescore": ("rescore", "re-score a logged run's predictions against edited ground truth (new linked run)"),
+    "tasks": ("tasks", "list the tasks and the capability matrix"),
 }
 
 

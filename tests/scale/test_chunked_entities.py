@@ -164,5 +164,5 @@ def test_cli_refuses_what_cannot_be_streamed(cli, tmp_path):
     assert r.code == 2 and "drop --chunk-size" in r.err, r.err
     r = cli(*base, "--predictions", f"p={tmp_path / 'p.jsonl'}", "--chunk-size", "5", "--similarity", "llm_judge")
     assert r.code == 2 and "--similarity llm_judge with --chunk-size" in r.err, r.err
-    r = cli(*base, "--predictions", f"p={tmp_path / 'p.jsonl'}", "--engine", "spark")
-    assert r.code == 2 and "--engine spark does not serve the entities task" in r.err, r.err
+    r = cli(*base, "--predictions", f"p={tmp_path / 'p.jsonl'}", "--engine", "spark", "--chunk-size", "5")
+    assert r.code == 2 and "--chunk-size/--workers are for the local engine" in r.err, r.err

@@ -175,5 +175,5 @@ def test_cli_refuses_what_cannot_be_streamed(cli, tmp_path):
     assert r.code == 2 and "t.csv: line 3: record id 'a' is out of order" in r.err and "Traceback" not in r.err, r.err
     r = cli(*base, "--predictions", f"p={tmp_path / 'p.json'}", "--chunk-size", "5")
     assert r.code == 2 and "drop --chunk-size" in r.err, r.err
-    r = cli(*base, "--predictions", f"p={tmp_path / 'p.csv'}", "--engine", "spark")
-    assert r.code == 2 and "--engine spark does not serve the labels task" in r.err, r.err
+    r = cli(*base, "--predictions", f"p={tmp_path / 'p.csv'}", "--engine", "spark", "--chunk-size", "5")
+    assert r.code == 2 and "--chunk-size/--workers are for the local engine" in r.err, r.err

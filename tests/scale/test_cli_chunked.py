@@ -141,8 +141,8 @@ def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeyp
 
 @pytest.mark.parametrize("args", [["--chunk-size", "5"], ["--workers", "2"], ["--engine", "spark"]])
 def test_evaluate_refuses_the_scale_options_for_tasks_it_cannot_stream(cli, tmp_path, monkeypatch, args):
-    # `evaluate fields` streams (tests/scale/test_evaluate_streamed.py); the other tasks' evaluate
-    # scores in memory, and an option that would change how it scores must not pass silently
+    # a task whose adapter cannot stream its evaluation yet (tests/scale/test_engines_registry.py
+    # lists them) scores in memory, and an option that would change how it scores must not pass silently
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     t = tmp_path / "t.jsonl"

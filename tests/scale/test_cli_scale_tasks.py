@@ -38,16 +38,11 @@ def test_chunked_and_worker_runs_never_import_pyspark(tmp_path):
     assert [t for t in tasks if f'"task": "{t}"' in r.stdout] == tasks
 
 
-@pytest.mark.parametrize("task", ["json", "toolcalls", "spans"])
+@pytest.mark.parametrize("task", ["json", "toolcalls", "spans", "structured", "labels", "entities"])
 def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeypatch, task):
     monkeypatch.setitem(sys.modules, "pyspark", None)  # makes `import pyspark` fail
     res = cli("score", task, *_files(tmp_path)[task], "--engine", "spark")
     assert res.code == 2 and "pip install 'extracteval[spark]'" in res.err and "Traceback" not in res.err, res.err
-
-
-def test_structured_refuses_engine_spark(cli, tmp_path):
-    res = cli("score", "structured", *_files(tmp_path)["structured"], "--engine", "spark")
-    assert res.code == 2 and "--engine spark does not serve the structured task" in res.err
 
 
 @pytest.mark.parametrize("task", ["json", "toolcalls", "structured", "spans", "labels", "entities"])

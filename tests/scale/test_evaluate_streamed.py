@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow.tracking import MlflowClient
 
 from tests.conftest import EXPERIMENTS
+from tests.scale.stores import assert_same_stores as _assert_same
+from tests.scale.stores import store as _store
 
 CONTRACTS = EXPERIMENTS / "contracts"
 CONTRACT_ARGS = [
@@ -22,72 +23,12 @@ CONTRACT_ARGS = [
     "--predictions", f"regex={CONTRACTS / 'predictions/regex-baseline.csv'}",
     "--strategies", str(CONTRACTS / "strategies.yaml"),
 ]
-# differ between any two runs however they were scored
-_RUN_TAGS = {"mlflow.user", "mlflow.source.name", "mlflow.source.type", "mlflow.source.git.commit"}
-
-
-def _artifacts(client: MlflowClient, run_id: str, path: str | None = None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for a in client.list_artifacts(run_id, path):
-        if a.is_dir:
-            out.update(_artifacts(client, run_id, a.path))
-        else:
-            out[a.path] = a.path
-    return out
-
-
-def _store(uri: str, experiment: str) -> dict[str, dict]:
-    """Everything logged to `experiment`, by run name."""
-    client = MlflowClient(uri)
-    exp = client.get_experiment_by_name(experiment)
-    out = {}
-    for run in client.search_runs([exp.experiment_id]):
-        rid = run.info.run_id
-        tags = {k: v for k, v in run.data.tags.items() if k not in _RUN_TAGS and k != "mlflow.parentRunId"}
-        inputs = [(d.dataset.name, d.dataset.digest, d.dataset.schema, d.dataset.profile, d.dataset.source_type)
-                  for d in run.inputs.dataset_inputs]
-        out[run.info.run_name] = {
-            "status": run.info.status, "metrics": run.data.metrics, "params": run.data.params, "tags": tags, "inputs": inputs,
-            "artifacts": sorted(_artifacts(client, rid)), "parent": run.data.tags.get("mlflow.parentRunId") is not None,
-            "run_id": rid,
-        }
-    return out
-
-
-def _parquet(client: MlflowClient, run_id: str, path: str, tmp: Path) -> pd.DataFrame:
-    local = client.download_artifacts(run_id, path, str(tmp))
-    frame = pd.read_parquet(local)
-    return frame.astype({c: str for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)})
-
-
 def _evaluate(cli, args: list[str], tmp: Path, name: str, *extra: str) -> tuple[str, Path]:
     uri = f"sqlite:///{tmp / f'{name}.db'}"
     out = tmp / f"{name}-out"
     res = cli("evaluate", "fields", *args, "--experiment", "e", "--tracking-uri", uri, "--output", str(out), *extra)
     assert res.code == 0, res.err
     return uri, out
-
-
-def _assert_same(want_uri: str, got_uri: str, tmp: Path) -> None:
-    want, got = _store(want_uri, "e"), _store(got_uri, "e")
-    assert set(got) == set(want)
-    for name, w in want.items():
-        g = got[name]
-        assert g["status"] == w["status"] == "FINISHED"
-        assert g["metrics"] == w["metrics"], name
-        assert g["params"] == w["params"], name
-        assert g["tags"] == w["tags"], name
-        assert g["inputs"] == w["inputs"], name
-        assert g["artifacts"] == w["artifacts"], name
-        for path in w["artifacts"]:
-            if path.endswith(".parquet"):
-                a = _parquet(MlflowClient(want_uri), w["run_id"], path, tmp / "w" / name)
-                b = _parquet(MlflowClient(got_uri), g["run_id"], path, tmp / "g" / name)
-                pd.testing.assert_frame_equal(b, a, check_dtype=False)
-            elif path.endswith((".json", ".csv")):
-                a = Path(MlflowClient(want_uri).download_artifacts(w["run_id"], path, str(tmp / "w" / name))).read_bytes()
-                b = Path(MlflowClient(got_uri).download_artifacts(g["run_id"], path, str(tmp / "g" / name))).read_bytes()
-                assert a == b, path
 
 
 @pytest.mark.parametrize("extra", [["--chunk-size", "7"], ["--chunk-size", "9", "--workers", "2"]])

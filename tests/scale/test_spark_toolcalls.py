@@ -62,4 +62,4 @@ def test_duplicated_id_is_an_input_error(spark, cli, tmp_path):
     _write(tmp_path / "p.jsonl", [{"id": "a", "output": ""}])
     r = cli("score", "toolcalls", "--truth", str(tmp_path / "t.jsonl"), "--predictions", f"p={tmp_path / 'p.jsonl'}",
             "--engine", "spark", "--spark-master", "local[2]")
-    assert r.code == 2 and "t.jsonl: ids must be unique; found duplicated: 'a'" in r.err, r.err
+    assert r.code == 2 and "t.jsonl: record id 'a' appears twice; ids must be unique" in r.err, r.err

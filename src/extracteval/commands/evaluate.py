@@ -18,7 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
     from extracteval.mlflow.bundle import Bundle
-    from extracteval.mlflow.stream_fields import StreamedFields
     from extracteval.mlflow.upload import UploadResult
 
 DESCRIPTION = """\
@@ -100,10 +99,12 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
         if engine is None:
             scored = adapter.score_args(args) if early is None else adapter.score_args(args, early=early)
         else:
-            streamed = _score_streaming(args, engine, Path(output).resolve().parent if output else None)
-            from extracteval.mlflow.stream_fields import scored_from_stream
+            from extracteval.mlflow.stream import score_streamed
 
-            scored = scored_from_stream(streamed)
+            chunk_size = getattr(args, "chunk_size", None)
+            scored = score_streamed(adapter, args, engine=engine, chunk_size=100_000 if chunk_size is None else chunk_size,
+                                    workers=getattr(args, "workers", 1), workdir_parent=Path(output).resolve().parent if output else None)
+            streamed = scored.cache["stream_workdir"]
         temporary = not output
         with _no_cyclic_gc():
             try:
@@ -113,7 +114,7 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
             finally:
                 # their files are linked (or copied) into the bundle by now
                 if streamed is not None:
-                    shutil.rmtree(streamed.workdir, ignore_errors=True)
+                    shutil.rmtree(streamed, ignore_errors=True)
                 if early is not None:
                     early.close()
             if not as_json:
@@ -184,47 +185,11 @@ def _no_cyclic_gc() -> Iterator[None]:
 
 def _scale_engine(args: argparse.Namespace) -> str | None:
     """None for the in-memory evaluation; "chunked" or "spark" when the scale options ask for a
-    streaming engine. Those engines feed the same bundle (same metrics, params, tags, artifacts)
-    for the `fields` task; for the other tasks `evaluate` scores in memory and the options are
-    refused rather than silently ignored."""
-    from extracteval.errors import InputError
+    streaming engine, which feeds the same bundle (same metrics, params, tags, artifacts)."""
+    from extracteval.commands.score_fields import scale_engine
 
-    chunk_size = getattr(args, "chunk_size", None)
-    workers = getattr(args, "workers", 1)
-    engine = getattr(args, "engine", "local")
-    spark_only = [opt for opt, on in (("--spark-master", getattr(args, "spark_master", None) is not None),
-                                      ("--spark-partitions", getattr(args, "spark_partitions", None) is not None)) if on]
-    given = [opt for opt, on in (("--chunk-size", chunk_size is not None), ("--workers", workers != 1),
-                                 ("--engine spark", engine != "local")) if on] + spark_only
-    if not given:
-        return None
-    task = args._evaluate_task
-    if task != "fields":
-        raise InputError(f"evaluate {task} scores in memory; {', '.join(given)} stream only for `extracteval evaluate fields` "
-                         f"(for the {task} task stream with `extracteval score {task} --chunk-size N --output DIR`; see README \"Scale\").")
-    if workers < 1:
-        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if engine == "spark":
-        if chunk_size is not None or workers != 1:
-            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
-        return "spark"
-    if spark_only:
-        raise InputError(f"{', '.join(spark_only)} go with --engine spark; add it, or drop them.")
-    return "chunked"
-
-
-def _score_streaming(args: argparse.Namespace, engine: str, workdir_parent: "Path | None") -> "StreamedFields":
-    if workdir_parent is not None:
-        workdir_parent.mkdir(parents=True, exist_ok=True)
-    if engine == "spark":
-        from extracteval.spark.evaluate import score_fields_spark_streamed
-
-        return score_fields_spark_streamed(args, workdir_parent=workdir_parent)
-    from extracteval.mlflow.stream_fields import score_fields_streamed
-
-    chunk_size = getattr(args, "chunk_size", None)
-    return score_fields_streamed(args, chunk_size=100_000 if chunk_size is None else chunk_size,
-                                 workers=getattr(args, "workers", 1), workdir_parent=workdir_parent)
+    engine = scale_engine(args)
+    return None if engine == "memory" else engine
 
 
 def _resume(args: argparse.Namespace) -> int:

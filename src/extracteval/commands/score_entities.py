@@ -167,17 +167,23 @@ def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tupl
     from extracteval.core.similarity import get_similarity
     from extracteval.io.entities_inputs import load_entities_inputs
 
-    config, sim_name, sim_opts = build_config(args)
-    streamed = chunked(args)
-    if streamed and sim_name in ("embedding", "llm_judge"):
-        from extracteval.errors import InputError
+    from extracteval.commands.score_fields import scale_engine
 
-        raise InputError(
-            f"--similarity {sim_name} with --chunk-size/--workers: its calls would be made chunk by chunk, not once over the "
-            "whole input; drop --chunk-size/--workers, or use --similarity lexical or fuzzy (README \"Scale\")."
-        )
-    backend = get_similarity(sim_name, **sim_opts)  # an unknown name or option lists the valid ones
-    if streamed:
+    config, sim_name, sim_opts = build_config(args)
+    engine = scale_engine(args)
+    # an unknown name or option lists the valid ones
+    backend = get_similarity(sim_name, **sim_opts) if engine == "memory" else streaming_similarity(sim_name, sim_opts)
+    if engine == "spark":
+        from extracteval.commands.score_fields import spark_session
+        from extracteval.spark.entities import entities_spark_job
+
+        job = entities_spark_job(spark_session(args), args.truth, args.predictions, config=config, similarity=backend, id_column=args.id_column,
+                                 entities_key=args.entities_key, partitions=args.spark_partitions)
+        result = job.run().result
+        doc = result.to_dict()
+        doc["inputs"] = job.inputs
+        return result, doc
+    if engine == "chunked":
         from extracteval.chunked_entities import score_entities_files
 
         chunk_size = getattr(args, "chunk_size", None)
@@ -196,16 +202,29 @@ def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tupl
     return result, doc
 
 
-def chunked(args: argparse.Namespace) -> bool:
-    """--chunk-size / --workers given (README "Scale"); --engine spark is refused."""
+def streaming_similarity(sim_name: str, sim_opts: dict[str, Any]) -> Any:
+    """The SEMANTIC backend of a streamed run, refusing those whose calls would differ chunk by chunk."""
+    from extracteval.core.similarity import get_similarity
     from extracteval.errors import InputError
 
-    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
-    if workers < 1:
-        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if getattr(args, "engine", "local") == "spark":
-        raise InputError("--engine spark does not serve the entities task; use --chunk-size N [--workers W] (README \"Scale\").")
-    return chunk_size is not None or workers > 1
+    if sim_name in ("embedding", "llm_judge"):
+        raise InputError(
+            f"--similarity {sim_name} with --chunk-size/--workers/--engine spark: its calls would be made chunk by chunk, not once over the "
+            "whole input; drop those options, or use --similarity lexical or fuzzy (README \"Scale\")."
+        )
+    return get_similarity(sim_name, **sim_opts)
+
+
+def chunked(args: argparse.Namespace) -> bool:
+    """A streaming engine was asked for (README "Scale"): --chunk-size / --workers, or --engine
+    spark (which writes no records.parquet: --output is refused with it)."""
+    from extracteval.commands.score_fields import scale_engine
+    from extracteval.errors import InputError
+
+    engine = scale_engine(args)
+    if engine == "spark" and getattr(args, "output", None):
+        raise InputError("--output with --engine spark is not supported for the entities task (no per-record rows from Spark); drop --output.")
+    return engine != "memory"
 
 
 def run(args: argparse.Namespace) -> int:

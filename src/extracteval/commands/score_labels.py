@@ -135,20 +135,25 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _score_chunked(args: argparse.Namespace) -> tuple[Any, list[str], dict[str, Any]] | None:
-    """--chunk-size / --workers (README "Scale"): (result, notes, inputs), or None for the in-memory engine."""
-    from extracteval.errors import InputError
+    """--chunk-size / --workers or --engine spark (README "Scale"): (result, notes, inputs), or
+    None for the in-memory engine."""
+    from extracteval.commands.score_fields import scale_engine, spark_session
 
-    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
-    if workers < 1:
-        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if getattr(args, "engine", "local") == "spark":
-        raise InputError("--engine spark does not serve the labels task; use --chunk-size N [--workers W] (README \"Scale\").")
-    if chunk_size is None and workers == 1:
+    engine = scale_engine(args)
+    if engine == "memory":
         return None
+    if engine == "spark":
+        from extracteval.spark.labels import labels_spark_job
+
+        job = labels_spark_job(spark_session(args), args.truth, args.predictions, config=build_config(args), features=_features(args),
+                               id_column=args.id_column, delimiter=args.delimiter, partitions=args.spark_partitions)
+        result, notes = job.run().result
+        return result, notes, job.inputs
     from extracteval.chunked_labels import score_labels_files
 
+    chunk_size = getattr(args, "chunk_size", None)
     return score_labels_files(args.truth, args.predictions, config=build_config(args), features=_features(args),
-                              chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers,
+                              chunk_size=100_000 if chunk_size is None else chunk_size, workers=args.workers,
                               id_column=args.id_column, delimiter=args.delimiter)
 
 

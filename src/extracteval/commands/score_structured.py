@@ -130,32 +130,56 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None:
-    """--chunk-size / --workers (README "Scale"): the document, or None for the in-memory engine."""
-    from dataclasses import fields
-
+def streaming_config(args: argparse.Namespace) -> Any:
+    """The StructuredConfig of a streamed run (--chunk-size/--workers/--engine spark), refusing
+    what needs every record in memory."""
+    from extracteval.core.structured import StructuredConfig
     from extracteval.errors import InputError
 
-    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
-    if workers < 1:
-        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    if getattr(args, "engine", "local") == "spark":
-        raise InputError("--engine spark does not serve the structured task; use --chunk-size N [--workers W] (README \"Scale\").")
-    if chunk_size is None and workers == 1:
-        return None
     given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity), ("--llm-judge", args.llm_judge),
                                    ("--baseline/--candidate", bool(args.baseline or args.candidate))) if on]
     if given:
-        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers to use it (README \"Scale\").")
-    from extracteval.chunked_structured import score_structured_files
+        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
+    return StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division,
+                            pass_threshold=args.pass_threshold)
+
+
+def chunked_document(result: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The `--json` document of a streamed run (as `result_document` makes it in memory)."""
+    from dataclasses import fields
+
     from extracteval.core.structured import StructuredCounts
 
-    result, inputs = score_structured_files(args.truth, args.predictions, config=config, chunk_size=100_000 if chunk_size is None else chunk_size,
-                                            workers=workers, output=args.output)
     doc = result.to_dict()
     doc["inputs"] = inputs
     doc["count_columns"] = [f.name for f in fields(StructuredCounts)] if result.ranking else []
     return doc
+
+
+def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None:
+    """--chunk-size / --workers or --engine spark (README "Scale"): the document, or None for the
+    in-memory engine."""
+    from extracteval.commands.score_fields import scale_engine, spark_session
+    from extracteval.errors import InputError
+
+    chunk_size = getattr(args, "chunk_size", None)
+    engine = scale_engine(args)
+    if engine == "memory":
+        return None
+    config = streaming_config(args)
+    if engine == "spark":
+        if args.output:
+            raise InputError("--output with --engine spark is not supported for the structured task (no per-record rows from Spark); drop --output.")
+        from extracteval.spark.structured import structured_spark_job
+
+        job = structured_spark_job(spark_session(args), args.truth, args.predictions, config=config, partitions=args.spark_partitions)
+        result, inputs = job.run().result, job.inputs
+    else:
+        from extracteval.chunked_structured import score_structured_files
+
+        result, inputs = score_structured_files(args.truth, args.predictions, config=config, chunk_size=100_000 if chunk_size is None else chunk_size,
+                                                workers=args.workers, output=args.output)
+    return chunked_document(result, inputs)
 
 
 def result_document(result: Any, args: argparse.Namespace, sources: dict[str, str], truth_source: str) -> dict[str, Any]:

@@ -756,7 +756,9 @@ def labels_ledger(
             aligned_rows=len(both), missing_rows=len(missing), extra_rows=len(extra),
             correct_rows=int(row_ok[p.name].sum()),
             missing_ids=_smallest(t_ids[missing].tolist()), extra_ids=_smallest(p_ids[extra].tolist()),
-            unparsable=unparsable_pred[p.name], columns=frozenset(f for f in feats if f in values.columns),
+            # a feature is among the model's columns when some row predicts a value for it: the
+            # same set whether the rows come whole or in chunks (a chunk may lack a column)
+            unparsable=unparsable_pred[p.name], columns=frozenset(f for f in feats if f in values.columns and values[f].notna().any()),
         )
     return LabelsLedger(n_records=n_truth, keys=keys, truth_missing=truth_missing, unparsable_truth=unparsable_truth, models=models)
 

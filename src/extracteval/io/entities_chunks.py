@@ -25,7 +25,7 @@ from extracteval.io.entities_inputs import _entity_list
 from extracteval.io.json_text import jsonl_values
 from extracteval.io.keyed_chunks import _check_jsonl, merge_by_id
 
-__all__ = ["EntitiesChunk", "iter_entity_records", "EntitiesStream", "open_entities_stream"]
+__all__ = ["EntitiesChunk", "entity_record_id", "iter_entity_records", "EntitiesStream", "open_entities_stream"]
 
 
 @dataclass(frozen=True)
@@ -34,25 +34,32 @@ class EntitiesChunk:
     predictions: dict[str, dict[str, list[Any]]]  # model → record id → entities
 
 
+def entity_record_id(p: str | Path, where: str, rec: Any, *, id_column: str, entities_key: str, truth: bool) -> str:
+    """The id of one parsed record (a truth record must hold its list), or an `InputError`
+    naming the file and `where` (a line)."""
+    if not isinstance(rec, dict):
+        raise InputError(f"{p}: {where}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
+    rid = rec.get(id_column)
+    if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, (dict, list)):
+        raise InputError(f"{p}: {where}: expected a record id in {id_column!r} (pass --id-column NAME if it is elsewhere), "
+                         f"but found {'nothing' if rid is None else repr(rid)}; keys: {sorted(rec)[:10]}.")
+    rid = str(rid).strip()
+    if entities_key not in rec and truth:
+        raise InputError(f"{p}: {where}: record {rid!r}: no {entities_key!r} key (keys: {sorted(rec)[:10]}); "
+                         "pass --entities-key NAME if the list is under another key.")
+    return rid
+
+
 def iter_entity_records(path: str | Path, *, truth: bool, id_column: str, entities_key: str) -> Iterator[tuple[str, list[Any]]]:
     """(record id, entities) per line, ids checked to ascend strictly."""
     p = Path(path)
     _check_jsonl(p)
     last: tuple[str, int] | None = None
     for i, rec in jsonl_values(p):
-        if not isinstance(rec, dict):
-            raise InputError(f"{p}: line {i}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
-        rid = rec.get(id_column)
-        if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, (dict, list)):
-            raise InputError(f"{p}: line {i}: expected a record id in {id_column!r} (pass --id-column NAME if it is elsewhere), "
-                             f"but found {'nothing' if rid is None else repr(rid)}; keys: {sorted(rec)[:10]}.")
-        rid = str(rid).strip()
+        rid = entity_record_id(p, f"line {i}", rec, id_column=id_column, entities_key=entities_key, truth=truth)
         if last is not None:
             check_id_order(p, f"line {i}", rid, last[0], f"line {last[1]}")
         last = (rid, i)
-        if entities_key not in rec and truth:
-            raise InputError(f"{p}: line {i}: record {rid!r}: no {entities_key!r} key (keys: {sorted(rec)[:10]}); "
-                             "pass --entities-key NAME if the list is under another key.")
         yield rid, _entity_list(p, f"line {i}", rid, rec.get(entities_key), entities_key, truth=truth)
     if last is None:
         raise InputError(f"{p}: the file has no records.")

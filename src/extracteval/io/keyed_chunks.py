@@ -25,7 +25,7 @@ from extracteval.io.id_order import check_id_order
 from extracteval.io.config import model_files
 from extracteval.io.json_text import jsonl_values
 
-__all__ = ["KeyedChunk", "iter_keyed", "KeyedStream", "open_keyed_stream"]
+__all__ = ["KeyedChunk", "keyed_record", "iter_keyed", "KeyedStream", "open_keyed_stream"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,20 @@ def _check_jsonl(p: Path) -> None:
         raise InputError(f"{p}: is a directory; expected a file.")
 
 
+def keyed_record(p: str | Path, where: str, rec: Any, keys: Sequence[str], what: str, *, id_key: str = "id") -> tuple[str, str]:
+    """(id, the first of `keys` the record has) of one parsed record, or an `InputError` naming
+    the file and `where` (a line)."""
+    if not isinstance(rec, dict):
+        raise InputError(f"{p}: {where}: expected a JSON object with \"{id_key}\" and one of {', '.join(keys)}, but found {type(rec).__name__}.")
+    if id_key not in rec:
+        raise InputError(f"{p}: {where}: the record has no \"{id_key}\" key (found keys {sorted(rec)[:8]}).")
+    rid = str(rec[id_key])
+    key = next((k for k in keys if k in rec), None)
+    if key is None:
+        raise InputError(f"{p}: {where} (id {rid}): no {what} key; expected one of {', '.join(keys)} (found keys {sorted(rec)[:8]}).")
+    return rid, key
+
+
 def iter_keyed(path: str | Path, keys: Sequence[str], what: str, *, id_key: str = "id") -> Iterator[tuple[int, str, dict[str, Any], str]]:
     """(line, id, record, key found) per record, ids checked to ascend strictly."""
     p = Path(path)
@@ -56,14 +70,7 @@ def iter_keyed(path: str | Path, keys: Sequence[str], what: str, *, id_key: str 
     last: tuple[str, int] | None = None
     seen = False
     for line, rec in jsonl_values(p):
-        if not isinstance(rec, dict):
-            raise InputError(f"{p}: line {line}: expected a JSON object with \"{id_key}\" and one of {', '.join(keys)}, but found {type(rec).__name__}.")
-        if id_key not in rec:
-            raise InputError(f"{p}: line {line}: the record has no \"{id_key}\" key (found keys {sorted(rec)[:8]}).")
-        rid = str(rec[id_key])
-        key = next((k for k in keys if k in rec), None)
-        if key is None:
-            raise InputError(f"{p}: line {line} (id {rid}): no {what} key; expected one of {', '.join(keys)} (found keys {sorted(rec)[:8]}).")
+        rid, key = keyed_record(p, f"line {line}", rec, keys, what, id_key=id_key)
         if last is not None:
             check_id_order(p, f"line {line}", rid, last[0], f"line {last[1]}")
         last = (rid, line)

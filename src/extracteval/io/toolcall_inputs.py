@@ -390,6 +390,8 @@ def load_records(path: str | Path, keys: Iterable[str], what: str, *, id_key: st
     Values are kept as read: strings stay strings (a structured model's raw output), objects stay
     objects. Missing keys and duplicate ids are errors naming the file and line.
     """
+    from extracteval.io.keyed_chunks import keyed_record
+
     p = Path(path)
     keys = tuple(keys)
     if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
@@ -401,14 +403,7 @@ def load_records(path: str | Path, keys: Iterable[str], what: str, *, id_key: st
         recs = [(i + 2, {k: (None if v is None else v) for k, v in row.items()}) for i, row in enumerate(frame.to_dict(orient="records"))]
     out: dict[str, Any] = {}
     for line, rec in recs:
-        if not isinstance(rec, dict):
-            raise InputError(f"{p}: line {line}: expected a JSON object with \"{id_key}\" and one of {', '.join(keys)}, but found {type(rec).__name__}.")
-        if id_key not in rec:
-            raise InputError(f"{p}: line {line}: the record has no \"{id_key}\" key (found keys {sorted(rec)[:8]}).")
-        rid = str(rec[id_key])
-        key = next((k for k in keys if k in rec), None)
-        if key is None:
-            raise InputError(f"{p}: line {line} (id {rid}): no {what} key; expected one of {', '.join(keys)} (found keys {sorted(rec)[:8]}).")
+        rid, key = keyed_record(p, f"line {line}", rec, keys, what, id_key=id_key)
         if rid in out:
             raise InputError(f"{p}: line {line}: id {rid!r} appears twice.")
         out[rid] = rec[key]

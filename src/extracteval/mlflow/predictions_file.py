@@ -338,13 +338,26 @@ def write_prediction_cells(cells: Mapping[str, Any], path: Any, status: Mapping[
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    ids = [str(i) for i in cells]
+    ids, texts, states = _cell_columns(cells, status)
     table = pa.table({
         "id": pa.array(ids, type=pa.string()),
-        "prediction": pa.array([_value_text(cells[i], sort_keys=False) for i in cells], type=pa.large_string()),
-        "status": pa.array([None if status is None else _status_text(status.get(i)) for i in cells], type=pa.string()),
+        "prediction": pa.array(texts, type=pa.large_string()),
+        "status": pa.array(states, type=pa.string()),
     })
     pq.write_table(table, path)
+
+
+def _cell_columns(cells: Mapping[str, Any], status: Mapping[str, Any] | None) -> tuple[list[str], list[str | None], list[str | None]]:
+    return ([str(i) for i in cells], [_value_text(cells[i], sort_keys=False) for i in cells],
+            [None if status is None else _status_text(status.get(i)) for i in cells])
+
+
+def prediction_cells_frame(cells: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> Any:
+    """The rows `write_prediction_cells` writes, as a DataFrame whose columns are text even when
+    every cell is empty: what a streaming engine writes chunk by chunk into one file."""
+    import pandas as pd
+
+    return pd.DataFrame({k: pd.array(v, dtype="string[pyarrow]") for k, v in zip(("id", "prediction", "status"), _cell_columns(cells, status))})
 
 
 def read_prediction_cells(path: Any, *, source: str) -> LoggedPredictions:

@@ -26,11 +26,11 @@ from typing import Any
 import pandas as pd
 
 from extracteval.chunked import ChunkScore, FieldsChunk, FieldsTask
+from extracteval.mlflow.stream import HEAD_ROWS, Streamed, scored_of_stream
 from extracteval.mlflow.tasks import Scored
 
-__all__ = ["EvaluateFieldsTask", "StreamedFields", "score_fields_streamed", "scored_from_stream", "HEAD_ROWS"]
+__all__ = ["EvaluateFieldsTask", "score_fields_streamed", "scored_from_stream"]
 
-HEAD_ROWS = 1000  # truth rows the dataset schema is inferred from (as `truth_summary` does in memory)
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ class EvaluateFieldsTask(FieldsTask):
     def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
         from extracteval.core.digest import encode_truth
         from extracteval.core.fields import ModelPredictions, fields_ledger
+        from extracteval.mlflow.fields_records import records_frame_of
         from extracteval.mlflow.predictions_file import predictions_to_frame
-        from extracteval.mlflow.task_fields import records_frame_of
 
         chunk = chunk.materialised()
         ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
@@ -64,34 +64,17 @@ class EvaluateFieldsTask(FieldsTask):
         return ChunkScore(ledger=ledger, records=frames, rows=rows, side=encode_truth(chunk.truth))
 
 
-@dataclass
-class StreamedFields:
-    """What the streaming engines hand to `scored_from_stream`."""
-
-    result: Any  # FieldsResult without per-record counts (its field_patterns give the per-field intervals)
-    truth_digest: str
-    truth_head: pd.DataFrame  # the first HEAD_ROWS truth rows, as read
-    inputs: dict[str, Any]
-    files: dict[tuple[str, str], Path]  # (model, artifact file name) → streamed file
-    workdir: Path  # holds `files`; removed by the caller once the bundle is written
-
-
-def scored_from_stream(s: StreamedFields) -> Scored:
-    """The `Scored` the bundle writer takes, from a streamed evaluation."""
-    from extracteval.mlflow.bundle import truth_summary
-
+def scored_from_stream(s: Streamed) -> Scored:
+    """The `Scored` the bundle writer takes, from a streamed `fields` evaluation."""
     result = s.result
     doc = result.to_dict()
     doc["inputs"] = s.inputs
     scored = Scored(task="fields", result=result, doc=doc, models=tuple(result.ranking), truth=s.truth_head,
                     truth_source=s.inputs["truth"], config=doc["config"])
-    scored.cache["truth_digest"] = s.truth_digest
-    scored.cache["truth_summary"] = truth_summary(s.truth_head, num_rows=result.n_records)
-    scored.cache["streamed_files"] = dict(s.files)
-    return scored
+    return scored_of_stream(scored, s)
 
 
-def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers: int, workdir_parent: Path | None = None) -> StreamedFields:
+def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers: int, workdir_parent: Path | None = None) -> Streamed:
     """Score `evaluate fields` arguments with the chunked engine (see the module docstring)."""
     from extracteval.chunked import run_chunks
     from extracteval.io.fields_options import build_config
@@ -139,8 +122,8 @@ def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     head = pd.concat(heads) if heads else pd.DataFrame(columns=stream.truth_fields)
-    return StreamedFields(
-        result=result, truth_digest=digest.hexdigest(), truth_head=head,
+    return Streamed(
+        result=result, truth_digest=digest.hexdigest(), truth_head=head, truth_rows=result.n_records,
         inputs={"truth": stream.truth_source, "predictions": dict(stream.models)},
         files={k: v for k, v in files.items() if v.exists()}, workdir=workdir,
     )

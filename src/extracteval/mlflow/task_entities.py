@@ -30,7 +30,7 @@ from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.task_labels import (
     label_count_metric,
     label_count_table,
@@ -73,6 +73,7 @@ class EntitiesAdapter(CellPredictions):
     task = "entities"
     record_is_value = True
     model_type = "extraction-entities"
+    about = "lists of entities per record: optimal alignment, entity P/R/F1, per-feature metrics"  # what the task scores (`extracteval tasks`)
     item_table_name = "feature_metrics"
     interval_metrics = ("entities/macro/f1", "entities/macro/precision", "entities/macro/recall", "entities/micro_accuracy")
 
@@ -170,6 +171,57 @@ class EntitiesAdapter(CellPredictions):
         judge_counts(doc, backend)
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         return self._scored(result, doc, truth, truth_source, preds)
+
+    # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
+
+    def _streaming_options(self, args: argparse.Namespace) -> tuple[Any, Any]:
+        from extracteval.commands.score_entities import build_config, streaming_similarity
+
+        config, sim_name, sim_opts = build_config(args)
+        return config, streaming_similarity(sim_name, sim_opts)
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from dataclasses import replace
+
+        from extracteval.chunked_entities import entities_chunk_job
+
+        config, backend = self._streaming_options(args)
+        job = entities_chunk_job(args.truth, args.predictions, config=config, similarity=backend, chunk_size=chunk_size,
+                                 id_column=args.id_column, entities_key=args.entities_key)
+        return replace(job, task=replace(job.task, keep_records=True))
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from dataclasses import replace
+
+        from extracteval.spark.entities import entities_spark_job
+
+        config, backend = self._streaming_options(args)
+        job = entities_spark_job(spark, args.truth, args.predictions, config=config, similarity=backend, id_column=args.id_column,
+                                 entities_key=args.entities_key, partitions=args.spark_partitions)
+        return replace(job, task=replace(job.task, keep_records=True))
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None]]:
+        """The chunk's truth rows and the task's own per-record rows, split by model (as `records_frame`)."""
+        rec = score.records
+        out: dict[str, pd.DataFrame | None] = {}
+        for m in task.sources:
+            frame = rec.loc[rec["model"] == m].reset_index(drop=True) if rec is not None else None
+            if frame is not None:
+                frame = frame[["model", *[c for c in frame.columns if c != "model"]]]
+                frame["model"] = frame["model"].astype(object).astype("category")
+                frame["record_id"] = frame["record_id"].astype(object)
+            out[m] = frame
+        preds = {m: prediction_cells_frame({str(r): list(v) for r, v in chunk.predictions.get(m, {}).items()}) for m in task.sources}
+        return truth_frame(chunk.truth), {"records": out, "predictions": preds}
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        from extracteval.mlflow.stream import scored_of_stream
+
+        doc = result.to_dict()
+        doc["inputs"] = streamed.inputs
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
+                        truth_source=streamed.inputs["truth"], config=doc["config"])
+        return scored_of_stream(scored, streamed)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         ns = argparse.Namespace(

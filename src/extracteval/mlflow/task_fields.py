@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.mlflow.fields_records import _COUNT_KEYS, records_frame_of  # noqa: F401 - records_frame_of is this module's API too
 from extracteval.io import parquet_rows
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
@@ -26,7 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ADAPTER", "FieldsAdapter"]
 
-_COUNT_KEYS = ("tp", "fp", "fn", "tn", "excluded")
 _RATIO_KEYS = ("precision", "recall", "f1", "accuracy")
 
 
@@ -172,24 +172,6 @@ def _draw_intervals(
     return out
 
 
-def records_frame_of(rec: Any, models: Sequence[str]) -> pd.DataFrame:
-    """model, record_id, field, tp, fp, fn, tn, excluded of a `RecordLedger` — one row per model,
-    record and field, with dictionary-encoded (categorical) id columns: no per-row string
-    objects, and Parquet stores each id once."""
-    n, f = len(rec.record_ids), len(rec.fields)
-    models = list(models)
-    rid_codes = np.repeat(np.arange(n, dtype=np.int32), f)
-    fld_codes = np.tile(np.arange(f, dtype=np.int32), n)
-    rid_cat = pd.Categorical.from_codes(np.tile(rid_codes, len(models)), categories=pd.Index(rec.record_ids, dtype=object))
-    fld_cat = pd.Categorical.from_codes(np.tile(fld_codes, len(models)), categories=pd.Index(rec.fields, dtype=object))
-    mdl_cat = pd.Categorical.from_codes(np.repeat(np.arange(len(models), dtype=np.int32), n * f), categories=pd.Index(models, dtype=object))
-    flat = np.concatenate([rec.counts[m].reshape(n * f, 5) for m in models]) if models else np.zeros((0, 5), dtype=np.int32)
-    return pd.DataFrame({
-        "model": mdl_cat, "record_id": rid_cat, "field": fld_cat,
-        **{k: flat[:, i] for i, k in enumerate(_COUNT_KEYS)},
-    })
-
-
 def _records_schema(rec: Any, model: str) -> Any:
     """The Arrow schema (with its pandas metadata) that `records_frame_of(rec, [model]).to_parquet`
     writes, taken from a zero-row frame of the same categories: the direct writer below must give
@@ -283,6 +265,7 @@ class FieldsAdapter:
     record_is_value = False
     starts_early = True  # `score_args(args, early=…)`: see mlflow/early.py
     model_type = "extraction-fields"
+    about = "document fields: one value or a set of values per field; per-field TP/FP/FN/TN, P/R/F1, winners, intervals"  # what the task scores (`extracteval tasks`)
     item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
     # overall = macro over fields with a valid classification; micro = from the summed counts
     interval_metrics = tuple(f"{v}/{k}" for v in ("overall", "micro") for k in ("f1", "precision", "recall", "accuracy"))
@@ -354,6 +337,19 @@ class FieldsAdapter:
         if early is not None:
             early.attach(scored.cache)
         return scored
+
+    def score_streamed(self, args: argparse.Namespace, *, engine: str, chunk_size: int, workers: int, workdir_parent: Any = None) -> Scored:
+        """`evaluate fields` on the chunked engine or Spark: per-record counts and predictions are
+        written straight from each chunk's count ledger (`mlflow/stream_fields.py`, `spark/evaluate.py`)."""
+        from extracteval.mlflow.stream_fields import score_fields_streamed, scored_from_stream
+
+        if workdir_parent is not None:
+            workdir_parent.mkdir(parents=True, exist_ok=True)
+        if engine == "spark":
+            from extracteval.spark.evaluate import score_fields_spark_streamed
+
+            return scored_from_stream(score_fields_spark_streamed(args, workdir_parent=workdir_parent))
+        return scored_from_stream(score_fields_streamed(args, chunk_size=chunk_size, workers=workers, workdir_parent=workdir_parent))
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo)."""

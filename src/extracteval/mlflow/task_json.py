@@ -127,6 +127,7 @@ class JsonAdapter(CellPredictions):
     task = "json"
     record_is_value = False
     model_type = "extraction-json"
+    about = "JSON objects: completeness, hallucination, accuracy with per-field strategies, RQS"  # what the task scores (`extracteval tasks`)
     item_table_name = "field_accuracy"  # artifacts extracteval/field_accuracy.csv and field_accuracy_table.json
     # means over the records the model is scored on (pending / error records are excluded)
     _MEANS = {"rqs/mean": "rqs", "json/accuracy": "accuracy", "json/completeness": "completeness", "json/hallucination": "hallucination",

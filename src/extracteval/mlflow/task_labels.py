@@ -33,7 +33,7 @@ from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "LabelsAdapter", "view_metrics_keys", "feature_item_rows", "winner_rows"]
@@ -155,6 +155,7 @@ class LabelsAdapter(CellPredictions):
     task = "labels"
     record_is_value = False
     model_type = "extraction-entities"  # shares the model_type with `entities`; evaluator_config {"task": "labels"}
+    about = "one label per feature per record: one-vs-rest P/R/F1/specificity"  # what the task scores (`extracteval tasks`)
     item_table_name = "feature_metrics"
     interval_metrics = ("labels/macro/f1", "labels/macro/precision", "labels/macro/recall", "labels/micro_accuracy")
 
@@ -212,6 +213,55 @@ class LabelsAdapter(CellPredictions):
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         return self._scored(result, doc, truth, truth_source, preds)
 
+    # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from extracteval.chunked_labels import labels_chunk_job
+        from extracteval.commands.score_labels import _features, build_config
+
+        return labels_chunk_job(args.truth, args.predictions, config=build_config(args), features=_features(args), chunk_size=chunk_size,
+                                id_column=args.id_column, delimiter=args.delimiter)
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from extracteval.commands.score_labels import _features, build_config
+        from extracteval.spark.labels import labels_spark_job
+
+        return labels_spark_job(spark, args.truth, args.predictions, config=build_config(args), features=_features(args),
+                                id_column=args.id_column, delimiter=args.delimiter, partitions=args.spark_partitions)
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None]]:
+        """The chunk's truth rows and per-record rows: `records_frame` over the chunk's inputs
+        (pending/error rows dropped as `LabelsTask` drops them), which needs of a result only the
+        configuration and the features."""
+        from types import SimpleNamespace
+
+        from extracteval.core.labels import ModelLabels
+        from extracteval.io.entities_inputs import not_predictions
+
+        chunk = chunk.materialised()
+        preds = []
+        for p in chunk.predictions:
+            values = p.values
+            if p.status is not None:
+                bad = not_predictions(p.status, p.source)
+                values = values.loc[~bad.reindex(values.index, fill_value=False)]
+            preds.append(ModelLabels(name=p.name, values=values, source=p.source))
+        result = SimpleNamespace(config=task.config.to_dict(), features=list(task.features), ranking=list(task.sources))
+        scored = self._scored(result, {"config": {}}, chunk.truth, task.truth_source, preds)
+        return chunk.truth, {"records": {m: self.records_frame(scored, m) for m in task.sources},
+                             "predictions": {p.name: prediction_cells_frame(_label_cells(p.values)) for p in preds}}
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        from extracteval.mlflow.stream import scored_of_stream
+
+        result, notes = result
+        doc = result.to_dict()
+        doc["warnings"] = notes + doc["warnings"]
+        doc["inputs"] = streamed.inputs
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
+                        truth_source=streamed.inputs["truth"], config=doc["config"])
+        return scored_of_stream(scored, streamed)
+
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         ns = argparse.Namespace(
             truth=str(folder / spec["truth"]),
@@ -228,7 +278,7 @@ class LabelsAdapter(CellPredictions):
         values = scored.cache.get("inputs", {}).get(model)
         if values is None:
             return False
-        write_prediction_cells(dict(zip((str(i) for i in values.index), values.to_dict(orient="records"))), path)
+        write_prediction_cells(_label_cells(values), path)
         return True
 
     def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -452,8 +502,7 @@ class LabelsAdapter(CellPredictions):
                 all_ids = t_ids.union(p_ids, sort=False)
                 ti = t_ids.get_indexer(all_ids)
                 pi = p_ids.get_indexer(all_ids)
-                tc = np.where(ti >= 0, t_codes[ti], -1)
-                pc = np.where(pi >= 0, p_codes[pi], -1)
+                tc, pc = _take(t_codes, ti), _take(p_codes, pi)
                 frames.append(pd.DataFrame({
                     "model": m, "record_id": np.asarray(all_ids, dtype=object), "feature": f,
                     "truth": labels[tc], "predicted": labels[pc],
@@ -512,6 +561,16 @@ class LabelsAdapter(CellPredictions):
             out.append(Section(title="Warnings", items=list(doc["warnings"])))
         out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
         return out
+
+
+def _label_cells(values: pd.DataFrame) -> dict[str, Any]:
+    """Record id → its object of feature labels (the predictions file's cells)."""
+    return dict(zip((str(i) for i in values.index), values.to_dict(orient="records")))
+
+
+def _take(codes: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """`codes[at]`, -1 where `at` is -1 (no row on that side; also when that side has no rows at all)."""
+    return np.where(at >= 0, codes[np.maximum(at, 0)], -1) if len(codes) else np.full(len(at), -1, dtype=np.int64)
 
 
 def _normalization(config: Mapping[str, Any]) -> Any:

@@ -128,6 +128,7 @@ class SpansAdapter(CellPredictions):
     task = "spans"
     record_is_value = True
     model_type = "extraction-spans"
+    about = "character or token spans: exact (= conlleval) and relaxed matching, error taxonomy"  # what the task scores (`extracteval tasks`)
     item_table_name = "tag_metrics"  # artifacts extracteval/tag_metrics.csv and tag_metrics_table.json
     # and the same for every relaxed mode (`spans/relaxed_0.5/…`)
     interval_metrics = ("spans/exact/micro/f1", "spans/exact/micro/precision", "spans/exact/micro/recall", "spans/exact/macro/f1")

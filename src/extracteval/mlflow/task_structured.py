@@ -24,7 +24,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table", "worst_items"]
@@ -198,6 +198,7 @@ def check_ids(ids: Sequence[str], n: int, what: str) -> list[str]:
 class StructuredAdapter(CellPredictions):
     task = "structured"
     model_type = "structured-output"
+    about = "raw JSON output vs reference: validity, extraction, exact match, field P/R/F1"  # what the task scores (`extracteval tasks`)
     record_is_value = True
     item_table_name = "field_metrics"  # per flattened path (list indices folded: items[].sku)
     interval_metrics = tuple(f"structured/{m}" for m in ("field_f1", "field_precision", "field_recall", "exact_match_rate", "json_valid_rate",
@@ -240,6 +241,42 @@ class StructuredAdapter(CellPredictions):
         result = score_structured(truth, preds, config=config, similarity=backends, progress=progress)
         doc = result_document(result, args, sources, args.truth)
         return self._scored(result, doc, truth, args.truth, sorted(backends), preds)
+
+    # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
+
+    def _streaming_config(self, args: argparse.Namespace) -> Any:
+        from extracteval.commands.score_structured import streaming_config
+
+        return streaming_config(args)
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from extracteval.chunked_structured import structured_chunk_job
+
+        return structured_chunk_job(args.truth, args.predictions, config=self._streaming_config(args), chunk_size=chunk_size)
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from extracteval.spark.structured import structured_spark_job
+
+        return structured_spark_job(spark, args.truth, args.predictions, config=self._streaming_config(args), partitions=args.spark_partitions)
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None]]:
+        """The chunk's truth rows and per-record rows, from the in-memory scoring of the chunk."""
+        from extracteval.core.structured import score_structured
+
+        result = score_structured(chunk.truth, chunk.predictions, config=task.config)
+        scored = self._scored(result, {"config": {}}, chunk.truth, "", [], chunk.predictions)
+        return scored.truth, {"records": {m: self.records_frame(scored, m) for m in result.models},
+                              "predictions": {m: prediction_cells_frame({str(r): v for r, v in out.items()}) for m, out in chunk.predictions.items()}}
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        from extracteval.commands.score_structured import chunked_document
+        from extracteval.mlflow.stream import scored_of_stream
+
+        doc = chunked_document(result, streamed.inputs)
+        config = {**doc["config"], "extended": []}
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
+                        truth_source=str(streamed.inputs["truth"]), config=config)
+        return scored_of_stream(scored, streamed)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """One experiment.yaml: a `structured` experiment, or the `structured` track of a
@@ -392,7 +429,10 @@ class StructuredAdapter(CellPredictions):
             for rec in r.records[name]:
                 rows.append((name, rec.id, rec.valid, rec.extracted, rec.exact, rec.tp, rec.fp, rec.fn, rec.error))
         frame = pd.DataFrame(rows, columns=["model", "record_id", "valid", "extracted", "exact", "tp", "fp", "fn", "error"])
-        return frame.astype({"valid": bool, "extracted": bool, "exact": bool, "tp": np.int64, "fp": np.int64, "fn": np.int64})
+        # `error` is text even when no record has one (else a null column, of another type than a
+        # chunk's with errors in the streamed files)
+        return frame.astype({"valid": bool, "extracted": bool, "exact": bool, "tp": np.int64, "fp": np.int64, "fn": np.int64,
+                             "error": "string[pyarrow]"})
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         winners = pd.DataFrame([{"field": f, "kind": w["kind"], "winners": ";".join(w["winners"])} for f, w in scored.result.field_winners.items()],

@@ -87,6 +87,7 @@ class ToolcallRun:
 class ToolcallsAdapter(CellPredictions):
     task = "toolcalls"
     model_type = "tool-calling"
+    about = "function calls: name and argument match, call accuracy, BFCL's checker"  # what the task scores (`extracteval tasks`)
     record_is_value = True
     item_table_name = "function_metrics"  # per reference function name
     interval_metrics = tuple(f"toolcalls/{m}" for m in ("call_accuracy", "args_f1", "args_precision", "args_recall", "valid_call_rate",

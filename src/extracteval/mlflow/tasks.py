@@ -106,6 +106,7 @@ class TaskAdapter(Protocol):
 
     task: str
     model_type: str
+    about: str  # one line: what the task scores (`extracteval tasks`, `extracteval.tasks()`)
     item_table_name: str  # `field_metrics`, `tag_metrics`, … (CSV and MLflow table artifact names)
     # evaluator_config keys this task accepts (beyond the common ones), with a one-line meaning
     config_keys: Mapping[str, str]

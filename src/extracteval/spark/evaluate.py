@@ -27,21 +27,11 @@ from typing import Any
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.stream_fields import HEAD_ROWS, StreamedFields
+from extracteval.mlflow.stream import HEAD_ROWS, Streamed
 
 __all__ = ["score_fields_spark_streamed"]
 
 _ID = "__extracteval_id"
-
-
-def _ipc(frame: pd.DataFrame) -> bytes:
-    import pyarrow as pa
-
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
 
 
 def _ordered_frames(df: Any, fn: Callable[[pd.DataFrame], pd.DataFrame], partitions: int | None, then: tuple[str, ...] = ()) -> Iterator[pd.DataFrame]:
@@ -49,11 +39,11 @@ def _ordered_frames(df: Any, fn: Callable[[pd.DataFrame], pd.DataFrame], partiti
     at a time on the driver."""
     import pyarrow as pa
 
-    from extracteval.spark.engine import _input_error
+    from extracteval.spark.engine import _input_error, arrow_ipc
 
     def encode(batches):  # type: ignore[no-untyped-def]
         for pdf in batches:
-            yield pd.DataFrame({"payload": [_ipc(fn(pdf))]})
+            yield pd.DataFrame({"payload": [arrow_ipc(fn(pdf))]})
 
     parts = partitions or df.sparkSession.sparkContext.defaultParallelism
     ordered = df.repartitionByRange(parts, _ID).sortWithinPartitions(_ID, *then).mapInPandas(encode, schema="payload binary")
@@ -87,7 +77,7 @@ def _write(frames: Iterator[pd.DataFrame], path: Path, categorical: tuple[str, .
             writer.close()
 
 
-def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Path | None = None) -> StreamedFields:
+def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Path | None = None) -> Streamed:
     """Score `evaluate fields --engine spark` arguments (see the module docstring)."""
     import pyarrow as pa
     from pyspark.sql import functions as F
@@ -186,8 +176,8 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return StreamedFields(
-        result=result, truth_digest=digest.hexdigest(),
+    return Streamed(
+        result=result, truth_digest=digest.hexdigest(), truth_rows=result.n_records,
         truth_head=head, inputs={"truth": str(args.truth), "predictions": sources},
         files={k: v for k, v in files.items() if v.exists()}, workdir=workdir,
     )

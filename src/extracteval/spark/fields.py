@@ -27,7 +27,7 @@ import pandas as pd
 from extracteval.core.fields import FieldsConfig, FieldsLedger, FieldsResult, ModelPredictions, plan_fields
 from extracteval.errors import InputError
 
-__all__ = ["SparkFieldsResult", "score_fields_spark", "score_fields_files", "read_spark_table"]
+__all__ = ["SparkFieldsResult", "join_tables", "score_fields_spark", "score_fields_files", "read_spark_table"]
 
 _ID = "__extracteval_id"
 _RECORD_SCHEMA = "model string, record_id string, field string, tp int, fp int, fn int, tn int, excluded int"
@@ -61,6 +61,7 @@ class _Spec:
     text: frozenset[str]  # Spark columns read from CSV: null means an empty cell
     integral: frozenset[str]  # Spark columns of integer type: keep integers integers
     sources: Mapping[str, str]
+    truth_present: str | None = None  # Spark column non-null when the truth has the record (joins that keep extra ids)
 
 
 def _fix(col: pd.Series, name: str, spec: _Spec) -> pd.Series:
@@ -80,7 +81,9 @@ def _fix(col: pd.Series, name: str, spec: _Spec) -> pd.Series:
 
 def _inputs(pdf: pd.DataFrame, spec: _Spec) -> tuple[pd.DataFrame, list[ModelPredictions]]:
     ids = pd.Index(pdf[_ID].astype(object).to_numpy(), dtype=object)
-    truth = pd.DataFrame({f: _fix(pdf[c], c, spec).to_numpy() for f, c in spec.truth}, index=ids, dtype=object)
+    t_rows = pdf if spec.truth_present is None else pdf.loc[pdf[spec.truth_present].notna().to_numpy()]
+    truth = pd.DataFrame({f: _fix(t_rows[c], c, spec).to_numpy() for f, c in spec.truth}, index=ids if t_rows is pdf else
+                         pd.Index(t_rows[_ID].astype(object).to_numpy(), dtype=object), dtype=object)
     preds = []
     for m in spec.models:
         present = pdf[m.present].notna().to_numpy()
@@ -99,43 +102,15 @@ def _inputs(pdf: pd.DataFrame, spec: _Spec) -> tuple[pd.DataFrame, list[ModelPre
     return truth, preds
 
 
-def score_fields_spark(
-    truth: Any,
-    predictions: Mapping[str, Any],
-    *,
-    config: FieldsConfig | None = None,
-    fields: Sequence[str] | None = None,
-    id_column: str = "id",
-    truth_source: str = "truth",
-    sources: Mapping[str, str] | None = None,
-    text_columns: Mapping[str, bool] | None = None,
-    partitions: int | None = None,
-) -> SparkFieldsResult:
-    """Score Spark DataFrames: `truth` (id + one column per field) and one predictions DataFrame
-    per model (id + field columns + optional `status`).
-
-    Args:
-        sources: model → where its predictions came from (for messages).
-        text_columns: input name ("" for the truth, else the model) → True when it was read from
-            CSV, whose empty cells Spark reads as null and the local reader as "".
-        partitions: repartition the joined records into this many partitions by id.
-
-    Returns the local engine's `FieldsResult` (same `to_dict()`) and the per-record DataFrame.
-    """
+def join_tables(
+    truth: Any, predictions: Mapping[str, Any], *, columns: Sequence[str], models: Sequence[str], id_column: str, truth_source: str,
+    sources: Mapping[str, str], text_columns: Mapping[str, bool], partitions: int | None = None, keep_extra: bool = False,
+) -> tuple[Any, _Spec]:
+    """Truth (its `columns`) and each model's predictions joined by id, with the ids checked
+    (blank, duplicated; ids the truth lacks are an `InputError` unless `keep_extra`), and the
+    `_Spec` that `_inputs` rebuilds each batch's local inputs with."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-
-    sources = dict(sources or {})
-    text_columns = dict(text_columns or {})
-    if not predictions:
-        raise InputError("no predictions: give at least one model's predictions.")
-    tcols = [c for c in truth.columns if c != id_column]
-    if id_column not in truth.columns:
-        raise InputError(f"{truth_source}: no {id_column!r} column; columns found: {list(truth.columns)[:20]}.")
-    if "status" in tcols:
-        raise InputError(f"{truth_source}: the ground truth must not have a `status` column; status belongs to predictions.")
-    plan = plan_fields(tcols, {m: sources.get(m, "") for m in predictions}, config=config, fields=fields, truth_source=truth_source)
-    scored = list(plan.scored)
 
     def normalised(df: Any, what: str) -> Any:
         if id_column not in df.columns:
@@ -163,14 +138,15 @@ def score_fields_spark(
         return F.col(col).alias(alias)
 
     truth_n = normalised(truth, truth_source)
-    t_cols = [(f, f"t{j}") for j, f in enumerate(scored)]
-    joined = truth_n.select(F.col(_ID), *[carry(truth_n, f, c, text_columns.get("", False)) for f, c in t_cols])
+    t_cols = [(f, f"t{j}") for j, f in enumerate(columns)]
+    joined = truth_n.select(F.col(_ID), *[carry(truth_n, f, c, text_columns.get("", False)) for f, c in t_cols],
+                            *([F.lit(True).alias("tp")] if keep_extra else []))
     model_specs = []
-    for i, name in enumerate(plan.models):
+    for i, name in enumerate(models):
         what = sources.get(name) or f"predictions of model {name!r}"
         p = normalised(predictions[name], what)
         value_cols = tuple(c for c in p.columns if c not in (id_column, _ID, "status"))
-        carried = tuple((f, f"m{i}c{j}") for j, f in enumerate(scored) if f in value_cols)
+        carried = tuple((f, f"m{i}c{j}") for j, f in enumerate(columns) if f in value_cols)
         status = f"m{i}s" if "status" in p.columns else None
         is_text = text_columns.get(name, False)
         sel = [F.col(_ID), F.lit(True).alias(f"m{i}p"), *[carry(p, f, c, is_text) for f, c in carried]]
@@ -178,7 +154,7 @@ def score_fields_spark(
             sel.append(carry(p, "status", status, is_text))
         p = p.select(*sel)
         extra = p.select(_ID).join(truth_n.select(_ID), on=_ID, how="left_anti")
-        shown_ids = [r[0] for r in extra.orderBy(_ID).limit(6).collect()]
+        shown_ids = [] if keep_extra else [r[0] for r in extra.orderBy(_ID).limit(6).collect()]
         if shown_ids:
             n_extra = extra.count()
             shown = ", ".join(repr(x) for x in shown_ids[:5]) + (" …" if n_extra > 5 else "")
@@ -186,11 +162,52 @@ def score_fields_spark(
                 f"{what}: {n_extra} record id(s) are not in the ground truth ({truth_source}): {shown}. "
                 "Every prediction must have a ground-truth record."
             )
-        joined = joined.join(p, on=_ID, how="left")
+        joined = joined.join(p, on=_ID, how="full" if keep_extra else "left")
         model_specs.append(_ModelSpec(name=name, columns=value_cols, carried=carried, status=status, present=f"m{i}p"))
     if partitions:
         joined = joined.repartition(partitions, _ID)
-    spec = _Spec(truth=tuple(t_cols), models=tuple(model_specs), text=frozenset(text), integral=frozenset(integral), sources=dict(plan.sources))
+    return joined, _Spec(truth=tuple(t_cols), models=tuple(model_specs), text=frozenset(text), integral=frozenset(integral),
+                         sources=dict(sources), truth_present="tp" if keep_extra else None)
+
+
+def score_fields_spark(
+    truth: Any,
+    predictions: Mapping[str, Any],
+    *,
+    config: FieldsConfig | None = None,
+    fields: Sequence[str] | None = None,
+    id_column: str = "id",
+    truth_source: str = "truth",
+    sources: Mapping[str, str] | None = None,
+    text_columns: Mapping[str, bool] | None = None,
+    partitions: int | None = None,
+) -> SparkFieldsResult:
+    """Score Spark DataFrames: `truth` (id + one column per field) and one predictions DataFrame
+    per model (id + field columns + optional `status`).
+
+    Args:
+        sources: model → where its predictions came from (for messages).
+        text_columns: input name ("" for the truth, else the model) → True when it was read from
+            CSV, whose empty cells Spark reads as null and the local reader as "".
+        partitions: repartition the joined records into this many partitions by id.
+
+    Returns the local engine's `FieldsResult` (same `to_dict()`) and the per-record DataFrame.
+    """
+    sources = dict(sources or {})
+    text_columns = dict(text_columns or {})
+    if not predictions:
+        raise InputError("no predictions: give at least one model's predictions.")
+    tcols = [c for c in truth.columns if c != id_column]
+    if id_column not in truth.columns:
+        raise InputError(f"{truth_source}: no {id_column!r} column; columns found: {list(truth.columns)[:20]}.")
+    if "status" in tcols:
+        raise InputError(f"{truth_source}: the ground truth must not have a `status` column; status belongs to predictions.")
+    plan = plan_fields(tcols, {m: sources.get(m, "") for m in predictions}, config=config, fields=fields, truth_source=truth_source)
+    scored = list(plan.scored)
+
+    joined, spec = join_tables(truth, predictions, columns=scored, models=plan.models, id_column=id_column, truth_source=truth_source,
+                               sources={**sources, **plan.sources}, text_columns=text_columns, partitions=partitions)
+    model_specs = spec.models
 
     from extracteval.chunked import FieldsChunk, FieldsTask
     from extracteval.spark.engine import run_on_spark
@@ -250,6 +267,22 @@ def read_spark_table(spark: Any, path: str | Path, *, delimiter: str | None = No
     raise InputError(f"{p}: --engine spark reads CSV/TSV, JSONL and Parquet; {suffix!r} is not one of them.")
 
 
+def read_spark_tables(spark: Any, truth: str | Path, predictions: Sequence[str], *, delimiter: str | None = None
+                      ) -> tuple[Any, dict[str, Any], dict[str, str], dict[str, bool]]:
+    """The truth and each model's table (`NAME=FILE` specs): (truth DataFrame, model → DataFrame,
+    model → file, input → read as CSV text: "" for the truth, else the model)."""
+    from extracteval.io.config import model_files
+
+    tdf, t_text = read_spark_table(spark, truth, delimiter=delimiter)
+    preds: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    text: dict[str, bool] = {"": t_text}
+    for name, path in model_files(predictions).items():
+        preds[name], text[name] = read_spark_table(spark, path, delimiter=delimiter)
+        sources[name] = str(path)
+    return tdf, preds, sources, text
+
+
 def score_fields_files(
     truth: str | Path,
     predictions: Sequence[str],
@@ -263,17 +296,10 @@ def score_fields_files(
     records_path: str | Path | None = None,
 ) -> tuple[FieldsResult, dict[str, Any]]:
     """`extracteval score fields --engine spark`: files (local paths or cluster URIs) → result."""
-    from extracteval.io.config import model_files
     from extracteval.spark import get_session
 
     spark = get_session(master, shuffle_partitions=partitions or 8)
-    tdf, t_text = read_spark_table(spark, truth, delimiter=delimiter)
-    preds: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    text: dict[str, bool] = {"": t_text}
-    for name, path in model_files(predictions).items():
-        preds[name], text[name] = read_spark_table(spark, path, delimiter=delimiter)
-        sources[name] = str(path)
+    tdf, preds, sources, text = read_spark_tables(spark, truth, predictions, delimiter=delimiter)
     out = score_fields_spark(
         tdf, preds, config=config, fields=fields, id_column=id_column, truth_source=str(truth),
         sources=sources, text_columns=text, partitions=partitions,

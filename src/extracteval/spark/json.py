@@ -26,27 +26,17 @@ __all__ = ["score_json_spark_files"]
 _ID = "__extracteval_id"
 
 
-def _ids(source: str, id_key: str):  # type: ignore[no-untyped-def]
-    """mapInPandas: text lines → (id, line), blank lines dropped; the id as the local reader makes it."""
-    from extracteval.io.json_inputs import _loads, _record_id
+def _id_of(id_key: str):  # type: ignore[no-untyped-def]
+    """A line's id as the local reader makes it (for `spark.engine.read_keyed_lines`)."""
 
-    def run(batches):  # type: ignore[no-untyped-def]
-        for pdf in batches:
-            ids, lines = [], []
-            for line in pdf["value"].tolist():
-                if line is None or not line.strip():
-                    continue
-                try:
-                    obj = _loads(line)
-                except ValueError as e:
-                    raise InputError(f"{source}: a line is not valid JSON ({e}): {line[:80]!r}") from None
-                if not isinstance(obj, dict):
-                    raise InputError(f"{source}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
-                ids.append(_record_id(Path(source), "a line", obj, id_key))
-                lines.append(line)
-            yield pd.DataFrame({_ID: ids, "line": lines})
+    def id_of(source: str, obj: Any) -> str:
+        from extracteval.io.json_inputs import _record_id
 
-    return run
+        if not isinstance(obj, dict):
+            raise InputError(f"{source}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
+        return _record_id(Path(source), "a line", obj, id_key)
+
+    return id_of
 
 
 def score_json_spark_files(
@@ -66,7 +56,8 @@ def score_json_spark_files(
     from extracteval.spark import get_session
     from extracteval.spark.engine import run_on_spark
     from extracteval.spark.ordered import RowsInLedger, in_id_order
-    from extracteval.spark.toolcalls import _guard
+    from extracteval.spark.engine import guard as _guard
+    from extracteval.spark.engine import read_keyed_lines
 
     spark = get_session(master, shuffle_partitions=partitions or 8)
     safety_key = config.safety_key
@@ -85,11 +76,7 @@ def score_json_spark_files(
         except ValueError as e:
             raise InputError(f"{path}: the first line is not valid JSON ({e}).") from None
         pairs = isinstance(obj, dict) and is_pairs(obj, id_key, safety_key)
-        df = text.mapInPandas(_ids(path, id_key), schema=f"{_ID} string, line string")
-        dups = _guard(lambda: [r[0] for r in df.groupBy(_ID).count().filter("count > 1").orderBy(_ID).limit(6).collect()])
-        if dups:
-            raise InputError(f"{path}: record id {dups[0]!r} appears twice; ids must be unique (found duplicated: {', '.join(map(repr, dups[:5]))}).")
-        return df, pairs
+        return read_keyed_lines(spark, path, _id_of(id_key)), pairs
 
     models = {name: str(path) for name, path in model_files(predictions).items()}
     specs = list(models)

@@ -24,26 +24,11 @@ __all__ = ["score_spans_spark_files"]
 _ID = "__extracteval_id"
 
 
-def _ids(source: str):  # type: ignore[no-untyped-def]
-    def run(batches):  # type: ignore[no-untyped-def]
-        import json
-
-        for pdf in batches:
-            ids, lines = [], []
-            for line in pdf["value"].tolist():
-                if line is None or not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError as e:
-                    raise InputError(f"{source}: a line is not valid JSON ({e}): {line[:80]!r}") from None
-                if not isinstance(rec, dict) or "id" not in rec or rec["id"] is None or str(rec["id"]).strip() == "":
-                    raise InputError(f"{source}: expected a JSON object with an \"id\" key naming the document, but found {line[:80]!r}.")
-                ids.append(str(rec["id"]).strip())
-                lines.append(line)
-            yield pd.DataFrame({_ID: ids, "line": lines})
-
-    return run
+def _id_of(source: str, rec: Any) -> str:
+    """A document's id (for `spark.engine.read_keyed_lines`)."""
+    if not isinstance(rec, dict) or "id" not in rec or rec["id"] is None or str(rec["id"]).strip() == "":
+        raise InputError(f"{source}: expected a JSON object with an \"id\" key naming the document, but found {str(rec)[:80]!r}.")
+    return str(rec["id"]).strip()
 
 
 def score_spans_spark_files(
@@ -61,7 +46,8 @@ def score_spans_spark_files(
     from extracteval.spark import get_session
     from extracteval.spark.engine import run_on_spark
     from extracteval.spark.ordered import RowsInLedger, in_id_order
-    from extracteval.spark.toolcalls import _guard
+    from extracteval.spark.engine import guard as _guard
+    from extracteval.spark.engine import read_keyed_lines
 
     spark = get_session(master, shuffle_partitions=partitions or 8)
     models: dict[str, str] = {}
@@ -79,11 +65,7 @@ def score_spans_spark_files(
             raise InputError(f"{p}: file not found.")
 
     def read(path: str) -> Any:
-        df = spark.read.text(path).mapInPandas(_ids(path), schema=f"{_ID} string, line string")
-        dups = _guard(lambda: [r[0] for r in df.groupBy(_ID).count().filter("count > 1").orderBy(_ID).limit(6).collect()])
-        if dups:
-            raise InputError(f"{path}: document id {dups[0]!r} repeats; ids must be unique (found duplicated: {', '.join(map(repr, dups[:5]))}).")
-        return df
+        return read_keyed_lines(spark, path, _id_of, what="document id")
 
     tdf = read(truth)
     joined = tdf.select(F.col(_ID), F.col("line").alias("tl"))
