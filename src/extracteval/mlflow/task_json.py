@@ -108,10 +108,12 @@ _LOWEST_COLUMNS = ["record_id", "rqs", "completeness", "hallucination", "accurac
                    "keys_extra_keys", "keys_gt_null_aio_has_value"]
 
 
-def record_listing(rec: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+def record_listing(rec: pd.DataFrame, cells: pd.DataFrame, *, text_arrays: bool = False) -> pd.DataFrame:
     """`rec` (one model's per-record scores, `records_frame()`) with the bucket listing of each
     record: `keys_<bucket>` and `keys_mismatched`, lists of keys / paths, from `cells` (its
-    `cells_frame()`, sorted by record, then key). Adds the columns to `rec` and returns it."""
+    `cells_frame()`, sorted by record, then key). Adds the columns to `rec` and returns it.
+    `text_arrays`: numpy text arrays instead of lists, which Arrow types list<string> even when
+    empty (so a streamed chunk whose lists are all empty has the file's schema)."""
     n = len(rec)
     code = pd.Index(rec["record_id"]).get_indexer(cells["record_id"])
     keys = cells["key"].to_numpy(dtype=object)
@@ -121,7 +123,8 @@ def record_listing(rec: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     masks["mismatched"] = both & (cells["strategy"].to_numpy(dtype=object, na_value=None) != "IGNORE") & ~cells["matched"].to_numpy(dtype=bool)
     for name, mask in masks.items():
         counts = np.bincount(code[mask], minlength=n)
-        rec[f"keys_{name}"] = [part.tolist() for part in np.split(keys[mask], np.cumsum(counts)[:-1])] if n else []
+        parts = np.split(keys[mask].astype(str) if text_arrays else keys[mask], np.cumsum(counts)[:-1]) if n else []
+        rec[f"keys_{name}"] = parts if text_arrays else [part.tolist() for part in parts]
     return rec
 
 
@@ -262,13 +265,7 @@ class JsonAdapter(CellPredictions):
         rec, cells = score.records["records"], score.records["buckets"]
         records = {}
         for p in chunk.predictions:
-            frame = record_listing(rec[rec["model"] == p.name].reset_index(drop=True), cells[cells["model"] == p.name])
-            for c in frame.columns:
-                if c.startswith("keys_"):
-                    # numpy text arrays: Arrow types them list<string> even when empty (a chunk
-                    # whose lists are all empty then has the file's schema)
-                    frame[c] = [np.asarray(keys, dtype=str) for keys in frame[c]]
-            records[p.name] = frame
+            records[p.name] = record_listing(rec[rec["model"] == p.name].reset_index(drop=True), cells[cells["model"] == p.name], text_arrays=True)
         safety_key = str(getattr(task, "task", task).config.safety_key)  # Spark wraps the chunk task (`RowsInLedger`)
         return _truth_frame(chunk.truth), {"records": records,
                                            "predictions": {p.name: prediction_cells_frame(_prediction_cells(p, safety_key)) for p in chunk.predictions}}
