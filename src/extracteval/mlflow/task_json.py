@@ -579,7 +579,6 @@ class JsonAdapter(CellPredictions):
     def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
         from extracteval.report.figures import confusion_heatmap, item_f1_bars, score_histogram
 
-        r = scored.result
         suffix = f" — {models[0]}" if len(models) == 1 else ""
         rec = pd.concat([self._rqs(scored, m) for m in models], ignore_index=True)
         table = pd.concat([self.item_table(scored, m) for m in models], ignore_index=True)
