@@ -197,8 +197,15 @@ class SpansAdapter(CellPredictions):
     # ---- streaming engines (`evaluate spans --chunk-size N` / `--engine spark`, mlflow/stream.py)
 
     def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        """JSONL documents sorted by id (token files: an `InputError`; the truth digest reads
+        documents in id order, and token files name theirs by line, `line N`, in file order)."""
         from extracteval.chunked_spans import spans_chunk_job
+        from extracteval.io.spans_options import check_token_inputs
 
+        if check_token_inputs(args):
+            raise InputError("evaluate spans streams JSONL documents only: a streamed evaluation reads documents in id order, and token "
+                             "(CoNLL) files name theirs by line (`line N`) in file order. Drop --chunk-size/--workers to evaluate token "
+                             "files in memory, or stream their scores alone with `extracteval score spans --chunk-size N`.")
         return spans_chunk_job(args, chunk_size=chunk_size)
 
     def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
@@ -209,15 +216,14 @@ class SpansAdapter(CellPredictions):
     def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, dict[str, pd.DataFrame | None]]]:
         """The chunk's truth rows, its per-document counts in the compact layout of
         `spans_records.chunk_rows` (`scored_from_chunks` expands them to every tag of the
-        evaluation) and its predictions as scored (character offsets only, as `write_predictions`)."""
+        evaluation) and its predictions as scored. `chunk` is a `SpanCorpus` of JSONL documents."""
         from extracteval.core.spans import document_counts
 
-        corpus = chunk if hasattr(chunk, "predictions") else chunk.corpus()  # token files: decoded here, in the worker
         config = getattr(task, "task", task).config  # the `SpansTask`, inside `RowsInLedger` on Spark
-        models = sorted(corpus.predictions)
-        records = {m: chunk_rows(corpus.doc_ids, corpus.tags, document_counts(corpus, m, config=config)) for m in models}
-        preds = {m: prediction_cells_frame(_prediction_cells(corpus, m)) for m in models} if corpus.unit == "char" else {}
-        return _truth_frame(corpus), {"records": records, "predictions": preds}
+        models = sorted(chunk.predictions)
+        records = {m: chunk_rows(chunk.doc_ids, chunk.tags, document_counts(chunk, m, config=config)) for m in models}
+        preds = {m: prediction_cells_frame(_prediction_cells(chunk, m)) for m in models}
+        return _truth_frame(chunk), {"records": records, "predictions": preds}
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
         """The `Scored` of the merged result; each model's compact per-document counts rewritten
