@@ -73,3 +73,13 @@ def test_every_document_gets_every_tag_of_the_evaluation(cli, tmp_path, monkeypa
     assert set(rows.loc[rows["record_id"] == "d02", "tag"].astype(str)) == {"DATE", "LOC", "ORG", "PER"}
     # exact: Alice; relaxed@0.5 and @0.8 also Monday against Monda
     assert rows[["tp", "fp", "fn"]].sum().tolist() == [1 + 2 + 2, 3 + 2 + 2, 3 + 2 + 2]
+
+
+def test_no_span_anywhere(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "truth.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": "nothing here", "gold": []}) + "\n" for i in range(3)))
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "pred": []}) + "\n" for i in range(3)))
+    args = ["--truth", str(tmp_path / "truth.jsonl"), "--predictions", f"m={tmp_path / 'm.jsonl'}", "--resamples", "20"]
+    want = evaluate_task(cli, "spans", args, tmp_path, "memory")
+    got = evaluate_task(cli, "spans", args, tmp_path, "chunked", "--chunk-size", "2")
+    assert_same_stores(want, got, tmp_path)
