@@ -10,7 +10,6 @@ import random
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from mlflow.tracking import MlflowClient
 
 from extracteval.mlflow import spans_records
