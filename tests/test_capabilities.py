@@ -1,0 +1,60 @@
+"""The capability matrix is read from the task registry: every task has every capability, and a
+task whose adapter lacks a member shows "no" (so a new task without it fails here)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from extracteval.mlflow.capabilities import CAPABILITIES, Capability, capability_matrix, provides, render_matrix
+from extracteval.mlflow.tasks import TASKS, get_adapter
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_missing_member_is_a_missing_capability() -> None:
+    class Partial:
+        interval_metrics = ("x",)
+
+        def record_counts(self, path, params):  # noqa: ANN001, ANN201
+            return None
+
+    cap = Capability("intervals", ("interval_metrics", "record_counts", "count_metric"))
+    assert not provides(Partial(), cap)
+    Partial.count_metric = lambda self, metric, columns, params: None  # type: ignore[attr-defined]
+    assert provides(Partial(), cap)
+    assert not provides(Partial(), Capability("data as method", ("interval_metrics_missing",)))
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("cap", CAPABILITIES, ids=lambda c: c.label)
+def test_every_task_has_every_capability(task: str, cap: Capability) -> None:
+    adapter = get_adapter(task)
+    missing = [m for m in cap.members if not hasattr(adapter, m)]
+    assert provides(adapter, cap) and (cap.also is None or cap.also(task)), f"{task} lacks {cap.label}: missing {missing}"
+
+
+def test_the_readme_shows_the_matrix_the_command_prints(cli_run) -> None:
+    code, out = cli_run("tasks")
+    assert code == 0
+    table = out[out.index("| capability |"):].strip()
+    assert table == render_matrix().strip()
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert render_matrix().strip() in readme, "README: paste the output of `extracteval tasks` (the matrix) into its section"
+    code, out = cli_run("tasks", "--json")
+    assert json.loads(out)["capabilities"] == capability_matrix()
+    assert re.search(r"(\d+) of \1 cells filled", table), table.splitlines()[-1]
+
+
+@pytest.fixture
+def cli_run(capsys: pytest.CaptureFixture[str]):
+    from extracteval.cli import main
+
+    def run(*argv: str) -> tuple[int, str]:
+        code = main(list(argv))
+        return code, capsys.readouterr().out
+
+    return run
