@@ -193,23 +193,12 @@ def score_fields_spark(
 
     Returns the local engine's `FieldsResult` (same `to_dict()`) and the per-record DataFrame.
     """
-    run = fields_frames_job(truth, predictions, config=config, fields=fields, id_column=id_column, truth_source=truth_source,
-                            sources=sources, text_columns=text_columns, partitions=partitions).run()
+    run = fields_frames_job(truth, predictions, config, fields, id_column, truth_source, sources, text_columns, partitions).run()
     return SparkFieldsResult(result=run.result, records=run.records, ledger=run.ledger)
 
 
-def fields_frames_job(
-    truth: Any,
-    predictions: Mapping[str, Any],
-    *,
-    config: FieldsConfig | None = None,
-    fields: Sequence[str] | None = None,
-    id_column: str = "id",
-    truth_source: str = "truth",
-    sources: Mapping[str, str] | None = None,
-    text_columns: Mapping[str, bool] | None = None,
-    partitions: int | None = None,
-) -> Any:
+def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: FieldsConfig | None, fields: Sequence[str] | None, id_column: str,
+                      truth_source: str, sources: Mapping[str, str] | None, text_columns: Mapping[str, bool] | None, partitions: int | None) -> Any:
     """The `spark.engine.SparkJob` of `score_fields_spark` (same arguments): `FieldsTask` over
     the joined records, with the per-record rows and the bootstrap rows read from them."""
     from extracteval.chunked import FieldsChunk, FieldsTask
@@ -259,8 +248,7 @@ def fields_spark_job(
     """The `SparkJob` of `score fields --engine spark`: the files (local paths or cluster URIs)
     read by `read_spark_tables`, scored by `fields_frames_job`."""
     tdf, preds, sources, text = read_spark_tables(spark, truth, predictions, delimiter=delimiter)
-    return fields_frames_job(tdf, preds, config=config, fields=fields, id_column=id_column, truth_source=str(truth),
-                             sources=sources, text_columns=text, partitions=partitions)
+    return fields_frames_job(tdf, preds, config, fields, id_column, str(truth), sources, text, partitions)
 
 
 def _collect_rows(records_df: Any, models: Sequence[str], fields: Sequence[str], n: int) -> np.ndarray:
