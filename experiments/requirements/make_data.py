@@ -1,5 +1,5 @@
 """Generate the requirements example: 60 software requirements annotated with ReqFlow's eight
-span tags (seed 002) and three models' predicted spans.
+span tags and three models' predicted spans.
 
 The data is made up by this project (deterministic, seed 11). The errors are the ones span
 annotators and LLMs make on requirements: boundary slips (a leading "The" on the actor, "If"

@@ -1,4 +1,4 @@
-"""Generate the slm-vs-llm example (seed 004): JSON generation and tool calling, three models.
+"""Generate the slm-vs-llm example: JSON generation and tool calling, three models.
 
 Deterministic (fixed seed); run `python experiments/slm-vs-llm/make_data.py` to regenerate.
 The data imitate what the three models really do wrong:

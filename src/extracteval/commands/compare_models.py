@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """An experiment of task `structured+toolcalls`: both seed-004 tracks, each with its decision.
+    """An experiment of task `structured+toolcalls`: both tracks (JSON generation and tool calls), each with its decision.
 
     `spec["tracks"]` maps `structured` / `toolcalls` to {truth, predictions, …}; `spec["decision"]`
     (baseline, candidate, optional metric per track) applies to both.

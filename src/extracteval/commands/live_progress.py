@@ -1,4 +1,4 @@
-"""Live progress for long scoring runs (seed 004 "Live Progress Reporting").
+"""Live progress for long scoring runs: running metrics on one line while records are scored.
 
 `[42/100] structured gpt-4o json_valid_rate=95.2% exact_match_rate=81.0%` on one line, rewritten
 in place, on stderr, only when stderr is a terminal (`--progress auto`, the default) or when asked

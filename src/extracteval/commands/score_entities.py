@@ -1,4 +1,4 @@
-"""`extracteval score entities`: lists of entities per record, optimally aligned (seed 003)."""
+"""`extracteval score entities`: lists of entities per record, optimally aligned."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from extracteval.io.outputs import add_safe_csv_argument
 
-HELP = "multi-entity extraction: optimal entity alignment, entity P/R/F1, per-feature metrics (seed 003)"
+HELP = "multi-entity extraction: optimal entity alignment, entity P/R/F1, per-feature metrics"
 DESCRIPTION = """\
 Score one or more models' entity lists (invoice line items, parties, products) against ground
 truth. Per record, predicted and gold entities are aligned by optimal one-to-one assignment on

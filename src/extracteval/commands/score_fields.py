@@ -1,4 +1,4 @@
-"""`extracteval score fields`: document metadata extraction, field by field (seed 000)."""
+"""`extracteval score fields`: document metadata extraction, field by field."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from extracteval.io.outputs import add_safe_csv_argument
 
-HELP = "field-level P/R/F1/accuracy per model, field winners and ranking (seed 000)"
+HELP = "field-level P/R/F1/accuracy per model, field winners and ranking"
 DESCRIPTION = """\
 Score one or more models' field extractions against ground truth.
 

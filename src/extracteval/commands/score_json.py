@@ -1,4 +1,4 @@
-"""`extracteval score json`: seed 001's 4-phase JSON comparison and Response Quality Score."""
+"""`extracteval score json`: 4-phase JSON comparison and Response Quality Score."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 from extracteval.io.outputs import add_safe_csv_argument
 
-HELP = "JSON outputs vs golden JSON: key buckets, completeness, hallucination, accuracy, RQS (seed 001)"
+HELP = "JSON outputs vs golden JSON: key buckets, completeness, hallucination, accuracy, RQS"
 DESCRIPTION = """\
-Score one or more models' JSON outputs against golden JSON, record by record, with seed 001's
+Score one or more models' JSON outputs against golden JSON, record by record, in
 four phases (key buckets, completeness, hallucination, accuracy with per-field EXACT / FUZZY /
 SEMANTIC / IGNORE strategies) and the Response Quality Score; models are ranked by mean RQS.
 

@@ -1,4 +1,4 @@
-"""`extracteval score labels`: per-feature one-vs-rest classification metrics (seed 003)."""
+"""`extracteval score labels`: per-feature one-vs-rest classification metrics."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from extracteval.io.outputs import add_safe_csv_argument
 
-HELP = "per-feature one-vs-rest P/R/F1/specificity, micro accuracy and row accuracy (seed 003)"
+HELP = "per-feature one-vs-rest P/R/F1/specificity, micro accuracy and row accuracy"
 DESCRIPTION = """\
 Score one or more models' per-record labels (categories, text, numbers, dates), feature by
 feature: one-vs-rest precision, recall, F1 and specificity per observed label, macro-averaged

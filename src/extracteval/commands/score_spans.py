@@ -1,4 +1,4 @@
-"""`extracteval score spans`: span / NER evaluation, exact and relaxed (seed 002)."""
+"""`extracteval score spans`: span / NER evaluation, exact and relaxed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from extracteval.io.outputs import add_safe_csv_argument
 from extracteval.io.spans_options import load_corpus, named_files, scheme_name, spans_config
 
-HELP = "span/NER P/R/F1: exact (conlleval-equal) and relaxed matching, curve, error breakdown (seed 002)"
+HELP = "span/NER P/R/F1: exact (conlleval-equal) and relaxed matching, curve, error breakdown"
 DESCRIPTION = """\
 Score one or more models' spans against gold spans.
 

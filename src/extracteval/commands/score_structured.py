@@ -1,4 +1,4 @@
-"""`extracteval score structured`: JSON generation track (seed 004)."""
+"""`extracteval score structured`: JSON generation track: raw outputs vs reference JSON."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
 
-HELP = "JSON outputs vs reference JSON: validity, exact match, flattened field P/R/F1 (seed 004)"
+HELP = "JSON outputs vs reference JSON: validity, exact match, flattened field P/R/F1"
 DESCRIPTION = """\
 Score raw model outputs (strings) against reference JSON documents.
 

@@ -1,4 +1,4 @@
-"""`extracteval score toolcalls`: tool-call track (seed 004), generic or BFCL-compatible."""
+"""`extracteval score toolcalls`: tool-call track, generic or BFCL-compatible."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
 
-HELP = "predicted tool calls vs reference calls; BFCL-compatible checker with --checker bfcl (seed 004)"
+HELP = "predicted tool calls vs reference calls; BFCL-compatible checker with --checker bfcl"
 DESCRIPTION = """\
 Score predicted function calls against reference calls.
 

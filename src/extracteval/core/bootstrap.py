@@ -76,7 +76,7 @@ def _macro_f1_parts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarr
     nz = den != 0
     np.divide(num, den, out=f1, where=nz)
     if not nz.all():
-        # seed 000's rule (tp = fp = fn = 0, tn > 0 → 1.0) can only apply where den is 0
+        # the all-true-negatives rule (tp = fp = fn = 0, tn > 0 → 1.0) can only apply where den is 0
         f1[~nz & (tp == 0) & (fp == 0) & (fn == 0) & (tn > 0)] = 1.0
     total_counts = np.add(tp, fp, dtype=np.float64)
     total_counts += fn

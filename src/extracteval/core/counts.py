@@ -90,7 +90,7 @@ def _safe_div(num: np.ndarray, den: np.ndarray, zero_division: float) -> np.ndar
 def ratios(tp: Any, fp: Any, fn: Any, tn: Any, *, zero_division: float = 0.0) -> dict[str, np.ndarray]:
     """Precision, recall, F1 and accuracy from counts; scalars or arrays of any shape.
 
-    A zero denominator gives `zero_division`, except seed 000's rule: when tp = fp = fn = 0 and
+    A zero denominator gives `zero_division`, except the all-true-negatives rule: when tp = fp = fn = 0 and
     tn > 0 (a field correctly left empty everywhere) precision = recall = f1 = 1.0.
     F1 is 2·tp / (2·tp + fp + fn), which equals 2PR/(P+R) whenever P + R > 0.
 

@@ -1,4 +1,4 @@
-"""Baseline vs candidate decision (seed 004 "Comparison Decision Threshold").
+"""Baseline vs candidate decision: does the candidate need fine-tuning?
 
 gap = metric(baseline) − metric(candidate), for a metric where higher is better. With the default
 thresholds the observed gap falls in a band: gap > 0.15 → "fine-tuning recommended",
@@ -79,7 +79,7 @@ class DecisionThresholds:
 
 
 def verdict_for(gap: float, thresholds: DecisionThresholds = DecisionThresholds()) -> str:
-    """Seed 004's three bands (boundaries belong to "moderate")."""
+    """The three verdict bands (boundaries belong to "moderate")."""
     if gap > thresholds.recommend + 1e-12:
         return "fine-tuning recommended"
     if gap >= thresholds.moderate - 1e-12:

@@ -1,4 +1,4 @@
-"""The `entities` task: lists of entities per record, aligned optimally, then scored (seed 003, SPEC §7).
+"""The `entities` task: lists of entities per record, aligned optimally, then scored.
 
 Each record holds a list of entities (dicts): invoice line items, parties, products. Per record,
 predicted and gold entities are aligned by optimal one-to-one assignment (`max_matching`: most
@@ -8,7 +8,7 @@ dependent on input order) on a weighted per-field similarity. Then:
 - entity presence: matched / extra / missed entities → `precision_entities`, `recall_entities`,
   `f1_entities` (counts first, `counts.ratios` last);
 - per-feature one-vs-rest metrics and row accuracy (the `labels` kernel), in two views that are
-  always both reported: `matched` (matched pairs only, as seed 003's library reports them) and
+  always both reported: `matched` (matched pairs only, as entity scoring usually reports them) and
   `strict` (every missed gold entity and every extra prediction counts as an error, so a model
   cannot look good by matching few entities).
 
@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 ENTITY_VIEWS = {
-    "matched": "matched entity pairs only; missed and extra entities are not counted (seed 003)",
+    "matched": "matched entity pairs only; missed and extra entities are not counted",
     "strict": "every entity; a missed gold entity or an extra prediction counts as an error in every feature",
 }
 _TIE_EPS = 1e-6
@@ -200,7 +200,7 @@ class ModelEntities:
 
 @dataclass(frozen=True, kw_only=True)
 class EntityPresence:
-    """Entity detection summary (seed 003 `entity_detection_summary`): based on which entities
+    """Entity detection summary (`entity_detection_summary`): based on which entities
     were matched, not on the values inside them. `records_both_empty` are records with no gold and
     no predicted entity (true negatives; a model right about "no line items" everywhere scores 1.0)."""
 

@@ -1,4 +1,4 @@
-"""The `fields` task: document metadata extraction scored field by field (seed 000).
+"""The `fields` task: document metadata extraction scored field by field.
 
 Pipeline: validate and align inputs → for each field, dictionary-encode the truth and every
 model's column together, canonicalise each *distinct* value once, classify every cell with
@@ -216,7 +216,7 @@ class ModelResult:
 
 @dataclass(frozen=True, kw_only=True)
 class Check:
-    """One validation check of seed 000: `consistency` checks failing means a bug in the scorer;
+    """One validation check: `consistency` checks failing means a bug in the scorer;
     `data_quality` checks describe the input."""
 
     name: str
@@ -593,12 +593,12 @@ def score_fields(
     keep_codes: dict[str | None, dict[str, tuple[np.ndarray, Any]]] | None = None,
     on_records: Callable[[RecordLedger], None] | None = None,
 ) -> FieldsResult:
-    """Score one or more models' field extractions against the truth (seed 000 semantics).
+    """Score one or more models' field extractions against the truth.
 
     Args:
         truth: index = record id, one column per field.
         predictions: one `ModelPredictions` per model (names unique).
-        config: options; defaults are seed 000's (EXACT everywhere, zero_division 0).
+        config: options; defaults: EXACT everywhere, zero_division 0.
         fields: fields to score (default: every truth column, in order).
         truth_source: name of the truth input, used in messages.
         keep_codes: receives, per model and scored field, the factorisation of the model's column
@@ -1062,7 +1062,7 @@ def _examples(c: np.ndarray, excl: np.ndarray, enc: _Encoded, mi: int, order: np
 
 
 def _checks(models: Mapping[str, ModelResult], fields: Sequence[str], n: int, cfg: FieldsConfig) -> list[Check]:
-    """Seed 000's mathematical-consistency and data-quality checks."""
+    """Mathematical-consistency and data-quality checks."""
     tol = 1e-9
     f1_bad, impossible, not_present_bad, macro_bad, range_bad = [], [], [], [], []
     for m, res in models.items():

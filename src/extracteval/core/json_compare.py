@@ -1,7 +1,7 @@
-"""The `json` task: seed 001's 4-phase JSON comparison and the Response Quality Score (RQS).
+"""The `json` task: 4-phase JSON comparison and the Response Quality Score (RQS).
 
-Per record, every key of the union of the ground truth (GT) and the model output (AIO) falls into
-seed 001's buckets (phase 0); completeness (phase 1), hallucination (phase 2) and accuracy with
+Per record, every key of the union of the ground truth (GT) and the model output (AIO) is sorted
+into the key buckets (phase 0); completeness (phase 1), hallucination (phase 2) and accuracy with
 per-field EXACT / FUZZY / SEMANTIC / IGNORE strategies (phase 3) follow, and RQS combines them
 (phase 4). Per model, the per-record values are averaged and the bucket counts summed.
 
@@ -97,7 +97,7 @@ class JsonConfig:
         fuzzy_threshold: FUZZY match when rapidfuzz similarity ≥ this (0–1, default 0.85).
         semantic_threshold: SEMANTIC match when the similarity backend scores ≥ this (0–1, default 0.80).
         fuzzy_scorer: rapidfuzz scorer name.
-        weights: RQS weights (seed 001: 0.45 / 0.25 / 0.15 / 0.15).
+        weights: RQS weights (default 0.45 / 0.25 / 0.15 / 0.15).
         clamp: RQS is clamped to this interval (default [0, 1]).
         flatten: classify nested paths (`a.b`, `items[0]`) instead of top-level keys.
         normalization: null tokens, day-first dates, currency stripping.
@@ -168,7 +168,7 @@ class JsonPredictions:
 
 @dataclass(frozen=True, kw_only=True)
 class RecordScore:
-    """Seed 001's phases for one record."""
+    """The four phases for one record."""
 
     record_id: str
     buckets: Mapping[str, tuple[str, ...]]
@@ -279,7 +279,7 @@ class ModelJsonResult:
     _flags: Mapping[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
 
     def record(self, record_id: str) -> RecordScore:
-        """Seed 001's phases and bucket listing for one record."""
+        """The four phases and bucket listing for one record."""
         try:
             i = self._record_ids.index(str(record_id))
         except ValueError:
@@ -739,7 +739,7 @@ def _structured_key(normalizer: Normalizer, v: Any) -> str | None:
 
 
 def auto_strategy(canonical_key: str) -> Strategy:
-    """Seed 001's auto-detection from the truth value's type: numeric, boolean, date, email,
+    """Auto-detected strategy from the truth value's type: numeric, boolean, date, email,
     array and object → EXACT; any other text → SEMANTIC."""
     t = canonical_key[0]
     if t != "t":
@@ -966,7 +966,7 @@ def _score_chunk(
     halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(nc), where=total > 0)
     accuracy = np.divide(n_matched, n_scored, out=np.ones(nc), where=n_scored > 0)
     rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
-    # 12 decimals: seed 001's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
+    # 12 decimals: the worked example's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
     rqs = np.round(rqs, 12)
     per_record = {
         "rqs": rqs, "completeness": completeness, "hallucination": halluc, "accuracy": accuracy,
@@ -1004,7 +1004,7 @@ def score_json(
     fuzzy_similarity: SimilarityBackend | None = None,
     truth_source: str = "truth",
 ) -> JsonResult:
-    """Score models' JSON outputs against golden JSON with seed 001's four phases and RQS.
+    """Score models' JSON outputs against golden JSON with the four phases and RQS.
 
     Args:
         truth: record id → golden JSON object.
@@ -1271,7 +1271,7 @@ def score_json(
     # accuracy, completeness, lower hallucination, name.
     ranked = rank_by_metrics("json", {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
                                           "json/hallucination": v["hallucination"]} for m, v in means.items()})
-    # The best attainable RQS is a + c + s (hallucination only subtracts): 0.85 with seed 001's
+    # The best attainable RQS is a + c + s (hallucination only subtracts): 0.85 with the default
     # weights, so the tier (excellent ≥ 90%, good ≥ 70%) is taken on the share of that maximum.
     best = min(hi, max(lo, w.accuracy + w.completeness + w.safety))
     models: dict[str, ModelJsonResult] = {}
@@ -1337,10 +1337,10 @@ def compare_json(
     fuzzy_similarity: SimilarityBackend | None = None,
     safety_score: float | None = None,
 ) -> RecordScore:
-    """Seed 001's four phases and RQS for one (golden, predicted) pair of JSON objects.
+    """The four phases and RQS for one (golden, predicted) pair of JSON objects.
 
-    Example (seed 001's walkthrough with the default *lexical* backend: the bio paraphrase
-    shares too little spelling to pass 0.80, so accuracy is 2/3 here; the seed's LLM scored it 0.88):
+    Example (with the default *lexical* backend: the bio paraphrase shares too little spelling
+    to pass 0.80, so accuracy is 2/3 here; an LLM judge scoring it 0.88 would pass it):
         >>> gt = {"name": "John Smith", "email": "john@example.com",
         ...       "bio": "Senior engineer with 10 years of experience...", "internal_id": None, "status": "active"}
         >>> aio = {"name": "John Smyth", "email": "john@example.com",

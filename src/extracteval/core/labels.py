@@ -1,14 +1,14 @@
-"""The `labels` task: per-feature one-vs-rest classification metrics (seed 003, SPEC §7).
+"""The `labels` task: per-feature one-vs-rest classification metrics.
 
 Each record has several features (categorical, text, number or date). Per feature and per
 observed label the one-vs-rest confusion counts tp/fp/fn/tn are the ledger (mergeable with `+`);
 precision, recall, F1 and specificity come from them once, through `counts.ratios`.
 
-Pitfalls of the library seed 003 describes, fixed here:
+Pitfalls of common per-feature scoring code, avoided here:
 - a missing value (None, NaN, empty, a null token) is its own class `<MISSING>`, never the
   string "none";
 - a value that does not parse as the feature's type stays normalised text, so two *different*
-  unparsable values are never equal (the seed's library called both "missing", hence equal);
+  unparsable values are never equal (treating both as "missing" would make them equal);
 - rows present on one side only are never silently dropped: the `aligned` view scores the rows
   present on both sides, the `strict` view counts every unaligned row as an error.
 
@@ -132,7 +132,7 @@ class ModelLabels:
 class LabelEncoder:
     """Canonical label keys of one feature, cached per distinct value.
 
-    `auto` uses the §2 normaliser (numbers, booleans, dates detected); `category`/`text` apply
+    `auto` uses the shared normaliser (numbers, booleans, dates detected); `category`/`text` apply
     text rules only; `number`/`date` keep a value that does not parse as normalised text and
     remember it as unparsable. Absent values get the key of `<MISSING>`.
 

@@ -1,7 +1,7 @@
-"""Cross-run leaderboards: rank already-scored runs from their logged metrics (SPEC §4, §10).
+"""Cross-run leaderboards: rank already-scored runs from their logged metrics.
 
-Pure: the MLflow layer turns tracking-store runs into `RunSummary` objects (metrics by SPEC §9
-key) and per-record tables; this module groups runs by the digests of their truth and config,
+Pure: the MLflow layer turns tracking-store runs into `RunSummary` objects (metrics by their
+logged key) and per-record tables; this module groups runs by the digests of their truth and config,
 refuses unfair comparisons, finds item winners (fields, tags, features…), ranks by the task's
 declaration in `core.ranking.RANKING_SPECS` (as the task ranks its own models), and attaches
 paired-bootstrap intervals when per-record results are available.

@@ -1,4 +1,4 @@
-"""Field winners, field wins and model ranking (seed 000), for any task.
+"""Field winners, field wins and model ranking, for any task.
 
 Inputs are plain numbers, so the same functions rank models scored in one process and runs read
 back from an MLflow tracking store.

@@ -1,4 +1,4 @@
-"""The `spans` task: span / NER evaluation with exact and relaxed matching (seed 002).
+"""The `spans` task: span / NER evaluation with exact and relaxed matching.
 
 Pipeline, per model: spans sorted canonically → candidate (gold, predicted) pairs only among
 overlapping spans of the same document (sort + sweep, linear in the number of spans) → every
@@ -84,7 +84,7 @@ class SpansConfig:
     Attributes:
         threshold: the main relaxed threshold (default 0.5); relaxed results are also reported at
             every value of `report_thresholds`.
-        report_thresholds: extra relaxed thresholds always reported (seed 002: 0.5 and 0.8).
+        report_thresholds: extra relaxed thresholds always reported (default: 0.5 and 0.8).
         iou_weight, text_weight: weights of IoU and TextSim in the relaxed score; ≥ 0, sum 1.
         curve_step: spacing of the F1-vs-threshold curve (0.05 → 21 points from 0 to 1).
         scheme: tagging scheme used to decode token files (recorded in the config).

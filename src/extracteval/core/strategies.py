@@ -1,4 +1,4 @@
-"""Comparison strategies (seed 001): how a predicted value is judged equal to the truth."""
+"""Comparison strategies: how a predicted value is judged equal to the truth."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `structured` task (seed 004, structured JSON track): raw model outputs vs reference JSON.
+"""The `structured` task (structured JSON track): raw model outputs vs reference JSON.
 
 Per record:
 
@@ -10,12 +10,12 @@ Per record:
   with an explicit stack, so a 10,000-deep document is fine. Leaves are compared by canonical
   JSON (`30` ≠ `"30"`, `1.0` = `1`); with `value_match="normalized"` by the shared
   `Normalizer` keys instead (case, whitespace, number and date formats).
-  `null`, `{}` and `[]` leaves are *absent* for field counting (SPEC §2) but still part of the
+  `null`, `{}` and `[]` leaves are *absent* for field counting (the absent-value rule of every task) but still part of the
   exact-match comparison.
 * **Counts.** For each path: both present and equal → TP; both present and different → FP
   **and** FN; only predicted → FP; only in the reference → FN. An invalid output makes every
   reference leaf a FN. `exact` = the whole canonical document equals the reference.
-* **Lists.** `list_matching="positional"` (default, seed 004) compares `items[i]` with
+* **Lists.** `list_matching="positional"` (default) compares `items[i]` with
   `items[i]`; `"optimal"` first aligns the predicted items of each list to the reference items
   by the one-to-one assignment that maximises the leaves they share (maximum-weight assignment,
   never greedy), so a reordered list is not penalised.
@@ -64,7 +64,7 @@ __all__ = [
 
 LIST_MATCHING = ("positional", "optimal")
 VALUE_MATCH = ("exact", "normalized")
-PASS_THRESHOLD = 0.85  # seed 004 / OpenAI cookbook pass mark for similarity and judge scores
+PASS_THRESHOLD = 0.85  # the OpenAI cookbook's pass mark for similarity and judge scores
 
 _ABSENT = object()
 
@@ -422,11 +422,11 @@ class StructuredConfig:
     """Options of the `structured` task.
 
     Attributes:
-        list_matching: `positional` (default, seed 004) or `optimal`.
+        list_matching: `positional` (default) or `optimal`.
         value_match: `exact` (canonical JSON leaves, default) or `normalized` (shared normaliser:
             case, whitespace, number and date formats, null tokens).
         zero_division: value of an undefined precision/recall/F1.
-        pass_threshold: pass mark for the extended similarity / judge scores (seed 004: 0.85).
+        pass_threshold: pass mark for the extended similarity / judge scores (default 0.85).
     """
 
     list_matching: str = "positional"

@@ -1,4 +1,4 @@
-"""The `toolcalls` task (seed 004, tool-call track): predicted function calls vs reference calls.
+"""The `toolcalls` task (tool-call track): predicted function calls vs reference calls.
 
 **Predicted formats** (each record's output may be a string or an already parsed value):
 
@@ -418,7 +418,7 @@ class ToolCallConfig:
     Attributes:
         value_match: `exact` (canonical JSON leaves) or `normalized` (shared normaliser).
         zero_division: value of an undefined ratio.
-        pass_threshold: pass mark for extended similarity / judge scores (seed 004: 0.85).
+        pass_threshold: pass mark for extended similarity / judge scores (default 0.85).
     """
 
     value_match: str = "exact"

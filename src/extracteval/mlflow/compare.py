@@ -1,4 +1,4 @@
-"""Baseline run vs candidate run, read from the tracking store (SPEC §8 decision, §10).
+"""Baseline run vs candidate run, read from the tracking store: gap, fine-tuning verdict, paired interval.
 
 gap = metric(baseline) − metric(candidate) from the runs' logged metrics (default metric: the
 task's primary one, `core.ranking.RANKING_SPECS`); the verdict and its wording of
@@ -112,7 +112,7 @@ def compare_runs(
     confidence: float = 0.95,
     allow_different_truth: bool = False,
 ) -> RunComparison:
-    """The seed-004 decision for two tracked runs; see the module docstring."""
+    """The baseline-vs-candidate decision for two tracked runs; see the module docstring."""
     from mlflow.tracking import MlflowClient
 
     from extracteval.core.ranking import RANKING_SPECS

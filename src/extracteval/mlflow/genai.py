@@ -122,7 +122,7 @@ def _json_rationale(scored: Any) -> str:
 def _json_aggregate(col: Columns, zd: float) -> dict[str, float]:
     rqs = col["rqs"]
     out = {f"rqs/{k}": float(f(rqs)) if rqs.size else 0.0 for k, f in (("mean", np.mean), ("median", np.median), ("min", np.min), ("max", np.max))}
-    # the task's model-level scores are means of the per-record scores (SPEC §5)
+    # the task's model-level scores are means of the per-record scores
     out.update({f"json/{k}": float(col[k].mean()) if col[k].size else 0.0 for k in _JSON_SCORES[1:]})
     out.update({f"json/buckets/{b}": float(col[f"buckets/{b}"].sum()) for b in _JSON_BUCKETS})
     out.update({f"json/{k}": float(col[k].sum()) for k in _JSON_COUNTS})

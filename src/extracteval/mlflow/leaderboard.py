@@ -1,10 +1,10 @@
-"""Cross-run leaderboards from an MLflow tracking store (SPEC §4, §10).
+"""Cross-run leaderboards from an MLflow tracking store: rank the latest run of each model.
 
 `TrackingStoreLeaderboard` reads every extracteval run of an experiment with ONE paginated
 `search_runs` call (model runs only: parent comparison runs and earlier leaderboard runs are
 skipped), turns each into a `core.leaderboard.RunSummary` (item names restored from the run's
 `extracteval/metric_keys.json` only when a key segment may have been sanitised), ranks them with
-`core.leaderboard.build_leaderboard` (fairness by truth/config digest, SPEC §4 tie-breaks, item
+`core.leaderboard.build_leaderboard` (fairness by truth/config digest, the task's ranking tie-breaks, item
 winners) and, when asked, attaches paired-bootstrap intervals computed from the runs'
 per-record Parquet artifacts (downloaded only for the groups that get intervals). By default only
 the latest run of each model name per truth/config group is ranked (by start time); the earlier

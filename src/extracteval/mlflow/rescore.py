@@ -1,4 +1,4 @@
-"""Re-score a logged run against edited ground truth (SPEC §10, seed 000 "Recalculation Triggers").
+"""Re-score a logged run against edited ground truth: a changed truth digest triggers recalculation.
 
 Every task's model run logs its predictions as scored (`extracteval/predictions.parquet`, written
 by the task's adapter: mlflow/predictions_file.py) and its configuration

@@ -1,4 +1,4 @@
-"""MLflow adapter of the `entities` task (seed 003, lists of entities per record).
+"""MLflow adapter of the `entities` task (lists of entities per record).
 
 Metric keys (one run per model; `<f>` = an entity field, sanitised by `KeyMap`)::
 

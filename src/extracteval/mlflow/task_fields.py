@@ -1,4 +1,4 @@
-"""MLflow adapter of the `fields` task (seed 000): metrics, tables, figures, report sections."""
+"""MLflow adapter of the `fields` task: metrics, tables, figures, report sections."""
 
 from __future__ import annotations
 

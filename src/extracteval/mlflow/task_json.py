@@ -1,4 +1,4 @@
-"""MLflow adapter of the `json` task (seed 001): RQS, completeness, hallucination, accuracy,
+"""MLflow adapter of the `json` task: RQS, completeness, hallucination, accuracy,
 bucket totals and per-field accuracy as metrics; per-record scores and bucket listings as
 Parquet; the RQS histogram and per-field accuracy as figures.
 

@@ -1,4 +1,4 @@
-"""MLflow adapter of the `labels` task (seed 003, per-feature classification).
+"""MLflow adapter of the `labels` task (per-feature classification).
 
 Metric keys (one run per model; `<f>` = a feature name, sanitised by `KeyMap`)::
 

@@ -1,4 +1,4 @@
-"""MLflow adapter of the `spans` task (seed 002): exact and relaxed span matching as metrics,
+"""MLflow adapter of the `spans` task: exact and relaxed span matching as metrics,
 per-tag tables, per-document ledgers as Parquet, the F1-vs-threshold curve as a figure.
 
 Metric keys (one model's run), `<mode>` being `exact`, `relaxed_0.5`, `relaxed_0.8` (and the

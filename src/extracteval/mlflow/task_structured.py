@@ -1,4 +1,4 @@
-"""MLflow adapter of the `structured` task (seed 004, JSON generation track).
+"""MLflow adapter of the `structured` task (JSON generation track).
 
 Per model run: `structured/json_valid_rate`, `structured/strict_json_valid_rate`,
 `structured/json_extracted_rate`, `structured/exact_match_rate`, `structured/field_precision`,
@@ -7,7 +7,7 @@ counts, per flattened path `field/<path>/tp|fp|fn|precision|recall|f1` (`items[]
 indices folded), `wins/field_wins`, `ranking/rank`, and the opt-in extended scores
 `structured/<semantic_similarity|judge_score>/mean|pass_rate`. The parent run of a comparison
 adds each model's headline numbers, the field winners and, when a baseline and a candidate are
-named, the seed-004 decision: `decision/gap`, `decision/ci_low`, `decision/ci_high` (metrics),
+named, the baseline-vs-candidate decision: `decision/gap`, `decision/ci_low`, `decision/ci_high` (metrics),
 `decision.verdict` (param) and `decision.csv` (artifact).
 """
 
@@ -43,7 +43,7 @@ _RATE_LABELS = {
 
 
 def track_spec(folder: Path, spec: Mapping[str, Any], track: str) -> dict[str, Any]:
-    """The settings of one seed-004 track from an experiment.yaml.
+    """The settings of one track (`structured` or `toolcalls`) from an experiment.yaml.
 
     A `structured+toolcalls` experiment has `tracks: {structured: {…}, toolcalls: {…}}` and one
     `decision:` (baseline, candidate, `metrics: {track: metric}`) for both; an experiment of a

@@ -1,4 +1,4 @@
-"""MLflow adapter of the `toolcalls` task (seed 004, tool-call track), generic or BFCL checker.
+"""MLflow adapter of the `toolcalls` task (tool-call track), generic or BFCL checker.
 
 Per model run: `toolcalls/valid_call_rate`, `toolcalls/name_match_rate`,
 `toolcalls/args_exact_rate`, `toolcalls/args_precision`, `toolcalls/args_recall`,

@@ -2,7 +2,7 @@
 
 The evaluator, the `evaluate` command, the bundle writer and the uploader are task-agnostic:
 they ask an adapter to score (from CLI arguments or from a DataFrame), to turn a result into
-MLflow metrics with SPEC §9 keys, into a per-item table (per field / tag / feature), a
+MLflow metrics under the documented metric keys, into a per-item table (per field / tag / feature), a
 per-record table for Parquet, figures and report sections. Adding a task is one adapter module
 and one line in `TASKS`; nothing else changes. Adapters are imported when first asked for, so
 `import extracteval.mlflow.tasks` is cheap.
@@ -52,7 +52,7 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec("toolcalls", "tool-calling", "task_toolcalls"),
     )
 }
-# the exact model_types of SPEC §9; the first task listed for a model_type is its default
+# the exact model_types of the MLflow contract; the first task listed for a model_type is its default
 MODEL_TYPES: tuple[str, ...] = (
     "extraction-fields",
     "extraction-json",
@@ -152,7 +152,7 @@ class TaskAdapter(Protocol):
         """Names that appear inside metric keys (fields / tags / features)."""
 
     def metrics(self, scored: Scored, model: str, keys: "KeyMap") -> dict[str, float]:
-        """SPEC §9 metrics of one model, keys built with `keys.key(...)` or fixed strings."""
+        """MLflow metrics of one model (documented keys), keys built with `keys.key(...)` or fixed strings."""
 
     def comparison_metrics(self, scored: Scored, keys: "KeyMap") -> dict[str, float]:
         """Metrics of the parent (comparison) run of a multi-model evaluation."""

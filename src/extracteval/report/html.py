@@ -34,7 +34,7 @@ def _e(x: Any) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
 
-# ratio columns are shown as percentages with one decimal, as everywhere else (SPEC §4)
+# ratio columns are shown as percentages with one decimal, as everywhere else
 PERCENT_COLUMNS = frozenset({
     "precision", "recall", "f1", "accuracy", "micro_f1", "micro_precision", "micro_recall", "f1_ci_low", "f1_ci_high",
     "exact_match_rate", "best_f1", "ci_low", "ci_high",

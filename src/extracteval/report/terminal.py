@@ -13,7 +13,7 @@ _ANSI = {"green": "32", "yellow": "33", "red": "31", "blue": "34", "bold": "1", 
 
 
 def percent(x: float | None) -> str:
-    """One decimal, as seed 000 displays percentages."""
+    """Percentages with one decimal, as every report shows them."""
     return "-" if x is None else f"{100.0 * x:.1f}%"
 
 
