@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-__all__ = ["ChunkScore", "ChunkTask", "ChunkJob", "ChunkStats", "SpilledRows", "row_matrix", "run_chunks", "FieldsChunk", "FieldsTask", "fields_chunk_job"]
+__all__ = ["ChunkScore", "ChunkTask", "ChunkJob", "ChunkStats", "SpilledRows", "row_matrix", "run_chunks", "FieldsChunk", "FieldsTask"]
 
 
 @dataclass(frozen=True)
@@ -374,18 +374,3 @@ class FieldsTask:
         from extracteval.core.fields import fields_result
 
         return fields_result(ledger, self.plan, record_rows=record_rows)
-
-
-def fields_chunk_job(truth: str, predictions: Sequence[str], *, config: Any, fields: Sequence[str] | None, chunk_size: int,
-                     id_column: str = "id", delimiter: str | None = None) -> ChunkJob:
-    """The `ChunkJob` of `score fields --chunk-size`: wide files sorted by id, merged by id
-    (`io.fields_chunks`), scored by `FieldsTask`."""
-    from extracteval.core.fields import plan_fields
-    from extracteval.errors import InputError
-    from extracteval.io.fields_chunks import open_fields_stream
-
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
-    stream = open_fields_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter)
-    plan = plan_fields(stream.truth_fields, stream.models, config=config, fields=list(fields) if fields else None, truth_source=stream.truth_source)
-    return ChunkJob(task=FieldsTask(plan), chunks=stream.chunks(), inputs={"truth": stream.truth_source, "predictions": dict(stream.models)})

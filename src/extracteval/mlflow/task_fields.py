@@ -342,7 +342,7 @@ class FieldsAdapter:
     # `evaluate` (mlflow/stream.py)
 
     def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
-        from extracteval.chunked import fields_chunk_job
+        from extracteval.io.fields_chunks import fields_chunk_job
         from extracteval.io.fields_options import build_config, chosen_fields
 
         if getattr(args, "keys", None):
