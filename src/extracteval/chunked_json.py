@@ -15,16 +15,16 @@ Per-record rows (`records.parquet`, `buckets.parquet`) are streamed to Parquet, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from extracteval.chunked import ChunkScore, row_matrix
+from extracteval.chunked import ChunkJob, ChunkScore, row_matrix
 
-__all__ = ["JsonLedger", "JsonTask", "ChunkedJsonResult"]
+__all__ = ["JsonLedger", "JsonTask", "ChunkedJsonResult", "score_json_files", "json_chunk_job"]
 
 _KEEP_IDS = 5  # ids a warning names
 _PER_RECORD = ("rqs", "completeness", "hallucination", "accuracy", "safety")
@@ -215,7 +215,7 @@ class JsonTask:
         return ChunkScore(ledger=ledger, records=records, rows=rows)
 
     def finalise(self, ledger: JsonLedger, *, record_rows: Callable[[], np.ndarray] | None) -> ChunkedJsonResult:
-        return finalise_json(ledger, self.config, record_rows)
+        return replace(finalise_json(ledger, self.config, record_rows), records_mode=self.records_mode, similarity=self.similarity)
 
 
 @dataclass(frozen=True)
@@ -225,6 +225,8 @@ class ChunkedJsonResult:
 
     result: Any
     records: Mapping[str, tuple[dict[str, Any], ...]] | None = field(repr=False, default=None)
+    records_mode: str = "auto"  # the task's `--records`: whether the document lists the records
+    similarity: Any = field(repr=False, compare=False, default=None)  # the backend the records were scored with
 
     @property
     def n_records(self) -> int:
@@ -380,14 +382,35 @@ def score_json_files(
     """`extracteval score json --chunk-size N [--workers W]`: JSONL files streamed by id, chunks
     scored (in `workers` processes), per-record rows streamed to `output`/records.parquet and
     buckets.parquet. Returns the result and the `inputs` entry of the document."""
-    import pickle
     from extracteval.chunked import run_chunks
-    from extracteval.errors import InputError
-    from extracteval.io.json_chunks import open_json_stream
     from extracteval.io.outputs import make_output_folder
 
+    job = json_chunk_job(truth, predictions, config=config, similarity=similarity, chunk_size=chunk_size, workers=workers, id_key=id_key,
+                         records_mode=records_mode)
+    task = job.task
+    paths = None
+    if output:
+        out = make_output_folder(output)
+        paths = {"records": out / "records.parquet", "buckets": out / "buckets.parquet"}
+        task = replace(task, keep_records=True)
+    result, _ = run_chunks(task, job.chunks, workers=workers, records_path=paths)
+    return result, job.inputs
+
+
+def json_chunk_job(
+    truth: str | None, predictions: list[str], *, config: Any, similarity: Any, chunk_size: int, workers: int = 1, id_key: str = "id",
+    records_mode: str = "auto", keep_records: bool = False,
+) -> ChunkJob:
+    """The `ChunkJob` of `score json --chunk-size`: JSONL files sorted by id, merged by id. Its
+    `inputs` name the truth's source once the chunks are read (without `--truth`, the first
+    pairs file holding a truth)."""
+    import pickle
+
+    from extracteval.errors import InputError
+    from extracteval.io.json_chunks import open_json_stream
+
     stream = open_json_stream(truth, predictions, chunk_size=chunk_size, id_key=id_key, safety_key=config.safety_key)
-    task = JsonTask(config=config, similarity=similarity, records_mode=records_mode)
+    task = JsonTask(config=config, similarity=similarity, records_mode=records_mode, keep_records=keep_records)
     if workers > 1:
         try:
             pickle.dumps(task)
@@ -396,10 +419,10 @@ def score_json_files(
                 f"--workers: the similarity backend {getattr(similarity, 'name', similarity)!r} cannot be copied to worker "
                 "processes; use --workers 1 (chunks are still streamed) or the lexical / fuzzy backend."
             ) from None
-    paths = None
-    if output:
-        out = make_output_folder(output)
-        paths = {"records": out / "records.parquet", "buckets": out / "buckets.parquet"}
-        task = replace(task, keep_records=True)
-    result, _ = run_chunks(task, stream.chunks(), workers=workers, records_path=paths)
-    return result, {"truth": stream.truth_source, "predictions": dict(stream.models)}
+    inputs: dict[str, Any] = {"truth": "" if truth is None else str(truth), "predictions": dict(stream.models)}
+
+    def chunks() -> Iterator[Any]:
+        yield from stream.chunks()
+        inputs["truth"] = stream.truth_source
+
+    return ChunkJob(task=task, chunks=chunks(), inputs=inputs)

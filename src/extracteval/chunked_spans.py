@@ -21,7 +21,7 @@ import numpy as np
 
 from extracteval.chunked import ChunkScore, row_matrix
 
-__all__ = ["SpansLedger", "SpansTask", "score_spans_files"]
+__all__ = ["SpansLedger", "SpansTask", "spans_chunk_job"]
 
 
 def _add(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> dict[Any, Any]:
@@ -198,24 +198,20 @@ def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.n
     )
 
 
-def score_spans_files(truth: str, predictions: list[tuple[str, Any]], *, config: Any, chunk_size: int, workers: int = 1) -> Any:
-    """`extracteval score spans --truth T.jsonl --predictions … --chunk-size N [--workers W]`."""
-    from extracteval.chunked import run_chunks
-    from extracteval.io.spans_chunks import open_spans_stream
+def spans_chunk_job(args: Any, *, chunk_size: int) -> Any:
+    """The `ChunkJob` of `score spans` / `evaluate spans --chunk-size N` (`args`: their parsed
+    options): JSONL documents sorted by id, N at a time, or token files N sentences at a time
+    (`io.spans_chunks.iter_token_chunks`); `inputs` as the in-memory evaluation names them."""
+    from extracteval.chunked import ChunkJob
+    from extracteval.io.spans_chunks import iter_token_chunks, open_spans_stream
+    from extracteval.io.spans_options import check_token_inputs, named_files, spans_config, spans_inputs
 
-    stream = open_spans_stream(truth, predictions, chunk_size=chunk_size)
-    result, _ = run_chunks(SpansTask(config=config), stream.chunks(), workers=workers)
-    return result
-
-
-def score_token_files(
-    *, config: Any, scheme: str, suffix: bool, chunk_size: int, workers: int = 1, conll: Any = (), truth: Any = None, predictions: Any = (),
-) -> Any:
-    """`extracteval score spans --conll F … | --truth T --predictions … --chunk-size N [--workers W]`
-    on token files: chunks of N sentences (`io.spans_chunks.iter_token_chunks`)."""
-    from extracteval.chunked import run_chunks
-    from extracteval.io.spans_chunks import iter_token_chunks
-
-    chunks = iter_token_chunks(scheme=scheme, conll=conll, truth=truth, predictions=predictions, suffix=suffix, chunk_size=chunk_size)
-    result, _ = run_chunks(SpansTask(config=config), chunks, workers=workers)
-    return result
+    token_files = check_token_inputs(args)
+    if token_files:
+        files = {"conll": token_files} if args.conll else {"truth": args.truth, "predictions": token_files}
+        chunks: Any = iter_token_chunks(scheme=args.scheme, suffix=args.suffix, chunk_size=chunk_size, **files)
+        config = spans_config(args, "token")
+    else:
+        chunks = open_spans_stream(args.truth, named_files(args.predictions or [], "--predictions"), chunk_size=chunk_size).chunks()
+        config = spans_config(args, "char")
+    return ChunkJob(task=SpansTask(config=config), chunks=chunks, inputs=spans_inputs(args))

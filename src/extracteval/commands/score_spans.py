@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.io.outputs import add_safe_csv_argument
-from extracteval.io.spans_options import load_corpus, named_files, scheme_name, spans_config
+from extracteval.io.spans_options import load_corpus, scheme_name, spans_config
 
 HELP = "span/NER P/R/F1: exact (conlleval-equal) and relaxed matching, curve, error breakdown"
 DESCRIPTION = """\
@@ -71,35 +71,29 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: int) -> tuple[Any, dict[str, Any]]:
     """--chunk-size / --workers (README "Scale"): JSONL documents streamed by id, token files
-    streamed N sentences at a time; --engine spark: JSONL documents."""
+    streamed N sentences at a time; --engine spark: JSONL documents. The same jobs `evaluate spans`
+    streams (`chunked_spans.spans_chunk_job`, `spark.spans.spans_spark_job`)."""
     from extracteval.errors import InputError
-    from extracteval.io.spans_options import check_token_inputs
 
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    token_files = check_token_inputs(args)
     if getattr(args, "engine", "local") == "spark":
-        if token_files:
+        from extracteval.io.spans_options import check_token_inputs
+
+        if check_token_inputs(args):
             raise InputError("--engine spark reads JSONL span files; score token files with --chunk-size/--workers, or in memory.")
         if chunk_size is not None or workers != 1:
             raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
-        from extracteval.spark.spans import score_spans_spark_files
+        from extracteval.commands.score_fields import spark_session
+        from extracteval.spark.spans import spans_spark_job
 
-        result = score_spans_spark_files(args.truth, named_files(args.predictions or [], "--predictions"), config=spans_config(args, "char"),
-                                         master=args.spark_master, partitions=args.spark_partitions)
+        result = spans_spark_job(spark_session(args), args).run().result
         return result, result.to_dict()
-    size = 100_000 if chunk_size is None else chunk_size
-    if token_files:
-        from extracteval.chunked_spans import score_token_files
+    from extracteval.chunked import run_chunks
+    from extracteval.chunked_spans import spans_chunk_job
 
-        files = {"conll": token_files} if args.conll else {"truth": args.truth, "predictions": token_files}
-        result = score_token_files(config=spans_config(args, "token"), scheme=args.scheme, suffix=args.suffix, chunk_size=size,
-                                   workers=workers, **files)
-        return result, result.to_dict()
-    from extracteval.chunked_spans import score_spans_files
-
-    result = score_spans_files(args.truth, named_files(args.predictions or [], "--predictions"), config=spans_config(args, "char"),
-                               chunk_size=size, workers=workers)
+    job = spans_chunk_job(args, chunk_size=100_000 if chunk_size is None else chunk_size)
+    result, _ = run_chunks(job.task, job.chunks, workers=workers)
     return result, result.to_dict()
 
 

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEME_NAMES", "scheme_name", "named_files", "load_corpus", "spans_config"]
+__all__ = ["SCHEME_NAMES", "scheme_name", "named_files", "load_corpus", "spans_config", "spans_inputs", "truth_source"]
 
 SCHEME_NAMES = ("conlleval", "IOB2", "IOE2", "IOBES", "BILOU")
 
@@ -74,6 +74,17 @@ def load_corpus(args: argparse.Namespace) -> Any:
     if not files:
         return load_jsonl_corpus(args.truth, named_files(args.predictions or [], "--predictions"))
     return load_token_corpus(scheme=args.scheme, truth=args.truth, predictions=files, suffix=args.suffix)
+
+
+def spans_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The `inputs` entry of the evaluation's document: the input options as given."""
+    return {"truth": args.truth, "conll": list(args.conll or []), "predictions": list(args.predictions or [])}
+
+
+def truth_source(args: argparse.Namespace) -> str:
+    """Where the truth comes from: `--truth`, or the first `--conll` token file (it carries the
+    gold column itself)."""
+    return str(args.truth) if args.truth else (args.conll or [""])[0].rpartition("=")[2]
 
 
 def spans_config(args: argparse.Namespace, unit: str) -> Any:

@@ -89,6 +89,49 @@ def _parse_object(value: Any, *, what: str, record: str, strict: bool) -> Any:
     return value
 
 
+def _prediction_cells(p: Any, safety_key: str) -> dict[str, Any]:
+    """One model's predictions (`JsonPredictions`) as the cells `write_predictions` logs."""
+    cells: dict[str, Any] = {}
+    for rid in dict.fromkeys([*p.records, *p.status]):
+        cell: dict[str, Any] = {"prediction": p.records.get(rid)}
+        if p.status.get(rid):
+            cell["status"] = p.status[rid]
+        if rid in p.safety:
+            cell[safety_key] = p.safety[rid]
+        cells[str(rid)] = cell
+    return cells
+
+
+_LISTED = ("extra_keys", "gt_null_aio_has_value", "aio_missing_or_null", "both_non_null")
+_LOWEST = 10  # lowest-scoring records the report lists per model
+_LOWEST_COLUMNS = ["record_id", "rqs", "completeness", "hallucination", "accuracy", "flags", "keys_aio_missing_or_null", "keys_mismatched",
+                   "keys_extra_keys", "keys_gt_null_aio_has_value"]
+
+
+def record_listing(rec: pd.DataFrame, cells: pd.DataFrame, *, text_arrays: bool = False) -> pd.DataFrame:
+    """`rec` (one model's per-record scores, `records_frame()`) with the bucket listing of each
+    record: `keys_<bucket>` and `keys_mismatched`, lists of keys / paths, from `cells` (its
+    `cells_frame()`, sorted by record, then key). Adds the columns to `rec` and returns it.
+    `text_arrays`: numpy text arrays instead of lists, which Arrow types list<string> even when
+    empty (so a streamed chunk whose lists are all empty has the file's schema)."""
+    n = len(rec)
+    code = pd.Index(rec["record_id"]).get_indexer(cells["record_id"])
+    keys = cells["key"].to_numpy(dtype=object)
+    bucket = cells["bucket"].to_numpy(dtype=object)
+    both = bucket == "both_non_null"
+    masks = {b: bucket == b for b in _LISTED}
+    masks["mismatched"] = both & (cells["strategy"].to_numpy(dtype=object, na_value=None) != "IGNORE") & ~cells["matched"].to_numpy(dtype=bool)
+    for name, mask in masks.items():
+        counts = np.bincount(code[mask], minlength=n)
+        parts = np.split(keys[mask].astype(str) if text_arrays else keys[mask], np.cumsum(counts)[:-1]) if n else []
+        rec[f"keys_{name}"] = parts if text_arrays else [part.tolist() for part in parts]
+    return rec
+
+
+def _lowest(frame: pd.DataFrame, n: int = _LOWEST) -> pd.DataFrame:
+    return frame.sort_values(["rqs", "record_id"], kind="stable").head(n)
+
+
 _NO_OUTPUT = object()
 _PAIR_KEYS = frozenset({"prediction", "truth", "model", "status", "id"})
 
@@ -190,6 +233,54 @@ class JsonAdapter(CellPredictions):
         return self._scored(truth, preds, config, backend, truth_source, notes, include_records=include,
                             inputs={"truth": truth_source, "predictions": {p.name: p.source for p in preds}})
 
+    # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
+
+    def _streaming_options(self, args: argparse.Namespace) -> dict[str, Any]:
+        """What `score json --chunk-size` / `--engine spark` score with: the configuration, the
+        similarity backend, the `--records` mode."""
+        from extracteval.commands.score_json import build_config
+        from extracteval.core.similarity import get_similarity
+
+        config, sim_name, sim_opts = build_config(args)
+        return {"config": config, "similarity": get_similarity(sim_name, **sim_opts), "id_key": args.id_key,
+                "records_mode": getattr(args, "records", "auto") or "auto"}
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from extracteval.chunked_json import json_chunk_job
+
+        return json_chunk_job(args.truth, args.predictions, chunk_size=chunk_size, workers=getattr(args, "workers", 1), keep_records=True,
+                              **self._streaming_options(args))
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from extracteval.spark.json import json_spark_job
+
+        return json_spark_job(spark, args.truth, args.predictions, partitions=args.spark_partitions, keep_records=True,
+                              **self._streaming_options(args))
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, dict[str, pd.DataFrame]]]:
+        """The chunk's truth rows and, per model, its records.parquet rows (the per-record scores
+        the chunk task kept, with their bucket listing) and its predictions.parquet rows."""
+        from extracteval.mlflow.predictions_file import prediction_cells_frame
+
+        rec, cells = score.records["records"], score.records["buckets"]
+        records = {}
+        for p in chunk.predictions:
+            records[p.name] = record_listing(rec[rec["model"] == p.name].reset_index(drop=True), cells[cells["model"] == p.name], text_arrays=True)
+        safety_key = str(getattr(task, "task", task).config.safety_key)  # Spark wraps the chunk task (`RowsInLedger`)
+        return _truth_frame(chunk.truth), {"records": records,
+                                           "predictions": {p.name: prediction_cells_frame(_prediction_cells(p, safety_key)) for p in chunk.predictions}}
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        from extracteval.commands.score_json import _with_judge
+        from extracteval.mlflow.stream import scored_of_stream
+
+        doc = result.to_dict(include_records={"auto": None, "all": True, "none": False}[result.records_mode])
+        doc = _with_judge(doc, result.similarity)
+        doc["inputs"] = dict(streamed.inputs)
+        scored = Scored(task=self.task, result=result.result, doc=doc, models=tuple(result.result.ranking), truth=streamed.truth_head,
+                        truth_source=str(streamed.inputs["truth"]), config=doc["config"])
+        return scored_of_stream(scored, streamed)
+
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo), as `score_json.run_experiment` does."""
         ns = argparse.Namespace(
@@ -228,16 +319,7 @@ class JsonAdapter(CellPredictions):
         p = scored.cache.get("predictions", {}).get(model)
         if p is None:
             return False
-        key = str((scored.config.get("safety_score") or {}).get("key") or "safety_score")
-        cells: dict[str, Any] = {}
-        for rid in dict.fromkeys([*p.records, *p.status]):
-            cell: dict[str, Any] = {"prediction": p.records.get(rid)}
-            if p.status.get(rid):
-                cell["status"] = p.status[rid]
-            if rid in p.safety:
-                cell[key] = p.safety[rid]
-            cells[str(rid)] = cell
-        write_prediction_cells(cells, path)
+        write_prediction_cells(_prediction_cells(p, str((scored.config.get("safety_score") or {}).get("key") or "safety_score")), path)
         return True
 
     def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -441,21 +523,33 @@ class JsonAdapter(CellPredictions):
     def _records(self, scored: Scored, model: str) -> pd.DataFrame:
         if ("records", model) not in scored.cache:
             mr = scored.result.models[model]
-            rec = mr.records_frame()
-            cells = mr.cells_frame()
-            n = len(rec)
-            # cells are sorted by record, then key: each bucket's keys split into per-record lists
-            code = pd.Index(rec["record_id"]).get_indexer(cells["record_id"])
-            keys = cells["key"].to_numpy(dtype=object)
-            bucket = cells["bucket"].to_numpy(dtype=object)
-            both = bucket == "both_non_null"
-            masks = {b: bucket == b for b in ("extra_keys", "gt_null_aio_has_value", "aio_missing_or_null", "both_non_null")}
-            masks["mismatched"] = both & (cells["strategy"].to_numpy(dtype=object) != "IGNORE") & ~cells["matched"].to_numpy(dtype=bool)
-            for name, mask in masks.items():
-                counts = np.bincount(code[mask], minlength=n)
-                rec[f"keys_{name}"] = [part.tolist() for part in np.split(keys[mask], np.cumsum(counts)[:-1])] if n else []
-            scored.cache[("records", model)] = rec
+            scored.cache[("records", model)] = record_listing(mr.records_frame(), mr.cells_frame())
         return scored.cache[("records", model)]
+
+    def _streamed_records(self, scored: Scored, model: str) -> Any:
+        """The records.parquet a streaming engine wrote for `model` (None: scored in memory)."""
+        return scored.cache.get("streamed_files", {}).get((model, "records.parquet"))
+
+    def _rqs(self, scored: Scored, model: str) -> pd.DataFrame:
+        """model, rqs: one row per record (the RQS histogram)."""
+        path = self._streamed_records(scored, model)
+        if path is None:
+            return scored.result.models[model].records_frame()[["model", "rqs"]]
+        rqs = pd.read_parquet(path, columns=["rqs"])["rqs"]
+        return pd.DataFrame({"model": model, "rqs": rqs})
+
+    def _lowest_records(self, scored: Scored, model: str) -> pd.DataFrame:
+        """The lowest-scoring records (by RQS, then id); from a streamed file batch by batch."""
+        path = self._streamed_records(scored, model)
+        if path is None:
+            return _lowest(self._records(scored, model))
+        import pyarrow.parquet as pq
+
+        best = None
+        for batch in pq.ParquetFile(path).iter_batches(columns=_LOWEST_COLUMNS):
+            part = batch.to_pandas()
+            best = _lowest(part if best is None else pd.concat([best, part], ignore_index=True))
+        return best if best is not None else pd.DataFrame(columns=_LOWEST_COLUMNS)
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard and the winner of every field."""
@@ -485,9 +579,8 @@ class JsonAdapter(CellPredictions):
     def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
         from extracteval.report.figures import confusion_heatmap, item_f1_bars, score_histogram
 
-        r = scored.result
         suffix = f" — {models[0]}" if len(models) == 1 else ""
-        rec = pd.concat([r.models[m].records_frame()[["model", "rqs"]] for m in models], ignore_index=True)
+        rec = pd.concat([self._rqs(scored, m) for m in models], ignore_index=True)
         table = pd.concat([self.item_table(scored, m) for m in models], ignore_index=True)
         bars = table[table["accuracy"].notna()].rename(columns={"accuracy": "f1"})
         acc = item_f1_bars(bars, item="field", title=f"json: accuracy per field (matched / scored){suffix}")
@@ -555,10 +648,7 @@ class JsonAdapter(CellPredictions):
         out.append(Section(title="Per-field accuracy", table=pd.concat(frames, ignore_index=True) if frames else None))
         worst = []
         for m in models:
-            rec = self._records(scored, m)
-            if rec.empty:
-                continue
-            for _, row in rec.sort_values(["rqs", "record_id"], kind="stable").head(10).iterrows():
+            for _, row in self._lowest_records(scored, m).iterrows():
                 worst.append({"model": m, "record_id": row["record_id"], "rqs": row["rqs"], "completeness": row["completeness"],
                               "hallucination": row["hallucination"], "accuracy": row["accuracy"],
                               "missing": ", ".join(row["keys_aio_missing_or_null"]), "mismatched": ", ".join(row["keys_mismatched"]),

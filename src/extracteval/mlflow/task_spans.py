@@ -25,14 +25,15 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
-from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
+from extracteval.mlflow.spans_records import COUNTS as _COUNTS
+from extracteval.mlflow.spans_records import chunk_rows, count_frame, expand_chunk_rows
 from extracteval.mlflow.task_json import _is_missing
 from extracteval.mlflow.tasks import Scored, Section
 
 __all__ = ["ADAPTER", "SpansAdapter"]
 
 _RATIOS = ("precision", "recall", "f1")
-_COUNTS = ("tp", "fp", "fn")
 _ERRORS = ("boundary", "type", "boundary_type", "missed", "spurious")
 _NO_SPANS = object()
 
@@ -61,6 +62,19 @@ def _truth_frame(corpus: Any) -> pd.DataFrame:
         texts = corpus.texts or ()
         data["text"] = [texts[i] if i < len(texts) else None for i in range(n)]
     return pd.DataFrame(data, index=pd.Index(list(corpus.doc_ids), name="id"))
+
+
+def _prediction_cells(corpus: Any, model: str) -> dict[str, list[dict[str, Any]]]:
+    """Per document (in corpus order), the model's spans as scored: `{"start", "end", "tag", "text"?}`."""
+    sp = corpus.predictions[model]
+    by_doc: dict[str, list[dict[str, Any]]] = {str(d): [] for d in corpus.doc_ids}
+    texts = sp.text if sp.text is not None else [None] * len(sp.doc)
+    for d, s0, e0, t, own in zip(sp.doc.tolist(), sp.start.tolist(), sp.end.tolist(), sp.tag.tolist(), texts):
+        span = {"start": s0, "end": e0, "tag": corpus.tags[t]}
+        if own is not None:
+            span["text"] = own
+        by_doc[str(corpus.doc_ids[d])].append(span)
+    return by_doc
 
 
 def _parse_json(value: Any) -> Any:
@@ -173,13 +187,62 @@ class SpansAdapter(CellPredictions):
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         """Exactly what `extracteval score spans` computes (commands.score_spans.score)."""
-        from extracteval.io.spans_options import load_corpus as load, spans_config as build_config
+        from extracteval.io.spans_options import load_corpus as load
+        from extracteval.io.spans_options import spans_config as build_config
+        from extracteval.io.spans_options import spans_inputs, truth_source
 
         corpus = load(args)
-        # token files given with --conll carry the gold column themselves: the first one is the truth
-        truth_source = str(args.truth) if args.truth else (args.conll or [""])[0].rpartition("=")[2]
-        inputs = {"truth": args.truth, "conll": list(args.conll or []), "predictions": list(args.predictions or [])}
-        return self._scored(corpus, build_config(args, corpus.unit), truth_source, inputs=inputs)
+        return self._scored(corpus, build_config(args, corpus.unit), truth_source(args), inputs=spans_inputs(args))
+
+    # ---- streaming engines (`evaluate spans --chunk-size N` / `--engine spark`, mlflow/stream.py)
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        """JSONL documents sorted by id (token files: an `InputError`; the truth digest reads
+        documents in id order, and token files name theirs by line, `line N`, in file order)."""
+        from extracteval.chunked_spans import spans_chunk_job
+        from extracteval.io.spans_options import check_token_inputs
+
+        if check_token_inputs(args):
+            raise InputError("evaluate spans streams JSONL documents only: a streamed evaluation reads documents in id order, and token "
+                             "(CoNLL) files name theirs by line (`line N`) in file order. Drop --chunk-size/--workers to evaluate token "
+                             "files in memory, or stream their scores alone with `extracteval score spans --chunk-size N`.")
+        return spans_chunk_job(args, chunk_size=chunk_size)
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from extracteval.spark.spans import spans_spark_job
+
+        return spans_spark_job(spark, args)
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, dict[str, pd.DataFrame | None]]]:
+        """The chunk's truth rows, its per-document counts in the compact layout of
+        `spans_records.chunk_rows` (`scored_from_chunks` expands them to every tag of the
+        evaluation) and its predictions as scored. `chunk` is a `SpanCorpus` of JSONL documents."""
+        from extracteval.core.spans import document_counts
+
+        config = getattr(task, "task", task).config  # the `SpansTask`, inside `RowsInLedger` on Spark
+        models = sorted(chunk.predictions)
+        records = {m: chunk_rows(chunk.doc_ids, chunk.tags, document_counts(chunk, m, config=config)) for m in models}
+        preds = {m: prediction_cells_frame(_prediction_cells(chunk, m)) for m in models}
+        return _truth_frame(chunk), {"records": records, "predictions": preds}
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        """The `Scored` of the merged result; each model's compact per-document counts rewritten
+        as the in-memory `records.parquet` (every tag of the evaluation, mode by mode)."""
+        from extracteval.io.spans_options import truth_source
+        from extracteval.mlflow.stream import scored_of_stream
+
+        for m in result.ranking:
+            src = streamed.files.get((m, "records.parquet"))
+            if src is not None:
+                dst = src.with_name(f"expanded-{src.name}")
+                expand_chunk_rows(src, dst, model=m, modes=[mode for mode, _ in self._modes(result.models[m])], tags=result.tags)
+                src.unlink()
+                streamed.files[(m, "records.parquet")] = dst
+        doc = result.to_dict()
+        doc["inputs"] = dict(streamed.inputs)
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
+                        truth_source=truth_source(argparse.Namespace(**streamed.inputs)), config=doc["config"])
+        return scored_of_stream(scored, streamed)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo), as `score_spans.run_experiment` does."""
@@ -216,15 +279,7 @@ class SpansAdapter(CellPredictions):
         corpus = scored.cache.get("corpus")
         if corpus is None or corpus.unit != "char" or model not in corpus.predictions:
             return False
-        sp = corpus.predictions[model]
-        by_doc: dict[str, list[dict[str, Any]]] = {str(d): [] for d in corpus.doc_ids}
-        texts = sp.text if sp.text is not None else [None] * len(sp.doc)
-        for d, s0, e0, t, own in zip(sp.doc.tolist(), sp.start.tolist(), sp.end.tolist(), sp.tag.tolist(), texts):
-            span = {"start": s0, "end": e0, "tag": corpus.tags[t]}
-            if own is not None:
-                span["text"] = own
-            by_doc[str(corpus.doc_ids[d])].append(span)
-        write_prediction_cells(by_doc, path)
+        write_prediction_cells(_prediction_cells(corpus, model), path)
         return True
 
     def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -435,17 +490,8 @@ class SpansAdapter(CellPredictions):
         if "corpus" not in scored.cache:
             return None
         corpus = scored.cache["corpus"]
-        n, t = len(corpus.doc_ids), len(corpus.tags)
-        frames = []
-        for m in (r.ranking if model is None else (model,)):
-            for mode, arr in self._document_counts(scored, m).items():
-                frames.append(pd.DataFrame({
-                    "model": pd.Categorical.from_codes(np.zeros(n * t, dtype=np.int32), categories=pd.Index([m], dtype=object)),
-                    "record_id": pd.Categorical.from_codes(np.repeat(np.arange(n, dtype=np.int32), t), categories=pd.Index(list(corpus.doc_ids), dtype=object)),
-                    "mode": pd.Categorical.from_codes(np.zeros(n * t, dtype=np.int32), categories=pd.Index([mode], dtype=object)),
-                    "tag": pd.Categorical.from_codes(np.tile(np.arange(t, dtype=np.int32), n), categories=pd.Index(list(corpus.tags), dtype=object)),
-                    **{k: arr[:, :, i].reshape(n * t).astype(np.int32) for i, k in enumerate(_COUNTS)},
-                }))
+        frames = [count_frame(m, corpus.doc_ids, corpus.tags, mode, arr)
+                  for m in (r.ranking if model is None else (model,)) for mode, arr in self._document_counts(scored, m).items()]
         if not frames:
             return None
         out = pd.concat(frames, ignore_index=True)

@@ -21,7 +21,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 
-__all__ = ["score_json_spark_files"]
+__all__ = ["score_json_spark_files", "json_spark_job"]
 
 _ID = "__extracteval_id"
 
@@ -44,22 +44,31 @@ def score_json_spark_files(
     master: str | None = None, partitions: int | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """`extracteval score json --engine spark` → (`ChunkedJsonResult`, `inputs` entry)."""
-    from extracteval.spark import require_pyspark
+    from extracteval.spark import get_session, require_pyspark
 
     require_pyspark()  # a clear message, not an ImportError, when the extra is not installed
+    job = json_spark_job(get_session(master, shuffle_partitions=partitions or 8), truth, predictions, config=config, similarity=similarity,
+                         id_key=id_key, records_mode=records_mode, partitions=partitions)
+    return job.run().result, job.inputs
+
+
+def json_spark_job(
+    spark: Any, truth: str | None, predictions: Sequence[str], *, config: Any, similarity: Any, id_key: str = "id", records_mode: str = "auto",
+    partitions: int | None = None, keep_records: bool = False,
+) -> Any:
+    """The `SparkJob` of `score json --engine spark` (its task: the chunked engine's `JsonTask`,
+    its per-record scores carried in the ledger; `run().result`: `ChunkedJsonResult`)."""
     from pyspark.sql import functions as F
 
     from extracteval.chunked_json import JsonTask
     from extracteval.io.config import model_files
     from extracteval.io.json_chunks import JsonChunk, is_pairs, parse_record
     from extracteval.io.json_inputs import _canon, _loads
-    from extracteval.spark import get_session
-    from extracteval.spark.engine import run_on_spark
+    from extracteval.spark.engine import SparkJob
     from extracteval.spark.ordered import RowsInLedger, in_id_order
     from extracteval.spark.engine import guard as _guard
     from extracteval.spark.engine import read_keyed_lines
 
-    spark = get_session(master, shuffle_partitions=partitions or 8)
     safety_key = config.safety_key
 
     def read(path: str) -> tuple[Any, bool]:
@@ -129,10 +138,10 @@ def score_json_spark_files(
             preds.append(JsonPredictions(name=m, records=recs, safety=safety, status=status, source=models[m]))
         return JsonChunk(truth=gt, predictions=preds, truth_source=truth_source)
 
-    task = JsonTask(config=config, similarity=similarity, records_mode=records_mode)
+    task = JsonTask(config=config, similarity=similarity, records_mode=records_mode, keep_records=keep_records)
 
     def empty() -> JsonChunk:
         raise InputError(f"{truth_source}: the file has no records.")
 
-    run = run_on_spark(RowsInLedger(task), joined, to_chunk, empty_chunk=empty)
-    return run.result, {"truth": truth_source, "predictions": dict(models)}
+    return SparkJob(task=RowsInLedger(task), df=joined, to_chunk=to_chunk, empty_chunk=empty,
+                    inputs={"truth": truth_source, "predictions": dict(models)})

@@ -19,7 +19,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 
-__all__ = ["score_spans_spark_files"]
+__all__ = ["spans_spark_job"]
 
 _ID = "__extracteval_id"
 
@@ -31,25 +31,29 @@ def _id_of(source: str, rec: Any) -> str:
     return str(rec["id"]).strip()
 
 
-def score_spans_spark_files(
-    truth: str, predictions: Sequence[tuple[str, Path]], *, config: Any, master: str | None = None, partitions: int | None = None,
-) -> Any:
-    """`extracteval score spans --truth T.jsonl --predictions … --engine spark` → `SpansResult`."""
-    from extracteval.spark import require_pyspark
+def spans_spark_job(spark: Any, args: Any) -> Any:
+    """The `SparkJob` of `score spans` / `evaluate spans --engine spark` (`args`: their parsed
+    options; `run().result` is the `SpansResult`)."""
+    from extracteval.io.spans_options import check_token_inputs, named_files, spans_config, spans_inputs
 
-    require_pyspark()  # a clear message, not an ImportError, when the extra is not installed
+    if check_token_inputs(args):
+        raise InputError("--engine spark reads JSONL span files; score token files with --chunk-size/--workers, or in memory.")
+    return _spans_job(spark, args.truth, named_files(args.predictions or [], "--predictions"), config=spans_config(args, "char"),
+                      partitions=args.spark_partitions, inputs=spans_inputs(args))
+
+
+def _spans_job(spark: Any, truth: str, predictions: Sequence[tuple[str, Path]], *, config: Any, partitions: int | None,
+               inputs: dict[str, Any]) -> Any:
     from pyspark.sql import functions as F
 
     from extracteval.chunked_spans import SpansTask
     from extracteval.io.spans_chunks import _doc, chunk_corpus
     from extracteval.io.spans_inputs import is_jsonl
-    from extracteval.spark import get_session
-    from extracteval.spark.engine import run_on_spark
-    from extracteval.spark.ordered import RowsInLedger, in_id_order
+    from extracteval.spark.engine import SparkJob
     from extracteval.spark.engine import guard as _guard
     from extracteval.spark.engine import read_keyed_lines
+    from extracteval.spark.ordered import RowsInLedger, in_id_order
 
-    spark = get_session(master, shuffle_partitions=partitions or 8)
     models: dict[str, str] = {}
     for name, p in predictions:
         if name in models:
@@ -105,4 +109,4 @@ def score_spans_spark_files(
     def empty() -> Any:
         raise InputError(f"{truth}: no documents found; expected one JSON object per line.")
 
-    return run_on_spark(RowsInLedger(SpansTask(config=config)), joined, to_chunk, empty_chunk=empty).result
+    return SparkJob(task=RowsInLedger(SpansTask(config=config)), df=joined, to_chunk=to_chunk, empty_chunk=empty, inputs=inputs)
