@@ -30,6 +30,7 @@ def test_the_adapters_chunk_job_scores_what_score_in_memory_scores(cli, task):
     result, stats = run_chunks(job.task, job.chunks, workers=1)
     assert stats.chunks > 1
     want = json.loads(cli("score", task, *TASK_ARGS[task], "--json").out)
-    assert job.inputs == want["inputs"]
+    if "inputs" in want:  # the documents that name their inputs name the job's
+        assert job.inputs == want["inputs"]
     result = result[0] if isinstance(result, tuple) else result  # a task may finalise to (result, notes)
     assert list(result.to_dict()["ranking"]) == list(want["ranking"])
