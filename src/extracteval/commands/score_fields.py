@@ -90,12 +90,12 @@ def spark_session(args: argparse.Namespace) -> object:
 
 
 def run(args: argparse.Namespace) -> int:
-    from extracteval.io.fields_options import build_config, load_inputs
+    from extracteval.io.fields_options import build_config, chosen_fields, load_inputs
     from extracteval.core.fields import score_fields
     from extracteval.errors import InputError
 
     config = build_config(args)
-    fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
+    fields = chosen_fields(args)
     engine = getattr(args, "engine", "local")
     chunk_size = getattr(args, "chunk_size", None)
     workers = getattr(args, "workers", 1)
@@ -108,15 +108,9 @@ def run(args: argparse.Namespace) -> int:
         with _staged(args.output) as staging:
             records_path = staging / "records.parquet" if staging is not None else None
             if engine == "spark":
-                from extracteval.spark.fields import score_fields_files
-
-                result, inputs = score_fields_files(
-                    args.truth, args.predictions, config=config, fields=fields, id_column=args.id_column,
-                    delimiter=args.delimiter, master=args.spark_master, partitions=args.spark_partitions,
-                    records_path=records_path,
-                )
+                result, inputs = _score_spark(args, records_path)
             else:
-                result, inputs = _score_chunked(args, config, fields, 100_000 if chunk_size is None else chunk_size, workers, records_path)
+                result, inputs = _score_chunked(args, 100_000 if chunk_size is None else chunk_size, workers, records_path)
             doc = result.to_dict()
             doc["inputs"] = inputs
             if staging is not None:
@@ -159,23 +153,29 @@ def _staged(output: str | None) -> Iterator[Path | None]:
         yield staging
 
 
-def _score_chunked(args: argparse.Namespace, config: Any, fields: list[str] | None, chunk_size: int, workers: int,
-                   records_path: Path | None) -> tuple[Any, dict[str, Any]]:
-    """The chunked engine: files streamed by id, chunks scored (in `workers` processes), ledgers
-    merged, per-record rows streamed to --output/records.parquet."""
-    from extracteval.chunked import FieldsTask, run_chunks
-    from extracteval.core.fields import plan_fields
-    from extracteval.errors import InputError
-    from extracteval.io.fields_chunks import open_fields_stream
+def _score_chunked(args: argparse.Namespace, chunk_size: int, workers: int, records_path: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The chunked engine (the task's `chunk_job`): files streamed by id, chunks scored (in
+    `workers` processes), ledgers merged, per-record rows streamed to --output/records.parquet."""
+    from dataclasses import replace
 
-    if args.keys:
-        raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
-    stream = open_fields_stream(args.truth, args.predictions, chunk_size=chunk_size, id_column=args.id_column, delimiter=args.delimiter)
-    plan = plan_fields(stream.truth_fields, stream.models, config=config, fields=fields, truth_source=stream.truth_source)
-    result, _ = run_chunks(FieldsTask(plan, keep_records=records_path is not None), stream.chunks(), workers=workers, records_path=records_path)
-    return result, {"truth": stream.truth_source, "predictions": dict(stream.models)}
+    from extracteval.chunked import run_chunks
+    from extracteval.mlflow.tasks import get_adapter
+
+    job = get_adapter("fields").chunk_job(args, chunk_size=chunk_size)
+    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
+    return result, job.inputs
+
+
+def _score_spark(args: argparse.Namespace, records_path: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The Spark engine (the task's `spark_job`); the per-record rows written to
+    --output/records.parquet by Spark."""
+    from extracteval.mlflow.tasks import get_adapter
+
+    job = get_adapter("fields").spark_job(args, spark_session(args))
+    run = job.run()
+    if records_path is not None:
+        run.records.write.mode("overwrite").parquet(str(records_path))
+    return run.result, job.inputs
 
 
 def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool = True) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -14,7 +15,7 @@ from extracteval.errors import InputError
 from extracteval.io.chunks import SortedIdMerge, iter_records, table_columns
 from extracteval.io.config import model_files
 
-__all__ = ["FieldsStream", "open_fields_stream"]
+__all__ = ["FieldsStream", "open_fields_stream", "fields_chunk_job"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +91,17 @@ def open_fields_stream(
         delimiter=delimiter,
         trailing_extras=trailing_extras,
     )
+
+
+def fields_chunk_job(truth: str, predictions: Sequence[str], *, config: Any, fields: Sequence[str] | None, chunk_size: int,
+                     id_column: str = "id", delimiter: str | None = None) -> Any:
+    """The `ChunkJob` of `score fields --chunk-size`: wide files sorted by id, merged by id
+    (`io.fields_chunks`), scored by `FieldsTask`."""
+    from extracteval.chunked import ChunkJob, FieldsTask
+    from extracteval.core.fields import plan_fields
+
+    if chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    stream = open_fields_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter)
+    plan = plan_fields(stream.truth_fields, stream.models, config=config, fields=list(fields) if fields else None, truth_source=stream.truth_source)
+    return ChunkJob(task=FieldsTask(plan), chunks=stream.chunks(), inputs={"truth": stream.truth_source, "predictions": dict(stream.models)})

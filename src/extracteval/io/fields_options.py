@@ -69,3 +69,9 @@ def build_config(args: argparse.Namespace) -> Any:
     if norm:
         opts["normalization"] = NormalizationConfig(**norm)
     return FieldsConfig(**opts)
+
+
+def chosen_fields(args: argparse.Namespace) -> list[str] | None:
+    """The fields `--fields a,b` asks for (None: every field of the truth)."""
+    given = getattr(args, "fields", None)
+    return [f.strip() for f in given.split(",") if f.strip()] if given else None

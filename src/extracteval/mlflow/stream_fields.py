@@ -77,24 +77,16 @@ def scored_from_stream(s: Streamed) -> Scored:
 def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers: int, workdir_parent: Path | None = None) -> Streamed:
     """Score `evaluate fields` arguments with the chunked engine (see the module docstring)."""
     from extracteval.chunked import run_chunks
-    from extracteval.io.fields_options import build_config
     from extracteval.core.digest import TruthDigest
-    from extracteval.core.fields import plan_fields
-    from extracteval.errors import InputError
     from extracteval.io.chunks import materialise_text, table_columns
-    from extracteval.io.fields_chunks import open_fields_stream
+    from extracteval.mlflow.tasks import get_adapter
 
-    if getattr(args, "keys", None):
-        raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
-    config = build_config(args)
-    fields = [f.strip() for f in args.fields.split(",") if f.strip()] if getattr(args, "fields", None) else None
-    stream = open_fields_stream(args.truth, args.predictions, chunk_size=chunk_size, id_column=args.id_column, delimiter=args.delimiter)
-    plan = plan_fields(stream.truth_fields, stream.models, config=config, fields=fields, truth_source=stream.truth_source)
+    job = get_adapter("fields").chunk_job(args, chunk_size=chunk_size)  # what `score fields --chunk-size` runs
+    plan = job.task.plan
+    models: dict[str, str] = job.inputs["predictions"]
     headers = {
         name: tuple(c for c in table_columns(src, delimiter=args.delimiter) if c not in (args.id_column, "status"))
-        for name, src in stream.models.items()
+        for name, src in models.items()
     }
     task = EvaluateFieldsTask(plan, keep_records=True, headers=headers)
     workdir = Path(tempfile.mkdtemp(prefix="extracteval-stream-", dir=workdir_parent))
@@ -109,7 +101,7 @@ def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers:
 
     def chunks() -> Iterator[Any]:
         nonlocal head_rows
-        for chunk in stream.chunks():
+        for chunk in job.chunks:
             if head_rows < HEAD_ROWS:  # the first rows as read, for the dataset schema
                 part = materialise_text(chunk.truth.head(HEAD_ROWS - head_rows))
                 heads.append(part)
@@ -121,9 +113,10 @@ def score_fields_streamed(args: argparse.Namespace, *, chunk_size: int, workers:
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    head = pd.concat(heads) if heads else pd.DataFrame(columns=stream.truth_fields)
+    head = pd.concat(heads) if heads else pd.DataFrame(columns=[c for c in table_columns(job.inputs["truth"], delimiter=args.delimiter)
+                                                                 if c != args.id_column])
     return Streamed(
         result=result, truth_digest=digest.hexdigest(), truth_head=head, truth_rows=result.n_records,
-        inputs={"truth": stream.truth_source, "predictions": dict(stream.models)},
+        inputs=job.inputs,
         files={k: v for k, v in files.items() if v.exists()}, workdir=workdir,
     )

@@ -319,12 +319,12 @@ class FieldsAdapter:
         """Score the CLI's inputs. `early`: start writing the per-record and predictions Parquet
         files and digesting the truth there as soon as the per-record counts are final, while
         the bootstrap still runs (see mlflow/early.py); `write_bundle` picks them up."""
-        from extracteval.io.fields_options import build_config, load_inputs
+        from extracteval.io.fields_options import build_config, chosen_fields, load_inputs
         from extracteval.core.fields import score_fields
 
         truth, preds, truth_source = load_inputs(args)
         config = build_config(args)
-        fields = [f.strip() for f in args.fields.split(",") if f.strip()] if getattr(args, "fields", None) else None
+        fields = chosen_fields(args)
         codes: dict[str | None, dict[str, Any]] = {}
         by_name = {p.name: p for p in preds}
         on_records = None if early is None else (lambda rec: _start_early(early, rec, truth, by_name, codes))
@@ -337,6 +337,27 @@ class FieldsAdapter:
         if early is not None:
             early.attach(scored.cache)
         return scored
+
+    # ---- engines: `score fields --chunk-size/--workers`, `--engine spark` and the streamed
+    # `evaluate` (mlflow/stream.py)
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from extracteval.io.fields_chunks import fields_chunk_job
+        from extracteval.io.fields_options import build_config, chosen_fields
+
+        if getattr(args, "keys", None):
+            raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
+        return fields_chunk_job(args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args), chunk_size=chunk_size,
+                                id_column=args.id_column, delimiter=args.delimiter)
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from extracteval.io.fields_options import build_config, chosen_fields
+        from extracteval.spark.fields import fields_spark_job
+
+        if getattr(args, "keys", None):
+            raise InputError("--keys (Kleister files) cannot be read by --engine spark; drop --engine spark.")
+        return fields_spark_job(spark, args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args),
+                                id_column=args.id_column, delimiter=args.delimiter, partitions=getattr(args, "spark_partitions", None))
 
     def score_streamed(self, args: argparse.Namespace, *, engine: str, chunk_size: int, workers: int, workdir_parent: Any = None) -> Scored:
         """`evaluate fields` on the chunked engine or Spark: per-record counts and predictions are

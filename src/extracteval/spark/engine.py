@@ -215,9 +215,14 @@ class SparkJob:
     to_chunk: Callable[[pd.DataFrame], Any]
     empty_chunk: Callable[[], Any]
     inputs: dict[str, Any]
+    # a task that gives per-record rows: their Spark schema, and how `finalise` gets its bootstrap
+    # rows from them (`run_on_spark`)
+    records_schema: str | None = None
+    record_rows: Callable[[Any, Any], np.ndarray] | None = None
 
     def run(self) -> SparkRun:
-        return run_on_spark(self.task, self.df, self.to_chunk, empty_chunk=self.empty_chunk)
+        return run_on_spark(self.task, self.df, self.to_chunk, empty_chunk=self.empty_chunk, records_schema=self.records_schema,
+                            record_rows=self.record_rows)
 
 
 def lines_job(

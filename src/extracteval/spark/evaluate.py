@@ -82,7 +82,7 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from extracteval.io.fields_options import build_config
+    from extracteval.io.fields_options import build_config, chosen_fields
     from extracteval.core.digest import TruthDigest, encode_truth
     from extracteval.core.fields import ModelPredictions
     from extracteval.io.config import model_files
@@ -93,7 +93,7 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     if getattr(args, "keys", None):
         raise InputError("--keys (Kleister files) cannot be read by --engine spark; drop --engine spark.")
     config = build_config(args)
-    fields = [f.strip() for f in args.fields.split(",") if f.strip()] if getattr(args, "fields", None) else None
+    fields = chosen_fields(args)
     partitions = args.spark_partitions
     spark = get_session(args.spark_master, shuffle_partitions=partitions or 8)
     id_column = args.id_column

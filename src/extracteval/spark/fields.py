@@ -27,7 +27,7 @@ import pandas as pd
 from extracteval.core.fields import FieldsConfig, FieldsLedger, FieldsResult, ModelPredictions, plan_fields
 from extracteval.errors import InputError
 
-__all__ = ["SparkFieldsResult", "join_tables", "score_fields_spark", "score_fields_files", "read_spark_table"]
+__all__ = ["SparkFieldsResult", "join_tables", "score_fields_spark", "fields_frames_job", "fields_spark_job", "score_fields_files", "read_spark_table"]
 
 _ID = "__extracteval_id"
 _RECORD_SCHEMA = "model string, record_id string, field string, tp int, fp int, fn int, tn int, excluded int"
@@ -193,6 +193,17 @@ def score_fields_spark(
 
     Returns the local engine's `FieldsResult` (same `to_dict()`) and the per-record DataFrame.
     """
+    run = fields_frames_job(truth, predictions, config, fields, id_column, truth_source, sources, text_columns, partitions).run()
+    return SparkFieldsResult(result=run.result, records=run.records, ledger=run.ledger)
+
+
+def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: FieldsConfig | None, fields: Sequence[str] | None, id_column: str,
+                      truth_source: str, sources: Mapping[str, str] | None, text_columns: Mapping[str, bool] | None, partitions: int | None) -> Any:
+    """The `spark.engine.SparkJob` of `score_fields_spark` (same arguments): `FieldsTask` over
+    the joined records, with the per-record rows and the bootstrap rows read from them."""
+    from extracteval.chunked import FieldsChunk, FieldsTask
+    from extracteval.spark.engine import SparkJob
+
     sources = dict(sources or {})
     text_columns = dict(text_columns or {})
     if not predictions:
@@ -208,9 +219,6 @@ def score_fields_spark(
     joined, spec = join_tables(truth, predictions, columns=scored, models=plan.models, id_column=id_column, truth_source=truth_source,
                                sources={**sources, **plan.sources}, text_columns=text_columns, partitions=partitions)
     model_specs = spec.models
-
-    from extracteval.chunked import FieldsChunk, FieldsTask
-    from extracteval.spark.engine import run_on_spark
 
     def to_chunk(pdf: pd.DataFrame) -> FieldsChunk:
         t, preds = _inputs(pdf, spec)
@@ -228,10 +236,19 @@ def score_fields_spark(
     def record_rows(records_df: Any, ledger: FieldsLedger) -> np.ndarray:
         return _collect_rows(records_df, plan.models, scored, ledger.n_records)
 
-    run = run_on_spark(
-        FieldsTask(plan), joined, to_chunk, empty_chunk=empty_chunk, records_schema=_RECORD_SCHEMA, record_rows=record_rows,
-    )
-    return SparkFieldsResult(result=run.result, records=run.records, ledger=run.ledger)
+    return SparkJob(task=FieldsTask(plan), df=joined, to_chunk=to_chunk, empty_chunk=empty_chunk,
+                    inputs={"truth": str(truth_source), "predictions": dict(sources)},
+                    records_schema=_RECORD_SCHEMA, record_rows=record_rows)
+
+
+def fields_spark_job(
+    spark: Any, truth: str | Path, predictions: Sequence[str], *, config: FieldsConfig | None = None, fields: Sequence[str] | None = None,
+    id_column: str = "id", delimiter: str | None = None, partitions: int | None = None,
+) -> Any:
+    """The `SparkJob` of `score fields --engine spark`: the files (local paths or cluster URIs)
+    read by `read_spark_tables`, scored by `fields_frames_job`."""
+    tdf, preds, sources, text = read_spark_tables(spark, truth, predictions, delimiter=delimiter)
+    return fields_frames_job(tdf, preds, config, fields, id_column, str(truth), sources, text, partitions)
 
 
 def _collect_rows(records_df: Any, models: Sequence[str], fields: Sequence[str], n: int) -> np.ndarray:
@@ -298,12 +315,9 @@ def score_fields_files(
     """`extracteval score fields --engine spark`: files (local paths or cluster URIs) → result."""
     from extracteval.spark import get_session
 
-    spark = get_session(master, shuffle_partitions=partitions or 8)
-    tdf, preds, sources, text = read_spark_tables(spark, truth, predictions, delimiter=delimiter)
-    out = score_fields_spark(
-        tdf, preds, config=config, fields=fields, id_column=id_column, truth_source=str(truth),
-        sources=sources, text_columns=text, partitions=partitions,
-    )
+    job = fields_spark_job(get_session(master, shuffle_partitions=partitions or 8), truth, predictions, config=config, fields=fields,
+                           id_column=id_column, delimiter=delimiter, partitions=partitions)
+    run = job.run()
     if records_path is not None:
-        out.records.write.mode("overwrite").parquet(str(records_path))
-    return out.result, {"truth": str(truth), "predictions": sources}
+        run.records.write.mode("overwrite").parquet(str(records_path))
+    return run.result, job.inputs
