@@ -140,15 +140,21 @@ def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("args", [["--chunk-size", "5"], ["--workers", "2"], ["--engine", "spark"]])
-def test_evaluate_refuses_the_scale_options_for_tasks_it_cannot_stream(cli, tmp_path, monkeypatch, args):
-    # a task whose adapter cannot stream its evaluation yet (tests/scale/test_engines_registry.py
-    # lists them) scores in memory, and an option that would change how it scores must not pass silently
+def test_evaluate_refuses_the_scale_options_where_it_scores_in_memory(cli, tmp_path, monkeypatch, args):
+    # every task streams its evaluation, but some inputs are scored in memory (BFCL's checker reads
+    # its question and answer files whole): an option that would change how they are scored must
+    # not pass silently
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"
-    t = tmp_path / "t.jsonl"
-    t.write_text('{"id": "1", "target": {"a": 1}}\n', encoding="utf-8")
-    res = cli("evaluate", "json", "--truth", str(t), "--predictions", f"m={t}", "--experiment", "x", "--tracking-uri", uri, *args)
-    assert res.code == 2 and "evaluate json scores in memory" in res.err and args[0] in res.err and "Traceback" not in res.err
+    q = tmp_path / "q.json"
+    q.write_text('{"id": "simple_0", "question": "x", "function": {"name": "f", "parameters": {"type": "dict", "properties": {}}}}\n', encoding="utf-8")
+    a = tmp_path / "a.json"
+    a.write_text('{"id": "simple_0", "ground_truth": {"f": {}}}\n', encoding="utf-8")
+    r = tmp_path / "r.json"
+    r.write_text('{"id": "simple_0", "result": "[f()]"}\n', encoding="utf-8")
+    res = cli("evaluate", "toolcalls", "--checker", "bfcl", "--questions", str(q), "--truth", str(a), "--predictions", f"m={r}",
+              "--experiment", "x", "--tracking-uri", uri, *args)
+    assert res.code == 2 and "evaluate toolcalls --checker bfcl scores in memory" in res.err and "Traceback" not in res.err, res.err
     assert not (tmp_path / "store.db").exists()  # refused before anything was scored or logged
 
 
