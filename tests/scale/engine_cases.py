@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.conftest import EXPERIMENTS
 
-__all__ = ["TASK_ARGS", "STREAMED_EVALUATE_MISSING"]
+__all__ = ["TASK_ARGS"]
 
 
 def _models(folder: str, names: dict[str, str]) -> list[str]:
@@ -32,8 +32,3 @@ TASK_ARGS: dict[str, list[str]] = {
     "toolcalls": ["--truth", str(EXPERIMENTS / "slm-vs-llm/toolcalls/truth.jsonl"),
                   *_models("slm-vs-llm/toolcalls", {"gpt": "gpt-4o.jsonl", "qwen": "qwen2.5-1.5b.jsonl"})],
 }
-
-# tasks whose `evaluate` does not stream yet (chunked engine or Spark): their adapters lack the
-# streaming methods, and `evaluate` refuses the options with a clear error. Each is expected to
-# fail the streamed-evaluate tests (strict: the test fails as soon as one of them streams).
-STREAMED_EVALUATE_MISSING: frozenset[str] = frozenset()

@@ -12,14 +12,10 @@ import pytest
 from extracteval.chunked import ChunkJob, run_chunks
 from extracteval.cli import build_parser
 from extracteval.mlflow.tasks import TASKS, get_adapter
-from tests.scale.engine_cases import STREAMED_EVALUATE_MISSING, TASK_ARGS
+from tests.scale.engine_cases import TASK_ARGS
 
 
-def _missing(task: str) -> list:
-    return [pytest.mark.xfail(strict=True, reason=f"the {task} adapter has no chunk_job/spark_job yet")] if task in STREAMED_EVALUATE_MISSING else []
-
-
-@pytest.mark.parametrize("task", [pytest.param(t, marks=_missing(t)) for t in TASKS])
+@pytest.mark.parametrize("task", list(TASKS))
 def test_the_adapters_chunk_job_scores_what_score_in_memory_scores(cli, task):
     adapter = get_adapter(task)
     assert callable(getattr(adapter, "spark_job", None)), f"{task}: the adapter has no spark_job"

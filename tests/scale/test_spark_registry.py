@@ -14,7 +14,7 @@ if shutil.which("java") is None:
     pytest.skip("no Java runtime on PATH: Spark needs Java 17+", allow_module_level=True)
 
 from extracteval.mlflow.tasks import TASKS  # noqa: E402
-from tests.scale.engine_cases import STREAMED_EVALUATE_MISSING, TASK_ARGS  # noqa: E402
+from tests.scale.engine_cases import TASK_ARGS  # noqa: E402
 from tests.scale.stores import assert_same_stores, evaluate_task  # noqa: E402
 
 SPARK = ["--engine", "spark", "--spark-master", "local[2]", "--spark-partitions", "3"]
@@ -28,10 +28,7 @@ def test_score_on_spark_gives_the_in_memory_document(cli, spark, task):
     assert json.loads(got.out) == json.loads(want.out)
 
 
-@pytest.mark.parametrize("task", [
-    pytest.param(t, marks=[pytest.mark.xfail(strict=True, reason=f"evaluate {t} does not stream yet")] if t in STREAMED_EVALUATE_MISSING else [])
-    for t in TASKS
-])
+@pytest.mark.parametrize("task", list(TASKS))
 def test_evaluate_on_spark_logs_what_the_in_memory_one_logs(cli, spark, tmp_path, monkeypatch, task):
     monkeypatch.chdir(tmp_path)
     want = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, "memory")
