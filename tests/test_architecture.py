@@ -15,9 +15,6 @@ COMMAND_LAYER = ("extracteval.commands", "extracteval.cli", "extracteval.__main_
 
 # (importing module, imported command module) still to move below the command layer
 REMAINING_LAYER_IMPORTS = {
-    ("extracteval.mlflow.task_entities", "extracteval.commands.score_entities"),
-    ("extracteval.mlflow.task_json", "extracteval.commands.score_json"),
-    ("extracteval.mlflow.task_labels", "extracteval.commands.score_labels"),
     ("extracteval.mlflow.task_structured", "extracteval.commands.compare_models"),
     ("extracteval.mlflow.task_structured", "extracteval.commands.live_progress"),
     ("extracteval.mlflow.task_structured", "extracteval.commands.score_structured"),

@@ -10,7 +10,7 @@ as `score_entities` does over one chunk, so the document is the in-memory one ex
 
 A SEMANTIC field's backend is called once per chunk (over that chunk's distinct pairs) instead of
 once for the whole input: the scores are the same as long as the backend scores each pair on its
-own (`lexical` does; an `llm_judge` is refused, see `commands.score_entities`).
+own (`lexical` does; an `llm_judge` is refused, see `io.entities_options`).
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ class EntitiesAdapter(CellPredictions):
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         # the steps of `score_entities.score`, keeping the truth records for the digest and dataset
-        from extracteval.commands.score_entities import build_config, judge_counts
+        from extracteval.io.entities_options import build_config, judge_counts
         from extracteval.core.entities import score_entities
         from extracteval.core.similarity import get_similarity
         from extracteval.io.entities_inputs import load_entities_inputs
@@ -175,7 +175,7 @@ class EntitiesAdapter(CellPredictions):
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
 
     def _streaming_options(self, args: argparse.Namespace) -> tuple[Any, Any]:
-        from extracteval.commands.score_entities import build_config, streaming_similarity
+        from extracteval.io.entities_options import build_config, streaming_similarity
 
         config, sim_name, sim_opts = build_config(args)
         return config, streaming_similarity(sim_name, sim_opts)
@@ -281,7 +281,7 @@ class EntitiesAdapter(CellPredictions):
         matches nothing, so every gold entity of the record is missed), an empty cell is no output
         (the record has no prediction, as when a file lacks it; `[]` is a record with no
         entities); unreadable outputs are listed under `invalid_outputs`."""
-        from extracteval.commands.score_entities import judge_counts
+        from extracteval.io.entities_options import judge_counts
         from extracteval.core.entities import ModelEntities, score_entities
         from extracteval.core.similarity import get_similarity
 

@@ -218,7 +218,7 @@ class JsonAdapter(CellPredictions):
     def score_args(self, args: argparse.Namespace) -> Scored:
         """Exactly what `extracteval score json` computes (commands.score_json.score), keeping
         the ground truth for the dataset input."""
-        from extracteval.commands.score_json import build_config
+        from extracteval.io.json_options import build_config
         from extracteval.core.normalize import Normalizer
         from extracteval.core.similarity import get_similarity
         from extracteval.io.json_inputs import load_json_inputs
@@ -238,7 +238,7 @@ class JsonAdapter(CellPredictions):
     def _streaming_options(self, args: argparse.Namespace) -> dict[str, Any]:
         """What `score json --chunk-size` / `--engine spark` score with: the configuration, the
         similarity backend, the `--records` mode."""
-        from extracteval.commands.score_json import build_config
+        from extracteval.io.json_options import build_config
         from extracteval.core.similarity import get_similarity
 
         config, sim_name, sim_opts = build_config(args)
@@ -271,7 +271,7 @@ class JsonAdapter(CellPredictions):
                                            "predictions": {p.name: prediction_cells_frame(_prediction_cells(p, safety_key)) for p in chunk.predictions}}
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
-        from extracteval.commands.score_json import _with_judge
+        from extracteval.io.json_options import with_judge as _with_judge
         from extracteval.mlflow.stream import scored_of_stream
 
         doc = result.to_dict(include_records={"auto": None, "all": True, "none": False}[result.records_mode])
@@ -339,7 +339,7 @@ class JsonAdapter(CellPredictions):
         from extracteval.core.json_compare import JsonConfig, RQSWeights
         from extracteval.core.normalize import NormalizationConfig
         from extracteval.core.strategies import parse_strategy_map
-        from extracteval.commands.score_json import strategy_file_options
+        from extracteval.io.json_options import strategy_file_options
         from extracteval.io.config import similarity_settings
 
         opts: dict[str, Any] = {}

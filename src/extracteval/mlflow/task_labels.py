@@ -202,7 +202,8 @@ class LabelsAdapter(CellPredictions):
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         # the steps of `score_labels.score`, keeping the truth frame for the digest and dataset
-        from extracteval.commands.score_labels import _features, build_config
+        from extracteval.io.labels_options import build_config
+        from extracteval.io.labels_options import chosen_features as _features
         from extracteval.core.labels import score_labels
         from extracteval.io.entities_inputs import load_labels_inputs
 
@@ -217,13 +218,15 @@ class LabelsAdapter(CellPredictions):
 
     def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
         from extracteval.chunked_labels import labels_chunk_job
-        from extracteval.commands.score_labels import _features, build_config
+        from extracteval.io.labels_options import build_config
+        from extracteval.io.labels_options import chosen_features as _features
 
         return labels_chunk_job(args.truth, args.predictions, config=build_config(args), features=_features(args), chunk_size=chunk_size,
                                 id_column=args.id_column, delimiter=args.delimiter)
 
     def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
-        from extracteval.commands.score_labels import _features, build_config
+        from extracteval.io.labels_options import build_config
+        from extracteval.io.labels_options import chosen_features as _features
         from extracteval.spark.labels import labels_spark_job
 
         return labels_spark_job(spark, args.truth, args.predictions, config=build_config(args), features=_features(args),
