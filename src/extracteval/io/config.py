@@ -121,3 +121,9 @@ def normalization_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     if config.get("dayfirst") is not None:
         norm["dayfirst"] = bool(config["dayfirst"])
     return norm
+
+
+def normalization_flags(args: Any) -> dict[str, Any]:
+    """The normalisation options of the command line's `--null-tokens A,B` and `--dayfirst`, read
+    as `normalization_keys` reads them (a flag not given sets nothing)."""
+    return normalization_keys({"null_tokens": getattr(args, "null_tokens", None), "dayfirst": True if getattr(args, "dayfirst", False) else None})

@@ -75,10 +75,9 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
         v = getattr(args, k, None)
         if v is not None:
             opts[k] = v
-    if args.null_tokens is not None:
-        norm["null_tokens"] = frozenset(t.strip().casefold() for t in args.null_tokens.split(",") if t.strip())
-    if args.dayfirst:
-        norm["dayfirst"] = True
+    from extracteval.io.config import normalization_flags  # here: --help loads no pandas
+
+    norm.update(normalization_flags(args))
     if norm:
         opts["normalization"] = NormalizationConfig(**norm)
     if getattr(args, "similarity", None):

@@ -56,10 +56,9 @@ def build_config(args: argparse.Namespace) -> Any:
         opts["fuzzy_threshold"] = args.fuzzy_threshold
     if args.zero_division is not None:
         opts["zero_division"] = args.zero_division
-    if args.null_tokens is not None:
-        norm["null_tokens"] = frozenset(t.strip().casefold() for t in args.null_tokens.split(",") if t.strip())
-    if args.dayfirst:
-        norm["dayfirst"] = True
+    from extracteval.io.config import normalization_flags  # here: --help loads no pandas
+
+    norm.update(normalization_flags(args))
     if args.no_ci:
         opts["bootstrap"] = 0
     elif args.resamples is not None:

@@ -96,10 +96,9 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
         opts["weights"] = w
     if "weights" in opts:
         opts["weights"] = RQSWeights(**opts["weights"])
-    if getattr(args, "null_tokens", None) is not None:
-        norm["null_tokens"] = frozenset(t.strip().casefold() for t in args.null_tokens.split(",") if t.strip())
-    if getattr(args, "dayfirst", False):
-        norm["dayfirst"] = True
+    from extracteval.io.config import normalization_flags  # here: --help loads no pandas
+
+    norm.update(normalization_flags(args))
     if norm:
         opts["normalization"] = NormalizationConfig(**norm)
     if getattr(args, "similarity", None):

@@ -52,10 +52,9 @@ def build_config(args: argparse.Namespace) -> Any:
             opts["zero_division"] = raw["zero_division"]
     opts["types"].update(_pairs(args.type, "--type"))
     opts["positive_labels"].update(_pairs(args.positive_label, "--positive-label"))
-    if args.null_tokens is not None:
-        norm["null_tokens"] = frozenset(t.strip().casefold() for t in args.null_tokens.split(",") if t.strip())
-    if args.dayfirst:
-        norm["dayfirst"] = True
+    from extracteval.io.config import normalization_flags  # here: --help loads no pandas
+
+    norm.update(normalization_flags(args))
     if args.zero_division is not None:
         opts["zero_division"] = args.zero_division
     if norm:
