@@ -135,14 +135,12 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     ids, targets, t_source = read_truth(truth, adapter, id_column=id_column)
     cells: dict[str, list[Any]] = {}
     notes: list[str] = []
+    known = set(ids)
     status_column = config.get("status_column")
     status: dict[str, list[Any]] | None = {} if status_column is not None else None
     for name, given in named.items():
         p_frame, p_source = _frame(given, f"predictions of model {name!r}", id_column)
-        p_ids = [str(i) for i in p_frame[id_column]]
-        if len(set(p_ids)) != len(p_ids):
-            d = sorted({i for i in p_ids if p_ids.count(i) > 1})
-            raise InputError(f"{p_source}: record ids must be unique; found {len(d)} duplicated: {', '.join(repr(x) for x in d[:5])}.")
+        p_ids = _unique_ids(p_frame, p_source, id_column)
         if status is not None:
             if status_column not in p_frame.columns:
                 raise InputError(f"`status_column`: {p_source} has no column {status_column!r}.")
@@ -150,7 +148,6 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
             status[name] = [by_status.get(i) for i in ids]
             p_frame = p_frame.drop(columns=[status_column])
         by_id = dict(zip(p_ids, _cells(p_frame, adapter, id_column)))
-        known = set(ids)
         extra = [i for i in p_ids if i not in known]
         if extra:
             notes.append(f"model {name!r}: {len(extra)} prediction(s) for ids not in the truth were ignored: "
@@ -168,11 +165,17 @@ def read_truth(value: Any, adapter: Any, *, id_column: str = "id", delimiter: st
     """(record ids, one target cell per record, where the truth came from): a ground truth
     (DataFrame, list of dicts or file path) read as `score` reads it; ids must be unique."""
     frame, source = _frame(value, "truth", id_column, delimiter=delimiter)
+    return _unique_ids(frame, source, id_column), _cells(frame, adapter, id_column), source
+
+
+def _unique_ids(frame: Any, source: str, id_column: str) -> list[str]:
+    """The frame's record ids as text; duplicates refused as the file readers refuse them."""
+    from extracteval.io.tables import _dup_error
+
     ids = [str(i) for i in frame[id_column]]
-    dup = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
-    if dup:
-        raise InputError(f"{source}: record ids must be unique; found {len(dup)} duplicated: {', '.join(repr(d) for d in dup[:5])}.")
-    return ids, _cells(frame, adapter, id_column), source
+    if len(set(ids)) != len(ids):
+        _dup_error(source, ids)
+    return ids
 
 
 def _frame(value: Any, what: str, id_column: str, *, delimiter: str | None = None) -> tuple[Any, str]:

@@ -89,6 +89,10 @@ def test_bad_input_is_a_clear_error() -> None:
         extracteval.score("fields", truth, {"m": pred}, id_column="doc_id")
     with pytest.raises(InputError, match="expected a DataFrame, a list of dicts"):
         extracteval.score("fields", 42, {"m": pred})
+    with pytest.raises(InputError, match=r"predictions of model 'm': record ids must be unique; found 1 duplicated: 'a'"):
+        extracteval.score("fields", [{"id": "a", "x": 1}], {"m": [{"id": "a", "x": 1}, {"id": "a", "x": 2}]})
+    with pytest.raises(InputError, match=r"truth: record ids must be unique; found 1 duplicated: 'a'"):
+        extracteval.score("fields", [{"id": "a", "x": 1}, {"id": "a", "x": 2}], {"m": [{"id": "a", "x": 1}]})
     with pytest.raises(InputError, match="no model 'other'"):
         extracteval.score("fields", truth, {"m": pred}).metrics("other")
 
