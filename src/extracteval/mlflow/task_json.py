@@ -25,7 +25,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
-from extracteval.io.cells import record_object, status_text
+from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section
@@ -143,7 +143,7 @@ def read_prediction(value: Any, safety_key: str) -> tuple[Any, str, float | None
     prediction, counted by the scorer). A record of the pairs layout, `{"prediction": …,
     "status"?, "<safety key>"?, "truth"?, "id"?, "model"?}` (a row of a pairs file as pandas
     reads it), is unwrapped; a numeric `<safety key>` of the object is its safety score."""
-    if _is_missing(value) or (isinstance(value, str) and not value.strip()):
+    if is_empty(value):
         return _NO_OUTPUT, "", None
     obj, _problem = record_object(value)
     if obj is None:
