@@ -142,7 +142,9 @@ DEEP_CASES = [
     Case("10,000-deep JSON in a Parquet prediction cell", _as_parquet_with_deep_cell("pred"), Ok(_value_counted_wrong("name"))),
     Case("10,000-deep JSON in a Parquet prediction cell, chunked", _as_parquet_with_deep_cell("pred"), Ok(_value_counted_wrong("name")), extra=("--chunk-size", "1")),
     Case("duplicate keys in JSONL prediction", json_text_edit("pred", lambda t: t.replace('"name": "Acme GmbH"', '"name": "Acme GmbH", "name": "Bob"', 1)),
-         Ok(_value_counted_wrong("name")), behaviour="last key wins (as in json.loads)"),
+         Bad("{pred}", "line 1", "'name'", "more than once")),
+    Case("duplicate keys in JSONL truth", json_text_edit("truth", lambda t: t.replace('"name": "Acme GmbH"', '"name": "Acme GmbH", "name": "Bob"', 1)),
+         Bad("{truth}", "line 1", "'name'", "more than once")),
 ]
 
 

@@ -89,8 +89,8 @@ CASES = [
 JSONL_CASES = [
     Case("10,000-deep nesting in prediction", json_text_edit("pred", lambda t: t.replace('"invoice"', deep(), 1)), Ok(_row_wrong)),
     Case("10,000-deep nesting in truth", json_text_edit("truth", lambda t: t.replace('"invoice"', deep(), 1)), Ok(_row_wrong)),
-    Case("duplicate keys in prediction", json_text_edit("pred", lambda t: t.replace('"kind": "invoice"', '"kind": "invoice", "kind": "order"', 1)), Ok(_row_wrong),
-         behaviour="last key wins (as in json.loads)"),
+    Case("duplicate keys in prediction", json_text_edit("pred", lambda t: t.replace('"kind": "invoice"', '"kind": "invoice", "kind": "order"', 1)),
+         Bad("{pred}", "line 1", "'kind'", "more than once")),
     Case("100k features in a prediction", rows("pred", lambda rs: [{**r, **wide()} if i == 0 else r for i, r in enumerate(rs)]), Ok(),
          behaviour="columns the truth lacks are ignored"),
 ]

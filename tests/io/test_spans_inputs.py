@@ -127,8 +127,8 @@ def test_reader_keeps_fields_apart_that_share_their_first_bytes(tmp_path: Path, 
     rows = [(rng.choice(TRICKY), "NN", rng.choice(TRICKY), rng.choice(TRICKY)) for _ in range(300)]
     text = "".join(" ".join(r) + ("\n\n" if k % 7 == 6 else "\n") for k, r in enumerate(rows))
     f = tmp_path / "x.conll"
-    f.write_bytes(text.encode("utf-8"))
-    tf = read_token_file(f, tag_columns=2)
+    # the bytes straight to the parser: a file holding NUL bytes is refused by the file reader
+    tf = spans_inputs.parse_token_bytes(text.encode("utf-8"), f, tag_columns=2)
     tokens, tags, starts, lines = naive(text, 2)
     assert tf.tokens == tokens
     assert tf.tags == tags

@@ -18,6 +18,7 @@ whole by the in-memory engine.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,7 +31,8 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
 from extracteval.io.json_text import jsonl_values
-from extracteval.io.tables import _parse_json_lists, json_records_frame, parquet_frame
+from extracteval.io.tables import _parse_json_lists, header_duplicates, json_records_frame, parquet_frame
+from extracteval.io.text_files import check_regular_file, text_encoding
 
 __all__ = ["FrameChunk", "materialise_text", "iter_frames", "iter_records", "table_columns", "RecordChunk", "SortedIdMerge"]
 
@@ -49,10 +51,7 @@ def _suffix(p: Path) -> str:
 
 
 def _check_file(p: Path) -> None:
-    if not p.exists():
-        raise InputError(f"{p}: file not found.")
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory; expected a file.")
+    check_regular_file(p)
     if _suffix(p) not in (".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".parquet", ".pq"):
         raise InputError(
             f"{p}: --chunk-size streams CSV/TSV, JSONL and Parquet files; {p.suffix!r} is not one of them "
@@ -77,12 +76,18 @@ def iter_frames(path: str | Path, *, chunk_size: int, delimiter: str | None = No
 
 def _csv_frames(p: Path, chunk_size: int, delim: str) -> Iterator[FrameChunk]:
     line = 2
+    encoding = text_encoding(p)
+    try:
+        with p.open(encoding=encoding, newline="") as fh:
+            header_duplicates(p, next(csv.reader(fh, delimiter=delim), []))
+    except (UnicodeDecodeError, csv.Error):
+        pass  # reported by the reader below, with its line
     try:
         # Arrow-backed string columns: cheap to send to a worker process; `materialise_text`
         # turns them into the values `read_table` gives, wherever the chunk is scored
         reader = pd.read_csv(
             p, sep=delim, dtype="string[pyarrow]", keep_default_na=False, na_filter=False, engine="c",
-            chunksize=chunk_size, encoding="utf-8-sig",
+            chunksize=chunk_size, encoding=encoding,
         )
         with reader:
             for frame in reader:
@@ -101,7 +106,7 @@ def _jsonl_frames(p: Path, chunk_size: int) -> Iterator[FrameChunk]:
     rows: list[dict[str, Any]] = []
     first = 0
     seen_any = False
-    for i, obj in jsonl_values(p):
+    for i, obj in jsonl_values(p, records=True):
         if not isinstance(obj, dict):
             raise InputError(f"{p}: line {i}: expected a JSON object, but found {type(obj).__name__}.")
         if not rows:
@@ -125,6 +130,7 @@ def _parquet_frames(p: Path, chunk_size: int) -> Iterator[FrameChunk]:
         pf = pq.ParquetFile(p)
     except Exception as e:  # pyarrow raises several unrelated types for a bad file
         raise InputError(f"{p}: not a readable Parquet file ({type(e).__name__}: {e}).") from None
+    header_duplicates(p, pf.schema_arrow.names, "Parquet schema")
     row = 1
     for batch in pf.iter_batches(batch_size=chunk_size):
         frame = parquet_frame(pa.Table.from_batches([batch]))

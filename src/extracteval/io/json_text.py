@@ -33,12 +33,16 @@ def loads(text: str) -> Any:
         return _loads_iterative(text)
 
 
-def jsonl_values(path: Path) -> Iterator[tuple[int, Any]]:
+def jsonl_values(path: Path, *, records: bool = False) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) of each non-blank line of a JSONL file, streamed (UTF-8, a BOM
-    dropped). The streaming readers' one way through a file: invalid JSON names the file and line,
-    non-UTF-8 bytes and a file that may not be read are one clear message too."""
+    dropped; UTF-16/32 with their BOM). The streaming readers' one way through a file: invalid JSON names the file and line,
+    non-UTF-8 bytes and a file that may not be read are one clear message too. With `records`
+    (each line a table row), a line that names one key twice is refused."""
+    from extracteval.io.text_files import check_regular_file, text_encoding
+
+    check_regular_file(path)
     try:
-        with path.open(encoding="utf-8-sig") as fh:
+        with path.open(encoding=text_encoding(path)) as fh:
             for i, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
@@ -46,11 +50,48 @@ def jsonl_values(path: Path) -> Iterator[tuple[int, Any]]:
                     value = loads(line)
                 except ValueError as e:
                     raise InputError(f"{path}: line {i}: not valid JSON ({e}); expected one JSON object per line.") from None
+                if records and isinstance(value, dict):
+                    for key in repeated_keys(line, [value]).values():
+                        raise repeated_key_error(path, f"line {i}", key)
                 yield i, value
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied; cannot read the file.") from None
+
+
+_KEY_COLON = re.compile(r'"\s*:')
+
+
+def repeated_keys(text: str, records: list[Any], *, wrapped: bool = False) -> dict[int, str]:
+    """Position in `records` → a key that record's object names twice, for the records parsed
+    from `text` (JSON parsers keep the last value of a repeated key and drop the others silently).
+    Parsed a second time, keeping the key pairs, only when the text could hold a repeat: it has
+    more `"key":` pairs than the records have keys. `text` holds one object (a JSONL line), an
+    array of them, or with `wrapped` an object whose "records" key holds the array."""
+    if len(_KEY_COLON.findall(text)) <= sum(len(r) for r in records if isinstance(r, dict)):
+        return {}
+    repeated: dict[int, str] = {}  # id of each object built with a repeated key → the key
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(items)
+        if len(d) != len(items):
+            keys = [k for k, _ in items]
+            repeated[id(d)] = next(k for k in keys if keys.count(k) > 1)
+        return d
+
+    try:
+        again = json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return {}
+    if wrapped and isinstance(again, dict):
+        again = again.get("records")
+    again = again if isinstance(again, list) else [again]
+    return {i: repeated[id(r)] for i, r in enumerate(again) if id(r) in repeated}
+
+
+def repeated_key_error(p: Path, where: str, key: str) -> InputError:
+    return InputError(f"{p}: {where}: the record names the key {key!r} more than once; each key (column) must appear once per record.")
 
 
 def _loads_iterative(s: str) -> Any:

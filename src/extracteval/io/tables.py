@@ -20,11 +20,15 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import json_list_value
-from extracteval.io.json_text import cap_depth, loads
+from extracteval.io.json_text import cap_depth, loads, repeated_key_error, repeated_keys
+from extracteval.io.text_files import BOM_CODECS, UNICODE_BOMS, check_regular_file, read_error, text_encoding
 
 __all__ = [
     "read_text",
     "read_utf8",
+    "text_encoding",
+    "check_regular_file",
+    "header_duplicates",
     "read_table",
     "read_kleister",
     "read_kleister_keys",
@@ -38,36 +42,31 @@ _KLEISTER_TOKEN = re.compile(r"^[^=\s]+=\S*$")
 
 
 def read_text(path: str | Path) -> str:
-    """The whole file as text: UTF-8 (a BOM is dropped), `.xz` decompressed; clear errors."""
+    """The whole file as text, `.xz` decompressed, clear errors. UTF-8 (a BOM is dropped), or
+    UTF-16 / UTF-32 when the file starts with their byte-order mark (what spreadsheet programs
+    save as "Unicode text"); other text without a BOM that is not UTF-8 is refused, as is text
+    holding a NUL byte (UTF-16 without a BOM, or a binary file)."""
     p = Path(path)
-    return _decode_utf8(p, _read_bytes(p))
+    return _decode(p, _read_bytes(p))
 
 
 def read_utf8(path: str | Path) -> bytes:
-    """The whole file as UTF-8 bytes (a BOM is dropped), `.xz` decompressed, with read_text's
-    checks and errors, for readers that work on bytes: an ASCII file (the usual token file) is
-    not decoded only to be encoded again."""
+    """The whole file as UTF-8 bytes (a BOM is dropped, UTF-16/32 with a BOM re-encoded), `.xz`
+    decompressed, with read_text's checks and errors, for readers that work on bytes: an ASCII
+    file (the usual token file) is not decoded only to be encoded again."""
     p = Path(path)
     data = _read_bytes(p)
-    if not data.isascii():
-        _decode_utf8(p, data)  # the check, with the error read_text gives
+    if not data.isascii() or b"\x00" in data:
+        if data.startswith(UNICODE_BOMS):
+            return _decode(p, data).encode("utf-8")
+        _decode(p, data)  # the check, with the error read_text gives
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
     return data
 
 
-def read_error(p: Path, e: OSError) -> InputError:
-    """The InputError for a file that cannot be opened or read."""
-    if isinstance(e, FileNotFoundError):
-        return InputError(f"{p}: file not found.")
-    if isinstance(e, IsADirectoryError):
-        return InputError(f"{p}: is a directory; expected a file.")
-    if isinstance(e, PermissionError):
-        return InputError(f"{p}: permission denied; cannot read the file.")
-    return InputError(f"{p}: cannot read the file ({e.strerror or e}).")
-
-
 def _read_bytes(p: Path) -> bytes:
+    check_regular_file(p)
     try:
         data = p.read_bytes()
     except OSError as e:
@@ -80,15 +79,62 @@ def _read_bytes(p: Path) -> bytes:
     return data
 
 
-def _decode_utf8(p: Path, data: bytes) -> str:
+def _decode(p: Path, data: bytes) -> str:
+    for bom, codec in BOM_CODECS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError as e:
+                raise InputError(
+                    f"{p}: starts with a {codec.upper()} byte-order mark, but byte {e.start} is not valid {codec.upper()}; "
+                    "save the file again as UTF-8 or UTF-16."
+                ) from None
+            return _no_nul(p, text)
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise InputError(
             f"{p}: line {line}: expected UTF-8 text, but found byte 0x{data[e.start]:02x} at offset {e.start}; "
             "save the file as UTF-8."
         ) from None
+    return _no_nul(p, text)
+
+
+def _no_nul(p: Path, text: str) -> str:
+    at = text.find("\x00")
+    if at >= 0:
+        line = text.count("\n", 0, at) + 1
+        raise InputError(
+            f"{p}: line {line}: found a NUL byte, which text files do not hold (a binary file, or UTF-16 text saved "
+            "without a byte-order mark); save the file as UTF-8."
+        )
+    return text
+
+
+def header_duplicates(p: Path, names: Iterable[Any], where: str = "header") -> None:
+    """Refuse a table whose header names one column twice (readers would rename or drop one
+    silently) or leaves a column unnamed."""
+    seen: set[str] = set()
+    dups: list[str] = []
+    for i, name in enumerate(names, start=1):
+        n = str(name)
+        if not n.strip():
+            raise InputError(f"{p}: column {i} of the {where} has no name; every column needs a unique name.")
+        if n in seen and n not in dups:
+            dups.append(n)
+        seen.add(n)
+    if dups:
+        shown = ", ".join(repr(d) for d in dups[:5]) + (" …" if len(dups) > 5 else "")
+        raise InputError(f"{p}: the {where} names the same column more than once ({shown}); column names must be unique, "
+                         "so rename or drop the repeated column.")
+
+
+def csv_header(text: str, delim: str) -> list[str]:
+    """The header row of CSV/TSV text, as written (the csv module's quoting rules)."""
+    import csv
+
+    return next(csv.reader(io.StringIO(text), delimiter=delim), [])
 
 
 def is_kleister(path: str | Path, text: str | None = None) -> bool:
@@ -188,6 +234,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
     except pd.errors.EmptyDataError:
         raise InputError(f"{p}: the file is empty; expected a header line with an 'id' column.") from None
     _sniff_wrong_delimiter(p, [str(c) for c in frame.columns], delim)
+    header_duplicates(p, csv_header(text, delim))
     # one object block, JSON-list cells parsed once per distinct value: per-column pandas work
     # made a 100k-column file take minutes
     values = frame.to_numpy(dtype=object)
@@ -229,6 +276,8 @@ def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
             raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
         if not isinstance(obj, dict):
             raise InputError(f"{p}: line {i}: expected a JSON object, but found {type(obj).__name__}.")
+        for key in repeated_keys(line, [obj]).values():
+            raise repeated_key_error(p, f"line {i}", key)
         rows.append(obj)
     if not rows:
         raise InputError(f"{p}: the file has no records.")
@@ -240,12 +289,15 @@ def _read_json(p: Path, text: str) -> pd.DataFrame:
         obj = loads(text)
     except ValueError as e:
         raise InputError(f"{p}: not valid JSON ({e}).") from None
-    if isinstance(obj, dict) and "records" in obj:
+    wrapped = isinstance(obj, dict) and "records" in obj
+    if wrapped:
         obj = obj["records"]
     if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
         raise InputError(f"{p}: expected a JSON array of objects (one per record), but found {type(obj).__name__}.")
     if not obj:
         raise InputError(f"{p}: the file has no records.")
+    for i, key in repeated_keys(text, obj, wrapped=wrapped).items():
+        raise repeated_key_error(p, f"record {i + 1}", key)
     return json_records_frame(obj)
 
 
@@ -258,15 +310,17 @@ def json_records_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def _read_parquet(p: Path) -> pd.DataFrame:
-    if not p.exists():
-        raise InputError(f"{p}: file not found.")
+    check_regular_file(p)
     try:
         import pyarrow.parquet as pq
 
-        frame = parquet_frame(pq.read_table(p))
+        header_duplicates(p, pq.ParquetFile(p).schema_arrow.names, "Parquet schema")
+        table = pq.read_table(p)
+    except InputError:
+        raise
     except Exception as e:  # pyarrow raises several unrelated types for a bad file
         raise InputError(f"{p}: not a readable Parquet file ({type(e).__name__}: {e}).") from None
-    return frame
+    return parquet_frame(table)
 
 
 def parquet_frame(table: Any) -> pd.DataFrame:
