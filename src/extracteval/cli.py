@@ -53,13 +53,30 @@ def build_parser() -> argparse.ArgumentParser:
         mod = import_module(f"extracteval.commands.{module}")
         p = score_sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(p)
+        _add_overwrite(p)
         p.set_defaults(_run=mod.run)
     for name, (module, help_text) in COMMANDS.items():
         mod = import_module(f"extracteval.commands.{module}")
         p = sub.add_parser(name, help=help_text, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(p)
+        if name not in WHOLE_FOLDER_OUTPUTS:
+            _add_overwrite(p)
         p.set_defaults(_run=mod.run)
     return parser
+
+
+# commands whose --output is a results folder replaced as a whole (an evaluation's local copy):
+# it must be new, empty or written by extracteval; --overwrite would delete a user's files
+WHOLE_FOLDER_OUTPUTS = ("evaluate", "rescore")
+
+
+def _add_overwrite(p: argparse.ArgumentParser) -> None:
+    """--overwrite beside --output: without it, an existing folder that extracteval did not
+    write (no `.extracteval-output` marker) is refused."""
+    if any(a.dest == "output" for a in p._actions):
+        p.add_argument("--overwrite", action="store_true",
+                       help="with --output: also write into an existing folder that extracteval did not write (files of the same "
+                            "names are replaced, other files are kept); without it such a folder is refused")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,7 +97,15 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
     and a code instead of a traceback."""
     from extracteval.errors import InputError, OutputError
 
+    token = None
     try:
+        output = getattr(args, "output", None)
+        if output:  # refused before any work, a link named with the folder it points to
+            from extracteval.io.outputs import OVERWRITE, check_output_folder
+
+            overwrite = bool(getattr(args, "overwrite", False))
+            check_output_folder(output, overwrite=overwrite, whole=not hasattr(args, "overwrite"))
+            token = OVERWRITE.set(overwrite)
         return int(run(args) or 0)
     except InputError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
@@ -93,6 +118,11 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if token is not None:
+            from extracteval.io.outputs import OVERWRITE
+
+            OVERWRITE.reset(token)
 
 
 if __name__ == "__main__":  # pragma: no cover

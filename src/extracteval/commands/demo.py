@@ -123,9 +123,12 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
         print(text)
         print()
         if args.output:
-            out = Path(args.output) / safe_file_name(str(name))
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+            from extracteval.io.outputs import check_output_folder, mark_folder, staged_folder
+
+            top = check_output_folder(args.output, overwrite=getattr(args, "overwrite", False))
+            with staged_folder(top / safe_file_name(str(name))) as staging:
+                (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+            mark_folder(top)  # the examples' folder is extracteval's too: a rerun writes into it again
         for a, scored in scoreds:
             # a multi-track example: one experiment per track, so that each holds one task's runs
             label = safe_file_name(str(name)) + (f"-{a.task}" if len(scoreds) > 1 else "")

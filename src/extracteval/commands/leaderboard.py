@@ -95,10 +95,11 @@ def run(args: argparse.Namespace) -> int:
             try:
                 result = log_leaderboard(result, out)
             except Exception as e:  # noqa: BLE001 - the store failed; the ranking itself is done
-                from extracteval.mlflow.upload import _reason
+                from extracteval.mlflow.upload import diagnose
 
-                print(f"extracteval: error: logging the leaderboard to {result.tracking_uri} failed: {_reason(e)}. "
-                      "The ranking above is complete; rerun later, or pass --no-log" + (f" (outputs kept in {args.output})" if args.output else "") + ".",
+                reason, advice = diagnose(e, result.tracking_uri or "")
+                print(f"extracteval: error: Logging the leaderboard to {result.tracking_uri} failed: {reason}. "
+                      f"The ranking above is complete; rerun {advice}, or pass --no-log" + (f" (outputs kept in {args.output})" if args.output else "") + ".",
                       file=sys.stderr)
                 return 1
             if args.output:  # the local copy carries the run id too

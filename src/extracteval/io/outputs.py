@@ -10,12 +10,20 @@ text. Only strings are touched: numbers (a negative metric too) stay numbers.
 Atomic folders: `staged_folder(out)` hands out a temporary sibling of `out`; only when every
 file has been written are they renamed into `out` (renames on one filesystem are atomic and need
 no space). An interrupt (SIGINT) or a full disk during writing leaves `out` as it was, or absent.
+
+Whose folder: every output folder gets a marker file, `.extracteval-output`, written with the
+results. A folder that exists, is not empty and has no marker (nor an evaluation's manifest.json)
+was not written by extracteval: it is refused unless the user passes `--overwrite`, so a typo or
+a link cannot scatter result files over a folder of other things. A symbolic link is resolved
+first; messages name the folder it points to, and the files go there (the link stays a link).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextvars
 import errno
+import json
 import os
 import shutil
 import signal
@@ -30,8 +38,12 @@ from extracteval.errors import InputError, OutputError
 
 __all__ = [
     "FORMULA_PREFIXES", "add_safe_csv_argument", "neutralise_cell", "safe_csv_frame", "safe_csv_row", "write_csv",
-    "staged_folder", "output_error",
+    "staged_folder", "output_error", "MARKER", "check_output_folder", "mark_folder", "written_by_extracteval", "OVERWRITE",
 ]
+
+MARKER = ".extracteval-output"
+# `--overwrite` of the command being run: lets `staged_folder` write into a folder it did not write
+OVERWRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("extracteval_overwrite", default=False)
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
@@ -78,12 +90,74 @@ def add_safe_csv_argument(p: argparse.ArgumentParser) -> None:
                         "them as formulas (default: on; --no-safe-csv writes them raw)")
 
 
+def _resolved(out: Path) -> tuple[Path, str]:
+    """`out` with symbolic links resolved, and how a message names it ("x (a link to /y)")."""
+    if out.is_symlink():
+        target = out.resolve()
+        if target != out.absolute():
+            return target, f"{out} (a link to {target})"
+    return out, str(out)
+
+
+def written_by_extracteval(folder: Path) -> bool:
+    """True when `folder` holds extracteval's marker file, or is an evaluation's results folder
+    (manifest.json; those written before the marker existed have no marker)."""
+    if (folder / MARKER).is_file():
+        return True
+    mf = folder / "manifest.json"
+    if mf.is_file():
+        try:
+            return str(json.loads(mf.read_text(encoding="utf-8")).get("format", "")).startswith("extracteval-")
+        except (OSError, ValueError, AttributeError):
+            return False
+    return False
+
+
+def check_output_folder(out: Path | str, *, overwrite: bool = False, whole: bool = False) -> Path:
+    """The folder `out` names (links resolved), refused when it exists, is not empty and was not
+    written by extracteval, unless `overwrite` (never for `whole`: a folder that will be replaced
+    as a whole, like an evaluation's results folder, must be new, empty or extracteval's)."""
+    out = Path(out)
+    target, named = _resolved(out)
+    if not target.exists():
+        if out.is_symlink():
+            raise InputError(f"{named}: the link points to a folder that does not exist; create it or choose another folder.")
+        return target
+    if not target.is_dir():
+        raise InputError(f"{named}: the output path exists and is not a folder; choose a folder.")
+    try:
+        empty = not any(target.iterdir())
+    except OSError as e:
+        raise InputError(f"{named}: cannot read the output folder ({e.strerror or e}).") from None
+    if empty or written_by_extracteval(target):
+        return target
+    if whole:
+        raise InputError(f"{named}: the output folder is not empty and was not written by extracteval (it has no {MARKER} file "
+                         "nor manifest.json); choose a new or empty folder, since this folder would be replaced as a whole.")
+    if not overwrite:
+        raise InputError(f"{named}: the output folder is not empty and was not written by extracteval (it has no {MARKER} file); "
+                         "choose a new or empty folder, or pass --overwrite to write into it (files of the same names are replaced, "
+                         "other files are kept).")
+    return target
+
+
+def mark_folder(folder: Path) -> None:
+    """Write extracteval's marker file into `folder` (see the module's notes)."""
+    from extracteval import __version__
+
+    (folder / MARKER).write_text(
+        json.dumps({"written_by": "extracteval", "version": __version__,
+                    "note": "this folder holds extracteval results; extracteval may write into it again without --overwrite"}) + "\n",
+        encoding="utf-8")
+
+
 def make_output_folder(out: Path | str) -> Path:
     """`--output DIR` for files streamed into it as they are scored (no staging: the chunked
     engines' Parquet files are written through temporary siblings renamed into place)."""
-    out = Path(out)
+    out = check_output_folder(out, overwrite=OVERWRITE.get())
     try:
         out.mkdir(parents=True, exist_ok=True)
+        mark_folder(out)
     except OSError as e:
         raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
     return out
@@ -106,14 +180,14 @@ def staged_folder(out: Path | str, *, replace: bool = False) -> Iterator[Path]:
     """Yield an empty temporary folder beside `out`; on success move what was written into `out`.
 
     Without `replace`, each file written replaces the file of that name in `out` and anything else
-    already in `out` stays (a user may point --output at a folder holding other things). With
-    `replace=True` (a folder entirely ours, like an evaluation bundle) `out` is swapped whole.
+    already in `out` stays (an earlier run's files, or with `--overwrite` a user's folder holding
+    other things). With `replace=True` (a folder entirely ours, like an evaluation bundle) `out` is
+    swapped whole. A folder not written by extracteval is refused (`check_output_folder`); a link
+    is resolved and the folder it points to written. The marker file is written with the results.
     On any error or interrupt the temporary folder is removed and `out` is untouched; an OSError
     while writing becomes an `OutputError` (exit code 1) naming `out`.
     """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: the output path exists and is not a folder; choose a folder.")
+    out = check_output_folder(out, overwrite=OVERWRITE.get(), whole=replace)
     parent = out.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -124,6 +198,7 @@ def staged_folder(out: Path | str, *, replace: bool = False) -> Iterator[Path]:
     try:
         try:
             yield staging
+            mark_folder(staging)
             with _sigint_deferred():  # a Ctrl-C here would leave a half-moved folder
                 _commit(staging, out, replace=replace)
         except OSError as e:

@@ -29,7 +29,7 @@ from typing import Any
 from extracteval import __version__
 from extracteval.errors import InputError
 from extracteval.io.config import safe_file_name
-from extracteval.io.outputs import staged_folder, write_csv
+from extracteval.io.outputs import check_output_folder, staged_folder, write_csv
 from extracteval.mlflow.early import settled
 from extracteval.mlflow.keys import KeyMap
 from extracteval.core.ranking import RankingSpec, ranking_spec
@@ -205,8 +205,7 @@ def write_bundle(
     from extracteval.report.html import render_report
 
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not (out / "manifest.json").exists():
-        raise InputError(f"{out}: the output folder is not empty and is not an extracteval bundle; choose an empty or new folder.")
+    check_output_folder(out, whole=True)  # before the work: staged_folder checks again when writing
     created_ms = int(time.time() * 1000)
     # a streaming engine digested the truth chunk by chunk while scoring (never held whole); the
     # in-memory `evaluate` digests it in the background while the bootstrap runs (a future)

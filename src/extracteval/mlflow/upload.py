@@ -113,10 +113,13 @@ def _upload(
     state.setdefault("runs", {})
     state["tracking_uri"] = uri
     step = on_step or (lambda _s: None)
-    client = MlflowClient(tracking_uri=uri)
+    client = None
     created: list[str] = []
-    current = "connecting"
+    current = "while opening the tracking store"
     try:
+        # inside the try: opening a SQLite store reads the file (a damaged one fails here)
+        client = MlflowClient(tracking_uri=uri)
+        current = "while looking up the experiment"
         step("experiment")
         if into_run is not None:
             if len(m["runs"]) != 1:
@@ -138,7 +141,7 @@ def _upload(
         ts = int(m["created_ms"])
         ds = m.get("dataset")
         for plan in bundle.runs:
-            current = f"run {plan.run_name!r}"
+            current = f"while logging run {plan.run_name!r}"
             run_id = state["runs"].get(plan.key)
             if run_id is not None and into_run is None:
                 try:
@@ -187,6 +190,7 @@ def _upload(
         if into_run is None:
             # children first, then the parent: a FINISHED parent means every child is complete
             order = sorted(bundle.runs, key=lambda p: p.role == "comparison")
+            current = "while marking the runs finished"
             for plan in order:
                 step(f"finish {plan.key}")
                 client.set_terminated(state["runs"][plan.key], "FINISHED")
@@ -197,23 +201,22 @@ def _upload(
     except KeyboardInterrupt:
         _mark_failed(client, created, status="KILLED")
         state["status"] = "INTERRUPTED"
-        state["error"] = f"{current}: interrupted"
+        state["error"] = f"interrupted {current}"
         bundle.write_state(state)
         raise UploadError(
-            f"interrupted while writing {current}. The complete results are kept in {bundle.path}; to log them run:\n"
-            f"  extracteval evaluate --resume-from {bundle.path}" + (f" --tracking-uri {uri}" if tracking_uri else "")
+            f"Logging to {uri} was interrupted {current}. The complete results are kept in {bundle.path}; "
+            f"to log them, run: {_resume_command(bundle, uri if tracking_uri else None)}"
         ) from None
     except Exception as e:  # noqa: BLE001 - any store failure becomes one clear, resumable error
-        reason = _reason(e)
+        reason, advice = diagnose(e, uri)
         marked = _mark_failed(client, created)
         state["status"] = "FAILED"
-        state["error"] = f"{current}: {reason}"
+        state["error"] = f"failed {current}: {reason}"
         bundle.write_state(state)
-        note = "" if marked or not created else " (the store did not answer, so the runs could not be marked FAILED yet)"
+        note = "" if marked or not created else " The runs created so far could not be marked FAILED, because the store did not answer."
         raise UploadError(
-            f"logging to {uri} failed while writing {current}: {reason}.{note} "
-            f"The complete results are kept in {bundle.path}; once the tracking store is reachable run:\n"
-            f"  extracteval evaluate --resume-from {bundle.path}" + (f" --tracking-uri {uri}" if tracking_uri else "")
+            f"Logging to {uri} failed {current}: {reason}.{note} The complete results are kept in {bundle.path}; "
+            f"{advice}, then run: {_resume_command(bundle, uri if tracking_uri else None)}"
         ) from e
     models = {p.model: state["runs"][p.key] for p in bundle.runs if p.model is not None}
     return UploadResult(tracking_uri=uri, experiment_id=str(exp_id), run_ids=dict(state["runs"]), models=models)
@@ -253,11 +256,46 @@ def _artifact_location(uri: str, experiment: str) -> str | None:
     return (db.resolve().parent / "mlartifacts" / safe_file_name(experiment)).as_uri()
 
 
-def _reason(e: BaseException) -> str:
+def _resume_command(bundle: Bundle, uri: str | None) -> str:
+    return f"extracteval evaluate --resume-from {bundle.path}" + (f" --tracking-uri {uri}" if uri else "")
+
+
+def _sqlite_path(uri: str) -> str | None:
+    """The database file of a `sqlite:///` tracking URI (None for other stores)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return uri[len("sqlite:///"):].split("?", 1)[0] or None
+
+
+def diagnose(e: BaseException, uri: str = "") -> tuple[str, str]:
+    """(what went wrong, what to do about it) for an exception of the logging path, as clauses
+    for one sentence each: the store named, no exception class names or SQL."""
+    reason = _reason(e, uri)
+    low = reason.lower()
+    db = _sqlite_path(uri)
+    if "not reachable" in low or "did not answer" in low or "closed the connection" in low:
+        return reason, "once the tracking server answers again"
+    if "answered http" in low:
+        return reason, "once the server is fixed"
+    if db and "not a database" in low:
+        return reason, f"move {db} aside (or pass another --tracking-uri)"
+    if db and "locked" in low:
+        return reason, "once that process has finished"
+    if db and "read-only" in low:
+        return reason, f"make {db} and its folder writable (or pass another --tracking-uri)"
+    if "full" in low or "no space" in low:
+        return reason, "free some space"
+    if "artifact" in low:
+        return reason, "make the artifact folder writable"
+    return reason, "once the tracking store works again"
+
+
+def _reason(e: BaseException, uri: str = "") -> str:
     import re
 
     text = " ".join(str(e).split())
     low = text.lower()
+    db = _sqlite_path(uri)
     # before the "max retries exceeded" test below: urllib3 wraps a read timeout in that phrase
     # too, and a server that answers slowly is not one that refuses connections
     if "read timed out" in low or "readtimeout" in low:
@@ -271,12 +309,35 @@ def _reason(e: BaseException) -> str:
         return f"the tracking server answered HTTP {status.group(1)} (a server error; its log says why)"
     if "connecttimeout" in low or "connect timeout" in low or "connection timed out" in low:
         return "the tracking server is not reachable (connection timed out)"
-    if any(s in low for s in ("connection refused", "max retries exceeded", "failed to establish", "connectionerror", "remote end closed")):
+    if any(s in low for s in ("remote end closed", "connection aborted", "connection reset", "remotedisconnected",
+                              "incompleteread", "connection broken")):
+        return "the tracking server closed the connection before answering"
+    if any(s in low for s in ("connection refused", "max retries exceeded", "failed to establish", "connectionerror")):
         return "the tracking server is not reachable (connection refused)"
+    store = f"the SQLite tracking store {db}" if db else "the tracking store"
+    if "file is not a database" in low or "database disk image is malformed" in low:
+        return f"{store} is damaged or is not an MLflow database (SQLite: {'file is not a database' if 'not a database' in low else 'database disk image is malformed'})"
+    if "database is locked" in low:
+        return f"{store} is locked by another process that is writing to it (SQLite: database is locked)"
+    if "readonly database" in low or "read-only" in low:
+        return f"{store} is read-only (SQLite: attempt to write a readonly database)"
+    if "database or disk is full" in low or "no space left" in low:
+        return f"the disk holding {db or 'the tracking store'} is full ({'SQLite: database or disk is full' if 'database or disk' in low else 'no space left on device'})"
+    if "unable to open database file" in low:
+        return f"{store} cannot be opened (SQLite: unable to open database file; does its folder exist and may it be written?)"
+    if isinstance(e, OSError) and getattr(e, "filename", None):
+        what = e.strerror or text
+        return f"the artifact folder {e.filename} cannot be written ({what})"
+    if "disk i/o error" in low:
+        return f"{store} could not be written (SQLite: disk I/O error; the disk may be full or failing)"
+    text = re.sub(r"\s*\[SQL: .*", "", text)  # SQLAlchemy appends the statement and a link: not for the user
+    text = re.sub(r"\s*\(Background on this error at: \S+\)", "", text)
     return (text[:300] + "…") if len(text) > 300 else (text or type(e).__name__)
 
 
 def _mark_failed(client: Any, run_ids: list[str], status: str = "FAILED") -> bool:
+    if client is None:
+        return not run_ids
     ok = True
     for rid in run_ids:
         try:
