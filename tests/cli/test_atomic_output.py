@@ -21,7 +21,9 @@ import pytest
 from tests.scale.fields_data import make_fields_data
 
 REPO = Path(__file__).resolve().parents[2]
-PREVIOUS = {"result.json": b'{"previous": true}', "field_metrics.csv": b"previous\n", "notes.txt": b"the user's own file\n"}
+# an earlier run's results (its marker file says extracteval wrote the folder), and a file of the user's
+PREVIOUS = {"result.json": b'{"previous": true}', "field_metrics.csv": b"previous\n", "notes.txt": b"the user's own file\n",
+            ".extracteval-output": b'{"written_by": "extracteval"}\n'}
 
 
 def _data(folder: Path, n: int) -> tuple[Path, Path]:
@@ -120,7 +122,7 @@ def test_disk_full_fails_clearly_and_a_rerun_works(tmp_path: Path, chunked: bool
     r = run(None)  # space again: the rerun into the same folder works
     assert r.returncode == 0, r.stderr
     complete = _snapshot(out)
-    assert set(complete) == {"result.json", "field_metrics.csv", "records.parquet"}
+    assert set(complete) == {"result.json", "field_metrics.csv", "records.parquet", ".extracteval-output"}
 
     r = run(40_000)  # a failure now leaves the complete previous results, byte for byte
     assert_failed_clearly(r)

@@ -122,11 +122,11 @@ def test_demo_runs_the_invoices_example(cli, tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)  # the demo logs to ./mlflow.db and ./mlartifacts: here, not in the checkout
-    r = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "invoices", "--output", str(tmp_path))
+    r = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "invoices", "--output", str(tmp_path / "out"))
     assert r.code == 0, r.err
     assert (work / "mlflow.db").is_file()
     assert "== invoices (entities)" in r.out
-    doc = json.loads((tmp_path / "invoices" / "result.json").read_text())
+    doc = json.loads((tmp_path / "out" / "invoices" / "result.json").read_text())
     models = doc["models"]
     assert len(models) == 3
     # the story the example tells: one model is excellent on the pairs it matched but misses lines

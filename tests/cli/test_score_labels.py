@@ -86,11 +86,11 @@ def test_demo_runs_the_tickets_example(cli, tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)  # the demo logs to ./mlflow.db and ./mlartifacts: here, not in the checkout
-    r = cli("demo", "--experiments", str(experiments), "--only", "tickets", "--output", str(tmp_path))
+    r = cli("demo", "--experiments", str(experiments), "--only", "tickets", "--output", str(tmp_path / "out"))
     assert r.code == 0, r.err
     assert (work / "mlflow.db").is_file()
     assert "== tickets (labels)" in r.out
-    doc = json.loads((tmp_path / "tickets" / "result.json").read_text())
+    doc = json.loads((tmp_path / "out" / "tickets" / "result.json").read_text())
     assert doc["ranking"][0] == "gpt-4o-mini" and len(doc["models"]) == 3
     rules = doc["models"]["keyword-rules"]
     assert rules["alignment"] == {"aligned_rows": 74, "missing_rows": 6, "extra_rows": 2}

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
-from extracteval.io.json_text import cap_depth, loads
+from extracteval.io.json_text import cap_depth, loads, check_record_keys
 from extracteval.io.config import model_files, parse_model_spec
 from extracteval.io.tables import load_fields_table, read_table, read_text
 
@@ -178,6 +178,7 @@ def read_entity_records(
                     raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
                 if not isinstance(rec, dict):
                     raise InputError(f"{p}: line {i}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
+                check_record_keys(p, f"line {i}", line, rec)
                 rows.append((f"line {i}", rec))
     if not rows:
         raise InputError(f"{p}: the file has no records.")

@@ -28,7 +28,7 @@ import pandas as pd
 from extracteval.core.json_compare import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import parse_model_spec
-from extracteval.io.json_text import loads as _loads
+from extracteval.io.json_text import loads as _loads, check_record_keys
 from extracteval.io.tables import load_fields_table, read_text
 
 __all__ = ["LoadedJson", "read_json_records", "load_json_inputs"]
@@ -80,9 +80,11 @@ def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            out.append((f"line {i}", _loads(line)))
+            value = _loads(line)
         except ValueError as e:
             raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
+        check_record_keys(p, f"line {i}", line, value)
+        out.append((f"line {i}", value))
     if not out:
         raise InputError(f"{p}: the file has no records.")
     return out

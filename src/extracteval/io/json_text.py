@@ -90,6 +90,13 @@ def repeated_keys(text: str, records: list[Any], *, wrapped: bool = False) -> di
     return {i: repeated[id(r)] for i, r in enumerate(again) if id(r) in repeated}
 
 
+def check_record_keys(p: Path, where: str, line: str, value: Any) -> None:
+    """Refuse a JSONL record (a dict parsed from `line`) that names one key twice."""
+    if isinstance(value, dict):
+        for key in repeated_keys(line, [value]).values():
+            raise repeated_key_error(p, where, key)
+
+
 def repeated_key_error(p: Path, where: str, key: str) -> InputError:
     return InputError(f"{p}: {where}: the record names the key {key!r} more than once; each key (column) must appear once per record.")
 

@@ -26,6 +26,7 @@ import pandas as pd
 from extracteval.core.schemes import FactorizedTags, UnknownTagError, get_scheme
 from extracteval.core.spans import LazyTokens, SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
+from extracteval.io.json_text import check_record_keys
 from extracteval.io.tables import read_text, read_utf8
 
 __all__ = ["TokenFile", "read_token_file", "parse_token_bytes", "token_corpus", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
@@ -447,6 +448,7 @@ def _records(path: Path, text: str):
             rec = json.loads(line)
         except ValueError as e:
             raise InputError(f"{path}: line {n}: not valid JSON ({e}).") from None
+        check_record_keys(path, f"line {n}", line, rec)
         yield n, f"line {n}", rec
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
+from extracteval.io.json_text import check_record_keys
 from extracteval.io.json_inputs import _loads
 from extracteval.io.tables import read_text
 
@@ -68,9 +69,11 @@ def read_json_records(path: str | Path) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            out.append((n, _loads(line)))  # iterative fallback: 10,000-deep JSON is valid JSON
+            value = _loads(line)  # iterative fallback: 10,000-deep JSON is valid JSON
         except ValueError as e:
             raise InputError(f"{p}: line {n}: not valid JSON ({e}); expected one JSON object per line.") from None
+        check_record_keys(p, f"line {n}", line, value)
+        out.append((n, value))
     if not out:
         raise InputError(f"{p}: the file has no records.")
     return out
