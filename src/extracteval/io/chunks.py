@@ -91,6 +91,7 @@ def _csv_frames(p: Path, chunk_size: int, delim: str) -> Iterator[FrameChunk]:
         )
         with reader:
             for frame in reader:
+                _no_nul(p, frame, line)
                 yield FrameChunk(frame=frame, first_line=line)
                 line += len(frame)
     except pd.errors.ParserError as e:
@@ -100,6 +101,20 @@ def _csv_frames(p: Path, chunk_size: int, delim: str) -> Iterator[FrameChunk]:
         raise InputError(f"{p}: the file is empty; expected a header line with an 'id' column.") from None
     except UnicodeDecodeError as e:
         raise InputError(f"{p}: near line {line}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
+
+
+def _no_nul(p: Path, frame: pd.DataFrame, first_line: int) -> None:
+    """The streaming reader's form of read_text's rule: text holding a NUL byte is refused."""
+    for c in frame.columns:
+        has = frame[c].str.contains("\x00", regex=False)
+        if has.any():
+            row = first_line + int(np.flatnonzero(has.fillna(False).to_numpy(dtype=bool))[0])
+            raise InputError(
+                f"{p}: line {row}: found a NUL byte, which text files do not hold (a binary file, or UTF-16 text saved "
+                "without a byte-order mark); save the file as UTF-8."
+            )
+    if any("\x00" in str(c) for c in frame.columns):
+        raise InputError(f"{p}: line 1: found a NUL byte in the header; save the file as UTF-8 text.")
 
 
 def _jsonl_frames(p: Path, chunk_size: int) -> Iterator[FrameChunk]:

@@ -51,8 +51,7 @@ def jsonl_values(path: Path, *, records: bool = False) -> Iterator[tuple[int, An
                 except ValueError as e:
                     raise InputError(f"{path}: line {i}: not valid JSON ({e}); expected one JSON object per line.") from None
                 if records and isinstance(value, dict):
-                    for key in repeated_keys(line, [value]).values():
-                        raise repeated_key_error(path, f"line {i}", key)
+                    check_table_record(path, f"line {i}", line, value)
                 yield i, value
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
@@ -95,6 +94,13 @@ def check_record_keys(p: Path, where: str, line: str, value: Any) -> None:
     if isinstance(value, dict):
         for key in repeated_keys(line, [value]).values():
             raise repeated_key_error(p, where, key)
+
+
+def check_table_record(p: Path, where: str, line: str, value: dict[str, Any]) -> None:
+    """A JSONL line read as a table row: no key twice, no key without a name (a column needs one)."""
+    if "" in value:
+        raise InputError(f'{p}: {where}: the record has a key with no name (""); every key (column) needs a name.')
+    check_record_keys(p, where, line, value)
 
 
 def repeated_key_error(p: Path, where: str, key: str) -> InputError:

@@ -14,6 +14,7 @@ lines are sentence breaks too and are not counted as tokens. Every error names t
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -431,6 +432,9 @@ class _Doc:
     spans: list[tuple[int, int, str, str | None]]
 
 
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
 def _records(path: Path, text: str):
     """(number, "line N" / "record N", object) for JSONL, or for a JSON array of documents."""
     if text.lstrip().startswith("["):
@@ -441,7 +445,9 @@ def _records(path: Path, text: str):
         for i, rec in enumerate(arr, start=1):
             yield i, f"record {i}", rec
         return
-    for n, line in enumerate(text.split("\n"), start=1):
+    # a line ends at LF, CRLF or a lone CR (as for the other JSONL readers); not at the other
+    # characters str.splitlines() cuts at, which JSON strings may hold raw
+    for n, line in enumerate(_LINE_END.split(text), start=1):
         if not line.strip():
             continue
         try:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import json_list_value
-from extracteval.io.json_text import cap_depth, loads, repeated_key_error, repeated_keys
+from extracteval.io.json_text import cap_depth, check_table_record, loads, repeated_key_error, repeated_keys
 from extracteval.io.text_files import BOM_CODECS, UNICODE_BOMS, check_regular_file, read_error, text_encoding
 
 __all__ = [
@@ -134,7 +134,7 @@ def csv_header(text: str, delim: str) -> list[str]:
     """The header row of CSV/TSV text, as written (the csv module's quoting rules)."""
     import csv
 
-    return next(csv.reader(io.StringIO(text), delimiter=delim), [])
+    return next(csv.reader(io.StringIO(text, newline=""), delimiter=delim), [])
 
 
 def is_kleister(path: str | Path, text: str | None = None) -> bool:
@@ -276,8 +276,7 @@ def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
             raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
         if not isinstance(obj, dict):
             raise InputError(f"{p}: line {i}: expected a JSON object, but found {type(obj).__name__}.")
-        for key in repeated_keys(line, [obj]).values():
-            raise repeated_key_error(p, f"line {i}", key)
+        check_table_record(p, f"line {i}", line, obj)
         rows.append(obj)
     if not rows:
         raise InputError(f"{p}: the file has no records.")
