@@ -15,7 +15,8 @@ again on resume writes identical values.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,9 +89,24 @@ def upload_bundle(
     import contextlib
     import sys
 
-    # MLflow prints "View run … at: URL" on stdout; stdout belongs to the command (`--json`)
-    with contextlib.redirect_stdout(sys.stderr):
+    # MLflow prints "View run … at: URL" on stdout; stdout belongs to the command (`--json`).
+    # Its SQL store logs a failed statement with a traceback before raising: the failure is
+    # reported once, by the UploadError below, as one sentence.
+    with contextlib.redirect_stdout(sys.stderr), _quiet_logger("mlflow.store.db.utils"):
         return _upload(bundle, tracking_uri=tracking_uri, experiment=experiment, into_run=into_run, on_step=on_step)
+
+
+@contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    import logging
+
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _upload(
@@ -210,13 +226,14 @@ def _upload(
     except Exception as e:  # noqa: BLE001 - any store failure becomes one clear, resumable error
         reason, advice = diagnose(e, uri)
         marked = _mark_failed(client, created)
+        _forget_engine(uri)
         state["status"] = "FAILED"
         state["error"] = f"failed {current}: {reason}"
         bundle.write_state(state)
         note = "" if marked or not created else " The runs created so far could not be marked FAILED, because the store did not answer."
         raise UploadError(
-            f"Logging to {uri} failed {current}: {reason}.{note} The complete results are kept in {bundle.path}; "
-            f"{advice}, then run: {_resume_command(bundle, uri if tracking_uri else None)}"
+            f"Logging to {uri} failed {current}: {reason}.{note} The complete results are kept in {bundle.path}. "
+            + advice.format(cmd=_resume_command(bundle, uri if tracking_uri else None))
         ) from e
     models = {p.model: state["runs"][p.key] for p in bundle.runs if p.model is not None}
     return UploadResult(tracking_uri=uri, experiment_id=str(exp_id), run_ids=dict(state["runs"]), models=models)
@@ -268,26 +285,27 @@ def _sqlite_path(uri: str) -> str | None:
 
 
 def diagnose(e: BaseException, uri: str = "") -> tuple[str, str]:
-    """(what went wrong, what to do about it) for an exception of the logging path, as clauses
-    for one sentence each: the store named, no exception class names or SQL."""
+    """(what went wrong, what to do about it) for an exception of the logging path: a clause
+    naming the store (no exception class names, no SQL), and a sentence whose `{cmd}` is the
+    command to run once the store works."""
     reason = _reason(e, uri)
     low = reason.lower()
     db = _sqlite_path(uri)
     if "not reachable" in low or "did not answer" in low or "closed the connection" in low:
-        return reason, "once the tracking server answers again"
+        return reason, "Once the tracking server answers again, run: {cmd}"
     if "answered http" in low:
-        return reason, "once the server is fixed"
+        return reason, "Once the server is fixed, run: {cmd}"
     if db and "not a database" in low:
-        return reason, f"move {db} aside (or pass another --tracking-uri)"
+        return reason, f"Move {db} aside (or choose another store with --tracking-uri), then run: {{cmd}}"
     if db and "locked" in low:
-        return reason, "once that process has finished"
+        return reason, "Once that process has finished, run: {cmd}"
     if db and "read-only" in low:
-        return reason, f"make {db} and its folder writable (or pass another --tracking-uri)"
+        return reason, f"Make {db} and its folder writable (or choose another store with --tracking-uri), then run: {{cmd}}"
     if "full" in low or "no space" in low:
-        return reason, "free some space"
+        return reason, "Free some space, then run: {cmd}"
     if "artifact" in low:
-        return reason, "make the artifact folder writable"
-    return reason, "once the tracking store works again"
+        return reason, "Make the artifact folder writable, then run: {cmd}"
+    return reason, "Once the tracking store works again, run: {cmd}"
 
 
 def _reason(e: BaseException, uri: str = "") -> str:
@@ -333,6 +351,22 @@ def _reason(e: BaseException, uri: str = "") -> str:
     text = re.sub(r"\s*\[SQL: .*", "", text)  # SQLAlchemy appends the statement and a link: not for the user
     text = re.sub(r"\s*\(Background on this error at: \S+\)", "", text)
     return (text[:300] + "…") if len(text) > 300 else (text or type(e).__name__)
+
+
+def _forget_engine(uri: str) -> None:
+    """Drop MLflow's cached database engine of a failed SQLite store: its pooled connections
+    stay open on the file as it was, so a retry in this process after the user moved a damaged
+    file aside (or freed space) would meet the old file again. Best effort: a private cache."""
+    if not uri.startswith("sqlite:"):
+        return
+    try:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        engines = getattr(SqlAlchemyStore, "_engine_map", {})
+        for key in [k for k in engines if k == uri]:
+            engines.pop(key).dispose()
+    except Exception:  # noqa: BLE001 - an MLflow without that cache: nothing to drop
+        pass
 
 
 def _mark_failed(client: Any, run_ids: list[str], status: str = "FAILED") -> bool:

@@ -1,0 +1,198 @@
+"""Five holes found by trying the command as a careless or hostile user would, each pinned here:
+a damaged SQLite tracking store, a repeated column, `--output` into a folder of other things (or
+a link to one), UTF-16 text with a byte-order mark, and the upload path's messages."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CONTRACTS = REPO / "experiments" / "contracts"
+ONE_MODEL = ["--truth", str(CONTRACTS / "truth.csv"), "--predictions", f"gpt={CONTRACTS / 'predictions' / 'gpt-4o-mini.csv'}", "--no-ci"]
+
+
+def _error_lines(err: str) -> list[str]:
+    return [ln for ln in err.splitlines() if ln.startswith("extracteval: error:")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# the shape of every upload failure: one line, sentences, the store, the cause, the way to resume
+UPLOAD_FAILURE = re.compile(
+    r"^extracteval: error: Logging to (?P<uri>\S+) failed while [a-z ']+: (?P<reason>[a-z].*?)\. "
+    r"The complete results are kept in (?P<kept>\S+)\. (?P<advice>[A-Z].*?)(?:, then|,) run: "
+    r"extracteval evaluate --resume-from (?P=kept)( --tracking-uri \S+)?$"
+)
+
+
+def test_a_damaged_sqlite_store_is_one_sentence_and_the_results_are_kept(cli, tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "bad.db"
+    db.write_text("garbage\n")
+    out = tmp_path / "kept"
+    r = cli("evaluate", "fields", *ONE_MODEL, "--no-figures", "--experiment", "damaged", "--tracking-uri", f"sqlite:///{db}",
+            "--output", str(out))
+    assert r.code == 1, r.err  # as for an unreachable server: the environment's fault, the results kept
+    assert "Traceback" not in r.err, r.err
+    lines = _error_lines(r.err)
+    assert len(lines) == 1 and UPLOAD_FAILURE.match(lines[0]), r.err
+    assert str(db) in lines[0] and "not an MLflow database" in lines[0] and f"Move {db} aside" in lines[0]
+    state = json.loads((out / "state.json").read_text())
+    assert state["status"] == "FAILED" and state["runs"] == {}
+    db.rename(tmp_path / "bad.db.damaged")  # what the message says to do; then the resume it prints
+    r = cli("evaluate", "--resume-from", str(out))
+    assert r.code == 0, r.err
+    state = json.loads((out / "state.json").read_text())
+    run = MlflowClient(f"sqlite:///{db}").get_run(state["runs"]["single"])
+    assert run.info.status == "FINISHED" and run.data.metrics == json.loads((out / "runs" / "single" / "metrics.json").read_text())
+
+
+def test_the_unreachable_server_message_is_made_of_sentences(cli, tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "3")
+    url = f"http://127.0.0.1:{_free_port()}"
+    out = tmp_path / "kept"
+    r = cli("evaluate", "fields", *ONE_MODEL, "--no-figures", "--experiment", "nowhere", "--tracking-uri", url, "--output", str(out))
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    lines = _error_lines(r.err)
+    assert len(lines) == 1, r.err
+    m = UPLOAD_FAILURE.match(lines[0])
+    assert m, lines[0]
+    assert m["uri"] == url and "not reachable" in m["reason"] and m["advice"] == "Once the tracking server answers again"
+    assert "writing connecting" not in lines[0]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl", "parquet"])
+@pytest.mark.parametrize("side", ["truth", "predictions"])
+def test_a_repeated_column_is_refused(cli, tmp_path: Path, fmt: str, side: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    good, bad = tmp_path / f"good.{fmt}", tmp_path / f"repeated.{fmt}"
+    rows = [("R1", "x", "y"), ("R2", "u", "v")]
+    if fmt in ("csv", "tsv"):
+        sep = "," if fmt == "csv" else "\t"
+        good.write_text(sep.join(("id", "a", "b")) + "\n" + "".join(sep.join(r) + "\n" for r in rows))
+        bad.write_text(sep.join(("id", "a", "a")) + "\n" + "".join(sep.join(r) + "\n" for r in rows))
+    elif fmt == "jsonl":
+        good.write_text("".join(json.dumps({"id": i, "a": x, "b": y}) + "\n" for i, x, y in rows))
+        bad.write_text("".join(f'{{"id": "{i}", "a": "{x}", "a": "{y}"}}\n' for i, x, y in rows))
+    else:
+        cols = [pa.array([r[k] for r in rows]) for k in range(3)]
+        pq.write_table(pa.table(cols, names=["id", "a", "b"]), good)
+        pq.write_table(pa.table(cols, names=["id", "a", "a"]), bad)
+    truth, pred = (bad, good) if side == "truth" else (good, bad)
+    r = cli("score", "fields", "--truth", str(truth), "--predictions", f"m={pred}", "--no-ci", "--json")
+    assert r.code == 2, (r.code, r.out[:300], r.err)
+    lines = _error_lines(r.err)
+    assert len(lines) == 1 and str(bad) in lines[0] and "'a'" in lines[0] and "more than once" in lines[0], r.err
+    assert "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("through_link", [False, True], ids=["folder", "link"])
+def test_output_into_a_folder_extracteval_did_not_write_is_refused(cli, tmp_path: Path, through_link: bool) -> None:
+    system = tmp_path / "etc"
+    system.mkdir()
+    (system / "result.json").write_text("the system's own file\n")
+    (system / "passwd").write_text("root:x:0:0\n")
+    before = {p.name: p.read_bytes() for p in system.iterdir()}
+    target = system
+    if through_link:
+        target = tmp_path / "results"
+        target.symlink_to(system, target_is_directory=True)
+    r = cli("score", "fields", *ONE_MODEL, "--output", str(target))
+    assert r.code == 2, r.err
+    lines = _error_lines(r.err)
+    assert len(lines) == 1 and "--overwrite" in lines[0] and "not written by extracteval" in lines[0], r.err
+    assert str(system.resolve()) in lines[0]  # a link is named with the folder it points to
+    assert {p.name: p.read_bytes() for p in system.iterdir()} == before  # nothing written, nothing replaced
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left behind
+    r = cli("score", "fields", *ONE_MODEL, "--output", str(target), "--overwrite")  # said explicitly: written into it
+    assert r.code == 0, r.err
+    assert (system / "passwd").read_bytes() == before["passwd"] and json.loads((system / "result.json").read_text())["models"]
+    assert (target / ".extracteval-output").is_file() and target.is_symlink() == through_link
+    r = cli("score", "fields", *ONE_MODEL, "--output", str(target))  # extracteval's folder now: no --overwrite needed
+    assert r.code == 0, r.err
+
+
+@pytest.mark.parametrize("codec,bom", [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")], ids=["UTF-16-LE", "UTF-16-BE"])
+def test_utf16_text_with_a_byte_order_mark_is_read(cli, tmp_path: Path, codec: str, bom: bytes) -> None:
+    truth = (CONTRACTS / "truth.csv").read_text(encoding="utf-8")
+    pred = (CONTRACTS / "predictions" / "gpt-4o-mini.csv").read_text(encoding="utf-8")
+    (tmp_path / "truth.csv").write_bytes(bom + truth.encode(codec))
+    (tmp_path / "gpt.csv").write_bytes(bom + pred.encode(codec))
+    r16 = cli("score", "fields", "--truth", str(tmp_path / "truth.csv"), "--predictions", f"gpt={tmp_path / 'gpt.csv'}", "--no-ci", "--json")
+    assert r16.code == 0, r16.err
+    r8 = cli("score", "fields", *ONE_MODEL, "--json")
+
+    def scores(doc: dict) -> dict:
+        return {m: {k: v for k, v in d.items() if k != "source"} for m, d in doc["models"].items()}
+
+    assert scores(r16.json()) == scores(r8.json())
+    # no byte-order mark: not declared, so still refused with the clear message
+    (tmp_path / "bare.csv").write_bytes(truth.encode(codec))
+    r = cli("score", "fields", "--truth", str(tmp_path / "bare.csv"), "--predictions", f"gpt={tmp_path / 'gpt.csv'}", "--no-ci")
+    assert r.code == 2 and "Traceback" not in r.err and len(_error_lines(r.err)) == 1, r.err
+    assert "UTF-8" in r.err
+
+
+def test_no_output_outside_the_folder_named(cli, tmp_path: Path) -> None:
+    """--output through a link: the files go to the folder it points to (named in messages), the
+    link stays a link; links inside an earlier output folder are replaced, never written
+    through; model and field names cannot climb out of the folder."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("outside\n")
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / ".extracteval-output").write_text("{}\n")  # an earlier run's folder
+    (real / "result.json").symlink_to(outside / "keep.txt")  # planted links: must be replaced, not followed
+    (real / "field_metrics.csv").symlink_to(outside / "keep.txt")
+    link = tmp_path / "out"
+    link.symlink_to(real, target_is_directory=True)
+    evil = "../../outside/pwned"
+    pred = tmp_path / "pred.csv"
+    pred.write_text((CONTRACTS / "predictions" / "gpt-4o-mini.csv").read_text().replace("contract_type", "../../x", 1))
+    truth = tmp_path / "truth.csv"
+    truth.write_text((CONTRACTS / "truth.csv").read_text().replace("contract_type", "../../x", 1))
+
+    def snapshot() -> dict[str, bytes | str]:
+        snap: dict[str, bytes | str] = {}
+        for p in sorted(tmp_path.rglob("*")):
+            rel = p.relative_to(tmp_path).as_posix()
+            if rel.startswith("real/") or rel in ("real",):
+                continue
+            snap[rel] = ("link:" + str(p.readlink())) if p.is_symlink() else (p.read_bytes() if p.is_file() else "dir")
+        return snap
+
+    before = snapshot()
+    r = cli("score", "fields", "--truth", str(truth), "--predictions", f"{evil}={pred}", "--no-ci", "--output", str(link))
+    assert r.code == 0, r.err
+    assert snapshot() == before  # nothing written, created or replaced outside the folder named
+    assert (outside / "keep.txt").read_text() == "outside\n"
+    written = {p.name for p in real.iterdir()}
+    assert {"result.json", "field_metrics.csv", ".extracteval-output"} <= written
+    assert not (real / "result.json").is_symlink() and json.loads((real / "result.json").read_text())["models"]
+    assert all(p.resolve().is_relative_to(real.resolve()) for p in real.rglob("*"))
+
+
+def test_the_marker_is_small_json(tmp_path: Path) -> None:
+    from extracteval.io.outputs import MARKER, mark_folder, written_by_extracteval
+
+    assert not written_by_extracteval(tmp_path)
+    mark_folder(tmp_path)
+    doc = json.loads((tmp_path / MARKER).read_text())
+    assert doc["written_by"] == "extracteval" and written_by_extracteval(tmp_path)
