@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.mlflow.conftest import CONTRACTS
+
 
 @pytest.fixture
 def fast_failing_http(monkeypatch):
@@ -60,7 +62,8 @@ def server_500():
 def _check_failed_cleanly(code: int, err: str, out_dir: Path, expected: dict) -> None:
     assert code in (1, 2), err
     assert "Traceback" not in err
-    assert "extracteval: error:" in err or "extracteval:" in err
+    lines = [ln for ln in err.splitlines() if ln.startswith("extracteval: error:")]
+    assert len(lines) == 1 and lines[0].startswith("extracteval: error: Logging to "), err  # one sentence-led line
     if (out_dir / "manifest.json").exists():  # complete local copy, resumable
         assert f"--resume-from {out_dir}" in err
         manifest = json.loads((out_dir / "manifest.json").read_text())
@@ -231,3 +234,277 @@ def test_concurrent_evaluation_creating_the_same_experiment(cli, contracts_args,
     assert state["experiment_id"] == raced[0] and state["status"] == "UPLOADED"
     client = MlflowClient(tracking_uri)
     assert len(client.search_runs([raced[0]])) == 4
+
+
+# --- the tracking-store fault catalogue ------------------------------------------------------
+#
+# Every fault ends the same way: exit 1, one `extracteval: error:` line (the store, what is wrong
+# with it, what to do, the resume command), no traceback, the complete local copy kept; once the
+# fault is gone, `--resume-from` completes the runs in that same store, each metric and the
+# dataset logged once. The server faults above (unreachable, HTTP 500, too slow) and below
+# (closing the connection) use the module's one real server; the SQLite faults need none.
+
+# one model, no intervals, no figures: the faults are in the store, not in the scoring
+ONE = ("--truth", str(CONTRACTS / "truth.csv"), "--predictions", f"gpt-4o-mini={CONTRACTS / 'predictions' / 'gpt-4o-mini.csv'}",
+       "--no-ci", "--no-figures")
+
+
+def _resumed_once(cli, out_dir: Path, uri: str, experiment: str) -> dict:
+    """`--resume-from` into `uri`: every run of the local copy FINISHED there with the local
+    metrics, each metric and the dataset logged once, no other run in the experiment."""
+    code, out, err = cli("evaluate", "--resume-from", str(out_dir), "--tracking-uri", uri)
+    assert code == 0, err
+    state = json.loads((out_dir / "state.json").read_text())
+    keys = [r["key"] for r in json.loads((out_dir / "manifest.json").read_text())["runs"]]
+    assert state["status"] == "UPLOADED" and list(state["runs"]) == keys
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    assert sorted(r.info.run_id for r in runs) == sorted(state["runs"].values())
+    for key, rid in state["runs"].items():
+        run = client.get_run(rid)
+        local = json.loads((out_dir / "runs" / key / "metrics.json").read_text())
+        assert run.info.status == "FINISHED" and run.data.metrics == local
+        assert not [k for k in local if len(client.get_metric_history(rid, k)) != 1], f"run {key}: a metric logged twice"
+        assert len(run.inputs.dataset_inputs) == 1
+    return state
+
+
+def _one_clear_line(code: int, err: str, out_dir: Path, *needles: str) -> str:
+    assert code == 1, err
+    assert "Traceback" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("extracteval: error:")]
+    assert len(lines) == 1, err
+    line = lines[0]
+    assert line.startswith("extracteval: error: Logging to ") and f"--resume-from {out_dir}" in line, line
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    for r in manifest["runs"]:  # the complete local copy
+        assert (out_dir / "runs" / r["key"] / "metrics.json").is_file()
+        assert (out_dir / "runs" / r["key"] / "artifacts" / "extracteval" / "result.json").is_file()
+    assert json.loads((out_dir / "state.json").read_text())["status"] == "FAILED"
+    return line
+
+
+def _new_store(path: Path) -> str:
+    """A valid, empty MLflow SQLite store at `path` (its tables created)."""
+    uri = f"sqlite:///{path}"
+    MlflowClient(uri).search_experiments()
+    return uri
+
+
+class _Locker:
+    """Another process holding the SQLite store's write lock (BEGIN IMMEDIATE) until released."""
+
+    def __init__(self, db: Path) -> None:
+        import subprocess
+        import sys
+
+        code = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN IMMEDIATE'); "
+                "print('locked', flush=True); sys.stdin.read()")
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "locked"
+
+    def release(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+
+def _world_dir() -> Path:
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="extracteval-readonly-"))
+    d.chmod(0o755)
+    return d
+
+
+def test_store_fault_damaged_sqlite(cli, tmp_path):
+    db = tmp_path / "store.db"
+    db.write_bytes(b"garbage, not a database\n" * 10)
+    uri, out_dir = f"sqlite:///{db}", tmp_path / "kept"
+    code, _, err = cli("evaluate", "fields", *ONE, "--experiment", "damaged", "--tracking-uri", uri, "--output", str(out_dir))
+    _one_clear_line(code, err, out_dir, str(db), "damaged or is not an MLflow database", f"Move {db} aside")
+    db.rename(tmp_path / "store.db.damaged")
+    _resumed_once(cli, out_dir, uri, "damaged")
+
+
+@pytest.mark.slow  # MLflow waits 20 s (its SQLite busy timeout) for the lock before it gives up
+def test_store_fault_locked_sqlite(cli, tmp_path, request):
+    db = tmp_path / "store.db"
+    uri, out_dir = _new_store(db), tmp_path / "kept"
+    locker = _Locker(db)
+    request.addfinalizer(locker.release)
+    code, _, err = cli("evaluate", "fields", *ONE, "--experiment", "locked", "--tracking-uri", uri, "--output", str(out_dir))
+    _one_clear_line(code, err, out_dir, str(db), "locked by another process", "Once that process has finished")
+    locker.release()
+    _resumed_once(cli, out_dir, uri, "locked")
+
+
+def test_store_fault_read_only_sqlite(cli, tmp_path, request):
+    """A store the user may read but not write. As root, permissions do not stop a write, so the
+    command runs as the unprivileged user `nobody` (effective uid, restored after)."""
+    import os
+    import shutil
+
+    root = os.geteuid() == 0
+    base = _world_dir() if root else tmp_path
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+    store = base / "store"
+    store.mkdir()
+    uri = _new_store(store / "mlflow.db")
+    kept = base / "kept"
+    kept.mkdir()
+    kept.chmod(0o777)
+    out_dir = kept / "bundle"
+    # every module the command needs, imported by the same command into a writable store first
+    code, _, err = cli("evaluate", "fields", *ONE, "--experiment", "warm", "--tracking-uri", f"sqlite:///{tmp_path / 'warm.db'}")
+    assert code == 0, err
+    if root:
+        os.seteuid(65534)
+    else:
+        (store / "mlflow.db").chmod(0o444)
+        store.chmod(0o555)
+    try:
+        code, _, err = cli("evaluate", "fields", *ONE, "--experiment", "read-only", "--tracking-uri", uri, "--output", str(out_dir))
+    finally:
+        if root:
+            os.seteuid(0)
+        else:
+            store.chmod(0o755)
+            (store / "mlflow.db").chmod(0o644)
+    _one_clear_line(code, err, out_dir, str(store / "mlflow.db"), "read-only", "writable")
+    _resumed_once(cli, out_dir, uri, "read-only")
+
+
+def test_store_fault_full_disk_sqlite(tmp_path):
+    """The disk fills up under the store: a real write failure of the database file, made with a
+    file-size limit on the command's process (RLIMIT_FSIZE, SIGXFSZ ignored: writing past it
+    fails with EFBIG as a full disk fails with ENOSPC), not a mocked exception. Not a real full
+    disk: that needs a small file system mounted, which a test cannot count on."""
+    import os
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    db = tmp_path / "store.db"
+    uri, out_dir = _new_store(db), tmp_path / "kept"
+    limit = db.stat().st_size  # the store may not grow by a single page
+
+    def pre() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, "-m", "extracteval", "evaluate", "fields", *ONE, "--experiment", "full",
+                        "--tracking-uri", uri, "--output", str(out_dir)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, preexec_fn=pre)
+    line = _one_clear_line(r.returncode, r.stderr, out_dir, str(db))
+    assert "is full" in line or "could not be written" in line, line
+    _resumed_once(_InProcess(), out_dir, uri, "full")
+
+
+class _InProcess:
+    """The `cli` fixture's call shape for a test that also runs a subprocess."""
+
+    def __call__(self, *argv: str) -> tuple[int, str, str]:
+        import contextlib
+        import io
+
+        from extracteval.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(argv))
+        return code, out.getvalue(), err.getvalue()
+
+
+def test_store_fault_artifact_root_not_writable(cli, tmp_path):
+    """The store takes the runs but their artifacts cannot be written: the artifact root (beside
+    the database) is a file, so no folder can be made in it — a real failure, also for root."""
+    store = tmp_path / "store"
+    store.mkdir()
+    uri, out_dir = _new_store(store / "mlflow.db"), tmp_path / "kept"
+    (store / "mlartifacts").write_text("a file where the artifact folder should be\n")
+    code, _, err = cli("evaluate", "fields", *ONE, "--experiment", "no-artifacts", "--tracking-uri", uri, "--output", str(out_dir))
+    line = _one_clear_line(code, err, out_dir, "artifact folder", "cannot be written", "Make the artifact folder writable")
+    state = json.loads((out_dir / "state.json").read_text())
+    assert MlflowClient(uri).get_run(state["runs"]["single"]).info.status == "FAILED", line
+    (store / "mlartifacts").unlink()
+    after = _resumed_once(cli, out_dir, uri, "no-artifacts")
+    assert after["runs"]["single"] == state["runs"]["single"]  # the same runs completed, not new ones
+
+
+class _ClosingProxy:
+    """Forwards requests to the real server; the first metrics batch is forwarded (the server
+    logs it) and then the connection is closed without an answer."""
+
+    def __init__(self, upstream: str) -> None:
+        up = urlsplit(upstream)
+        proxy = self
+        self.closed: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
+                try:
+                    conn.request(self.command, self.path, body=body or None, headers=headers)
+                    resp = conn.getresponse()
+                    data, status, resp_headers = resp.read(), resp.status, resp.getheaders()
+                finally:
+                    conn.close()
+                if not proxy.closed and _metrics_batch(self.command, self.path, body):
+                    proxy.closed.append(self.path)
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)  # mid-upload: no status line, nothing
+                    return
+                self.send_response(status)
+                for k, v in resp_headers:
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _forward
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}"
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def test_store_fault_server_closes_the_connection_mid_upload(cli, tmp_path, fast_failing_http, mlflow_server, request):
+    proxy = _ClosingProxy(mlflow_server.url)
+    request.addfinalizer(proxy.close)
+    out_dir = tmp_path / "kept"
+    code, _, err = cli("evaluate", "fields", *ONE, "--experiment", "closed", "--tracking-uri", proxy.url, "--output", str(out_dir))
+    _one_clear_line(code, err, out_dir, proxy.url, "closed the connection before answering", "Once the tracking server answers again")
+    assert proxy.closed
+    first = json.loads((out_dir / "state.json").read_text())["runs"]
+    state = _resumed_once(cli, out_dir, mlflow_server.url, "closed")
+    assert first.items() <= state["runs"].items()  # the run the lost batch went to was completed, not made again
+
+
+# the catalogue's size, quoted by the README: fault → the test that pins it
+STORE_FAULTS = {
+    "damaged SQLite file": test_store_fault_damaged_sqlite,
+    "SQLite write lock held by another process": test_store_fault_locked_sqlite,
+    "read-only SQLite store": test_store_fault_read_only_sqlite,
+    "full disk under the SQLite store": test_store_fault_full_disk_sqlite,
+    "artifact root not writable": test_store_fault_artifact_root_not_writable,
+    "server unreachable": test_tracking_server_unreachable_at_start,
+    "server answering HTTP 500": test_tracking_server_answering_500,
+    "server answering too slowly (two variants)": test_tracking_server_answering_too_slowly,
+    "server closing the connection mid-upload": test_store_fault_server_closes_the_connection_mid_upload,
+}
