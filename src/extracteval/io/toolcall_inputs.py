@@ -87,7 +87,10 @@ def _record_id(p: Path, line: int, rec: Any, what: str) -> str:
     rid = rec["id"]
     if not isinstance(rid, (str, int)) or isinstance(rid, bool):
         raise InputError(f"{p}: line {line}: \"id\" must be a string or an integer, but found {rid!r:.60}.")
-    return str(rid)
+    rid = str(rid).strip()  # as every reader: ' 1' is the id '1'
+    if not rid:
+        raise InputError(f"{p}: line {line}: \"id\" is empty; every record needs an id.")
+    return rid
 
 
 @dataclass(frozen=True, kw_only=True)
