@@ -196,3 +196,56 @@ def test_the_marker_is_small_json(tmp_path: Path) -> None:
     mark_folder(tmp_path)
     doc = json.loads((tmp_path / MARKER).read_text())
     assert doc["written_by"] == "extracteval" and written_by_extracteval(tmp_path)
+
+
+def _parsers_with_output():
+    """(command words, parser) for every parser of the command line that has --output."""
+    import argparse
+
+    from extracteval.cli import build_parser
+
+    def walk(p: argparse.ArgumentParser, words: tuple[str, ...]):
+        if any(a.dest == "output" for a in p._actions):
+            yield words, p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    yield from walk(sub, (*words, name))
+
+    return list(walk(build_parser(), ()))
+
+
+def test_every_output_option_has_the_folder_rule() -> None:
+    from extracteval.cli import WHOLE_FOLDER_OUTPUTS
+
+    found = _parsers_with_output()
+    assert len(found) >= 11  # 7 score tasks, 7 evaluate tasks, leaderboard, demo, rescore
+    for words, p in found:
+        has_overwrite = any(a.dest == "overwrite" for a in p._actions)
+        assert has_overwrite != (words[0] in WHOLE_FOLDER_OUTPUTS), words
+
+
+# the fewest arguments argparse accepts for each command with --output (the folder is refused first)
+MINIMAL = {
+    "score": ["--truth", "t.csv", "--predictions", "m=p.csv"],
+    "evaluate": ["--truth", "t.csv", "--predictions", "m=p.csv", "--experiment", "e"],
+    "leaderboard": ["--experiment", "e"],
+    "demo": ["--no-mlflow"],
+    "rescore": ["--run", "0" * 32, "--truth", "t.csv"],
+}
+
+
+@pytest.mark.parametrize("words", [w for w, _ in _parsers_with_output()], ids=lambda w: "-".join(w))
+def test_every_command_refuses_a_folder_it_did_not_write(cli, tmp_path: Path, monkeypatch, words) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing reaches a store: the refusal comes before any work
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("the user's\n")
+    link = tmp_path / "link"
+    link.symlink_to(foreign, target_is_directory=True)
+    r = cli(*words, *MINIMAL[words[0]], "--output", str(link))
+    assert r.code == 2 and "Traceback" not in r.err, r.err
+    lines = _error_lines(r.err)
+    assert len(lines) == 1 and f"(a link to {foreign})" in lines[0] and "not written by extracteval" in lines[0], r.err
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign", "link"]
