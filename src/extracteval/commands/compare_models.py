@@ -101,10 +101,10 @@ def write_records(out: Path, columns: tuple[str, ...], matrices: dict[str, Any],
 def read_records(folder: Path) -> tuple[str, tuple[str, ...], dict[str, Any], float]:
     import numpy as np
 
-    from extracteval.core.structured import natural_key
+    from extracteval.tasks.structured.semantics import natural_key
     from extracteval.errors import InputError
     from extracteval.io.config import load_mapping
-    from extracteval.io.toolcall_inputs import read_json_records
+    from extracteval.tasks.toolcalls.inputs import read_json_records
 
     result_path, records_path = folder / "result.json", folder / "records.jsonl"
     for p in (result_path, records_path):
@@ -169,9 +169,8 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
     `spec["tracks"]` maps `structured` / `toolcalls` to {truth, predictions, …}; `spec["decision"]`
     (baseline, candidate, optional metric per track) applies to both.
     """
-    from importlib import import_module
-
     from extracteval.errors import InputError
+    from extracteval.tasks import task_module
 
     tracks = spec.get("tracks")
     if not isinstance(tracks, dict) or not tracks:
@@ -187,7 +186,7 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
         if track in metrics:
             dec["metric"] = metrics[track]
         sub.setdefault("decision", dec)
-        module = import_module(f"extracteval.commands.score_{track}")
+        module = task_module(track, "command")
         doc, text = module.run_experiment(folder, sub)
         docs["tracks"][track] = doc
         texts.append(f"-- {track} track\n{text}")
