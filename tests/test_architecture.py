@@ -14,12 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "extracteval"
 COMMAND_LAYER = ("extracteval.commands", "extracteval.cli", "extracteval.__main__", "extracteval.mlproject")
 
 # (importing module, imported command module) still to move below the command layer
-REMAINING_LAYER_IMPORTS = {
-    ("extracteval.tasks.structured.adapter", "extracteval.commands.compare_models"),
-    ("extracteval.tasks.structured.adapter", "extracteval.commands.live_progress"),
-    ("extracteval.tasks.structured.adapter", "extracteval.tasks.structured.command"),
-    ("extracteval.tasks.toolcalls.adapter", "extracteval.tasks.toolcalls.command"),
-}
+REMAINING_LAYER_IMPORTS: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:

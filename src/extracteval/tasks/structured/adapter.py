@@ -115,7 +115,7 @@ def decision_sections(doc: Mapping[str, Any]) -> list[Section]:
     d = doc.get("decision")
     if not d:
         return []
-    from extracteval.commands.compare_models import render_decision
+    from extracteval.core.decision import render_decision
 
     return [Section(title="Baseline vs candidate decision", items=render_decision(d).splitlines())]
 
@@ -228,13 +228,13 @@ class StructuredAdapter(CellPredictions):
     # ---- scoring -------------------------------------------------------------------------------
 
     def score_args(self, args: argparse.Namespace) -> Scored:
-        from extracteval.commands.live_progress import LiveProgress
-        from extracteval.tasks.structured.command import _load_truth, extended_backends, load_predictions, result_document
+        from extracteval.report.live_progress import LiveProgress
+        from extracteval.tasks.structured.pipeline import load_truth, extended_backends, load_predictions, result_document
         from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
 
         config = StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division,
                                   pass_threshold=args.pass_threshold)
-        truth = _load_truth(args.truth)
+        truth = load_truth(args.truth)
         preds, sources = load_predictions(args.predictions)
         backends = extended_backends(args)
         progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=getattr(args, "progress", "never"))
@@ -245,7 +245,7 @@ class StructuredAdapter(CellPredictions):
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
 
     def _streaming_config(self, args: argparse.Namespace) -> Any:
-        from extracteval.tasks.structured.command import streaming_config
+        from extracteval.tasks.structured.pipeline import streaming_config
 
         return streaming_config(args)
 
@@ -269,7 +269,7 @@ class StructuredAdapter(CellPredictions):
                               "predictions": {m: prediction_cells_frame({str(r): v for r, v in out.items()}) for m, out in chunk.predictions.items()}}
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
-        from extracteval.tasks.structured.command import chunked_document
+        from extracteval.tasks.structured.pipeline import chunked_document
         from extracteval.mlflow.stream import scored_of_stream
 
         doc = chunked_document(result, streamed.inputs)
@@ -281,13 +281,13 @@ class StructuredAdapter(CellPredictions):
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """One experiment.yaml: a `structured` experiment, or the `structured` track of a
         `structured+toolcalls` one (with the experiment's baseline-vs-candidate decision)."""
-        from extracteval.tasks.structured.command import _load_truth, load_predictions, result_document
+        from extracteval.tasks.structured.pipeline import load_truth, load_predictions, result_document
         from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
 
         folder = Path(folder)
         sub = track_spec(folder, spec, self.task)
         truth_path = str(folder / sub["truth"])
-        truth = _load_truth(truth_path)
+        truth = load_truth(truth_path)
         preds, sources = load_predictions([f"{n}={folder / p}" for n, p in sub["predictions"].items()])
         config = StructuredConfig(list_matching=sub.get("list_matching", "positional"), value_match=sub.get("value_match", "exact"))
         result = score_structured(truth, preds, config=config)
@@ -477,7 +477,7 @@ class StructuredAdapter(CellPredictions):
         return out
 
     def summary(self, scored: Scored) -> str:
-        from extracteval.tasks.structured.command import render
+        from extracteval.tasks.structured.pipeline import render
 
         return render(scored.doc)
 

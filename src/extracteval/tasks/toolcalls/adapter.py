@@ -118,19 +118,19 @@ class ToolcallsAdapter(CellPredictions):
     # ---- scoring -------------------------------------------------------------------------------
 
     def score_args(self, args: argparse.Namespace) -> Scored:
-        from extracteval.tasks.toolcalls.command import _run_bfcl, _run_generic
+        from extracteval.tasks.toolcalls.pipeline import run_bfcl, run_generic
 
         if getattr(args, "checker", "generic") == "bfcl":
-            doc, scores, rec = _run_bfcl(args)
+            doc, scores, rec = run_bfcl(args)
             return self._bfcl_scored(doc, scores, rec)
-        doc, result, rec = _run_generic(args)
+        doc, result, rec = run_generic(args)
         extended = sorted({k for m in doc["models"].values() for k in m.get("extended", {})})
         return self._generic_scored(doc, result, rec, args.truth[0], extended)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """One experiment.yaml: a `toolcalls` experiment (generic, or `checker: bfcl` with
         `questions`/`truth` lists), or the `toolcalls` track of a `structured+toolcalls` one."""
-        from extracteval.tasks.toolcalls.command import _run_bfcl, _run_generic
+        from extracteval.tasks.toolcalls.pipeline import run_bfcl, run_generic
 
         folder = Path(folder)
         sub = track_spec(folder, spec, self.task)
@@ -148,9 +148,9 @@ class ToolcallsAdapter(CellPredictions):
             semantic_similarity=False, llm_judge=False, similarity_option=[], pass_threshold=0.85, progress="never", **vars(dec),
         )
         if checker == "bfcl":
-            doc, scores, rec = _run_bfcl(ns)
+            doc, scores, rec = run_bfcl(ns)
             return self._bfcl_scored(doc, scores, rec)
-        doc, result, rec = _run_generic(ns)
+        doc, result, rec = run_generic(ns)
         return self._generic_scored(doc, result, rec, ns.truth[0], [])
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
@@ -217,7 +217,7 @@ class ToolcallsAdapter(CellPredictions):
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
 
     def _streaming_config(self, args: argparse.Namespace) -> Any:
-        from extracteval.tasks.toolcalls.command import streaming_config
+        from extracteval.tasks.toolcalls.pipeline import streaming_config
 
         if getattr(args, "checker", "generic") == "bfcl":
             raise InputError("evaluate toolcalls --checker bfcl scores in memory: drop --chunk-size/--workers/--engine spark "
@@ -257,7 +257,7 @@ class ToolcallsAdapter(CellPredictions):
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
         """`result`: the `ToolCallsEvaluation` of the merged ledger."""
-        from extracteval.tasks.toolcalls.command import chunked_document
+        from extracteval.tasks.toolcalls.pipeline import chunked_document
         from extracteval.mlflow.stream import scored_of_stream
 
         run = result.result
@@ -525,7 +525,7 @@ class ToolcallsAdapter(CellPredictions):
         return {"underscore_to_dot": str(bool(run.bfcl[model].underscore_to_dot)).lower()}
 
     def summary(self, scored: Scored) -> str:
-        from extracteval.tasks.toolcalls.command import render
+        from extracteval.tasks.toolcalls.pipeline import render
 
         return render(scored.doc)
 
