@@ -46,7 +46,7 @@ def _spans_job(spark: Any, truth: str, predictions: Sequence[tuple[str, Path]], 
                inputs: dict[str, Any]) -> Any:
     from pyspark.sql import functions as F
 
-    from extracteval.tasks.spans.chunked import SpansTask
+    from extracteval.tasks.spans.semantics import SpansTask
     from extracteval.tasks.spans.chunks import _doc, chunk_corpus
     from extracteval.tasks.spans.inputs import is_jsonl
     from extracteval.spark.engine import SparkJob
