@@ -102,6 +102,13 @@ READERS = [
     Reader("spans-jsonl", test_spans.SPEC, _spans_put, "refused", outputs_csv=True),
     Reader("structured-jsonl", st.STRUCTURED, _structured_put, "counted", outputs_csv=False),
     Reader("toolcalls-jsonl", st.TOOLCALLS, _toolcalls_put, "counted", outputs_csv=False),
+    # the streaming readers of the other tasks (--chunk-size)
+    Reader("labels-csv-chunked", test_labels.SPEC, _flat("kind"), "counted", extra=CHUNKED),
+    Reader("json-jsonl-chunked", test_json.SPEC, _json_put, "refused", extra=CHUNKED),
+    Reader("entities-jsonl-chunked", test_entities.SPEC, _entities_put, "counted", extra=CHUNKED),
+    Reader("spans-jsonl-chunked", test_spans.SPEC, _spans_put, "refused", extra=CHUNKED),
+    Reader("structured-jsonl-chunked", st.STRUCTURED, _structured_put, "counted", outputs_csv=False, extra=CHUNKED),
+    Reader("toolcalls-jsonl-chunked", st.TOOLCALLS, _toolcalls_put, "counted", outputs_csv=False, extra=CHUNKED),
 ]
 
 
@@ -183,7 +190,8 @@ def _value_cases(r: Reader, side: str) -> list[Case]:
 def _id_cases(r: Reader) -> list[Case]:
     cases = []
     for label, first in (("1.0", "1.0"), ("01", "01")):
-        bad = Bad("{pred}", repr(first) if r.fmt != "jsonl" else first)
+        # names the stray id, or (streamed, ids in order) the truth id left without its prediction
+        bad = Bad("{pred}", any_of(repr(first) if r.fmt != "jsonl" else first, "'1' has no prediction"))
         cases.append(Case(f"prediction id {label} for truth id 1", _renumber(first), bad if r.extra_id == "refused" else Ok()))
     return cases
 

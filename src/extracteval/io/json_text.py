@@ -33,11 +33,12 @@ def loads(text: str) -> Any:
         return _loads_iterative(text)
 
 
-def jsonl_values(path: Path, *, records: bool = False) -> Iterator[tuple[int, Any]]:
+def jsonl_values(path: Path, *, records: bool = False, unique_keys: bool = False) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) of each non-blank line of a JSONL file, streamed (UTF-8, a BOM
     dropped; UTF-16/32 with their BOM). The streaming readers' one way through a file: invalid JSON names the file and line,
     non-UTF-8 bytes and a file that may not be read are one clear message too. With `records`
-    (each line a table row), a line that names one key twice is refused."""
+    (each line a table row) a line naming one key twice or a key without a name is refused; with
+    `unique_keys` (each line a record of named keys) a line naming one key twice."""
     from extracteval.io.text_files import check_regular_file, text_encoding
 
     check_regular_file(path)
@@ -52,6 +53,8 @@ def jsonl_values(path: Path, *, records: bool = False) -> Iterator[tuple[int, An
                     raise InputError(f"{path}: line {i}: not valid JSON ({e}); expected one JSON object per line.") from None
                 if records and isinstance(value, dict):
                     check_table_record(path, f"line {i}", line, value)
+                elif unique_keys:
+                    check_record_keys(path, f"line {i}", line, value)
                 yield i, value
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None

@@ -24,6 +24,7 @@ from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
 from extracteval.io.config import model_files
 from extracteval.io.json_text import jsonl_values
+from extracteval.io.text_files import check_regular_file
 
 __all__ = ["KeyedChunk", "keyed_record", "iter_keyed", "KeyedStream", "open_keyed_stream"]
 
@@ -43,10 +44,7 @@ def _check_jsonl(p: Path) -> None:
             f"{p}: --chunk-size streams JSONL files (one record per line); {p.suffix!r} is not one "
             "(JSON arrays, CSV and Parquet are read whole: drop --chunk-size)."
         )
-    if not p.exists():
-        raise InputError(f"{p}: file not found.")
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory; expected a file.")
+    check_regular_file(p)
 
 
 def keyed_record(p: str | Path, where: str, rec: Any, keys: Sequence[str], what: str, *, id_key: str = "id") -> tuple[str, str]:
@@ -71,7 +69,7 @@ def iter_keyed(path: str | Path, keys: Sequence[str], what: str, *, id_key: str 
     _check_jsonl(p)
     last: tuple[str, int] | None = None
     seen = False
-    for line, rec in jsonl_values(p):
+    for line, rec in jsonl_values(p, unique_keys=True):
         rid, key = keyed_record(p, f"line {line}", rec, keys, what, id_key=id_key)
         if last is not None:
             check_id_order(p, f"line {line}", rid, last[0], f"line {last[1]}")

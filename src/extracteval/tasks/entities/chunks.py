@@ -55,7 +55,7 @@ def iter_entity_records(path: str | Path, *, truth: bool, id_column: str, entiti
     p = Path(path)
     _check_jsonl(p)
     last: tuple[str, int] | None = None
-    for i, rec in jsonl_values(p):
+    for i, rec in jsonl_values(p, unique_keys=True):
         rid = entity_record_id(p, f"line {i}", rec, id_column=id_column, entities_key=entities_key, truth=truth)
         if last is not None:
             check_id_order(p, f"line {i}", rid, last[0], f"line {last[1]}")

@@ -71,7 +71,7 @@ class _JsonlRecords:
         if p.is_dir():
             raise InputError(f"{p}: is a directory; expected a file.")
         seen = False
-        for i, obj in jsonl_values(p):
+        for i, obj in jsonl_values(p, unique_keys=True):
             seen = True
             yield f"line {i}", obj
         if not seen:

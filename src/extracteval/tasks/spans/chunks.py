@@ -30,6 +30,8 @@ import numpy as np
 
 from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet
 from extracteval.errors import InputError
+from extracteval.io.json_text import check_record_keys
+from extracteval.io.text_files import check_regular_file, read_error, text_encoding
 from extracteval.io.id_order import check_id_order
 from extracteval.tasks.spans.inputs import TokenFile, parse_token_bytes, read_span_list, token_corpus
 
@@ -46,14 +48,13 @@ class SpanDoc:
 
 def iter_span_docs(path: Path, keys: Sequence[str]) -> Iterator[SpanDoc]:
     """The documents of one JSONL file, ids checked to ascend strictly."""
-    if not path.exists():
-        raise InputError(f"{path}: file not found.")
+    check_regular_file(path)
     last: tuple[str, str] | None = None
     seen = False
     try:
-        fh = path.open(encoding="utf-8-sig", newline="")
-    except PermissionError:
-        raise InputError(f"{path}: permission denied; cannot read the file.") from None
+        fh = path.open(encoding=text_encoding(path), newline="")
+    except OSError as e:
+        raise read_error(path, e) from None
     with fh:
         try:
             for n, line in enumerate(fh, start=1):
@@ -64,6 +65,7 @@ def iter_span_docs(path: Path, keys: Sequence[str]) -> Iterator[SpanDoc]:
                     rec = json.loads(line)
                 except ValueError as e:
                     raise InputError(f"{path}: line {n}: not valid JSON ({e}).") from None
+                check_record_keys(path, at, line, rec)
                 doc = _doc(path, at, rec, keys)
                 if last is not None:
                     check_id_order(path, at, doc.id, *last, noun="document id")
