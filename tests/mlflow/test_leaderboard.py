@@ -349,7 +349,8 @@ def test_logging_failure_keeps_the_ranking(cli, six_run_store, monkeypatch):
     r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-ci")
     assert r.code == 1
     assert "#1  A" in r.out  # the table was printed before logging was attempted
-    assert "logging the leaderboard" in r.err and "not reachable" in r.err and "--no-log" in r.err and "Traceback" not in r.err
+    assert "Logging the leaderboard" in r.err and "not reachable" in r.err and "--no-log" in r.err and "Traceback" not in r.err
+    assert "Once the tracking server answers again, run the same command again, or pass --no-log" in r.err
 
 
 def test_other_task_ranked_by_its_primary_metric(cli, store, tmp_path):

@@ -100,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
                 reason, advice = diagnose(e, result.tracking_uri or "")
                 print(f"extracteval: error: Logging the leaderboard to {result.tracking_uri} failed: {reason}. "
                       "The ranking above is complete" + (f" (outputs kept in {args.output})" if args.output else "") + ". "
-                      + advice.format(cmd="the same command again (or add --no-log)"), file=sys.stderr)
+                      + advice.replace("run: {cmd}", "run the same command again, or pass --no-log to skip the logging") + ".",
+                      file=sys.stderr)
                 return 1
             if args.output:  # the local copy carries the run id too
                 with staged_folder(out) as staging:  # replaces leaderboard.json only, and whole
