@@ -65,13 +65,30 @@ def jsonl_values(path: Path, *, records: bool = False, unique_keys: bool = False
 _KEY_COLON = re.compile(r'"\s*:')
 
 
+def _keys_in(value: Any) -> int:
+    """How many keys the objects in `value` have, nested ones included."""
+    n, stack = 0, [value]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            n += len(x)
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return n
+
+
 def repeated_keys(text: str, records: list[Any], *, wrapped: bool = False) -> dict[int, str]:
     """Position in `records` → a key that record's object names twice, for the records parsed
     from `text` (JSON parsers keep the last value of a repeated key and drop the others silently).
     Parsed a second time, keeping the key pairs, only when the text could hold a repeat: it has
-    more `"key":` pairs than the records have keys. `text` holds one object (a JSONL line), an
-    array of them, or with `wrapped` an object whose "records" key holds the array."""
-    if len(_KEY_COLON.findall(text)) <= sum(len(r) for r in records if isinstance(r, dict)):
+    more `"key":` pairs than the records have keys (their own, then nested ones counted too).
+    `text` holds one object (a JSONL line), an array of them, or with `wrapped` an object whose
+    "records" key holds the array."""
+    pairs_in_text = text.count('":')
+    if '" ' in text or '"\t' in text or '"\n' in text or '"\r' in text:  # whitespace before a colon is allowed
+        pairs_in_text = len(_KEY_COLON.findall(text))
+    if pairs_in_text <= sum(len(r) for r in records if isinstance(r, dict)) or pairs_in_text <= _keys_in(records):
         return {}
     repeated: dict[int, str] = {}  # id of each object built with a repeated key → the key
 
