@@ -332,6 +332,14 @@ def _reason(e: BaseException, uri: str = "") -> str:
         return "the tracking server closed the connection before answering"
     if any(s in low for s in ("connection refused", "max retries exceeded", "failed to establish", "connectionerror")):
         return "the tracking server is not reachable (connection refused)"
+    if isinstance(e, OSError) and not isinstance(e, ConnectionError) and type(e).__module__ == "builtins":
+        # writing the artifacts (a local or mounted artifact root): the file system said no
+        import errno
+
+        what = e.strerror or text
+        if e.errno == errno.ENOSPC or "no space left" in low:
+            return f"the disk holding the artifacts is full ({what})"
+        return f"the artifact folder {e.filename or ''} cannot be written ({what})".replace("folder  cannot", "folder cannot")
     store = f"the SQLite tracking store {db}" if db else "the tracking store"
     if "file is not a database" in low or "database disk image is malformed" in low:
         return f"{store} is damaged or is not an MLflow database (SQLite: {'file is not a database' if 'not a database' in low else 'database disk image is malformed'})"
@@ -343,9 +351,6 @@ def _reason(e: BaseException, uri: str = "") -> str:
         return f"the disk holding {db or 'the tracking store'} is full ({'SQLite: database or disk is full' if 'database or disk' in low else 'no space left on device'})"
     if "unable to open database file" in low:
         return f"{store} cannot be opened (SQLite: unable to open database file; does its folder exist and may it be written?)"
-    if isinstance(e, OSError) and getattr(e, "filename", None):
-        what = e.strerror or text
-        return f"the artifact folder {e.filename} cannot be written ({what})"
     if "disk i/o error" in low:
         return f"{store} could not be written (SQLite: disk I/O error; the disk may be full or failing)"
     text = re.sub(r"\s*\[SQL: .*", "", text)  # SQLAlchemy appends the statement and a link: not for the user
