@@ -21,6 +21,7 @@ from extracteval.mlflow.descriptions import (
     _md,
     fmt_interval,
     fmt_value,
+    primary_interval,
 )
 
 pytestmark = pytest.mark.slow
@@ -80,11 +81,13 @@ def test_a_model_runs_description_says_its_rank_score_interval_and_weak_items(st
             assert f"**{_md(tags['extracteval.model'])}**: **rank {tags['extracteval.rank']} of {n}**" in first, (name, first)
             assert f"(`{spec.primary}`): **{fmt_value(spec, ms[spec.primary])}**" in note, (name, note)
             # the headline metrics are the run's own numbers under one name for every task
-            assert ms[HEADLINE_SCORE] == ms[spec.primary]
+            assert ms[HEADLINE_SCORE] == round(ms[spec.primary], 4)  # four decimals: shown whole in the runs table
             assert f"{int(ms['invalid_outputs/count'])} invalid output(s)" in note
+            ci = primary_interval(spec, ms)
             if HEADLINE_CI_LOW in ms:
-                assert f"95% CI {fmt_interval(spec, ms[HEADLINE_CI_LOW], ms[HEADLINE_CI_HIGH])}" in note
-                assert ms[HEADLINE_CI_LOW] <= ms[spec.primary] <= ms[HEADLINE_CI_HIGH]
+                assert (ms[HEADLINE_CI_LOW], ms[HEADLINE_CI_HIGH]) == (round(ci[0], 4), round(ci[1], 4))
+                assert f"95% CI {fmt_interval(spec, *ci)}" in note
+                assert ci[0] <= ms[spec.primary] <= ci[1]
             else:
                 assert "no interval" in note
             if "wins/field_wins" in ms:
@@ -114,8 +117,10 @@ def test_the_parent_run_holds_the_ranking_table_and_the_adjacent_verdicts(store)
             ms = child.data.metrics
             cells = [c.strip() for c in row.strip("|").split(" | ")]
             assert cells[:3] == [child.data.tags["extracteval.rank"], _md(child.data.tags["extracteval.model"]), fmt_value(spec, ms[spec.primary])]
-            assert cells[3] == (fmt_interval(spec, ms[HEADLINE_CI_LOW], ms[HEADLINE_CI_HIGH]) if HEADLINE_CI_LOW in ms else "-")
-        assert parent.data.metrics[HEADLINE_WINNER] == children[0].data.metrics[spec.primary]
+            ci = primary_interval(spec, ms)
+            assert cells[3] == (fmt_interval(spec, *ci) if ci else "-")
+            assert (ci is None) is (HEADLINE_CI_LOW not in ms)
+        assert parent.data.metrics[HEADLINE_WINNER] == round(children[0].data.metrics[spec.primary], 4)
         assert HEADLINE_SCORE not in parent.data.metrics  # the experiment's charts plot model runs only
         verdicts = [line for line in note.splitlines() if " vs " in line and line.startswith("- ")]
         pairs = [f"- {_md(a.data.tags['extracteval.model'])} vs {_md(b.data.tags['extracteval.model'])}: " for a, b in zip(children, children[1:])]
@@ -139,7 +144,7 @@ def test_the_leaderboard_run_describes_the_runs_it_ranked(store) -> None:
             assert row[1] == _md(child.data.tags["extracteval.model"])
             assert row[2] == fmt_value(spec, child.data.metrics[spec.primary])
         assert f"`{key}/rank`" in note
-        assert lb.data.metrics[HEADLINE_WINNER] == lb.data.metrics["best/score"]
+        assert lb.data.metrics[HEADLINE_WINNER] == round(lb.data.metrics["best/score"], 4)
 
 
 def test_names_cannot_break_the_markdown() -> None:

@@ -205,10 +205,10 @@ LOOK_AT = """\
 In the MLflow UI: each experiment {prefix}-<example> holds one parent run (the comparison) with a
 child run per model (expand the parent's row with +) and the leaderboard run. Every run opens on its
 Description: rank, score with its interval, weakest items, where the report is. In the runs table
-choose Columns and add Headline/score, Headline/score_ci_low, Headline/score_ci_high and
-Headline/wins (the same keys for every task; the parent and leaderboard runs have
-Headline/winner_score), then sort by Headline/score; the chart view (second icon) opens on the
-Headline section, one bar per model. Select the model runs and Compare for their own keys:
+choose Columns and add Main/score, Main/score_low, Main/score_high and
+Main/wins (the same keys for every task; the parent and leaderboard runs have
+Main/best), then sort by Main/score; the chart view (second icon) opens on the
+Main section, one bar per model. Select the model runs and Compare for their own keys:
 {keys}
 A run's Artifacts hold extracteval/report.html (the full report), figures/ and
 extracteval/records.parquet. The cross-run leaderboard wrote each ranked run's rank to its own

@@ -322,7 +322,7 @@ def write_bundle(
                             metrics[keys.key("models", m, k)] = child[k]
                 winner = metrics_of(models[0]).get(spec.primary)
                 if winner is not None:
-                    metrics[notes.HEADLINE_WINNER] = float(winner)
+                    metrics[notes.HEADLINE_WINNER] = notes.headline(winner)
             else:
                 metrics = metrics_of(plan.model)
                 if plan.role == "single":

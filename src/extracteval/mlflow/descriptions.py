@@ -16,13 +16,14 @@ Numbers are formatted as the terminal view formats them: rates as percentages wi
 (`95.8%`), intervals in points (`[93.6, 97.6]`), differences in signed points (`+8.6 points`),
 and a task whose primary metric is not a rate (json: RQS) with three decimals (`0.828`).
 
-Headline metrics (`HEADLINE_*`) are the same few keys on every task's model runs, so that the
+The headline metrics (`HEADLINE_*`, prefix `Main/`) are the same few keys on every task's model runs, so that the
 experiment's runs table and charts put the models side by side under one name: the primary metric
-(`Headline/score`), its interval and the item wins; the comparison and leaderboard runs carry the
-winner's score under `Headline/winner_score`. The capital letter sorts the `Headline` section
-before every other metric section in MLflow's chart views and metric tables (which order keys by
-code point, capitals first), and `score` comes first within it, so Compare's parallel-coordinates
-plot opens on it.
+(`Main/score`), its interval and the item wins; the comparison and leaderboard runs carry the
+winner's score under `Main/best`. The capital letter sorts the `Main` section before every other
+metric section in MLflow's chart views and metric tables (which order keys by code point, capitals
+first); within it `score` sorts before its bounds (`score_high`, `score_low`), so Compare's
+parallel-coordinates plot opens on it; and the keys are short enough for MLflow's 100-pixel metric
+columns (the bounds cut, if at all, after `score_h` / `score_l`).
 """
 
 from __future__ import annotations
@@ -36,15 +37,16 @@ from extracteval.core.ranking import RankingSpec, format_wins, tier
 
 __all__ = [
     "HEADLINE_SCORE", "HEADLINE_CI_LOW", "HEADLINE_CI_HIGH", "HEADLINE_WINS", "HEADLINE_WINNER",
-    "HEADLINE_KEYS", "REPORT_PATH", "fmt_value", "fmt_interval", "fmt_diff", "primary_interval", "weakest_items", "wins_text",
+    "HEADLINE_KEYS", "HEADLINE_DECIMALS", "headline", "REPORT_PATH", "fmt_value", "fmt_interval", "fmt_diff", "primary_interval", "weakest_items", "wins_text",
     "headline_metrics", "model_note", "single_note", "comparison_note", "leaderboard_note", "is_rate",
 ]
 
-HEADLINE_SCORE = "Headline/score"  # the task's primary metric (`extracteval.primary_metric` names it)
-HEADLINE_CI_LOW = "Headline/score_ci_low"
-HEADLINE_CI_HIGH = "Headline/score_ci_high"
-HEADLINE_WINS = "Headline/wins"  # item wins (fields, tags, features, functions)
-HEADLINE_WINNER = "Headline/winner_score"  # on comparison and leaderboard runs: the best model's primary metric
+HEADLINE_SCORE = "Main/score"  # the task's primary metric (`extracteval.primary_metric` names it)
+HEADLINE_CI_LOW = "Main/score_low"
+HEADLINE_CI_HIGH = "Main/score_high"
+HEADLINE_WINS = "Main/wins"  # item wins (fields, tags, features, functions)
+HEADLINE_WINNER = "Main/best"  # on comparison and leaderboard runs: the best model's primary metric
+HEADLINE_DECIMALS = 4
 HEADLINE_KEYS = (HEADLINE_SCORE, HEADLINE_CI_LOW, HEADLINE_CI_HIGH, HEADLINE_WINS, HEADLINE_WINNER)
 REPORT_PATH = "extracteval/report.html"
 # metrics (last key segment) that count records left out of a model's scores
@@ -146,14 +148,20 @@ def _left_out(metrics: Mapping[str, float]) -> list[tuple[str, int]]:
     return out
 
 
+def headline(v: float) -> float:
+    """A headline value as logged: four decimals, which MLflow's runs table shows whole
+    (`0.958`, not `0.95795283…` cut at the column's edge); the task's own key keeps every digit."""
+    return round(float(v), HEADLINE_DECIMALS)
+
+
 def headline_metrics(spec: RankingSpec, metrics: Mapping[str, float]) -> dict[str, float]:
-    """The `Headline/…` metrics of a model run, from its own metrics."""
+    """The `Main/…` metrics of a model run, from its own metrics."""
     out: dict[str, float] = {}
     if _finite(metrics.get(spec.primary)):
-        out[HEADLINE_SCORE] = float(metrics[spec.primary])
+        out[HEADLINE_SCORE] = headline(metrics[spec.primary])
     ci = primary_interval(spec, metrics)
     if ci is not None:
-        out[HEADLINE_CI_LOW], out[HEADLINE_CI_HIGH] = ci
+        out[HEADLINE_CI_LOW], out[HEADLINE_CI_HIGH] = headline(ci[0]), headline(ci[1])
     if _finite(metrics.get("wins/field_wins")):
         out[HEADLINE_WINS] = float(metrics["wins/field_wins"])
     return out
@@ -265,7 +273,11 @@ def leaderboard_note(result: Any, key: str | None = None) -> str:
     lb = result.leaderboard
     spec = lb.spec
     n_ranked = sum(len(g.entries) for g in lb.groups)
-    lines = [f"**Leaderboard of {_md(result.experiment)}** · extracteval {lb.task} · {n_ranked} run(s) ranked "
+    best = ""
+    if len(lb.groups) == 1 and lb.groups[0].entries:
+        top = lb.groups[0].entries[0]
+        best = f": winner **{_md(top.model)}**, {spec.label} {fmt_value(spec, top.score)}"
+    lines = [f"**Leaderboard of {_md(result.experiment)}**{best} · extracteval {lb.task} · {n_ranked} run(s) ranked "
              f"({'all runs' if lb.all_runs else 'the latest run of each model'}), {len(lb.groups)} group(s)", ""]
     for gi, g in enumerate(lb.groups, start=1):
         if len(lb.groups) > 1:

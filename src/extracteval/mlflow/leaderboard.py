@@ -32,7 +32,7 @@ from typing import Any
 from extracteval.core.bootstrap import Interval
 from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.errors import InputError
-from extracteval.mlflow.descriptions import HEADLINE_WINNER, leaderboard_note
+from extracteval.mlflow.descriptions import HEADLINE_WINNER, headline, leaderboard_note
 from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download, _local_artifact
 
 __all__ = [
@@ -550,7 +550,7 @@ def log_leaderboard(
                        Metric("runs/superseded", float(sum(len(g.superseded) for g in lb.groups)), ts, 0)]
             if len(lb.groups) == 1:
                 metrics.append(Metric("best/score", float(entries[0].score), ts, 0))
-                metrics.append(Metric(HEADLINE_WINNER, float(entries[0].score), ts, 0))
+                metrics.append(Metric(HEADLINE_WINNER, headline(entries[0].score), ts, 0))
             for i in range(0, len(tag_items), 100):
                 client.log_batch(rid, tags=tag_items[i : i + 100], metrics=metrics if i == 0 else [])
             step("artifacts")
