@@ -491,7 +491,7 @@ def corpus_from_tags(
     """Token tag sequences (all sentences concatenated) → SpanCorpus, one document per sentence.
 
     Tags are dictionary-encoded (each distinct tag parsed once) and decoded by `scheme`
-    (`core.schemes`). Raises `schemes.UnknownTagError` whose `source` attribute is "gold" or the
+    (`tasks.spans.schemes`). Raises `schemes.UnknownTagError` whose `source` attribute is "gold" or the
     model name. Without `tokens` there are no span texts and the relaxed score uses IoU alone
     (with a warning), as for JSONL spans without text. `suffix=True` reads `TYPE-PREFIX` tags.
 
