@@ -150,3 +150,43 @@ def test_the_leaderboard_run_describes_the_runs_it_ranked(store) -> None:
 def test_names_cannot_break_the_markdown() -> None:
     assert _md("a|b *c* [x](y) <script>") == "a\\|b \\*c\\* \\[x\\](y) \\<script\\>"
     assert json.dumps(_md("line\nbreak")) == '"line break"'
+
+
+def test_a_leaderboard_description_says_which_runs_were_superseded_and_how_runs_were_grouped() -> None:
+    from types import SimpleNamespace
+
+    from extracteval.core.leaderboard import RunSummary, build_leaderboard
+    from extracteval.mlflow.descriptions import leaderboard_note
+
+    def run(rid: str, model: str, truth: str, f1: float, start: int) -> RunSummary:
+        ms = {"overall/f1": f1, "overall/precision": f1, "overall/recall": f1, "field/a/f1": f1, "field/a/precision": f1, "field/a/recall": f1}
+        return RunSummary(run_id=rid, model=model, task="fields", truth_digest=truth, config_digest="c" * 64, metrics=ms, start_time=start)
+
+    runs = [run("old00000x", "m1", "t" * 64, 0.5, 1), run("new00000x", "m1", "t" * 64, 0.6, 2), run("m2000000x", "m2", "t" * 64, 0.7, 3),
+            run("m3000000x", "m3", "u" * 64, 0.9, 4)]
+    lb = build_leaderboard(runs, group_by_truth=True)
+    note = leaderboard_note(SimpleNamespace(leaderboard=lb, experiment="exp", notes=("a note",), leaderboard_key=None), "leaderboard/k")
+    assert "2 group(s)" in note and note.count("| rank | model |") == 2
+    assert "Group 1 (truth `" in note and "ranked only against runs scored on the same truth" in note
+    assert "Not ranked (superseded by a later run of the same model, truth and config): m1 (`old00000` → `new00000`)" in note
+    assert "| 1 | m2 | 70.0% |" in note and "| 2 | m1 | 60.0% |" in note and "| 1 | m3 | 90.0% |" in note
+    assert "- Note: a note" in note and "`leaderboard/k/rank`" in note
+    assert "winner" not in note.splitlines()[0]  # two groups: no single winner
+
+
+def test_a_single_model_run_is_described_without_a_rank(cli, sqlite_uri: str) -> None:
+    from .conftest import CONTRACTS
+
+    code, out, err = cli("evaluate", "fields", "--truth", str(CONTRACTS / "truth.csv"),
+                         "--predictions", f"gpt-4o-mini={CONTRACTS / 'predictions' / 'gpt-4o-mini.csv'}",
+                         "--strategies", str(CONTRACTS / "strategies.yaml"), "--resamples", "200",
+                         "--experiment", "single-note", "--tracking-uri", sqlite_uri, "--no-figures")
+    assert code == 0, err
+    client = MlflowClient(sqlite_uri)
+    (r,) = client.search_runs([client.get_experiment_by_name("single-note").experiment_id])
+    note, ms = r.data.tags[NOTE], r.data.metrics
+    spec = RANKING_SPECS["fields"]
+    assert note.startswith("**gpt-4o-mini** · tier **") and "not ranked" in note.splitlines()[0]
+    assert "rank" not in note.splitlines()[0].replace("not ranked", "")
+    assert f"**{fmt_value(spec, ms['overall/f1'])}**, 95% CI {fmt_interval(spec, ms['overall/ci_low'], ms['overall/ci_high'])}" in note
+    assert ms[HEADLINE_SCORE] == round(ms["overall/f1"], 4) and HEADLINE_WINNER not in ms and "ranking/rank" not in ms

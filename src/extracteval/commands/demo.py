@@ -208,7 +208,7 @@ child run per model (expand the parent's row with +) and the leaderboard run. Ev
 Description: rank, score with its interval, weakest items, where the report is. In the runs table
 choose Columns and add Main/score, Main/score_low, Main/score_high and
 Main/wins (the same keys for every task; the parent and leaderboard runs have
-Main/best), then sort by Main/score; the chart view (second icon) opens on the
+Main/best), then sort by Main/score; with the parent expanded, the chart view (second icon) opens on the
 Main section, one bar per model. Select the model runs and Compare for their own keys:
 {keys}
 A run's Artifacts hold extracteval/report.html (the full report), figures/ and
