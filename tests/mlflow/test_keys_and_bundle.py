@@ -258,7 +258,7 @@ def test_fields_figures_of_many_fields_show_the_fields_with_most_errors():
     assert len(_row_labels(few)) == 5 and "of" not in few.axes[0].get_title()
 
 
-def test_heatmap_prints_counts_up_to_1000_cells_and_has_a_colour_bar():
+def test_heatmap_prints_counts_up_to_2000_cells_and_has_a_colour_bar():
     from extracteval.report.figures import confusion_heatmap
 
     def table(n_items: int, models: int) -> pd.DataFrame:
@@ -268,9 +268,9 @@ def test_heatmap_prints_counts_up_to_1000_cells_and_has_a_colour_bar():
     def numbers(fig) -> int:
         return sum(t.get_text().isdigit() for t in fig.axes[0].texts)
 
-    assert numbers(confusion_heatmap(table(40, 5))) == 1000  # 40 × 5 × 5 cells: the cut of many fields, five models
-    assert numbers(confusion_heatmap(table(41, 5))) == 0  # the colours carry them; the CSV has them
-    fig = confusion_heatmap(table(41, 5))
+    assert numbers(confusion_heatmap(table(40, 10))) == 2000  # 40 × 10 × 5 cells: the cut of many fields, ten models
+    assert numbers(confusion_heatmap(table(41, 10))) == 0  # the colours carry them; the CSV has them
+    fig = confusion_heatmap(table(41, 10))
     assert len(fig.axes) == 2 and "share" in fig.axes[1].get_ylabel()  # the colour bar says what the colour is
 
 

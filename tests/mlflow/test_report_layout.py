@@ -114,3 +114,13 @@ def test_reports_from_the_evaluator_name_the_dataset_once() -> None:
     assert _truth_source(SimpleNamespace(name="dataset")) == "dataset"
     assert _truth_source(SimpleNamespace(name="contracts-v2")) == "dataset contracts-v2"
     assert _truth_source(SimpleNamespace()) == "dataset"
+
+
+def test_a_tall_figure_of_ten_models_keeps_its_title_and_legend_inside() -> None:
+    from extracteval.report.figures import item_f1_bars
+
+    fig = _drawn(item_f1_bars(_table(True, models=10, items=40), item="tag", title="per-tag F1 (40 of 200: most errors)"))
+    ax = fig.axes[0]
+    top = fig.bbox.y1
+    assert ax.title.get_window_extent().y1 <= top + 1
+    assert ax.get_legend().get_window_extent().y1 <= ax.title.get_window_extent().y0 + 1

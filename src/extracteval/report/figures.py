@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["item_f1_bars", "confusion_heatmap", "f1_threshold_curve", "score_histogram", "png_bytes"]
 
-_MAX_PRINTED_COUNTS = 1000  # heatmap cells beyond which the colour alone carries the counts
+_MAX_PRINTED_COUNTS = 2000  # heatmap cells (40 fields × 10 models × 5 counts) beyond which the colour alone carries the counts
 _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
@@ -90,9 +90,12 @@ def item_f1_bars(table: "pd.DataFrame", *, item: str = "field", title: str = "F1
     # the whiskers are promised only where drawn (intervals exist for fields, not for tags or functions)
     ax.set_xlabel("F1 (whiskers: bootstrap 95% interval)" if whiskers else "F1")
     ax.grid(axis="x", alpha=0.3)
+    legend_rows = (len(models) + 3) // 4
     if models:  # above the plot: never over the last bars
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(models), 4), fontsize=8, frameon=False)
-    ax.set_title(_escape(title), pad=8 + 14 * ((len(models) + 3) // 4) if models else 6)
+    ax.set_title(_escape(title), pad=8 + 14 * legend_rows if models else 6)
+    # room above the plot for the title and the legend's rows (a fixed fraction of a tall figure is not)
+    fig.subplots_adjust(top=1.0 - min(0.45, (0.45 + 0.2 * legend_rows) / height))
     return fig
 
 
