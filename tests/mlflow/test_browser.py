@@ -155,6 +155,8 @@ def test_the_first_screens_of_the_mlflow_ui(browser, ui_server: MlflowServer, de
     visit("6-compare", f"{ui_server.url}/#/compare-runs?runs={ids}&experiments={json.dumps([exp_id])}", "Comparing", HEADLINE_SCORE)
     metric_rows = re.findall(r"^(Main/\S+|overall/\S+)", seen["6-compare"], re.M)
     assert metric_rows and metric_rows[0].startswith("Main/"), metric_rows[:5]
+    # and the parallel-coordinates plot opens on the score (MLflow picks the first metric key)
+    assert re.search(rf"Metrics:\s*{re.escape(HEADLINE_SCORE)}\s", seen["6-compare"]), seen["6-compare"][:1500]
 
     # no console errors caused by what we logged (the report, figures and tables we serve)
     ours = [e for e in errors if "get-artifact" in e or "report.html" in e or "pageerror" in e]
