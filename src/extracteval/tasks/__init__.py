@@ -7,13 +7,18 @@ sections. The engines, the MLflow layer, the leaderboard, `compare` and `rescore
 only through `TASKS` below. Adding a task is one folder and one line here.
 
 Importing this module is cheap: the task packages are imported when first asked for.
+
+`extracteval.tasks` is also what notebooks call to list the tasks: `extracteval.tasks()` returns
+each available task's name, MLflow model type and what it scores (`extracteval.api.tasks`).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
+from typing import Any
 
 __all__ = ["TaskSpec", "TASKS", "task_module"]
 
@@ -55,3 +60,15 @@ TASKS: dict[str, TaskSpec] = {
 def task_module(task: str, part: str) -> ModuleType:
     """Import and return one module of a registered task (`KeyError` for an unknown task)."""
     return import_module(TASKS[task].module(part))
+
+
+class _Registry(ModuleType):
+    """This module, callable: `extracteval.tasks()` lists the available tasks."""
+
+    def __call__(self) -> list[dict[str, Any]]:
+        from extracteval.api import tasks as available
+
+        return available()
+
+
+sys.modules[__name__].__class__ = _Registry
