@@ -120,7 +120,9 @@ def _commands() -> set[str]:
 
 
 def _needed_commands(block: Block) -> set[str]:
-    needed = set(re.findall(r"\bextracteval\s+([a-z][a-z-]*)", block.text))
+    if block.language == "python":  # Python calls the package, not the command
+        return set()
+    needed = set(re.findall(r"\bextracteval[ \t]+([a-z][a-z-]*)", block.text))
     needed |= set(re.findall(r"\bmlflow run \S+(?:\s+\S+)*?\s+-e\s+([a-z]+)", block.text))
     return needed
 
