@@ -268,7 +268,7 @@ class FieldsChunk:
 
     def materialised(self) -> FieldsChunk:
         """The chunk with CSV text columns turned into the values the in-memory reader gives."""
-        from extracteval.core.fields import ModelPredictions
+        from extracteval.tasks.fields.semantics import ModelPredictions
         from extracteval.io.chunks import materialise_text
 
         def status(st: Any) -> Any:
@@ -294,7 +294,7 @@ class FieldsChunk:
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        from extracteval.core.fields import ModelPredictions
+        from extracteval.tasks.fields.semantics import ModelPredictions
 
         preds = []
         for name, values, status, source in state["predictions"]:
@@ -376,7 +376,7 @@ class FieldsTask:
     keep_records: bool = False
 
     def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
-        from extracteval.core.fields import fields_ledger
+        from extracteval.tasks.fields.semantics import fields_ledger
 
         chunk = chunk.materialised()
         ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
@@ -384,6 +384,6 @@ class FieldsTask:
         return ChunkScore(ledger=ledger, records=records.to_frame() if self.keep_records else None, rows=rows)
 
     def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
-        from extracteval.core.fields import fields_result
+        from extracteval.tasks.fields.semantics import fields_result
 
         return fields_result(ledger, self.plan, record_rows=record_rows)

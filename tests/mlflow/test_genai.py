@@ -172,6 +172,6 @@ def test_scorer_refuses_a_task_without_per_row_meaning(monkeypatch):
     from extracteval.mlflow.genai import extraction_scorer
 
     # a task registered for the evaluator but given no per-row spec for the scorers
-    monkeypatch.setitem(tasks.TASKS, "corpus-only", tasks.TaskSpec("corpus-only", "extraction-fields", "task_fields"))
+    monkeypatch.setitem(tasks.TASKS, "corpus-only", tasks.TaskSpec("corpus-only", "extraction-fields", "fields"))
     with pytest.raises(InputError, match=r"'corpus-only' has no per-row meaning.*supported tasks: fields, json, spans, entities, labels, structured, toolcalls"):
         extraction_scorer("corpus-only")

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import FieldsChunk, run_chunks
-from extracteval.chunked_labels import LabelsTask
-from extracteval.core.fields import ModelPredictions
-from extracteval.core.labels import FEATURE_TYPES, LabelsConfig, ModelLabels, score_labels
+from extracteval.tasks.labels.chunked import LabelsTask
+from extracteval.tasks.fields.semantics import ModelPredictions
+from extracteval.tasks.labels.semantics import FEATURE_TYPES, LabelsConfig, ModelLabels, score_labels
 from extracteval.errors import InputError
-from extracteval.io.entities_inputs import not_predictions
+from extracteval.tasks.entities.inputs import not_predictions
 
 # True / "true" under `category` and 1 / "1" clash in text: their display labels keep the type
 # prefix only if both occur somewhere in the data set

@@ -86,7 +86,7 @@ def _fields_row(scored: Any, m: Mapping[str, float]) -> Row:
 
 
 def _fields_rationale(scored: Any) -> str:
-    from extracteval.mlflow.task_fields import ADAPTER
+    from extracteval.tasks.fields.adapter import ADAPTER
 
     return ADAPTER.row_rationale(scored, "output")
 
@@ -152,7 +152,7 @@ def _structured_rationale(scored: Any) -> str:
 
 
 def _structured_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    from extracteval.core.structured import StructuredCounts
+    from extracteval.tasks.structured.semantics import StructuredCounts
 
     n = len(col["tp"])
     counts = StructuredCounts(records=n, **{attr: int(col[k].sum()) for k, attr in _STRUCT_FLAGS.items()}, **{k: int(col[k].sum()) for k in ("tp", "fp", "fn")})
@@ -182,7 +182,7 @@ def _toolcalls_rationale(scored: Any) -> str:
 
 
 def _toolcalls_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    from extracteval.core.toolcalls import ToolCallCounts
+    from extracteval.tasks.toolcalls.semantics import ToolCallCounts
 
     counts = ToolCallCounts(records=len(col["tp"]), valid_records=int(col["valid_call"].sum()), correct_records=int(col["call_correct"].sum()),
                             **{k: int(col[k].sum()) for k in _TC_COUNTS})

@@ -82,13 +82,13 @@ def score_fields_spark_streamed(args: argparse.Namespace, *, workdir_parent: Pat
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from extracteval.io.fields_options import build_config, chosen_fields
+    from extracteval.tasks.fields.options import build_config, chosen_fields
     from extracteval.core.digest import TruthDigest, encode_truth
-    from extracteval.core.fields import ModelPredictions
+    from extracteval.tasks.fields.semantics import ModelPredictions
     from extracteval.io.config import model_files
     from extracteval.mlflow.predictions_file import predictions_to_frame
     from extracteval.spark import get_session
-    from extracteval.spark.fields import _fix, _Spec, read_spark_table, score_fields_spark
+    from extracteval.tasks.fields.spark import _fix, _Spec, read_spark_table, score_fields_spark
 
     if getattr(args, "keys", None):
         raise InputError("--keys (Kleister files) cannot be read by --engine spark; drop --engine spark.")
