@@ -110,7 +110,8 @@ def measure(mode: str, truth: str, pred: str, chunk: int, workers: int) -> dict:
         t, preds, src = load_fields_inputs(truth, [f"model={pred}"])
         result = score_fields(t, preds, config=cfg, truth_source=src)
     elif mode == "chunked":
-        from extracteval.chunked import FieldsTask, run_chunks
+        from extracteval.chunked import run_chunks
+        from extracteval.tasks.fields.chunked import FieldsTask
         from extracteval.tasks.fields.semantics import plan_fields
         from extracteval.tasks.fields.chunks import open_fields_stream
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extracteval.chunked import FieldsChunk, FieldsTask, run_chunks
+from extracteval.chunked import run_chunks
+from extracteval.tasks.fields.chunked import FieldsChunk, FieldsTask
 from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, fields_ledger, fields_result, plan_fields, score_fields
 from extracteval.core.strategies import Strategy
 

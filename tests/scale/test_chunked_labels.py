@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extracteval.chunked import FieldsChunk, run_chunks
+from extracteval.chunked import run_chunks
+from extracteval.tasks.fields.chunked import FieldsChunk
 from extracteval.tasks.labels.chunked import LabelsTask
 from extracteval.tasks.fields.semantics import ModelPredictions
 from extracteval.tasks.labels.semantics import FEATURE_TYPES, LabelsConfig, ModelLabels, score_labels

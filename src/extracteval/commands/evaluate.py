@@ -186,7 +186,7 @@ def _no_cyclic_gc() -> Iterator[None]:
 def _scale_engine(args: argparse.Namespace) -> str | None:
     """None for the in-memory evaluation; "chunked" or "spark" when the scale options ask for a
     streaming engine, which feeds the same bundle (same metrics, params, tags, artifacts)."""
-    from extracteval.tasks.fields.command import scale_engine
+    from extracteval.io.scale_options import scale_engine
 
     engine = scale_engine(args)
     return None if engine == "memory" else engine

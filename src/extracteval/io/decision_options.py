@@ -73,7 +73,7 @@ def write_records(out: Path, columns: tuple[str, ...], matrices: dict[str, Any],
 def read_records(folder: Path) -> tuple[str, tuple[str, ...], dict[str, Any], float]:
     import numpy as np
 
-    from extracteval.tasks.structured.semantics import natural_key
+    from extracteval.io.id_order import natural_key
     from extracteval.errors import InputError
     from extracteval.io.config import load_mapping
     from extracteval.tasks.toolcalls.inputs import read_json_records

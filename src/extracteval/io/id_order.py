@@ -3,11 +3,13 @@ in byte order, so that files can be merge-joined chunk by chunk without holding 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["check_id_order"]
+__all__ = ["check_id_order", "natural_key"]
 
 
 def check_id_order(path: Path | str, where: str, rid: str, prev: str | None, prev_where: str | None = None, *, noun: str = "record id") -> None:
@@ -20,3 +22,11 @@ def check_id_order(path: Path | str, where: str, rid: str, prev: str | None, pre
         f"{path}: {where}: {noun} {rid!r} is {kind} (it follows {after}); --chunk-size needs every file sorted by id, "
         "ascending and unique (byte order, as `LC_ALL=C sort`). Sort the files, or drop --chunk-size."
     )
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(rid: Any) -> tuple[Any, ...]:
+    """Sort key for record ids: `r2` before `r10`; numbers and text never compared directly."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(str(rid)) if part)

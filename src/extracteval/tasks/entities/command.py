@@ -65,7 +65,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
     add_safe_csv_argument(p)
-    from extracteval.tasks.fields.command import add_scale_arguments
+    from extracteval.io.scale_options import add_scale_arguments
 
     add_scale_arguments(p)
 
@@ -77,14 +77,14 @@ def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tupl
     from extracteval.core.similarity import get_similarity
     from extracteval.tasks.entities.inputs import load_entities_inputs
 
-    from extracteval.tasks.fields.command import scale_engine
+    from extracteval.io.scale_options import scale_engine
 
     config, sim_name, sim_opts = build_config(args)
     engine = scale_engine(args)
     # an unknown name or option lists the valid ones
     backend = get_similarity(sim_name, **sim_opts) if engine == "memory" else streaming_similarity(sim_name, sim_opts)
     if engine == "spark":
-        from extracteval.tasks.fields.command import spark_session
+        from extracteval.io.scale_options import spark_session
         from extracteval.tasks.entities.spark import entities_spark_job
 
         job = entities_spark_job(spark_session(args), args.truth, args.predictions, config=config, similarity=backend, id_column=args.id_column,
@@ -115,7 +115,7 @@ def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tupl
 def chunked(args: argparse.Namespace) -> bool:
     """A streaming engine was asked for (docs/scale.md): --chunk-size / --workers, or --engine
     spark (which writes no records.parquet: --output is refused with it)."""
-    from extracteval.tasks.fields.command import scale_engine
+    from extracteval.io.scale_options import scale_engine
     from extracteval.errors import InputError
 
     engine = scale_engine(args)

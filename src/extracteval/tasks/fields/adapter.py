@@ -367,7 +367,7 @@ class FieldsAdapter:
         if workdir_parent is not None:
             workdir_parent.mkdir(parents=True, exist_ok=True)
         if engine == "spark":
-            from extracteval.spark.evaluate import score_fields_spark_streamed
+            from extracteval.tasks.fields.spark_evaluate import score_fields_spark_streamed
 
             return scored_from_stream(score_fields_spark_streamed(args, workdir_parent=workdir_parent))
         return scored_from_stream(score_fields_streamed(args, chunk_size=chunk_size, workers=workers, workdir_parent=workdir_parent))

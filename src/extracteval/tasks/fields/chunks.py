@@ -31,7 +31,7 @@ class FieldsStream:
     trailing_extras: bool = False  # predictions after the last truth id: chunks with no truth rows, not an error
 
     def chunks(self) -> Iterator[object]:
-        from extracteval.chunked import FieldsChunk
+        from extracteval.tasks.fields.chunked import FieldsChunk
 
         truth = iter_records(self.truth_source, chunk_size=self.chunk_size, id_column=self.id_column,
                              delimiter=self.delimiter, allow_status=False)
@@ -97,7 +97,8 @@ def fields_chunk_job(truth: str, predictions: Sequence[str], *, config: Any, fie
                      id_column: str = "id", delimiter: str | None = None) -> Any:
     """The `ChunkJob` of `score fields --chunk-size`: wide files sorted by id, merged by id
     (`io.fields_chunks`), scored by `FieldsTask`."""
-    from extracteval.chunked import ChunkJob, FieldsTask
+    from extracteval.chunked import ChunkJob
+    from extracteval.tasks.fields.chunked import FieldsTask
     from extracteval.tasks.fields.semantics import plan_fields
 
     if chunk_size < 1:

@@ -201,7 +201,7 @@ def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: Fields
                       truth_source: str, sources: Mapping[str, str] | None, text_columns: Mapping[str, bool] | None, partitions: int | None) -> Any:
     """The `spark.engine.SparkJob` of `score_fields_spark` (same arguments): `FieldsTask` over
     the joined records, with the per-record rows and the bootstrap rows read from them."""
-    from extracteval.chunked import FieldsChunk, FieldsTask
+    from extracteval.tasks.fields.chunked import FieldsChunk, FieldsTask
     from extracteval.spark.engine import SparkJob
 
     sources = dict(sources or {})

@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from extracteval.chunked import ChunkScore, FieldsChunk, FieldsTask
+from extracteval.chunked import ChunkScore
+from extracteval.tasks.fields.chunked import FieldsChunk, FieldsTask
 from extracteval.mlflow.stream import HEAD_ROWS, Streamed, scored_of_stream
 from extracteval.mlflow.tasks import Scored
 

@@ -49,7 +49,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
     add_safe_csv_argument(p)
-    from extracteval.tasks.fields.command import add_scale_arguments
+    from extracteval.io.scale_options import add_scale_arguments
 
     add_scale_arguments(p)
 
@@ -74,7 +74,7 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 def _score_chunked(args: argparse.Namespace) -> tuple[Any, list[str], dict[str, Any]] | None:
     """--chunk-size / --workers or --engine spark (docs/scale.md): (result, notes, inputs), or
     None for the in-memory engine."""
-    from extracteval.tasks.fields.command import scale_engine, spark_session
+    from extracteval.io.scale_options import scale_engine, spark_session
 
     engine = scale_engine(args)
     if engine == "memory":

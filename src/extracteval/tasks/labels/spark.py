@@ -18,7 +18,7 @@ def labels_spark_job(
     delimiter: str | None = None, partitions: int | None = None,
 ) -> Any:
     """The `SparkJob` of `score labels --engine spark` (its `run().result`: (LabelsResult, notes))."""
-    from extracteval.chunked import FieldsChunk
+    from extracteval.tasks.fields.chunked import FieldsChunk
     from extracteval.tasks.labels.chunked import LabelsTask
     from extracteval.tasks.fields.semantics import ModelPredictions
     from extracteval.tasks.labels.semantics import resolve_features

@@ -53,7 +53,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json, tag_metrics.csv and f1_vs_threshold.png to DIR")
     add_safe_csv_argument(p)
-    from extracteval.tasks.fields.command import add_scale_arguments
+    from extracteval.io.scale_options import add_scale_arguments
 
     add_scale_arguments(p)
 
@@ -84,7 +84,7 @@ def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: in
             raise InputError("--engine spark reads JSONL span files; score token files with --chunk-size/--workers, or in memory.")
         if chunk_size is not None or workers != 1:
             raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
-        from extracteval.tasks.fields.command import spark_session
+        from extracteval.io.scale_options import spark_session
         from extracteval.tasks.spans.spark import spans_spark_job
 
         result = spans_spark_job(spark_session(args), args).run().result

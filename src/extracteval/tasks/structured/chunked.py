@@ -35,7 +35,7 @@ class _ModelLedger:
     invalid_examples: tuple[dict[str, Any], ...]
 
     def __add__(self, o: _ModelLedger) -> _ModelLedger:
-        from extracteval.tasks.structured.semantics import natural_key
+        from extracteval.io.id_order import natural_key
 
         f = dict(self.fields)
         for g, (tp, fp, fn) in o.fields.items():

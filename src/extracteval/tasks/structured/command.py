@@ -52,7 +52,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_decision_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
-    from extracteval.tasks.fields.command import add_scale_arguments
+    from extracteval.io.scale_options import add_scale_arguments
 
     add_scale_arguments(p)
 
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None:
     """--chunk-size / --workers or --engine spark (docs/scale.md): the document, or None for the
     in-memory engine."""
-    from extracteval.tasks.fields.command import scale_engine, spark_session
+    from extracteval.io.scale_options import scale_engine, spark_session
     from extracteval.errors import InputError
 
     chunk_size = getattr(args, "chunk_size", None)

@@ -42,6 +42,7 @@ import numpy as np
 
 from extracteval.core.counts import ratios
 from extracteval.errors import InputError
+from extracteval.io.id_order import natural_key
 
 __all__ = [
     "ParsedOutput",
@@ -922,11 +923,3 @@ def paused_gc() -> Any:
 def _preview(raw: Any, limit: int = 160) -> str:
     s = raw if isinstance(raw, str) else repr(raw)
     return s if len(s) <= limit else s[:limit] + "…"
-
-
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(rid: Any) -> tuple[Any, ...]:
-    """Sort key for record ids: `r2` before `r10`; numbers and text never compared directly."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(str(rid)) if part)

@@ -246,7 +246,7 @@ class ToolcallsAdapter(CellPredictions):
 
     def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None]]:
         """The chunk's truth rows and the per-record rows its task made (`record_table`), split by model."""
-        from extracteval.tasks.structured.semantics import natural_key
+        from extracteval.io.id_order import natural_key
         from extracteval.mlflow.predictions_file import prediction_cells_frame
 
         rec = score.records

@@ -44,7 +44,7 @@ _EXAMPLES = 5
 
 
 def _natural(ids: tuple[str, ...]) -> tuple[str, ...]:
-    from extracteval.tasks.structured.semantics import natural_key
+    from extracteval.io.id_order import natural_key
 
     # ties of the natural key (r01, r1) in byte order: the order the in-memory engine gives for
     # the sorted files the chunked engine reads, and one order whatever Spark's partitions are
@@ -62,7 +62,7 @@ class _ModelLedger:
     functions: Mapping[str | None, tuple[int, ...]] = field(default_factory=dict)  # `named_function_counts` (evaluate only)
 
     def __add__(self, o: _ModelLedger) -> _ModelLedger:
-        from extracteval.tasks.structured.semantics import natural_key
+        from extracteval.io.id_order import natural_key
         from extracteval.tasks.toolcalls.functions import add_function_counts
 
         formats = dict(self.formats)
@@ -174,7 +174,7 @@ class ToolCallsEvaluateTask(ToolCallsTask):
     per-record rows (`record_table`, every model) as its records."""
 
     def score_chunk(self, chunk: Any) -> ChunkScore:
-        from extracteval.tasks.structured.semantics import natural_key
+        from extracteval.io.id_order import natural_key
         from extracteval.tasks.toolcalls.functions import named_function_counts
         from extracteval.tasks.toolcalls.semantics import _read_references, score_toolcalls
 

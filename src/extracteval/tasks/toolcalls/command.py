@@ -64,7 +64,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_decision_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
-    from extracteval.tasks.fields.command import add_scale_arguments
+    from extracteval.io.scale_options import add_scale_arguments
 
     add_scale_arguments(p)
 

@@ -26,11 +26,11 @@ from extracteval.tasks.toolcalls.semantics import (
     _present_keys,
     parse_calls,
 )
+from extracteval.tasks.toolcalls.contract import OTHER_FUNCTIONS  # declared beside the ranking that excludes it
 
 __all__ = ["FUNCTION_COUNT_KEYS", "OTHER_FUNCTIONS", "function_counts", "named_function_counts", "pool_functions", "add_function_counts"]
 
 FUNCTION_COUNT_KEYS = ("ref_calls", "pred_calls", "invalid_calls", "name_matches", "args_exact", "tp", "fp", "fn")
-OTHER_FUNCTIONS = "(other functions)"
 _IDX = {k: i for i, k in enumerate(FUNCTION_COUNT_KEYS)}
 
 

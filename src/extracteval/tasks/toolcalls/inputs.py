@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.record_keys import OUTPUT_KEYS
 from extracteval.errors import InputError
 from extracteval.tasks.json.inputs import _loads
 from extracteval.io.tables import read_text
@@ -41,7 +42,6 @@ __all__ = [
 ]
 
 REFERENCE_KEYS = ("reference", "expected", "truth", "ground_truth", "calls", "answer")
-OUTPUT_KEYS = ("output", "prediction", "response", "result", "completion")
 
 
 def read_json_records(path: str | Path) -> list[tuple[int, Any]]:
