@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from extracteval.tasks.entities.options import build_config, judge_counts, streaming_similarity  # noqa: F401
 from extracteval.io.outputs import add_safe_csv_argument
+from extracteval.report.console import print_result
 
 HELP = "multi-entity extraction: optimal entity alignment, entity P/R/F1, per-feature metrics"
 DESCRIPTION = """\
@@ -142,15 +142,10 @@ def run(args: argparse.Namespace) -> int:
             with staged_folder(Path(args.output)) as staging:
                 write_files(doc, staging, views=("matched", "strict"), safe_csv=getattr(args, "safe_csv", True))
                 _write_records(result, staging)
-    if args.json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write("\n")
-    else:
-        from extracteval.report.labels_entities import render_entities
+    from extracteval.report.labels_entities import render_entities
 
-        print(render_entities(doc, use_colour=sys.stdout.isatty()))
-        if args.output:
-            print(f"\nwrote {args.output}/result.json, feature_metrics.csv, records.parquet")
+    print_result(doc, as_json=args.json, render=lambda d: render_entities(d, use_colour=sys.stdout.isatty()), output=args.output,
+                 written=("result.json", "feature_metrics.csv", "records.parquet"), default=str)
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from extracteval.io.outputs import add_safe_csv_argument
 from extracteval.io.scale_options import add_scale_arguments, spark_session
+from extracteval.report.console import json_default, print_result
 
 HELP = "field-level P/R/F1/accuracy per model, field winners and ranking"
 DESCRIPTION = """\
@@ -84,24 +85,11 @@ def run(args: argparse.Namespace) -> int:
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         if args.output:
             write_outputs(result, doc, Path(args.output), safe_csv=safe_csv)
-    if args.json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=_json_default)
-        sys.stdout.write("\n")
-    else:
-        from extracteval.report.terminal import render_fields
+    from extracteval.report.terminal import render_fields
 
-        print(render_fields(doc, use_colour=sys.stdout.isatty()))
-        if args.output:
-            print(f"\nwrote {args.output}/result.json, field_metrics.csv, records.parquet")
+    print_result(doc, as_json=args.json, render=lambda d: render_fields(d, use_colour=sys.stdout.isatty()), output=args.output,
+                 written=("result.json", "field_metrics.csv", "records.parquet"))
     return 0
-
-
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "item"):
-        return o.item()
-    if isinstance(o, (set, tuple)):
-        return list(o)
-    return str(o)
 
 
 @contextmanager
@@ -156,7 +144,7 @@ def write_files(result: Any, doc: dict[str, Any], out: Path, *, records_written:
 
     from extracteval.io.outputs import write_csv
 
-    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
+    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=json_default), encoding="utf-8")
     rows = []
     for m in result.ranking:
         for f, fm in result.models[m].fields.items():

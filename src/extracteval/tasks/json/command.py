@@ -12,6 +12,7 @@ from typing import Any
 from extracteval.tasks.json.options import CONFIG_KEYS, build_config, strategy_file_options  # noqa: F401
 from extracteval.tasks.json.options import with_judge as _with_judge
 from extracteval.io.outputs import add_safe_csv_argument
+from extracteval.report.console import json_default, print_result
 
 HELP = "JSON outputs vs golden JSON: key buckets, completeness, hallucination, accuracy, RQS"
 DESCRIPTION = """\
@@ -123,24 +124,11 @@ def run(args: argparse.Namespace) -> int:
     result, doc = score(args)
     if args.output:
         write_outputs(result, doc, Path(args.output), safe_csv=getattr(args, "safe_csv", True))
-    if args.json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=_json_default)
-        sys.stdout.write("\n")
-    else:
-        from extracteval.tasks.json.terminal import render_json
+    from extracteval.tasks.json.terminal import render_json
 
-        print(render_json(doc, use_colour=sys.stdout.isatty()))
-        if args.output:
-            print(f"\nwrote {args.output}/result.json, field_accuracy.csv, records.parquet, buckets.parquet")
+    print_result(doc, as_json=args.json, render=lambda d: render_json(d, use_colour=sys.stdout.isatty()), output=args.output,
+                 written=("result.json", "field_accuracy.csv", "records.parquet", "buckets.parquet"))
     return 0
-
-
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "item"):
-        return o.item()
-    if isinstance(o, (set, tuple)):
-        return list(o)
-    return str(o)
 
 
 def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool = True) -> None:
@@ -149,7 +137,7 @@ def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool
     from extracteval.io.outputs import staged_folder, write_csv
 
     with staged_folder(out) as staging:
-        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=_json_default), encoding="utf-8")
+        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=json_default), encoding="utf-8")
         write_csv(result.fields_frame(), staging / "field_accuracy.csv", safe=safe_csv)
         if hasattr(result, "records_frame"):  # else the chunked engine streamed them while scoring
             result.records_frame().to_parquet(staging / "records.parquet", index=False)

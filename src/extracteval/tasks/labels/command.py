@@ -11,6 +11,7 @@ from typing import Any
 from extracteval.tasks.labels.options import build_config
 from extracteval.tasks.labels.options import chosen_features as _features
 from extracteval.io.outputs import add_safe_csv_argument
+from extracteval.report.console import print_result
 
 HELP = "per-feature one-vs-rest P/R/F1/specificity, micro accuracy and row accuracy"
 DESCRIPTION = """\
@@ -98,15 +99,10 @@ def run(args: argparse.Namespace) -> int:
     result, doc = score(args)
     if args.output:
         write_outputs(doc, Path(args.output), safe_csv=getattr(args, "safe_csv", True))
-    if args.json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
-        sys.stdout.write("\n")
-    else:
-        from extracteval.report.labels_entities import render_labels
+    from extracteval.report.labels_entities import render_labels
 
-        print(render_labels(doc, use_colour=sys.stdout.isatty()))
-        if args.output:
-            print(f"\nwrote {args.output}/result.json, feature_metrics.csv")
+    print_result(doc, as_json=args.json, render=lambda d: render_labels(d, use_colour=sys.stdout.isatty()), output=args.output,
+                 written=("result.json", "feature_metrics.csv"), default=str)
     return 0
 
 

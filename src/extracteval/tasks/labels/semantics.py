@@ -621,7 +621,7 @@ def score_labels(
 #
 # Ledgers are keyed by *canonical* label key, never by display label: the display label of a
 # key depends on every other key of the feature (a clash keeps the type prefix), so it can only
-# be resolved once the whole data set has been seen. The chunked engine (`chunked_labels`)
+# be resolved once the whole data set has been seen. The chunked engine (`tasks.labels.chunked`)
 # scores chunks into these ledgers and adds them up; `score_labels` is one chunk.
 
 _SHOWN_IDS = 5

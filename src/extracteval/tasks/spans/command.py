@@ -10,6 +10,7 @@ from typing import Any
 
 from extracteval.io.outputs import add_safe_csv_argument
 from extracteval.tasks.spans.options import load_corpus, scheme_name, spans_config
+from extracteval.report.console import print_result
 
 HELP = "span/NER P/R/F1: exact (conlleval-equal) and relaxed matching, curve, error breakdown"
 DESCRIPTION = """\
@@ -72,7 +73,7 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: int) -> tuple[Any, dict[str, Any]]:
     """--chunk-size / --workers (docs/scale.md): JSONL documents streamed by id, token files
     streamed N sentences at a time; --engine spark: JSONL documents. The same jobs `evaluate spans`
-    streams (`chunked_spans.spans_chunk_job`, `spark.spans.spans_spark_job`)."""
+    streams (`tasks.spans.chunked.spans_chunk_job`, `tasks.spans.spark.spans_spark_job`)."""
     from extracteval.errors import InputError
 
     if workers < 1:
@@ -103,13 +104,8 @@ def run(args: argparse.Namespace) -> int:
     result, doc = score(args)
     if args.output:
         write_outputs(result, doc, Path(args.output), safe_csv=getattr(args, "safe_csv", True))
-    if args.json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print(render_spans(doc, use_colour=sys.stdout.isatty()))
-        if args.output:
-            print(f"\nwrote {args.output}/result.json, tag_metrics.csv, f1_vs_threshold.png")
+    print_result(doc, as_json=args.json, render=lambda d: render_spans(d, use_colour=sys.stdout.isatty()), output=args.output,
+                 written=("result.json", "tag_metrics.csv", "f1_vs_threshold.png"), default=None)
     return 0
 
 

@@ -40,6 +40,7 @@ from extracteval.core.matching import max_matching
 from extracteval.core.ranking import TIER_COLOURS, Score, field_winners, field_wins, format_wins, rank_by_metrics
 
 if TYPE_CHECKING:
+    from extracteval.chunked import ChunkScore
     from extracteval.tasks.spans.schemes import FactorizedTags
 
 __all__ = [
@@ -490,7 +491,7 @@ def corpus_from_tags(
     """Token tag sequences (all sentences concatenated) → SpanCorpus, one document per sentence.
 
     Tags are dictionary-encoded (each distinct tag parsed once) and decoded by `scheme`
-    (`core.schemes`). Raises `schemes.UnknownTagError` whose `source` attribute is "gold" or the
+    (`tasks.spans.schemes`). Raises `schemes.UnknownTagError` whose `source` attribute is "gold" or the
     model name. Without `tokens` there are no span texts and the relaxed score uses IoU alone
     (with a warning), as for JSONL spans without text. `suffix=True` reads `TYPE-PREFIX` tags.
 
@@ -950,68 +951,10 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
     cfg = config or SpansConfig()
     if not corpus.predictions:
         raise ValueError("score_spans needs at least one model's predictions.")
-    scored = {m: _score_model(corpus, m, cfg) for m in sorted(corpus.predictions)}
-    models = {m: ms for m, (ms, _, _) in scored.items()}
-    warnings = span_warnings(
-        cfg, text_fallback=any(fallback for _, fallback, _ in scored.values()), ill_formed=corpus.ill_formed,
-        first_ill_formed={who: first_ill_formed(corpus, who) for who in corpus.ill_formed},
-    )
-    gold_bad = int(corpus.ill_formed.get("gold", 0))
-    scores = {m: {t: Score(f1=r.f1, precision=r.precision, recall=r.recall) for t, r in ms.exact.per_tag.items()} for m, ms in models.items()}
-    by_tag: dict[str, dict[str, Score]] = {}
-    for m, per in scores.items():
-        for t in corpus.tags:
-            by_tag.setdefault(t, {})[m] = per.get(t, Score(f1=0.0, precision=0.0, recall=0.0))
-    winners = field_winners(by_tag) if len(models) > 1 else {}
-    wins = field_wins(winners, list(models))
-    overall = {m: {f"spans/exact/micro/{k}": float(getattr(ms.exact.micro, k)) for k in ("f1", "precision", "recall")} for m, ms in models.items()}
-    ranked = rank_by_metrics("spans", overall, wins)
-    order = [r.model for r in ranked]
-    pairs = list(zip(order, order[1:]))
-    cis: dict[str, Interval] = {}
-    comparisons: list[PairComparison] = []
-    if cfg.bootstrap > 0 and len(corpus.doc_ids) > 1:
-        # one "field" per model: the macro F1 of a single field is the micro F1 of all spans
-        cis, diffs = bootstrap_macro_f1(
-            {m: scored[m][2] for m in order},
-            pairs,
-            resamples=cfg.bootstrap,
-            confidence=cfg.confidence,
-            seed=cfg.seed,
-            zero_division=cfg.zero_division,
-        )
-        comparisons = [PairComparison(higher=a, lower=b, difference=diffs[(a, b)]) for a, b in pairs]
-    final: dict[str, ModelSpans] = {}
-    for r in ranked:
-        ms = models[r.model]
-        final[r.model] = ModelSpans(
-            model=ms.model,
-            exact=ms.exact,
-            relaxed=ms.relaxed,
-            curve=ms.curve,
-            errors=ms.errors,
-            token_accuracy=ms.token_accuracy,
-            token_correct=ms.token_correct,
-            ill_formed=ms.ill_formed,
-            rank=r.rank,
-            tier=r.tier,
-            tag_wins=r.field_wins,
-            ci=cis.get(r.model),
-        )
-    return SpansResult(
-        config=cfg,
-        unit=corpus.unit,
-        n_documents=len(corpus.doc_ids),
-        n_tokens=corpus.n_tokens,
-        n_gold=len(corpus.gold),
-        gold_ill_formed=gold_bad,
-        tags=tuple(corpus.tags),
-        models=final,
-        ranking=tuple(r.model for r in ranked),
-        tag_winners=winners,
-        warnings=tuple(warnings),
-        comparisons=tuple(comparisons),
-    )
+    # the whole corpus is one chunk of the chunk engine: counted into a ledger, then reduced
+    task = SpansTask(config=cfg)
+    scored = task.score_chunk(corpus)
+    return task.finalise(scored.ledger, record_rows=lambda: scored.rows)
 
 
 def document_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | None = None) -> dict[str, np.ndarray]:
@@ -1073,3 +1016,171 @@ def document_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | Non
     for t in cfg.thresholds:
         out[_threshold_key(t)] = ledger(rg[_match(rg, rp, score, t)])
     return out
+
+
+def _add(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Sum two mappings of counts (ints or tuples of ints) key by key."""
+    out = dict(a)
+    for k, v in b.items():
+        if k not in out:
+            out[k] = v
+        elif isinstance(v, tuple):
+            out[k] = tuple(x + y for x, y in zip(out[k], v))
+        else:
+            out[k] = out[k] + v
+    return out
+
+
+@dataclass(frozen=True)
+class _ModelLedger:
+    modes: Mapping[str, Mapping[str, tuple[int, int, int]]]  # mode → tag → (tp, fp, fn)
+    curve: tuple[tuple[int, int, int], ...]  # per curve threshold
+    errors: Mapping[str, int]
+    examples: Mapping[str, tuple[dict[str, Any], ...]]
+    confusions: Mapping[tuple[str, str], int]
+    text_fallback: bool
+    k: int  # examples kept per error kind
+
+    def __add__(self, o: _ModelLedger) -> _ModelLedger:
+        return _ModelLedger(
+            modes={m: _add(self.modes[m], o.modes[m]) for m in self.modes},
+            curve=tuple(tuple(x + y for x, y in zip(a, b)) for a, b in zip(self.curve, o.curve)),  # type: ignore[misc]
+            errors=_add(self.errors, o.errors),
+            examples={k: (v + o.examples[k])[: self.k] for k, v in self.examples.items()},
+            confusions=_add(self.confusions, o.confusions),
+            text_fallback=self.text_fallback or o.text_fallback,
+            k=self.k,
+        )
+
+
+@dataclass(frozen=True)
+class SpansLedger:
+    """Counts of a run of documents. Token files add: tokens, per model the tokens whose gold and
+    predicted tags are equal, per annotator (`gold` or a model) the chunks a strict scheme dropped
+    and where the first one lies (the earliest chunk's: documents come in file order)."""
+
+    n_documents: int
+    n_gold: int
+    tags: frozenset[str]
+    models: Mapping[str, _ModelLedger]
+    unit: str = "char"
+    n_tokens: int = 0
+    token_correct: Mapping[str, int] = field(default_factory=dict)
+    ill_formed: Mapping[str, int] = field(default_factory=dict)
+    first_ill_formed: Mapping[str, str | None] = field(default_factory=dict)
+
+    def __add__(self, o: SpansLedger) -> SpansLedger:
+        return SpansLedger(
+            n_documents=self.n_documents + o.n_documents, n_gold=self.n_gold + o.n_gold, tags=self.tags | o.tags,
+            models={m: self.models[m] + o.models[m] for m in self.models}, unit=self.unit, n_tokens=self.n_tokens + o.n_tokens,
+            token_correct=_add(self.token_correct, o.token_correct), ill_formed=_add(self.ill_formed, o.ill_formed),
+            first_ill_formed={w: self.first_ill_formed.get(w) or o.first_ill_formed.get(w) for w in {*self.first_ill_formed, *o.first_ill_formed}},
+        )
+
+
+@dataclass(frozen=True)
+class SpansTask:
+    config: Any  # SpansConfig
+
+    def score_chunk(self, chunk: Any) -> ChunkScore:
+        """Score a `SpanCorpus`, or a `TokenChunk` of token files (decoded here, so in the worker)."""
+        from extracteval.chunked import ChunkScore
+
+        if not hasattr(chunk, "predictions"):
+            chunk = chunk.corpus()
+        cfg = self.config
+        models = {}
+        rows = []
+        for m in sorted(chunk.predictions):
+            ms, fallback, docs = _score_model(chunk, m, cfg)
+            modes = {"exact": ms.exact, **ms.relaxed}
+            conf: dict[tuple[str, str], int] = {(c["gold"], c["pred"]): c["count"] for c in ms.errors.confusions}
+            models[m] = _ModelLedger(
+                modes={k: {t: (tm.tp, tm.fp, tm.fn) for t, tm in r.per_tag.items()} for k, r in modes.items()},
+                curve=tuple((p.tp, p.fp, p.fn) for p in ms.curve),
+                errors=dict(ms.errors.counts),
+                examples={k: tuple(v) for k, v in ms.errors.examples.items()},
+                confusions=conf,
+                text_fallback=fallback,
+                k=cfg.max_examples,
+            )
+            rows.append(docs[:, 0, :3])
+        ledger = SpansLedger(
+            n_documents=len(chunk.doc_ids), n_gold=len(chunk.gold), tags=frozenset(chunk.tags), models=models, unit=chunk.unit,
+            n_tokens=chunk.n_tokens or 0, token_correct=dict(chunk.token_correct or {}), ill_formed=dict(chunk.ill_formed),
+            first_ill_formed={who: first_ill_formed(chunk, who) for who in chunk.ill_formed},
+        )
+        rows_arr = np.concatenate(rows, axis=1) if cfg.bootstrap > 0 else None
+        return ChunkScore(ledger=ledger, rows=rows_arr)
+
+    def finalise(self, ledger: SpansLedger, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
+        return finalise_spans(ledger, self.config, record_rows)
+
+
+def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.ndarray] | None) -> Any:
+    """Ratios, winners, ranking, intervals and warnings from a ledger of counts (the reduction of the
+chunk engine, and of `score_spans` over the corpus as one chunk)."""
+    from extracteval.chunked import row_matrix
+
+    tags = tuple(sorted(ledger.tags))
+    zd = cfg.zero_division
+    names = sorted(ledger.models)
+    models: dict[str, ModelSpans] = {}
+    for m in names:
+        ml = ledger.models[m]
+
+        def result(mode: str, threshold: float | None) -> Any:
+            per = ml.modes[mode]
+            arr = np.array([per.get(t, (0, 0, 0)) for t in tags], dtype=np.int64).reshape(len(tags), 3)
+            return _match_result(mode, threshold, arr[:, 0], arr[:, 1], arr[:, 2], tags, zd)
+
+        relaxed = {_threshold_key(t): result(_threshold_key(t), t) for t in cfg.thresholds} if cfg.relaxed else {}
+        curve = []
+        if cfg.relaxed:
+            for t, (tp, fp, fn) in zip(curve_thresholds(cfg.curve_step), ml.curve):
+                r = _metrics(Counts(tp=tp, fp=fp, fn=fn), zd)
+                curve.append(CurvePoint(threshold=t, tp=r.tp, fp=r.fp, fn=r.fn, precision=r.precision, recall=r.recall, f1=r.f1))
+        confusions = [{"gold": a, "pred": b, "count": c} for (a, b), c in sorted(ml.confusions.items(), key=lambda kv: (-kv[1], kv[0]))]
+        errors = ErrorBreakdown(counts={k: ml.errors[k] for k in ERROR_KINDS}, examples={k: list(v) for k, v in ml.examples.items()}, confusions=confusions)
+        tokens = ledger.unit == "token"
+        ok = ledger.token_correct.get(m, 0) if tokens else None
+        models[m] = ModelSpans(model=m, exact=result("exact", None), relaxed=relaxed, curve=curve, errors=errors,
+                               token_accuracy=(ok / ledger.n_tokens if ledger.n_tokens else zd) if tokens else None,
+                               token_correct=ok, ill_formed=int(ledger.ill_formed.get(m, 0)))
+    warnings = span_warnings(cfg, text_fallback=any(ledger.models[m].text_fallback for m in names), ill_formed=ledger.ill_formed,
+                             first_ill_formed=ledger.first_ill_formed)
+    scores = {m: {t: Score(f1=r.f1, precision=r.precision, recall=r.recall) for t, r in ms.exact.per_tag.items()} for m, ms in models.items()}
+    by_tag: dict[str, dict[str, Score]] = {}
+    for m, per in scores.items():
+        for t in tags:
+            by_tag.setdefault(t, {})[m] = per.get(t, Score(f1=0.0, precision=0.0, recall=0.0))
+    winners = field_winners(by_tag) if len(models) > 1 else {}
+    wins = field_wins(winners, list(models))
+    overall = {m: {f"spans/exact/micro/{k}": float(getattr(ms.exact.micro, k)) for k in ("f1", "precision", "recall")} for m, ms in models.items()}
+    ranked = rank_by_metrics("spans", overall, wins)
+    order = [r.model for r in ranked]
+    pairs = list(zip(order, order[1:]))
+    cis: dict[str, Any] = {}
+    comparisons: list[Any] = []
+    if cfg.bootstrap > 0 and ledger.n_documents > 1:
+        assert record_rows is not None
+        rows = row_matrix(record_rows())
+        per_doc = {}
+        for j, m in enumerate(names):
+            arr = np.zeros((rows.shape[0], 1, 4), dtype=np.int64)
+            arr[:, 0, :3] = rows[:, 3 * j : 3 * j + 3]
+            per_doc[m] = arr
+        cis, diffs = bootstrap_macro_f1({m: per_doc[m] for m in order}, pairs, resamples=cfg.bootstrap, confidence=cfg.confidence,
+                                        seed=cfg.seed, zero_division=cfg.zero_division)
+        comparisons = [PairComparison(higher=a, lower=b, difference=diffs[(a, b)]) for a, b in pairs]
+    final = {}
+    for r in ranked:
+        ms = models[r.model]
+        final[r.model] = ModelSpans(model=ms.model, exact=ms.exact, relaxed=ms.relaxed, curve=ms.curve, errors=ms.errors,
+                                    token_accuracy=ms.token_accuracy, token_correct=ms.token_correct, ill_formed=ms.ill_formed,
+                                    rank=r.rank, tier=r.tier, tag_wins=r.field_wins, ci=cis.get(r.model))
+    return SpansResult(
+        config=cfg, unit=ledger.unit, n_documents=ledger.n_documents, n_tokens=ledger.n_tokens if ledger.unit == "token" else None,
+        n_gold=ledger.n_gold, gold_ill_formed=int(ledger.ill_formed.get("gold", 0)), tags=tags,
+        models=final, ranking=tuple(order), tag_winners=winners, warnings=tuple(warnings), comparisons=tuple(comparisons),
+    )

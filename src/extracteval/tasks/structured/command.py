@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.report.console import print_result
 from extracteval.tasks.structured.pipeline import (
     chunked_document,
     extended_backends,
@@ -87,13 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
         with staged_folder(Path(args.output)) as staging:
             (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
-    if args.json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print(render(doc))
-        if args.output:
-            print(f"\nwrote {args.output}/result.json, {'records.parquet' if streamed else 'records.jsonl'}")
+    print_result(doc, as_json=args.json, render=render, output=args.output,
+                 written=("result.json", "records.parquet" if streamed else "records.jsonl"), default=None)
     return 0
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from extracteval.tasks.toolcalls.pipeline import chunked_document, render, run_bfcl, run_generic, streaming_config
+from extracteval.report.console import print_result
 
 HELP = "predicted tool calls vs reference calls; BFCL-compatible checker with --checker bfcl"
 DESCRIPTION = """\
@@ -79,13 +79,8 @@ def run(args: argparse.Namespace) -> int:
         _write_output(Path(args.output), doc, None)
     elif args.output:
         _write_output(Path(args.output), doc, records)
-    if args.json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print(render(doc))
-        if args.output:
-            print(f"\nwrote {args.output}/result.json, {'records.parquet' if chunked is not None else 'records.jsonl'}")
+    print_result(doc, as_json=args.json, render=render, output=args.output,
+                 written=("result.json", "records.parquet" if chunked is not None else "records.jsonl"), default=None)
     return 0
 
 
