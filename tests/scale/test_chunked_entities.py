@@ -53,7 +53,7 @@ def datasets(draw):
 
 
 def split(truth, preds, size):
-    """As `io.entities_chunks` does: ids in byte order, `size` truth records per chunk, predicted
+    """As `tasks.entities.chunks` does: ids in byte order, `size` truth records per chunk, predicted
     records the truth lacks in the chunk open when they are met."""
     all_ids = sorted(set(truth) | {i for p in preds.values() for i in p})
     chunk_t, chunk_p = {}, {m: {} for m in preds}

@@ -64,7 +64,7 @@ def in_memory(truth, preds, cfg):
 
 
 def split(truth, preds, size, drop_empty_columns=False):
-    """As `io.fields_chunks` does: truth chunks of `size` ids, each with the predicted rows whose
+    """As `tasks.fields.chunks` does: truth chunks of `size` ids, each with the predicted rows whose
     ids are ≤ its last id; predicted rows after the last truth id in chunks without truth rows.
     `drop_empty_columns`: a column all None in a chunk is left out, as a JSONL chunk does."""
 

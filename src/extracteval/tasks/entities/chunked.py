@@ -1,16 +1,16 @@
 """The `entities` task on the chunk driver.
 
-Entities are aligned record by record, so a chunk of records (`io.entities_chunks`) is scored by
-the in-memory core (`core.entities.entities_ledger`) on its own, with the options resolved once
+Entities are aligned record by record, so a chunk of records (`tasks.entities.chunks`) is scored by
+the in-memory core (`tasks.entities.semantics.entities_ledger`) on its own, with the options resolved once
 from the fields of every gold entity (a first pass over the truth). The chunk ledgers add up
 (`EntitiesLedger`): per-feature counts keyed by canonical label, gold entities missing each field,
 the distinct value pairs each SEMANTIC field's backend scored, match similarities summed exactly,
-the first examples and smallest unaligned ids. `core.entities.entities_result` finalises once,
+the first examples and smallest unaligned ids. `tasks.entities.semantics.entities_result` finalises once,
 as `score_entities` does over one chunk, so the document is the in-memory one exactly.
 
 A SEMANTIC field's backend is called once per chunk (over that chunk's distinct pairs) instead of
 once for the whole input: the scores are the same as long as the backend scores each pair on its
-own (`lexical` does; an `llm_judge` is refused, see `io.entities_options`).
+own (`lexical` does; an `llm_judge` is refused, see `tasks.entities.options`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """JSONL entity files → chunks of records aligned by id, in bounded memory (the chunked
 `entities` engine).
 
-Each line is read as `io.entities_inputs.read_entity_records` reads it (id in `--id-column`,
+Each line is read as `tasks.entities.inputs.read_entity_records` reads it (id in `--id-column`,
 stripped; the list under `--entities-key`; malformed predicted lists are data). Only JSONL
 (`.jsonl`, `.ndjson`): a JSON array or object, or Parquet, is read whole by the in-memory engine.
 

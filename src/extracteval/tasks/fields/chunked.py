@@ -130,7 +130,7 @@ class FieldsTask:
     """`fields` scoring for the chunk driver and the Spark engine.
 
     Attributes:
-        plan: `core.fields.FieldsPlan` (config, fields, models).
+        plan: `tasks.fields.semantics.FieldsPlan` (config, fields, models).
         keep_records: return per-record rows (long table) for Parquet.
     """
 

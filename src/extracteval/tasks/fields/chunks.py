@@ -96,7 +96,7 @@ def open_fields_stream(
 def fields_chunk_job(truth: str, predictions: Sequence[str], *, config: Any, fields: Sequence[str] | None, chunk_size: int,
                      id_column: str = "id", delimiter: str | None = None) -> Any:
     """The `ChunkJob` of `score fields --chunk-size`: wide files sorted by id, merged by id
-    (`io.fields_chunks`), scored by `FieldsTask`."""
+    (`tasks.fields.chunks`), scored by `FieldsTask`."""
     from extracteval.chunked import ChunkJob
     from extracteval.tasks.fields.chunked import FieldsTask
     from extracteval.tasks.fields.semantics import plan_fields

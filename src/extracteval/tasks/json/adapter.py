@@ -216,7 +216,7 @@ class JsonAdapter(CellPredictions):
     # ---- scoring -------------------------------------------------------------------------------
 
     def score_args(self, args: argparse.Namespace) -> Scored:
-        """Exactly what `extracteval score json` computes (commands.score_json.score), keeping
+        """Exactly what `extracteval score json` computes (tasks.json.command.score), keeping
         the ground truth for the dataset input."""
         from extracteval.tasks.json.options import build_config
         from extracteval.core.normalize import Normalizer

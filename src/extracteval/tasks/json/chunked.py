@@ -1,6 +1,6 @@
 """The `json` task on the chunk driver (`extracteval.chunked.run_chunks`) and the Spark engine.
 
-Each chunk of records is scored by the in-memory core (`core.json_compare.score_json`: every
+Each chunk of records is scored by the in-memory core (`tasks.json.semantics.score_json`: every
 record's phases depend on that record only) into a `JsonLedger` of counts: per model and field the
 bucket / scored / matched / strategy counts, per model the bucket totals, and the ids named by
 the warnings (the first five of each kind). Ledgers add up in chunk order.

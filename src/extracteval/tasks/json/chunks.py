@@ -1,6 +1,6 @@
 """JSONL files → chunks of the `json` task, aligned by record id in bounded memory.
 
-The chunked reader gives each chunk the values `io.json_inputs.load_json_inputs` gives the
+The chunked reader gives each chunk the values `tasks.json.inputs.load_json_inputs` gives the
 in-memory engine for the same records (records layout: the object minus the id, and for
 predictions minus the safety key; pairs layout: `truth`, `prediction`, `status`, safety key), so
 both engines score the same data. It streams JSONL only (one record per line, `.jsonl` /

@@ -1,6 +1,6 @@
 """The `json` task on Spark: JSONL lines read as text (Spark's JSON schema inference would
 reshape arbitrary objects), parsed on the executors exactly as the local readers parse them
-(`io.json_chunks.parse_record`), truth and each model's predictions joined by id, partitions in
+(`tasks.json.chunks.parse_record`), truth and each model's predictions joined by id, partitions in
 id order scored by the chunked engine's `JsonTask` inside `mapInPandas`, and the ledgers (with
 the per-record scores the exact means and medians need) reduced in id order and finalised once
 on the driver: the local engine's document, byte for byte.

@@ -1,10 +1,10 @@
 """The `labels` task on the chunk driver.
 
-Each chunk (truth records and the predicted rows aligned to them by id, `io.fields_chunks`) is
-scored by the in-memory core (`core.labels.labels_ledger`) into a `LabelsLedger`: per model,
+Each chunk (truth records and the predicted rows aligned to them by id, `tasks.fields.chunks`) is
+scored by the in-memory core (`tasks.labels.semantics.labels_ledger`) into a `LabelsLedger`: per model,
 view and feature the one-vs-rest counts keyed by *canonical* label key, the label keys seen, the
 truth rows missing a label, the unaligned row counts and their smallest ids. Ledgers add up;
-`core.labels.labels_result` then resolves, once, what depends on the whole data set: the
+`tasks.labels.semantics.labels_result` then resolves, once, what depends on the whole data set: the
 display labels (a clash between two keys' texts keeps the type prefix), the "missing in every
 ground-truth record" check, the positive labels and every warning. `score_labels` is the same
 two steps over one chunk, so the document is the in-memory one exactly.
@@ -29,7 +29,7 @@ __all__ = ["LabelsChunkLedger", "LabelsTask", "score_labels_files", "labels_chun
 
 @dataclass(frozen=True)
 class LabelsChunkLedger:
-    labels: Any  # core.labels.LabelsLedger
+    labels: Any  # tasks.labels.semantics.LabelsLedger
     dropped: Mapping[str, int]  # model → rows with status pending/error (not predictions)
 
     @property

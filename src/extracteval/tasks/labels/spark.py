@@ -1,5 +1,5 @@
 """The `labels` task on Spark: the same wide tables as `fields` (CSV/TSV, JSONL, Parquet read by
-`spark.fields.read_spark_table`, joined by `spark.fields.join_tables`, each batch rebuilt as the
+`tasks.fields.spark.read_spark_table`, joined by `tasks.fields.spark.join_tables`, each batch rebuilt as the
 local readers give it), predicted ids the truth lacks kept (strict-view errors, as locally), and
 the chunked engine's `LabelsTask`, so the document is the local engine's."""
 

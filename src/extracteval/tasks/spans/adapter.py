@@ -186,7 +186,7 @@ class SpansAdapter(CellPredictions):
     # ---- scoring -------------------------------------------------------------------------------
 
     def score_args(self, args: argparse.Namespace) -> Scored:
-        """Exactly what `extracteval score spans` computes (commands.score_spans.score)."""
+        """Exactly what `extracteval score spans` computes (tasks.spans.command.score)."""
         from extracteval.tasks.spans.options import load_corpus as load
         from extracteval.tasks.spans.options import spans_config as build_config
         from extracteval.tasks.spans.options import spans_inputs, truth_source

@@ -12,7 +12,7 @@ __all__ = ["spans_chunk_job"]
 def spans_chunk_job(args: Any, *, chunk_size: int) -> Any:
     """The `ChunkJob` of `score spans` / `evaluate spans --chunk-size N` (`args`: their parsed
     options): JSONL documents sorted by id, N at a time, or token files N sentences at a time
-    (`io.spans_chunks.iter_token_chunks`); `inputs` as the in-memory evaluation names them."""
+    (`tasks.spans.chunks.iter_token_chunks`); `inputs` as the in-memory evaluation names them."""
     from extracteval.chunked import ChunkJob
     from extracteval.tasks.spans.semantics import SpansTask
     from extracteval.tasks.spans.chunks import iter_token_chunks, open_spans_stream

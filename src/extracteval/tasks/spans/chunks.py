@@ -1,6 +1,6 @@
 """JSONL span files → chunks of documents for the chunked `spans` engine, in bounded memory.
 
-Each document is validated and read as `io.spans_inputs.load_jsonl_corpus` reads it (the same
+Each document is validated and read as `tasks.spans.inputs.load_jsonl_corpus` reads it (the same
 checks and messages: offsets, tags, span texts against the document text); a chunk becomes a
 `SpanCorpus` of its documents. Token (CoNLL) files are **not** streamed: a sentence's chunks
 depend on the tags around them, so token files (`--conll`, or a token `--truth` with its
@@ -8,7 +8,7 @@ depend on the tags around them, so token files (`--conll`, or a token `--truth` 
 `-DOCSTART-` and `-X-` lines): a chunk is N sentences of every file — the documents of the
 in-memory result — so every chunk decodes, matches and counts exactly what the whole file gives
 for those sentences. Each block is parsed by the in-memory reader's byte-level parser
-(`io.spans_inputs.parse_token_bytes`: no Python object per token); the files must line up
+(`tasks.spans.inputs.parse_token_bytes`: no Python object per token); the files must line up
 sentence by sentence and token by token, as in memory, which each chunk checks.
 
 Every file must be sorted by document id (ascending by code point, `LC_ALL=C sort`; ids are
@@ -285,7 +285,7 @@ def iter_token_chunks(
     suffix: bool = False,
     chunk_size: int,
 ) -> Iterator[TokenChunk]:
-    """Token files (as `io.spans_inputs.load_token_corpus` takes them) → chunks of `chunk_size`
+    """Token files (as `tasks.spans.inputs.load_token_corpus` takes them) → chunks of `chunk_size`
     sentences of every file; a file that ends before the others is an InputError naming it."""
     from extracteval.tasks.spans.schemes import get_scheme
 

@@ -1,5 +1,5 @@
 """The `spans` task (JSONL documents) on Spark: lines read as text, each document validated on the
-executors by the chunked reader's parser (`io.spans_chunks`, the local reader's checks), truth and
+executors by the chunked reader's parser (`tasks.spans.chunks`, the local reader's checks), truth and
 predictions joined by document id, range-partitioned and sorted by id so that partition ledgers
 merge in document order (first error examples, per-document bootstrap rows), every partition
 scored by the chunked engine's `SpansTask` inside `mapInPandas`, finalised once on the driver:

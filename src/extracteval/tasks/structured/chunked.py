@@ -1,6 +1,6 @@
 """The `structured` task on the chunk driver.
 
-Each chunk is scored by the in-memory core (`core.structured.score_structured`) into a ledger:
+Each chunk is scored by the in-memory core (`tasks.structured.semantics.score_structured`) into a ledger:
 per model the `StructuredCounts` (the core's own mergeable counts) and the per-field (tp, fp, fn)
 counts, plus the ids the document lists (missing, extra, and the five first invalid examples in
 natural id order). Ledgers add up; ratios, field winners and the ranking are computed once from

@@ -70,13 +70,13 @@ class ToolcallRun:
     """
 
     checker: str
-    generic: Any  # core.toolcalls.ToolCallResult
+    generic: Any  # tasks.toolcalls.semantics.ToolCallResult
     truth: Mapping[str, Any]
     predictions: Mapping[str, Mapping[str, Any]]
     possible_answer: bool
-    key_config: Any  # core.toolcalls.ToolCallConfig used for argument comparison
+    key_config: Any  # tasks.toolcalls.semantics.ToolCallConfig used for argument comparison
     ranking: tuple[str, ...]
-    bfcl: Mapping[str, Any] = field(default_factory=dict)  # model → core.bfcl.BfclModelScore
+    bfcl: Mapping[str, Any] = field(default_factory=dict)  # model → tasks.toolcalls.bfcl.BfclModelScore
     categories: Mapping[str, str] = field(default_factory=dict)  # record id → BFCL category
 
     @property
@@ -580,7 +580,7 @@ def _truth_frame(truth: Mapping[str, Any], ids: Sequence[str], possible_answer: 
 
 
 def _function_rows(counts: Mapping[str, Mapping[str, int]], zd: float) -> dict[str, dict[str, float]]:
-    """function → its counts (`core.toolcall_functions.function_counts`) and ratios."""
+    """function → its counts (`tasks.toolcalls.functions.function_counts`) and ratios."""
     from extracteval.core.counts import ratios
 
     rows = {}

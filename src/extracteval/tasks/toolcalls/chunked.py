@@ -1,6 +1,6 @@
 """The `toolcalls` task on the chunk driver (generic and BFCL checkers) and the Spark engine (generic).
 
-Each chunk is scored by the in-memory core (`core.toolcalls.score_toolcalls`: a record's calls are
+Each chunk is scored by the in-memory core (`tasks.toolcalls.semantics.score_toolcalls`: a record's calls are
 paired and counted on their own) into a `ToolCallsLedger`: per model the `ToolCallCounts` (the
 core's own mergeable counts: every metric is a ratio of them), the output formats, and the ids
 the document lists (failed, missing, extra — the document lists all of them — and the five first
@@ -161,7 +161,7 @@ def record_table(model: str, records: Any, verdicts: Mapping[str, list[Any]] | N
 @dataclass(frozen=True)
 class ToolCallsEvaluation:
     """What `ToolCallsEvaluateTask` gives: the run's result and, per model, the counts per
-    function name (`core.toolcall_functions.function_counts`)."""
+    function name (`tasks.toolcalls.functions.function_counts`)."""
 
     result: Any  # ToolCallResult
     functions: Mapping[str, Mapping[str, Mapping[str, int]]]
@@ -260,7 +260,7 @@ def toolcalls_chunk_job(truth: str, predictions: list[str], *, config: Any, poss
 class BfclChunk:
     """Entries of one chunk and each model's results for their ids."""
 
-    entries: tuple[Any, ...]  # core.bfcl.BfclEntry
+    entries: tuple[Any, ...]  # tasks.toolcalls.bfcl.BfclEntry
     results: dict[str, dict[str, Any]]
 
 

@@ -199,7 +199,7 @@ class BfclWarning:
 class BfclFiles:
     """The entries of one question file and its possible-answer file, plus the irregular ones' warnings."""
 
-    entries: list[Any]  # core.bfcl.BfclEntry, in file order
+    entries: list[Any]  # tasks.toolcalls.bfcl.BfclEntry, in file order
     warnings: list[BfclWarning]
 
 
