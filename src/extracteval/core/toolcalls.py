@@ -50,6 +50,7 @@ import numpy as np
 
 from extracteval.core.bfcl import parse_python_calls
 from extracteval.core.counts import ratios
+from extracteval.core.jsonparse import loads_fast
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.core.structured import (
@@ -124,7 +125,7 @@ def _args_value(name: Any, raw: Any) -> Call:
         if not text:
             return Call(name, {})
         try:
-            raw = json.loads(text)
+            raw = loads_fast(text)
         except (ValueError, RecursionError) as e:
             return Call(name, None, f"arguments of {name!r} are not valid JSON ({str(e)[:80]})")
     if not isinstance(raw, dict):
