@@ -865,7 +865,7 @@ def score_structured(
     from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
 
     config = config or StructuredConfig()
-    ids = sorted(truth, key=natural_key)
+    ids = natural_sorted(truth)
     scorer = _Scorer(config)
     with paused_gc():
         ref_keys = {i: scorer.reference_keys(truth[i]) for i in ids}
@@ -1116,6 +1116,19 @@ def _preview(raw: Any, limit: int = 160) -> str:
 
 
 _DIGITS = re.compile(r"(\d+)")
+
+
+def natural_sorted(ids: Any) -> list[Any]:
+    """`sorted(ids, key=natural_key)`; ids that are all ASCII digits (the usual record numbers)
+    sort by their integer value, which is the same order (equal numbers tie, as there)."""
+    ids = list(ids)
+    try:
+        joined = "".join(ids)
+    except TypeError:  # not all strings
+        return sorted(ids, key=natural_key)
+    if joined.isascii() and joined.isdigit() and all(ids):
+        return sorted(ids, key=int)
+    return sorted(ids, key=natural_key)
 
 
 _PREFIX_NUMBER = re.compile(r"(\D*)(\d+)")
