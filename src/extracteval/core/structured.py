@@ -163,7 +163,12 @@ def _first_json(text: str) -> Any:
     """The first JSON object or array inside `text` (prose before/after allowed)."""
     dec = json.JSONDecoder()
     skip_until = -1
+    # an object or array ends with a closing bracket after its start: none after a position, no
+    # document from there on (a truncated output is given up at once, not tried at every bracket)
+    last_close = max(text.rfind("}"), text.rfind("]"))
     for m in re.finditer(r"[\[{]", text):
+        if m.start() >= last_close:
+            break
         if m.start() < skip_until:
             continue
         try:
@@ -565,9 +570,18 @@ class _LossyNumber(Exception):
 def _flat_exact(out: dict[str, str], path: str, v: Any, present_only: bool, strict: bool = False) -> None:
     """`flat_keys` with `leaf_key`, recursively: the same paths, keys and order as the explicit
     stack (children are visited last first, each container whole before its earlier siblings).
-    `strict` raises `_LossyNumber` at a float of magnitude 2**63 or more."""
-    child = _child_paths(path, v)
-    for cp, x in zip(child, reversed(v.values()) if type(v) is dict else reversed(v)):
+    `strict` raises `_LossyNumber` at a float of magnitude 2**63 or more. The common leaf types
+    are keyed inline, exactly as `leaf_key` keys them."""
+    if type(v) is dict:
+        shape: tuple[str, Any] = (path, tuple(v))
+        values: Any = reversed(v.values())
+    else:
+        shape = (path, len(v))
+        values = reversed(v)
+    child = _CHILD_PATHS.get(shape)
+    if child is None:
+        child = _child_paths(path, v)
+    for cp, x in zip(child, values):
         tx = type(x)
         if tx is str:
             out[cp] = "s:" + x
@@ -578,11 +592,24 @@ def _flat_exact(out: dict[str, str], path: str, v: Any, present_only: bool, stri
                 out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
         elif tx is int:
             out[cp] = "n:" + str(x)
+        elif tx is float:
+            if x != x:
+                if not present_only:
+                    out[cp] = _ABSENT_NULL
+            elif x.is_integer() and -1e16 < x < 1e16:
+                out[cp] = "n:" + str(int(x))
+            else:
+                if strict and not -9.2e18 < x < 9.2e18:
+                    raise _LossyNumber
+                out[cp] = "n:" + repr(x)
+        elif tx is bool:
+            out[cp] = "b:1" if x else "b:0"
+        elif x is None:
+            if not present_only:
+                out[cp] = _ABSENT_NULL
         elif x is _HOLE:
             continue
         else:
-            if strict and tx is float and not -9.2e18 < x < 9.2e18:
-                raise _LossyNumber
             k = leaf_key(x)
             if present_only and k[0] == "\x00":
                 continue
