@@ -30,7 +30,7 @@ __all__ = ["loads_fast", "FAST_PARSER"]
 
 FAST_PARSER = _orjson is not None
 # an integer orjson would turn into a float has at least 19 digits (-2**63 - 1, 2**64)
-_LONG_DIGITS = re.compile(r"\d{19}")
+_LONG_DIGITS = re.compile("[0-9]" * 19)  # spelled out: faster to scan for than [0-9]{19}
 _std_loads = json.loads
 
 if _orjson is not None:
