@@ -72,7 +72,7 @@ def naive(truth, pred, cfg) -> dict:
     import numpy as np
     from rapidfuzz import fuzz
 
-    from extracteval.core.labels import LabelEncoder
+    from extracteval.tasks.labels.semantics import LabelEncoder
     from extracteval.core.matching import max_matching
 
     enc = LabelEncoder("auto", cfg.normalization)
@@ -182,7 +182,7 @@ def timed(fn, repeats: int = REPEATS):
 
 
 def main() -> None:
-    from extracteval.core.entities import EntitiesConfig, ModelEntities, score_entities
+    from extracteval.tasks.entities.semantics import EntitiesConfig, ModelEntities, score_entities
 
     truth, pred = make_data(N_RECORDS)
     cfg = EntitiesConfig(strategies={"description": "FUZZY"})

@@ -29,7 +29,7 @@ from datetime import date, timedelta
 import numpy as np
 import pandas as pd
 
-from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
+from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
 from extracteval.core.normalize import Normalizer
 
 N_RECORDS = 100_000

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.core.json_compare import JsonConfig, JsonPredictions, score_json
+from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, score_json
 from extracteval.core.normalize import Normalizer
 
 FIRST = ["Maria", "Kenji", "Aisha", "Lars", "Priya", "Tom", "Chloe", "Mateo", "Olga", "Samuel", "Yuki", "Fatima", "Liam", "Ingrid"]

@@ -61,7 +61,7 @@ def naive(truth, pred) -> dict[str, dict[str, float]]:
 def main() -> None:
     from sklearn.metrics import precision_recall_fscore_support
 
-    from extracteval.core.labels import ModelLabels, score_labels
+    from extracteval.tasks.labels.semantics import ModelLabels, score_labels
 
     truth, pred = make_data(N_ROWS)
     cells = N_ROWS * len(FEATURES)

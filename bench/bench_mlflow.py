@@ -40,7 +40,7 @@ def _data(n: int, f: int, seed: int = 0):  # noqa: ANN202
     import numpy as np
     import pandas as pd
 
-    from extracteval.core.fields import ModelPredictions
+    from extracteval.tasks.fields.semantics import ModelPredictions
 
     rng = np.random.default_rng(seed)
     ids = [f"r{i:06d}" for i in range(n)]
@@ -67,7 +67,7 @@ class _Clock:
 
 
 def _one(n: int, f: int, root: Path, bootstrap: int) -> dict[str, float]:
-    from extracteval.core.fields import FieldsConfig, score_fields
+    from extracteval.tasks.fields.semantics import FieldsConfig, score_fields
     from extracteval.mlflow.bundle import write_bundle
     from extracteval.mlflow.tasks import Scored, get_adapter
     from extracteval.mlflow.upload import upload_bundle

@@ -99,27 +99,28 @@ def write_data(folder: Path, records: int, seed: int = 0) -> tuple[Path, Path]:
 
 
 def measure(mode: str, truth: str, pred: str, chunk: int, workers: int) -> dict:
-    from extracteval.core.fields import FieldsConfig
+    from extracteval.tasks.fields.semantics import FieldsConfig
 
     cfg = FieldsConfig()
     t0 = time.perf_counter()
     if mode == "memory":
-        from extracteval.core.fields import score_fields
-        from extracteval.io.fields_inputs import load_fields_inputs
+        from extracteval.tasks.fields.semantics import score_fields
+        from extracteval.tasks.fields.inputs import load_fields_inputs
 
         t, preds, src = load_fields_inputs(truth, [f"model={pred}"])
         result = score_fields(t, preds, config=cfg, truth_source=src)
     elif mode == "chunked":
-        from extracteval.chunked import FieldsTask, run_chunks
-        from extracteval.core.fields import plan_fields
-        from extracteval.io.fields_chunks import open_fields_stream
+        from extracteval.chunked import run_chunks
+        from extracteval.tasks.fields.chunked import FieldsTask
+        from extracteval.tasks.fields.semantics import plan_fields
+        from extracteval.tasks.fields.chunks import open_fields_stream
 
         stream = open_fields_stream(truth, [f"model={pred}"], chunk_size=chunk)
         plan = plan_fields(stream.truth_fields, stream.models, config=cfg, truth_source=stream.truth_source)
         result, _ = run_chunks(FieldsTask(plan), stream.chunks(), workers=workers)
     else:
         from extracteval.spark import get_session
-        from extracteval.spark.fields import score_fields_files
+        from extracteval.tasks.fields.spark import score_fields_files
 
         get_session("local[2]", shuffle_partitions=8)
         t0 = time.perf_counter()  # session start-up (≈10 s) is not scoring

@@ -126,7 +126,7 @@ def seqeval_agreement(gold, pred, ours) -> str:
 
 
 def main() -> None:
-    from extracteval.core.spans import SpansConfig, corpus_from_tags, score_spans
+    from extracteval.tasks.spans.semantics import SpansConfig, corpus_from_tags, score_spans
 
     n = int(os.environ.get("BENCH_SPANS_TOKENS", "1000000"))
     if "--tokens" in sys.argv:
@@ -174,7 +174,7 @@ def main() -> None:
             for g, p in zip(gold, pred):
                 fh.write("".join(f"{w} {a} {b}\n" for w, a, b in zip(words, g, p)))
                 fh.write("\n")
-        from extracteval.io.spans_inputs import load_token_corpus
+        from extracteval.tasks.spans.inputs import load_token_corpus
 
         def file_exact():  # what `extracteval score spans --conll FILE` computes for exact
             return score_spans(load_token_corpus(conll=[("m", path)]), config=exact_cfg)

@@ -197,8 +197,8 @@ def _peak_mib(fn, *args) -> float:
 
 
 def main() -> None:
-    from extracteval.core.structured import score_structured
-    from extracteval.core.toolcalls import score_toolcalls
+    from extracteval.tasks.structured.semantics import score_structured
+    from extracteval.tasks.toolcalls.semantics import score_toolcalls
 
     print(f"records per task: {N:,}")
     s_truth, s_out = structured_data(N)
@@ -232,8 +232,8 @@ def main() -> None:
 
     shared = Path(os.environ.get("EXTRACTEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "toolcalls" / "bfcl_v4"
     if shared.is_dir():
-        from extracteval.core.bfcl import BfclEntry, score_bfcl
-        from extracteval.io.toolcall_inputs import load_bfcl_answers, load_bfcl_questions, load_bfcl_results
+        from extracteval.tasks.toolcalls.bfcl import BfclEntry, score_bfcl
+        from extracteval.tasks.toolcalls.inputs import load_bfcl_answers, load_bfcl_questions, load_bfcl_results
 
         entries, results = [], {}
         for cat in ("simple_python", "multiple", "parallel", "parallel_multiple"):

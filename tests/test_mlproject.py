@@ -23,7 +23,7 @@ import yaml
 
 from extracteval.errors import InputError
 from extracteval.mlproject import (
-    CONFIG_OPTION,
+    config_options,
     OPTIONAL_PARAMETERS,
     CreatedRuns,
     ProjectRun,
@@ -178,7 +178,7 @@ def test_evaluate_argv_is_what_a_user_would_type() -> None:
     # the option each task's config file goes to really exists on that task's command
     from extracteval.cli import build_parser as cli_parser
 
-    for task, option in CONFIG_OPTION.items():
+    for task, option in config_options().items():
         out = io.StringIO()
         with redirect_stdout(out), pytest.raises(SystemExit):
             cli_parser().parse_args(["evaluate", task, "--help"])

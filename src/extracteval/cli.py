@@ -12,17 +12,8 @@ from importlib import import_module
 from collections.abc import Callable, Sequence
 
 from extracteval import __version__
+from extracteval.tasks import TASKS, task_module
 
-# task name → module under extracteval.commands providing `configure` and `run`
-SCORE_TASKS = {
-    "fields": "score_fields",
-    "labels": "score_labels",
-    "entities": "score_entities",
-    "structured": "score_structured",
-    "toolcalls": "score_toolcalls",
-    "spans": "score_spans",
-    "json": "score_json",
-}
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),
     "compare-models": ("compare_models", "baseline vs candidate: metric gap, fine-tuning verdict, bootstrap interval"),
@@ -49,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     score = sub.add_parser("score", help="score models against ground truth (no MLflow)")
     score_sub = score.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
-    for task, module in SCORE_TASKS.items():
-        mod = import_module(f"extracteval.commands.{module}")
+    for task in TASKS:
+        mod = task_module(task, "command")
         p = score_sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(p)
         p.set_defaults(_run=mod.run)

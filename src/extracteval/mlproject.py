@@ -29,13 +29,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# the option through which each task takes its configuration file (`-P strategies=FILE`)
-CONFIG_OPTION = {
-    "fields": "--strategies",
-    "json": "--strategies",
-    "entities": "--weights",
-    "labels": "--config",
-}
+
+def config_options() -> dict[str, str]:
+    """Task → the option through which it takes its configuration file (`-P strategies=FILE`),
+    for the tasks that declare one (`CONFIG_OPTION` in the task's `contract` module)."""
+    from extracteval.tasks import TASKS, task_module
+
+    out = {}
+    for task in TASKS:
+        option = getattr(task_module(task, "contract"), "CONFIG_OPTION", None)
+        if option:
+            out[task] = option
+    return out
+
+
 # entry point → its parameters that MLproject does not declare (recorded only when given)
 OPTIONAL_PARAMETERS = {
     "demo": ("only",),
@@ -66,10 +73,11 @@ def evaluate_argv(*, task: str, truth: str, predictions: str, strategies: str = 
     for m in models:
         argv += ["--predictions", m]
     if strategies:
-        option = CONFIG_OPTION.get(task)
+        declared = config_options()
+        option = declared.get(task)
         if option is None:
             raise InputError(f"-P strategies: task {task!r} takes no configuration file; "
-                             f"tasks that do: {', '.join(sorted(CONFIG_OPTION))}. Pass its options with -P options=\"…\".")
+                             f"tasks that do: {', '.join(sorted(declared))}. Pass its options with -P options=\"…\".")
         argv += [option, strategies]
     argv += ["--experiment", experiment]
     if run_name:

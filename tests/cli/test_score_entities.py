@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from extracteval.core.entities import PRESENCE_KEYS
+from extracteval.tasks.entities.semantics import PRESENCE_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
 

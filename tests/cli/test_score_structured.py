@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from extracteval.commands.live_progress import LiveProgress
+from extracteval.report.live_progress import LiveProgress
 
 REPO = Path(__file__).resolve().parents[2]
 

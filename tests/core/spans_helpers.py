@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from extracteval.core.spans import SpanCorpus, SpanSet
+from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet
 
 Span = tuple[int, int, str]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from extracteval.core.bfcl import answer_targets, check_entry, decode_result, score_bfcl
+from extracteval.tasks.toolcalls.bfcl import answer_targets, check_entry, decode_result, score_bfcl
 from extracteval.errors import InputError
-from extracteval.io.toolcall_inputs import load_bfcl_entries
+from extracteval.tasks.toolcalls.inputs import load_bfcl_entries
 
 
 def fn(name: str, props: dict | None = None, required: list | None = None) -> dict:

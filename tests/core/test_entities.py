@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.entities import (
+from extracteval.tasks.entities.semantics import (
     PRESENCE_KEYS,
     EntitiesConfig,
     ModelEntities,
     align_entities,
     score_entities,
 )
-from extracteval.core.labels import MISSING, feature_ledger, feature_metrics
+from extracteval.tasks.labels.semantics import MISSING, feature_ledger, feature_metrics
 from extracteval.errors import InputError
 
 
@@ -489,7 +489,7 @@ def test_records_with_no_entities_on_both_sides_are_true_negatives():
 def test_fast_paths_give_the_same_result_as_the_general_ones(monkeypatch):
     # the dense pair table and the mixed-radix sort key are shortcuts for few distinct values;
     # np.unique and lexsort are the general paths, taken when the tables or keys would be too big
-    import extracteval.core.entities as ent
+    import extracteval.tasks.entities.semantics as ent
 
     rng = random.Random(7)
     words = ["bolt", "nut", "washer", "bolt m8", "nut m8", "hex bolt", None]
@@ -506,7 +506,7 @@ def test_fast_paths_give_the_same_result_as_the_general_ones(monkeypatch):
 
 
 def test_field_columns_read_absent_fields_as_missing_on_both_paths():
-    from extracteval.core.entities import _columns
+    from extracteval.tasks.entities.semantics import _columns
 
     view = [{"a": 1, "b": "x"}, {}, {"b": None, "c": [1, 2]}, {"a": float("nan")}]
     fast, slow = _columns(view, ["a", "b", "c"]), _columns(view, ["a", "b", "c"], fast=False)

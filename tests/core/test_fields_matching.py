@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
+from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
 from extracteval.core.matching import max_matching
 from extracteval.core.strategies import Strategy
 from extracteval.errors import InputError

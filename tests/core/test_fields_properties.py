@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.counts import Counts, ratios
-from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
+from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
 
 VALUES = ["A", "B", "C", "Not Present", "", "2024-01-01", "January 1, 2024", "1,000", "1000", None]
 NOCI = FieldsConfig(bootstrap=0)

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from extracteval.core.json_compare import (
+from extracteval.tasks.json.semantics import (
     BUCKETS,
     JsonConfig,
     JsonPredictions,
@@ -450,7 +450,7 @@ def test_pending_and_error_records_are_excluded_from_aggregates() -> None:
 
 
 def test_chunked_scoring_equals_one_chunk(monkeypatch) -> None:
-    import extracteval.core.json_compare as jc
+    import extracteval.tasks.json.semantics as jc
 
     rng = random.Random(9)
     truth, preds_a, preds_b = {}, {}, {}

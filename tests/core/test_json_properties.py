@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.json_compare import BUCKETS, JsonConfig, JsonPredictions, compare_json, score_json
+from extracteval.tasks.json.semantics import BUCKETS, JsonConfig, JsonPredictions, compare_json, score_json
 
 KEYS = st.sampled_from(["name", "email", "age", "city", "notes", "tags", "addr"])
 SCALARS = st.one_of(

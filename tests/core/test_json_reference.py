@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
-from extracteval.core.json_compare import JsonConfig, JsonPredictions, score_json
+from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, score_json
 from extracteval.core.normalize import DEFAULT_NULL_TOKENS, Normalizer
 
 KEYS = st.sampled_from(["name", "email", "age", "dob", "notes", "tier", "active"])

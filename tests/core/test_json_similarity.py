@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from extracteval.core.json_compare import JsonConfig, compare_json
+from extracteval.tasks.json.semantics import JsonConfig, compare_json
 from extracteval.core.similarity import (
     EmbeddingSimilarity,
     LexicalSimilarity,

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.jsonparse import FAST_PARSER, loads_fast
-from extracteval.core.structured import StructuredConfig, parse_json_output, score_structured
-from extracteval.core.toolcalls import parse_calls, score_toolcalls
+from extracteval.tasks.structured.semantics import StructuredConfig, parse_json_output, score_structured
+from extracteval.tasks.toolcalls.semantics import parse_calls, score_toolcalls
 from extracteval.io.json_text import loads
 
 

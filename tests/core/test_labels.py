@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.labels import (
+from extracteval.tasks.labels.semantics import (
     MISSING,
     LabelEncoder,
     LabelsConfig,

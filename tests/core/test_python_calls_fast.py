@@ -13,8 +13,8 @@ import ast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core import bfcl
-from extracteval.core.bfcl import parse_python_calls
+from extracteval.tasks.toolcalls import bfcl
+from extracteval.tasks.toolcalls.bfcl import parse_python_calls
 
 VALUES = ["'x'", '"y z"', "''", "1", "-2", "0", "1.5", "-0.0", "1e5", "2E-3", "True", "False", "None", "'a\"b'", '"it\'s"',
           "123456789012345678901234567890", "-0", "'#'", "'(,)'", "'f(a=1)'", "01", "1_0", "x", "[1]", "'\\n'", "1.", "1j",

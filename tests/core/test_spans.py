@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.counts import Counts
-from extracteval.core.spans import SpanCorpus, SpanSet, SpansConfig, curve_thresholds, overlapping_pairs, score_spans, span_counts
+from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet, SpansConfig, curve_thresholds, overlapping_pairs, score_spans, span_counts
 from tests.core.spans_helpers import char_corpus, find, spanset
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.spans import SpanCorpus, SpanSet, SpansConfig, document_counts, score_spans
+from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet, SpansConfig, document_counts, score_spans
 
 TEXT = "abcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.schemes import SCHEMES, UnknownTagError, decode, encode_tags, get_scheme
-from extracteval.core.spans import corpus_from_tags, score_spans
+from extracteval.tasks.spans.schemes import SCHEMES, UnknownTagError, decode, encode_tags, get_scheme
+from extracteval.tasks.spans.semantics import corpus_from_tags, score_spans
 from tests.reference.conlleval_port import conlleval_counts
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.structured import (
+from extracteval.tasks.structured.semantics import (
     StructuredConfig,
     StructuredCounts,
     flatten,

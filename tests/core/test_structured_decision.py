@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from extracteval.core.decision import DecisionThresholds, decide, metric_from_counts, verdict_for
-from extracteval.core.structured import score_structured
+from extracteval.tasks.structured.semantics import score_structured
 from extracteval.errors import InputError
 
 COLS = ("records", "exact")

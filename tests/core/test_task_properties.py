@@ -32,14 +32,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.entities import EntitiesConfig, ModelEntities, score_entities
-from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
-from extracteval.core.json_compare import BUCKETS, JsonConfig, JsonPredictions, RQSWeights, score_json
-from extracteval.core.labels import MISSING, ModelLabels, score_labels
+from extracteval.tasks.entities.semantics import EntitiesConfig, ModelEntities, score_entities
+from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
+from extracteval.tasks.json.semantics import BUCKETS, JsonConfig, JsonPredictions, RQSWeights, score_json
+from extracteval.tasks.labels.semantics import MISSING, ModelLabels, score_labels
 from extracteval.core.normalize import Normalizer, key_text
-from extracteval.core.spans import SpanCorpus, SpansConfig, score_spans, span_counts
-from extracteval.core.structured import score_structured
-from extracteval.core.toolcalls import score_toolcalls
+from extracteval.tasks.spans.semantics import SpanCorpus, SpansConfig, score_spans, span_counts
+from extracteval.tasks.structured.semantics import score_structured
+from extracteval.tasks.toolcalls.semantics import score_toolcalls
 from tests.core.spans_helpers import spanset
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.toolcall_functions import FUNCTION_COUNT_KEYS, OTHER_FUNCTIONS, function_counts
-from extracteval.core.toolcalls import reference_calls, score_toolcalls
+from extracteval.tasks.toolcalls.functions import FUNCTION_COUNT_KEYS, OTHER_FUNCTIONS, function_counts
+from extracteval.tasks.toolcalls.semantics import reference_calls, score_toolcalls
 
 NAMES = ("f", "g", "h")
 _arg = st.fixed_dictionaries({}, optional={"a": st.integers(0, 2), "b": st.sampled_from(["x", "y"]), "c": st.lists(st.integers(0, 1), max_size=2)})

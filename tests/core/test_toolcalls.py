@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.toolcalls import ToolCallCounts, parse_calls, reference_calls, score_toolcall_record, score_toolcalls
+from extracteval.tasks.toolcalls.semantics import ToolCallCounts, parse_calls, reference_calls, score_toolcall_record, score_toolcalls
 from extracteval.errors import InputError
 
 REF = reference_calls({"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from extracteval.core.bfcl import check_entry, decode_result, normalize_text, parse_python_calls
+from extracteval.tasks.toolcalls.bfcl import check_entry, decode_result, normalize_text, parse_python_calls
 
 SPEC = [
     {

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.structured import flat_keys, leaf_key
-from extracteval.core import toolcalls as tc
-from extracteval.core.toolcalls import _present_keys, parse_calls, reference_calls, score_toolcall_record, score_toolcalls
+from extracteval.tasks.structured.semantics import flat_keys, leaf_key
+from extracteval.tasks.toolcalls import semantics as tc
+from extracteval.tasks.toolcalls.semantics import _present_keys, parse_calls, reference_calls, score_toolcall_record, score_toolcalls
 from extracteval.errors import InputError
 
 OUTPUTS = [

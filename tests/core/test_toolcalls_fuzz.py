@@ -11,9 +11,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.bfcl import check_entry, decode_result
-from extracteval.core.structured import StructuredConfig, parse_json_output, score_structured_record
-from extracteval.core.toolcalls import parse_calls, reference_calls, score_toolcall_record
+from extracteval.tasks.toolcalls.bfcl import check_entry, decode_result
+from extracteval.tasks.structured.semantics import StructuredConfig, parse_json_output, score_structured_record
+from extracteval.tasks.toolcalls.semantics import parse_calls, reference_calls, score_toolcall_record
 
 REF_DOC = {"user": {"name": "Alice", "tags": ["a", "b"]}, "items": [{"sku": "A-1", "qty": 2}], "ok": True}
 REF_CALLS = reference_calls([{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}, {"name": "get_time", "arguments": {"tz": "CET"}}])

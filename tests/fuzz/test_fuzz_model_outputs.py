@@ -14,9 +14,9 @@ import string
 
 import pytest
 
-from extracteval.core.json_compare import JsonPredictions, score_json
-from extracteval.core.structured import score_structured
-from extracteval.core.toolcalls import score_toolcalls
+from extracteval.tasks.json.semantics import JsonPredictions, score_json
+from extracteval.tasks.structured.semantics import score_structured
+from extracteval.tasks.toolcalls.semantics import score_toolcalls
 
 N = 100_000
 SEED = 20261122

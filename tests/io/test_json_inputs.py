@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.errors import InputError
-from extracteval.io.json_inputs import load_json_inputs, read_json_records
+from extracteval.tasks.json.inputs import load_json_inputs, read_json_records
 from extracteval.io.json_text import _loads_iterative
 
 JSON_VALUES = st.recursive(

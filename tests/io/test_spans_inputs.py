@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.errors import InputError
-from extracteval.io.spans_inputs import load_jsonl_corpus, read_token_file
+from extracteval.tasks.spans.inputs import load_jsonl_corpus, read_token_file
 
 
 def naive(text: str, tag_columns: int) -> tuple[list[str], list[list[str]], list[bool], list[int]]:
@@ -93,7 +93,7 @@ def test_document_and_span_order_in_files_changes_nothing(tmp_path: Path) -> Non
     import json
     import random
 
-    from extracteval.core.spans import score_spans
+    from extracteval.tasks.spans.semantics import score_spans
 
     repo = Path(__file__).resolve().parents[2] / "experiments" / "requirements"
     truth = [json.loads(x) for x in (repo / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -119,7 +119,7 @@ TRICKY = ["A", "A\x00", "A\x00\x00", "B-ORGANIZATION", "B-ORGANIZATIOM", "B-ORGA
 def test_reader_keeps_fields_apart_that_share_their_first_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
     import numpy as np
 
-    from extracteval.io import spans_inputs
+    from extracteval.tasks.spans import inputs as spans_inputs
 
     if collide:  # every field hashes alike: the word-by-word check must catch it and re-encode
         monkeypatch.setattr(spans_inputs, "_MIX", np.uint64(0))
@@ -140,7 +140,7 @@ def test_reader_keeps_fields_apart_that_share_their_first_bytes(tmp_path: Path, 
 def test_blank_bytes_are_those_bytes_split_cuts_at() -> None:
     import numpy as np
 
-    from extracteval.io.spans_inputs import _mark_nonblank
+    from extracteval.tasks.spans.inputs import _mark_nonblank
 
     every = bytes(range(256))
     out = np.zeros(256, dtype=bool)
@@ -152,8 +152,8 @@ def test_token_column_is_decoded_only_where_read(tmp_path: Path) -> None:
     """Exact scoring of a token file builds no token strings beyond its error examples, and
     every way of reading the tokens (slices, the whole column, relaxed TextSim) gives what a
     plain token list gives."""
-    from extracteval.core.spans import LazyTokens, SpansConfig, corpus_from_tags, score_spans
-    from extracteval.io.spans_inputs import load_token_corpus
+    from extracteval.tasks.spans.semantics import LazyTokens, SpansConfig, corpus_from_tags, score_spans
+    from extracteval.tasks.spans.inputs import load_token_corpus
 
     rows = []
     for k in range(400):
@@ -181,7 +181,7 @@ def test_token_column_is_decoded_only_where_read(tmp_path: Path) -> None:
 
 
 def test_lazy_tokens_build_the_column_once_slices_have_read_a_quarter() -> None:
-    from extracteval.core.spans import LazyTokens
+    from extracteval.tasks.spans.semantics import LazyTokens
 
     words = [f"t{i}" for i in range(40_000)]
     decoded = []

@@ -142,9 +142,9 @@ def test_read_utf8_gives_read_texts_bytes_and_errors(tmp_path):
 def test_model_files_names_models_and_refuses_a_name_given_twice(tmp_path):
     from extracteval.errors import InputError
     from extracteval.io.config import model_files
-    from extracteval.io.entities_chunks import open_entities_stream
-    from extracteval.io.fields_chunks import open_fields_stream
-    from extracteval.io.json_chunks import open_json_stream
+    from extracteval.tasks.entities.chunks import open_entities_stream
+    from extracteval.tasks.fields.chunks import open_fields_stream
+    from extracteval.tasks.json.chunks import open_json_stream
     from extracteval.io.keyed_chunks import open_keyed_stream
 
     assert model_files(["gpt=a/x.csv", "b/llama.csv"]) == {"gpt": Path("a/x.csv"), "llama": Path("b/llama.csv")}

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.digest import truth_digest
-from extracteval.core.fields import FieldsConfig, ModelPredictions, _column_codes, score_fields
+from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, _column_codes, score_fields
 from extracteval.mlflow.early import EarlyWork
 
 
@@ -55,7 +55,7 @@ def test_local_copy_written_early_is_the_one_written_after_the_scoring(cli, tmp_
 
 
 def test_a_failing_background_write_is_an_output_error_and_leaves_nothing(cli, tmp_path, contracts_args, monkeypatch):
-    from extracteval.mlflow import task_fields
+    from extracteval.tasks.fields import adapter as task_fields
 
     def full_disk(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -71,7 +71,7 @@ def test_a_failing_background_write_is_an_output_error_and_leaves_nothing(cli, t
 
 
 def test_an_error_after_the_background_work_started_stops_it_and_removes_its_folder(cli, tmp_path, contracts_args, monkeypatch):
-    from extracteval.core import fields as core_fields
+    from extracteval.tasks.fields import semantics as core_fields
     from extracteval.errors import InputError
 
     started: list[EarlyWork] = []
@@ -99,7 +99,7 @@ def test_an_error_after_the_background_work_started_stops_it_and_removes_its_fol
 
 
 def test_on_records_gets_the_final_counts_before_the_bootstrap(monkeypatch):
-    from extracteval.core import fields as core_fields
+    from extracteval.tasks.fields import semantics as core_fields
 
     rng = np.random.default_rng(3)
     ids = [f"r{i}" for i in range(40)]

@@ -171,7 +171,17 @@ def test_scorer_refuses_a_task_without_per_row_meaning(monkeypatch):
     from extracteval.mlflow import tasks
     from extracteval.mlflow.genai import extraction_scorer
 
-    # a task registered for the evaluator but given no per-row spec for the scorers
-    monkeypatch.setitem(tasks.TASKS, "corpus-only", tasks.TaskSpec("corpus-only", "extraction-fields", "task_fields"))
+    import sys
+    import types
+
+    from extracteval.tasks.fields import adapter as fields_adapter
+
+    # a task registered for the evaluator (a package with an adapter) but with no `scorer` module
+    package, adapter = types.ModuleType("extracteval.tasks.corpus_only"), types.ModuleType("extracteval.tasks.corpus_only.adapter")
+    package.__path__ = []  # a package, so that importing its missing `scorer` module fails as for a real one
+    adapter.ADAPTER = fields_adapter.ADAPTER
+    monkeypatch.setitem(sys.modules, package.__name__, package)
+    monkeypatch.setitem(sys.modules, adapter.__name__, adapter)
+    monkeypatch.setitem(tasks.TASKS, "corpus-only", tasks.TaskSpec("corpus-only", "extraction-fields", "corpus_only"))
     with pytest.raises(InputError, match=r"'corpus-only' has no per-row meaning.*supported tasks: fields, json, spans, entities, labels, structured, toolcalls"):
         extraction_scorer("corpus-only")

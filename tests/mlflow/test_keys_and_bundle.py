@@ -134,7 +134,7 @@ def test_a_run_of_one_model_claims_no_rank(tmp_path):
 def test_field_intervals_agree_with_a_direct_record_bootstrap():
     """The multinomial-over-patterns shortcut has the distribution of resampling records."""
     from extracteval.core.counts import ratios
-    from extracteval.mlflow.task_fields import _field_f1_intervals
+    from extracteval.tasks.fields.adapter import _field_f1_intervals
 
     rng = np.random.default_rng(1)
     kinds = np.array([[1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 0, 1, 0, 0], [0, 1, 1, 0, 0], [0, 0, 0, 1, 0], [2, 1, 0, 0, 0]])
@@ -219,7 +219,7 @@ def test_docstring_examples_run():
 
 def _many_fields_scored(n_fields: int, wrong: dict[str, int]):
     """A fields evaluation of 20 records × n_fields; field → number of records the model gets wrong."""
-    from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
+    from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
     from extracteval.mlflow.tasks import Scored
 
     ids = [f"r{i:02d}" for i in range(20)]
@@ -238,8 +238,8 @@ def _row_labels(fig) -> list[str]:
 
 
 def test_fields_figures_of_many_fields_show_the_fields_with_most_errors():
-    from extracteval.mlflow.task_fields import ADAPTER
-    from extracteval.mlflow.task_structured import FIGURE_ITEMS
+    from extracteval.tasks.fields.adapter import ADAPTER
+    from extracteval.tasks.structured.adapter import FIGURE_ITEMS
 
     n = FIGURE_ITEMS + 60
     wrong = {f"f{j:03d}": 1 + j % 7 for j in range(0, n, 2)}  # every other field has errors: 50 fields
@@ -342,8 +342,8 @@ def test_records_parquet_written_from_the_ledger_reads_back_as_the_frame_written
         return pa.table({c: table.column(c).cast(table.column(c).type.value_type) if pa.types.is_dictionary(table.column(c).type)
                          else table.column(c) for c in table.column_names})
 
-    from extracteval.core.fields import RecordLedger
-    from extracteval.mlflow.task_fields import records_frame_of, write_records_parquet
+    from extracteval.tasks.fields.semantics import RecordLedger
+    from extracteval.tasks.fields.adapter import records_frame_of, write_records_parquet
 
     rng = np.random.default_rng(n)
     counts = {m: rng.integers(0, 3, size=(n, f, 5)).astype(np.int32) for m in ("a", "b")}
@@ -373,8 +373,8 @@ def test_field_intervals_from_one_pass_over_the_ledger_equal_the_per_field_draws
     """The pattern table counted in one pass (and its fallback when the table would be too large:
     cap 0) gives exactly the intervals of drawing from each field's records, which the chunked
     and Spark engines reproduce from their merged patterns."""
-    from extracteval.mlflow import task_fields
-    from extracteval.mlflow.task_fields import _draw_intervals, _field_f1_intervals, _field_patterns
+    from extracteval.tasks.fields import adapter as task_fields
+    from extracteval.tasks.fields.adapter import _draw_intervals, _field_f1_intervals, _field_patterns
 
     if cap is not None:
         monkeypatch.setattr(task_fields, "_MAX_PATTERN_CODES", cap)
@@ -396,8 +396,8 @@ def test_field_intervals_from_one_pass_over_the_ledger_equal_the_per_field_draws
 def test_in_memory_field_intervals_come_from_the_patterns_counted_while_scoring():
     """The adapter takes each model's per-field intervals from the patterns `score_fields` counted
     (no second pass over the per-record counts), and they are the intervals of those counts."""
-    from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
-    from extracteval.mlflow.task_fields import FieldsAdapter, _field_f1_intervals
+    from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
+    from extracteval.tasks.fields.adapter import FieldsAdapter, _field_f1_intervals
     from extracteval.mlflow.tasks import Scored
 
     rng = np.random.default_rng(2)

@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pandas as pd
 
-from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
+from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
 from extracteval.core.normalize import NormalizationConfig
 from extracteval.mlflow.predictions_file import frame_to_predictions, predictions_to_frame, write_predictions_parquet
-from extracteval.mlflow.task_fields import ADAPTER
+from extracteval.tasks.fields.adapter import ADAPTER
 
 
 def _preds(status):

@@ -56,7 +56,7 @@ def test_evaluate_cli_logs_parent_and_children(cli, tracking_uri, contracts_args
     t = prun.data.tags
     assert t["extracteval.task"] == "fields" and t["extracteval.role"] == "comparison"
     assert t["extracteval.winner"] == expected["ranking"][0]
-    from extracteval.io.fields_inputs import load_fields_inputs
+    from extracteval.tasks.fields.inputs import load_fields_inputs
 
     truth, _, _ = load_fields_inputs(CONTRACTS / "truth.csv", [f"x={CONTRACTS / 'predictions' / 'gpt-4o-mini.csv'}"])
     assert t["extracteval.truth_digest"] == truth_digest(truth)  # SHA-256 of the truth as scored
@@ -198,7 +198,7 @@ def _use_experiment(name: str, tmp_path: Path) -> None:
 
 
 def _direct(df: pd.DataFrame, outputs: list) -> dict:
-    from extracteval.core.fields import FieldsConfig, ModelPredictions, score_fields
+    from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
 
     truth = pd.DataFrame([json.loads(t) for t in df["truth"]], index=df["id"])
     preds = []

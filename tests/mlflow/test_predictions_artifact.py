@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.fields import ModelPredictions
+from extracteval.tasks.fields.semantics import ModelPredictions
 from extracteval.io import parquet_rows
 from extracteval.mlflow import predictions_file
 from extracteval.mlflow.predictions_file import frame_to_predictions, predictions_to_frame, write_predictions_parquet
@@ -162,7 +162,7 @@ def test_rescore_reads_the_direct_writers_file(tmp_path):
 def test_codes_kept_by_the_scoring_give_the_same_file(tmp_path_factory, p):
     """`score_fields(keep_codes=…)` hands over its factorisation of each model column; the writer
     takes the columns whose distinct values are all text from it, and the file is the same."""
-    from extracteval.core.fields import FieldsConfig, score_fields
+    from extracteval.tasks.fields.semantics import FieldsConfig, score_fields
 
     truth = pd.DataFrame({c: ["x"] * len(p.values) for c in p.values.columns}, index=p.values.index)
     kept: dict = {}

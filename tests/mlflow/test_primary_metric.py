@@ -131,7 +131,7 @@ def test_every_entry_point_gives_the_same_decision(tmp_path: Path, monkeypatch: 
     not a recommendation, in the same words everywhere."""
     import json
 
-    from extracteval.commands.compare_models import render_decision
+    from extracteval.core.decision import render_decision
     from extracteval.core.decision import decision_metrics
 
     shutil.copytree(REPO / "experiments", tmp_path / "experiments", ignore=shutil.ignore_patterns("__pycache__"))

@@ -141,7 +141,7 @@ def _invoice_frame() -> pd.DataFrame:
 def test_evaluator_plugin_static_dataset(sqlite_uri, tmp_path):
     import mlflow
 
-    from extracteval.core.entities import EntitiesConfig, ModelEntities, score_entities
+    from extracteval.tasks.entities.semantics import EntitiesConfig, ModelEntities, score_entities
 
     df = _invoice_frame()
     mlflow.set_tracking_uri(sqlite_uri)
@@ -179,7 +179,7 @@ def test_evaluator_plugin_static_dataset(sqlite_uri, tmp_path):
 
 def test_truth_digest_ignores_entity_and_record_order():
     from extracteval.mlflow.bundle import truth_digest
-    from extracteval.mlflow.task_entities import truth_frame
+    from extracteval.tasks.entities.adapter import truth_frame
 
     a = {"r1": [{"x": 1}, {"x": 2}], "r2": [{"y": "b", "x": 3}]}
     b = {"r2": [{"x": 3, "y": "b"}], "r1": [{"x": 2}, {"x": 1}]}
@@ -243,7 +243,7 @@ def test_record_and_entity_order_do_not_change_metrics():
 def test_evaluator_config_takes_a_semantic_strategy_and_similarity_backend(sqlite_uri, tmp_path):
     import mlflow
 
-    from extracteval.core.entities import EntitiesConfig, ModelEntities, score_entities
+    from extracteval.tasks.entities.semantics import EntitiesConfig, ModelEntities, score_entities
     from extracteval.core.similarity import FuzzySimilarity
     from extracteval.mlflow.tasks import get_adapter
 

@@ -110,7 +110,7 @@ def test_truth_digest_ignores_key_order_and_file_layout(tmp_path):
     import argparse
 
     from extracteval.mlflow.bundle import truth_digest
-    from extracteval.mlflow.task_json import ADAPTER
+    from extracteval.tasks.json.adapter import ADAPTER
 
     lines = [json.loads(x) for x in (CUSTOMERS / "truth.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
     shuffled = tmp_path / "truth.jsonl"
@@ -150,7 +150,7 @@ def _frame(dict_cells: bool = False) -> pd.DataFrame:
 
 
 def _direct(df: pd.DataFrame) -> dict:
-    from extracteval.core.json_compare import JsonConfig, JsonPredictions, score_json
+    from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, score_json
 
     truth = {r: t if isinstance(t, dict) else json.loads(t) for r, t in zip(df["id"], df["truth"])}
     preds = {}
@@ -196,7 +196,7 @@ def test_mlflow_evaluate_static_dataframe(sqlite_uri, tmp_path):
 
 def test_score_frame_does_not_depend_on_row_order():
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.task_json import ADAPTER
+    from extracteval.tasks.json.adapter import ADAPTER
 
     df = _frame(dict_cells=True)
     shuffled = df.sample(frac=1.0, random_state=3)
@@ -243,7 +243,7 @@ def test_evaluate_json_bad_file_exits_2_naming_file_and_line(cli, sqlite_uri, tm
 def test_records_frame_lists_the_same_buckets_as_the_core():
     """The per-record Parquet's bucket listing (built vectorised) equals `RecordScore.buckets`."""
     from extracteval.io.config import load_mapping
-    from extracteval.mlflow.task_json import ADAPTER
+    from extracteval.tasks.json.adapter import ADAPTER
 
     scored = ADAPTER.score_experiment(CUSTOMERS, load_mapping(CUSTOMERS / "experiment.yaml"))
     for m in scored.models:

@@ -142,7 +142,7 @@ def _tickets_frame() -> pd.DataFrame:
 def test_evaluator_plugin_static_dataset(sqlite_uri, tmp_path):
     import mlflow
 
-    from extracteval.core.labels import LabelsConfig, ModelLabels, score_labels
+    from extracteval.tasks.labels.semantics import LabelsConfig, ModelLabels, score_labels
 
     df = _tickets_frame()
     mlflow.set_tracking_uri(sqlite_uri)

@@ -209,7 +209,7 @@ def test_mlflow_evaluate_static_dataframe(cli, sqlite_uri, tmp_path):
 
 def test_score_frame_accepts_python_lists_and_does_not_depend_on_row_order():
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.task_spans import ADAPTER
+    from extracteval.tasks.spans.adapter import ADAPTER
 
     df, _ = _frame()
     objs = df.assign(truth=[json.loads(t) for t in df["truth"]],
@@ -238,7 +238,7 @@ def test_bad_truth_span_is_an_input_error_naming_record_and_span(sqlite_uri, tmp
                 mlflow.models.evaluate(data=df, targets="truth", predictions="output", model_type="extraction-spans", evaluators="extracteval")
     finally:
         mlflow.set_tracking_uri("")
-    from extracteval.mlflow.task_spans import ADAPTER
+    from extracteval.tasks.spans.adapter import ADAPTER
 
     with pytest.raises(InputError, match=r"record 'a': span 0: tag: expected a non-empty string"):
         ADAPTER.score_frame(ids=["a"], targets=[[{"start": 0, "end": 2, "tag": ""}]], predictions={"m": [[]]}, config={}, truth_source="t")
@@ -257,7 +257,7 @@ def test_evaluate_spans_bad_file_exits_2_naming_file_and_line(cli, sqlite_uri, t
 def test_user_strings_are_escaped_and_keys_sanitised(tmp_path):
     """A tag and a model named like markup: escaped in report.html, sanitised in metric keys."""
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.task_spans import ADAPTER
+    from extracteval.tasks.spans.adapter import ADAPTER
 
     evil = "<script>alert(1)</script>"
     text = "The administrator can delete accounts."

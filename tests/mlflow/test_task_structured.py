@@ -187,7 +187,7 @@ def _use_experiment(name: str, tmp_path: Path) -> None:
 def test_evaluator_plugin_counts_malformed_outputs(sqlite_uri, tmp_path):
     import mlflow
 
-    from extracteval.core.structured import score_structured
+    from extracteval.tasks.structured.semantics import score_structured
 
     df = _frame()
     evil = "<script>alert(1)</script>"
@@ -217,7 +217,7 @@ def test_evaluator_plugin_counts_malformed_outputs(sqlite_uri, tmp_path):
 
 def test_score_frame_takes_objects_and_bytes():
     """A Python caller's cells: reference dicts or JSON text; outputs as dicts, text, bytes, None."""
-    from extracteval.mlflow.task_structured import ADAPTER
+    from extracteval.tasks.structured.adapter import ADAPTER
 
     df = _frame(objects=True)
     scored = ADAPTER.score_frame(ids=list(df["id"]), targets=list(df["reference"]), predictions={"m": list(df["output"])}, config={},
@@ -252,7 +252,7 @@ def test_evaluator_optimal_list_matching_option(sqlite_uri, tmp_path):
 def test_bad_inputs_are_clear_errors(cli, sqlite_uri, tmp_path, monkeypatch):
     import mlflow
 
-    from extracteval.mlflow.task_structured import ADAPTER
+    from extracteval.tasks.structured.adapter import ADAPTER
 
     with pytest.raises(InputError, match=r"dataset: record 'r2': the reference is text that is not valid JSON"):
         ADAPTER.score_frame(ids=["r1", "r2"], targets=[{"a": 1}, '{"a": '], predictions={"m": ["{}", "{}"]}, config={}, truth_source="dataset")
@@ -311,7 +311,7 @@ def test_score_frame_deep_and_numpy_cells():
     """A 10,000-deep reference object and numpy cells (as Parquet gives them) are scored, not raised."""
     import numpy as np
 
-    from extracteval.mlflow.task_structured import ADAPTER
+    from extracteval.tasks.structured.adapter import ADAPTER
 
     deep: object = 1
     for _ in range(10_000):

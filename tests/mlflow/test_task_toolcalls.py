@@ -140,7 +140,7 @@ def _frame() -> pd.DataFrame:
 def test_evaluator_plugin_counts_malformed_calls(sqlite_uri, tmp_path):
     import mlflow
 
-    from extracteval.core.toolcalls import score_toolcalls
+    from extracteval.tasks.toolcalls.semantics import score_toolcalls
 
     df = _frame()
     mlflow.set_tracking_uri(sqlite_uri)
@@ -168,7 +168,7 @@ def test_evaluator_plugin_counts_malformed_calls(sqlite_uri, tmp_path):
 
 def test_score_frame_possible_answers_and_objects():
     """A Python caller's cells: BFCL possible answers (`possible_answer`) and outputs as objects."""
-    from extracteval.mlflow.task_toolcalls import ADAPTER
+    from extracteval.tasks.toolcalls.adapter import ADAPTER
 
     answers = [[{"calc_area": {"base": [10], "height": [5], "unit": ["", "cm"]}}], [{"calc_area": {"base": [3], "height": [4], "unit": [""]}}]]
     outputs = [[{"calc_area": {"base": 10, "height": 5}}], {"name": "calc_area", "arguments": {"base": 3, "height": 4, "unit": "m"}}]
@@ -181,7 +181,7 @@ def test_score_frame_possible_answers_and_objects():
 
 
 def test_bad_inputs_are_clear_errors(cli, sqlite_uri, shared_data, tmp_path, monkeypatch):
-    from extracteval.mlflow.task_toolcalls import ADAPTER
+    from extracteval.tasks.toolcalls.adapter import ADAPTER
 
     with pytest.raises(InputError, match=r"frame: record 'r2'"):
         ADAPTER.score_frame(ids=["r1", "r2"], targets=['[{"name": "f", "arguments": {}}]', '{"unknown": 1, "shape": 2}'],
@@ -226,7 +226,7 @@ def test_evaluator_with_a_callable_model_returning_call_objects(sqlite_uri, tmp_
 def test_bfcl_experiment_spec_scores_several_categories(shared_data, tmp_path):
     """An experiment.yaml with `checker: bfcl` (lists of question / answer / result files)."""
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.task_toolcalls import ADAPTER
+    from extracteval.tasks.toolcalls.adapter import ADAPTER
 
     b = shared_data / "toolcalls" / "bfcl_v4"
     cats = ("simple_python", "multiple")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from extracteval.cli import main
-from extracteval.core.bfcl import BfclEntry, category_of, check_entry, decode_result, entry_sort_key, score_bfcl
-from extracteval.io.toolcall_inputs import load_bfcl_answers, load_bfcl_questions, load_bfcl_results
+from extracteval.tasks.toolcalls.bfcl import BfclEntry, category_of, check_entry, decode_result, entry_sort_key, score_bfcl
+from extracteval.tasks.toolcalls.inputs import load_bfcl_answers, load_bfcl_questions, load_bfcl_results
 
 V4_CATEGORIES = ["simple_python", "multiple", "parallel", "parallel_multiple"]
 SUBMISSION = "third_party_submission_glyphh-ada-1.1"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from extracteval.core.spans import SpansConfig, score_spans
-from extracteval.io.spans_inputs import load_token_corpus
-from extracteval.report.spans_report import conlleval_lines
+from extracteval.tasks.spans.semantics import SpansConfig, score_spans
+from extracteval.tasks.spans.inputs import load_token_corpus
+from extracteval.tasks.spans.report import conlleval_lines
 from tests.reference.conlleval_port import conlleval_counts
 
 SAMPLE = Path("ner/conll2000_chunking_sample")

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
-from extracteval.chunked_entities import EntitiesTask
-from extracteval.core.entities import EntitiesConfig, ModelEntities, _exact_sum, gold_fields_of, plan_entities, score_entities
+from extracteval.tasks.entities.chunked import EntitiesTask
+from extracteval.tasks.entities.semantics import EntitiesConfig, ModelEntities, _exact_sum, gold_fields_of, plan_entities, score_entities
 from extracteval.core.similarity import LexicalSimilarity
 from extracteval.errors import InputError
-from extracteval.io.entities_chunks import EntitiesChunk
+from extracteval.tasks.entities.chunks import EntitiesChunk
 
 VALUE = st.sampled_from(["Bolt M8", "bolt m8", "Bolts M8", "Nut", "nut ", "Washer", "", None, "n/a", 1, 2, "2", True, "true", 1.5])
 ENTITY = st.dictionaries(st.sampled_from(["sku", "desc", "qty"]), VALUE, max_size=3)
@@ -53,7 +53,7 @@ def datasets(draw):
 
 
 def split(truth, preds, size):
-    """As `io.entities_chunks` does: ids in byte order, `size` truth records per chunk, predicted
+    """As `tasks.entities.chunks` does: ids in byte order, `size` truth records per chunk, predicted
     records the truth lacks in the chunk open when they are met."""
     all_ids = sorted(set(truth) | {i for p in preds.values() for i in p})
     chunk_t, chunk_p = {}, {m: {} for m in preds}

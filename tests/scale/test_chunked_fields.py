@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extracteval.chunked import FieldsChunk, FieldsTask, run_chunks
-from extracteval.core.fields import FieldsConfig, ModelPredictions, fields_ledger, fields_result, plan_fields, score_fields
+from extracteval.chunked import run_chunks
+from extracteval.tasks.fields.chunked import FieldsChunk, FieldsTask
+from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, fields_ledger, fields_result, plan_fields, score_fields
 from extracteval.core.strategies import Strategy
 
 VALUES = st.sampled_from(["Acme Ltd", "acme ltd.", "ACME", "2024-01-02", "02/01/2024", "1,000", "1000", "N/A", "", None, "Beta", ["A", "B"], ["b", "a"], ["A"]])

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
-from extracteval.chunked_json import JsonTask
-from extracteval.core.json_compare import JsonConfig, JsonPredictions, score_json
+from extracteval.tasks.json.chunked import JsonTask
+from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, score_json
 from extracteval.core.strategies import Strategy
-from extracteval.io.json_chunks import JsonChunk
+from extracteval.tasks.json.chunks import JsonChunk
 
 LEAVES = st.sampled_from(["John Smith", "john smyth", "Acme", "acme ltd", "", "n/a", None, 0, 1, 1.0, True, False, 2.5, "2024-01-02"])
 VALUES = st.one_of(LEAVES, st.lists(LEAVES, max_size=2), st.dictionaries(st.sampled_from(["x", "y"]), LEAVES, max_size=2))
@@ -83,7 +83,7 @@ def test_chunked_document_is_byte_identical(data, size, ci, records):
 
 def test_auto_listing_stops_being_kept_past_the_limit(monkeypatch):
     """`auto` keeps the per-record listing only while it may be shown (bounded memory)."""
-    import extracteval.core.json_compare as jc
+    import extracteval.tasks.json.semantics as jc
 
     monkeypatch.setattr(jc, "_RECORD_LIMIT", 6)
     truth = {f"r{i}": {"a": i} for i in range(4)}

@@ -12,12 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extracteval.chunked import FieldsChunk, run_chunks
-from extracteval.chunked_labels import LabelsTask
-from extracteval.core.fields import ModelPredictions
-from extracteval.core.labels import FEATURE_TYPES, LabelsConfig, ModelLabels, score_labels
+from extracteval.chunked import run_chunks
+from extracteval.tasks.fields.chunked import FieldsChunk
+from extracteval.tasks.labels.chunked import LabelsTask
+from extracteval.tasks.fields.semantics import ModelPredictions
+from extracteval.tasks.labels.semantics import FEATURE_TYPES, LabelsConfig, ModelLabels, score_labels
 from extracteval.errors import InputError
-from extracteval.io.entities_inputs import not_predictions
+from extracteval.tasks.entities.inputs import not_predictions
 
 # True / "true" under `category` and 1 / "1" clash in text: their display labels keep the type
 # prefix only if both occur somewhere in the data set
@@ -63,7 +64,7 @@ def in_memory(truth, preds, cfg):
 
 
 def split(truth, preds, size, drop_empty_columns=False):
-    """As `io.fields_chunks` does: truth chunks of `size` ids, each with the predicted rows whose
+    """As `tasks.fields.chunks` does: truth chunks of `size` ids, each with the predicted rows whose
     ids are ≤ its last id; predicted rows after the last truth id in chunks without truth rows.
     `drop_empty_columns`: a column all None in a chunk is left out, as a JSONL chunk does."""
 

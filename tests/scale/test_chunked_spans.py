@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
-from extracteval.chunked_spans import SpansTask
-from extracteval.core.spans import SpansConfig, score_spans
-from extracteval.io.spans_chunks import SpanDoc, chunk_corpus
+from extracteval.tasks.spans.semantics import SpansTask
+from extracteval.tasks.spans.semantics import SpansConfig, score_spans
+from extracteval.tasks.spans.chunks import SpanDoc, chunk_corpus
 
 TAGS = ["Action", "Entity", "Actor"]
 TEXT = "The administrator can delete inactive accounts after review."

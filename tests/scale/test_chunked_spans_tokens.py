@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from extracteval.io import spans_chunks
-from extracteval.io.spans_chunks import iter_token_pieces
-from extracteval.io.spans_inputs import read_token_file
+from extracteval.tasks.spans import chunks as spans_chunks
+from extracteval.tasks.spans.chunks import iter_token_pieces
+from extracteval.tasks.spans.inputs import read_token_file
 
 SIZES = ["1", "2", "3", "7", "1000"]
 TYPES = ["NP", "VP", "PP"]

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
-from extracteval.chunked_structured import StructuredTask
-from extracteval.core.structured import StructuredConfig, score_structured
+from extracteval.tasks.structured.chunked import StructuredTask
+from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
 from tests.scale.test_chunked_toolcalls import split
 
 LEAF = st.sampled_from(["Acme", "acme", 1, 1.0, "1", True, None, 2.5, ""])

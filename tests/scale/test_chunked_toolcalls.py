@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
-from extracteval.chunked_toolcalls import ToolCallsTask
-from extracteval.core.toolcalls import ToolCallConfig, score_toolcalls
+from extracteval.tasks.toolcalls.chunked import ToolCallsTask
+from extracteval.tasks.toolcalls.semantics import ToolCallConfig, score_toolcalls
 from extracteval.io.keyed_chunks import KeyedChunk
 
 ARGS = st.dictionaries(st.sampled_from(["city", "unit", "n"]), st.sampled_from(["Berlin", "berlin", "celsius", 1, 2.0, True, None, [1, 2]]), max_size=3)
@@ -74,9 +74,9 @@ def test_evaluate_chunks_give_the_in_memory_function_counts_and_records(data, si
     """What `evaluate toolcalls` logs beyond the document, merged from chunks: the counts per
     function (a name predicted in one chunk may be a reference name of a later one only) and the
     per-record rows, as the in-memory run makes them."""
-    from extracteval.chunked_toolcalls import ToolCallsEvaluateTask, record_table
-    from extracteval.core.toolcall_functions import function_counts
-    from extracteval.core.toolcalls import reference_calls
+    from extracteval.tasks.toolcalls.chunked import ToolCallsEvaluateTask, record_table
+    from extracteval.tasks.toolcalls.functions import function_counts
+    from extracteval.tasks.toolcalls.semantics import reference_calls
 
     truth, preds = data
     cfg = ToolCallConfig(value_match=vm)
@@ -95,8 +95,8 @@ def test_evaluate_chunks_give_the_in_memory_function_counts_and_records(data, si
 
 
 def test_a_name_predicted_before_the_reference_uses_it_is_counted_under_its_name():
-    from extracteval.chunked_toolcalls import ToolCallsEvaluateTask
-    from extracteval.core.toolcall_functions import OTHER_FUNCTIONS
+    from extracteval.tasks.toolcalls.chunked import ToolCallsEvaluateTask
+    from extracteval.tasks.toolcalls.functions import OTHER_FUNCTIONS
 
     truth = {"a": [{"name": "f", "arguments": {"x": 1}}], "b": [{"name": "g", "arguments": {"y": 2}}]}
     preds = {"m": {"a": {"name": "g", "arguments": {"y": 2}}, "b": {"name": "h", "arguments": {}}}}

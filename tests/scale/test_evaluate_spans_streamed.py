@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from extracteval.mlflow import spans_records
+from extracteval.tasks.spans import records as spans_records
 from tests.scale.stores import assert_same_stores, evaluate_task
 
 

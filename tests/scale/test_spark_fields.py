@@ -12,11 +12,11 @@ pytest.importorskip("pyspark", reason="pyspark is not installed: pip install 'ex
 if shutil.which("java") is None:
     pytest.skip("no Java runtime on PATH: Spark needs Java 17+", allow_module_level=True)
 
-from extracteval.io.fields_options import build_config  # noqa: E402
-from extracteval.core.fields import FieldsConfig, score_fields  # noqa: E402
+from extracteval.tasks.fields.options import build_config  # noqa: E402
+from extracteval.tasks.fields.semantics import FieldsConfig, score_fields  # noqa: E402
 from extracteval.core.strategies import Strategy  # noqa: E402
 from extracteval.errors import InputError  # noqa: E402
-from extracteval.io.fields_inputs import load_fields_inputs  # noqa: E402
+from extracteval.tasks.fields.inputs import load_fields_inputs  # noqa: E402
 from tests.scale.fields_data import make_fields_data  # noqa: E402
 
 N = 10_000
@@ -39,7 +39,7 @@ def files(tmp_path_factory):
 
 
 def test_spark_local2_equals_local_engine_on_10k_records(spark, files, tmp_path):
-    from extracteval.spark.fields import score_fields_files
+    from extracteval.tasks.fields.spark import score_fields_files
 
     d, specs = files
     cfg = FieldsConfig(strategies={"vendor": Strategy.FUZZY}, bootstrap=200)
@@ -65,7 +65,7 @@ def test_spark_cli_matches_local_cli(cli, files):
 
 
 def test_unknown_and_duplicated_ids_are_input_errors(spark):
-    from extracteval.spark.fields import score_fields_spark
+    from extracteval.tasks.fields.spark import score_fields_spark
 
     truth = spark.createDataFrame(pd.DataFrame({"id": ["1", "2", "3"], "a": ["x", "y", "z"]}))
     extra = spark.createDataFrame(pd.DataFrame({"id": ["1", "9"], "a": ["x", "y"]}))

@@ -82,8 +82,8 @@ HOSTILE_CALLS = [
 
 @pytest.mark.parametrize("output", HOSTILE_CALLS)
 def test_python_call_strings_are_parsed_never_run(tmp_path: Path, monkeypatch, output: str) -> None:
-    from extracteval.core.bfcl import check_entry, decode_result
-    from extracteval.core.toolcalls import parse_calls, reference_calls, score_toolcall_record
+    from extracteval.tasks.toolcalls.bfcl import check_entry, decode_result
+    from extracteval.tasks.toolcalls.semantics import parse_calls, reference_calls, score_toolcall_record
 
     monkeypatch.chdir(tmp_path)
     parse_calls(output)

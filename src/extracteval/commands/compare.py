@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(res.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    from extracteval.commands.compare_models import render_decision
+    from extracteval.core.decision import render_decision
 
     print(render_decision(res.to_dict()))
     for n in res.notes:

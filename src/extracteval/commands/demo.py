@@ -25,17 +25,18 @@ The store defaults to $MLFLOW_TRACKING_URI, else ./mlflow.db (no server needed);
 only prints. At the end: the HTML reports and PNG figures logged, and what to look at in the UI.
 """
 
-# task → module in extracteval.commands with run_experiment(folder, spec) -> (doc, text)
-TASK_RUNNERS = {
-    "fields": "score_fields",
-    "json": "score_json",
-    "labels": "score_labels",
-    "entities": "score_entities",
-    "spans": "score_spans",
-    "structured": "score_structured",
-    "toolcalls": "score_toolcalls",
-    "structured+toolcalls": "compare_models",
-}
+# the example tasks besides the registered ones: both tracks of a structured/tool-calling
+# comparison, run by `compare-models`
+_MULTI_TRACK = {"structured+toolcalls": "extracteval.commands.compare_models"}
+
+
+def _runner_module(task: str) -> str | None:
+    """The module with `run_experiment(folder, spec) -> (doc, text)` for an example's task."""
+    from extracteval.tasks import TASKS
+
+    if task in TASKS:
+        return TASKS[task].module("command")
+    return _MULTI_TRACK.get(task)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -98,7 +99,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
     for spec_path in specs:
         spec = load_mapping(spec_path)
         task = spec.get("task")
-        module = TASK_RUNNERS.get(str(task))
+        module = _runner_module(str(task))
         name = spec.get("name", spec_path.parent.name)
         if module is None:
             print(f"== {name}: task {task!r} is not available in this version; skipped\n")
@@ -114,7 +115,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
                 doc = {"task": task, "tracks": {a.task: s.doc for a, s in scoreds}}
                 text = "\n\n".join(f"-- {a.task} track\n{a.summary(s)}" for a, s in scoreds)
         else:
-            runner = import_module(f"extracteval.commands.{module}").run_experiment
+            runner = import_module(module).run_experiment
             doc, text = runner(spec_path.parent, spec)
         print(f"== {name} ({task})" + ("" if adapter is not None or args.no_mlflow else "  [not logged: no MLflow adapter for this task yet]"))
         if spec.get("description"):

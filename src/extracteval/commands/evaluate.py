@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,13 +39,14 @@ _MLFLOW_OPTIONS_HELP = "MLflow options"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from extracteval.cli import SCORE_TASKS, _Parser
+    from extracteval.cli import _Parser
+    from extracteval.tasks import TASKS, task_module
 
     p.add_argument("--resume-from", metavar="DIR", help="log the results kept in DIR by a failed `evaluate` (no rescoring)")
     p.add_argument("--tracking-uri", dest="resume_tracking_uri", metavar="URI", help="with --resume-from: tracking store to log to (default: the one of the failed attempt)")
     sub = p.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
-    for task, module in SCORE_TASKS.items():
-        mod = import_module(f"extracteval.commands.{module}")
+    for task in TASKS:
+        mod = task_module(task, "command")
         tp = sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(tp)
         for action in tp._actions:  # same option, evaluate's meaning
@@ -186,7 +186,7 @@ def _no_cyclic_gc() -> Iterator[None]:
 def _scale_engine(args: argparse.Namespace) -> str | None:
     """None for the in-memory evaluation; "chunked" or "spark" when the scale options ask for a
     streaming engine, which feeds the same bundle (same metrics, params, tags, artifacts)."""
-    from extracteval.commands.score_fields import scale_engine
+    from extracteval.io.scale_options import scale_engine
 
     engine = scale_engine(args)
     return None if engine == "memory" else engine

@@ -36,7 +36,7 @@ from extracteval.core.counts import ratios
 from extracteval.errors import InputError
 
 __all__ = ["DecisionThresholds", "Decision", "decide", "METRICS", "metric_from_counts", "verdict_for", "verdict_text", "decision_fields",
-           "decision_sentence", "decision_metrics", "threshold_text"]
+           "decision_sentence", "decision_metrics", "threshold_text", "render_decision"]
 
 # metric → (numerator column, denominator column) for rates, or ("prf", prefix-free name) for P/R/F1
 _RATES = {
@@ -283,3 +283,15 @@ def decide(
         n_records=n,
         thresholds=thresholds,
     )
+
+
+def render_decision(d: Any) -> str:
+    """The decision block of the terminal and the HTML report, from a decision document
+    (`Decision.to_dict()`, `RunComparison.to_dict()` or the `decision` of a `--json` document):
+    the same words wherever the decision was made."""
+    lines = [
+        f"Decision ({d['metric']}): baseline {d['baseline']} vs candidate {d['candidate']}",
+        f"  {decision_sentence(d)}",
+        f"  {threshold_text(d['thresholds'])}",
+    ]
+    return "\n".join(lines)

@@ -3,10 +3,10 @@
 Inputs are plain numbers, so the same functions rank models scored in one process and runs read
 back from an MLflow tracking store.
 
-`RANKING_SPECS` is the one declaration of each task's primary metric and tie-breaks: the task's
-own ranking (`score`, the report, the parent run), `extracteval leaderboard`, the default metric
-of `extracteval compare` / `compare-models` / `--baseline --candidate`, and the run descriptions
-all read it. `rank_by_metrics` ranks a task's models by it.
+`RANKING_SPECS` maps each task to the one declaration of its primary metric and tie-breaks
+(`RANKING` in the task's `contract` module): the task's own ranking (`score`, the report, the
+parent run), `extracteval leaderboard`, the default metric of `extracteval compare` /
+`compare-models` / `--baseline --candidate`, and the run descriptions all read it. `rank_by_metrics` ranks a task's models by it.
 """
 
 from __future__ import annotations
@@ -251,33 +251,31 @@ class RankingSpec:
                 "lower_is_better": sorted(self.lower_is_better), "item_wins": self.item_wins, "rule": self.rule()}
 
 
-# The catch-all row of tool calls to names the reference never uses (core.toolcall_functions)
-_OTHER_FUNCTIONS = "(other functions)"
+class _RegisteredRankings(Mapping[str, RankingSpec]):
+    """Task → its `RankingSpec`, as each registered task declares it (`tasks/<task>/contract.py`),
+    read from the registry when first used."""
 
-RANKING_SPECS: dict[str, RankingSpec] = {
-    s.task: s
-    for s in (
-        RankingSpec(task="fields", primary="overall/f1", label="macro F1 over fields", tie_breaks=("overall/precision", "overall/recall"),
-                    item_prefix="field/"),
-        # json: no item wins among the keys (the per-field winners are reported, not ranked on)
-        RankingSpec(task="json", primary="rqs/mean", label="mean RQS", tie_breaks=("json/accuracy", "json/completeness", "json/hallucination"),
-                    lower_is_better=frozenset({"json/hallucination"}), item_wins=False, item_prefix="field/", item_keys=("accuracy",)),
-        # spans: exact-match micro F1, as conlleval and seqeval report it; relaxed scores are reported beside it
-        RankingSpec(task="spans", primary="spans/exact/micro/f1", label="exact-match micro F1",
-                    tie_breaks=("spans/exact/micro/precision", "spans/exact/micro/recall"), item_prefix="tag/", item_label="tags"),
-        # entities and labels: the strict view (unmatched entities / missing rows count as errors)
-        RankingSpec(task="entities", primary="entities/macro/f1", label="strict-view macro F1 over features",
-                    tie_breaks=("entities/macro/precision", "entities/macro/recall"), item_prefix="feature/", item_label="features"),
-        RankingSpec(task="labels", primary="labels/macro/f1", label="strict-view macro F1 over features",
-                    tie_breaks=("labels/macro/precision", "labels/macro/recall"), item_prefix="feature/", item_label="features"),
-        RankingSpec(task="structured", primary="structured/field_f1", label="field F1",
-                    tie_breaks=("structured/field_precision", "structured/field_recall"), item_prefix="field/", shared_items_only=True),
-        # toolcalls: no item wins among the keys (function winners are reported, not ranked on)
-        RankingSpec(task="toolcalls", primary="toolcalls/call_accuracy", label="call accuracy",
-                    tie_breaks=("toolcalls/args_f1", "toolcalls/valid_call_rate"), item_wins=False, item_prefix="function/",
-                    item_label="functions", item_exclude=frozenset({_OTHER_FUNCTIONS})),
-    )
-}
+    def __init__(self) -> None:
+        self._specs: dict[str, RankingSpec] | None = None
+
+    def _load(self) -> dict[str, RankingSpec]:
+        if self._specs is None:
+            from extracteval.tasks import TASKS, task_module
+
+            self._specs = {t: task_module(t, "contract").RANKING for t in TASKS}
+        return self._specs
+
+    def __getitem__(self, task: str) -> RankingSpec:
+        return self._load()[task]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+RANKING_SPECS: Mapping[str, RankingSpec] = _RegisteredRankings()
 
 
 def ranking_spec(task: str) -> RankingSpec:

@@ -96,7 +96,7 @@ class RecordCountTable:
 
 
 def _natural(ids: Sequence[str]) -> list[str]:
-    from extracteval.core.structured import natural_key
+    from extracteval.io.id_order import natural_key
 
     return sorted(ids, key=natural_key)
 

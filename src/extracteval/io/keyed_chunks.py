@@ -1,7 +1,7 @@
 """JSONL files of `{"id": …, "<key>": value}` records (the `toolcalls` and `structured` tasks)
 → chunks aligned by id, in bounded memory.
 
-Each record is read as `io.toolcall_inputs.load_records` reads it (the value of the first present
+Each record is read as `tasks.toolcalls.inputs.load_records` reads it (the value of the first present
 key among the task's keys, the id as `str(record["id"])`). Only JSONL streams (`.jsonl`,
 `.ndjson`): a JSON array, CSV or Parquet file is read whole by the in-memory engine.
 

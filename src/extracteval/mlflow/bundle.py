@@ -34,6 +34,7 @@ from extracteval.mlflow.early import settled
 from extracteval.mlflow.keys import KeyMap
 from extracteval.core.ranking import RankingSpec, ranking_spec
 from extracteval.mlflow.tasks import Scored, Section, TaskAdapter
+from extracteval.report.console import json_default
 
 __all__ = ["Bundle", "RunPlan", "write_bundle", "load_bundle", "truth_digest", "config_digest", "BUNDLE_FORMAT"]
 
@@ -44,16 +45,8 @@ MAX_TAG_LENGTH = 8000
 SINGLE_RUN_UNRANKED = "ranking/rank"  # the task's rank among the models scored together: not logged for a run of one model
 
 
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "item"):
-        return o.item()
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    return str(o)
-
-
 def _dumps(obj: Any, **kw: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=_json_default, **kw)
+    return json.dumps(obj, ensure_ascii=False, default=json_default, **kw)
 
 
 def truth_digest(truth: Any, *, known: Mapping[str, tuple[Any, Any]] | None = None) -> str:

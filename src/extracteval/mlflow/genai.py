@@ -18,7 +18,7 @@ one-record evaluation), and returned as feedback. What a row's feedback is depen
 ratios of the *summed* counts, which an average of per-row ratios is not — are computed from the
 per-row counts and logged to the run afterwards by `log_micro_metrics`, which reads the task
 from the feedback's metadata. A task added to `TASKS` is a scorer only once it has a row spec
-here (`_ROW_SPECS`); until then `extraction_scorer` refuses it by name.
+in its package (`ROWS` in `tasks/<task>/scorer.py`); until then `extraction_scorer` refuses it by name.
 
 Example:
     >>> import mlflow                                               # doctest: +SKIP
@@ -30,261 +30,48 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from importlib import import_module
 from typing import Any
 
 import numpy as np
 
 from extracteval.errors import InputError
+from extracteval.mlflow.genai_rows import RowSpec
 
-__all__ = ["extraction_scorer", "log_micro_metrics", "scorer_tasks", "COUNT_FEEDBACK"]
+__all__ = ["extraction_scorer", "log_micro_metrics", "scorer_tasks"]
 
-COUNT_FEEDBACK = ("tp", "fp", "fn", "tn")  # the fields task's count feedback
 _TASK_META = "extracteval.task"
 _ZD_META = "extracteval.zero_division"
 
-Row = dict[str, Any]  # feedback suffix → value (float, int or bool)
-Columns = Mapping[str, np.ndarray]  # feedback suffix → per-row values (float)
+def _row_specs() -> dict[str, RowSpec]:
+    """Task → its row spec (`ROWS` in the task's `scorer` module); a task without one has no
+    per-row meaning and is refused by name."""
+    from extracteval.tasks import TASKS
 
-
-@dataclass(frozen=True)
-class _RowSpec:
-    """How one task's one-record evaluation becomes feedback, and the rows' feedback run metrics.
-
-    `row(scored, metrics)` → feedback values, first the primary one (carries the rationale);
-    `rationale(scored)` → that row's verdict in words; `columns` → the feedback `aggregate`
-    needs; `aggregate(columns, zero_division)` → run metrics (without the `<name>/` prefix).
-    """
-
-    row: Callable[[Any, Mapping[str, float]], Row]
-    rationale: Callable[[Any], str]
-    columns: tuple[str, ...]
-    aggregate: Callable[[Columns, float], dict[str, float]]
-
-
-def _ratios(tp: float, fp: float, fn: float, tn: float, zd: float) -> dict[str, float]:
-    from extracteval.core.counts import ratios
-
-    return {k: float(v) for k, v in ratios(int(tp), int(fp), int(fn), int(tn), zero_division=zd).items()}
-
-
-def _rate(a: float, b: float, zd: float) -> float:
-    return float(a / b) if b else float(zd)
-
-
-def _model(scored: Any) -> Any:
-    return scored.result.models["output"]
-
-
-# ---- fields --------------------------------------------------------------------------------
-
-
-def _fields_row(scored: Any, m: Mapping[str, float]) -> Row:
-    c = {k: int(m.get(f"totals/{k}", 0)) for k in COUNT_FEEDBACK}
-    return {"f1": float(m["micro/f1"]), "exact": c["fp"] == 0 and c["fn"] == 0, **c}
-
-
-def _fields_rationale(scored: Any) -> str:
-    from extracteval.mlflow.task_fields import ADAPTER
-
-    return ADAPTER.row_rationale(scored, "output")
-
-
-def _fields_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    s = {k: float(col[k].sum()) for k in COUNT_FEEDBACK}
-    r = _ratios(s["tp"], s["fp"], s["fn"], s["tn"], zd)
-    return {**{f"micro/{k}": r[k] for k in ("precision", "recall", "f1", "accuracy")}, **{f"total/{k}": v for k, v in s.items()}}
-
-
-# ---- json ----------------------------------------------------------------------------------
-
-_JSON_SCORES = ("rqs", "completeness", "hallucination", "accuracy", "safety")
-_JSON_BUCKETS = ("extra_keys", "gt_null_aio_has_value", "gt_non_null", "aio_missing_or_null", "both_non_null")
-_JSON_COUNTS = ("scored", "matched", "invalid_predictions")
-
-
-def _json_row(scored: Any, m: Mapping[str, float]) -> Row:
-    out: Row = {"rqs": m["rqs/mean"], **{k: m[f"json/{k}"] for k in _JSON_SCORES[1:]}}
-    out.update({f"buckets/{b}": int(m[f"json/buckets/{b}"]) for b in _JSON_BUCKETS})
-    out.update({k: int(m[f"json/{k}"]) for k in _JSON_COUNTS})
+    out = {}
+    for task, spec in TASKS.items():
+        try:
+            module = import_module(spec.module("scorer"))
+        except ModuleNotFoundError as e:
+            if e.name != spec.module("scorer"):
+                raise
+            continue
+        out[task] = module.ROWS
     return out
 
 
-def _json_rationale(scored: Any) -> str:
-    m = _model(scored)
-    b = m.buckets
-    invalid = "the output is not a JSON object (counted as invalid); " if m.invalid_predictions else ""
-    return invalid + (f"{b['both_non_null']} of {b['gt_non_null']} expected values present; {b['gt_null_aio_has_value']} value(s) for "
-            f"null keys and {b['extra_keys']} extra key(s) (hallucination); {m.matched} of {m.scored} compared values match")
-
-
-def _json_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    rqs = col["rqs"]
-    out = {f"rqs/{k}": float(f(rqs)) if rqs.size else 0.0 for k, f in (("mean", np.mean), ("median", np.median), ("min", np.min), ("max", np.max))}
-    # the task's model-level scores are means of the per-record scores
-    out.update({f"json/{k}": float(col[k].mean()) if col[k].size else 0.0 for k in _JSON_SCORES[1:]})
-    out.update({f"json/buckets/{b}": float(col[f"buckets/{b}"].sum()) for b in _JSON_BUCKETS})
-    out.update({f"json/{k}": float(col[k].sum()) for k in _JSON_COUNTS})
-    return out
-
-
-# ---- structured ----------------------------------------------------------------------------
-
-# feedback suffix → StructuredCounts field; the bool ones are the row's verdicts
-_STRUCT_FLAGS = {"json_valid": "valid", "strict_json_valid": "strict_valid", "json_extracted": "extracted", "exact_match": "exact"}
-
-
-def _structured_row(scored: Any, m: Mapping[str, float]) -> Row:
-    out: Row = {f"field_{k}": m[f"structured/field_{k}"] for k in ("f1", "precision", "recall")}
-    c = _model(scored).counts
-    out.update({k: bool(getattr(c, attr)) for k, attr in _STRUCT_FLAGS.items()})
-    out.update({k: int(getattr(c, k)) for k in ("tp", "fp", "fn")})
-    return out
-
-
-def _structured_rationale(scored: Any) -> str:
-    c = _model(scored).counts
-    if not c.valid:
-        return "the output holds no JSON value (counted as invalid, every reference path missed)"
-    how = "valid JSON" if c.strict_valid else "JSON extracted from surrounding text"
-    return f"{how}; {'exact match' if c.exact else 'not an exact match'}; paths: {c.tp} correct, {c.fp} spurious or wrong, {c.fn} missed or wrong"
-
-
-def _structured_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    from extracteval.core.structured import StructuredCounts
-
-    n = len(col["tp"])
-    counts = StructuredCounts(records=n, **{attr: int(col[k].sum()) for k, attr in _STRUCT_FLAGS.items()}, **{k: int(col[k].sum()) for k in ("tp", "fp", "fn")})
-    out = {f"structured/{k}": float(v) for k, v in counts.metrics(zero_division=zd).items()}
-    out.update({f"structured/{k}": float(getattr(counts, k)) for k in ("tp", "fp", "fn")})
-    return out
-
-
-# ---- toolcalls -----------------------------------------------------------------------------
-
-_TC_COUNTS = ("ref_calls", "pred_calls", "invalid_calls", "name_matches", "args_exact", "tp", "fp", "fn")
-
-
-def _toolcalls_row(scored: Any, m: Mapping[str, float]) -> Row:
-    out: Row = {"call_correct": m["toolcalls/correct_records"] > 0, "valid_call": m["toolcalls/valid_records"] > 0}
-    out.update({k: m[f"toolcalls/{k}"] for k in ("args_f1", "args_precision", "args_recall")})
-    out.update({k: int(m[f"toolcalls/{k}"]) for k in _TC_COUNTS})
-    return out
-
-
-def _toolcalls_rationale(scored: Any) -> str:
-    c = scored.result.generic.models["output"].counts
-    if not c.valid_records:
-        return "the output holds no readable tool call (counted as invalid)"
-    return (f"{'every call correct' if c.correct_records else 'not every call correct'}: {c.name_matches} of {c.ref_calls} reference "
-            f"call(s) matched by name, {c.args_exact} with exactly the right arguments; {c.pred_calls} predicted call(s)")
-
-
-def _toolcalls_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    from extracteval.core.toolcalls import ToolCallCounts
-
-    counts = ToolCallCounts(records=len(col["tp"]), valid_records=int(col["valid_call"].sum()), correct_records=int(col["call_correct"].sum()),
-                            **{k: int(col[k].sum()) for k in _TC_COUNTS})
-    out = {f"toolcalls/{k}": float(v) for k, v in counts.metrics(zero_division=zd).items()}
-    out.update({f"toolcalls/{k}": float(v) for k, v in counts.to_dict().items()})
-    return out
-
-
-# ---- spans ---------------------------------------------------------------------------------
-
-
-def _spans_row(scored: Any, m: Mapping[str, float]) -> Row:
-    out: Row = {k: m[f"spans/exact/micro/{k}"] for k in ("f1", "precision", "recall")}
-    out.update({k: int(m[f"spans/exact/micro/{k}"]) for k in ("tp", "fp", "fn")})
-    return out
-
-
-def _spans_rationale(scored: Any) -> str:
-    ms = _model(scored)
-    c = ms.exact.micro
-    errs = ", ".join(f"{k.replace('_', '+')} {v}" for k, v in ms.errors.counts.items() if v)
-    return f"exact match: {c.tp} correct, {c.fp} spurious, {c.fn} missed" + (f"; errors: {errs}" if errs else "")
-
-
-def _spans_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    s = {k: float(col[k].sum()) for k in ("tp", "fp", "fn")}
-    r = _ratios(s["tp"], s["fp"], s["fn"], 0, zd)
-    return {**{f"spans/exact/micro/{k}": r[k] for k in ("precision", "recall", "f1")}, **{f"spans/exact/micro/{k}": v for k, v in s.items()}}
-
-
-# ---- labels and entities ---------------------------------------------------------------------
-
-
-def _cells(view: Any) -> tuple[int, int]:
-    """(correct, cells) of a view: feature values right / feature values compared."""
-    return sum(int(f.correct) for f in view.features.values()), sum(int(f.rows) for f in view.features.values())
-
-
-def _verdicts(view: Any) -> str:
-    return "; ".join(f"{f}: {'correct' if fm.correct == fm.rows else 'wrong'}" for f, fm in view.features.items())
-
-
-def _labels_row(scored: Any, m: Mapping[str, float]) -> Row:
-    v = _model(scored).strict
-    correct, cells = _cells(v)
-    return {"accuracy": _rate(correct, cells, 0.0), "row_correct": v.rows > 0 and v.correct_rows == v.rows, "correct": correct, "cells": cells}
-
-
-def _labels_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    correct, cells, rows = float(col["correct"].sum()), float(col["cells"].sum()), len(col["correct"])
-    ok = float(col["row_correct"].sum())
-    return {"labels/micro_accuracy": _rate(correct, cells, zd), "labels/row_accuracy": _rate(ok, rows, 0.0),
-            "labels/rows": float(rows), "labels/correct_rows": ok, "labels/correct": correct, "labels/cells": cells}
-
-
-def _entities_row(scored: Any, m: Mapping[str, float]) -> Row:
-    out: Row = {f"entity_{k}": m[f"entities/{k}_entities"] for k in ("f1", "precision", "recall")}
-    correct, cells = _cells(_model(scored).strict)
-    out["accuracy"] = _rate(correct, cells, 0.0)
-    out.update({k: int(m[f"entities/{k}_count"]) for k in ("matched", "predicted", "gold")})
-    out.update({"both_empty": int(m["entities/records_both_empty"]), "correct": correct, "cells": cells})
-    return out
-
-
-def _entities_rationale(scored: Any) -> str:
-    p = _model(scored).presence.to_dict()
-    head = f"{p['matched_count']} of {p['gold_count']} gold entities matched, {p['extra_predictions_count']} extra prediction(s)"
-    verdicts = _verdicts(_model(scored).strict)
-    return head + (f"; values (unmatched entities count as wrong) — {verdicts}" if verdicts else "")
-
-
-def _entities_aggregate(col: Columns, zd: float) -> dict[str, float]:
-    s = {k: float(col[k].sum()) for k in ("matched", "predicted", "gold", "both_empty", "correct", "cells")}
-    r = _ratios(s["matched"], s["predicted"] - s["matched"], s["gold"] - s["matched"], s["both_empty"], zd)
-    out = {f"entities/{k}_entities": r[k] for k in ("precision", "recall", "f1")}
-    out.update({f"entities/{k}_count": s[k] for k in ("matched", "predicted", "gold")})
-    out.update({"entities/records_both_empty": s["both_empty"], "entities/micro_accuracy": _rate(s["correct"], s["cells"], zd),
-                "entities/correct": s["correct"], "entities/cells": s["cells"]})
-    return out
-
-
-# task → row spec. A task with no per-row meaning has no entry and is refused by name.
-_ROW_SPECS: dict[str, _RowSpec] = {
-    "fields": _RowSpec(_fields_row, _fields_rationale, ("tp", "fp", "fn", "tn"), _fields_aggregate),
-    "json": _RowSpec(_json_row, _json_rationale, (*_JSON_SCORES, *(f"buckets/{b}" for b in _JSON_BUCKETS), *_JSON_COUNTS), _json_aggregate),
-    "structured": _RowSpec(_structured_row, _structured_rationale, (*_STRUCT_FLAGS, "tp", "fp", "fn"), _structured_aggregate),
-    "toolcalls": _RowSpec(_toolcalls_row, _toolcalls_rationale, ("call_correct", "valid_call", *_TC_COUNTS), _toolcalls_aggregate),
-    "spans": _RowSpec(_spans_row, _spans_rationale, ("tp", "fp", "fn"), _spans_aggregate),
-    "labels": _RowSpec(_labels_row, lambda s: _verdicts(_model(s).strict), ("correct", "cells", "row_correct"), _labels_aggregate),
-    "entities": _RowSpec(_entities_row, _entities_rationale, ("matched", "predicted", "gold", "both_empty", "correct", "cells"), _entities_aggregate),
-}
 
 
 def scorer_tasks() -> list[str]:
     """Tasks usable as `mlflow.genai` scorers (those with a per-row meaning)."""
     from extracteval.mlflow.tasks import available_tasks
 
-    return [t for t in available_tasks() if t in _ROW_SPECS]
+    return [t for t in available_tasks() if t in _row_specs()]
 
 
-def _row_spec(task: str) -> _RowSpec:
-    spec = _ROW_SPECS.get(task)
+def _row_spec(task: str) -> RowSpec:
+    spec = _row_specs().get(task)
     if spec is None:
         raise InputError(f"task {task!r} has no per-row meaning and cannot be an mlflow.genai scorer; supported tasks: {', '.join(scorer_tasks())}.")
     return spec

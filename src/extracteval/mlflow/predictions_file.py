@@ -280,7 +280,7 @@ def frame_to_predictions(frame: Any, *, name: str, source: str) -> Any:
     """The long predictions frame → `ModelPredictions` (values decoded from JSON, per-cell status)."""
     import pandas as pd
 
-    from extracteval.core.fields import ModelPredictions
+    from extracteval.tasks.fields.semantics import ModelPredictions
 
     missing = {"id", "field", "value"} - set(frame.columns)
     if missing:

@@ -17,6 +17,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol
 
 from extracteval.errors import InputError
+from extracteval.tasks import TASKS, TaskSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -31,27 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["COMMON_CONFIG_KEYS", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks"]
 
 
-@dataclass(frozen=True)
-class TaskSpec:
-    task: str
-    model_type: str
-    module: str  # module under extracteval.mlflow exposing `ADAPTER`
-
-
-# task name → (MLflow model_type, adapter module). A task whose adapter module is not present
-# yet (built on another branch) is reported as "not available in this version".
-TASKS: dict[str, TaskSpec] = {
-    s.task: s
-    for s in (
-        TaskSpec("fields", "extraction-fields", "task_fields"),
-        TaskSpec("json", "extraction-json", "task_json"),
-        TaskSpec("spans", "extraction-spans", "task_spans"),
-        TaskSpec("entities", "extraction-entities", "task_entities"),
-        TaskSpec("labels", "extraction-entities", "task_labels"),
-        TaskSpec("structured", "structured-output", "task_structured"),
-        TaskSpec("toolcalls", "tool-calling", "task_toolcalls"),
-    )
-}
 # the exact model_types of the MLflow contract; the first task listed for a model_type is its default
 MODEL_TYPES: tuple[str, ...] = (
     "extraction-fields",
@@ -199,9 +179,9 @@ def available_tasks() -> list[str]:
     out = []
     for t, spec in TASKS.items():
         try:
-            import_module(f"extracteval.mlflow.{spec.module}")
+            import_module(spec.module("adapter"))
         except ModuleNotFoundError as e:
-            if e.name != f"extracteval.mlflow.{spec.module}":
+            if e.name != spec.module("adapter"):
                 raise
             continue
         out.append(t)
@@ -214,9 +194,9 @@ def get_adapter(task: str) -> TaskAdapter:
     if spec is None:
         raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}.")
     try:
-        mod = import_module(f"extracteval.mlflow.{spec.module}")
+        mod = import_module(spec.module("adapter"))
     except ModuleNotFoundError as e:
-        if e.name != f"extracteval.mlflow.{spec.module}":
+        if e.name != spec.module("adapter"):
             raise
         raise InputError(
             f"task {task!r} (model_type {spec.model_type!r}) is not available in this version of extracteval; "

@@ -55,7 +55,7 @@ SUPERSEDED_NOTE = "not ranked: a later run of the same model, truth and config i
 
 def _columns(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(header, source) of the metric columns: `overall:<k>` or `metric:<key>`."""
-    if doc["task"] == "fields" and doc["primary_metric"].startswith("overall/"):
+    if doc["primary_metric"].startswith("overall/"):  # a macro score over items, shown with its P, R and accuracy
         return [("P", "overall:precision"), ("R", "overall:recall"), ("F1", "overall:f1"), ("Acc", "overall:accuracy")]
     cols = [(doc["primary_metric"], "score")]
     cols += [(k, f"tie:{k}") for k in doc["tie_breaks"] if k not in ("field_wins", "model")]

@@ -1,7 +1,7 @@
 """Spark engine: score Spark DataFrames with the same core as the local engine.
 
 Needs `pip install 'extracteval[spark]'` (pyspark and a Java 17+ runtime). Nothing here is
-imported by `import extracteval`; `extracteval.spark.fields` imports pyspark when called.
+imported by `import extracteval`; `extracteval.tasks.fields.spark` imports pyspark when called.
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ def _keyed(source: str, id_of: Callable[[str, Any], str]):  # type: ignore[no-un
     the id as the task's local reader does (or raises its `InputError`)."""
 
     def run(batches):  # type: ignore[no-untyped-def]
-        from extracteval.io.json_inputs import _loads
+        from extracteval.io.json_text import loads as _loads
 
         for pdf in batches:
             ids, lines = [], []

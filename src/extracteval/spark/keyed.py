@@ -18,9 +18,9 @@ def keyed_spark_job(
     """The `SparkJob` of `task` over these files; `truth_value(file, id, record, key)` is a truth
     record's value (a model's is `record[key]`)."""
     from extracteval.io.config import model_files
-    from extracteval.io.json_inputs import _loads
+    from extracteval.io.json_text import loads as _loads
     from extracteval.io.keyed_chunks import KeyedChunk, keyed_record
-    from extracteval.io.toolcall_inputs import OUTPUT_KEYS
+    from extracteval.io.record_keys import OUTPUT_KEYS
     from extracteval.spark.engine import lines_job
 
     def keys(is_truth: bool) -> tuple[tuple[str, ...], str]:

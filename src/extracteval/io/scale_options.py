@@ -1,0 +1,50 @@
+"""The scale options every `score`/`evaluate` task takes (`--chunk-size`, `--workers`, `--engine
+spark`, `--spark-master`, `--spark-partitions`): adding them to a parser, choosing the engine they
+ask for, and the Spark session they name."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_scale_arguments", "scale_engine", "spark_session"]
+
+
+def add_scale_arguments(p: argparse.ArgumentParser) -> None:
+    """--chunk-size / --workers / --engine / --spark-master (README "Scale")."""
+    g = p.add_argument_group("scale (README: Scale: chunks, workers and Spark)")
+    g.add_argument("--chunk-size", type=int, metavar="N",
+                   help="stream the files N records at a time in bounded memory (wide CSV/TSV/JSONL/Parquet files sorted by id)")
+    g.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="score chunks in N processes (implies --chunk-size 100000 unless given)")
+    g.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="local (default) or spark: score on a Spark cluster (pip install 'extracteval[spark]')")
+    g.add_argument("--spark-master", metavar="URL", help="Spark master for --engine spark (default: the session's, or local[*])")
+    g.add_argument("--spark-partitions", type=int, metavar="N", help="repartition the joined data into N partitions (--engine spark)")
+
+
+def scale_engine(args: argparse.Namespace) -> str:
+    """Which engine the scale options ask for: "memory", "chunked" (--chunk-size / --workers) or
+    "spark" (--engine spark), with the options checked together (each one's error names it)."""
+    from extracteval.errors import InputError
+
+    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
+    spark_only = [opt for opt, on in (("--spark-master", getattr(args, "spark_master", None) is not None),
+                                      ("--spark-partitions", getattr(args, "spark_partitions", None) is not None)) if on]
+    if workers < 1:
+        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
+    if chunk_size is not None and chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    if getattr(args, "engine", "local") == "spark":
+        if chunk_size is not None or workers != 1:
+            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
+        return "spark"
+    if spark_only:
+        raise InputError(f"{', '.join(spark_only)} go with --engine spark; add it, or drop them.")
+    return "chunked" if chunk_size is not None or workers > 1 else "memory"
+
+
+def spark_session(args: argparse.Namespace) -> object:
+    """The Spark session `--spark-master` / `--spark-partitions` ask for (a clear error without pyspark)."""
+    from extracteval.spark import get_session
+
+    return get_session(getattr(args, "spark_master", None), shuffle_partitions=getattr(args, "spark_partitions", None) or 8)

@@ -1,0 +1,57 @@
+"""The task registry: the one place that names the tasks.
+
+Each task is one package, `extracteval.tasks.<task>`, holding everything about it: its semantics
+(`semantics`), file readers (`inputs`, `chunks`), options (`options`), chunk engine (`chunked`),
+Spark glue (`spark`), command-line glue (`command`), MLflow adapter (`adapter`) and report
+sections. The engines, the MLflow layer, the leaderboard, `compare` and `rescore` know the tasks
+only through `TASKS` below. Adding a task is one folder and one line here.
+
+Importing this module is cheap: the task packages are imported when first asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from types import ModuleType
+
+__all__ = ["TaskSpec", "TASKS", "task_module"]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One registered task.
+
+    Attributes:
+        task: its name on the command line (`extracteval score <task>`) and in MLflow tags.
+        model_type: the MLflow `model_type` the evaluator plugin accepts for it.
+        package: the package under `extracteval.tasks` that implements it (defaults to `task`).
+    """
+
+    task: str
+    model_type: str
+    package: str = ""
+
+    def module(self, part: str) -> str:
+        """The dotted name of one of the task's modules (`command`, `adapter`, `spark`, …)."""
+        return f"extracteval.tasks.{self.package or self.task}.{part}"
+
+
+# task name → spec, in the order the command line and the capability matrix list them
+TASKS: dict[str, TaskSpec] = {
+    s.task: s
+    for s in (
+        TaskSpec("fields", "extraction-fields"),
+        TaskSpec("json", "extraction-json"),
+        TaskSpec("spans", "extraction-spans"),
+        TaskSpec("entities", "extraction-entities"),
+        TaskSpec("labels", "extraction-entities"),
+        TaskSpec("structured", "structured-output"),
+        TaskSpec("toolcalls", "tool-calling"),
+    )
+}
+
+
+def task_module(task: str, part: str) -> ModuleType:
+    """Import and return one module of a registered task (`KeyError` for an unknown task)."""
+    return import_module(TASKS[task].module(part))

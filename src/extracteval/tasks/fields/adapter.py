@@ -1,0 +1,733 @@
+"""MLflow adapter of the `fields` task: metrics, tables, figures, report sections."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.errors import InputError
+from extracteval.tasks.fields.records import _COUNT_KEYS, records_frame_of  # noqa: F401 - records_frame_of is this module's API too
+from extracteval.io import parquet_rows
+from extracteval.io.config import normalization_keys
+from extracteval.io.cells import json_list_value, plain, record_object, status_text
+from extracteval.io.parquet_rows import row_group_ids
+from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
+from extracteval.mlflow.tasks import Scored, Section
+
+if TYPE_CHECKING:  # pragma: no cover
+    from extracteval.mlflow.early import EarlyWork
+
+__all__ = ["ADAPTER", "FieldsAdapter"]
+
+_RATIO_KEYS = ("precision", "recall", "f1", "accuracy")
+
+
+def read_record(value: Any, *, what: str, record: str, strict: bool) -> tuple[dict[str, Any] | None, str, str | None]:
+    """A record's cell → (field values, status, problem): the command line's reading of a row.
+
+    The cell is an object of field values: a mapping, or its JSON text (a model output may wrap
+    it in a ```json fence or prose). Inside, a text value holding a JSON list is a multi-valued
+    cell (as the CSV reader reads it), NumPy values are plain values, and a `status` key is the
+    record's status (`ok`, `pending` or `error`), not a field, as a `status` column is in a file.
+    The truth must parse (strict: `InputError` naming the record) and has no status. A model
+    output that cannot be read is data: (None, "", why), every field counted as not predicted;
+    an empty cell is no output, (None, "", None), as a record missing from a predictions file."""
+    obj, problem = record_object(value)
+    if obj is None and problem == "no output":
+        if strict:
+            raise InputError(f"{what}: record {record!r}: the ground truth is empty; expected an object of field values.")
+        return None, "", None
+    if not isinstance(obj, dict):
+        found = f"invalid JSON ({problem})" if obj is None else f"a JSON {type(obj).__name__}" if isinstance(value, (str, bytes)) else type(value).__name__
+        if strict:
+            raise InputError(f"{what}: record {record!r}: expected an object (dict or JSON string) of field values, but found {found}.")
+        return None, "", f"not an object of field values ({found})"
+    status = ""
+    if "status" in obj:
+        if strict:
+            raise InputError(f"{what}: record {record!r}: the ground truth must not have a `status` key; status belongs to predictions.")
+        status = status_text(obj.pop("status"))
+    return {str(k): json_list_value(plain(v)) for k, v in obj.items()}, status, None
+
+
+# the largest number of pattern codes (all fields together) counted at once by `_field_patterns`
+# (8 bytes each); fields with larger counts per cell take the per-field path
+_MAX_PATTERN_CODES = 1 << 20
+
+
+def _field_f1_intervals(ledger: np.ndarray, *, resamples: int, confidence: float, seed: int, zero_division: float) -> np.ndarray:
+    """(fields, 2) percentile bootstrap interval of each field's F1, resampling records.
+
+    A field's F1 depends on the records only through their (tp, fp, fn, tn) rows, and a field
+    has few distinct rows (a single-valued cell is TP, FP, FN, FP+FN or TN). Resampling n records
+    with replacement is then exactly a multinomial draw of n over the distinct rows with their
+    observed frequencies, so each resample costs O(distinct rows) instead of O(records).
+
+    ledger: (records, fields, 5) tp, fp, fn, tn, excluded (excluded records count nothing).
+    """
+    n, f = ledger.shape[0], ledger.shape[1]
+    patterns = _field_patterns(ledger)
+    if patterns is not None:
+        # every field's distinct rows and their frequencies, counted in one pass over the ledger:
+        # the same rows, in the same order, as `_draw_intervals` finds from the records, so the
+        # same draws and intervals
+        fields: Iterable[tuple[np.ndarray, np.ndarray | None]] = patterns
+    else:
+        # one field's rows at a time (all fields at once as int64 would be records × fields × 32 bytes)
+        fields = ((ledger[:, j, :4].astype(np.int64), None) for j in range(f))
+    return _draw_intervals(fields, f, n, resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division)
+
+
+def _field_patterns(ledger: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Per field, its distinct (tp, fp, fn, tn) rows in increasing pattern-code order and how many
+    records have each; None when the counts are too large for one table of codes.
+
+    The code of a row is `_draw_intervals`' (((tp·b + fp)·b + fn)·b + tn with b = the field's
+    largest count + 1), so a field has at most b⁴ codes: all fields' codes, each field's offset
+    past the previous ones, are counted with one `bincount` per block of records. Reading the
+    ledger field by field instead gathers rows 4 KB apart (200 fields): at 100k × 200 that and
+    400 sorts of 100k codes took ≈ 2.3 s for two models, this ≈ 0.3 s."""
+    n, f = ledger.shape[0], ledger.shape[1]
+    if n == 0 or f == 0:
+        return None
+    # per field, its largest count + 1 (the max over rows of a (records, fields × 5) view reads
+    # the ledger in order; over the strided [:, :, :4] view it took 20 times longer)
+    base = ledger.reshape(n, -1).max(axis=0).reshape(f, -1)[:, :4].max(axis=1).astype(np.int64) + 1
+    if np.any(base > 1 << 10):  # b⁴ would not fit the table
+        return None
+    size = base**4
+    total = int(size.sum())
+    if total > _MAX_PATTERN_CODES:
+        return None
+    offset = np.concatenate([[0], np.cumsum(size)[:-1]])
+    # codes < total ≤ 2²⁰: int32 arithmetic on the int32 ledger, no int64 copy of it
+    base32, offset32 = base.astype(np.int32), offset.astype(np.int32)
+    freq = np.zeros(total, dtype=np.int64)
+    step = max(1, (1 << 18) // f)  # ≈ 1 MB of codes per block: the temporaries stay in cache
+    for s in range(0, n, step):
+        b = ledger[s : s + step]
+        codes = ((b[:, :, 0] * base32 + b[:, :, 1]) * base32 + b[:, :, 2]) * base32 + b[:, :, 3] + offset32
+        freq += np.bincount(codes.ravel(), minlength=total)
+    out = []
+    for j in range(f):
+        fj = freq[offset[j] : offset[j] + size[j]]
+        code = np.flatnonzero(fj)
+        bj = int(base[j])
+        rows = np.stack([code // bj**3, code // bj**2 % bj, code // bj % bj, code % bj], axis=1).astype(np.int64)
+        out.append((rows, fj[code]))
+    return out
+
+
+def field_f1_intervals_from_patterns(
+    patterns: np.ndarray, freq: np.ndarray, model_index: int, n_fields: int, *, resamples: int, confidence: float, seed: int,
+    zero_division: float,
+) -> np.ndarray:
+    """`_field_f1_intervals` of one model from a merged ledger's per-field patterns (distinct
+    (model, field, tp, fp, fn, tn) rows and how many records have each, as the chunked and
+    Spark engines keep them: `FieldsLedger.field_patterns` / `field_freq`): the same distinct
+    rows and frequencies per field, so the same multinomial draws and the same intervals,
+    without the per-record counts."""
+    patterns = np.asarray(patterns, dtype=np.int64)
+    freq = np.asarray(freq, dtype=np.int64)
+    mine = patterns[:, 0] == model_index
+    n = int(freq[mine & (patterns[:, 1] == 0)].sum()) if n_fields else 0
+    fields = ((patterns[sel, 2:6], freq[sel]) for sel in (mine & (patterns[:, 1] == j) for j in range(n_fields)))
+    return _draw_intervals(fields, n_fields, n, resamples=resamples, confidence=confidence, seed=seed, zero_division=zero_division)
+
+
+def _draw_intervals(
+    fields: Iterable[tuple[np.ndarray, np.ndarray | None]], n_fields: int, n: int, *, resamples: int, confidence: float, seed: int, zero_division: float
+) -> np.ndarray:
+    """fields: per field, (rows, weights): count rows (tp, fp, fn, tn) and how many records have
+    each (None: one record per row)."""
+    from extracteval.core.counts import ratios
+
+    out = np.full((n_fields, 2), np.nan)
+    if n == 0 or resamples <= 0:
+        return out
+    rng = np.random.default_rng(seed)
+    alpha = (1.0 - confidence) / 2.0
+    for j, (rows, weights) in enumerate(fields):
+        base = int(rows.max()) + 1 if rows.size else 1
+        codes = ((rows[:, 0] * base + rows[:, 1]) * base + rows[:, 2]) * base + rows[:, 3]  # one integer per row pattern
+        if weights is None:
+            _, first, freq = np.unique(codes, return_index=True, return_counts=True)
+        else:
+            _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+            freq = np.zeros(len(first), dtype=np.int64)
+            np.add.at(freq, inverse.ravel(), weights)
+        patterns = rows[first]
+        draws = rng.multinomial(n, freq / n, size=resamples)  # (resamples, patterns)
+        c = draws @ patterns  # (resamples, 4)
+        f1 = ratios(c[:, 0], c[:, 1], c[:, 2], c[:, 3], zero_division=zero_division)["f1"]
+        out[j] = np.percentile(f1, [100 * alpha, 100 * (1 - alpha)])
+    return out
+
+
+def _records_schema(rec: Any, model: str) -> Any:
+    """The Arrow schema (with its pandas metadata) that `records_frame_of(rec, [model]).to_parquet`
+    writes, taken from a zero-row frame of the same categories: the direct writer below must give
+    a file that pandas and pyarrow read back exactly as before."""
+    import pyarrow as pa
+
+    z = np.zeros(0, dtype=np.int32)
+    empty = pd.DataFrame({
+        "model": pd.Categorical.from_codes(z, categories=pd.Index([model], dtype=object)),
+        "record_id": pd.Categorical.from_codes(z, categories=pd.Index(rec.record_ids, dtype=object)),
+        "field": pd.Categorical.from_codes(z, categories=pd.Index(rec.fields, dtype=object)),
+        **{k: np.zeros(0, dtype=rec.counts[model].dtype) for k in _COUNT_KEYS},
+    })
+    return pa.Schema.from_pandas(empty, preserve_index=False)
+
+
+def _count_columns(counts: np.ndarray) -> np.ndarray:
+    """(rows, 5) → (5, rows), contiguous per column. Transposed in blocks that fit the CPU cache:
+    five strided gathers over the whole ledger each read all of it."""
+    out = np.empty((counts.shape[1], counts.shape[0]), dtype=counts.dtype)
+    step = 1 << 16
+    for s in range(0, counts.shape[0], step):
+        out[:, s : s + step] = counts[s : s + step].T
+    return out
+
+
+_ids_lock = threading.Lock()
+
+
+def write_records_parquet(rec: Any, model: str, path: Any, *, cache: dict[Any, Any] | None = None) -> None:
+    """`records_frame_of(rec, [model]).to_parquet(path, index=False)` without the pandas frame:
+    the same schema, pandas metadata, rows and row groups, built by Arrow from the integer ledger.
+
+    For 100k records × 200 fields (20M rows per model) the frame and its conversion took ≈ 6 s
+    per model. Here the id columns are dictionary arrays over codes, built once per ledger and
+    shared between models (and threads) through `cache`, and the counts are copied out one row
+    group at a time (≈ 20 MB, not the 400 MB of the whole model). Column statistics (min/max)
+    are not written: nothing reads them, and on 20M rows of dictionary-encoded ids they cost
+    ≈ 0.4 s per file. Thread-safe: `write_bundle` writes the models' files beside its other work."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cache = {} if cache is None else cache
+    schema = _records_schema(rec, model)
+    n, f = len(rec.record_ids), len(rec.fields)
+    rid_t, fld_t = schema.field("record_id").type, schema.field("field").type
+    key = ("records_ids", id(rec))
+    with _ids_lock:
+        if key not in cache:
+            fld_codes = np.broadcast_to(np.arange(f, dtype=fld_t.index_type.to_pandas_dtype()), (n, f)).reshape(-1)
+            cache[key] = (pa.array(rec.record_ids, type=rid_t.value_type),
+                          pa.DictionaryArray.from_arrays(fld_codes, pa.array(rec.fields, type=fld_t.value_type)))
+        ids, fld = cache[key]
+    mdl_t = schema.field("model").type
+    mdl = pa.DictionaryArray.from_arrays(np.zeros(min(n * f, parquet_rows.ROW_GROUP), dtype=mdl_t.index_type.to_pandas_dtype()), pa.array([model], type=mdl_t.value_type))
+    flat = rec.counts[model].reshape(n * f, len(_COUNT_KEYS))
+    with pq.ParquetWriter(path, schema, write_statistics=False) as writer:
+        for s in range(0, n * f, parquet_rows.ROW_GROUP) if n * f else (0,):
+            k = min(parquet_rows.ROW_GROUP, n * f - s)
+            cols = _count_columns(flat[s : s + k])
+            rid = row_group_ids(ids, s, s + k, f, rid_t.index_type.to_pandas_dtype())
+            writer.write_table(
+                pa.Table.from_arrays([mdl.slice(0, k), rid, fld.slice(s, k), *(cols[i] for i in range(len(_COUNT_KEYS)))], schema=schema),
+                row_group_size=parquet_rows.ROW_GROUP,
+            )
+
+
+def _start_early(early: "EarlyWork", rec: Any, truth: pd.DataFrame, preds: Mapping[str, Any], codes: Mapping[str | None, Any]) -> None:
+    """The background jobs of `score_args(early=…)`, given the final per-record counts: the truth
+    digest (from the scoring's codes of the truth columns) and each model's records.parquet and
+    predictions.parquet (the files `write_records` and `write_predictions` would write)."""
+    from extracteval.mlflow.bundle import truth_digest
+
+    ids: dict[Any, Any] = {}  # the id arrays, built once and shared by the models' records writers
+
+    def records(model: str) -> Callable[[Any], bool]:
+        return lambda path: write_records_parquet(rec, model, path, cache=ids) or True
+
+    def predictions(model: str) -> Callable[[Any], bool]:
+        return lambda path: write_predictions_parquet(preds[model], path, codes.get(model)) or True
+
+    early.value("truth_digest", lambda: truth_digest(truth, known=codes.get(None)))
+    for m in rec.counts:
+        early.file(m, "records.parquet", records(m))
+        if m in preds:
+            early.file(m, "predictions.parquet", predictions(m))
+
+
+class FieldsAdapter:
+    task = "fields"
+    record_is_value = False
+    starts_early = True  # `score_args(args, early=…)`: see mlflow/early.py
+    model_type = "extraction-fields"
+    about = "document fields: one value or a set of values per field; per-field TP/FP/FN/TN, P/R/F1, winners, intervals"  # what the task scores (`extracteval tasks`)
+    item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
+    # overall = macro over fields with a valid classification; micro = from the summed counts
+    interval_metrics = tuple(f"{v}/{k}" for v in ("overall", "micro") for k in ("f1", "precision", "recall", "accuracy"))
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: tp, fp, fn, tn of every field (columns (field, count)), from the
+        per-record artifact's dictionary-encoded rows (read without a pandas frame)."""
+        from extracteval.core.leaderboard import COUNT_COLUMNS
+        from extracteval.core.record_counts import RecordCountTable, column
+        from extracteval.mlflow.leaderboard import _read_record_counts
+
+        rc = _read_record_counts(Path(path))
+        if rc is None:
+            return None
+        width = 4 * len(rc.items)
+        flat = np.zeros(len(rc.ids) * width, dtype=np.int64)
+        at = rc.id_codes.astype(np.int64) * width + rc.item_codes.astype(np.int64) * 4
+        for k in range(4):
+            np.add.at(flat, at + k, rc.counts[:, k])
+        present = np.bincount(rc.id_codes, minlength=len(rc.ids)) > 0
+        return RecordCountTable(record_ids=rc.ids[present], columns=tuple(column(i, k) for i in rc.items for k in COUNT_COLUMNS),
+                                counts=flat.reshape(len(rc.ids), width)[present])
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.core.record_counts import item_macro_metric, prf_metric
+        from extracteval.mlflow.intervals import zero_division_param
+
+        if metric not in self.interval_metrics:
+            return None
+        view, which = metric.split("/")
+        return (item_macro_metric if view == "overall" else prf_metric)(columns, which, zero_division=zero_division_param(params))
+    config_keys: Mapping[str, str] = {
+        "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
+        "default_strategy": "strategy of fields not listed (EXACT)",
+        "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",
+        "fuzzy_scorer": "rapidfuzz scorer name (ratio)",
+        "null_tokens": "strings meaning absent (list or comma-separated)",
+        "dayfirst": "read 01/02/2024 as 1 February (false)",
+        "zero_division": "value of an undefined ratio (0.0)",
+        "bootstrap": "bootstrap resamples for intervals; 0 = off (1000)",
+        "confidence": "interval coverage (0.95)",
+        "seed": "bootstrap seed (0)",
+        "fields": "score only these fields (list)",
+        "min_records": "warn below this many valid records (30)",
+        "status_column": "column holding each record's status: ok, pending or error; pending and error are excluded (default: `status` when present)",
+    }
+
+    # ---- scoring -------------------------------------------------------------------------------
+
+    def score_args(self, args: argparse.Namespace, *, early: "EarlyWork | None" = None) -> Scored:
+        """Score the CLI's inputs. `early`: start writing the per-record and predictions Parquet
+        files and digesting the truth there as soon as the per-record counts are final, while
+        the bootstrap still runs (see mlflow/early.py); `write_bundle` picks them up."""
+        from extracteval.tasks.fields.options import build_config, chosen_fields, load_inputs
+        from extracteval.tasks.fields.semantics import score_fields
+
+        truth, preds, truth_source = load_inputs(args)
+        config = build_config(args)
+        fields = chosen_fields(args)
+        codes: dict[str | None, dict[str, Any]] = {}
+        by_name = {p.name: p for p in preds}
+        on_records = None if early is None else (lambda rec: _start_early(early, rec, truth, by_name, codes))
+        result = score_fields(truth, preds, config=config, fields=fields, truth_source=truth_source, keep_codes=codes, on_records=on_records)
+        doc = result.to_dict()
+        doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
+        scored.cache["predictions"] = by_name  # logged for `extracteval rescore`
+        scored.cache["prediction_codes"] = codes  # their columns as the scoring factorised them
+        if early is not None:
+            early.attach(scored.cache)
+        return scored
+
+    # ---- engines: `score fields --chunk-size/--workers`, `--engine spark` and the streamed
+    # `evaluate` (mlflow/stream.py)
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from extracteval.tasks.fields.chunks import fields_chunk_job
+        from extracteval.tasks.fields.options import build_config, chosen_fields
+
+        if getattr(args, "keys", None):
+            raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
+        return fields_chunk_job(args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args), chunk_size=chunk_size,
+                                id_column=args.id_column, delimiter=args.delimiter)
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from extracteval.tasks.fields.options import build_config, chosen_fields
+        from extracteval.tasks.fields.spark import fields_spark_job
+
+        if getattr(args, "keys", None):
+            raise InputError("--keys (Kleister files) cannot be read by --engine spark; drop --engine spark.")
+        return fields_spark_job(spark, args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args),
+                                id_column=args.id_column, delimiter=args.delimiter, partitions=getattr(args, "spark_partitions", None))
+
+    def score_streamed(self, args: argparse.Namespace, *, engine: str, chunk_size: int, workers: int, workdir_parent: Any = None) -> Scored:
+        """`evaluate fields` on the chunked engine or Spark: per-record counts and predictions are
+        written straight from each chunk's count ledger (`mlflow/stream_fields.py`, `spark/evaluate.py`)."""
+        from extracteval.tasks.fields.stream import score_fields_streamed, scored_from_stream
+
+        if workdir_parent is not None:
+            workdir_parent.mkdir(parents=True, exist_ok=True)
+        if engine == "spark":
+            from extracteval.tasks.fields.spark_evaluate import score_fields_spark_streamed
+
+            return scored_from_stream(score_fields_spark_streamed(args, workdir_parent=workdir_parent))
+        return scored_from_stream(score_fields_streamed(args, chunk_size=chunk_size, workers=workers, workdir_parent=workdir_parent))
+
+    def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
+        """Score one `experiments/<name>/experiment.yaml` (the demo)."""
+        ns = argparse.Namespace(
+            truth=str(folder / spec["truth"]),
+            predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+            strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
+            id_column=spec.get("id_column", "id"), delimiter=None, keys=None, fields=None, fuzzy_threshold=None,
+            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None, no_ci=False, resamples=None, seed=None,
+        )
+        return self.score_args(ns)
+
+    def build_config(self, config: Mapping[str, Any]) -> Any:
+        from extracteval.tasks.fields.semantics import FieldsConfig
+        from extracteval.core.normalize import NormalizationConfig
+        from extracteval.tasks.fields.options import strategy_file_options
+        from extracteval.core.strategies import parse_strategy_map
+
+        opts: dict[str, Any] = {}
+        norm: dict[str, Any] = {}
+        strategies = config.get("strategies")
+        if isinstance(strategies, (str, Path)):
+            # a strategies file: read as `--strategies FILE` reads it (its thresholds and null
+            # tokens too); the other keys of evaluator_config override it
+            opts, norm = strategy_file_options(str(strategies))
+        elif strategies is not None:
+            if not isinstance(strategies, Mapping):
+                raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
+            opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
+        for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence", "seed", "min_records"):
+            if k in config and config[k] is not None:
+                opts[k] = config[k]
+        norm.update(normalization_keys(config))
+        if norm:
+            opts["normalization"] = NormalizationConfig(**norm)
+        try:
+            return FieldsConfig(**opts)
+        except TypeError as e:  # a wrongly typed option
+            raise InputError(f"evaluator_config: {e}") from None
+
+    def score_frame(
+        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,
+        status: Mapping[str, Sequence[Any]] | None = None,
+    ) -> Scored:
+        """One target cell and one prediction cell per record, each read by `read_record`;
+        `status`: per model, one status per record (the evaluator's `status_column`), which
+        overrides a `status` key inside the prediction."""
+        from extracteval.tasks.fields.semantics import ModelPredictions, score_fields
+
+        cfg = self.build_config(config)
+        ids = [str(i) for i in ids]
+        truth_rows = [read_record(v, what=truth_source, record=r, strict=True)[0] for r, v in zip(ids, targets)]
+        truth = pd.DataFrame.from_records(truth_rows, index=pd.Index(ids, name="id"))
+        preds = []
+        invalid: dict[str, list[str]] = {}
+        for name, cells in predictions.items():
+            if len(cells) != len(ids):
+                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
+            given = (status or {}).get(name)
+            if given is not None and len(given) != len(ids):
+                raise InputError(f"status of model {name!r}: {len(given)} values for {len(ids)} records.")
+            rows, kept, statuses = [], [], []
+            for i, (r, v) in enumerate(zip(ids, cells)):
+                parsed, st, problem = read_record(v, what=f"predictions of model {name!r}", record=r, strict=False)
+                g = None if given is None else given[i]
+                if isinstance(g, Mapping):  # per field (the long layout's per-cell status)
+                    st = {str(k): status_text(v) or "ok" for k, v in g.items()}
+                elif g is not None and status_text(g):
+                    st = status_text(g)
+                if problem is not None:
+                    invalid.setdefault(name, []).append(r)
+                    parsed = {}
+                elif parsed is None and not st:
+                    continue  # no output: the record has no prediction, as when a file lacks it
+                rows.append(parsed or {})
+                kept.append(r)
+                statuses.append(st)
+            index = pd.Index(kept, name="id", dtype=object)
+            frame = pd.DataFrame.from_records(rows, index=index) if rows else pd.DataFrame(index=index)
+            st_given: pd.Series | pd.DataFrame | None = pd.Series(statuses, index=index, dtype=object) if any(statuses) else None
+            if any(isinstance(x, Mapping) for x in statuses):
+                st_given = pd.DataFrame.from_records([x if isinstance(x, Mapping) else dict.fromkeys(frame.columns, x or "ok") for x in statuses],
+                                                     index=index).reindex(columns=frame.columns).fillna("ok")
+            preds.append(ModelPredictions(name=name, values=frame, status=st_given, source=f"predictions of model {name!r}"))
+        fields = config.get("fields")
+        result = score_fields(truth, preds, config=cfg, fields=list(fields) if fields else None, truth_source=truth_source)
+        doc = result.to_dict()
+        doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        doc["invalid_outputs"] = {m: {"count": len(v), "record_ids": v[:20]} for m, v in sorted(invalid.items())}
+        if invalid:
+            doc["warnings"] = list(doc["warnings"]) + [
+                f"model {m!r}: {len(v)} output(s) are not a JSON object of field values and count as empty predictions"
+                for m, v in sorted(invalid.items())
+            ]
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth, truth_source=truth_source, config=doc["config"])
+        scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
+        return scored
+
+    # ---- metrics -------------------------------------------------------------------------------
+
+    def item_names(self, scored: Scored) -> Sequence[str]:
+        return list(scored.result.fields)
+
+    def _intervals(self, scored: Scored, model: str) -> np.ndarray:
+        if ("f1_ci", model) in scored.cache:
+            return scored.cache[("f1_ci", model)]
+        r = scored.result
+        cfg = r.config
+        kw = {"resamples": int(cfg.get("bootstrap") or 0), "confidence": float(cfg["confidence"]), "seed": int(cfg["seed"]),
+              "zero_division": float(cfg["zero_division"])}
+        if r.field_patterns is not None and cfg.get("bootstrap"):
+            # counted while scoring: the same distinct rows and frequencies per field as the
+            # per-record counts give, so the same intervals without reading those again
+            ci = field_f1_intervals_from_patterns(*r.field_patterns, sorted(r.models).index(model), len(r.fields), **kw)
+        elif r.records is None or not cfg.get("bootstrap"):
+            return np.full((len(r.fields), 2), np.nan)
+        else:
+            ci = _field_f1_intervals(r.records.counts[model], **kw)
+        scored.cache[("f1_ci", model)] = ci
+        return ci
+
+    def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
+        m = scored.result.models[model]
+        out: dict[str, float] = {}
+        for k in _RATIO_KEYS:
+            out[f"overall/{k}"] = float(m.overall[k])
+            out[f"micro/{k}"] = float(m.micro[k])
+        t = m.totals
+        for k in _COUNT_KEYS:
+            out[f"totals/{k}"] = float(getattr(t, k))
+        if m.overall_f1_ci is not None:
+            # intervals are of F1; `…/f1/ci_low` would make `…/f1` both a metric and a folder in
+            # MLflow's file store, so the bounds sit beside the metric
+            out["overall/ci_low"] = float(m.overall_f1_ci.low)
+            out["overall/ci_high"] = float(m.overall_f1_ci.high)
+        out["wins/field_wins"] = float(m.field_wins)
+        out["wins/fields_scored"] = float(m.fields_scored)
+        out["ranking/rank"] = float(m.rank)
+        ci = self._intervals(scored, model)
+        for j, (fname, fm) in enumerate(m.fields.items()):
+            c = fm.counts
+            for k in _COUNT_KEYS:
+                out[keys.key("field", fname, k)] = float(getattr(c, k))
+            for k in _RATIO_KEYS:
+                out[keys.key("field", fname, k)] = float(getattr(fm, k))
+            out[keys.key("field", fname, "exact_match_rate")] = float(fm.exact_match_rate)
+            if not np.isnan(ci[j, 0]) and fm.valid:
+                out[keys.key("field", fname, "ci_low")] = float(ci[j, 0])
+                out[keys.key("field", fname, "ci_high")] = float(ci[j, 1])
+        return out
+
+    def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
+        r = scored.result
+        out: dict[str, float] = {"models/count": float(len(r.ranking)), "fields/count": float(len(r.fields))}
+        for m in r.ranking:
+            mr = r.models[m]
+            out[keys.key("ranking", m, "rank")] = float(mr.rank)
+            out[keys.key("ranking", m, "overall_f1")] = float(mr.overall["f1"])
+            out[keys.key("wins", m, "field_wins")] = float(mr.field_wins)
+        kinds = [w.kind for w in r.field_winners.values()]
+        for k in ("sole", "shared", "universal", "none"):
+            out[f"field_winners/{k}"] = float(kinds.count(k))
+        for c in r.comparisons:
+            pair = f"{keys.segment(c.higher)} vs {keys.segment(c.lower)}"
+            keys.originals[f"comparison/{pair}"] = f"comparison/{c.higher} vs {c.lower}"
+            out[f"comparison/{pair}/f1_diff"] = float(c.difference.estimate)
+            out[f"comparison/{pair}/ci_low"] = float(c.difference.low)
+            out[f"comparison/{pair}/ci_high"] = float(c.difference.high)
+        return out
+
+    # ---- tables --------------------------------------------------------------------------------
+
+    def item_table(self, scored: Scored, model: str | None) -> pd.DataFrame:
+        r = scored.result
+        rows = []
+        for m in (r.ranking if model is None else (model,)):
+            ci = self._intervals(scored, m)
+            for j, (fname, fm) in enumerate(r.models[m].fields.items()):
+                d = fm.to_dict()
+                d.pop("examples")
+                d["flags"] = ";".join(d["flags"])
+                w = r.field_winners.get(fname)
+                rows.append({
+                    "model": m, "field": fname, **d,
+                    "f1_ci_low": None if np.isnan(ci[j, 0]) else float(ci[j, 0]),
+                    "f1_ci_high": None if np.isnan(ci[j, 1]) else float(ci[j, 1]),
+                    "winner": bool(w is not None and w.win_share > 0 and m in w.winners),
+                })
+        return pd.DataFrame(rows)
+
+    def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
+        """model, record_id, field, tp, fp, fn, tn, excluded — one row per model, record and field.
+
+        The same table as `RecordLedger.to_frame()`, built with dictionary-encoded (categorical)
+        id columns: no per-row string objects, and Parquet stores each id once."""
+        rec = scored.result.records
+        if rec is None:
+            return None
+        return records_frame_of(rec, list(rec.counts) if model is None else [model])
+
+    def write_records(self, scored: Scored, model: str, path: Any) -> bool:
+        """Write `records_frame(scored, model)` to Parquet at `path` directly from the ledger (see
+        `write_records_parquet`); False when there are no per-record counts."""
+        rec = scored.result.records
+        if rec is None or model not in rec.counts:
+            return False
+        write_records_parquet(rec, model, path, cache=scored.cache)
+        return True
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Write the model's predictions as scored to Parquet at `path` (long: id, field, value as
+        JSON text, status): the `extracteval/predictions.parquet` artifact that `extracteval
+        rescore` scores again. False when the predictions were not kept."""
+        preds = scored.cache.get("predictions", {}).get(model)
+        if preds is None:
+            return False
+        write_predictions_parquet(preds, path, scored.cache.get("prediction_codes", {}).get(model))
+        return True
+
+    def read_predictions(self, path: Any, *, source: str) -> LoggedPredictions:
+        """The long predictions file → one object of field values per record; statuses beside
+        them, per record, or per field where the record's fields differ (long input files give
+        each cell its own)."""
+        preds = frame_to_predictions(pd.read_parquet(path), name="", source=source)
+        values = preds.values
+        cells = dict(zip((str(i) for i in values.index), values.to_dict(orient="records")))
+        status = None
+        if preds.status is not None:
+            st = preds.status.reindex(index=values.index, columns=values.columns).fillna("ok")
+            uniform = st.nunique(axis=1, dropna=False) <= 1
+            status = {str(r): (row[0] if len(row) else "ok") if same else dict(zip(st.columns, row))
+                      for r, same, row in zip(st.index, uniform, st.to_numpy(dtype=object).tolist())}
+        return LoggedPredictions(cells=cells, status=status)
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        opts = {k: cfg[k] for k in ("strategies", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "min_records",
+                                     "bootstrap", "confidence", "seed") if k in cfg}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        if doc.get("fields"):
+            opts["fields"] = list(doc["fields"])  # the fields the run scored (a `--fields` choice too)
+        return opts
+
+    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
+        """The parent run's CSV artifacts: the leaderboard and the winner of every field."""
+        winners = [
+            {"field": f, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share,
+             "best_f1": None if w.best is None else w.best.f1}
+            for f, w in scored.result.field_winners.items()
+        ]
+        return {"leaderboard": self.ranking_table(scored, scored.models), "field_winners": pd.DataFrame(winners)}
+
+    def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
+        r = scored.result
+        rows = []
+        for m in models:
+            mr = r.models[m]
+            ci = mr.overall_f1_ci
+            rows.append({
+                "rank": mr.rank, "model": m,
+                **{k: mr.overall[k] for k in _RATIO_KEYS},
+                "micro_f1": mr.micro["f1"],
+                "f1_ci_low": None if ci is None else ci.low,
+                "f1_ci_high": None if ci is None else ci.high,
+                "tier": mr.tier, "field_wins": mr.field_wins, "wins": mr.wins_label,
+            })
+        return pd.DataFrame(rows)
+
+    # ---- figures and report --------------------------------------------------------------------
+
+    def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
+        from extracteval.report.figures import confusion_heatmap, item_f1_bars
+
+        from extracteval.tasks.structured.adapter import worst_items
+
+        frames = [self.item_table(scored, m) for m in models]
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        # Beyond FIGURE_ITEMS fields, the figures show the fields with the most errors (the
+        # title says how many of how many): drawing a label per field for 200 fields cost
+        # ~1.3 s of CPU, most of the logging overhead, for a figure no one reads row by row.
+        # Every field stays in the metrics, field_metrics.csv, the MLflow table and report.html.
+        table, note = worst_items(table, "field") if len(table) else (table, "")
+        title = f"{scored.task}: per-field F1{note}" + (f" — {models[0]}" if len(models) == 1 else "")
+        return {
+            "field_f1.png": item_f1_bars(table, item="field", title=title),
+            "confusion_counts.png": confusion_heatmap(table, item="field", title=f"{scored.task}: confusion counts per field{note}"),
+        }
+
+    def params(self, scored: Scored) -> dict[str, str]:
+        cfg = dict(scored.config)
+        norm = cfg.get("normalization", {})
+        out = {
+            "task": scored.task,
+            "truth": str(scored.truth_source),
+            "n_records": str(scored.result.n_records),
+            "n_fields": str(len(scored.result.fields)),
+            "models": ",".join(scored.models),
+            "default_strategy": str(cfg.get("default_strategy")),
+            "fuzzy_threshold": str(cfg.get("fuzzy_threshold")),
+            "fuzzy_scorer": str(cfg.get("fuzzy_scorer")),
+            "zero_division": str(cfg.get("zero_division")),
+            "bootstrap": str(cfg.get("bootstrap")),
+            "confidence": str(cfg.get("confidence")),
+            "seed": str(cfg.get("seed")),
+            "min_records": str(cfg.get("min_records")),
+            "null_tokens": ",".join(norm.get("null_tokens", [])),
+            "dayfirst": str(norm.get("dayfirst")),
+            "strip_currency": str(norm.get("strip_currency")),
+        }
+        strategies = json.dumps(cfg.get("strategies", {}), sort_keys=True, ensure_ascii=False)
+        out["strategies"] = strategies if len(strategies) <= 5000 else f"{len(cfg.get('strategies', {}))} per-field strategies; see extracteval/result.json (config)"
+        return out
+
+    def row_rationale(self, scored: Scored, model: str) -> str:
+        """One record's verdict per field (`vendor: wrong value (FP+FN)`), for per-row feedback."""
+        labels = {"tp": "correct (TP)", "fp": "spurious value (FP)", "fn": "missed (FN)", "tn": "both empty (TN)", "wrong": "wrong value (FP+FN)", "excluded": "excluded"}
+        parts = []
+        for f, fm in scored.doc["models"][model]["fields"].items():
+            kinds = [k for k in ("wrong", "tp", "fp", "fn", "tn", "excluded") if fm["examples"].get(k)]
+            if kinds:
+                parts.append(f"{f}: {labels[kinds[0]]}")
+        return "; ".join(parts)
+
+    def summary(self, scored: Scored) -> str:
+        from extracteval.report.terminal import render_fields
+
+        return render_fields(scored.doc)
+
+    def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
+        r = scored.result
+        doc = scored.doc
+        out = [Section(title="Ranking", table=self.ranking_table(scored, models))]
+        if len(models) > 1 and doc.get("comparisons"):
+            out.append(Section(title="Adjacent ranks (paired bootstrap of the overall F1 difference)", items=[
+                f"{c['higher']} vs {c['lower']}: ΔF1 {100 * c['difference']['estimate']:+.1f} points, "
+                f"CI [{100 * c['difference']['low']:+.1f}, {100 * c['difference']['high']:+.1f}] — {c['verdict']}"
+                for c in doc["comparisons"]
+            ]))
+        if len(models) > 1:
+            wrows = [{"field": f, "kind": w["kind"], "winners": ", ".join(w["winners"]), "win_share": w["win_share"]} for f, w in doc["field_winners"].items()]
+            out.append(Section(title="Field winners", table=pd.DataFrame(wrows)))
+        frames = [self.item_table(scored, m) for m in models]
+        out.append(Section(title="Per-field metrics", table=pd.concat(frames, ignore_index=True) if frames else None))
+        out.append(Section(title="Checks", table=pd.DataFrame(doc["checks"]), status_column="passed"))
+        if doc.get("warnings"):
+            out.append(Section(title="Warnings", items=list(doc["warnings"])))
+        ex = []
+        for m in models:
+            for f, fm in doc["models"][m]["fields"].items():
+                for kind, items in fm["examples"].items():
+                    for e in items:
+                        ex.append({"model": m, "field": f, "kind": kind, "record_id": e["record_id"], "truth": e["truth"], "prediction": e["prediction"]})
+        if ex:
+            out.append(Section(title="Examples (up to five per classification kind)", table=pd.DataFrame(ex)))
+        out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
+        return out
+
+
+ADAPTER = FieldsAdapter()

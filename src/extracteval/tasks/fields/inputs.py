@@ -1,0 +1,62 @@
+"""Files → inputs of the `fields` task (truth frame and one `ModelPredictions` per model)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from extracteval.tasks.fields.semantics import ModelPredictions
+from extracteval.errors import InputError
+from extracteval.io.config import parse_model_spec
+from extracteval.io.tables import load_fields_table, read_kleister_keys
+
+__all__ = ["load_fields_inputs"]
+
+
+def load_fields_inputs(
+    truth: str | Path,
+    predictions: Sequence[str],
+    *,
+    id_column: str = "id",
+    delimiter: str | None = None,
+    keys: str | Path | None = None,
+) -> tuple[pd.DataFrame, list[ModelPredictions], str]:
+    """Read the truth file and each `NAME=FILE` (or bare `FILE`) predictions spec."""
+    kl_ids = kl_asked = None
+    if keys is not None:
+        kl_ids, kl_asked = read_kleister_keys(keys)
+    t = load_fields_table(truth, id_column=id_column, delimiter=delimiter, kleister_ids=kl_ids, kleister_asked=kl_asked)
+    if len(t.values) != 1 or "" not in t.values:
+        raise InputError(f"{truth}: the ground truth must not have a `model` column (found models {sorted(t.values)}).")
+    truth_frame = t.values[""]
+    truth_status = t.status[""]
+    if truth_status is not None and t.layout != "kleister":
+        raise InputError(f"{truth}: the ground truth must not have a `status` column; status belongs to predictions.")
+
+    models: list[ModelPredictions] = []
+    names: dict[str, str] = {}
+    for spec in predictions:
+        name, path = parse_model_spec(spec)
+        loaded = load_fields_table(path, id_column=id_column, delimiter=delimiter, kleister_ids=kl_ids, kleister_asked=kl_asked)
+        if len(loaded.values) > 1 or "" not in loaded.values:
+            if name is not None and len(loaded.values) > 1:
+                raise InputError(
+                    f"{path}: holds several models ({', '.join(sorted(loaded.values))}) in its `model` column; "
+                    "give it without NAME= to score them all, or split the file."
+                )
+            items = [(name or m, m) for m in sorted(loaded.values)]
+        else:
+            items = [(name or path.stem, "")]
+        for model_name, key in items:
+            if model_name in names:
+                raise InputError(
+                    f"model {model_name!r} is given twice ({names[model_name]} and {path}); each model needs a unique NAME."
+                )
+            names[model_name] = str(path)
+            status = loaded.status[key]
+            if t.layout == "kleister" and truth_status is not None and status is None:
+                status = truth_status
+            models.append(ModelPredictions(name=model_name, values=loaded.values[key], status=status, source=str(path)))
+    return truth_frame, models, str(truth)

@@ -1,0 +1,304 @@
+"""Files → inputs of the `json` task: golden objects and each model's predicted objects.
+
+Layouts (per file, decided by its first record):
+
+| layout | one record |
+|---|---|
+| records (JSONL / JSON array) | `{"id": "r1", "name": "…", "address": {…}}`: the object minus `id` (and, for predictions, minus the safety key) |
+| pairs (JSONL / JSON array) | `{"id": "r1", "truth": {…}, "prediction": {…}}`, optional `model` (several models in one file), `status` (ok / pending / error) and safety key |
+| table (CSV / TSV / Parquet, wide or long as in the `fields` task) | one row per record, one column per key |
+
+A `.json` file may also be an object mapping id → record. Every error names the file and the line
+(JSONL), record number (JSON) or record id, what was expected and what was found. A prediction
+that is valid JSON but not an object (pairs layout) is *data*: it is passed on and counted as an
+invalid prediction by the scorer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from extracteval.tasks.json.semantics import JsonPredictions
+from extracteval.errors import InputError
+from extracteval.io.config import parse_model_spec
+from extracteval.io.json_text import loads as _loads
+from extracteval.io.tables import load_fields_table, read_text
+
+__all__ = ["LoadedJson", "read_json_records", "load_json_inputs"]
+
+_JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
+_PAIR_KEYS = {"truth", "prediction"}
+_PAIR_EXTRA = {"model", "status"}
+
+
+@dataclass
+class LoadedJson:
+    """One file: `truth[id]` (records / table layout read as truth, or pairs with `truth`),
+    `predictions[model][id]` ("" = unnamed model), `safety[model][id]`."""
+
+    source: str
+    layout: str
+    truth: dict[str, Any] | None = None
+    predictions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    safety: dict[str, dict[str, float]] = field(default_factory=dict)
+    status: dict[str, dict[str, str]] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)  # id → "line 3" (for messages)
+
+
+def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
+    """(location, parsed value) per record of a JSONL file or a JSON array/object."""
+    text = read_text(p)
+    if not text.strip():
+        raise InputError(f"{p}: the file is empty; expected one JSON object per line with an 'id' key.")
+    if p.suffix.lower() == ".json":
+        try:
+            obj = _loads(text)
+        except ValueError as e:
+            raise InputError(f"{p}: not valid JSON ({e}).") from None
+        if isinstance(obj, dict) and isinstance(obj.get("records"), list):
+            obj = obj["records"]
+        if isinstance(obj, list):
+            if not obj:
+                raise InputError(f"{p}: the file has no records (an empty JSON array).")
+            return [(f"record {i}", r) for i, r in enumerate(obj, start=1)]
+        if isinstance(obj, dict):  # id → record
+            if not obj:
+                raise InputError(f"{p}: the file has no records (an empty JSON object).")
+            return [(f"record {k!r}", {"id": k, **v} if isinstance(v, dict) and "id" not in v else {"id": k, "__value__": v})
+                    for k, v in obj.items()]
+        raise InputError(f"{p}: expected a JSON array of records (or an object mapping id → record), but found {type(obj).__name__}.")
+    out = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"line {i}", _loads(line)))
+        except ValueError as e:
+            raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
+    if not out:
+        raise InputError(f"{p}: the file has no records.")
+    return out
+
+
+def _record_id(p: Path, where: str, obj: dict[str, Any], id_key: str) -> str:
+    if id_key not in obj:
+        raise InputError(f"{p}: {where}: no {id_key!r} key; every record needs an id (keys found: {sorted(obj)[:10]}).")
+    rid = obj[id_key]
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)) or not str(rid).strip():
+        raise InputError(f"{p}: {where}: {id_key!r} must be a non-empty string or integer, but found {rid!r}.")
+    return str(rid).strip()
+
+
+def _safety_value(p: Path, where: str, rid: str, key: str, v: Any) -> float | None:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip()):
+        return None
+    try:
+        x = float(v) if not isinstance(v, bool) else math.nan
+    except (TypeError, ValueError):
+        x = math.nan
+    if not 0.0 <= x <= 1.0:
+        raise InputError(f"{p}: {where} (record {rid!r}): {key!r} must be a number in [0, 1], but found {v!r}.")
+    return x
+
+
+def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety_key: str = "safety_score") -> LoadedJson:
+    """Read one truth (`role="truth"`) or predictions (`role="predictions"`) file, any layout."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in _TABLE_SUFFIXES:
+        return _read_table(p, role=role, id_key=id_key, safety_key=safety_key)
+    if suffix not in _JSON_SUFFIXES:
+        raise InputError(f"{p}: unsupported file type {p.suffix!r}; expected .jsonl, .json, .csv, .tsv or .parquet.")
+    items = _iter_json_records(p)
+    first_where, first = items[0]
+    if not isinstance(first, dict):
+        raise InputError(f"{p}: {first_where}: expected a JSON object with an {id_key!r} key, but found {type(first).__name__}.")
+    keys = set(first) - {id_key, safety_key}
+    pairs = bool(keys & _PAIR_KEYS) and keys <= _PAIR_KEYS | _PAIR_EXTRA
+    out = LoadedJson(source=str(p), layout="pairs" if pairs else "records")
+    if role == "truth" and not pairs:
+        out.truth = {}
+    seen: dict[tuple[str, str], str] = {}
+    for where, obj in items:
+        if not isinstance(obj, dict):
+            raise InputError(f"{p}: {where}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
+        rid = _record_id(p, where, obj, id_key)
+        if "__value__" in obj:
+            raise InputError(f"{p}: {where}: expected a JSON object as the record, but found {type(obj['__value__']).__name__}.")
+        model = ""
+        if pairs:
+            extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key})
+            if extra:
+                raise InputError(
+                    f"{p}: {where}: this file is in the pairs layout ({{\"{id_key}\", \"truth\", \"prediction\"}}, decided by its "
+                    f"first record), but this record has other keys: {extra}."
+                )
+            if "model" in obj:
+                model = str(obj["model"])
+        dup = seen.get((model, rid))
+        if dup:
+            raise InputError(f"{p}: {where}: record id {rid!r} appears twice (first at {dup})" + (f" for model {model!r}." if model else "."))
+        seen[(model, rid)] = where
+        out.where[rid] = where
+        if pairs:
+            if role == "truth" or "truth" in obj:
+                if "truth" not in obj:
+                    raise InputError(f"{p}: {where}: record {rid!r} has no 'truth' key; the ground truth needs one per record.")
+                if not isinstance(obj["truth"], dict):
+                    raise InputError(f"{p}: {where}: record {rid!r}: 'truth' must be a JSON object, but found {type(obj['truth']).__name__}.")
+                if out.truth is None:
+                    out.truth = {}
+                prev = out.truth.get(rid)
+                if prev is not None and _canon(prev) != _canon(obj["truth"]):
+                    raise InputError(f"{p}: {where}: record {rid!r}: its 'truth' differs between models of the same file.")
+                out.truth[rid] = obj["truth"]
+            if role == "predictions":
+                if "prediction" not in obj:
+                    raise InputError(f"{p}: {where}: record {rid!r} has no 'prediction' key.")
+                out.predictions.setdefault(model, {})[rid] = obj["prediction"]  # not an object → counted invalid
+        else:
+            record = {k: v for k, v in obj.items() if k != id_key and (role == "truth" or k != safety_key)}
+            if role == "truth":
+                out.truth[rid] = record  # type: ignore[index]
+            else:
+                out.predictions.setdefault("", {})[rid] = record
+        if role == "predictions" and pairs and obj.get("status") is not None:
+            out.status.setdefault(model, {})[rid] = str(obj["status"])
+        if role == "predictions" and safety_key in obj:
+            s = _safety_value(p, where, rid, safety_key, obj[safety_key])
+            if s is not None:
+                out.safety.setdefault(model, {})[rid] = s
+    if role == "predictions" and not out.predictions:
+        out.predictions[""] = {}
+    return out
+
+
+def _canon(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if hasattr(v, "item") and not isinstance(v, (list, dict, str)):
+        try:
+            return v.item()
+        except (AttributeError, ValueError):
+            return v
+    return v
+
+
+def _read_table(p: Path, *, role: str, id_key: str, safety_key: str) -> LoadedJson:
+    t = load_fields_table(p, id_column=id_key)
+    out = LoadedJson(source=str(p), layout="table")
+    if role == "truth":
+        if len(t.values) != 1 or "" not in t.values:
+            raise InputError(f"{p}: the ground truth must not have a `model` column (found models {sorted(t.values)}).")
+        frame = t.values[""]
+        out.truth = {str(rid): {str(c): _cell(v) for c, v in row.items()} for rid, row in zip(frame.index, frame.to_dict("records"))}
+        return out
+    for model, frame in t.values.items():
+        st = t.status.get(model)
+        if isinstance(st, pd.DataFrame):
+            raise InputError(
+                f"{p}: per-cell `status` (long layout) is not supported by the json task; give one status per record "
+                "(a `status` column in the wide layout)."
+            )
+        if st is not None:
+            out.status[model] = {str(k): str(v) for k, v in st.items() if v is not None and str(v).strip()}
+        recs: dict[str, Any] = {}
+        for rid, row in zip(frame.index, frame.to_dict("records")):
+            rid = str(rid)
+            rec = {str(c): _cell(v) for c, v in row.items()}
+            if safety_key in rec:
+                s = _safety_value(p, f"record {rid!r}", rid, safety_key, rec.pop(safety_key))
+                if s is not None:
+                    out.safety.setdefault(model, {})[rid] = s
+            recs[rid] = rec
+        out.predictions[model] = recs
+    return out
+
+
+def load_json_inputs(
+    truth: str | Path | None,
+    predictions: Sequence[str],
+    *,
+    id_key: str = "id",
+    safety_key: str = "safety_score",
+    is_absent: Callable[[Any], bool] | None = None,
+) -> tuple[dict[str, Any], list[JsonPredictions], str, list[str]]:
+    """Read the truth and each `NAME=FILE` (or bare `FILE`) spec → (truth, models, truth source, notes).
+
+    Without `truth`, the ground truth comes from pairs-layout prediction files (which must agree).
+    With both, a pairs file's `truth` must equal the ground truth record for record.
+    Table predictions: a column that is not a key of the record's truth counts only where its
+    cell holds a value (an empty cell of an extra column is not an output key).
+    """
+    if not predictions:
+        raise InputError("no predictions: give at least one --predictions NAME=FILE.")
+    notes: list[str] = []
+    truth_map: dict[str, Any] | None = None
+    truth_source = ""
+    if truth is not None:
+        t = read_json_records(truth, role="truth", id_key=id_key, safety_key=safety_key)
+        if t.truth is None:
+            raise InputError(f"{truth}: no ground truth found; a pairs-layout truth file needs a 'truth' key per record.")
+        truth_map, truth_source = t.truth, str(truth)
+    loaded: list[tuple[str | None, Path, LoadedJson]] = []
+    for spec in predictions:
+        name, path = parse_model_spec(spec)
+        lj = read_json_records(path, role="predictions", id_key=id_key, safety_key=safety_key)
+        loaded.append((name, path, lj))
+        if lj.truth is not None:
+            if truth_map is None:
+                truth_map, truth_source = dict(lj.truth), str(path)
+            else:
+                for rid, obj in lj.truth.items():
+                    if rid in truth_map and _canon(truth_map[rid]) != _canon(obj):
+                        raise InputError(
+                            f"{path}: {lj.where.get(rid, 'record ' + repr(rid))}: record {rid!r}: its 'truth' differs from the "
+                            f"ground truth in {truth_source}."
+                        )
+                    if rid not in truth_map and truth is None:
+                        truth_map[rid] = obj
+    if truth_map is None:
+        raise InputError(
+            "no ground truth: pass --truth FILE, or prediction files in the pairs layout "
+            '({"id", "truth", "prediction"} per line).'
+        )
+    absent = is_absent or (lambda v: v is None or (isinstance(v, str) and not v.strip()))
+    models: list[JsonPredictions] = []
+    names: dict[str, str] = {}
+    for name, path, lj in loaded:
+        if len(lj.predictions) > 1 or "" not in lj.predictions:
+            if name is not None and len(lj.predictions) > 1:
+                raise InputError(
+                    f"{path}: holds several models ({', '.join(sorted(lj.predictions))}) in its `model` key/column; "
+                    "give it without NAME= to score them all, or split the file."
+                )
+            items = [(name or m, m) for m in sorted(lj.predictions)]
+        else:
+            items = [(name or path.stem, "")]
+        for model_name, key in items:
+            if model_name in names:
+                raise InputError(f"model {model_name!r} is given twice ({names[model_name]} and {path}); each model needs a unique NAME.")
+            names[model_name] = str(path)
+            recs = lj.predictions[key]
+            if lj.layout == "table":
+                recs = {
+                    rid: {k: v for k, v in rec.items() if k in truth_map.get(rid, {}) or not absent(v)} for rid, rec in recs.items()
+                }
+            models.append(
+                JsonPredictions(
+                    name=model_name, records=recs, safety=lj.safety.get(key, {}), status=lj.status.get(key, {}), source=str(path)
+                )
+            )
+    return truth_map, models, truth_source, notes

@@ -1,0 +1,633 @@
+"""MLflow adapter of the `labels` task (per-feature classification).
+
+Metric keys (one run per model; `<f>` = a feature name, sanitised by `KeyMap`)::
+
+    labels/macro/precision|recall|f1|specificity   strict view, mean over features
+    labels/micro_accuracy                          strict view, mean over features of feature micro accuracy
+    labels/row_accuracy                            strict view, rows whose every feature is right
+    labels/rows|correct_rows|aligned_rows|missing_rows|extra_rows
+    feature/<f>/precision|recall|f1|specificity|micro_accuracy|rows|correct     strict view
+    aligned/labels/…, aligned/feature/<f>/…       the same keys for the aligned view
+    wins/field_wins, wins/features_scored, ranking/rank
+
+The unprefixed keys are the strict view because the task ranks on it (a model cannot look good
+by answering few rows), and the leaderboard (`core/leaderboard.RANKING_SPECS["labels"]`) reads
+`labels/macro/f1`, `labels/micro_accuracy`, `labels/row_accuracy` and `feature/<f>/f1|precision|recall`.
+
+The view helpers here (`view_metrics_keys`, `feature_item_rows`, `ranking_rows`) are shared
+with the `entities` adapter, whose results carry the same per-feature views.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.errors import InputError
+from extracteval.io.config import normalization_keys
+from extracteval.io.cells import is_empty, record_object, status_text
+from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
+from extracteval.mlflow.tasks import Scored, Section
+
+__all__ = ["ADAPTER", "LabelsAdapter", "view_metrics_keys", "feature_item_rows", "winner_rows"]
+
+FEATURE_METRIC_KEYS = ("precision", "recall", "f1", "specificity", "micro_accuracy")
+
+
+# ---- helpers shared with the entities adapter ------------------------------------------------
+
+
+def view_metrics_keys(view: Any, keys: KeyMap, *, totals_prefix: str, feature_prefix: str = "") -> dict[str, float]:
+    """Metrics of one `ViewMetrics`: `<totals_prefix>/macro/…`, `…/micro_accuracy`, `…/row_accuracy`,
+    `…/rows`, `…/correct_rows`, and `<feature_prefix>feature/<f>/…` per feature."""
+    out: dict[str, float] = {}
+    for k in ("precision", "recall", "f1", "specificity"):
+        out[f"{totals_prefix}/macro/{k}"] = float(view.totals[k])
+    out[f"{totals_prefix}/micro_accuracy"] = float(view.totals["micro_accuracy"])
+    out[f"{totals_prefix}/row_accuracy"] = float(view.row_accuracy)
+    out[f"{totals_prefix}/rows"] = float(view.rows)
+    out[f"{totals_prefix}/correct_rows"] = float(view.correct_rows)
+    for fname, fm in view.features.items():
+        for k in FEATURE_METRIC_KEYS:
+            out[keys.key(f"{feature_prefix}feature", fname, k)] = float(getattr(fm, k))
+        out[keys.key(f"{feature_prefix}feature", fname, "rows")] = float(fm.rows)
+        out[keys.key(f"{feature_prefix}feature", fname, "correct")] = float(fm.correct)
+    return out
+
+
+def feature_item_rows(result: Any, models: Sequence[str], *, ranked_view: str, other_view: str) -> pd.DataFrame:
+    """One row per model and feature: the ranked (strict) view's metrics, the other view's F1 and
+    micro accuracy beside them, whether the model won the feature, and the feature's flags."""
+    rows = []
+    for m in models:
+        mr = result.models[m]
+        ranked, other = getattr(mr, ranked_view), getattr(mr, other_view)
+        for fname, fm in ranked.features.items():
+            om = other.features[fname]
+            w = result.feature_winners.get(fname)
+            rows.append({
+                "model": m, "feature": fname, "view": ranked_view, "mode": fm.mode, "positive_label": fm.positive_label,
+                **{k: float(getattr(fm, k)) for k in FEATURE_METRIC_KEYS},
+                "rows": fm.rows, "correct": fm.correct, "labels": len(fm.labels),
+                f"{other_view}_f1": float(om.f1), f"{other_view}_precision": float(om.precision), f"{other_view}_recall": float(om.recall),
+                f"{other_view}_micro_accuracy": float(om.micro_accuracy), f"{other_view}_rows": om.rows,
+                "winner": bool(w is not None and w.win_share > 0 and m in w.winners),
+                "flags": ";".join(fm.flags),
+            })
+    return pd.DataFrame(rows)
+
+
+def label_rows(result: Any, models: Sequence[str], views: Sequence[str]) -> pd.DataFrame:
+    """One row per model, view, feature and label: the one-vs-rest counts and ratios."""
+    rows = []
+    for m in models:
+        for view in views:
+            for fname, fm in getattr(result.models[m], view).features.items():
+                for label, v in fm.labels.items():
+                    rows.append({"model": m, "view": view, "feature": fname, "label": label, **v})
+    return pd.DataFrame(rows)
+
+
+def winner_rows(result: Any) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"feature": f, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share,
+         "best_f1": None if w.best is None else w.best.f1}
+        for f, w in result.feature_winners.items()
+    ], columns=["feature", "kind", "winners", "win_share", "best_f1"])
+
+
+def f1_figures(scored: Scored, item_table: pd.DataFrame, models: Sequence[str], *, other_view: str) -> dict[str, Any]:
+    """Per-feature F1 bars of the strict view (the ranked one) and of the other view."""
+    from extracteval.report.figures import item_f1_bars
+
+    who = f" — {models[0]}" if len(models) == 1 else ""
+    other = item_table.rename(columns={"f1": "strict_f1"}).rename(columns={f"{other_view}_f1": "f1"})[["model", "feature", "f1"]] if len(item_table) else item_table
+    return {
+        "feature_f1.png": item_f1_bars(item_table, item="feature", title=f"{scored.task}: per-feature F1, strict view{who}"),
+        f"feature_f1_{other_view}.png": item_f1_bars(other, item="feature", title=f"{scored.task}: per-feature F1, {other_view} view{who}"),
+    }
+
+
+def json_param(value: Any, *, limit: int = 5000, what: str = "entries") -> str:
+    s = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    n = len(value) if hasattr(value, "__len__") else 0
+    return s if len(s) <= limit else f"{n} {what}; see extracteval/result.json (config)"
+
+
+def is_blank(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
+
+
+# ---- cells of a DataFrame --------------------------------------------------------------------
+
+
+def _object_cell(value: Any) -> dict[str, Any] | None:
+    """A dict, or the text of a JSON object (also in a ```json fence or after prose) → dict of
+    plain values; anything else → None."""
+    if not isinstance(value, (Mapping, str, bytes, bytearray)):
+        return None
+    obj, _problem = record_object(value)
+    return {str(k): v for k, v in obj.items()} if isinstance(obj, dict) else None
+
+
+def _scalar_cell(value: Any) -> tuple[bool, Any]:
+    """(valid, label) of a one-label-per-record cell: a string, number, bool or empty."""
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", errors="replace")
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)) and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if is_blank(value) or isinstance(value, (str, int, float, bool)):
+        return True, None if is_blank(value) else value
+    return False, None
+
+
+# ---- the adapter -----------------------------------------------------------------------------
+
+
+class LabelsAdapter(CellPredictions):
+    task = "labels"
+    record_is_value = False
+    model_type = "extraction-entities"  # shares the model_type with `entities`; evaluator_config {"task": "labels"}
+    about = "one label per feature per record: one-vs-rest P/R/F1/specificity"  # what the task scores (`extracteval tasks`)
+    item_table_name = "feature_metrics"
+    interval_metrics = ("labels/macro/f1", "labels/macro/precision", "labels/macro/recall", "labels/micro_accuracy")
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: the strict view's one-vs-rest tp, fp, fn of every feature and label
+        (columns (feature, label, count)) and the rows of each feature (a missing row is an fn
+        of its truth label, an extra row an fp of its predicted label)."""
+        from extracteval.mlflow.intervals import read_records
+
+        frame = read_records(path, ["record_id", "feature", "truth", "predicted", "correct", "status"])
+        if frame is None:
+            return None
+        status = frame["status"].astype(str).to_numpy(dtype=object)
+        right = frame["correct"].fillna(False).to_numpy(dtype=bool)
+        has_t, has_p = status != "extra", status != "missing"
+        obj = lambda c: frame[c].astype(object).to_numpy(dtype=object)  # noqa: E731
+        feature, truth, pred, ids = obj("feature"), obj("truth"), obj("predicted"), frame["record_id"].astype(str).to_numpy(dtype=object)
+        tp, fn, fp = right, has_t & ~right, has_p & ~right
+        return label_count_table(
+            np.concatenate([ids[tp], ids[fn], ids[fp]]), np.concatenate([feature[tp], feature[fn], feature[fp]]),
+            np.concatenate([truth[tp], truth[fn], pred[fp]]), np.repeat(np.array(["tp", "fn", "fp"], dtype=object), [tp.sum(), fn.sum(), fp.sum()]),
+            rows=(ids, feature))
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        return label_count_metric("labels/", metric, columns, params)
+    config_keys: Mapping[str, str] = {
+        "types": "per-feature type: mapping {feature: auto|category|text|number|date}",
+        "positive_labels": "per-feature label reported one-vs-rest instead of the macro average: mapping {feature: label}",
+        "features": "score only these features (list)",
+        "label_name": "feature name when each record holds one label instead of an object (`label`)",
+        "null_tokens": "strings meaning missing (list or comma-separated)",
+        "dayfirst": "read 01/02/2024 as 1 February (false)",
+        "zero_division": "value of an undefined ratio (0.0)",
+        "status_column": "column holding each record's status: ok, pending or error; pending and error rows are not predictions (default: `status` when present)",
+    }
+
+    # ---- scoring ---------------------------------------------------------------------------
+
+    def _scored(self, result: Any, doc: dict[str, Any], truth: pd.DataFrame, truth_source: str, preds: Sequence[Any]) -> Scored:
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth,
+                        truth_source=truth_source, config=doc["config"])
+        scored.cache["inputs"] = {p.name: p.values for p in preds}
+        return scored
+
+    def score_args(self, args: argparse.Namespace) -> Scored:
+        # the steps of `score_labels.score`, keeping the truth frame for the digest and dataset
+        from extracteval.tasks.labels.options import build_config
+        from extracteval.tasks.labels.options import chosen_features as _features
+        from extracteval.tasks.labels.semantics import score_labels
+        from extracteval.tasks.entities.inputs import load_labels_inputs
+
+        truth, preds, truth_source, notes = load_labels_inputs(args.truth, args.predictions, id_column=args.id_column, delimiter=args.delimiter)
+        result = score_labels(truth, preds, config=build_config(args), features=_features(args), truth_source=truth_source)
+        doc = result.to_dict()
+        doc["warnings"] = notes + doc["warnings"]
+        doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        return self._scored(result, doc, truth, truth_source, preds)
+
+    # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from extracteval.tasks.labels.chunked import labels_chunk_job
+        from extracteval.tasks.labels.options import build_config
+        from extracteval.tasks.labels.options import chosen_features as _features
+
+        return labels_chunk_job(args.truth, args.predictions, config=build_config(args), features=_features(args), chunk_size=chunk_size,
+                                id_column=args.id_column, delimiter=args.delimiter)
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from extracteval.tasks.labels.options import build_config
+        from extracteval.tasks.labels.options import chosen_features as _features
+        from extracteval.tasks.labels.spark import labels_spark_job
+
+        return labels_spark_job(spark, args.truth, args.predictions, config=build_config(args), features=_features(args),
+                                id_column=args.id_column, delimiter=args.delimiter, partitions=args.spark_partitions)
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None]]:
+        """The chunk's truth rows and per-record rows: `records_frame` over the chunk's inputs
+        (pending/error rows dropped as `LabelsTask` drops them), which needs of a result only the
+        configuration and the features."""
+        from types import SimpleNamespace
+
+        from extracteval.tasks.labels.semantics import ModelLabels
+        from extracteval.tasks.entities.inputs import not_predictions
+
+        chunk = chunk.materialised()
+        preds = []
+        for p in chunk.predictions:
+            values = p.values
+            if p.status is not None:
+                bad = not_predictions(p.status, p.source)
+                values = values.loc[~bad.reindex(values.index, fill_value=False)]
+            preds.append(ModelLabels(name=p.name, values=values, source=p.source))
+        result = SimpleNamespace(config=task.config.to_dict(), features=list(task.features), ranking=list(task.sources))
+        scored = self._scored(result, {"config": {}}, chunk.truth, task.truth_source, preds)
+        return chunk.truth, {"records": {m: self.records_frame(scored, m) for m in task.sources},
+                             "predictions": {p.name: prediction_cells_frame(_label_cells(p.values)) for p in preds}}
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        from extracteval.mlflow.stream import scored_of_stream
+
+        result, notes = result
+        doc = result.to_dict()
+        doc["warnings"] = notes + doc["warnings"]
+        doc["inputs"] = streamed.inputs
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
+                        truth_source=streamed.inputs["truth"], config=doc["config"])
+        return scored_of_stream(scored, streamed)
+
+    def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
+        ns = argparse.Namespace(
+            truth=str(folder / spec["truth"]),
+            predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+            id_column=spec.get("id_column", "id"), delimiter=None, features=None, type=[], positive_label=[],
+            config=str(folder / spec["config"]) if spec.get("config") else None,
+            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
+        )
+        return self.score_args(ns)
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record the model predicted, its object of feature labels as scored (rows that were
+        not predictions, pending or error, are absent as they were)."""
+        values = scored.cache.get("inputs", {}).get(model)
+        if values is None:
+            return False
+        write_prediction_cells(_label_cells(values), path)
+        return True
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        norm = cfg.get("normalization") or {}
+        opts = {k: cfg[k] for k in ("types", "positive_labels", "zero_division") if cfg.get(k) is not None}
+        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
+        if doc.get("features"):
+            opts["features"] = list(doc["features"])  # the features the run scored (a `--features` choice too)
+        return opts
+
+    def build_config(self, config: Mapping[str, Any]) -> Any:
+        from extracteval.tasks.labels.semantics import LabelsConfig
+        from extracteval.core.normalize import NormalizationConfig
+
+        opts: dict[str, Any] = {}
+        for k in ("types", "positive_labels"):
+            v = config.get(k)
+            if v is None:
+                continue
+            if not isinstance(v, Mapping):
+                raise InputError(f"evaluator_config `{k}`: expected a mapping of feature to value, but got {type(v).__name__}.")
+            opts[k] = dict(v)
+        if config.get("zero_division") is not None:
+            opts["zero_division"] = config["zero_division"]
+        norm: dict[str, Any] = {}
+        norm.update(normalization_keys(config))
+        if norm:
+            opts["normalization"] = NormalizationConfig(**norm)
+        try:
+            return LabelsConfig(**opts)
+        except TypeError as e:
+            raise InputError(f"evaluator_config: {e}") from None
+
+    def score_frame(
+        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,
+        status: Mapping[str, Sequence[Any]] | None = None,
+    ) -> Scored:
+        """Targets: per record an object {feature: label} (dict or JSON string), or one label per
+        record (then the feature is `label_name`). A model output that is not of that shape is not a
+        prediction: the row is left out of the model's predictions, so the strict view counts it
+        as an error, and it is listed under `invalid_outputs`. With objects, an empty cell is no
+        output (the record has no prediction, as when a file lacks it); with one label per record
+        it is the label "missing"; a row whose status (a `status` key of the
+        object, or `status` per model: the evaluator's `status_column`) is pending or error is not
+        a prediction."""
+        from extracteval.tasks.labels.semantics import ModelLabels, score_labels
+
+        cfg = self.build_config(config)
+        label_name = str(config.get("label_name") or "label")
+        ids = [str(i) for i in ids]
+        if len(targets) != len(ids):
+            raise InputError(f"{truth_source}: {len(targets)} targets for {len(ids)} records.")
+        if not ids:
+            raise InputError(f"{truth_source}: the dataset has no rows.")
+        objects = [_object_cell(v) for v in targets]
+        per_object = objects[0] is not None
+        rows: list[dict[str, Any]] = []
+        for r, v, obj in zip(ids, targets, objects):
+            if per_object:
+                if obj is None:
+                    raise InputError(f"{truth_source}: record {r!r}: expected an object of feature labels like the first record, "
+                                     f"but found {type(v).__name__} {_short(v)}.")
+                rows.append(obj)
+            else:
+                ok, label = _scalar_cell(v)
+                if obj is not None or not ok:
+                    raise InputError(f"{truth_source}: record {r!r}: expected one label (text, number or empty) like the first record, "
+                                     f"but found {type(v).__name__} {_short(v)}.")
+                rows.append({label_name: label})
+        truth = pd.DataFrame.from_records(rows, index=pd.Index(ids, name="id"))
+        preds = []
+        invalid: dict[str, list[str]] = {}
+        not_predicted: dict[str, list[str]] = {}
+        for name, cells in predictions.items():
+            if len(cells) != len(ids):
+                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
+            given = (status or {}).get(name)
+            if given is not None and len(given) != len(ids):
+                raise InputError(f"status of model {name!r}: {len(given)} values for {len(ids)} records.")
+            keep, prow = [], []
+            for i, (r, v) in enumerate(zip(ids, cells)):
+                obj = _object_cell(v) if per_object else None
+                st = status_text(obj.pop("status", None)) if obj is not None else ""
+                if given is not None and status_text(given[i]):
+                    st = status_text(given[i])
+                if st.lower() not in ("", "ok", "pending", "error"):
+                    raise InputError(f"status of model {name!r}: record {r!r}: status must be one of ok, pending, error (or empty), but found {st!r}.")
+                if st.lower() in ("pending", "error"):
+                    not_predicted.setdefault(name, []).append(r)
+                    continue  # not a prediction, as a pending or error row of a file
+                if per_object and is_empty(v):
+                    continue  # no output: the record has no prediction, as when a file lacks it
+                    # (one label per record: an empty cell is the label "missing", a value)
+                if per_object:
+                    if obj is None:
+                        invalid.setdefault(name, []).append(r)
+                        continue
+                    prow.append(obj)
+                else:
+                    ok, label = _scalar_cell(v)
+                    if not ok:
+                        invalid.setdefault(name, []).append(r)
+                        continue
+                    prow.append({label_name: label})
+                keep.append(r)
+            frame = pd.DataFrame.from_records(prow, index=pd.Index(keep, name="id")) if prow else pd.DataFrame(index=pd.Index([], name="id", dtype=object))
+            preds.append(ModelLabels(name=name, values=frame, source=f"predictions of model {name!r}"))
+        features = config.get("features")
+        if features is not None and (isinstance(features, str) or not all(isinstance(f, str) for f in features)):
+            raise InputError(f"evaluator_config `features`: expected a list of feature names, but got {features!r}.")
+        result = score_labels(truth, preds, config=cfg, features=list(features) if features else None, truth_source=truth_source)
+        doc = result.to_dict()
+        doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        doc["invalid_outputs"] = {m: {"count": len(v), "record_ids": v[:20]} for m, v in sorted(invalid.items())}
+        if not_predicted:
+            doc["warnings"] = [
+                f"model {m!r}: {len(v)} row(s) with status pending/error are not predictions (counted as missing in the strict view)"
+                for m, v in sorted(not_predicted.items())
+            ] + list(doc["warnings"])
+        if invalid:
+            shape = "an object of feature labels" if per_object else "a single label"
+            doc["warnings"] = [
+                f"model {m!r}: {len(v)} output(s) are not {shape}; those rows are not predictions (errors in the strict view)"
+                for m, v in sorted(invalid.items())
+            ] + list(doc["warnings"])
+        return self._scored(result, doc, truth, truth_source, preds)
+
+    # ---- metrics ---------------------------------------------------------------------------
+
+    def item_names(self, scored: Scored) -> Sequence[str]:
+        return list(scored.result.features)
+
+    def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
+        m = scored.result.models[model]
+        out = view_metrics_keys(m.strict, keys, totals_prefix="labels")
+        out.update(view_metrics_keys(m.aligned, keys, totals_prefix="aligned/labels", feature_prefix="aligned/"))
+        out["labels/aligned_rows"] = float(m.aligned_rows)
+        out["labels/missing_rows"] = float(m.missing_rows)
+        out["labels/extra_rows"] = float(m.extra_rows)
+        for fname, n in m.unparsable.items():
+            out[keys.key("feature", fname, "unparsable_predictions")] = float(n)
+        out["wins/field_wins"] = float(m.feature_wins)
+        out["wins/features_scored"] = float(len(scored.result.features))
+        out["ranking/rank"] = float(m.rank)
+        return out
+
+    def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
+        r = scored.result
+        out: dict[str, float] = {"models/count": float(len(r.ranking)), "features/count": float(len(r.features))}
+        for m in r.ranking:
+            mr = r.models[m]
+            out[keys.key("ranking", m, "rank")] = float(mr.rank)
+            out[keys.key("models", m, "labels", "macro", "f1")] = float(mr.strict.totals["f1"])
+            out[keys.key("models", m, "labels", "row_accuracy")] = float(mr.strict.row_accuracy)
+            out[keys.key("wins", m, "field_wins")] = float(mr.feature_wins)
+        kinds = [w.kind for w in r.feature_winners.values()]
+        for k in ("sole", "shared", "universal", "none"):
+            out[f"feature_winners/{k}"] = float(kinds.count(k))
+        return out
+
+    # ---- tables ----------------------------------------------------------------------------
+
+    def item_table(self, scored: Scored, model: str | None) -> pd.DataFrame:
+        return feature_item_rows(scored.result, scored.models if model is None else (model,), ranked_view="strict", other_view="aligned")
+
+    def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
+        r = scored.result
+        rows = []
+        for m in models:
+            mr = r.models[m]
+            s, a = mr.strict, mr.aligned
+            rows.append({
+                "rank": mr.rank, "model": m,
+                "precision": s.totals["precision"], "recall": s.totals["recall"], "f1": s.totals["f1"],
+                "specificity": s.totals["specificity"], "micro_accuracy": s.totals["micro_accuracy"], "row_accuracy": s.row_accuracy,
+                "aligned_f1": a.totals["f1"], "aligned_row_accuracy": a.row_accuracy,
+                "aligned_rows": mr.aligned_rows, "missing_rows": mr.missing_rows, "extra_rows": mr.extra_rows,
+                "tier": mr.tier, "feature_wins": mr.feature_wins,
+            })
+        return pd.DataFrame(rows)
+
+    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
+        return {
+            "leaderboard": self.ranking_table(scored, scored.models),
+            "feature_winners": winner_rows(scored.result),
+            "label_metrics": label_rows(scored.result, scored.models, ("strict", "aligned")),
+        }
+
+    def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
+        """model, record_id, feature, truth, predicted, correct, status — one row per model, record
+        (of either side) and feature. `truth`/`predicted` are the labels as scored (canonical
+        display labels, `<MISSING>` for absent); `status` is `aligned`, `missing` (no prediction)
+        or `extra` (no ground truth); `correct` is true only for an aligned row with equal labels."""
+        if ("records", model) in scored.cache:
+            return scored.cache[("records", model)]
+        from extracteval.tasks.labels.semantics import LabelEncoder, display_labels
+
+        r = scored.result
+        cfg = self.build_config({"types": r.config["types"], "zero_division": r.config["zero_division"]})
+        norm = _normalization(r.config)
+        inputs: Mapping[str, pd.DataFrame] = scored.cache["inputs"]
+        truth = scored.truth
+        t_ids = truth.index.astype(str)
+        frames = []
+        # encode each feature over truth and *every* model, as the scorer does, so labels agree
+        names = sorted(inputs)
+        values = {m: inputs[m].set_axis(inputs[m].index.astype(str), axis=0) for m in names}
+        chosen = names if model is None else [model]
+        for f in r.features:
+            def col(frame: pd.DataFrame) -> np.ndarray:
+                return frame[f].to_numpy(dtype=object, na_value=None) if f in frame.columns else np.full(len(frame), None, dtype=object)
+
+            enc = LabelEncoder(cfg.type_of(f), norm)
+            codes, table = enc.encode([col(truth)] + [col(values[m]) for m in names])
+            labels = np.asarray(display_labels(table) + [None], dtype=object)  # index -1 → None (no row on that side)
+            t_codes = codes[0]
+            for m in chosen:
+                p_codes = codes[names.index(m) + 1]
+                p_ids = values[m].index
+                all_ids = t_ids.union(p_ids, sort=False)
+                ti = t_ids.get_indexer(all_ids)
+                pi = p_ids.get_indexer(all_ids)
+                tc, pc = _take(t_codes, ti), _take(p_codes, pi)
+                frames.append(pd.DataFrame({
+                    "model": m, "record_id": np.asarray(all_ids, dtype=object), "feature": f,
+                    "truth": labels[tc], "predicted": labels[pc],
+                    "correct": (ti >= 0) & (pi >= 0) & (tc == pc),
+                    "status": np.where((ti >= 0) & (pi >= 0), "aligned", np.where(ti >= 0, "missing", "extra")),
+                }))
+        out = pd.concat(frames, ignore_index=True) if frames else None
+        if out is not None:
+            out = out.sort_values(["model", "record_id", "feature"], kind="stable", ignore_index=True)
+            for c in ("model", "record_id", "feature", "status"):
+                out[c] = out[c].astype("category")
+        scored.cache[("records", model)] = out
+        return out
+
+    # ---- figures and report ----------------------------------------------------------------
+
+    def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
+        return f1_figures(scored, feature_item_rows(scored.result, models, ranked_view="strict", other_view="aligned"), models, other_view="aligned")
+
+    def params(self, scored: Scored) -> dict[str, str]:
+        cfg = dict(scored.config)
+        norm = cfg.get("normalization", {})
+        return {
+            "task": scored.task,
+            "truth": str(scored.truth_source),
+            "n_records": str(scored.result.n_records),
+            "n_features": str(len(scored.result.features)),
+            "models": ",".join(scored.models),
+            "ranked_by": "strict view: mean F1 over features",
+            "types": json_param(cfg.get("types_used", cfg.get("types", {})), what="feature types"),
+            "positive_labels": json_param(cfg.get("positive_labels", {}), what="positive labels"),
+            "zero_division": str(cfg.get("zero_division")),
+            "missing_label": str(cfg.get("missing_label")),
+            "null_tokens": ",".join(norm.get("null_tokens", [])),
+            "dayfirst": str(norm.get("dayfirst")),
+        }
+
+    def summary(self, scored: Scored) -> str:
+        from extracteval.report.labels_entities import render_labels
+
+        return render_labels(scored.doc)
+
+    def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
+        doc = scored.doc
+        out = [
+            Section(title="Ranking (strict view)", table=self.ranking_table(scored, models)),
+            Section(title="Views", items=[f"{k}: {v}" for k, v in doc["views"].items()]),
+        ]
+        if len(models) > 1:
+            out.append(Section(title="Feature winners (strict view)", table=winner_rows(scored.result)))
+        out.append(Section(title="Per-feature metrics (strict view; aligned view beside it)", table=feature_item_rows(scored.result, models, ranked_view="strict", other_view="aligned")))
+        labels = label_rows(scored.result, models, ("strict",))
+        if len(labels):
+            out.append(Section(title="Per-label one-vs-rest metrics (strict view)", table=labels))
+        if doc.get("warnings"):
+            out.append(Section(title="Warnings", items=list(doc["warnings"])))
+        out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
+        return out
+
+
+def _label_cells(values: pd.DataFrame) -> dict[str, Any]:
+    """Record id → its object of feature labels (the predictions file's cells)."""
+    return dict(zip((str(i) for i in values.index), values.to_dict(orient="records")))
+
+
+def _take(codes: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """`codes[at]`, -1 where `at` is -1 (no row on that side; also when that side has no rows at all)."""
+    return np.where(at >= 0, codes[np.maximum(at, 0)], -1) if len(codes) else np.full(len(at), -1, dtype=np.int64)
+
+
+def _normalization(config: Mapping[str, Any]) -> Any:
+    """The NormalizationConfig of a result's `config["normalization"]` (its `to_dict()`)."""
+    import dataclasses
+
+    from extracteval.core.normalize import NormalizationConfig
+
+    d = dict(config.get("normalization") or {})
+    names = {f.name for f in dataclasses.fields(NormalizationConfig)}
+    kw: dict[str, Any] = {}
+    for k, v in d.items():
+        if k in names:
+            kw[k] = frozenset(v) if isinstance(v, (list, tuple, set, frozenset)) else v
+    return NormalizationConfig(**kw)
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "…"
+
+
+def label_count_table(ids: Any, features: Any, labels: Any, kinds: Any, values: Any = None, *, rows: tuple[Any, Any]) -> Any:
+    """A `RecordCountTable` of one-vs-rest counts: (record id, feature, label, tp|fp|fn) entries
+    counting `values` (1 each by default), plus `rows` = (record id, feature) per row of the view."""
+    from extracteval.core.record_counts import RecordCountTable, column
+
+    r_ids, r_feat = rows
+    names = [column(f, lab, k) for f, lab, k in zip(features, labels, kinds)] + [column(f, "rows") for f in r_feat]
+    counts = np.ones(len(ids), dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)
+    return RecordCountTable.from_long(np.concatenate([np.asarray(ids, dtype=object), np.asarray(r_ids, dtype=object)]), names,
+                                      np.concatenate([counts, np.ones(len(r_ids), dtype=np.int64)]))
+
+
+def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+    """`<prefix>macro/f1|precision|recall` (mean over features of the macro over observed labels,
+    or of the positive label's value) and `<prefix>micro_accuracy` (mean over features of tp / rows)
+    from `label_count_table` columns; None for another metric."""
+    from extracteval.core.record_counts import label_accuracy_metric, label_macro_metric
+    from extracteval.mlflow.intervals import zero_division_param
+
+    zd = zero_division_param(params)
+    try:
+        positive = json.loads(params.get("positive_labels") or "{}")
+    except ValueError:
+        positive = {}
+    leaf = metric.removeprefix(prefix)
+    if not metric.startswith(prefix):
+        return None
+    if leaf in ("macro/f1", "macro/precision", "macro/recall"):
+        return label_macro_metric(columns, leaf.split("/")[1], positive=positive if isinstance(positive, dict) else {}, zero_division=zd)
+    if leaf == "micro_accuracy":
+        return label_accuracy_metric(columns)
+    return None
+
+
+ADAPTER = LabelsAdapter()

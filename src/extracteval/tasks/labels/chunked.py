@@ -1,0 +1,106 @@
+"""The `labels` task on the chunk driver.
+
+Each chunk (truth records and the predicted rows aligned to them by id, `tasks.fields.chunks`) is
+scored by the in-memory core (`tasks.labels.semantics.labels_ledger`) into a `LabelsLedger`: per model,
+view and feature the one-vs-rest counts keyed by *canonical* label key, the label keys seen, the
+truth rows missing a label, the unaligned row counts and their smallest ids. Ledgers add up;
+`tasks.labels.semantics.labels_result` then resolves, once, what depends on the whole data set: the
+display labels (a clash between two keys' texts keeps the type prefix), the "missing in every
+ground-truth record" check, the positive labels and every warning. `score_labels` is the same
+two steps over one chunk, so the document is the in-memory one exactly.
+
+Rows with status pending/error are dropped chunk by chunk and counted for the note, as the
+in-memory reader does. Predicted ids the truth does not have (strict-view errors) arrive in the
+chunk open when they are met, or after the last truth id in chunks without truth rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from extracteval.chunked import ChunkScore
+
+__all__ = ["LabelsChunkLedger", "LabelsTask", "score_labels_files", "labels_chunk_job"]
+
+
+@dataclass(frozen=True)
+class LabelsChunkLedger:
+    labels: Any  # tasks.labels.semantics.LabelsLedger
+    dropped: Mapping[str, int]  # model → rows with status pending/error (not predictions)
+
+    @property
+    def n_records(self) -> int:
+        return self.labels.n_records
+
+    def __add__(self, o: LabelsChunkLedger) -> LabelsChunkLedger:
+        return LabelsChunkLedger(labels=self.labels + o.labels, dropped={m: k + o.dropped[m] for m, k in self.dropped.items()})
+
+
+@dataclass(frozen=True)
+class LabelsTask:
+    config: Any  # LabelsConfig
+    features: tuple[str, ...]
+    truth_source: str
+    sources: Mapping[str, str]  # model → file, in the order given
+
+    def score_chunk(self, chunk: Any) -> ChunkScore:
+        from extracteval.tasks.labels.semantics import ModelLabels, labels_ledger
+        from extracteval.tasks.entities.inputs import not_predictions
+
+        chunk = chunk.materialised()
+        models, dropped = [], {}
+        for p in chunk.predictions:
+            values, n_bad = p.values, 0
+            if p.status is not None:
+                bad = not_predictions(p.status, p.source)
+                n_bad = int(bad.sum())
+                if n_bad:
+                    values = values.loc[~bad.reindex(values.index, fill_value=False)]
+            dropped[p.name] = n_bad
+            models.append(ModelLabels(name=p.name, values=values, source=p.source))
+        ledger = labels_ledger(chunk.truth, models, config=self.config, features=self.features)
+        return ChunkScore(ledger=LabelsChunkLedger(labels=ledger, dropped=dropped))
+
+    def finalise(self, ledger: LabelsChunkLedger, *, record_rows: Callable[[], np.ndarray] | None) -> tuple[Any, list[str]]:
+        """(LabelsResult, the reader's notes)."""
+        from extracteval.tasks.labels.semantics import labels_result
+
+        result = labels_result(ledger.labels, config=self.config, features=self.features, truth_source=self.truth_source, sources=self.sources)
+        notes = [
+            f"model {m!r}: {ledger.dropped[m]} row(s) with status pending/error are not predictions (counted as missing in the strict view)"
+            for m in self.sources if ledger.dropped[m]
+        ]
+        return result, notes
+
+
+def score_labels_files(
+    truth: str, predictions: list[str], *, config: Any, features: list[str] | None, chunk_size: int, workers: int = 1,
+    id_column: str = "id", delimiter: str | None = None,
+) -> tuple[Any, list[str], dict[str, Any]]:
+    """(LabelsResult, notes, inputs) of files streamed `chunk_size` records at a time (wide
+    CSV/TSV/JSONL/Parquet files sorted by id: `io.chunks`)."""
+    from extracteval.chunked import run_chunks
+
+    job = labels_chunk_job(truth, predictions, config=config, features=features, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter)
+    (result, notes), _ = run_chunks(job.task, job.chunks, workers=workers)
+    return result, notes, job.inputs
+
+
+def labels_chunk_job(truth: str, predictions: list[str], *, config: Any, features: list[str] | None, chunk_size: int,
+                     id_column: str = "id", delimiter: str | None = None) -> Any:
+    """The `ChunkJob` of `score labels --chunk-size`: wide files sorted by id, merged by id."""
+    from extracteval.chunked import ChunkJob
+    from extracteval.tasks.labels.semantics import resolve_features
+    from extracteval.errors import InputError
+    from extracteval.tasks.fields.chunks import open_fields_stream
+
+    if chunk_size < 1:
+        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    stream = open_fields_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter, trailing_extras=True)
+    feats = resolve_features(stream.truth_fields, features, config, stream.truth_source)
+    task = LabelsTask(config=config, features=tuple(feats), truth_source=stream.truth_source, sources=dict(stream.models))
+    return ChunkJob(task=task, chunks=stream.chunks(), inputs={"truth": stream.truth_source, "predictions": dict(stream.models)})

@@ -1,0 +1,511 @@
+"""MLflow adapter of the `structured` task (JSON generation track).
+
+Per model run: `structured/json_valid_rate`, `structured/strict_json_valid_rate`,
+`structured/json_extracted_rate`, `structured/exact_match_rate`, `structured/field_precision`,
+`structured/field_recall`, `structured/field_f1`, the ledger `structured/tp|fp|fn` and record
+counts, per flattened path `field/<path>/tp|fp|fn|precision|recall|f1` (`items[].sku`: list
+indices folded), `wins/field_wins`, `ranking/rank`, and the opt-in extended scores
+`structured/<semantic_similarity|judge_score>/mean|pass_rate`. The parent run of a comparison
+adds each model's headline numbers, the field winners and, when a baseline and a candidate are
+named, the baseline-vs-candidate decision: `decision/gap`, `decision/ci_low`, `decision/ci_high` (metrics),
+`decision.verdict` (param) and `decision.csv` (artifact).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.errors import InputError
+from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
+from extracteval.mlflow.tasks import Scored, Section
+
+__all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table", "worst_items"]
+
+RATES = ("json_valid_rate", "strict_json_valid_rate", "json_extracted_rate", "exact_match_rate", "field_precision", "field_recall", "field_f1")
+_COUNTS = {"records": "records", "valid": "valid_count", "strict_valid": "strict_valid_count", "extracted": "extracted_count", "exact": "exact_count",
+           "tp": "tp", "fp": "fp", "fn": "fn"}
+_FIELD_KEYS = ("tp", "fp", "fn", "precision", "recall", "f1")
+_RATE_LABELS = {
+    "json_valid_rate": "JSON valid", "strict_json_valid_rate": "JSON valid (strict)", "json_extracted_rate": "JSON extracted",
+    "exact_match_rate": "exact match", "field_precision": "field precision", "field_recall": "field recall", "field_f1": "field F1",
+}
+
+
+# ---- helpers shared with the toolcalls adapter ------------------------------------------------
+
+
+def track_spec(folder: Path, spec: Mapping[str, Any], track: str) -> dict[str, Any]:
+    """The settings of one track (`structured` or `toolcalls`) from an experiment.yaml.
+
+    A `structured+toolcalls` experiment has `tracks: {structured: {…}, toolcalls: {…}}` and one
+    `decision:` (baseline, candidate, `metrics: {track: metric}`) for both; an experiment of a
+    single task has its settings at the top level. Returns the track's settings with its
+    `decision` (metric chosen for this track).
+    """
+    tracks = spec.get("tracks")
+    if tracks is None:
+        return dict(spec)
+    if not isinstance(tracks, Mapping) or track not in tracks:
+        raise InputError(f"{folder}/experiment.yaml: no `tracks: {track}:` entry; found {sorted(tracks) if isinstance(tracks, Mapping) else type(tracks).__name__}.")
+    sub = dict(tracks[track])
+    dec = dict(spec.get("decision") or {})
+    metrics = dec.pop("metrics", None) or {}
+    if track in metrics:
+        dec["metric"] = metrics[track]
+    sub.setdefault("decision", dec)
+    return sub
+
+
+def decision_namespace(dec: Mapping[str, Any]) -> argparse.Namespace:
+    """The `--baseline/--candidate/…` arguments from an experiment's `decision:` block."""
+    return argparse.Namespace(
+        baseline=dec.get("baseline"), candidate=dec.get("candidate"), decision_metric=dec.get("metric"),
+        recommend_threshold=float(dec.get("recommend_threshold", 0.15)), moderate_threshold=float(dec.get("moderate_threshold", 0.05)),
+        resamples=int(dec.get("resamples", 1000)), seed=int(dec.get("seed", 0)),
+    )
+
+
+def decision_metrics(doc: Mapping[str, Any]) -> dict[str, float]:
+    """`decision/…` metrics of the parent run (empty when no baseline/candidate was named)."""
+    from extracteval.core.decision import decision_metrics as metrics
+
+    d = doc.get("decision")
+    return metrics(d) if d else {}
+
+
+def decision_params(doc: Mapping[str, Any]) -> dict[str, str]:
+    d = doc.get("decision")
+    if not d:
+        return {}
+    return {
+        "decision.baseline": str(d["baseline"]),
+        "decision.candidate": str(d["candidate"]),
+        "decision.metric": str(d["metric"]),
+        "decision.verdict": str(d["verdict"]),
+        "decision.recommend_threshold": str(d["thresholds"]["recommend"]),
+        "decision.moderate_threshold": str(d["thresholds"]["moderate"]),
+        "decision.resamples": str(d["ci"]["resamples"]),
+        "decision.seed": str(d["ci"]["seed"]),
+    }
+
+
+def decision_table(doc: Mapping[str, Any]) -> pd.DataFrame | None:
+    d = doc.get("decision")
+    if not d:
+        return None
+    return pd.DataFrame([{
+        "metric": d["metric"], "baseline": d["baseline"], "candidate": d["candidate"], "baseline_value": d["baseline_value"],
+        "candidate_value": d["candidate_value"], "gap": d["gap"], "ci_low": d["ci"]["low"], "ci_high": d["ci"]["high"],
+        "confidence": d["ci"]["confidence"], "verdict": d["verdict"], "gap_band": d["gap_band"], "verdict_settled": d["verdict_settled"],
+        "fine_tuning_recommended": d["fine_tuning_recommended"],
+        "verdict_range": " → ".join(d["verdict_range"]), "recommend_threshold": d["thresholds"]["recommend"],
+        "moderate_threshold": d["thresholds"]["moderate"], "n_records": d["n_records"],
+    }])
+
+
+def decision_sections(doc: Mapping[str, Any]) -> list[Section]:
+    d = doc.get("decision")
+    if not d:
+        return []
+    from extracteval.core.decision import render_decision
+
+    return [Section(title="Baseline vs candidate decision", items=render_decision(d).splitlines())]
+
+
+def percent_table(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """A copy with these ratio columns as `97.1%` text (for the HTML report)."""
+    out = frame.copy()
+    for c in columns:
+        if c in out.columns:
+            out[c] = [None if v is None or (isinstance(v, float) and np.isnan(v)) else f"{100 * float(v):.1f}%" for v in out[c]]
+    return out
+
+
+FIGURE_ITEMS = 40
+
+
+def worst_items(table: pd.DataFrame, item: str, limit: int = FIGURE_ITEMS) -> tuple[pd.DataFrame, str]:
+    """At most `limit` items for a per-item figure: those with errors (FP + FN summed over the
+    models), the most first, shown in their table order; and a title note when items were left out. (Every
+    item stays in the CSV, the MLflow table and the metrics; a figure of 400 one-call functions
+    says nothing and takes seconds to draw.)"""
+    names = list(dict.fromkeys(table[item])) if len(table) else []
+    if len(names) <= limit:
+        return table, ""
+    errors = table.groupby(item, sort=False)[["fp", "fn"]].sum().sum(axis=1)
+    wrong = [n for n in names if float(errors.get(n, 0)) > 0]
+    if not wrong:
+        keep = set(names[:limit])
+        return table[table[item].isin(keep)], f" (first {limit} of {len(names)}; none has errors)"
+    keep = set(sorted(wrong, key=lambda n: (-float(errors.get(n, 0)), str(n)))[:limit])
+    return table[table[item].isin(keep)], f" ({len(keep)} of {len(names)}: most errors)"
+
+
+def plain(value: Any) -> Any:
+    """A DataFrame cell as plain Python (numpy arrays and scalars from Parquet become lists /
+    numbers). A document nested deeper than the recursion limit is returned as it is (the
+    scorers walk it iteratively)."""
+    try:
+        return _plain(value)
+    except RecursionError:
+        return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def write_raw_outputs(outputs: Mapping[str, Any] | None, path: Any) -> bool:
+    """Write one model's raw outputs (record id → output as scored) as prediction cells; False
+    when they were not kept."""
+    if outputs is None:
+        return False
+    write_prediction_cells({str(r): v for r, v in outputs.items()}, path)
+    return True
+
+
+def check_ids(ids: Sequence[str], n: int, what: str) -> list[str]:
+    ids = [str(i) for i in ids]
+    if len(ids) != n:
+        raise InputError(f"{what}: {n} values for {len(ids)} record ids.")
+    seen: set[str] = set()
+    for i in ids:
+        if i in seen:
+            raise InputError(f"{what}: record id {i!r} appears twice; ids must be unique (set evaluator_config `id_column`).")
+        seen.add(i)
+    return ids
+
+
+# ---- the adapter ---------------------------------------------------------------------------
+
+
+class StructuredAdapter(CellPredictions):
+    task = "structured"
+    model_type = "structured-output"
+    about = "raw JSON output vs reference: validity, extraction, exact match, field P/R/F1"  # what the task scores (`extracteval tasks`)
+    record_is_value = True
+    item_table_name = "field_metrics"  # per flattened path (list indices folded: items[].sku)
+    interval_metrics = tuple(f"structured/{m}" for m in ("field_f1", "field_precision", "field_recall", "exact_match_rate", "json_valid_rate",
+                                                        "strict_json_valid_rate", "json_extracted_rate"))
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: tp, fp, fn over the flattened paths, and valid / extracted / exact as 0/1."""
+        from extracteval.mlflow.intervals import decision_count_table
+
+        from dataclasses import fields
+
+        from extracteval.tasks.structured.semantics import StructuredCounts
+
+        return decision_count_table(path, ("tp", "fp", "fn"), ("valid", "extracted", "exact"),
+                                    order=[f.name for f in fields(StructuredCounts)])
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.mlflow.intervals import decision_count_metric
+
+        return decision_count_metric("structured/", metric, columns, params) if metric in self.interval_metrics else None
+    config_keys: Mapping[str, str] = {
+        "list_matching": "positional (default) or optimal: align list items by optimal assignment before flattening",
+        "value_match": "exact (canonical JSON leaves, default) or normalized (case, whitespace, number and date formats)",
+        "zero_division": "value of an undefined ratio (0.0)",
+    }
+
+    # ---- scoring -------------------------------------------------------------------------------
+
+    def score_args(self, args: argparse.Namespace) -> Scored:
+        from extracteval.report.live_progress import LiveProgress
+        from extracteval.tasks.structured.pipeline import load_truth, extended_backends, load_predictions, result_document
+        from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
+
+        config = StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division,
+                                  pass_threshold=args.pass_threshold)
+        truth = load_truth(args.truth)
+        preds, sources = load_predictions(args.predictions)
+        backends = extended_backends(args)
+        progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=getattr(args, "progress", "never"))
+        result = score_structured(truth, preds, config=config, similarity=backends, progress=progress)
+        doc = result_document(result, args, sources, args.truth)
+        return self._scored(result, doc, truth, args.truth, sorted(backends), preds)
+
+    # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
+
+    def _streaming_config(self, args: argparse.Namespace) -> Any:
+        from extracteval.tasks.structured.pipeline import streaming_config
+
+        return streaming_config(args)
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        from extracteval.tasks.structured.chunked import structured_chunk_job
+
+        return structured_chunk_job(args.truth, args.predictions, config=self._streaming_config(args), chunk_size=chunk_size)
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        from extracteval.tasks.structured.spark import structured_spark_job
+
+        return structured_spark_job(spark, args.truth, args.predictions, config=self._streaming_config(args), partitions=args.spark_partitions)
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, pd.DataFrame | None]]:
+        """The chunk's truth rows and per-record rows, from the in-memory scoring of the chunk."""
+        from extracteval.tasks.structured.semantics import score_structured
+
+        result = score_structured(chunk.truth, chunk.predictions, config=task.config)
+        scored = self._scored(result, {"config": {}}, chunk.truth, "", [], chunk.predictions)
+        return scored.truth, {"records": {m: self.records_frame(scored, m) for m in result.models},
+                              "predictions": {m: prediction_cells_frame({str(r): v for r, v in out.items()}) for m, out in chunk.predictions.items()}}
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        from extracteval.tasks.structured.pipeline import chunked_document
+        from extracteval.mlflow.stream import scored_of_stream
+
+        doc = chunked_document(result, streamed.inputs)
+        config = {**doc["config"], "extended": []}
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
+                        truth_source=str(streamed.inputs["truth"]), config=config)
+        return scored_of_stream(scored, streamed)
+
+    def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
+        """One experiment.yaml: a `structured` experiment, or the `structured` track of a
+        `structured+toolcalls` one (with the experiment's baseline-vs-candidate decision)."""
+        from extracteval.tasks.structured.pipeline import load_truth, load_predictions, result_document
+        from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
+
+        folder = Path(folder)
+        sub = track_spec(folder, spec, self.task)
+        truth_path = str(folder / sub["truth"])
+        truth = load_truth(truth_path)
+        preds, sources = load_predictions([f"{n}={folder / p}" for n, p in sub["predictions"].items()])
+        config = StructuredConfig(list_matching=sub.get("list_matching", "positional"), value_match=sub.get("value_match", "exact"))
+        result = score_structured(truth, preds, config=config)
+        doc = result_document(result, decision_namespace(sub.get("decision") or {}), sources, truth_path)
+        return self._scored(result, doc, truth, truth_path, [], preds)
+
+    def build_config(self, config: Mapping[str, Any]) -> Any:
+        from extracteval.tasks.structured.semantics import StructuredConfig
+
+        opts = {k: config[k] for k in ("list_matching", "value_match", "zero_division") if config.get(k) is not None}
+        if "zero_division" in opts:
+            try:
+                opts["zero_division"] = float(opts["zero_division"])
+            except (TypeError, ValueError):
+                raise InputError(f"evaluator_config `zero_division`: expected a number in [0, 1], but got {opts['zero_division']!r}.") from None
+        try:
+            return StructuredConfig(**opts)
+        except TypeError as e:
+            raise InputError(f"evaluator_config: {e}") from None
+
+    def score_frame(
+        self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
+    ) -> Scored:
+        """Per record: the reference JSON (object, array or JSON text; must parse) and each
+        model's raw output (string or object; malformed output is counted invalid, never raised)."""
+        from extracteval.tasks.structured.semantics import loads_any_depth, score_structured
+
+        cfg = self.build_config(config)
+        ids = check_ids(ids, len(targets), truth_source)
+        truth: dict[str, Any] = {}
+        for rid, v in zip(ids, targets):
+            v = plain(v)
+            if isinstance(v, (bytes, bytearray)):
+                v = bytes(v).decode("utf-8", errors="replace")
+            if v is None or (isinstance(v, float) and np.isnan(v)):
+                raise InputError(f"{truth_source}: record {rid!r}: the reference is empty; expected a JSON value (object, array or JSON text).")
+            if isinstance(v, str):
+                try:
+                    v = loads_any_depth(v)
+                except ValueError as e:
+                    raise InputError(f"{truth_source}: record {rid!r}: the reference is text that is not valid JSON ({e}).") from None
+            truth[rid] = v
+        preds: dict[str, dict[str, Any]] = {}
+        for name, cells in predictions.items():
+            if len(cells) != len(ids):
+                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
+            preds[name] = {rid: plain(v) for rid, v in zip(ids, cells)}
+        result = score_structured(truth, preds, config=cfg)
+        doc = result.to_dict()
+        doc["inputs"] = {"truth": truth_source, "predictions": {m: f"predictions of model {m!r}" for m in preds}}
+        return self._scored(result, doc, truth, truth_source, [], preds)
+
+    def _scored(self, result: Any, doc: dict[str, Any], truth: Mapping[str, Any], truth_source: str, extended: Sequence[str],
+                preds: Mapping[str, Mapping[str, Any]]) -> Scored:
+        from extracteval.tasks.structured.semantics import canonical_text
+
+        ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else sorted(truth)
+        frame = pd.DataFrame({"reference": [canonical_text(truth[i]) for i in ids]}, index=pd.Index(ids, name="id"))
+        config = {**doc["config"], "extended": list(extended)}
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=frame, truth_source=str(truth_source), config=config)
+        scored.cache["predictions"] = preds  # logged for `extracteval rescore`
+        return scored
+
+    def write_predictions(self, scored: Scored, model: str, path: Any) -> bool:
+        """Per record, the model's raw output as scored (text or object)."""
+        return write_raw_outputs(scored.cache.get("predictions", {}).get(model), path)
+
+    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = doc.get("config") or {}
+        return {k: cfg[k] for k in ("list_matching", "value_match", "zero_division") if cfg.get(k) is not None}
+
+    # ---- metrics -------------------------------------------------------------------------------
+
+    def item_names(self, scored: Scored) -> Sequence[str]:
+        # every path any model has counts for (a path only one model invents is an item too)
+        return sorted({g for m in scored.result.models.values() for g in m.fields})
+
+    def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
+        m = scored.result.models[model]
+        out: dict[str, float] = {f"structured/{k}": float(m.metrics[k]) for k in RATES}
+        c = m.counts
+        for attr, name in _COUNTS.items():
+            out[f"structured/{name}"] = float(getattr(c, attr))
+        out["invalid_outputs/count"] = float(c.records - c.valid)  # outputs with no JSON to read
+        for ext, s in m.extended.items():
+            out[f"structured/{ext}/mean"] = float(s.mean)
+            out[f"structured/{ext}/pass_rate"] = float(s.pass_rate)
+        out["wins/field_wins"] = float(m.field_wins)
+        out["wins/fields_scored"] = float(len(scored.result.field_winners))
+        out["ranking/rank"] = float(m.rank)
+        for path, fm in m.fields.items():
+            for k in _FIELD_KEYS:
+                out[keys.key("field", path, k)] = float(fm[k])
+        return out
+
+    def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
+        r = scored.result
+        out: dict[str, float] = {"models/count": float(len(r.ranking)), "fields/count": float(len(self.item_names(scored))),
+                                 "records/count": float(r.n_records)}
+        for name in r.ranking:
+            mr = r.models[name]
+            out[keys.key("ranking", name, "rank")] = float(mr.rank)
+            out[keys.key("wins", name, "field_wins")] = float(mr.field_wins)
+            for k in ("field_f1", "exact_match_rate", "json_valid_rate"):
+                out[keys.key("models", name, "structured", k)] = float(mr.metrics[k])
+        kinds = [w["kind"] for w in r.field_winners.values()]
+        for k in ("sole", "shared", "universal", "none"):
+            out[f"field_winners/{k}"] = float(kinds.count(k))
+        out.update(decision_metrics(scored.doc))
+        return out
+
+    # ---- tables --------------------------------------------------------------------------------
+
+    def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
+        r = scored.result
+        rows = []
+        for name in models:
+            m = r.models[name]
+            rows.append({"rank": m.rank, "model": name, "tier": m.tier, "field_wins": m.field_wins, **{k: m.metrics[k] for k in RATES},
+                         **{f"{e}_mean": s.mean for e, s in m.extended.items()}, **{f"{e}_pass_rate": s.pass_rate for e, s in m.extended.items()},
+                         "records": m.counts.records, "invalid": m.counts.records - m.counts.valid})
+        return pd.DataFrame(rows)
+
+    def item_table(self, scored: Scored, model: str | None) -> pd.DataFrame:
+        r = scored.result
+        rows = []
+        for name in (r.ranking if model is None else (model,)):
+            for path, fm in r.models[name].fields.items():
+                w = r.field_winners.get(path)
+                rows.append({"model": name, "field": path, **{k: fm[k] for k in _FIELD_KEYS},
+                             "winner": bool(w is not None and w["kind"] != "universal" and name in w["winners"])})
+        return pd.DataFrame(rows, columns=["model", "field", *_FIELD_KEYS, "winner"])
+
+    def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
+        """model, record_id, valid, extracted, exact, tp, fp, fn, error — one row per model and record."""
+        r = scored.result
+        rows = []
+        for name in (r.ranking if model is None else (model,)):
+            for rec in r.records[name]:
+                rows.append((name, rec.id, rec.valid, rec.extracted, rec.exact, rec.tp, rec.fp, rec.fn, rec.error))
+        frame = pd.DataFrame(rows, columns=["model", "record_id", "valid", "extracted", "exact", "tp", "fp", "fn", "error"])
+        # `error` is text even when no record has one (else a null column, of another type than a
+        # chunk's with errors in the streamed files)
+        return frame.astype({"valid": bool, "extracted": bool, "exact": bool, "tp": np.int64, "fp": np.int64, "fn": np.int64,
+                             "error": "string[pyarrow]"})
+
+    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
+        winners = pd.DataFrame([{"field": f, "kind": w["kind"], "winners": ";".join(w["winners"])} for f, w in scored.result.field_winners.items()],
+                               columns=["field", "kind", "winners"])
+        out = {"leaderboard": self.ranking_table(scored, scored.models), "field_winners": winners}
+        dec = decision_table(scored.doc)
+        if dec is not None:
+            out["decision"] = dec
+        return out
+
+    # ---- figures and report --------------------------------------------------------------------
+
+    def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
+        from extracteval.report.figures import confusion_heatmap, item_f1_bars
+        from extracteval.report.rate_figures import rate_bars
+
+        suffix = f" — {models[0]}" if len(models) == 1 else ""
+        table = pd.concat([self.item_table(scored, m) for m in models], ignore_index=True) if models else self.item_table(scored, None)
+        table, note = worst_items(table, "field")
+        rates = self.ranking_table(scored, models)
+        return {
+            "structured_rates.png": rate_bars(rates, rates=list(RATES), labels=_RATE_LABELS, title=f"structured: rates per model{suffix}"),
+            "field_f1.png": item_f1_bars(table, item="field", title=f"structured: F1 per flattened path{note}{suffix}"),
+            "confusion_counts.png": confusion_heatmap(table, item="field", title=f"structured: TP / FP / FN per path{note}", counts=("tp", "fp", "fn")),
+        }
+
+    def params(self, scored: Scored) -> dict[str, str]:
+        cfg = scored.config
+        out = {
+            "task": scored.task,
+            "truth": str(scored.truth_source),
+            "n_records": str(scored.result.n_records),
+            "n_fields": str(len(self.item_names(scored))),
+            "models": ",".join(scored.models),
+            "list_matching": str(cfg.get("list_matching")),
+            "value_match": str(cfg.get("value_match")),
+            "zero_division": str(cfg.get("zero_division")),
+            "pass_threshold": str(cfg.get("pass_threshold")),
+            "extended": ",".join(cfg.get("extended", [])) or "none",
+        }
+        out.update(decision_params(scored.doc))
+        return out
+
+    def summary(self, scored: Scored) -> str:
+        from extracteval.tasks.structured.pipeline import render
+
+        return render(scored.doc)
+
+    def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
+        doc = scored.doc
+        rate_cols = [*RATES, *[c for c in self.ranking_table(scored, models).columns if c.endswith(("_mean", "_pass_rate"))]]
+        out = [Section(title="Ranking (structured JSON track)", table=percent_table(self.ranking_table(scored, models), rate_cols))]
+        if len(models) > 1:
+            out += decision_sections(doc)
+            if doc.get("field_winners"):
+                out.append(Section(title="Field winners (F1 per flattened path)", table=self.comparison_tables(scored)["field_winners"]))
+        frames = [self.item_table(scored, m) for m in models]
+        out.append(Section(title="Per-path metrics (list indices folded: items[].sku)", table=pd.concat(frames, ignore_index=True) if frames else None))
+        invalid = [{"model": m, "record_id": ex["id"], "error": ex["error"], "output (first 160 characters)": ex["output"]}
+                   for m in models for ex in doc["models"][m]["invalid_examples"]]
+        if invalid:
+            out.append(Section(title="Invalid outputs (up to five per model)", table=pd.DataFrame(invalid)))
+        warnings = []
+        for m in models:
+            md = doc["models"][m]
+            if md.get("missing_ids"):
+                warnings.append(f"{m}: no output for {len(md['missing_ids'])} record(s), counted invalid (e.g. {', '.join(md['missing_ids'][:5])})")
+            if md.get("extra_ids"):
+                warnings.append(f"{m}: {len(md['extra_ids'])} output(s) for ids not in the truth were ignored (e.g. {', '.join(md['extra_ids'][:5])})")
+        if warnings:
+            out.append(Section(title="Warnings", items=warnings))
+        out.append(Section(title="Configuration", text=json.dumps(scored.config, indent=2, ensure_ascii=False, default=str)))
+        return out
+
+
+ADAPTER = StructuredAdapter()

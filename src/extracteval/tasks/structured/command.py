@@ -1,0 +1,140 @@
+"""`extracteval score structured`: JSON generation track: raw outputs vs reference JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from extracteval.report.console import print_result
+from extracteval.tasks.structured.pipeline import (
+    chunked_document,
+    extended_backends,
+    load_predictions,
+    load_truth,
+    render,
+    result_document,
+    streaming_config,
+    write_output,
+)
+
+HELP = "JSON outputs vs reference JSON: validity, exact match, flattened field P/R/F1"
+DESCRIPTION = """\
+Score raw model outputs (strings) against reference JSON documents.
+
+Inputs are JSONL (or JSON array / CSV / Parquet) records keyed by `id`: the truth file holds the
+reference in `reference` (or `expected`, `truth`), given as an object or a JSON string; each
+prediction file holds the raw output in `output` (or `prediction`, `response`).
+
+Metrics: json_valid_rate (fenced ```json blocks and leading prose tolerated, reported as
+json_extracted_rate), exact_match_rate (canonical JSON), field_precision/recall/f1 over flattened
+paths (user.name, items[0]); a wrong value counts FP + FN.
+
+example:
+  extracteval score structured --truth truth.jsonl \\
+      --predictions llm=llm.jsonl --predictions slm=slm.jsonl \\
+      --baseline llm --candidate slm --json
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    from extracteval.io.decision_options import add_decision_arguments
+    from extracteval.report.live_progress import add_progress_argument
+
+    p.add_argument("--truth", required=True, metavar="FILE", help="reference JSON per record (id + reference)")
+    p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE", help="a model's raw outputs (id + output); repeat per model")
+    p.add_argument("--list-matching", choices=("positional", "optimal"), default="positional", help="align list items by position (default) or by optimal assignment")
+    p.add_argument("--value-match", choices=("exact", "normalized"), default="exact", help="compare leaves as canonical JSON (default) or normalised values")
+    p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
+    add_extended_arguments(p)
+    add_progress_argument(p)
+    add_decision_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
+    from extracteval.io.scale_options import add_scale_arguments
+
+    add_scale_arguments(p)
+
+
+def add_extended_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--semantic-similarity", action="store_true", help="also score with the `embedding` similarity backend (pass ≥ threshold)")
+    p.add_argument("--llm-judge", action="store_true", help="also score with the `llm_judge` backend (1–7 rubric / 7, pass ≥ threshold)")
+    p.add_argument("--similarity-option", action="append", default=[], metavar="KEY=VALUE", help="option passed to the similarity backends (repeatable)")
+    p.add_argument("--pass-threshold", type=float, default=0.85, metavar="X", help="pass mark of the extended metrics (default 0.85)")
+
+
+
+
+def run(args: argparse.Namespace) -> int:
+    from extracteval.report.live_progress import LiveProgress
+    from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
+
+    config = StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
+    doc = _run_chunked(args, config)
+    streamed = doc is not None
+    if doc is None:
+        truth = load_truth(args.truth)
+        preds, sources = load_predictions(args.predictions)
+        backends = extended_backends(args)
+        progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=args.progress)
+        result = score_structured(truth, preds, config=config, similarity=backends, progress=progress)
+        doc = result_document(result, args, sources, args.truth)
+        if args.output:
+            write_output(Path(args.output), result, doc)
+    elif args.output:  # records.parquet was streamed while scoring
+        from extracteval.io.outputs import staged_folder
+
+        with staged_folder(Path(args.output)) as staging:
+            (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    print_result(doc, as_json=args.json, render=render, output=args.output,
+                 written=("result.json", "records.parquet" if streamed else "records.jsonl"), default=None)
+    return 0
+
+
+
+
+def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None:
+    """--chunk-size / --workers or --engine spark (README "Scale"): the document, or None for the
+    in-memory engine."""
+    from extracteval.io.scale_options import scale_engine, spark_session
+    from extracteval.errors import InputError
+
+    chunk_size = getattr(args, "chunk_size", None)
+    engine = scale_engine(args)
+    if engine == "memory":
+        return None
+    config = streaming_config(args)
+    if engine == "spark":
+        if args.output:
+            raise InputError("--output with --engine spark is not supported for the structured task (no per-record rows from Spark); drop --output.")
+        from extracteval.tasks.structured.spark import structured_spark_job
+
+        job = structured_spark_job(spark_session(args), args.truth, args.predictions, config=config, partitions=args.spark_partitions)
+        result, inputs = job.run().result, job.inputs
+    else:
+        from extracteval.tasks.structured.chunked import score_structured_files
+
+        result, inputs = score_structured_files(args.truth, args.predictions, config=config, chunk_size=100_000 if chunk_size is None else chunk_size,
+                                                workers=args.workers, output=args.output)
+    return chunked_document(result, inputs)
+
+
+
+
+def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Score one `experiments/<name>/experiment.yaml` of task `structured`; returns (doc, text)."""
+    from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
+
+    truth = load_truth(str(folder / spec["truth"]))
+    preds, sources = load_predictions([f"{n}={folder / p}" for n, p in spec["predictions"].items()])
+    config = StructuredConfig(list_matching=spec.get("list_matching", "positional"))
+    result = score_structured(truth, preds, config=config)
+    dec = spec.get("decision") or {}
+    ns = argparse.Namespace(
+        baseline=dec.get("baseline"), candidate=dec.get("candidate"), decision_metric=dec.get("metric"),
+        recommend_threshold=dec.get("recommend_threshold", 0.15), moderate_threshold=dec.get("moderate_threshold", 0.05),
+        resamples=dec.get("resamples", 1000), seed=dec.get("seed", 0),
+    )
+    doc = result_document(result, ns, sources, str(folder / spec["truth"]))
+    return doc, render(doc)

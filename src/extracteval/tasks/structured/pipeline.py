@@ -1,0 +1,168 @@
+"""The `structured` task's scoring pipeline from command-line options: reading the truth and the
+models' outputs, the result document (`--json`, `result.json`), the terminal view and the output
+folder. The command (`score structured`) and the MLflow adapter both run it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
+
+
+def extended_backends(args: argparse.Namespace) -> dict[str, Any]:
+    """`--semantic-similarity` / `--llm-judge` → {metric name: backend}, resolved by name."""
+    from extracteval.core.similarity import get_similarity
+    from extracteval.errors import InputError
+
+    options: dict[str, str] = {}
+    for item in args.similarity_option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--similarity-option {item!r}: expected KEY=VALUE.")
+        options[key.strip()] = value
+    out = {}
+    if args.semantic_similarity:
+        out["semantic_similarity"] = get_similarity("embedding", **options)
+    if args.llm_judge:
+        out["judge_score"] = get_similarity("llm_judge", **options)
+    return out
+
+
+def load_predictions(specs: list[str], what: str = "output") -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    from extracteval.io.config import model_files
+    from extracteval.tasks.toolcalls.inputs import OUTPUT_KEYS, load_records
+
+    files = model_files(specs)
+    return {name: load_records(path, OUTPUT_KEYS, what) for name, path in files.items()}, {name: str(path) for name, path in files.items()}
+
+
+def load_truth(path: str) -> dict[str, Any]:
+    from extracteval.errors import InputError
+    from extracteval.tasks.toolcalls.inputs import load_records
+    from extracteval.tasks.structured.semantics import loads_any_depth
+
+    raw = load_records(path, TRUTH_KEYS, "reference")
+    truth = {}
+    for rid, v in raw.items():
+        if isinstance(v, str):
+            try:
+                v = loads_any_depth(v)
+            except ValueError as e:
+                raise InputError(f"{path}: id {rid}: the reference is a string that is not valid JSON ({e}); give the reference as a JSON value.") from None
+        truth[rid] = v
+    return truth
+
+
+def streaming_config(args: argparse.Namespace) -> Any:
+    """The StructuredConfig of a streamed run (--chunk-size/--workers/--engine spark), refusing
+    what needs every record in memory."""
+    from extracteval.tasks.structured.semantics import StructuredConfig
+
+    refuse_in_memory_options(args)
+    return StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division,
+                            pass_threshold=args.pass_threshold)
+
+
+def chunked_document(result: Any, inputs: dict[str, Any], *, counts: Any = None) -> dict[str, Any]:
+    """The `--json` document of a streamed run (as `result_document` makes it in memory);
+    `counts`: the dataclass of the per-record counts (default `StructuredCounts`)."""
+    from dataclasses import fields
+
+    from extracteval.tasks.structured.semantics import StructuredCounts
+
+    doc = result.to_dict()
+    doc["inputs"] = inputs
+    doc["count_columns"] = [f.name for f in fields(counts or StructuredCounts)] if result.ranking else []
+    return doc
+
+
+def refuse_in_memory_options(args: argparse.Namespace) -> None:
+    """Streamed runs (--chunk-size/--workers/--engine spark) refuse the options that need every
+    record in memory."""
+    from extracteval.errors import InputError
+
+    given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity), ("--llm-judge", args.llm_judge),
+                                   ("--baseline/--candidate", bool(args.baseline or args.candidate))) if on]
+    if given:
+        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
+
+
+def result_document(result: Any, args: argparse.Namespace, sources: dict[str, str], truth_source: str) -> dict[str, Any]:
+    from extracteval.io.decision_options import make_decision
+
+    doc = result.to_dict()
+    doc["inputs"] = {"truth": truth_source, "predictions": sources}
+    cols, _ = result.count_matrix(result.ranking[0]) if result.ranking else ((), None)
+    doc["count_columns"] = list(cols)
+    if getattr(args, "baseline", None) or getattr(args, "candidate", None):
+        from extracteval.errors import InputError
+
+        if not (args.baseline and args.candidate):
+            raise InputError("--baseline and --candidate go together; give both model names.")
+        matrices = {m: result.count_matrix(m)[1] for m in result.ranking}
+        doc["decision"] = make_decision(result.task, tuple(cols), matrices, args, zero_division=result.config.zero_division).to_dict()
+    return doc
+
+
+def write_output(out: Path, result: Any, doc: dict[str, Any]) -> None:
+    from extracteval.io.decision_options import write_records
+    from extracteval.io.outputs import staged_folder
+
+    with staged_folder(out) as staging:
+        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+        matrices = {m: result.count_matrix(m)[1] for m in result.ranking}
+        cols = tuple(doc["count_columns"])
+        ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else []
+        extra = {m: [{"error": r.error} for r in result.records[m]] for m in result.ranking}
+        write_records(staging, cols, matrices, ids, extra)
+
+
+def render(doc: dict[str, Any]) -> str:
+    from extracteval.core.decision import render_decision
+    from extracteval.report.terminal import percent, table
+
+    models = doc["models"]
+    out = [f"extracteval · structured · {len(doc['ranking'])} model(s) · {doc['n_records']} records · lists {doc['config']['list_matching']}", ""]
+    ext_keys = sorted({k for m in models.values() for k in m["extended"]})
+    headers = ["Rank", "Model", "JSON valid", "Extracted", "Exact match", "Field P", "Field R", "Field F1"] + [f"{k} (pass)" for k in ext_keys]
+    rows = []
+    for name in doc["ranking"]:
+        m = models[name]
+        row = [f"#{m['rank']}", name, percent(m["json_valid_rate"]), percent(m["json_extracted_rate"]), percent(m["exact_match_rate"]),
+               percent(m["field_precision"]), percent(m["field_recall"]), percent(m["field_f1"])]
+        row += [f"{m['extended'][k]['mean']:.3f} ({percent(m['extended'][k]['pass_rate'])})" if k in m["extended"] else "-" for k in ext_keys]
+        rows.append(row)
+    out.append(table(headers, rows, align="ll" + "r" * (len(headers) - 2)))
+    if doc.get("field_winners"):
+        out.append("")
+        out.append("Per field (F1):")
+        frows = []
+        for g, w in doc["field_winners"].items():
+            frows.append([g] + [percent(models[n]["fields"].get(g, {}).get("f1")) if g in models[n]["fields"] else "-" for n in doc["ranking"]]
+                         + [", ".join(w["winners"]) + f" ({w['kind']})" if w["winners"] else ("all tie" if w["kind"] == "universal" else "-")])
+        out.append(table(["Field", *doc["ranking"], "Winner"], frows[:40], align="l" + "r" * len(doc["ranking"]) + "l"))
+        if len(frows) > 40:
+            out.append(f"… {len(frows) - 40} more fields in --json")
+    for name in doc["ranking"]:
+        for ex in models[name]["invalid_examples"][:2]:
+            out.append(f"invalid ({name}, id {ex['id']}): {ex['error']}")
+    out += id_warnings(doc)
+    if "decision" in doc:
+        d = doc["decision"]
+        out.append("")
+        out.append(render_decision(d))
+    return "\n".join(out)
+
+
+def id_warnings(doc: dict[str, Any]) -> list[str]:
+    out = []
+    for name in doc["ranking"]:
+        m = doc["models"][name]
+        if m.get("missing_ids"):
+            out.append(f"warning: {name} has no output for {len(m['missing_ids'])} record(s) (counted invalid), e.g. {', '.join(m['missing_ids'][:3])}")
+        if m.get("extra_ids"):
+            out.append(f"warning: {name} has {len(m['extra_ids'])} output(s) for ids not in the truth (ignored), e.g. {', '.join(m['extra_ids'][:3])}")
+    return out

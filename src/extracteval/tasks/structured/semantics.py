@@ -1,0 +1,1143 @@
+"""The `structured` task (structured JSON track): raw model outputs vs reference JSON.
+
+Per record:
+
+* **Parsing.** The output string is parsed as JSON. If that fails, a fenced block
+  (```` ```json … ``` ````) or the first JSON object/array after leading prose is tried; success
+  there counts as valid *and* extracted. Anything else is invalid: counted, never raised.
+  Nesting of any depth is handled (an iterative parser takes over where `json` would recurse).
+* **Flattening.** Objects become `path → leaf` maps (`user.name`, `items[0]`, `items[1].sku`)
+  with an explicit stack, so a 10,000-deep document is fine. Leaves are compared by canonical
+  JSON (`30` ≠ `"30"`, `1.0` = `1`); with `value_match="normalized"` by the shared
+  `Normalizer` keys instead (case, whitespace, number and date formats).
+  `null`, `{}` and `[]` leaves are *absent* for field counting (the absent-value rule of every task) but still part of the
+  exact-match comparison.
+* **Counts.** For each path: both present and equal → TP; both present and different → FP
+  **and** FN; only predicted → FP; only in the reference → FN. An invalid output makes every
+  reference leaf a FN. `exact` = the whole canonical document equals the reference.
+* **Lists.** `list_matching="positional"` (default) compares `items[i]` with
+  `items[i]`; `"optimal"` first aligns the predicted items of each list to the reference items
+  by the one-to-one assignment that maximises the leaves they share (maximum-weight assignment,
+  never greedy), so a reordered list is not penalised.
+
+Counts first, ratios last: `StructuredCounts` add up over records, chunks and machines; rates and
+P/R/F1 are computed once from the sums.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import re
+from collections import Counter
+from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from itertools import islice
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+
+from extracteval.core.counts import ratios
+from extracteval.core.jsonparse import loads_fast
+from extracteval.errors import InputError
+from extracteval.io.id_order import natural_key, natural_sorted
+
+__all__ = [
+    "ParsedOutput",
+    "parse_json_output",
+    "loads_any_depth",
+    "flatten",
+    "generic_path",
+    "StructuredConfig",
+    "StructuredCounts",
+    "StructuredRecord",
+    "score_structured_record",
+    "StructuredModelResult",
+    "StructuredResult",
+    "score_structured",
+    "align_lists",
+    "leaf_key",
+    "ExtendedScores",
+    "extended_scores",
+]
+
+LIST_MATCHING = ("positional", "optimal")
+VALUE_MATCH = ("exact", "normalized")
+PASS_THRESHOLD = 0.85  # the OpenAI cookbook's pass mark for similarity and judge scores
+
+_ABSENT = object()
+
+
+# --------------------------------------------------------------------------------------------
+# parsing
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedOutput:
+    """A parsed model output: `ok` (JSON found), `extracted` (only after dropping fences/prose)."""
+
+    ok: bool
+    value: Any = None
+    extracted: bool = False
+    error: str | None = None
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_TOKEN = re.compile(
+    r'\s*(?:(?P<str>"(?:[^"\\\x00-\x1f]|\\.)*")|(?P<num>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)'
+    r"|(?P<lit>true|false|null)|(?P<punct>[{}\[\]:,]))",
+    re.DOTALL,
+)
+
+
+def loads_any_depth(text: str) -> Any:
+    """`json.loads`, with an iterative fallback for documents nested deeper than the recursion limit.
+
+    Raises `ValueError` for text that is not one JSON document.
+    """
+    try:
+        return loads_fast(text)
+    except RecursionError:
+        return _loads_iterative(text)
+
+
+def _loads_iterative(text: str) -> Any:
+    # A small explicit-stack parser, only reached for documents deeper than the recursion limit.
+    # Lenient about commas and colons (their positions carry no information once the nesting is
+    # known); strict about tokens and balance.
+    pos = 0
+    stack: list[list[Any]] = []  # [container, pending key (dicts) or None]
+    root: Any = _ABSENT
+
+    def push_value(v: Any) -> None:
+        nonlocal root
+        if not stack:
+            if root is not _ABSENT:
+                raise ValueError("extra data after the JSON document")
+            root = v
+            return
+        top = stack[-1]
+        if isinstance(top[0], list):
+            top[0].append(v)
+        else:
+            if top[1] is None:
+                raise ValueError("object value without a key")
+            top[0][top[1]] = v
+            top[1] = None
+
+    while True:
+        m = _TOKEN.match(text, pos)
+        if not m:
+            if text[pos:].strip():
+                raise ValueError(f"unexpected character at offset {pos}")
+            break
+        pos = m.end()
+        if m.group("str") is not None:
+            s = json.loads(m.group("str"))
+            if stack and isinstance(stack[-1][0], dict) and stack[-1][1] is None:
+                stack[-1][1] = s
+            else:
+                push_value(s)
+        elif m.group("num") is not None:
+            push_value(json.loads(m.group("num")))
+        elif m.group("lit") is not None:
+            push_value({"true": True, "false": False, "null": None}[m.group("lit")])
+        else:
+            p = m.group("punct")
+            if p in "{[":
+                c: Any = {} if p == "{" else []
+                push_value(c)
+                stack.append([c, None])
+            elif p in "}]":
+                if not stack or isinstance(stack[-1][0], dict) != (p == "}") or stack[-1][1] is not None:
+                    raise ValueError(f"unbalanced {p!r} at offset {pos - 1}")
+                stack.pop()
+    if stack or root is _ABSENT:
+        raise ValueError("unterminated JSON document")
+    return root
+
+
+def _first_json(text: str) -> Any:
+    """The first JSON object or array inside `text` (prose before/after allowed)."""
+    dec = json.JSONDecoder()
+    skip_until = -1
+    # an object or array ends with a closing bracket after its start: none after a position, no
+    # document from there on (a truncated output is given up at once, not tried at every bracket)
+    last_close = max(text.rfind("}"), text.rfind("]"))
+    for m in re.finditer(r"[\[{]", text):
+        if m.start() >= last_close:
+            break
+        if m.start() < skip_until:
+            continue
+        try:
+            value, _ = dec.raw_decode(text, m.start())
+            return value
+        except RecursionError:
+            span = _balanced_span(text, m.start())
+            try:
+                return _loads_iterative(span)
+            except ValueError:
+                # the brackets nested inside a failed deep span fail too: retrying each of
+                # them made a 10,000-bracket output cost O(n²) (minutes for one record)
+                skip_until = m.start() + len(span)
+                continue
+        except ValueError:
+            continue
+    raise ValueError("no JSON object or array found")
+
+
+def _balanced_span(text: str, start: int) -> str:
+    depth, i, in_str, esc = 0, start, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    return text[start:]
+
+
+def parse_json_output(raw: Any) -> ParsedOutput:
+    """Parse one model output. Never raises: failures come back as `ok=False` with a reason.
+
+    Example:
+        >>> parse_json_output('Here you go:\\n```json\\n{"a": 1}\\n```').extracted
+        True
+        >>> parse_json_output('{"a": ').ok
+        False
+    """
+    if raw is None:
+        return ParsedOutput(ok=False, error="no output")
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return ParsedOutput(ok=False, error="output is not UTF-8 text")
+    if not isinstance(raw, str):
+        if isinstance(raw, float) and math.isnan(raw):
+            return ParsedOutput(ok=False, error="no output")
+        return ParsedOutput(ok=True, value=raw)  # already an object (a JSONL value, a dict)
+    text = raw.strip()
+    if not text:
+        return ParsedOutput(ok=False, error="empty output")
+    try:
+        return ParsedOutput(ok=True, value=loads_any_depth(text))
+    except (ValueError, RecursionError, MemoryError) as e:
+        first_error = str(e)
+    for m in _FENCE.finditer(text):
+        body = m.group(2).strip()
+        if not body:
+            continue
+        try:
+            return ParsedOutput(ok=True, value=loads_any_depth(body), extracted=True)
+        except (ValueError, RecursionError, MemoryError):
+            continue
+    try:
+        return ParsedOutput(ok=True, value=_first_json(text), extracted=True)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return ParsedOutput(ok=False, error=f"not valid JSON ({first_error[:120]})")
+
+
+# --------------------------------------------------------------------------------------------
+# flattening
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_$][\w$-]*$")
+
+
+@lru_cache(maxsize=1 << 16)
+def _key_part(key: str) -> str:
+    return key if _PLAIN_KEY.match(key) else json.dumps(key, ensure_ascii=False)
+
+
+# Keys of absent leaves start with NUL: they take part in exact match, not in field counting.
+_ABSENT_NULL, _ABSENT_OBJ, _ABSENT_ARR = "\x00null", "\x00{}", "\x00[]"
+
+
+def leaf_key(v: Any) -> str:
+    """Canonical key of a JSON leaf, type-prefixed: `s:` text, `n:` number by value (`1.0` = `1`),
+    `b:` boolean; absent leaves (`null`, `{}`, `[]`, NaN) get NUL-prefixed keys."""
+    t = type(v)
+    if t is str:
+        return "s:" + v
+    if t is bool:
+        return "b:1" if v else "b:0"
+    if t is int:
+        return "n:" + str(v)
+    if t is float:
+        if v != v:
+            return _ABSENT_NULL
+        if v.is_integer() and abs(v) < 1e16:
+            return "n:" + str(int(v))
+        return "n:" + repr(v)
+    if v is None:
+        return _ABSENT_NULL
+    if isinstance(v, dict):
+        return _ABSENT_OBJ
+    if isinstance(v, (list, tuple)):
+        return _ABSENT_ARR
+    if isinstance(v, (np.integer, np.floating, np.bool_)):
+        return leaf_key(v.item())
+    return "s:" + str(v)
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """`{"user": {"name": "Al"}, "items": ["a"]}` → `{"user.name": "Al", "items[0]": "a"}`.
+
+    Iterative (an explicit stack), so nesting depth is unlimited. Empty objects/arrays are kept as
+    leaves (`{}` / `[]`) so that the flat map still determines the document; a scalar document
+    has the single path `$` (or `prefix`).
+    """
+    out: dict[str, Any] = {}
+    stack: list[tuple[str, Any]] = [(prefix, value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, dict) and v:
+            for k in reversed(list(v)):
+                part = _key_part(str(k))
+                stack.append((f"{path}.{part}" if path else part, v[k]))
+        elif isinstance(v, (list, tuple)) and v:
+            for i in range(len(v) - 1, -1, -1):
+                stack.append((f"{path}[{i}]", v[i]))
+        else:
+            out[path or "$"] = v
+    return out
+
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+@lru_cache(maxsize=1 << 16)
+def generic_path(path: str) -> str:
+    """`items[3].sku` → `items[].sku`: the field a path belongs to, for per-field tables."""
+    return _INDEX.sub("[]", path)
+
+
+
+# --------------------------------------------------------------------------------------------
+# optimal list alignment
+
+
+def _leaf_bag(v: Any) -> Counter[tuple[str, str]]:
+    return Counter((generic_path(p), k) for p, k in flat_keys(v, present_only=True).items())
+
+
+def _common_leaves(a: Counter[tuple[str, str]], b: Counter[tuple[str, str]]) -> int:
+    """Leaves two items share as multisets of (path without indices, value): nested lists in
+    another order still agree."""
+    return sum((a & b).values())
+
+
+def align_lists(reference: Any, prediction: Any) -> Any:
+    """A copy of `prediction` whose lists are reordered to best match the reference's lists.
+
+    Every list in the prediction that sits at the same path as a list in the reference has its
+    items assigned one-to-one to reference items: the assignment that maximises the number of
+    shared leaves (scipy's `linear_sum_assignment`, never greedy; pairs sharing nothing stay
+    unmatched). Matched items take their partner's index, unmatched items follow after the last
+    reference index. Nested lists inside matched items are aligned in turn.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    root_holder: list[Any] = [None]
+    # (reference node, prediction node, setter into the copy)
+    stack: list[tuple[Any, Any, Callable[[Any], None]]] = [(reference, prediction, lambda v: root_holder.__setitem__(0, v))]
+    while stack:
+        ref, pred, put = stack.pop()
+        if isinstance(pred, dict):
+            new: dict[Any, Any] = {}
+            put(new)
+            for k, v in pred.items():
+                r = ref.get(k, _ABSENT) if isinstance(ref, dict) else _ABSENT
+                stack.append((r, v, lambda x, k=k, d=new: d.__setitem__(k, x)))
+        elif isinstance(pred, (list, tuple)):
+            items = list(pred)
+            if isinstance(ref, (list, tuple)) and ref and items:
+                # maximum-weight assignment on shared leaves: the pairing that maximises TP
+                # (a matching that first maximises the number of pairs could trade one
+                # well-matched item for two poorly matched ones)
+                bags = [_leaf_bag(p) for p in items]
+                common = np.array([[_common_leaves(rb, pb) for pb in bags] for rb in (_leaf_bag(r) for r in ref)], dtype=np.float64)
+                rows, cols = linear_sum_assignment(common, maximize=True)
+                pairs = [(int(i), int(j)) for i, j in zip(rows, cols) if common[i, j] > 0]
+                slots: list[Any] = [_ABSENT] * len(ref)
+                partner: list[Any] = [_ABSENT] * len(ref)
+                used = set()
+                for i, j in pairs:
+                    slots[i] = items[j]
+                    partner[i] = ref[i]
+                    used.add(j)
+                rest = [items[j] for j in range(len(items)) if j not in used]
+                # Reference items left without a partner take the remaining predicted items in
+                # order (they share no leaf with any of them, else the assignment would have
+                # paired them, so the counts do not depend on which goes where); holes stay
+                # empty and surplus predicted items go after the reference's length.
+                ordered: list[tuple[Any, Any]] = []
+                leftovers = iter(rest)
+                for i in range(len(ref)):
+                    if slots[i] is not _ABSENT:
+                        ordered.append((partner[i], slots[i]))
+                    else:
+                        nxt = next(leftovers, _HOLE)
+                        ordered.append((ref[i] if nxt is not _HOLE else _ABSENT, nxt))
+                ordered += [(_ABSENT, x) for x in leftovers]
+            else:
+                ordered = [(ref[i] if isinstance(ref, (list, tuple)) and i < len(ref) else _ABSENT, x) for i, x in enumerate(items)]
+            new_list: list[Any] = [None] * len(ordered)
+            put(new_list)
+            for i, (r, x) in enumerate(ordered):
+                if x is _HOLE:
+                    new_list[i] = _HOLE
+                else:
+                    stack.append((r, x, lambda v, i=i, lst=new_list: lst.__setitem__(i, v)))
+        else:
+            put(pred)
+    return root_holder[0]
+
+
+class _Hole:
+    """Placeholder for a reference list item with no predicted partner: flattens to nothing."""
+
+    def __repr__(self) -> str:
+        return "<hole>"
+
+
+_HOLE = _Hole()
+
+
+# --------------------------------------------------------------------------------------------
+# counting
+
+
+@dataclass(frozen=True, kw_only=True)
+class StructuredConfig:
+    """Options of the `structured` task.
+
+    Attributes:
+        list_matching: `positional` (default) or `optimal`.
+        value_match: `exact` (canonical JSON leaves, default) or `normalized` (shared normaliser:
+            case, whitespace, number and date formats, null tokens).
+        zero_division: value of an undefined precision/recall/F1.
+        pass_threshold: pass mark for the extended similarity / judge scores (default 0.85).
+    """
+
+    list_matching: str = "positional"
+    value_match: str = "exact"
+    zero_division: float = 0.0
+    pass_threshold: float = PASS_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if self.list_matching not in LIST_MATCHING:
+            raise InputError(f"list_matching: expected one of {', '.join(LIST_MATCHING)}, but got {self.list_matching!r}.")
+        if self.value_match not in VALUE_MATCH:
+            raise InputError(f"value_match: expected one of {', '.join(VALUE_MATCH)}, but got {self.value_match!r}.")
+        if not 0.0 <= self.zero_division <= 1.0:
+            raise InputError(f"zero_division: expected a number in [0, 1], but got {self.zero_division!r}.")
+        if not 0.0 <= self.pass_threshold <= 1.0:
+            raise InputError(f"pass_threshold: expected a number in [0, 1], but got {self.pass_threshold!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StructuredCounts:
+    """Mergeable counts of the structured task (records and flattened-field confusion counts)."""
+
+    records: int = 0
+    valid: int = 0
+    strict_valid: int = 0
+    extracted: int = 0
+    exact: int = 0
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def __add__(self, other: StructuredCounts) -> StructuredCounts:
+        if not isinstance(other, StructuredCounts):
+            return NotImplemented
+        return StructuredCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def __radd__(self, other: Any) -> StructuredCounts:
+        if other == 0:
+            return self
+        return NotImplemented
+
+    def metrics(self, *, zero_division: float = 0.0) -> dict[str, float]:
+        n = self.records
+        r = ratios(self.tp, self.fp, self.fn, 0, zero_division=zero_division)
+        rate = (lambda k: k / n) if n else (lambda k: float(zero_division))
+        return {
+            "json_valid_rate": rate(self.valid),
+            "strict_json_valid_rate": rate(self.strict_valid),
+            "json_extracted_rate": rate(self.extracted),
+            "exact_match_rate": rate(self.exact),
+            "field_precision": float(r["precision"]),
+            "field_recall": float(r["recall"]),
+            "field_f1": float(r["f1"]),
+        }
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: int(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StructuredRecord:
+    """One record's verdict and counts; `fields` maps generic paths to (tp, fp, fn) (filled by
+    `score_structured_record`; a whole run keeps one per-field table instead)."""
+
+    id: str
+    valid: bool
+    extracted: bool
+    exact: bool
+    tp: int
+    fp: int
+    fn: int
+    error: str | None = None
+    fields: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+
+    def counts(self) -> StructuredCounts:
+        return StructuredCounts(
+            records=1,
+            valid=int(self.valid),
+            strict_valid=int(self.valid and not self.extracted),
+            extracted=int(self.extracted),
+            exact=int(self.exact),
+            tp=self.tp,
+            fp=self.fp,
+            fn=self.fn,
+        )
+
+
+def flat_keys(value: Any, key_fn: Callable[[Any], str | None] = leaf_key, *, present_only: bool = False) -> dict[str, str]:
+    """`path → canonical key` for every leaf of a document, in one iterative pass.
+
+    Absent leaves keep their NUL-prefixed key (for exact match) unless `present_only`; holes left
+    by optimal list alignment are skipped; a leaf the key function maps to None (a null token) is
+    absent.
+    """
+    if key_fn is leaf_key:
+        t = type(value)
+        if (t is dict or t is list or t is tuple) and value:
+            out: dict[str, str] = {}
+            try:
+                _flat_exact(out, "", value, present_only)
+                return out
+            except RecursionError:  # deeper than the recursion limit: the explicit stack below
+                pass
+    return _flat_keys_iterative(value, key_fn, present_only)
+
+
+# (parent path, keys of an object) or (parent path, list length) → the children's paths, last
+# child first: records of one shape build their path strings once.
+_CHILD_PATHS: dict[tuple[str, Any], list[str]] = {}
+_CHILD_PATHS_MAX = 1 << 17
+
+
+def _child_paths(path: str, v: Any) -> list[str]:
+    shape: tuple[str, Any] = (path, tuple(v)) if type(v) is dict else (path, len(v))
+    child = _CHILD_PATHS.get(shape)
+    if child is None:
+        if type(v) is dict:
+            parts = [_key_part(k) if type(k) is str else _key_part(str(k)) for k in shape[1]]
+            child = [path + "." + part for part in reversed(parts)] if path else parts[::-1]
+        else:
+            child = [f"{path}[{i}]" for i in range(len(v) - 1, -1, -1)]
+        if len(_CHILD_PATHS) >= _CHILD_PATHS_MAX:
+            _CHILD_PATHS.clear()
+        _CHILD_PATHS[shape] = child
+    return child
+
+
+class _LossyNumber(Exception):
+    """A float that orjson may have made of an integer beyond 64 bits (`json` keeps it exact)."""
+
+
+def _flat_exact(out: dict[str, str], path: str, v: Any, present_only: bool, strict: bool = False) -> None:
+    """`flat_keys` with `leaf_key`, recursively: the same paths, keys and order as the explicit
+    stack (children are visited last first, each container whole before its earlier siblings).
+    `strict` raises `_LossyNumber` at a float of magnitude 2**63 or more. The common leaf types
+    are keyed inline, exactly as `leaf_key` keys them."""
+    if type(v) is dict:
+        shape: tuple[str, Any] = (path, tuple(v))
+        values: Any = reversed(v.values())
+    else:
+        shape = (path, len(v))
+        values = reversed(v)
+    child = _CHILD_PATHS.get(shape)
+    if child is None:
+        child = _child_paths(path, v)
+    for cp, x in zip(child, values):
+        tx = type(x)
+        if tx is str:
+            out[cp] = "s:" + x
+        elif tx is dict or tx is list or tx is tuple:
+            if x:
+                _flat_exact(out, cp, x, present_only, strict)
+            elif not present_only:
+                out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
+        elif tx is int:
+            out[cp] = "n:" + str(x)
+        elif tx is float:
+            if x != x:
+                if not present_only:
+                    out[cp] = _ABSENT_NULL
+            elif x.is_integer() and -1e16 < x < 1e16:
+                out[cp] = "n:" + str(int(x))
+            else:
+                if strict and not -9.2e18 < x < 9.2e18:
+                    raise _LossyNumber
+                out[cp] = "n:" + repr(x)
+        elif tx is bool:
+            out[cp] = "b:1" if x else "b:0"
+        elif x is None:
+            if not present_only:
+                out[cp] = _ABSENT_NULL
+        elif x is _HOLE:
+            continue
+        else:
+            k = leaf_key(x)
+            if present_only and k[0] == "\x00":
+                continue
+            out[cp] = k
+
+
+def _flat_keys_iterative(value: Any, key_fn: Callable[[Any], str | None], present_only: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    stack: list[tuple[str, Any]] = [("", value)]
+    pop, push = stack.pop, stack.append
+    exact_keys = key_fn is leaf_key
+    while stack:
+        path, v = pop()
+        t = type(v)
+        if t is dict and v:
+            for k, x in v.items():
+                part = _key_part(k) if type(k) is str else _key_part(str(k))
+                push((path + "." + part if path else part, x))
+        elif (t is list or t is tuple) and v:
+            for i, x in enumerate(v):
+                push((f"{path}[{i}]", x))
+        elif t is str and exact_keys:
+            out[path or "$"] = "s:" + v
+        elif v is _HOLE:
+            continue
+        else:
+            k = leaf_key(v)
+            if k[0] != "\x00" and not exact_keys:
+                k = key_fn(v) or _ABSENT_NULL
+            if present_only and k[0] == "\x00":
+                continue
+            out[path or "$"] = k
+    return out
+
+
+def compare_flat(
+    ref: Mapping[str, str], pred: Mapping[str, str], acc: dict[str, list[int]] | None = None
+) -> tuple[int, int, int, dict[str, tuple[int, int, int]]]:
+    """TP/FP/FN of two `path → key` maps (wrong value = FP + FN), with per generic path counts.
+
+    With `acc`, the per-path counts are added into it (a run's running table) and the returned
+    per-path dict is empty.
+    """
+    tp = fp = fn = 0
+    per: dict[str, list[int]] = {} if acc is None else acc
+    for p, k in ref.items():
+        if k[0] == "\x00":
+            continue
+        g = per.setdefault(generic_path(p), [0, 0, 0])
+        pk = pred.get(p)
+        if pk is None or pk[0] == "\x00":
+            fn += 1
+            g[2] += 1
+        elif pk == k:
+            tp += 1
+            g[0] += 1
+        else:
+            fp += 1
+            fn += 1
+            g[1] += 1
+            g[2] += 1
+    for p, k in pred.items():
+        if k[0] == "\x00":
+            continue
+        rk = ref.get(p)
+        if rk is None or rk[0] == "\x00":
+            fp += 1
+            per.setdefault(generic_path(p), [0, 0, 0])[1] += 1
+    if acc is not None:
+        return tp, fp, fn, {}
+    return tp, fp, fn, {g: (c[0], c[1], c[2]) for g, c in per.items()}
+
+
+def _canonical(flat: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((p, leaf_key(v)) for p, v in flat.items() if v is not _HOLE))
+
+
+def _missing_record(rid: str, ref_keys: Mapping[str, str], error: str, acc: dict[str, list[int]] | None = None) -> StructuredRecord:
+    tp, fp, fn, per = compare_flat(ref_keys, {}, acc)
+    return StructuredRecord(id=rid, valid=False, extracted=False, exact=False, tp=tp, fp=fp, fn=fn, error=error, fields=per)
+
+
+class _Scorer:
+    """Per-model scoring state: caches parses and flattenings per distinct output / reference."""
+
+    def __init__(self, config: StructuredConfig) -> None:
+        self.config = config
+        if config.value_match == "normalized":
+            from extracteval.core.normalize import Normalizer
+
+            norm = Normalizer()
+
+            def key_fn(v: Any) -> str | None:
+                return norm.key(v)
+
+            self.key_fn: Callable[[Any], str | None] = key_fn
+        else:
+            self.key_fn = leaf_key
+
+    def parse(self, raw: Any) -> ParsedOutput:
+        # No cache: model outputs are nearly all distinct, and caching 100k parsed documents
+        # would hold them all in memory for nothing.
+        return parse_json_output(raw)
+
+    def reference_keys(self, reference: Any) -> dict[str, str]:
+        return flat_keys(reference, self.key_fn)
+
+    def record(self, rid: str, reference: Any, raw: Any, ref_keys: Mapping[str, str] | None = None, acc: dict[str, list[int]] | None = None) -> StructuredRecord:
+        ref_keys = self.reference_keys(reference) if ref_keys is None else ref_keys
+        parsed = self.parse(raw)
+        if not parsed.ok:
+            return _missing_record(rid, ref_keys, parsed.error or "not valid JSON", acc)
+        value = parsed.value
+        if self.config.list_matching == "optimal":
+            value = align_lists(reference, value)
+        pred_keys = flat_keys(value, self.key_fn)
+        tp, fp, fn, per = compare_flat(ref_keys, pred_keys, acc)
+        if self.config.value_match == "exact":
+            exact = fp == 0 and fn == 0 and pred_keys == ref_keys
+        else:
+            exact = fp == 0 and fn == 0
+        return StructuredRecord(id=rid, valid=True, extracted=parsed.extracted, exact=exact, tp=tp, fp=fp, fn=fn, fields=per)
+
+
+def score_structured_record(reference: Any, output: Any, *, config: StructuredConfig | None = None, rid: str = "") -> StructuredRecord:
+    """Score one output against one reference (see the module docstring).
+
+    Example:
+        >>> r = score_structured_record({"user": {"name": "Alice", "age": 30}}, '{"user": {"name": "Alice", "age": 31}}')
+        >>> (r.tp, r.fp, r.fn, r.exact)
+        (1, 1, 1, False)
+    """
+    return _Scorer(config or StructuredConfig()).record(rid, reference, output)
+
+
+# --------------------------------------------------------------------------------------------
+# extended metrics (opt-in)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtendedScores:
+    """Mean score and pass rate (score ≥ threshold) of one similarity / judge backend."""
+
+    backend: str
+    mean: float
+    pass_rate: float
+    threshold: float
+    scored: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "mean": self.mean, "pass_rate": self.pass_rate, "threshold": self.threshold, "scored": self.scored}
+
+
+def extended_scores(backend: Any, predicted: Sequence[str], reference: Sequence[str], *, threshold: float = PASS_THRESHOLD) -> tuple[ExtendedScores, np.ndarray]:
+    """Score (prediction text, reference text) pairs with any `SimilarityBackend`, one batched call.
+
+    Scores must lie in [0, 1] (an LLM judge's 1–7 rubric divided by 7); values outside are
+    clipped and NaN counts as 0 (a judge reply that could not be read).
+    """
+    if len(predicted) != len(reference):
+        raise ValueError("predicted and reference texts must have equal length")
+    if not predicted:
+        return ExtendedScores(backend=str(getattr(backend, "name", type(backend).__name__)), mean=0.0, pass_rate=0.0, threshold=threshold, scored=0), np.zeros(0)
+    s = np.asarray(backend.similarity(list(predicted), list(reference)), dtype=np.float64).reshape(-1)
+    if s.shape[0] != len(predicted):
+        raise ValueError(f"similarity backend {getattr(backend, 'name', backend)!r} returned {s.shape[0]} scores for {len(predicted)} pairs")
+    s = np.clip(np.nan_to_num(s, nan=0.0), 0.0, 1.0)
+    return (
+        ExtendedScores(
+            backend=str(getattr(backend, "name", type(backend).__name__)),
+            mean=float(s.mean()),
+            pass_rate=float((s >= threshold - 1e-12).mean()),
+            threshold=threshold,
+            scored=int(s.shape[0]),
+        ),
+        s,
+    )
+
+
+def canonical_text(value: Any) -> str:
+    """Sorted-key compact JSON of a value (any depth); the text similarity backends compare."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (RecursionError, TypeError, ValueError):
+        return json.dumps(_canonical(flatten(value)), ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------------------------
+# a whole run
+
+
+@dataclass(frozen=True, kw_only=True)
+class StructuredModelResult:
+    model: str
+    counts: StructuredCounts
+    metrics: dict[str, float]
+    fields: dict[str, dict[str, Any]]
+    missing_ids: tuple[str, ...]
+    extra_ids: tuple[str, ...]
+    invalid_examples: tuple[dict[str, Any], ...]
+    extended: dict[str, ExtendedScores]
+    rank: int = 0
+    tier: str = ""
+    field_wins: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "tier": self.tier,
+            "field_wins": self.field_wins,
+            **self.metrics,
+            **{f"{k}_mean": v.mean for k, v in self.extended.items()},
+            **{f"{k}_pass_rate": v.pass_rate for k, v in self.extended.items()},
+            "counts": self.counts.to_dict(),
+            "fields": self.fields,
+            "missing_ids": list(self.missing_ids),
+            "extra_ids": list(self.extra_ids),  # outputs for ids the truth does not have: ignored
+            "invalid_examples": list(self.invalid_examples),
+            "extended": {k: v.to_dict() for k, v in self.extended.items()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class StructuredResult:
+    task: str
+    config: StructuredConfig
+    n_records: int
+    ranking: tuple[str, ...]
+    models: dict[str, StructuredModelResult]
+    records: dict[str, tuple[StructuredRecord, ...]]
+    field_winners: dict[str, dict[str, Any]]
+
+    def per_record(self, metric: str) -> dict[str, np.ndarray]:
+        """model → per-record 0/1 (or counts) array in record-id order, for paired bootstraps."""
+        out = {}
+        for m, recs in self.records.items():
+            if metric in ("exact_match_rate", "exact"):
+                out[m] = np.array([r.exact for r in recs], dtype=np.float64)
+            elif metric in ("json_valid_rate", "valid"):
+                out[m] = np.array([r.valid for r in recs], dtype=np.float64)
+            else:
+                raise KeyError(metric)
+        return out
+
+    def count_matrix(self, model: str) -> tuple[tuple[str, ...], np.ndarray]:
+        """(count column names, int array records × columns) of one model, in record-id order."""
+        cols = tuple(f.name for f in fields(StructuredCounts))
+        rows = [[getattr(r.counts(), c) for c in cols] for r in self.records[model]]
+        return cols, np.array(rows, dtype=np.int64).reshape(len(rows), len(cols))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "config": self.config.to_dict(),
+            "n_records": self.n_records,
+            "ranking": list(self.ranking),
+            "models": {m: self.models[m].to_dict() for m in self.ranking},
+            "field_winners": self.field_winners,
+        }
+
+
+def score_structured(
+    truth: Mapping[str, Any],
+    predictions: Mapping[str, Mapping[str, Any]],
+    *,
+    config: StructuredConfig | None = None,
+    similarity: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int, str, dict[str, float]], None] | None = None,
+) -> StructuredResult:
+    """Score every model's raw outputs against the reference JSON documents.
+
+    Args:
+        truth: record id → reference JSON value (object, array or scalar).
+        predictions: model → record id → raw output (string, or an already parsed value). A
+            record with no output counts as invalid (and is listed in `missing_ids`).
+        similarity: optional extended metrics: metric name (`semantic_similarity`,
+            `judge_score`) → any object with `similarity(a, b) -> array` (SimilarityBackend).
+        progress: called after each record with (done, total, model, running metrics).
+    """
+    from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
+
+    config = config or StructuredConfig()
+    ids = natural_sorted(truth)
+    scorer = _Scorer(config)
+    with paused_gc():
+        ref_keys = {i: scorer.reference_keys(truth[i]) for i in ids}
+    # the default options (canonical leaves, positional lists) take the loop built for them
+    fast = config.value_match == "exact" and config.list_matching == "positional"
+    models = sorted(predictions)
+    results: dict[str, StructuredModelResult] = {}
+    records: dict[str, tuple[StructuredRecord, ...]] = {}
+    field_scores: dict[str, dict[str, Score]] = {}
+    for m in models:
+        preds = predictions[m]
+        recs = []
+        running = [0] * 8  # StructuredCounts fields, summed as plain ints in the hot loop
+        per_field: dict[str, list[int]] = {}
+        with paused_gc():
+            if fast:
+                recs = _score_model_exact(ids, preds, ref_keys, per_field, progress, m)
+            else:
+                for k, i in enumerate(ids, start=1):
+                    if i not in preds:
+                        rec = _missing_record(i, ref_keys[i], "no output for this id", per_field)
+                    else:
+                        rec = scorer.record(i, truth[i], preds[i], ref_keys[i], per_field)
+                    recs.append(rec)
+                    if progress is not None:
+                        running[0] += 1
+                        running[1] += rec.valid
+                        running[4] += rec.exact
+                        progress(k, len(ids), m, _RunningRates(running))
+        total = StructuredCounts(
+            records=len(recs),
+            valid=sum(r.valid for r in recs),
+            strict_valid=sum(r.valid and not r.extracted for r in recs),
+            extracted=sum(r.extracted for r in recs),
+            exact=sum(r.exact for r in recs),
+            tp=sum(r.tp for r in recs),
+            fp=sum(r.fp for r in recs),
+            fn=sum(r.fn for r in recs),
+        )
+        fields_out = {}
+        names = sorted(per_field)
+        # one vectorised call over every field (per-field calls made 100k keys take ~10 s)
+        tps, fps, fns = (np.array([per_field[g][k] for g in names], dtype=np.int64) for k in range(3))
+        rr = ratios(tps, fps, fns, np.zeros_like(tps), zero_division=config.zero_division)
+        for i, g in enumerate(names):
+            tp, fp, fn = per_field[g]
+            p_, r_, f_ = float(rr["precision"][i]), float(rr["recall"][i]), float(rr["f1"][i])
+            fields_out[g] = {"tp": tp, "fp": fp, "fn": fn, "precision": p_, "recall": r_, "f1": f_}
+            field_scores.setdefault(g, {})[m] = Score(f1=f_, precision=p_, recall=r_)
+        extended = {}
+        for metric, backend in sorted((similarity or {}).items()):
+            pred_texts, ref_texts = [], []
+            for r in recs:
+                raw = preds.get(r.id)
+                parsed = scorer.parse(raw)
+                pred_texts.append(canonical_text(parsed.value) if parsed.ok else ("" if raw is None else str(raw)))
+                ref_texts.append(canonical_text(truth[r.id]))
+            extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
+        invalid = tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), 5))
+        results[m] = StructuredModelResult(
+            model=m,
+            counts=total,
+            metrics=total.metrics(zero_division=config.zero_division),
+            fields=fields_out,
+            missing_ids=tuple(i for i in ids if i not in preds),
+            extra_ids=tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
+            invalid_examples=invalid,
+            extended=extended,
+        )
+        records[m] = tuple(recs)
+    winners = field_winners({g: s for g, s in field_scores.items() if len(s) == len(models)})
+    wins = field_wins(winners, models)
+    overall = {m: {f"structured/{k}": float(v) for k, v in results[m].metrics.items()} for m in models}
+    ranked = rank_by_metrics("structured", overall, wins)
+    for r in ranked:
+        results[r.model] = replace(results[r.model], rank=r.rank, tier=r.tier, field_wins=r.field_wins)
+    return StructuredResult(
+        task="structured",
+        config=config,
+        n_records=len(ids),
+        ranking=tuple(r.model for r in ranked),
+        models=results,
+        records=records,
+        field_winners={g: {"kind": w.kind, "winners": list(w.winners)} for g, w in sorted(winners.items())},
+    )
+
+
+def _present_profile(ref: Mapping[str, str], profiles: dict[tuple[str, ...], int], tables: list[dict[str, int]]) -> int:
+    """Id of the reference's profile: its generic paths with a value, counted (`items[].sku`: 2).
+    References of one shape share one profile, so per-field counts of exact and missing records
+    are added once per profile at the end instead of path by path per record."""
+    key = tuple([p for p, k in ref.items() if k[0] != "\x00"])
+    pid = profiles.get(key)
+    if pid is None:
+        pid = profiles[key] = len(tables)
+        table: dict[str, int] = {}
+        for p in key:
+            g = generic_path(p)
+            table[g] = table.get(g, 0) + 1
+        tables.append(table)
+    return pid
+
+
+def _score_model_exact(
+    ids: Sequence[str],
+    preds: Mapping[str, Any],
+    ref_keys: Mapping[str, dict[str, str]],
+    per_field: dict[str, list[int]],
+    progress: Callable[[int, int, str, dict[str, float]], None] | None,
+    model: str,
+) -> list[StructuredRecord]:
+    """One model's records under the default options: what `_Scorer.record` computes, faster.
+
+    Each output string is parsed by orjson when it can be (`json` otherwise, with the fences and
+    prose rules of `parse_json_output`); an output whose flattened leaves equal the reference's
+    is exact, and with a missing or invalid output its per-field counts come from the
+    reference's profile (`_present_profile`), once per profile; only the other records are
+    compared path by path."""
+    from extracteval.core.jsonparse import _orjson
+
+    fast_loads = _orjson.loads if _orjson is not None else None
+    fast_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
+    profiles: dict[tuple[str, ...], int] = {}
+    tables: list[dict[str, int]] = []
+    tp_mult: list[int] = []
+    fn_mult: list[int] = []
+    n_present: dict[int, int] = {}
+    recs: list[StructuredRecord] = []
+    append = recs.append
+    running = [0] * 8
+    total = len(ids)
+    missing = _ABSENT
+    for n, i in enumerate(ids, start=1):
+        rk = ref_keys[i]
+        raw = preds.get(i, missing)
+        value: Any = missing
+        error = None
+        extracted = False
+        if raw is missing:
+            error = "no output for this id"
+        elif type(raw) is str and fast_loads is not None:
+            text = raw.strip()
+            if text:
+                try:
+                    value = fast_loads(text)
+                except fast_error:
+                    pass
+        if value is missing and error is None:
+            parsed = parse_json_output(raw)
+            if parsed.ok:
+                value, extracted = parsed.value, parsed.extracted
+            else:
+                error = parsed.error or "not valid JSON"
+            pk = None
+        elif value is not missing:
+            # orjson reads an integer beyond 64 bits as a float: such a document is read again
+            # by `json`, which keeps it exact
+            t = type(value)
+            if (t is dict or t is list) and value:
+                pk = {}
+                try:
+                    _flat_exact(pk, "", value, False, True)
+                except (_LossyNumber, RecursionError):
+                    value, pk = loads_any_depth(text), None
+            else:
+                pk = None
+                if t is float and not -9.2e18 < value < 9.2e18:
+                    value = loads_any_depth(text)
+        if value is missing:
+            pid = _present_profile(rk, profiles, tables)
+            if pid == len(tp_mult):
+                tp_mult.append(0)
+                fn_mult.append(0)
+                n_present[pid] = sum(tables[pid].values())
+            fn_mult[pid] += 1
+            rec = StructuredRecord(id=i, valid=False, extracted=False, exact=False, tp=0, fp=0, fn=n_present[pid], error=error)
+        else:
+            if pk is None:
+                pk = flat_keys(value)
+            if pk == rk:
+                pid = _present_profile(rk, profiles, tables)
+                if pid == len(tp_mult):
+                    tp_mult.append(0)
+                    fn_mult.append(0)
+                    n_present[pid] = sum(tables[pid].values())
+                tp_mult[pid] += 1
+                rec = StructuredRecord(id=i, valid=True, extracted=extracted, exact=True, tp=n_present[pid], fp=0, fn=0)
+            else:
+                tp, fp, fn, _ = compare_flat(rk, pk, per_field)
+                rec = StructuredRecord(id=i, valid=True, extracted=extracted, exact=False, tp=tp, fp=fp, fn=fn)
+        append(rec)
+        if progress is not None:
+            running[0] += 1
+            running[1] += rec.valid
+            running[4] += rec.exact
+            progress(n, total, model, _RunningRates(running))
+    for pid, table in enumerate(tables):
+        a, b = tp_mult[pid], fn_mult[pid]
+        for g, c in table.items():
+            slot = per_field.get(g)
+            if slot is None:
+                slot = per_field[g] = [0, 0, 0]
+            slot[0] += a * c
+            slot[2] += b * c
+    return recs
+
+
+class _RunningRates(Mapping[str, float]):
+    """The running metrics a progress line shows, computed only when it is read."""
+
+    def __init__(self, running: list[int]) -> None:
+        self._r = running
+
+    def _rates(self) -> dict[str, float]:
+        n = self._r[0] or 1
+        return {"json_valid_rate": self._r[1] / n, "exact_match_rate": self._r[4] / n}
+
+    def __getitem__(self, key: str) -> float:
+        return self._rates()[key]
+
+    def __iter__(self) -> Any:
+        return iter(("json_valid_rate", "exact_match_rate"))
+
+    def __len__(self) -> int:
+        return 2
+
+
+@contextmanager
+def paused_gc() -> Any:
+    """Pause the cyclic garbage collector around a scoring loop.
+
+    The loop allocates millions of small acyclic objects (parsed JSON, AST nodes, counts) and
+    keeps the per-record results; generation-2 collections then rescan the whole growing heap
+    again and again, costing a third of the run. Nothing in the loop creates cycles.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _preview(raw: Any, limit: int = 160) -> str:
+    s = raw if isinstance(raw, str) else repr(raw)
+    return s if len(s) <= limit else s[:limit] + "…"

@@ -1,0 +1,890 @@
+"""The `toolcalls` task (tool-call track): predicted function calls vs reference calls.
+
+**Predicted formats** (each record's output may be a string or an already parsed value):
+
+* `{"name": …, "arguments": {…}}` — arguments an object or a JSON string (also `parameters`,
+  `args`, `input`); a list of these for parallel calls;
+* OpenAI `{"tool_calls": [{"type": "function", "function": {"name", "arguments"}}]}`, a bare
+  tool-call item, a chat message, or a whole `choices[0].message` response;
+* BFCL `{func: {args}}` / `{func: "<json>"}` and lists of them;
+* Python call strings `f(a=1)` / `[f(a=1), g(b="x")]`, parsed with `ast` (never evaluated);
+  positional arguments are kept as `*0`, `*1`, …;
+* any of the above inside a fenced block or after leading prose.
+
+A call whose name is missing or whose arguments are not an object (malformed argument JSON
+included) is an *invalid call*: counted, never raised. A record is *valid* when every call in it
+is valid (an empty list of calls is a valid "no call" answer).
+
+**References:** the same `{"name","arguments"}` shapes, or BFCL `possible_answer` items
+`{func: {param: [acceptable values]}}` where `""` marks a parameter that may be omitted.
+
+**Matching.** Predicted and reference calls of one record are paired one-to-one by optimal
+assignment (`core.matching.max_matching`): only same-name pairs are admissible; the number of
+pairs is maximised first, then their argument agreement. Call order never matters.
+
+**Metrics** (counts first; rates from summed counts):
+
+* `valid_call_rate` = valid records / records;
+* `name_match_rate` = reference calls paired with a same-name predicted call / reference calls;
+* `args_exact_rate` = reference calls whose partner has exactly the right arguments / reference calls;
+* `args_precision`, `args_recall`, `args_f1` over flattened argument paths (`city`,
+  `filters.max_price`, `ids[0]`): a right value TP, a wrong value FP + FN, a missing required
+  value FN, an extra value FP; every leaf of an unpaired reference call is FN, of an unpaired
+  predicted call FP. For BFCL references each parameter is one path compared whole against its
+  acceptable values;
+* `call_accuracy` = records whose calls are all correct (same count, every reference call paired
+  with exactly right arguments, all predicted calls valid) / records.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import marshal
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from extracteval.tasks.toolcalls.bfcl import parse_python_calls
+from extracteval.core.counts import ratios
+from extracteval.core.jsonparse import loads_fast
+from extracteval.core.matching import max_matching
+from extracteval.core.ranking import rank_by_metrics
+from extracteval.tasks.structured.semantics import (
+    PASS_THRESHOLD,
+    ExtendedScores,
+    extended_scores,
+    _key_part,
+    flat_keys,
+    leaf_key,
+    natural_key,
+    natural_sorted,
+    parse_json_output,
+    paused_gc,
+)
+from extracteval.errors import InputError
+
+__all__ = [
+    "Call",
+    "ParsedCalls",
+    "parse_calls",
+    "RefCall",
+    "reference_calls",
+    "ToolCallConfig",
+    "ToolCallCounts",
+    "ToolCallRecord",
+    "score_toolcall_record",
+    "ToolCallModelResult",
+    "ToolCallResult",
+    "score_toolcalls",
+]
+
+_ARG_KEYS = ("arguments", "parameters", "args", "input", "params")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One predicted call; `args` is None when the call is invalid (see `error`)."""
+
+    name: str | None
+    args: dict[str, Any] | None
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCalls:
+    """All calls read from one output; `format` names the shape that was recognised."""
+
+    calls: tuple[Call, ...]
+    format: str
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.error is None and all(c.valid for c in self.calls)
+
+
+class _NotCalls(ValueError):
+    pass
+
+
+def _args_value(name: Any, raw: Any) -> Call:
+    name = name if isinstance(name, str) and name.strip() else None
+    if name is None:
+        return Call(None, None, "call without a function name")
+    if raw is None:
+        return Call(name, {})
+    if isinstance(raw, str):
+        text = raw.strip()
+        if not text:
+            return Call(name, {})
+        try:
+            raw = loads_fast(text)
+        except (ValueError, RecursionError) as e:
+            return Call(name, None, f"arguments of {name!r} are not valid JSON ({str(e)[:80]})")
+    if not isinstance(raw, dict):
+        return Call(name, None, f"arguments of {name!r} are a {type(raw).__name__}, not an object")
+    return Call(name, raw)
+
+
+def _first_args(obj: Mapping[str, Any]) -> Any:
+    for k in _ARG_KEYS:
+        if k in obj:
+            return obj[k]
+    return None
+
+
+def _calls_from_object(obj: Any, depth: int = 0) -> tuple[list[Call], str]:
+    if type(obj) is dict and len(obj) == 2 and type(obj.get("name")) is str and "arguments" in obj:
+        return [_args_value(obj["name"], obj["arguments"])], "name_arguments"  # the common shape
+    if depth > 8:
+        raise _NotCalls("calls nested too deeply")
+    if isinstance(obj, list):
+        out: list[Call] = []
+        fmt = "list"
+        for item in obj:
+            calls, f = _calls_from_object(item, depth + 1)
+            out.extend(calls)
+            fmt = f"list[{f}]"
+        return out, fmt
+    if not isinstance(obj, dict):
+        raise _NotCalls(f"expected a call object or a list of calls, found {type(obj).__name__}")
+    if "choices" in obj and isinstance(obj["choices"], list) and obj["choices"]:
+        first = obj["choices"][0]
+        if isinstance(first, dict) and isinstance(first.get("message"), dict):
+            return _calls_from_object(first["message"], depth + 1)
+    if "tool_calls" in obj:
+        tc = obj["tool_calls"]
+        if tc is None:
+            return [], "openai"
+        if not isinstance(tc, list):
+            raise _NotCalls("`tool_calls` is not a list")
+        calls = []
+        for item in tc:
+            sub, _ = _calls_from_object(item, depth + 1)
+            calls.extend(sub)
+        return calls, "openai"
+    if "function_call" in obj and isinstance(obj["function_call"], dict):
+        return _calls_from_object(obj["function_call"], depth + 1)
+    if "function" in obj and isinstance(obj["function"], dict) and "name" in obj["function"]:
+        f = obj["function"]
+        return [_args_value(f.get("name"), _first_args(f))], "openai"
+    if "name" in obj and (isinstance(obj["name"], str) or any(k in obj for k in _ARG_KEYS)):
+        return [_args_value(obj.get("name"), _first_args(obj))], "name_arguments"
+    if len(obj) == 1:
+        name, args = next(iter(obj.items()))
+        return [_args_value(name, args)], "bfcl"
+    raise _NotCalls(f"an object with keys {sorted(obj)[:6]} is not a call")
+
+
+def _strip_fences(text: str) -> str:
+    t = text.strip()
+    if t.startswith("```"):
+        t = t[3:]
+        nl = t.find("\n")
+        if nl >= 0 and t[:nl].strip().isidentifier():
+            t = t[nl + 1 :]
+        if t.rstrip().endswith("```"):
+            t = t.rstrip()[:-3]
+    return t.strip().strip("`").strip()
+
+
+def parse_calls(raw: Any) -> ParsedCalls:
+    """Read the calls of one model output in any supported format. Never raises.
+
+    Example:
+        >>> [c.name for c in parse_calls('[get_weather(city="Paris"), get_time(tz="CET")]').calls]
+        ['get_weather', 'get_time']
+        >>> parse_calls('{"name": "f", "arguments": "{bad json"}').valid
+        False
+    """
+    if raw is None or (isinstance(raw, float) and raw != raw):
+        return ParsedCalls((), "none", "no output")
+    if isinstance(raw, (bytes, bytearray)):
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            return ParsedCalls((), "none", "output is not UTF-8 text")
+    if not isinstance(raw, str):
+        try:
+            calls, fmt = _calls_from_object(raw)
+            return ParsedCalls(tuple(calls), fmt)
+        except (_NotCalls, RecursionError) as e:
+            return ParsedCalls((), "unknown", str(e))
+    text = raw.strip()
+    if not text:
+        return ParsedCalls((), "none", "empty output")
+    if _LOOKS_LIKE_CALL.match(text):
+        # `name(`… or `[name(`…: Python call syntax first (JSON never starts like that)
+        py = _python_calls(text)
+        if py is not None:
+            return py
+    parsed = parse_json_output(text)
+    json_error = None
+    json_calls: ParsedCalls | None = None
+    if parsed.ok:
+        value = parsed.value
+        if isinstance(value, str):  # JSON-encoded twice
+            inner = parse_json_output(value)
+            value = inner.value if inner.ok else value
+        try:
+            calls, fmt = _calls_from_object(value)
+            json_calls = ParsedCalls(tuple(calls), ("extracted:" if parsed.extracted else "") + fmt)
+        except (_NotCalls, RecursionError) as e:
+            json_error = str(e)
+        if json_calls is not None and not parsed.extracted:
+            return json_calls
+    # Python call syntax before JSON found inside prose: `[f(a={"x": 1})]` holds a JSON object
+    # that is an argument, not a call.
+    py = _python_calls(text)
+    if py is not None:
+        return py
+    if json_calls is not None:
+        return json_calls
+    return ParsedCalls((), "unknown", json_error or "neither JSON tool calls nor Python call syntax")
+
+
+_LOOKS_LIKE_CALL = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
+
+
+def _python_calls(text: str) -> ParsedCalls | None:
+    body = _strip_fences(text)
+    if "(" not in body and "#" not in body and body.strip("[] \t\n\r\f\v\\"):
+        # No call without "(", and the only call-free success, an empty list (`[]`, or a
+        # blank body wrapped as `[…]`), needs nothing but brackets, blanks, comments or line
+        # continuations: skip the two failing `ast.parse` attempts (truncated JSON, prose).
+        return None
+    for candidate in (body, f"[{body}]"):
+        try:
+            calls_py = parse_python_calls(candidate, keep_positional=True)
+        except SyntaxError:
+            calls_py = _parse_with_keyword_names(candidate)
+            if calls_py is None:
+                continue
+        except (ValueError, TypeError, RecursionError, MemoryError):
+            continue
+        return ParsedCalls(tuple(Call(next(iter(c)), next(iter(c.values()))) for c in calls_py), "python")
+    return None
+
+
+_KW_PREFIX = "_kw_arg_"
+_KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
+
+
+def _parse_with_keyword_names(text: str) -> list[dict[str, dict[str, Any]]] | None:
+    """Python calls whose argument names are reserved words (`convert(from="EUR")`, which models
+    do write): rename them with the tokenizer (strings untouched), parse, rename back."""
+    import io
+    import tokenize
+
+    if not _KEYWORD_ARG.search(text):
+        return None
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    lines = text.splitlines(keepends=True)
+    edits = []
+    for k, tok in enumerate(tokens[:-1]):
+        nxt = tokens[k + 1]
+        if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and nxt.type == tokenize.OP and nxt.string == "=":
+            edits.append(tok.start)
+    if not edits:
+        return None
+    for row, col in sorted(edits, reverse=True):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + _KW_PREFIX + line[col:]
+    try:
+        calls = parse_python_calls("".join(lines), keep_positional=True)
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return None
+    return [{n: {(a[len(_KW_PREFIX):] if a.startswith(_KW_PREFIX) else a): v for a, v in args.items()}} for c in calls for n, args in c.items()]
+
+
+# --------------------------------------------------------------------------------------------
+# references
+
+
+_NO_OPTIONAL: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class RefCall:
+    """A reference call: acceptable leaf keys per argument path, and paths that may be omitted.
+
+    `whole=True` (BFCL possible answers) compares each top-level parameter as a whole value.
+    """
+
+    name: str
+    accept: dict[str, tuple[str, ...]]
+    optional: frozenset[str]
+    whole: bool
+
+
+def _whole_key(v: Any, key_fn: Callable[[Any], str | None]) -> str:
+    return json.dumps(sorted(flat_keys(v, key_fn).items()), ensure_ascii=False)
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) -> dict[str, str]:
+    """Flattened argument paths with a value (null / {} / [] leaves are absent)."""
+    if key_fn is leaf_key and type(args) is dict:
+        # The usual arguments object: string keys, scalar values. Same keys, values and order
+        # (`flat_keys` pops its stack, so the last argument comes first) without the stack.
+        out: dict[str, str] = {}
+        for k, v in reversed(args.items()):
+            t = type(v)
+            if type(k) is not str or t not in _SCALARS:
+                if v is None:
+                    continue
+                return flat_keys(args, key_fn, present_only=True)
+            lk = "s:" + v if t is str else leaf_key(v)
+            if lk[0] != "\x00":
+                out[_key_part(k)] = lk
+        return out
+    return flat_keys(args, key_fn, present_only=True)
+
+
+
+def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable[[Any], str | None] = leaf_key, where: str = "reference") -> tuple[RefCall, ...]:
+    """Read reference calls; a malformed reference is an `InputError` naming `where`."""
+    if possible_answer:
+        items = obj if isinstance(obj, list) else [{k: v} for k, v in obj.items()] if isinstance(obj, dict) else None
+        if items is None:
+            raise InputError(f"{where}: a BFCL possible answer must be a list of {{function: {{param: [values]}}}} objects, but found {type(obj).__name__}.")
+        out = []
+        for k, item in enumerate(items):
+            if not isinstance(item, dict) or len(item) != 1:
+                raise InputError(f"{where}[{k}]: expected an object with exactly one function name, but found {json.dumps(item)[:80]}.")
+            name, params = next(iter(item.items()))
+            if not isinstance(params, dict):
+                raise InputError(f"{where}[{k}].{name}: expected {{param: [acceptable values]}}, but found {type(params).__name__}.")
+            accept, optional = {}, set()
+            for p, values in params.items():
+                if not isinstance(values, list):
+                    raise InputError(f"{where}[{k}].{name}.{p}: expected a list of acceptable values, but found {json.dumps(values)[:60]}.")
+                if "" in values:
+                    optional.add(p)
+                accept[p] = tuple(sorted({_whole_key(v, key_fn) for v in values if v != ""}))
+            out.append(RefCall(name=str(name), accept=accept, optional=frozenset(optional), whole=True))
+        return tuple(out)
+    if isinstance(obj, str):
+        try:
+            obj = json.loads(obj)
+        except ValueError:
+            parsed = parse_calls(obj)
+            if not parsed.valid:
+                raise InputError(f"{where}: the reference is neither JSON nor a Python call ({parsed.error}).") from None
+            obj = [{"name": c.name, "arguments": c.args} for c in parsed.calls]
+    items = obj if type(obj) is list else (obj,) if type(obj) is dict else None
+    if items is not None and all(
+        type(x) is dict and len(x) == 2 and type(x.get("name")) is str and type(x.get("arguments")) is dict and x["name"].strip() for x in items
+    ):
+        # the usual reference, `{"name", "arguments": {…}}` or a list of them: the same RefCalls
+        # as the general path below, without building a Call per item first
+        return tuple(
+            RefCall(name=x["name"], accept={p: (k,) for p, k in _present_keys(x["arguments"], key_fn).items()}, optional=_NO_OPTIONAL, whole=False)
+            for x in items
+        )
+    try:
+        calls, _ = _calls_from_object(obj)
+    except _NotCalls as e:
+        raise InputError(f"{where}: not a reference call or list of calls ({e}).") from None
+    out = []
+    for k, c in enumerate(calls):
+        if not c.valid:
+            raise InputError(f"{where}[{k}]: {c.error}.")
+        assert c.args is not None and c.name is not None
+        accept = {p: (k,) for p, k in _present_keys(c.args, key_fn).items()}
+        out.append(RefCall(name=c.name, accept=accept, optional=_NO_OPTIONAL, whole=False))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# scoring
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallConfig:
+    """Options of the generic tool-call scoring.
+
+    Attributes:
+        value_match: `exact` (canonical JSON leaves) or `normalized` (shared normaliser).
+        zero_division: value of an undefined ratio.
+        pass_threshold: pass mark for extended similarity / judge scores (default 0.85).
+    """
+
+    value_match: str = "exact"
+    zero_division: float = 0.0
+    pass_threshold: float = PASS_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if self.value_match not in ("exact", "normalized"):
+            raise InputError(f"value_match: expected one of exact, normalized, but got {self.value_match!r}.")
+        if not 0.0 <= self.zero_division <= 1.0:
+            raise InputError(f"zero_division: expected a number in [0, 1], but got {self.zero_division!r}.")
+        if not 0.0 <= self.pass_threshold <= 1.0:
+            raise InputError(f"pass_threshold: expected a number in [0, 1], but got {self.pass_threshold!r}.")
+
+    def key_fn(self) -> Callable[[Any], str | None]:
+        if self.value_match == "exact":
+            return leaf_key
+        from extracteval.core.normalize import Normalizer
+
+        norm = Normalizer()
+        return lambda v: leaf_key(v) if isinstance(v, (dict, list)) else norm.key(v)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallCounts:
+    """Mergeable counts of the tool-call task."""
+
+    records: int = 0
+    valid_records: int = 0
+    correct_records: int = 0
+    ref_calls: int = 0
+    pred_calls: int = 0
+    invalid_calls: int = 0
+    name_matches: int = 0
+    args_exact: int = 0
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def __add__(self, other: ToolCallCounts) -> ToolCallCounts:
+        if not isinstance(other, ToolCallCounts):
+            return NotImplemented
+        return ToolCallCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def __radd__(self, other: Any) -> ToolCallCounts:
+        if other == 0:
+            return self
+        return NotImplemented
+
+    def metrics(self, *, zero_division: float = 0.0) -> dict[str, float]:
+        def rate(a: int, b: int) -> float:
+            return a / b if b else float(zero_division)
+
+        r = ratios(self.tp, self.fp, self.fn, 0, zero_division=zero_division)
+        return {
+            "valid_call_rate": rate(self.valid_records, self.records),
+            "name_match_rate": rate(self.name_matches, self.ref_calls),
+            "args_exact_rate": rate(self.args_exact, self.ref_calls),
+            "args_precision": float(r["precision"]),
+            "args_recall": float(r["recall"]),
+            "args_f1": float(r["f1"]),
+            "call_accuracy": rate(self.correct_records, self.records),
+        }
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: int(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallRecord:
+    id: str
+    valid: bool
+    correct: bool
+    format: str
+    pairs: tuple[tuple[int, int], ...]
+    counts: ToolCallCounts
+    error: str | None = None
+
+
+def _pred_keys(call: Call, ref: RefCall, key_fn: Callable[[Any], str | None]) -> dict[str, str]:
+    if not call.valid or call.args is None:
+        return {}
+    if ref.whole:
+        return {p: _whole_key(v, key_fn) for p, v in call.args.items()}
+    return _present_keys(call.args, key_fn)
+
+
+def _compare(ref: RefCall, pred: Mapping[str, str]) -> tuple[int, int, int]:
+    tp = fp = fn = 0
+    for p, ok in ref.accept.items():
+        k = pred.get(p)
+        if k is None:
+            if p not in ref.optional:
+                fn += 1
+        elif k in ok:
+            tp += 1
+        elif not ok and p in ref.optional:  # only "" acceptable: the parameter must be left out
+            fp += 1
+        else:
+            fp += 1
+            fn += 1
+    fp += sum(1 for p in pred if p not in ref.accept)
+    return tp, fp, fn
+
+
+def _pair_score(c: tuple[int, int, int]) -> float:
+    """0.5 for a same-name pair plus half its argument agreement (Dice of tp, fp, fn)."""
+    tp, fp, fn = c
+    return 0.5 + 0.5 * (2 * tp / (2 * tp + fp + fn) if (tp + fp + fn) else 1.0)
+
+
+def score_toolcall_record(refs: Sequence[RefCall], output: Any, *, rid: str = "", key_fn: Callable[[Any], str | None] = leaf_key) -> ToolCallRecord:
+    """Score one record's output against its reference calls (see the module docstring)."""
+    return _score_parsed(refs, _ParsedEntry(parse_calls(output), key_fn), rid, {})
+
+
+class _ParsedEntry:
+    """One parsed output plus its calls' flattened argument keys, computed on first use.
+
+    `score_toolcalls` keeps one entry per distinct raw output string, so repeated outputs (the
+    same call answered to many questions, "no call", a refusal) are parsed and canonicalised
+    once; the keys are a pure function of the call's arguments and `key_fn`.
+    """
+
+    __slots__ = ("parsed", "key_fn", "_present", "_whole")
+
+    def __init__(self, parsed: ParsedCalls, key_fn: Callable[[Any], str | None]) -> None:
+        self.parsed = parsed
+        self.key_fn = key_fn
+        self._present: list[dict[str, str] | None] = [None] * len(parsed.calls)
+        self._whole: list[dict[str, str] | None] | None = None
+
+    def keys(self, j: int, whole: bool) -> dict[str, str]:
+        """`_pred_keys` of call j (whole-parameter keys for BFCL references)."""
+        if whole:
+            if self._whole is None:
+                self._whole = [None] * len(self.parsed.calls)
+            cache = self._whole
+        else:
+            cache = self._present
+        k = cache[j]
+        if k is None:
+            c = self.parsed.calls[j]
+            if not c.valid or c.args is None:
+                k = {}
+            elif whole:
+                k = {p: _whole_key(v, self.key_fn) for p, v in c.args.items()}
+            else:
+                k = _present_keys(c.args, self.key_fn)
+            cache[j] = k
+        return k
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _record_for(seen: ToolCallRecord, rid: str) -> ToolCallRecord:
+    """`seen`'s verdict for record `rid` (the frozen dataclass's fields set directly: a third
+    cheaper than its keyword constructor, once per record of a repeated output)."""
+    r = _new(ToolCallRecord)
+    _set(r, "id", rid)
+    _set(r, "valid", seen.valid)
+    _set(r, "correct", seen.correct)
+    _set(r, "format", seen.format)
+    _set(r, "pairs", seen.pairs)
+    _set(r, "counts", seen.counts)
+    _set(r, "error", seen.error)
+    return r
+
+
+# Counts are immutable and few distinct tuples occur: share one instance per tuple (a frozen
+# dataclass costs more to build than a dict lookup).
+_COUNT_FIELDS = ("records", "valid_records", "correct_records", "ref_calls", "pred_calls", "invalid_calls", "name_matches", "args_exact", "tp", "fp", "fn")
+
+
+def _counts(interned: dict[tuple[int, ...], ToolCallCounts], values: tuple[int, ...]) -> ToolCallCounts:
+    c = interned.get(values)
+    if c is None:
+        c = interned[values] = ToolCallCounts(**dict(zip(_COUNT_FIELDS, values)))
+    return c
+
+
+def _score_parsed(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, interned: dict[tuple[int, ...], ToolCallCounts]) -> ToolCallRecord:
+    parsed = entry.parsed
+    preds = parsed.calls
+    n_ref, n_pred = len(refs), len(preds)
+    pairs: list[tuple[int, int]] = []
+    if n_ref == 1 and n_pred == 1:
+        p0, r0 = preds[0], refs[0]
+        if p0.name == r0.name:
+            tp, fp, fn = _compare(r0, entry.keys(0, r0.whole))
+            ok = fp == 0 and fn == 0 and p0.valid
+            valid = parsed.valid
+            return ToolCallRecord(
+                id=rid, valid=valid, correct=valid and ok, format=parsed.format, pairs=((0, 0),),
+                counts=_counts(interned, (1, int(valid), int(valid and ok), 1, 1, int(not p0.valid), 1, int(ok), tp, fp, fn)),
+                error=parsed.error or p0.error,
+            )
+    # argument comparison only where the names agree (the only admissible pairs)
+    cmp = [[_compare(r, entry.keys(j, r.whole)) if c.name == r.name else (0, 0, 0) for j, c in enumerate(preds)] for r in refs]
+    if n_ref and n_pred and not (n_ref == 1 and n_pred == 1):
+        # Only same-name pairs are admissible, so the assignment splits into one independent
+        # problem per function name; most are 1×1 or 1×k and need no solver.
+        groups: dict[str | None, tuple[list[int], list[int]]] = {}
+        for i, r in enumerate(refs):
+            groups.setdefault(r.name, ([], []))[0].append(i)
+        for j, c in enumerate(preds):
+            if c.name in groups:
+                groups[c.name][1].append(j)
+        for ri, pj in groups.values():
+            if not pj:
+                continue
+            if len(ri) == 1 and len(pj) == 1:
+                pairs.append((ri[0], pj[0]))
+                continue
+            score = [[_pair_score(cmp[i][j]) for j in pj] for i in ri]
+            if len(ri) == 1 or len(pj) == 1:
+                # a single row or column: the optimum is its best cell (the first on ties)
+                flat = [x for row in score for x in row]
+                k = max(range(len(flat)), key=flat.__getitem__)
+                pairs.append((ri[0], pj[k]) if len(ri) == 1 else (ri[k], pj[0]))
+            else:
+                pairs += [(ri[a], pj[b]) for a, b in max_matching(np.array(score), 0.5)]
+        pairs.sort()
+    tp = fp = fn = exact = 0
+    paired_ref = {i for i, _ in pairs}
+    paired_pred = {j for _, j in pairs}
+    for i, j in pairs:
+        a, b, c = cmp[i][j]
+        tp, fp, fn = tp + a, fp + b, fn + c
+        if b == 0 and c == 0 and preds[j].valid:
+            exact += 1
+    for i in range(n_ref):
+        if i not in paired_ref:
+            fn += sum(1 for p in refs[i].accept if p not in refs[i].optional)
+    for j in range(n_pred):
+        if j not in paired_pred and preds[j].valid and preds[j].args is not None:
+            fp += len(entry.keys(j, False))
+    valid = parsed.valid
+    correct = valid and n_pred == n_ref and exact == n_ref
+    counts = _counts(interned, (1, int(valid), int(correct), n_ref, n_pred, sum(1 for c in preds if not c.valid), len(pairs), exact, tp, fp, fn))
+    error = parsed.error or next((c.error for c in preds if not c.valid), None)
+    return ToolCallRecord(id=rid, valid=valid, correct=correct, format=parsed.format, pairs=tuple(pairs), counts=counts, error=error)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallModelResult:
+    model: str
+    counts: ToolCallCounts
+    metrics: dict[str, float]
+    missing_ids: tuple[str, ...]
+    extra_ids: tuple[str, ...]
+    failed_ids: tuple[str, ...]
+    formats: dict[str, int]
+    invalid_examples: tuple[dict[str, Any], ...]
+    extended: dict[str, ExtendedScores]
+    rank: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            **self.metrics,
+            **{f"{k}_mean": v.mean for k, v in self.extended.items()},
+            **{f"{k}_pass_rate": v.pass_rate for k, v in self.extended.items()},
+            "correct_count": self.counts.correct_records,
+            "total_count": self.counts.records,
+            "failed_ids": list(self.failed_ids),
+            "missing_ids": list(self.missing_ids),
+            "extra_ids": list(self.extra_ids),  # outputs for ids the truth does not have: ignored
+            "counts": self.counts.to_dict(),
+            "formats": dict(self.formats),
+            "invalid_examples": list(self.invalid_examples),
+            "extended": {k: v.to_dict() for k, v in self.extended.items()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallResult:
+    task: str
+    config: ToolCallConfig
+    n_records: int
+    ranking: tuple[str, ...]
+    models: dict[str, ToolCallModelResult]
+    records: dict[str, tuple[ToolCallRecord, ...]]
+
+    def per_record(self, metric: str) -> dict[str, np.ndarray]:
+        """model → per-record values in record-id order (for the paired bootstrap)."""
+        out = {}
+        for m, recs in self.records.items():
+            if metric == "call_accuracy":
+                out[m] = np.array([r.correct for r in recs], dtype=np.float64)
+            elif metric == "valid_call_rate":
+                out[m] = np.array([r.valid for r in recs], dtype=np.float64)
+            else:
+                raise KeyError(metric)
+        return out
+
+    def count_matrix(self, model: str) -> tuple[tuple[str, ...], np.ndarray]:
+        """(count column names, int array records × columns) of one model, in record-id order."""
+        cols = tuple(f.name for f in fields(ToolCallCounts))
+        rows = [[getattr(r.counts, c) for c in cols] for r in self.records[model]]
+        return cols, np.array(rows, dtype=np.int64).reshape(len(rows), len(cols))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "checker": "generic",
+            "config": self.config.to_dict(),
+            "n_records": self.n_records,
+            "ranking": list(self.ranking),
+            "models": {m: self.models[m].to_dict() for m in self.ranking},
+        }
+
+
+def _calls_text(calls: Sequence[tuple[str | None, Any]]) -> str:
+    items = sorted(json.dumps({"name": n, "arguments": a}, sort_keys=True, ensure_ascii=False, default=str) for n, a in calls)
+    return "[" + ",".join(items) + "]"
+
+
+def score_toolcalls(
+    truth: Mapping[str, Any],
+    predictions: Mapping[str, Mapping[str, Any]],
+    *,
+    possible_answer: bool = False,
+    config: ToolCallConfig | None = None,
+    similarity: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int, str, dict[str, float]], None] | None = None,
+) -> ToolCallResult:
+    """Score every model's tool calls against the reference calls.
+
+    Args:
+        truth: record id → reference calls (any supported shape; BFCL possible answers when
+            `possible_answer=True`).
+        predictions: model → record id → raw output. A missing output is an invalid record.
+        similarity: optional extended metrics: name → SimilarityBackend, fed the canonical text
+            of the predicted and the reference calls.
+        progress: called after each record with (done, total, model, running metrics).
+    """
+    config = config or ToolCallConfig()
+    key_fn = config.key_fn()
+    ids = natural_sorted(truth)
+    with paused_gc():
+        refs = _read_references(truth, ids, possible_answer, key_fn)
+    results: dict[str, ToolCallModelResult] = {}
+    records: dict[str, tuple[ToolCallRecord, ...]] = {}
+    interned: dict[tuple[int, ...], ToolCallCounts] = {}
+    for m in sorted(predictions):
+        preds = predictions[m]
+        recs = []
+        running = [0, 0, 0]  # records, valid, correct: what the progress line shows
+        parsed_cache: dict[str, _ParsedEntry] = {}  # per model: one parse per distinct output string
+        # (output string, id of the shared reference tuple) → its record: the same output against
+        # the same reference has the same verdict. The ids stay valid: `refs` keeps the tuples alive.
+        pair_cache: dict[tuple[str, int], ToolCallRecord] = {}
+        with paused_gc():
+            for k, i in enumerate(ids, start=1):
+                raw = preds.get(i)
+                ref = refs[i]
+                if type(raw) is str:
+                    key = (raw, id(ref))
+                    seen = pair_cache.get(key)
+                    if seen is None:
+                        entry = parsed_cache.get(raw)
+                        if entry is None:
+                            entry = parsed_cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
+                        rec = pair_cache[key] = _score_parsed(ref, entry, i, interned)
+                    else:
+                        rec = _record_for(seen, i)
+                else:
+                    rec = _score_parsed(ref, _ParsedEntry(parse_calls(raw), key_fn), i, interned)
+                    if raw is None and i not in preds:
+                        rec = replace(rec, error="no output for this id")
+                recs.append(rec)
+                if progress is not None:
+                    running[0] += 1
+                    running[1] += rec.valid
+                    running[2] += rec.correct
+                    n = running[0]
+                    progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
+        # sum each distinct (shared) counts object once, weighted by how many records hold it
+        multiplicity: dict[int, list[Any]] = {}
+        for r in recs:
+            slot = multiplicity.get(id(r.counts))
+            if slot is None:
+                multiplicity[id(r.counts)] = [r.counts, 1]
+            else:
+                slot[1] += 1
+        total = ToolCallCounts(**{f: sum(getattr(c, f) * n for c, n in multiplicity.values()) for f in _COUNT_FIELDS})
+        formats: dict[str, int] = {}
+        for r in recs:
+            formats[r.format] = formats.get(r.format, 0) + 1
+        extended = {}
+        for metric, backend in sorted((similarity or {}).items()):
+            pred_texts, ref_texts = [], []
+            for r in recs:
+                pc = parse_calls(preds.get(r.id))
+                pred_texts.append(_calls_text([(c.name, c.args) for c in pc.calls]) if pc.calls else str(preds.get(r.id) or ""))
+                ref_texts.append(_calls_text([(c.name, {p: sorted(v) for p, v in c.accept.items()}) for c in refs[r.id]]) if possible_answer else
+                                 _calls_text([(c.name, c2) for c, c2 in zip(refs[r.id], [_ref_args(truth[r.id], n) for n in range(len(refs[r.id]))])]))
+            extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
+        results[m] = ToolCallModelResult(
+            model=m,
+            counts=total,
+            metrics=total.metrics(zero_division=config.zero_division),
+            missing_ids=tuple(i for i in ids if i not in preds),
+            extra_ids=tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
+            failed_ids=tuple(r.id for r in recs if not r.correct),
+            formats=dict(sorted(formats.items())),
+            invalid_examples=tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), 5)),
+            extended=extended,
+        )
+        records[m] = tuple(recs)
+    order = [r.model for r in rank_by_metrics("toolcalls", {m: {f"toolcalls/{k}": float(v) for k, v in results[m].metrics.items()} for m in results})]
+    for rank, m in enumerate(order, start=1):
+        results[m] = replace(results[m], rank=rank)
+    return ToolCallResult(task="toolcalls", config=config, n_records=len(ids), ranking=tuple(order), models=results, records=records)
+
+
+def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool, key_fn: Callable[[Any], str | None]) -> dict[str, tuple[RefCall, ...]]:
+    """`reference_calls` of every record, read once per distinct reference value.
+
+    References repeat (the same expected call for many questions); the cache key is the value's
+    `marshal` bytes, which exist only for values made of the built-in types themselves (no
+    subclass) and tell apart everything `reference_calls` tells apart (`1` / `1.0` / `True` /
+    `"1"`, lists / tuples, int / str keys); any other value is keyed by its `repr`, as before. A
+    reference that raises is never cached, so each bad record is still named in its own error. A
+    value nested too deeply for `repr` is read uncached, so `reference_calls` reports it as it
+    would without the cache.
+    """
+    cache: dict[str | bytes, tuple[RefCall, ...]] = {}
+    out = {}
+    dumps = marshal.dumps
+    for i in ids:
+        obj = truth[i]
+        try:
+            key: str | bytes = dumps(obj)
+        except ValueError:  # a subclass or another type marshal does not write, or too deep
+            try:
+                key = repr(obj)
+            except RecursionError:
+                out[i] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
+                continue
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
+        out[i] = got
+    return out
+
+
+def _ref_args(obj: Any, n: int) -> Any:
+    try:
+        calls, _ = _calls_from_object(json.loads(obj) if isinstance(obj, str) else obj)
+        return calls[n].args
+    except (ValueError, _NotCalls, IndexError):
+        return None
+
+
+def _preview(raw: Any, limit: int = 160) -> str:
+    s = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str) if raw is not None else ""
+    return s if len(s) <= limit else s[:limit] + "…"
+
+
