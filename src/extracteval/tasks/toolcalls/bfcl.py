@@ -259,7 +259,8 @@ def _simple_calls(text: str) -> list[dict[str, dict[str, Any]]] | None:
 def parse_python_calls(text: str, *, keep_positional: bool = False) -> list[dict[str, dict[str, Any]]]:
     """`[f(a=1), pkg.g(b="x")]` or `f(a=1)` → `[{"f": {"a": 1}}, {"pkg.g": {"b": "x"}}]`.
 
-    Parsed with `ast.parse(mode="eval")`, never evaluated. Keyword arguments only, as BFCL
+    Parsed with `ast.parse(mode="eval")`, never evaluated (calls whose keyword arguments are all
+    plain literals are read directly, to the same result: `_simple_calls`). Keyword arguments only, as BFCL
     reads them; with `keep_positional=True` positional arguments are kept under keys `"*0"`,
     `"*1"`, … Raises `SyntaxError` or `ValueError` on anything that is not a call or a list of
     calls.
