@@ -546,7 +546,7 @@ def flat_keys(value: Any, key_fn: Callable[[Any], str | None] = leaf_key, *, pre
 # (parent path, keys of an object) or (parent path, list length) → the children's paths, last
 # child first: records of one shape build their path strings once.
 _CHILD_PATHS: dict[tuple[str, Any], list[str]] = {}
-_CHILD_PATHS_MAX = 1 << 17
+_CHILD_PATHS_MAX = 1 << 14  # bounded: documents whose keys never repeat must not fill memory
 
 
 def _child_paths(path: str, v: Any) -> list[str]:
