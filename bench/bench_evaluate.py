@@ -8,7 +8,7 @@ in a subprocess of a fresh helper process, logging into a new temporary SQLite t
 Sizes: 200,000 and 1,000,000 records (`EXTRACTEVAL_BENCH_EVALUATE_RECORDS`, comma-separated).
 The streamed peak does not grow with the input, with or without intervals; the in-memory peak
 does. With intervals on, records with 20 fields rarely share a count pattern (as here), so the
-bootstrap streams every record's counts back from disk block by block (README "Scale").
+bootstrap streams every record's counts back from disk block by block (docs/scale.md).
 `EXTRACTEVAL_BENCH_EVALUATE_IN_MEMORY=0` skips the in-memory runs.
 """
 

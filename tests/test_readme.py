@@ -1,9 +1,14 @@
-"""The README cannot rot: every command it shows in a `bash runnable` block is executed here.
+"""The README and the documentation cannot rot: every command they show in a `bash runnable` or
+`python runnable` block is executed here.
 
+The pages read: README.md and every docs/**/*.md (the MkDocs site; tests/test_docs.py builds it).
 Markers (the info string of a fenced block, after the language):
-- `runnable`: run with `bash -e -o pipefail` in a fresh copy of the repository's user-facing
-  files (experiments/, MLproject, …) with a fresh MLflow store (the default ./mlflow.db of that
-  copy), `../shared/data` linked next to it when present; exit code 0 expected.
+- `runnable`: run with `bash -e -o pipefail` (`python runnable`: with `python -`) in a fresh copy
+  of the repository's user-facing files (experiments/, MLproject, …) with a fresh MLflow store
+  (the default ./mlflow.db of that copy), `../shared/data` linked next to it when present; exit
+  code 0 expected, and nothing left in the copy but that store (scratch files go to `mktemp -d`).
+  A block shown on several pages (the README's tour is also the getting-started guide's) is run
+  once.
 - `setup`: `make` targets, checked with `make -n` (running them would reinstall the venv).
 - `illustrative`: shapes with placeholder file names; not run, but every `extracteval …` line in
   them must name existing sub-commands and options (test_illustrative_commands_…).
@@ -25,10 +30,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
+# the pages whose blocks are read: the README, then the documentation site's pages
+PAGES = [README, *sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.relative_to(DOCS).parts)]
 MARKERS = {"runnable", "setup", "illustrative"}
 CODE_LANGUAGES = {"bash", "sh", "shell", "console", "python"}
 # what a block run needs from the checkout; the package itself comes from the environment
 COPIED = ("experiments", "MLproject", "python_env.yaml", "conda.yaml", "pyproject.toml", "README.md", "Makefile")
+# what a block may leave in the copy: the default MLflow store and its artifacts
+STORE = {"mlflow.db", "mlartifacts", "mlruns"}
 
 
 @dataclass(frozen=True)
@@ -37,11 +47,22 @@ class Block:
     language: str
     markers: frozenset[str]
     text: str
+    source: str = "README.md"  # the page, relative to the repository
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
 
     @property
     def label(self) -> str:
         first = next((ln.strip() for ln in self.text.splitlines() if ln.strip()), "")
-        return f"README.md:{self.line} {first[:60]}"
+        return f"{self.where} {first[:60]}"
+
+
+def page_blocks(path: Path) -> list[Block]:
+    """The fenced blocks of one page, each knowing its page."""
+    source = path.relative_to(REPO).as_posix()
+    return [Block(b.line, b.language, b.markers, b.text, source) for b in readme_blocks(path.read_text(encoding="utf-8"))]
 
 
 def readme_blocks(text: str) -> list[Block]:
@@ -70,8 +91,20 @@ def readme_blocks(text: str) -> list[Block]:
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
-RUNNABLE = [b for b in BLOCKS if b.language in {"bash", "sh", "shell"} and "runnable" in b.markers]
+BLOCKS = [b for page in PAGES for b in page_blocks(page)]
+RUNNABLE_LANGUAGES = {"bash", "sh", "shell", "python"}
+
+
+def _distinct(blocks: list[Block]) -> list[Block]:
+    """The first of each group of identical blocks (same language and text): run once."""
+    seen: dict[tuple[str, str], Block] = {}
+    for b in blocks:
+        seen.setdefault((b.language, b.text.strip()), b)
+    return list(seen.values())
+
+
+ALL_RUNNABLE = [b for b in BLOCKS if b.language in RUNNABLE_LANGUAGES and "runnable" in b.markers]
+RUNNABLE = _distinct(ALL_RUNNABLE)
 SETUP = [b for b in BLOCKS if "setup" in b.markers]
 
 
@@ -87,20 +120,34 @@ def _commands() -> set[str]:
 
 
 def _needed_commands(block: Block) -> set[str]:
-    needed = set(re.findall(r"\bextracteval\s+([a-z][a-z-]*)", block.text))
+    if block.language == "python":  # Python calls the package, not the command
+        return set()
+    needed = set(re.findall(r"\bextracteval[ \t]+([a-z][a-z-]*)", block.text))
     needed |= set(re.findall(r"\bmlflow run \S+(?:\s+\S+)*?\s+-e\s+([a-z]+)", block.text))
     return needed
 
 
 def test_readme_has_runnable_blocks_for_the_tour_and_mlflow_run() -> None:
-    text = "\n".join(b.text for b in RUNNABLE)
+    readme = "\n".join(b.text for b in ALL_RUNNABLE if b.source == "README.md")
     for command in ("extracteval score fields", "extracteval evaluate fields", "extracteval leaderboard",
-                    "extracteval demo", "mlflow run . -e demo --env-manager local", "mlflow run . -e evaluate"):
-        assert command in text, f"no runnable README block shows `{command}`"
+                    "extracteval compare "):
+        assert command in readme, f"the README's tour has no runnable block showing `{command}`"
+    text = "\n".join(b.text for b in RUNNABLE)
+    for command in ("extracteval demo", "extracteval rescore", "extracteval compare-models", "import extracteval",
+                    "mlflow run . -e demo --env-manager local", "mlflow run . -e evaluate", "mlflow.models.evaluate"):
+        assert command in text, f"no runnable block of the README or docs/ shows `{command}`"
+
+
+def test_blocks_are_read_from_the_readme_and_every_docs_page() -> None:
+    sources = {b.source for b in ALL_RUNNABLE}
+    assert "README.md" in sources and "docs/getting-started.md" in sources and "docs/tasks/spans.md" in sources
+    # the README's tour is the guide's: shown twice, run once
+    assert len(RUNNABLE) < len(ALL_RUNNABLE)
+    assert any(b.language == "python" for b in RUNNABLE)
 
 
 def test_every_code_block_is_marked_runnable_setup_or_illustrative() -> None:
-    unmarked = [f"README.md:{b.line} ```{b.language}" for b in BLOCKS
+    unmarked = [f"{b.where} ```{b.language}" for b in BLOCKS
                 if (b.language in CODE_LANGUAGES or (b.language == "" and re.search(r"^\s*(extracteval|mlflow|make|python) ", b.text, re.M)))
                 and not (b.markers & MARKERS)]
     assert not unmarked, ("mark each block `runnable` (tests/test_readme.py runs it), `setup` or `illustrative`: "
@@ -111,6 +158,8 @@ def test_the_block_parser_sees_markers_and_bodies() -> None:
     blocks = readme_blocks("text\n```bash runnable\necho hi\n```\n```\nplain\n```\n```python illustrative\nx = 1\n```\n")
     assert [(b.line, b.language, set(b.markers), b.text) for b in blocks] == [
         (2, "bash", {"runnable"}, "echo hi"), (5, "", set(), "plain"), (8, "python", {"illustrative"}, "x = 1")]
+    twice = [*blocks, Block(9, "bash", frozenset({"runnable"}), "echo hi\n", "docs/x.md")]
+    assert [b.where for b in _distinct(twice)] == ["README.md:2", "README.md:5", "README.md:8"]
 
 
 @pytest.mark.parametrize("block", SETUP, ids=lambda b: b.label)
@@ -159,14 +208,21 @@ def test_runnable_readme_block(block: Block, readme_workdir: Path) -> None:
     env["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
     if shutil.which("extracteval", path=env["PATH"]) is None:
         pytest.skip("the extracteval command is not installed next to this Python (pip install -e .)")
-    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=readme_workdir, env=env,
+    before = set(os.listdir(readme_workdir))
+    if block.language == "python":
+        argv, stdin = [sys.executable, "-"], block.text
+    else:
+        argv, stdin = ["bash", "-e", "-o", "pipefail", "-c", block.text], None
+    done = subprocess.run(argv, cwd=readme_workdir, env=env, input=stdin,
                           capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, (f"{block.label} failed with exit code {done.returncode}\n$ "
                                   + shlex.quote(block.text) + "\n--- stdout\n" + done.stdout[-4000:] + "\n--- stderr\n" + done.stderr[-4000:])
     assert "Traceback" not in done.stderr
     # nothing escaped the copy: the default store is the copy's own
-    if "extracteval evaluate" in block.text or "extracteval demo" in block.text or "mlflow run" in block.text:
+    if any(w in block.text for w in ("extracteval evaluate", "extracteval demo", "mlflow run", "mlflow.models.evaluate")):
         assert (readme_workdir / "mlflow.db").is_file()
+    left = set(os.listdir(readme_workdir)) - before - STORE
+    assert not left, f"{block.label} left {sorted(left)} in the repository root; write scratch files under $(mktemp -d)"
 
 
 def _slug(heading: str) -> str:
@@ -174,13 +230,17 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def test_internal_links_point_at_headings() -> None:
+def test_internal_links_point_at_headings_and_files() -> None:
+    """The README's links (GitHub renders it): anchors of its own headings, files of the repository.
+    The documentation's links are checked by `mkdocs build --strict` (tests/test_docs.py)."""
     text = README.read_text(encoding="utf-8")
     outside_code = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
     anchors = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", outside_code, re.M)}
     links = set(re.findall(r"\]\(#([^)]+)\)", outside_code))
-    assert links and not links - anchors, f"links to missing headings: {sorted(links - anchors)}"
-    for target in re.findall(r"\]\((experiments/[^)#]+)\)", outside_code):  # links to files of the repository
+    assert not links - anchors, f"links to missing headings: {sorted(links - anchors)}"
+    files = re.findall(r"\]\(((?:experiments|docs)/[^)#]+|[A-Z]+\.md)(?:#[^)]*)?\)", outside_code)
+    assert any(f.startswith("docs/tasks/") for f in files), "the README links each task to its page"
+    for target in files:
         assert (REPO / target).exists(), target
 
 
@@ -205,7 +265,7 @@ def synopsis_errors(block: Block, parser) -> tuple[list[str], list[str]]:  # noq
         try:
             tokens = shlex.split(line, comments=True)
         except ValueError as e:
-            errors.append(f"README.md:{block.line}: cannot read {line.strip()[:60]!r} ({e})")
+            errors.append(f"{block.where}: cannot read {line.strip()[:60]!r} ({e})")
             continue
         starts = [i for i, t in enumerate(tokens) if t in PROGRAM]
         if not starts:
@@ -215,7 +275,7 @@ def synopsis_errors(block: Block, parser) -> tuple[list[str], list[str]]:  # noq
         while (choices := subparsers(p)) and argv:
             word = argv.pop(0)
             if word not in choices:
-                errors.append(f"README.md:{block.line}: `extracteval {' '.join(path + [word])}`: no such sub-command ({', '.join(sorted(choices))})")
+                errors.append(f"{block.where}: `extracteval {' '.join(path + [word])}`: no such sub-command ({', '.join(sorted(choices))})")
                 p = None
                 break
             p = choices[word]
@@ -227,7 +287,7 @@ def synopsis_errors(block: Block, parser) -> tuple[list[str], list[str]]:  # noq
             if t.startswith("--"):
                 name = t.split("=", 1)[0]
                 if name not in p._option_string_actions:
-                    errors.append(f"README.md:{block.line}: `extracteval {' '.join(path)}` has no option {name}")
+                    errors.append(f"{block.where}: `extracteval {' '.join(path)}` has no option {name}")
     return used, errors
 
 
@@ -244,7 +304,7 @@ def test_illustrative_commands_use_existing_subcommands_and_options() -> None:
         used |= set(u)
         errors += e
     assert not errors, "\n".join(errors)
-    # the synopses the README shows in place of a runnable command are all read
+    # the synopses the pages show in place of a runnable command are all read
     assert {"score labels", "score entities", "score structured", "score toolcalls", "score spans", "score fields",
             "evaluate fields", "leaderboard", "compare", "rescore"} <= used, sorted(used)
 

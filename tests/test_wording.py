@@ -1,7 +1,8 @@
 """User-facing text speaks of the product: it states the rules, never cites internal documents.
 
 Users have neither the seed documents ("seed 000" … "seed 004"), nor SPEC.md and its sections,
-nor the project's issue tracker. So README.md, the examples' READMEs, the experiment
+nor the project's issue tracker. So README.md, the documentation site (docs/), CHANGELOG.md,
+the examples' READMEs, the experiment
 descriptions the demo prints, and every string literal in `src/extracteval` (`--help` texts,
 command descriptions, messages, report text, docstrings — `help(...)` shows those to Python
 users) must not contain such a citation. Comments are not string literals, so `ast` leaves them
@@ -40,7 +41,9 @@ def test_pattern_catches_the_citations_it_is_for():
         assert not _citations(text), text
 
 
-@pytest.mark.parametrize("path", [ROOT / "README.md", *sorted((ROOT / "experiments").glob("**/README.md"))],
+@pytest.mark.parametrize("path", [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "mkdocs.yml",
+                                  *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "docs").rglob("*.py")),
+                                  *sorted((ROOT / "experiments").glob("**/README.md"))],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_readmes_cite_no_internal_document(path):
     bad = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if _citations(line)]

@@ -19,7 +19,6 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "score": "extracteval.api",
-    "tasks": "extracteval.api",
     "ScoreResult": "extracteval.api",
     "score_fields": "extracteval.tasks.fields.semantics",
     "FieldsConfig": "extracteval.tasks.fields.semantics",
@@ -29,10 +28,12 @@ _LAZY = {
     "InputError": "extracteval.errors",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", "tasks", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "tasks":  # the task registry, callable: `extracteval.tasks()` lists the tasks
+        return import_module("extracteval.tasks")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'extracteval' has no attribute {name!r}")

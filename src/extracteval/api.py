@@ -37,9 +37,9 @@ __all__ = ["score", "tasks", "read_truth", "ScoreResult"]
 
 def tasks() -> list[dict[str, str]]:
     """The tasks of this installation: name, MLflow model type and what the task scores."""
-    from extracteval.mlflow.tasks import TASKS, available_tasks, get_adapter
+    from extracteval.tasks import listing
 
-    return [{"task": t, "model_type": TASKS[t].model_type, "scores": get_adapter(t).about} for t in available_tasks()]
+    return listing()
 
 
 @dataclass(frozen=True)

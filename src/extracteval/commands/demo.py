@@ -41,7 +41,9 @@ def _runner_module(task: str) -> str | None:
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--experiments", default="experiments", metavar="DIR", help="folder of examples (default: ./experiments)")
-    p.add_argument("--only", metavar="NAME", action="append", help="run only this example (repeatable)")
+    p.add_argument("--only", metavar="NAME", action="append",
+                   help="run only these examples: a name, or names separated by commas (repeatable: "
+                        "`--only contracts,tickets` = `--only contracts --only tickets`)")
     p.add_argument("--output", metavar="DIR", help="write each example's result.json under DIR/<name>/")
     p.add_argument("--tracking-uri", metavar="URI", help="MLflow tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
     p.add_argument("--experiment-prefix", default="extracteval-demo", metavar="NAME", help="experiment name prefix (default: extracteval-demo)")
@@ -76,6 +78,17 @@ def run(args: argparse.Namespace) -> int:
     return run_demo(args).exit_code
 
 
+def only_names(values: list[str] | None) -> list[str]:
+    """The example names of `--only`, given repeated, comma-separated, or both (`mlflow run -P
+    only=a,b` passes them comma-separated), in order and without repeats."""
+    names: list[str] = []
+    for value in values or ():
+        for name in value.split(","):
+            if name.strip() and name.strip() not in names:
+                names.append(name.strip())
+    return names
+
+
 def run_demo(args: argparse.Namespace) -> DemoOutcome:
     """Everything `extracteval demo` does (see DESCRIPTION), and what it logged."""
     import json
@@ -87,10 +100,15 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
     if not root.is_dir():
         raise InputError(f"{root}: no experiments folder here; run from the repository root or pass --experiments DIR.")
     specs = sorted(root.glob("*/experiment.yaml"))
-    if args.only:
-        specs = [s for s in specs if s.parent.name in set(args.only)]
+    only = only_names(args.only)
+    if only:
+        unknown = [n for n in only if n not in {s.parent.name for s in specs}]
+        if unknown:
+            raise InputError(f"--only {','.join(unknown)}: no such example in {root}; expected one of: "
+                             + (", ".join(s.parent.name for s in specs) or "(none: no */experiment.yaml found)") + ".")
+        specs = [s for s in specs if s.parent.name in set(only)]
     if not specs:
-        raise InputError(f"{root}: no */experiment.yaml found" + (f" for {args.only}" if args.only else "") + ".")
+        raise InputError(f"{root}: no */experiment.yaml found.")
     ran = 0
     failed = 0
     uri = None

@@ -28,7 +28,7 @@ listed as superseded, with the run id of the run ranked in their place. --all-ru
 run (a repeated model name then gets the first 8 characters of its run id).
 
 Ranking keys (fields): overall (macro) F1, overall precision, overall recall, total field wins,
-model name. Other tasks use their primary metric and tie-breaks (see the README). Intervals:
+model name. Other tasks use their primary metric and tie-breaks (see the documentation: Leaderboard). Intervals:
 paired bootstrap over the shared record ids of the runs' per-record Parquet artifacts; adjacent
 runs whose difference interval contains 0 are marked "not significantly different".
 

@@ -24,7 +24,7 @@ class Counts:
         cells: valid (not excluded) cells.
         exact: valid cells that were fully correct (TP or TN, nothing else).
 
-    Example:
+    Examples:
         >>> a = Counts(tp=1, fp=1, fn=1, tn=1, cells=3, exact=2)
         >>> (a + a).tp
         2
@@ -94,7 +94,7 @@ def ratios(tp: Any, fp: Any, fn: Any, tn: Any, *, zero_division: float = 0.0) ->
     tn > 0 (a field correctly left empty everywhere) precision = recall = f1 = 1.0.
     F1 is 2·tp / (2·tp + fp + fn), which equals 2PR/(P+R) whenever P + R > 0.
 
-    Example:
+    Examples:
         >>> r = ratios(1, 1, 1, 1)
         >>> float(r["f1"]), float(r["accuracy"])
         (0.5, 0.5)

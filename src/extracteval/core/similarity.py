@@ -71,7 +71,7 @@ def describe_similarity(backend: Any) -> dict[str, Any]:
 class FuzzySimilarity:
     """rapidfuzz similarity / 100 (default scorer `fuzz.ratio`), cached per distinct pair.
 
-    Example:
+    Examples:
         >>> float(FuzzySimilarity().similarity(["acme corp"], ["acme corp."])[0]) > 0.9
         True
     """
@@ -112,7 +112,7 @@ class LexicalSimilarity:
     the data: results are reproducible and can be merged across chunks. Identical texts score 1.0;
     a text without any n-gram scores 0.0 against a different one.
 
-    Example:
+    Examples:
         >>> s = LexicalSimilarity().similarity(["Senior engineer", "abc"], ["senior engineer", "xyz"])
         >>> [round(float(x), 2) for x in s]
         [1.0, 0.0]
@@ -228,7 +228,7 @@ class EmbeddingSimilarity:
     Each distinct text is encoded once (cached), in one call per batch. Give `encode`, or
     `model_path` for a local sentence-transformers model (`SentenceTransformerEncoder`).
 
-    Example:
+    Examples:
         >>> table = {"cat": [1.0, 0.0], "kitten": [0.9, 0.1], "car": [0.0, 1.0]}
         >>> emb = EmbeddingSimilarity(encode=lambda texts: [table[t] for t in texts])
         >>> [round(float(x), 3) for x in emb.similarity(["cat", "cat"], ["kitten", "car"])]
@@ -509,7 +509,7 @@ SIMILARITY_BACKENDS: Mapping[str, type] = {
 def get_similarity(name: str, **options: Any) -> SimilarityBackend:
     """Look a similarity backend up by name; the errors list the valid names and options.
 
-    Example:
+    Examples:
         >>> get_similarity("lexical").name
         'lexical'
     """

@@ -10,8 +10,8 @@ __all__ = ["add_scale_arguments", "scale_engine", "spark_session"]
 
 
 def add_scale_arguments(p: argparse.ArgumentParser) -> None:
-    """--chunk-size / --workers / --engine / --spark-master (README "Scale")."""
-    g = p.add_argument_group("scale (README: Scale: chunks, workers and Spark)")
+    """--chunk-size / --workers / --engine / --spark-master (docs/scale.md)."""
+    g = p.add_argument_group("scale (documentation: Scale: chunks, workers and Spark)")
     g.add_argument("--chunk-size", type=int, metavar="N",
                    help="stream the files N records at a time in bounded memory (wide CSV/TSV/JSONL/Parquet files sorted by id)")
     g.add_argument("--workers", type=int, default=1, metavar="N",

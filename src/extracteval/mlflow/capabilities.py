@@ -71,7 +71,7 @@ def provides(adapter: object, cap: Capability) -> bool:
 
 
 def render_matrix(matrix: dict[str, dict[str, bool]] | None = None) -> str:
-    """The matrix as a Markdown table (what `extracteval tasks` prints and the README shows)."""
+    """The matrix as a Markdown table (what `extracteval tasks` prints and docs/capabilities.md shows)."""
     matrix = matrix if matrix is not None else capability_matrix()
     tasks = list(next(iter(matrix.values()), {}))
     lines = ["| capability | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]

@@ -20,7 +20,7 @@ per-row counts and logged to the run afterwards by `log_micro_metrics`, which re
 from the feedback's metadata. A task added to `TASKS` is a scorer only once it has a row spec
 in its package (`ROWS` in `tasks/<task>/scorer.py`); until then `extraction_scorer` refuses it by name.
 
-Example:
+Examples:
     >>> import mlflow                                               # doctest: +SKIP
     >>> from extracteval.mlflow.genai import extraction_scorer, log_micro_metrics
     >>> s = extraction_scorer("fields", {"strategies": {"vendor": "FUZZY"}})

@@ -42,7 +42,7 @@ def get_session(master: str | None = None, *, app_name: str = "extracteval", shu
         builder = builder.master(master)
     if master is not None and master.startswith("local"):
         # local executors run this interpreter, which has extracteval (a cluster's executors
-        # need extracteval installed: see the README's spark-submit example)
+        # need extracteval installed: see the spark-submit example in docs/scale.md)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true").config("spark.ui.showConsoleProgress", "false")

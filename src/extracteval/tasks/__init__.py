@@ -7,15 +7,19 @@ sections. The engines, the MLflow layer, the leaderboard, `compare` and `rescore
 only through `TASKS` below. Adding a task is one folder and one line here.
 
 Importing this module is cheap: the task packages are imported when first asked for.
+
+`extracteval.tasks` is also what notebooks call to list the tasks: `extracteval.tasks()` returns
+each available task's name, MLflow model type and what it scores (`listing()`).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
 
-__all__ = ["TaskSpec", "TASKS", "task_module"]
+__all__ = ["TaskSpec", "TASKS", "task_module", "listing"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +59,28 @@ TASKS: dict[str, TaskSpec] = {
 def task_module(task: str, part: str) -> ModuleType:
     """Import and return one module of a registered task (`KeyError` for an unknown task)."""
     return import_module(TASKS[task].module(part))
+
+
+def listing() -> list[dict[str, str]]:
+    """The tasks of this installation: name, MLflow model type and what the task scores (a task
+    whose package is absent is left out)."""
+    out = []
+    for task, spec in TASKS.items():
+        try:
+            adapter = task_module(task, "adapter").ADAPTER
+        except ModuleNotFoundError as e:
+            if e.name not in (spec.module("adapter"), spec.module("adapter").rpartition(".")[0]):
+                raise
+            continue
+        out.append({"task": task, "model_type": spec.model_type, "scores": adapter.about})
+    return out
+
+
+class _Registry(ModuleType):
+    """This module, callable: `extracteval.tasks()` lists the available tasks."""
+
+    def __call__(self) -> list[dict[str, str]]:
+        return listing()
+
+
+sys.modules[__name__].__class__ = _Registry

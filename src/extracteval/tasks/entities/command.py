@@ -113,7 +113,7 @@ def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tupl
 
 
 def chunked(args: argparse.Namespace) -> bool:
-    """A streaming engine was asked for (README "Scale"): --chunk-size / --workers, or --engine
+    """A streaming engine was asked for (docs/scale.md): --chunk-size / --workers, or --engine
     spark (which writes no records.parquet: --output is refused with it)."""
     from extracteval.io.scale_options import scale_engine
     from extracteval.errors import InputError

@@ -107,6 +107,6 @@ def streaming_similarity(sim_name: str, sim_opts: dict[str, Any]) -> Any:
     if sim_name in ("embedding", "llm_judge"):
         raise InputError(
             f"--similarity {sim_name} with --chunk-size/--workers/--engine spark: its calls would be made chunk by chunk, not once over the "
-            "whole input; drop those options, or use --similarity lexical or fuzzy (README \"Scale\")."
+            "whole input; drop those options, or use --similarity lexical or fuzzy (documentation: Scale)."
         )
     return get_similarity(sim_name, **sim_opts)

@@ -854,7 +854,7 @@ def align_entities(
 
     `similarity` is the backend of SEMANTIC fields (default `LexicalSimilarity`).
 
-    Example:
+    Examples:
         >>> gold = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]
         >>> pred = [{"sku": "B", "qty": 2}, {"sku": "A", "qty": 5}]
         >>> [(g, p) for g, p, _ in align_entities(gold, pred)]
@@ -900,7 +900,7 @@ def score_entities(
             `name` and batched `similarity(a, b)`; default `LexicalSimilarity`, offline). It is
             called once per SEMANTIC field over the distinct value pairs of the whole input.
 
-    Example:
+    Examples:
         >>> truth = {"inv1": [{"item": "bolt", "qty": 2}, {"item": "nut", "qty": 4}]}
         >>> pred = {"inv1": [{"item": "bolt", "qty": 2}]}
         >>> r = score_entities(truth, [ModelEntities(name="m", records=pred)])

@@ -615,7 +615,7 @@ def score_fields(
     `fields_result` (ratios, winners, ranking, intervals, checks, once). The chunked and Spark
     engines call the same three functions with the records split into chunks.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> truth = pd.DataFrame({"type": ["Service Agreement", "NDA", "Not Present"]}, index=["1", "2", "3"])
         >>> a = pd.DataFrame({"type": ["Service Agreement", "License Agreement", "Not Present"]}, index=["1", "2", "3"])

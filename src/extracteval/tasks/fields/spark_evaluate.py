@@ -12,7 +12,7 @@ time), each batch as Arrow IPC bytes, so the driver holds one batch, never the d
 
 The per-record counts are computed again for this (Spark recomputes the lazy per-record
 DataFrame), which costs a second scoring pass: Spark is for data beyond one machine, not for
-speed on one (README "Scale").
+speed on one (docs/scale.md).
 """
 
 from __future__ import annotations

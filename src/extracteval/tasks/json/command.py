@@ -89,7 +89,7 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _chunked(args: argparse.Namespace, config: Any, backend: Any) -> tuple[Any, dict[str, Any]] | None:
-    """--chunk-size / --workers: the chunked engine (README "Scale"); None for the in-memory one."""
+    """--chunk-size / --workers: the chunked engine (docs/scale.md); None for the in-memory one."""
     from extracteval.errors import InputError
 
     chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)

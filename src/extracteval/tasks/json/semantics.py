@@ -486,7 +486,7 @@ def flatten_json(obj: Mapping[str, Any], *, flatten: bool = True) -> dict[str, A
     leaves (absent values). Keys containing `.`, `[`, `]` or `"` are written `["a.b"]`. With
     `flatten=False` the top-level keys are returned as they are.
 
-    Example:
+    Examples:
         >>> flatten_json({"a": {"b": 1, "c.d": 2}, "items": [{"x": 1}, []]})
         {'a.b': 1, 'a["c.d"]': 2, 'items[0].x': 1, 'items[1]': []}
     """
@@ -1014,7 +1014,7 @@ def score_json(
         fuzzy_similarity: backend for FUZZY fields (default: rapidfuzz with `config.fuzzy_scorer`).
         truth_source: name of the truth input, used in messages.
 
-    Example:
+    Examples:
         >>> gt = {"r1": {"name": "John Smith", "email": "john@example.com", "status": "active"}}
         >>> aio = {"r1": {"name": "John Smyth", "email": "JOHN@example.com", "extra": "x"}}
         >>> r = score_json(gt, [JsonPredictions(name="m", records=aio)], config=JsonConfig(strategies={"name": "FUZZY"}))

@@ -73,7 +73,7 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _score_chunked(args: argparse.Namespace) -> tuple[Any, list[str], dict[str, Any]] | None:
-    """--chunk-size / --workers or --engine spark (README "Scale"): (result, notes, inputs), or
+    """--chunk-size / --workers or --engine spark (docs/scale.md): (result, notes, inputs), or
     None for the in-memory engine."""
     from extracteval.io.scale_options import scale_engine, spark_session
 

@@ -136,7 +136,7 @@ class LabelEncoder:
     text rules only; `number`/`date` keep a value that does not parse as normalised text and
     remember it as unparsable. Absent values get the key of `<MISSING>`.
 
-    Example:
+    Examples:
         >>> enc = LabelEncoder("number")
         >>> enc.key("1,000") == enc.key(1000.0), enc.key("abc") == enc.key("xyz"), enc.key(None) == enc.key("n/a")
         (True, False, True)
@@ -245,7 +245,7 @@ class FeatureLedger:
     `cells` = rows of the view, `exact` = rows whose prediction equals the truth), plus the row
     totals. Mergeable: `a + b` scores the union of two disjoint sets of rows.
 
-    Example:
+    Examples:
         >>> a = feature_ledger(["x", "y"], ["x", "x"])
         >>> b = feature_ledger(["z"], ["z"])
         >>> (a + b).per_label["x"].tn, (a + b).rows, (a + b).correct
@@ -372,7 +372,7 @@ class FeatureMetrics:
 def feature_metrics(ledger: FeatureLedger, *, positive_label: str | None = None, zero_division: float = 0.0) -> FeatureMetrics:
     """Per-label one-vs-rest ratios, their macro average (or the positive label's) and micro accuracy.
 
-    Example:
+    Examples:
         >>> m = feature_metrics(feature_ledger(["cat", "dog", "dog"], ["cat", "cat", "dog"]))
         >>> round(m.f1, 4), round(m.micro_accuracy, 4)
         (0.6667, 0.6667)
@@ -612,7 +612,7 @@ def score_labels(
         features: features to score (default: every truth column, in order).
         truth_source: name of the truth input, used in messages.
 
-    Example:
+    Examples:
         >>> import pandas as pd
         >>> t = pd.DataFrame({"colour": ["red", "blue", None]}, index=["1", "2", "3"])
         >>> p = pd.DataFrame({"colour": ["red", "red"]}, index=["1", "2"])

@@ -71,7 +71,7 @@ def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _score_chunked(args: argparse.Namespace, chunk_size: int | None, workers: int) -> tuple[Any, dict[str, Any]]:
-    """--chunk-size / --workers (README "Scale"): JSONL documents streamed by id, token files
+    """--chunk-size / --workers (docs/scale.md): JSONL documents streamed by id, token files
     streamed N sentences at a time; --engine spark: JSONL documents. The same jobs `evaluate spans`
     streams (`tasks.spans.chunked.spans_chunk_job`, `tasks.spans.spark.spans_spark_job`)."""
     from extracteval.errors import InputError

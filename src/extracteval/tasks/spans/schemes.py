@@ -12,7 +12,7 @@ Every scheme is a small table over the tag prefixes `O B I E S L U`:
 `conlleval` reproduces conlleval.pl (version 2004-01-26) chunk by chunk, quirks included:
 
 * its only start/end rules are the pairs in `_CONLLEVAL_STARTS` plus "the type changed", so
-  `E-X B-X` is NOT a chunk boundary: conlleval merges the two into one chunk (README edge case
+  `E-X B-X` is NOT a chunk boundary: conlleval merges the two into one chunk (the reference edge case
   `e-b-sequence.iobes.txt`: one gold chunk), and `S-X S-X`, `B-X S-X`, `S-X B-X`, `E-X S-X` are
   merged as well — use `IOBES` for S/E-aware decoding;
 * `I-` may start a chunk (lenient IOB1 as in CoNLL-2000), `E-` after `O` starts one;

@@ -495,7 +495,7 @@ def corpus_from_tags(
     model name. Without `tokens` there are no span texts and the relaxed score uses IoU alone
     (with a warning), as for JSONL spans without text. `suffix=True` reads `TYPE-PREFIX` tags.
 
-    Example:
+    Examples:
         >>> c = corpus_from_tags(["B-PER", "I-PER", "O"], {"m": ["B-PER", "O", "O"]})
         >>> score_spans(c).models["m"].exact.micro.tp, c.token_correct["m"]
         (0, 2)
@@ -935,7 +935,7 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
     F1, then precision, recall, per-tag wins and name (`core.ranking`), with bootstrap intervals
     (documents resampled, paired across models) for each exact micro F1 and adjacent difference.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> def ss(rows):
         ...     a = np.array(rows, dtype=np.int64).reshape(-1, 3)
@@ -964,7 +964,7 @@ def document_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | Non
     `corpus.doc_ids`, tags `corpus.tags`. This is the per-record ledger that paired statistics
     across runs resample.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> ss = lambda a: SpanSet(doc=np.array([0, 1]), start=np.array(a[0]), end=np.array(a[1]), tag=np.zeros(2, dtype=np.int32))
         >>> c = SpanCorpus(doc_ids=("d1", "d2"), tags=("T",), unit="char", gold=ss(([0, 0], [4, 4])), predictions={"m": ss(([0, 1], [4, 4]))})

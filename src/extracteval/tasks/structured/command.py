@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None:
-    """--chunk-size / --workers or --engine spark (README "Scale"): the document, or None for the
+    """--chunk-size / --workers or --engine spark (docs/scale.md): the document, or None for the
     in-memory engine."""
     from extracteval.io.scale_options import scale_engine, spark_session
     from extracteval.errors import InputError

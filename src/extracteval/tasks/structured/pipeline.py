@@ -87,7 +87,7 @@ def refuse_in_memory_options(args: argparse.Namespace) -> None:
     given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity), ("--llm-judge", args.llm_judge),
                                    ("--baseline/--candidate", bool(args.baseline or args.candidate))) if on]
     if given:
-        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (README \"Scale\").")
+        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (documentation: Scale).")
 
 
 def result_document(result: Any, args: argparse.Namespace, sources: dict[str, str], truth_source: str) -> dict[str, Any]:

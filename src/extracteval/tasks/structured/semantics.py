@@ -214,7 +214,7 @@ def _balanced_span(text: str, start: int) -> str:
 def parse_json_output(raw: Any) -> ParsedOutput:
     """Parse one model output. Never raises: failures come back as `ok=False` with a reason.
 
-    Example:
+    Examples:
         >>> parse_json_output('Here you go:\\n```json\\n{"a": 1}\\n```').extracted
         True
         >>> parse_json_output('{"a": ').ok
@@ -738,7 +738,7 @@ class _Scorer:
 def score_structured_record(reference: Any, output: Any, *, config: StructuredConfig | None = None, rid: str = "") -> StructuredRecord:
     """Score one output against one reference (see the module docstring).
 
-    Example:
+    Examples:
         >>> r = score_structured_record({"user": {"name": "Alice", "age": 30}}, '{"user": {"name": "Alice", "age": 31}}')
         >>> (r.tp, r.fp, r.fn, r.exact)
         (1, 1, 1, False)

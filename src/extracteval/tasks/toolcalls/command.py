@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
-    """--chunk-size / --workers (README "Scale"): the generic checker's document, or None (in
+    """--chunk-size / --workers (docs/scale.md): the generic checker's document, or None (in
     memory, or the BFCL checker, whose `run_bfcl` scores in chunks itself)."""
     from extracteval.errors import InputError
 

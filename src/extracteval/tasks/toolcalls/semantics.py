@@ -200,7 +200,7 @@ def _strip_fences(text: str) -> str:
 def parse_calls(raw: Any) -> ParsedCalls:
     """Read the calls of one model output in any supported format. Never raises.
 
-    Example:
+    Examples:
         >>> [c.name for c in parse_calls('[get_weather(city="Paris"), get_time(tz="CET")]').calls]
         ['get_weather', 'get_time']
         >>> parse_calls('{"name": "f", "arguments": "{bad json"}').valid
