@@ -146,3 +146,34 @@ def cli(capsys: pytest.CaptureFixture[str]):
         return code, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """`extracteval demo` over every example, once per session, into a SQLite store in tmp (the
+    run descriptions and the browser test read it); returns the store's URI."""
+    import contextlib
+    import io
+
+    from extracteval.cli import main
+
+    root = tmp_path_factory.mktemp("demo-store")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    out, err = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI",)}
+    cwd = os.getcwd()
+    try:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+        os.chdir(root)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(["demo", "--experiments", str(REPO / "experiments"), "--tracking-uri", uri])
+            except SystemExit as e:
+                code = int(e.code or 0)
+    finally:
+        os.chdir(cwd)
+        for k, v in saved.items():
+            if v is not None:
+                os.environ[k] = v
+    assert code == 0, err.getvalue()[-3000:]
+    return uri

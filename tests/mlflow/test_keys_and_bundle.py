@@ -248,7 +248,7 @@ def test_fields_figures_of_many_fields_show_the_fields_with_most_errors():
     shown = _row_labels(bars)
     assert len(shown) == FIGURE_ITEMS and set(shown) <= set(wrong)  # only fields with errors
     worst = sorted(wrong, key=lambda f: (-wrong[f], f))[:FIGURE_ITEMS]
-    assert set(shown) == set(worst)  # the most errors first
+    assert shown == worst  # the most errors first, on top
     assert f"({FIGURE_ITEMS} of {n}: most errors)" in bars.axes[0].get_title()
     assert set(_row_labels(heat)) == set(worst)
     # 40 fields × 5 counts = 200 cells: still printed; every count text is a number
@@ -258,7 +258,7 @@ def test_fields_figures_of_many_fields_show_the_fields_with_most_errors():
     assert len(_row_labels(few)) == 5 and "of" not in few.axes[0].get_title()
 
 
-def test_heatmap_prints_counts_only_up_to_300_cells():
+def test_heatmap_prints_counts_up_to_2000_cells_and_has_a_colour_bar():
     from extracteval.report.figures import confusion_heatmap
 
     def table(n_items: int, models: int) -> pd.DataFrame:
@@ -268,8 +268,10 @@ def test_heatmap_prints_counts_only_up_to_300_cells():
     def numbers(fig) -> int:
         return sum(t.get_text().isdigit() for t in fig.axes[0].texts)
 
-    assert numbers(confusion_heatmap(table(30, 2))) == 300  # 30 × 2 × 5 cells
-    assert numbers(confusion_heatmap(table(31, 2))) == 0  # the colours carry them; the CSV has them
+    assert numbers(confusion_heatmap(table(40, 10))) == 2000  # 40 × 10 × 5 cells: the cut of many fields, ten models
+    assert numbers(confusion_heatmap(table(41, 10))) == 0  # the colours carry them; the CSV has them
+    fig = confusion_heatmap(table(41, 10))
+    assert len(fig.axes) == 2 and "share" in fig.axes[1].get_ylabel()  # the colour bar says what the colour is
 
 
 def test_truth_digest_streams_chunk_by_chunk_to_the_whole_tables_digest():

@@ -114,6 +114,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
     uri = None
     logged: list[tuple[str, str, dict[str, str]]] = []  # (example, experiment, run key → run id)
     labels: list[str] = []  # each logged experiment's name after the prefix
+    tasks_logged: dict[str, list[str]] = {}  # task → the examples logged with it
     for spec_path in specs:
         spec = load_mapping(spec_path)
         task = spec.get("task")
@@ -154,6 +155,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
             if run_ids is not None:
                 logged.append((str(name) if len(scoreds) == 1 else f"{name} ({a.task})", experiment, run_ids))
                 labels.append(label)
+                tasks_logged.setdefault(a.task, []).append(str(name))
             print()
         ran += 1
     leaderboards: dict[str, LeaderboardCall] = {}
@@ -165,7 +167,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
 
         _list_artifacts(logged, uri)
         print(f"MLflow: every example is logged to {uri}; view: {ui_hint(uri)}")
-        print(LOOK_AT.format(prefix=args.experiment_prefix))
+        print(look_at(args.experiment_prefix, tasks_logged))
     print(f"demo: scored {ran} example(s) from {root}/", file=sys.stderr)
     examples = tuple(LoggedExample(label=label, experiment=exp, run_ids=run_ids,
                                    leaderboard_run_id=leaderboards[exp].leaderboard_run_id if exp in leaderboards else None)
@@ -220,12 +222,32 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[st
 
 LOOK_AT = """\
 In the MLflow UI: each experiment {prefix}-<example> holds one parent run (the comparison) with a
-child run per model — add the columns overall/f1, wins/field_wins and ranking/rank and sort by them;
-select the children and Compare to chart field/<name>/f1 side by side; a run's Artifacts hold
-extracteval/report.html (the full report), figures/ and extracteval/records.parquet. The
-cross-run leaderboard wrote each ranked run's rank to its own column, leaderboard/<time>-<id>/rank
-(named on the last line of each leaderboard above); running the demo again ranks the new runs and
-lists the earlier ones as superseded, leaving their metrics as they were."""
+child run per model (expand the parent's row with +) and the leaderboard run. Every run opens on its
+Description: rank, score with its interval, weakest items, where the report is. In the runs table
+choose Columns and add Main/score, Main/score_low, Main/score_high and
+Main/wins (the same keys for every task; the parent and leaderboard runs have
+Main/best), then sort by Main/score; with the parent expanded, the chart view (second icon) opens on the
+Main section, one bar per model. Select the model runs and Compare for their own keys:
+{keys}
+A run's Artifacts hold extracteval/report.html (the full report), figures/ and
+extracteval/records.parquet. The cross-run leaderboard wrote each ranked run's rank to its own
+column, leaderboard/<time>-<id>/rank (named on the last line of each leaderboard above); running
+the demo again ranks the new runs and lists the earlier ones as superseded, leaving their metrics
+as they were."""
+
+
+def look_at(prefix: str, tasks: Mapping[str, list[str]]) -> str:
+    """The closing hint: where to click, and each logged task's own metric keys (its primary
+    metric and its per-item key, from the task's ranking declaration)."""
+    from extracteval.core.ranking import ranking_spec
+
+    lines = []
+    for task, examples in tasks.items():
+        spec = ranking_spec(task)
+        item = f", per {spec.item_label[:-1] if spec.item_label.endswith('s') else spec.item_label} " \
+               f"{spec.item_prefix}<name>/{spec.item_keys[0]}" if spec.item_prefix else ""
+        lines.append(f"  {', '.join(examples)} ({task}): {spec.primary}{item}")
+    return LOOK_AT.format(prefix=prefix, keys="\n".join(lines) or "  (nothing logged)")
 
 
 def _leaderboards(experiments: list[str], uri: str | None) -> dict[str, LeaderboardCall]:

@@ -232,31 +232,44 @@ def write_bundle(
             model_metrics[m] = model_run_metrics(scored, adapter, m, keys)
         return model_metrics[m]
 
-    def headline(m: str) -> str:
-        v = metrics_of(m).get(spec.primary)
-        return f"{spec.label} ({spec.primary}) {100 * v:.1f}%" if v is not None else spec.primary
+    from extracteval.mlflow import descriptions as notes
+
+    names = {seg: name for name, seg in keys.segments.items()}  # key segment → item name, for the descriptions
+    doc_models = scored.doc.get("models") if isinstance(scored.doc.get("models"), dict) else {}
+
+    def tier_of(m: str) -> str | None:
+        t = (doc_models.get(m) or {}).get("tier") if isinstance(doc_models.get(m), dict) else None
+        return t if isinstance(t, str) else None
+
+    def note(text: str) -> str:
+        return _bounded(text, MAX_TAG_LENGTH)
 
     if n == 1:
         m = models[0]
         plans.append(RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
                              tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
-                                   NOTE_TAG: _bounded(f"extracteval {scored.task}: model {m}; {headline(m)}.", MAX_TAG_LENGTH)},
+                                   NOTE_TAG: note(notes.single_note(task=scored.task, spec=spec, model=m, metrics=alone(metrics_of(m)),
+                                                                    names=names, tier_name=tier_of(m)))},
                              params={**base_params, **_model_params(adapter, scored, m), **_generation(scored, m)}))
     else:
         ranking = ", ".join(models)
+        comparisons = scored.doc.get("comparisons") if isinstance(scored.doc.get("comparisons"), list) else []
+        decision = scored.doc.get("decision") if isinstance(scored.doc.get("decision"), dict) else None
+        n_records = scored.doc.get("n_records", scored.doc.get("n_documents"))
         plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models",
                              parent=None, model=None,
                              tags={**base_tags, "extracteval.role": "comparison", "extracteval.ranking": _bounded(ranking, MAX_TAG_LENGTH),
                                    "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH),
-                                   NOTE_TAG: _bounded(f"extracteval {scored.task}: {n} models, {spec.rule()}. Winner: {models[0]}, "
-                                                      f"{headline(models[0])}. Ranking: {ranking}.", MAX_TAG_LENGTH)},
+                                   NOTE_TAG: note(notes.comparison_note(task=scored.task, spec=spec, models=models, metrics_of=metrics_of,
+                                                                        tiers={m: t for m in models if (t := tier_of(m))},
+                                                                        comparisons=comparisons, decision=decision, n_records=n_records))},
                              params=base_params))
         for i, m in enumerate(models, start=1):
             plans.append(RunPlan(key=f"model-{i}", role="model", run_name=f"{run_name}/{m}" if run_name else m, parent="parent", model=m,
                                  tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
                                        "extracteval.rank": str(i),
-                                       NOTE_TAG: _bounded(f"extracteval {scored.task}: model {m}, rank {i} of {n} ({spec.rule()}); "
-                                                          f"{headline(m)}.", MAX_TAG_LENGTH)},
+                                       NOTE_TAG: note(notes.model_note(task=scored.task, spec=spec, model=m, rank=i, n=n, metrics=metrics_of(m),
+                                                                       names=names, tier_name=tier_of(m)))},
                                  params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_model_params(adapter, scored, m),
                                          **_generation(scored, m)}))
 
@@ -300,10 +313,14 @@ def write_bundle(
                     for k in dict.fromkeys((*spec.keys, "overall/f1", "overall/precision", "overall/recall", "micro/f1")):
                         if k in child:
                             metrics[keys.key("models", m, k)] = child[k]
+                winner = metrics_of(models[0]).get(spec.primary)
+                if winner is not None:
+                    metrics[notes.HEADLINE_WINNER] = notes.headline(winner)
             else:
                 metrics = metrics_of(plan.model)
                 if plan.role == "single":
                     metrics = alone(metrics)
+                metrics = {**notes.headline_metrics(spec, metrics), **metrics}
             (rdir / "metrics.json").write_text(_dumps(metrics, sort_keys=True), encoding="utf-8")
             (adir / "result.json").write_text(doc_text, encoding="utf-8")
             item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)
@@ -339,7 +356,7 @@ def write_bundle(
             title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{n} models compared")
             html = render_report(
                 title=title,
-                subtitle=f"{scored.doc.get('n_records', '')} records · truth: {scored.truth_source}",
+                subtitle=_subtitle(scored),
                 sections=[*lead, *_own_sections(adapter.sections(scored, run_models), plan, models)],
                 figures_after=len(lead) + 1,
                 figures=pngs,
@@ -371,6 +388,18 @@ def write_bundle(
     bundle = Bundle(path=out, manifest=manifest)
     bundle.write_state({"runs": {}, "status": "PENDING", "error": None})
     return bundle
+
+
+def _subtitle(scored: Scored) -> str:
+    """`60 records · truth: <source>` (documents for the spans task, which counts them so)."""
+    doc = scored.doc
+    if doc.get("n_records") is not None:
+        count = f"{doc['n_records']} records · "
+    elif doc.get("n_documents") is not None:
+        count = f"{doc['n_documents']} documents · "
+    else:
+        count = ""
+    return f"{count}truth: {scored.truth_source}"
 
 
 def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], metrics_of: Callable[[str], Mapping[str, float]]) -> list[Section]:

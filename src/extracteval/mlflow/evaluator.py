@@ -182,7 +182,7 @@ class ExtractevalEvaluator(ModelEvaluator):
         if status_column is not None:
             extra["status"] = {name: list(features[status_column])}
         scored = adapter.score_frame(ids=ids, targets=list(dataset.labels_data), predictions={name: cells}, config=task_config,
-                                     truth_source=f"dataset {dataset.name}" if getattr(dataset, "name", None) else "dataset", **extra)
+                                     truth_source=_truth_source(dataset), **extra)
         for w in scored.doc.get("warnings", []):  # what `extracteval score` prints, said here too (and in the report)
             print(f"extracteval: warning: {w}", file=sys.stderr)
         if model is not None:
@@ -270,3 +270,10 @@ def _artifacts(run_id: str, bundle: Any) -> dict[str, Any]:
             rel = p.relative_to(rdir / "artifacts").as_posix()
             out[p.stem] = kinds[p.suffix](uri=get_artifact_uri(run_id, rel))
     return out
+
+
+def _truth_source(dataset: Any) -> str:
+    """How reports name the truth: `dataset <name>`, or `dataset` for MLflow's default name (which
+    is "dataset": "dataset dataset" says nothing twice)."""
+    name = str(getattr(dataset, "name", "") or "").strip()
+    return f"dataset {name}" if name and name != "dataset" else "dataset"

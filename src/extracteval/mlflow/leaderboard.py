@@ -32,6 +32,7 @@ from typing import Any
 from extracteval.core.bootstrap import Interval
 from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.errors import InputError
+from extracteval.mlflow.descriptions import HEADLINE_WINNER, headline, leaderboard_note
 from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download, _local_artifact
 
 __all__ = [
@@ -474,6 +475,12 @@ def _compared_tags(run_ids: Sequence[str]) -> dict[str, str]:
     return {f"extracteval.compared_runs.{i // per + 1}": ",".join(run_ids[i : i + per]) for i in range(0, len(run_ids), per)}
 
 
+def _bounded_note(text: str) -> str:
+    """A description within MLflow's tag bound; a cut one says so."""
+    limit = 8000
+    return text if len(text) <= limit else text[: limit - 60].rsplit("\n", 1)[0] + "\n\n(cut: the full leaderboard is in the artifacts)"
+
+
 def leaderboard_key(start_ms: int, run_id: str) -> str:
     """`leaderboard/<UTC time>-<first 8 characters of the run id>` of a leaderboard run: the
     prefix of the rank and wins it writes to the runs it ranked. Names sort by time, so in the
@@ -532,6 +539,7 @@ def log_leaderboard(
         rid = run.info.run_id
         key = leaderboard_key(ts, rid)
         tags["extracteval.leaderboard_key"] = key
+        tags["mlflow.note.content"] = _bounded_note(leaderboard_note(result, key))
         try:
             had = {s.run_id: s.metrics for s in result.summaries}
             clash = [e.run_id for e in entries if f"{key}/rank" in had.get(e.run_id, {}) or f"{key}/field_wins" in had.get(e.run_id, {})]
@@ -542,6 +550,7 @@ def log_leaderboard(
                        Metric("runs/superseded", float(sum(len(g.superseded) for g in lb.groups)), ts, 0)]
             if len(lb.groups) == 1:
                 metrics.append(Metric("best/score", float(entries[0].score), ts, 0))
+                metrics.append(Metric(HEADLINE_WINNER, headline(entries[0].score), ts, 0))
             for i in range(0, len(tag_items), 100):
                 client.log_batch(rid, tags=tag_items[i : i + 100], metrics=metrics if i == 0 else [])
             step("artifacts")

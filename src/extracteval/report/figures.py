@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["item_f1_bars", "confusion_heatmap", "f1_threshold_curve", "score_histogram", "png_bytes"]
 
-_MAX_PRINTED_COUNTS = 300  # heatmap cells beyond which the colour alone carries the counts
+_MAX_PRINTED_COUNTS = 2000  # heatmap cells (40 fields × 10 models × 5 counts) beyond which the colour alone carries the counts
 _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
@@ -69,6 +69,7 @@ def item_f1_bars(table: "pd.DataFrame", *, item: str = "field", title: str = "F1
     ax = fig.add_subplot()
     _margins(fig, items, width=9.0, height=height)
     bar_h = 0.8 / n_models
+    whiskers = False
     pos = {it: i for i, it in enumerate(items)}
     for k, m in enumerate(models):
         sub = table[table["model"] == m]
@@ -80,16 +81,21 @@ def item_f1_bars(table: "pd.DataFrame", *, item: str = "field", title: str = "F1
             hi = sub["f1_ci_high"].to_numpy(dtype=float, na_value=np.nan)
             if not np.all(np.isnan(lo)):
                 xerr = np.vstack([np.clip(f1 - np.nan_to_num(lo, nan=f1), 0, None), np.clip(np.nan_to_num(hi, nan=f1) - f1, 0, None)])
+        whiskers = whiskers or xerr is not None
         ax.barh(y, f1, height=bar_h, color=_COLOURS[k % len(_COLOURS)], label=_escape(_short(m)), xerr=xerr,
                 error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
     ax.set_ylim(len(items) - 0.5, -0.5)  # first item on top, no empty margin rows
     _row_labels(ax, items, 8 if n_items <= 60 else 6)
     ax.set_xlim(0, 1.05)
-    ax.set_xlabel("F1 (whiskers: bootstrap 95% interval)")
-    ax.set_title(_escape(title))
+    # the whiskers are promised only where drawn (intervals exist for fields, not for tags or functions)
+    ax.set_xlabel("F1 (whiskers: bootstrap 95% interval)" if whiskers else "F1")
     ax.grid(axis="x", alpha=0.3)
-    if models:
-        ax.legend(loc="lower right", fontsize=8)
+    legend_rows = (len(models) + 3) // 4
+    if models:  # above the plot: never over the last bars
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(models), 4), fontsize=8, frameon=False)
+    ax.set_title(_escape(title), pad=8 + 14 * legend_rows if models else 6)
+    # room above the plot for the title and the legend's rows (a fixed fraction of a tall figure is not)
+    fig.subplots_adjust(top=1.0 - min(0.45, (0.45 + 0.2 * legend_rows) / height))
     return fig
 
 
@@ -115,11 +121,14 @@ def confusion_heatmap(table: "pd.DataFrame", *, item: str = "field", title: str 
     values = np.hstack(blocks) if blocks else np.zeros((max(len(items), 1), k))
     share = np.hstack(shares) if shares else np.zeros_like(values)
     height = min(2.2 + 0.2 * max(len(items), 1), 60.0)
-    width = min(3.0 + 0.5 * values.shape[1], 30.0)
+    width = min(4.0 + 0.45 * values.shape[1], 36.0)
     fig = Figure(figsize=(width, height), dpi=72)
     ax = fig.add_subplot()
     _margins(fig, items, width=width, height=height)
-    ax.imshow(share, aspect="auto", cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    im = ax.imshow(share, aspect="auto", cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    cbar = fig.colorbar(im, ax=ax, fraction=min(0.15, 0.9 / width), pad=0.01)
+    cbar.ax.tick_params(labelsize=7)
+    cbar.set_label("share of the row's cells (of this model)", fontsize=8)
     labels = [c.upper() if c != "excluded" else "excl." for c in cols]
     ax.set_xticks(range(values.shape[1]), [labels[j % k] for j in range(values.shape[1])], fontsize=8)
     for i in range(1, len(models)):
@@ -130,9 +139,10 @@ def confusion_heatmap(table: "pd.DataFrame", *, item: str = "field", title: str 
     # the counts are printed while they stay legible and cheap: each is a text artist, and
     # 400 of them (40 fields × 2 models × 5 counts) cost ~0.3 s of CPU per figure
     if len(items) <= 60 and values.size <= _MAX_PRINTED_COUNTS:
+        fs = 7 if values.size <= 300 else 6
         for i in range(values.shape[0]):
             for j in range(values.shape[1]):
-                ax.text(j, i, f"{int(values[i, j])}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{int(values[i, j])}", ha="center", va="center", fontsize=fs,
                         color="white" if share[i, j] > 0.6 else "black")
     ax.set_title(_escape(title), pad=18)
     return fig
@@ -177,8 +187,15 @@ def _escape(text: str) -> str:
     return str(text).replace("$", r"\$")
 
 
+MAX_PIXELS = 24_000_000  # a very tall figure (hundreds of items) is drawn at less than twice
+
+
 def png_bytes(fig: Any) -> bytes:
-    """The figure as PNG bytes (what `log_figure` writes and the HTML report embeds)."""
+    """The figure as PNG bytes (what `log_figure` writes and the HTML report embeds), at twice
+    its nominal resolution so that it stays sharp on high-density screens (the report shows it
+    at its nominal size)."""
+    w, h = fig.get_size_inches()
+    dpi = min(2 * fig.dpi, (MAX_PIXELS / max(w * h, 1e-9)) ** 0.5)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()

@@ -306,26 +306,39 @@ def item_heatmap(doc: Mapping[str, Any], item_scores: Mapping[str, Mapping[str, 
         for c, it in enumerate(items):
             if it in row:
                 grid[r, c] = row[it]
-    width = min(3.0 + 0.32 * max(len(items), 1), 60.0)
-    height = min(2.0 + 0.28 * max(len(models), 1), 80.0)
-    fig = Figure(figsize=(width, height), dpi=72)
-    ax = fig.add_subplot()
+    # cells wide enough for a printed score (0.6 in) up to 40 items, narrower beyond; the item
+    # names stand above the columns at 45°, so the top margin grows with the longest name
+    n_items, n_models = max(len(items), 1), max(len(models), 1)
+    cell_w = 0.6 if n_items <= 40 else 0.3
     longest = max((len(_txt(m)) for m in models), default=4)
-    fig.subplots_adjust(left=min(0.5, (0.35 + 0.075 * longest) / width), right=0.98, top=1 - min(0.45, 1.8 / height), bottom=min(0.3, 0.3 / height))
+    longest_item = max((len(_txt(it, 24)) for it in items), default=4)
+    left_in = 0.4 + 0.08 * longest
+    top_in = 0.7 + 0.06 * longest_item
+    width = min(left_in + cell_w * n_items + 1.4, 60.0)
+    height = min(top_in + 0.4 * n_models + 0.5, 80.0)
+    fig = Figure(figsize=(max(width, 6.0), height), dpi=72)
+    width = max(width, 6.0)
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=min(0.5, left_in / width), right=1 - 1.3 / width, top=1 - min(0.6, top_in / height), bottom=min(0.3, 0.3 / height))
     fig.suptitle(_txt(f"{doc.get('experiment', '')}: per-{doc.get('item_label', 'fields').rstrip('s')} score by run (rank order)", 90), y=0.995, fontsize=10)
-    ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap="RdYlGn", vmin=0.0, vmax=1.0, interpolation="nearest")
-    fs = 8 if len(models) <= 40 and len(items) <= 40 else 5
+    im = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap="RdYlGn", vmin=0.0, vmax=1.0, interpolation="nearest")
+    cbar = fig.colorbar(im, ax=ax, fraction=0.9 / width, pad=0.15 / width)
+    cbar.ax.tick_params(labelsize=7)
+    cbar.set_label("score (0–1)", fontsize=8)
+    fs = 9 if n_models <= 20 and n_items <= 40 else (7 if n_items <= 80 else 5)
     ax.set_xticks([])
     ax.set_yticks([])
     for c, it in enumerate(items):
-        ax.text(c, -0.6, _txt(it, 24), rotation=60, ha="left", va="bottom", fontsize=fs)
+        ax.text(c, -0.6, _txt(it, 24), rotation=45, ha="left", va="bottom", fontsize=fs)
     for r, m in enumerate(models):
         ax.text(-0.6, r, _txt(m), ha="right", va="center", fontsize=fs)
-    if len(models) * len(items) <= 600:
+    if len(models) * len(items) <= 1000:
         for r in range(len(models)):
             for c in range(len(items)):
                 if not np.isnan(grid[r, c]):
-                    ax.text(c, r, f"{100 * grid[r, c]:.0f}", ha="center", va="center", fontsize=fs - 1)
+                    v = grid[r, c]
+                    ax.text(c, r, f"{100 * v:.0f}", ha="center", va="center", fontsize=max(fs - 1, 5),
+                            color="white" if v < 0.15 or v > 0.9 else "black")
     ax.set_xlim(-0.5, len(items) - 0.5)
     ax.set_ylim(len(models) - 0.5, -0.5)
     return fig

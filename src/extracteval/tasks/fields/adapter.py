@@ -723,9 +723,11 @@ class FieldsAdapter:
             for f, fm in doc["models"][m]["fields"].items():
                 for kind, items in fm["examples"].items():
                     for e in items:
-                        ex.append({"model": m, "field": f, "kind": kind, "record_id": e["record_id"], "truth": e["truth"], "prediction": e["prediction"]})
+                        ex.append({"model": m, "field": f, "kind": kind, "correct": kind in ("tp", "tn"), "record_id": e["record_id"],
+                                   "truth": e["truth"], "prediction": e["prediction"]})
         if ex:
-            out.append(Section(title="Examples (up to five per classification kind)", table=pd.DataFrame(ex)))
+            # the errors (fp, fn) first and marked; the correct examples after them
+            out.append(Section(title="Examples (up to five per classification kind; errors first)", table=pd.DataFrame(ex), status_column="correct"))
         out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
         return out
 

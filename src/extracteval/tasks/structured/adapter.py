@@ -134,7 +134,7 @@ FIGURE_ITEMS = 40
 
 def worst_items(table: pd.DataFrame, item: str, limit: int = FIGURE_ITEMS) -> tuple[pd.DataFrame, str]:
     """At most `limit` items for a per-item figure: those with errors (FP + FN summed over the
-    models), the most first, shown in their table order; and a title note when items were left out. (Every
+    models), the most first (and on top); and a title note when items were left out. (Every
     item stays in the CSV, the MLflow table and the metrics; a figure of 400 one-call functions
     says nothing and takes seconds to draw.)"""
     names = list(dict.fromkeys(table[item])) if len(table) else []
@@ -145,8 +145,10 @@ def worst_items(table: pd.DataFrame, item: str, limit: int = FIGURE_ITEMS) -> tu
     if not wrong:
         keep = set(names[:limit])
         return table[table[item].isin(keep)], f" (first {limit} of {len(names)}; none has errors)"
-    keep = set(sorted(wrong, key=lambda n: (-float(errors.get(n, 0)), str(n)))[:limit])
-    return table[table[item].isin(keep)], f" ({len(keep)} of {len(names)}: most errors)"
+    order = {n: i for i, n in enumerate(sorted(wrong, key=lambda n: (-float(errors.get(n, 0)), str(n)))[:limit])}
+    kept = table[table[item].isin(order)]
+    kept = kept.iloc[kept[item].map(order).to_numpy().argsort(kind="stable")]  # the most errors on top
+    return kept, f" ({len(order)} of {len(names)}: most errors)"
 
 
 def plain(value: Any) -> Any:
