@@ -62,10 +62,13 @@ class ScoreResult:
 
     def metrics(self, model: str | None = None) -> dict[str, float]:
         """The metrics a model's MLflow run gets (keys as logged); `model=None`: the best one."""
+        from extracteval.core.ranking import ranking_spec
         from extracteval.mlflow.bundle import alone, metric_keys, model_run_metrics
+        from extracteval.mlflow.descriptions import headline_metrics
 
         met = model_run_metrics(self.scored, self.adapter, self._model(model), metric_keys(self.scored, self.adapter))
-        return alone(met) if len(self.models) == 1 else met
+        met = alone(met) if len(self.models) == 1 else met
+        return {**headline_metrics(ranking_spec(self.task), met), **met}  # the run's `Main/…` headline keys too
 
     def items(self, model: str | None = None) -> Any:
         """Per-item metrics (one row per model and field / tag / feature) as a DataFrame."""

@@ -12,8 +12,8 @@ A task plugs in with an object (picklable, so it can travel to worker processes)
   time, or `row_matrix` of it all at once), for a task whose bootstrap needs them (the `fields`
   task asks only when distinct per-record patterns are many, and streams through them).
 
-Each task's object is in its package (`extracteval.tasks.<task>.chunked`: `FieldsTask`,
-`JsonTask`, `SpansTask`, …). The Spark engine (`extracteval.spark`) calls the same two methods on
+Each task's object is in its package (`FieldsTask` in `extracteval.tasks.fields.chunked`,
+`JsonTask` in `extracteval.tasks.json.chunked`, `SpansTask` in `extracteval.tasks.spans.semantics`, …). The Spark engine (`extracteval.spark`) calls the same two methods on
 executors and the driver.
 """
 

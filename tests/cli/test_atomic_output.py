@@ -69,8 +69,11 @@ def test_sigint_mid_run_leaves_the_previous_state(tmp_path: Path, previous: bool
         _plant_previous(out)
     # --chunk-size: the staging folder exists from the first chunk on (records.parquet is
     # streamed into it), so its appearance tells that scoring and writing are under way
+    # the child takes Ctrl-C as a terminal would give it, even when this test process was started
+    # in the background of a non-interactive shell (which ignores SIGINT, and children inherit that)
     proc = subprocess.Popen(_argv(truth, pred, out, "--chunk-size", "500"), env=_env(), cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not _leftovers(parent, out):
         assert proc.poll() is None, f"finished before it could be interrupted: {proc.communicate()}"

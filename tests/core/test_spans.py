@@ -352,3 +352,26 @@ def test_long_overlap_chain_curve_and_matching_agree() -> None:
     tp = {p.threshold: p.tp for p in r.curve}
     assert tp[0.3] == 100 and tp[0.35] == 0
     assert r.errors.counts["boundary"] == 100
+
+
+def test_score_spans_keeps_the_corpus_tag_order_and_its_token_count() -> None:
+    """`score_spans` is the chunk engine's count and reduction over the corpus as one chunk; a
+    corpus built by hand keeps its own tag order, its token count, and no token accuracy is made
+    up for a model whose token agreement was not counted."""
+    import numpy as np
+
+    from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet, score_spans
+
+    def ss(rows: list[list[int]]) -> SpanSet:
+        a = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        return SpanSet(doc=np.zeros(len(a), dtype=np.int64), start=a[:, 0], end=a[:, 1], tag=a[:, 2].astype(np.int32))
+
+    text = "The administrator can delete inactive accounts."
+    corpus = SpanCorpus(doc_ids=("r1",), tags=("Main_actor", "Entity", "Action"), unit="char", texts=(text,),
+                        gold=ss([[4, 17, 2], [22, 28, 0], [29, 46, 1]]), predictions={"m": ss([[0, 17, 2], [22, 28, 0], [38, 46, 1]])},
+                        n_tokens=6)
+    doc = score_spans(corpus).to_dict()
+    assert doc["tags"] == ["Main_actor", "Entity", "Action"]
+    assert list(doc["models"]["m"]["exact"]["per_tag"]) == ["Main_actor", "Entity", "Action"]
+    assert doc["n_tokens"] == 6
+    assert "token_accuracy" not in doc["models"]["m"]

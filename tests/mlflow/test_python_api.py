@@ -122,3 +122,14 @@ def test_log_to_mlflow_logs_the_same_metrics(tmp_path: Path) -> None:
     metrics = MlflowClient(uri).get_run(run_id).data.metrics
     expected = r.metrics()
     assert {k: metrics[k] for k in expected} == pytest.approx(expected)
+
+
+def test_the_registry_module_pickles_by_name() -> None:
+    """`extracteval.tasks` is callable (the listing) and still pickles as a module does, so a
+    function using it can travel to Spark executors and worker processes."""
+    import pickle
+
+    import extracteval.tasks as registry
+
+    assert pickle.loads(pickle.dumps(registry)) is registry
+    assert [t["task"] for t in registry()] == list(registry.TASKS)

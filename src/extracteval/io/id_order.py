@@ -9,7 +9,7 @@ from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["check_id_order", "natural_key"]
+__all__ = ["check_id_order", "natural_key", "natural_sorted"]
 
 
 def check_id_order(path: Path | str, where: str, rid: str, prev: str | None, prev_where: str | None = None, *, noun: str = "record id") -> None:
@@ -27,6 +27,30 @@ def check_id_order(path: Path | str, where: str, rid: str, prev: str | None, pre
 _DIGITS = re.compile(r"(\d+)")
 
 
+def natural_sorted(ids: Any) -> list[Any]:
+    """`sorted(ids, key=natural_key)`; ids that are all ASCII digits (the usual record numbers)
+    sort by their integer value, which is the same order (equal numbers tie, as there)."""
+    ids = list(ids)
+    try:
+        joined = "".join(ids)
+    except TypeError:  # not all strings
+        return sorted(ids, key=natural_key)
+    if joined.isascii() and joined.isdigit() and all(ids):
+        return sorted(ids, key=int)
+    return sorted(ids, key=natural_key)
+
+
+_PREFIX_NUMBER = re.compile(r"(\D*)(\d+)")
+
+
 def natural_key(rid: Any) -> tuple[Any, ...]:
     """Sort key for record ids: `r2` before `r10`; numbers and text never compared directly."""
+    s = rid if type(rid) is str else str(rid)
+    m = _PREFIX_NUMBER.fullmatch(s)
+    if m is not None:  # the usual id, `123` or `rec-123`: the general rule below, in one match
+        prefix, digits = m.groups()
+        if not prefix:
+            return ((0, int(digits), ""),)
+        if not prefix.isdigit():
+            return ((1, 0, prefix), (0, int(digits), ""))
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(str(rid)) if part)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from extracteval.core.jsonparse import loads_fast
 from extracteval.errors import InputError
 
 __all__ = ["loads", "jsonl_values", "cap_depth", "MAX_VALUE_DEPTH"]
@@ -28,7 +29,7 @@ def loads(text: str) -> Any:
     """`json.loads`, falling back to an iterative parser when the nesting is deeper than the
     standard parser's recursion allows (a 10,000-deep object is valid JSON)."""
     try:
-        return json.loads(text)
+        return loads_fast(text)
     except RecursionError:
         return _loads_iterative(text)
 

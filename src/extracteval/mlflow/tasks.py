@@ -33,14 +33,7 @@ __all__ = ["COMMON_CONFIG_KEYS", "check_config", "TaskSpec", "TASKS", "MODEL_TYP
 
 
 # the exact model_types of the MLflow contract; the first task listed for a model_type is its default
-MODEL_TYPES: tuple[str, ...] = (
-    "extraction-fields",
-    "extraction-json",
-    "extraction-spans",
-    "extraction-entities",
-    "structured-output",
-    "tool-calling",
-)
+MODEL_TYPES: tuple[str, ...] = tuple(dict.fromkeys(s.model_type for s in TASKS.values()))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -82,5 +82,8 @@ class _Registry(ModuleType):
     def __call__(self) -> list[dict[str, str]]:
         return listing()
 
+    def __reduce__(self) -> tuple[object, tuple[str]]:  # pickled by name, as a plain module is
+        return import_module, (self.__name__,)
+
 
 sys.modules[__name__].__class__ = _Registry

@@ -361,7 +361,7 @@ class FieldsAdapter:
 
     def score_streamed(self, args: argparse.Namespace, *, engine: str, chunk_size: int, workers: int, workdir_parent: Any = None) -> Scored:
         """`evaluate fields` on the chunked engine or Spark: per-record counts and predictions are
-        written straight from each chunk's count ledger (`mlflow/stream_fields.py`, `spark/evaluate.py`)."""
+        written straight from each chunk's count ledger (`tasks/fields/stream.py`, `tasks/fields/spark_evaluate.py`)."""
         from extracteval.tasks.fields.stream import score_fields_streamed, scored_from_stream
 
         if workdir_parent is not None:

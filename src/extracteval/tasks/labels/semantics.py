@@ -173,10 +173,21 @@ class LabelEncoder:
         try:
             codes, uniques = _factorize(stacked)
         except TypeError:  # lists/dicts in cells: key them one by one
+            stacked = np.where(pd.isna(stacked), None, stacked)
             keys_per_cell = [self.key(v) for v in stacked]
             codes, uniques = pd.factorize(np.asarray(keys_per_cell, dtype=object))
             ukeys = [str(u) for u in uniques]
         else:
+            # a missing cell of any kind (None, NaN, pd.NA, NaT) is <MISSING>; the columns come
+            # as they are (no per-cell replacement), so missing values left as distinct values
+            # by the factorisation are found here, once per distinct value
+            na = np.fromiter((pd.isna(u) is True for u in uniques), dtype=bool, count=len(uniques))
+            if na.any():
+                keep = np.flatnonzero(~na)
+                renumber = np.full(len(uniques) + 1, -1, dtype=np.int64)  # the last slot: code -1 stays -1
+                renumber[keep] = np.arange(len(keep))
+                codes = renumber[codes]
+                uniques = [uniques[k] for k in keep]
             ukeys = [self.key(u) for u in uniques]
         table = sorted(set(ukeys) | ({_MISSING_KEY} if (codes < 0).any() else set()))
         pos = {k: i for i, k in enumerate(table)}
@@ -535,9 +546,16 @@ class LabelsResult:
 # the public entry point
 
 
-def _ids(index: pd.Index, what: str) -> pd.Index:
+def _str_ids(index: pd.Index) -> pd.Index:
     # ids 1 and "1" are the same record; a string index is used as it is (no per-id conversion)
-    ids = index if pd.api.types.is_string_dtype(index.dtype) and index.inferred_type == "string" else index.astype(str)
+    return index if pd.api.types.is_string_dtype(index.dtype) and index.inferred_type == "string" else index.astype(str)
+
+
+def _ids(index: pd.Index, what: str) -> pd.Index:
+    return _check_unique(_str_ids(index), what)
+
+
+def _check_unique(ids: pd.Index, what: str) -> pd.Index:
     if ids.has_duplicates:
         dup = sorted(set(ids[ids.duplicated()]))
         shown = ", ".join(repr(d) for d in dup[:5]) + (" …" if len(dup) > 5 else "")
@@ -695,20 +713,30 @@ def labels_ledger(
     feature column absent from a frame is `<MISSING>` on every row of it)."""
     cfg = config
     feats = list(features)
-    truth = truth.set_axis(_ids(truth.index, "truth"), axis=0)
+    truth_index = _ids(truth.index, "truth")
+    truth = truth.set_axis(truth_index, axis=0)
     truth = truth.set_axis([str(c) for c in truth.columns], axis=1)
     # Alignment by position: one hash lookup of every predicted id in the truth index, per model.
-    t_ids = truth.index.to_numpy(dtype=object)
-    t_index = pd.Index(t_ids)
-    n_truth = len(t_ids)
+    t_index: pd.Index | None = None  # built only when some model's ids come in another order
+    n_truth = len(truth_index)
 
     aligned_inputs = []
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
-        values = p.values.set_axis(_ids(p.values.index, what), axis=0)
+        p_index = _str_ids(p.values.index)
+        # the usual case, the predictions' ids in the truth's order: unique because the truth's
+        # are, and aligned row by row (no hash look-up of each id)
+        same_order = p_index.equals(truth_index)
+        if not same_order:
+            _check_unique(p_index, what)
+        values = p.values.set_axis(p_index, axis=0)
         values = values.set_axis([str(c) for c in values.columns], axis=1)
-        p_ids = values.index.to_numpy(dtype=object)
-        loc = t_index.get_indexer(p_ids)
+        if same_order:
+            loc = np.arange(n_truth, dtype=np.intp)
+        else:
+            if t_index is None:
+                t_index = pd.Index(truth.index.to_numpy(dtype=object))
+            loc = t_index.get_indexer(values.index.to_numpy(dtype=object))
         in_truth = loc >= 0
         both_p = np.flatnonzero(in_truth)
         both_t = loc[in_truth]
@@ -716,7 +744,7 @@ def labels_ledger(
         hit[both_t] = True
         missing_t = np.flatnonzero(~hit)
         extra_p = np.flatnonzero(~in_truth)
-        aligned_inputs.append((p, values, (both_t, both_p), missing_t, extra_p, p_ids))
+        aligned_inputs.append((p, values, (both_t, both_p), missing_t, extra_p))
 
     names = [a[0].name for a in aligned_inputs]
     ledgers: dict[str, dict[str, dict[str, FeatureLedger]]] = {m: {"aligned": {}, "strict": {}} for m in names}
@@ -725,23 +753,28 @@ def labels_ledger(
     truth_missing: dict[str, int] = {}
     unparsable_truth: dict[str, int] = {}
     unparsable_pred: dict[str, dict[str, int]] = {m: {} for m in names}
+    has_value: dict[str, dict[str, bool]] = {m: {} for m in names}
 
     def column(frame: pd.DataFrame, f: str) -> np.ndarray:
         if f not in frame.columns:
             return np.full(len(frame), None, dtype=object)
-        return frame[f].to_numpy(dtype=object, na_value=None)
+        # missing cells (None, NaN, NA, NaT) are told apart by the encoder, once per distinct value
+        return frame[f].to_numpy(dtype=object, copy=False)
 
     for f in feats:
         enc = LabelEncoder(cfg.type_of(f), cfg.normalization)
         codes, table = enc.encode([column(truth, f)] + [column(values, f) for _, values, *_ in aligned_inputs])
         t_codes = codes[0]
         keys[f] = frozenset(table)
-        truth_missing[f] = int((t_codes == table.index(_MISSING_KEY)).sum()) if _MISSING_KEY in table else 0
+        missing_code = table.index(_MISSING_KEY) if _MISSING_KEY in table else -1
+        truth_missing[f] = int((t_codes == missing_code).sum()) if missing_code >= 0 else 0
         unp = [i for i, k in enumerate(table) if k in enc.unparsable]
         if cfg.type_of(f) in ("number", "date"):
             unparsable_truth[f] = int(np.isin(t_codes, unp).sum()) if unp else 0
-        for mi, (p, values, (both_t, both_p), missing_t, extra_p, _) in enumerate(aligned_inputs):
+        for mi, (p, values, (both_t, both_p), missing_t, extra_p) in enumerate(aligned_inputs):
             pc = codes[mi + 1]
+            if not has_value[p.name].get(f):
+                has_value[p.name][f] = bool((pc != missing_code).any())
             t_both, p_both = t_codes[both_t], pc[both_p]
             ledgers[p.name]["aligned"][f] = ledger_from_codes(t_both, p_both, table)
             ledgers[p.name]["strict"][f] = ledger_from_codes(t_both, p_both, table, missing_truth=t_codes[missing_t], extra_pred=pc[extra_p])
@@ -750,15 +783,17 @@ def labels_ledger(
                 unparsable_pred[p.name][f] = int(np.isin(pc, unp).sum()) if unp else 0
 
     models = {}
-    for p, values, (both, _), missing, extra, p_ids in aligned_inputs:
+    for p, values, (both, _), missing, extra in aligned_inputs:
         models[p.name] = ModelLedger(
             aligned=ledgers[p.name]["aligned"], strict=ledgers[p.name]["strict"],
             aligned_rows=len(both), missing_rows=len(missing), extra_rows=len(extra),
             correct_rows=int(row_ok[p.name].sum()),
-            missing_ids=_smallest(t_ids[missing].tolist()), extra_ids=_smallest(p_ids[extra].tolist()),
+            missing_ids=_smallest(truth.index[missing].tolist()), extra_ids=_smallest(values.index[extra].tolist()),
             # a feature is among the model's columns when some row predicts a value for it: the
             # same set whether the rows come whole or in chunks (a chunk may lack a column)
-            unparsable=unparsable_pred[p.name], columns=frozenset(f for f in feats if f in values.columns and values[f].notna().any()),
+            # (a label other than <MISSING> is a value; only a column of <MISSING> labels needs the check)
+            unparsable=unparsable_pred[p.name],
+            columns=frozenset(f for f in feats if f in values.columns and (has_value[p.name].get(f) or values[f].notna().any())),
         )
     return LabelsLedger(n_records=n_truth, keys=keys, truth_missing=truth_missing, unparsable_truth=unparsable_truth, models=models)
 

@@ -215,7 +215,7 @@ class SpansAdapter(CellPredictions):
 
     def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, dict[str, pd.DataFrame | None]]]:
         """The chunk's truth rows, its per-document counts in the compact layout of
-        `spans_records.chunk_rows` (`scored_from_chunks` expands them to every tag of the
+        `records.chunk_rows` (`scored_from_chunks` expands them to every tag of the
         evaluation) and its predictions as scored. `chunk` is a `SpanCorpus` of JSONL documents."""
         from extracteval.tasks.spans.semantics import document_counts
 

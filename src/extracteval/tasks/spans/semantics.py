@@ -952,9 +952,8 @@ def score_spans(corpus: SpanCorpus, *, config: SpansConfig | None = None) -> Spa
     if not corpus.predictions:
         raise ValueError("score_spans needs at least one model's predictions.")
     # the whole corpus is one chunk of the chunk engine: counted into a ledger, then reduced
-    task = SpansTask(config=cfg)
-    scored = task.score_chunk(corpus)
-    return task.finalise(scored.ledger, record_rows=lambda: scored.rows)
+    scored = SpansTask(config=cfg).score_chunk(corpus)
+    return finalise_spans(scored.ledger, cfg, lambda: scored.rows, tags=corpus.tags)
 
 
 def document_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | None = None) -> dict[str, np.ndarray]:
@@ -1064,7 +1063,7 @@ class SpansLedger:
     tags: frozenset[str]
     models: Mapping[str, _ModelLedger]
     unit: str = "char"
-    n_tokens: int = 0
+    n_tokens: int | None = None  # None: the documents carry no token count (character spans)
     token_correct: Mapping[str, int] = field(default_factory=dict)
     ill_formed: Mapping[str, int] = field(default_factory=dict)
     first_ill_formed: Mapping[str, str | None] = field(default_factory=dict)
@@ -1072,7 +1071,8 @@ class SpansLedger:
     def __add__(self, o: SpansLedger) -> SpansLedger:
         return SpansLedger(
             n_documents=self.n_documents + o.n_documents, n_gold=self.n_gold + o.n_gold, tags=self.tags | o.tags,
-            models={m: self.models[m] + o.models[m] for m in self.models}, unit=self.unit, n_tokens=self.n_tokens + o.n_tokens,
+            models={m: self.models[m] + o.models[m] for m in self.models}, unit=self.unit,
+            n_tokens=None if self.n_tokens is None and o.n_tokens is None else (self.n_tokens or 0) + (o.n_tokens or 0),
             token_correct=_add(self.token_correct, o.token_correct), ill_formed=_add(self.ill_formed, o.ill_formed),
             first_ill_formed={w: self.first_ill_formed.get(w) or o.first_ill_formed.get(w) for w in {*self.first_ill_formed, *o.first_ill_formed}},
         )
@@ -1107,7 +1107,7 @@ class SpansTask:
             rows.append(docs[:, 0, :3])
         ledger = SpansLedger(
             n_documents=len(chunk.doc_ids), n_gold=len(chunk.gold), tags=frozenset(chunk.tags), models=models, unit=chunk.unit,
-            n_tokens=chunk.n_tokens or 0, token_correct=dict(chunk.token_correct or {}), ill_formed=dict(chunk.ill_formed),
+            n_tokens=chunk.n_tokens, token_correct=dict(chunk.token_correct or {}), ill_formed=dict(chunk.ill_formed),
             first_ill_formed={who: first_ill_formed(chunk, who) for who in chunk.ill_formed},
         )
         rows_arr = np.concatenate(rows, axis=1) if cfg.bootstrap > 0 else None
@@ -1117,12 +1117,14 @@ class SpansTask:
         return finalise_spans(ledger, self.config, record_rows)
 
 
-def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.ndarray] | None) -> Any:
+def finalise_spans(ledger: SpansLedger, cfg: Any, record_rows: Callable[[], np.ndarray] | None, *,
+                   tags: Sequence[str] | None = None) -> Any:
     """Ratios, winners, ranking, intervals and warnings from a ledger of counts (the reduction of the
-chunk engine, and of `score_spans` over the corpus as one chunk)."""
+chunk engine, and of `score_spans` over the corpus as one chunk). `tags`: their order in the
+    result (default: sorted, as the file readers give them)."""
     from extracteval.chunked import row_matrix
 
-    tags = tuple(sorted(ledger.tags))
+    tags = tuple(sorted(ledger.tags)) if tags is None else tuple(tags)
     zd = cfg.zero_division
     names = sorted(ledger.models)
     models: dict[str, ModelSpans] = {}
@@ -1142,10 +1144,9 @@ chunk engine, and of `score_spans` over the corpus as one chunk)."""
                 curve.append(CurvePoint(threshold=t, tp=r.tp, fp=r.fp, fn=r.fn, precision=r.precision, recall=r.recall, f1=r.f1))
         confusions = [{"gold": a, "pred": b, "count": c} for (a, b), c in sorted(ml.confusions.items(), key=lambda kv: (-kv[1], kv[0]))]
         errors = ErrorBreakdown(counts={k: ml.errors[k] for k in ERROR_KINDS}, examples={k: list(v) for k, v in ml.examples.items()}, confusions=confusions)
-        tokens = ledger.unit == "token"
-        ok = ledger.token_correct.get(m, 0) if tokens else None
+        ok = ledger.token_correct.get(m)  # None: no token agreement was counted for this model
         models[m] = ModelSpans(model=m, exact=result("exact", None), relaxed=relaxed, curve=curve, errors=errors,
-                               token_accuracy=(ok / ledger.n_tokens if ledger.n_tokens else zd) if tokens else None,
+                               token_accuracy=None if ok is None else (ok / ledger.n_tokens if ledger.n_tokens else zd),
                                token_correct=ok, ill_formed=int(ledger.ill_formed.get(m, 0)))
     warnings = span_warnings(cfg, text_fallback=any(ledger.models[m].text_fallback for m in names), ill_formed=ledger.ill_formed,
                              first_ill_formed=ledger.first_ill_formed)
@@ -1180,7 +1181,7 @@ chunk engine, and of `score_spans` over the corpus as one chunk)."""
                                     token_accuracy=ms.token_accuracy, token_correct=ms.token_correct, ill_formed=ms.ill_formed,
                                     rank=r.rank, tier=r.tier, tag_wins=r.field_wins, ci=cis.get(r.model))
     return SpansResult(
-        config=cfg, unit=ledger.unit, n_documents=ledger.n_documents, n_tokens=ledger.n_tokens if ledger.unit == "token" else None,
+        config=cfg, unit=ledger.unit, n_documents=ledger.n_documents, n_tokens=ledger.n_tokens,
         n_gold=ledger.n_gold, gold_ill_formed=int(ledger.ill_formed.get("gold", 0)), tags=tags,
         models=final, ranking=tuple(order), tag_winners=winners, warnings=tuple(warnings), comparisons=tuple(comparisons),
     )

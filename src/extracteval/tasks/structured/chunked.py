@@ -148,7 +148,7 @@ def structured_chunk_job(truth: str, predictions: list[str], *, config: Any, chu
     from extracteval.chunked import ChunkJob
     from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
     from extracteval.io.keyed_chunks import open_keyed_stream
-    from extracteval.tasks.toolcalls.inputs import OUTPUT_KEYS
+    from extracteval.io.record_keys import OUTPUT_KEYS
 
     stream = open_keyed_stream(truth, predictions, chunk_size=chunk_size, truth_keys=TRUTH_KEYS, output_keys=OUTPUT_KEYS, truth_value=_truth_value)
     return ChunkJob(task=StructuredTask(config=config), chunks=stream.chunks(), inputs={"truth": truth, "predictions": dict(stream.models)})

@@ -33,7 +33,8 @@ def extended_backends(args: argparse.Namespace) -> dict[str, Any]:
 
 def load_predictions(specs: list[str], what: str = "output") -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     from extracteval.io.config import model_files
-    from extracteval.tasks.toolcalls.inputs import OUTPUT_KEYS, load_records
+    from extracteval.io.record_keys import OUTPUT_KEYS
+    from extracteval.tasks.toolcalls.inputs import load_records
 
     files = model_files(specs)
     return {name: load_records(path, OUTPUT_KEYS, what) for name, path in files.items()}, {name: str(path) for name, path in files.items()}

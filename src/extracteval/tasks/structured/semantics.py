@@ -41,8 +41,9 @@ from typing import Any
 import numpy as np
 
 from extracteval.core.counts import ratios
+from extracteval.core.jsonparse import loads_fast
 from extracteval.errors import InputError
-from extracteval.io.id_order import natural_key
+from extracteval.io.id_order import natural_key, natural_sorted
 
 __all__ = [
     "ParsedOutput",
@@ -98,7 +99,7 @@ def loads_any_depth(text: str) -> Any:
     Raises `ValueError` for text that is not one JSON document.
     """
     try:
-        return json.loads(text)
+        return loads_fast(text)
     except RecursionError:
         return _loads_iterative(text)
 
@@ -163,7 +164,12 @@ def _first_json(text: str) -> Any:
     """The first JSON object or array inside `text` (prose before/after allowed)."""
     dec = json.JSONDecoder()
     skip_until = -1
+    # an object or array ends with a closing bracket after its start: none after a position, no
+    # document from there on (a truncated output is given up at once, not tried at every bracket)
+    last_close = max(text.rfind("}"), text.rfind("]"))
     for m in re.finditer(r"[\[{]", text):
+        if m.start() >= last_close:
+            break
         if m.start() < skip_until:
             continue
         try:
@@ -525,6 +531,93 @@ def flat_keys(value: Any, key_fn: Callable[[Any], str | None] = leaf_key, *, pre
     by optimal list alignment are skipped; a leaf the key function maps to None (a null token) is
     absent.
     """
+    if key_fn is leaf_key:
+        t = type(value)
+        if (t is dict or t is list or t is tuple) and value:
+            out: dict[str, str] = {}
+            try:
+                _flat_exact(out, "", value, present_only)
+                return out
+            except RecursionError:  # deeper than the recursion limit: the explicit stack below
+                pass
+    return _flat_keys_iterative(value, key_fn, present_only)
+
+
+# (parent path, keys of an object) or (parent path, list length) → the children's paths, last
+# child first: records of one shape build their path strings once.
+_CHILD_PATHS: dict[tuple[str, Any], list[str]] = {}
+_CHILD_PATHS_MAX = 1 << 14  # bounded: documents whose keys never repeat must not fill memory
+
+
+def _child_paths(path: str, v: Any) -> list[str]:
+    shape: tuple[str, Any] = (path, tuple(v)) if type(v) is dict else (path, len(v))
+    child = _CHILD_PATHS.get(shape)
+    if child is None:
+        if type(v) is dict:
+            parts = [_key_part(k) if type(k) is str else _key_part(str(k)) for k in shape[1]]
+            child = [path + "." + part for part in reversed(parts)] if path else parts[::-1]
+        else:
+            child = [f"{path}[{i}]" for i in range(len(v) - 1, -1, -1)]
+        if len(_CHILD_PATHS) >= _CHILD_PATHS_MAX:
+            _CHILD_PATHS.clear()
+        _CHILD_PATHS[shape] = child
+    return child
+
+
+class _LossyNumber(Exception):
+    """A float that orjson may have made of an integer beyond 64 bits (`json` keeps it exact)."""
+
+
+def _flat_exact(out: dict[str, str], path: str, v: Any, present_only: bool, strict: bool = False) -> None:
+    """`flat_keys` with `leaf_key`, recursively: the same paths, keys and order as the explicit
+    stack (children are visited last first, each container whole before its earlier siblings).
+    `strict` raises `_LossyNumber` at a float of magnitude 2**63 or more. The common leaf types
+    are keyed inline, exactly as `leaf_key` keys them."""
+    if type(v) is dict:
+        shape: tuple[str, Any] = (path, tuple(v))
+        values: Any = reversed(v.values())
+    else:
+        shape = (path, len(v))
+        values = reversed(v)
+    child = _CHILD_PATHS.get(shape)
+    if child is None:
+        child = _child_paths(path, v)
+    for cp, x in zip(child, values):
+        tx = type(x)
+        if tx is str:
+            out[cp] = "s:" + x
+        elif tx is dict or tx is list or tx is tuple:
+            if x:
+                _flat_exact(out, cp, x, present_only, strict)
+            elif not present_only:
+                out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
+        elif tx is int:
+            out[cp] = "n:" + str(x)
+        elif tx is float:
+            if x != x:
+                if not present_only:
+                    out[cp] = _ABSENT_NULL
+            elif x.is_integer() and -1e16 < x < 1e16:
+                out[cp] = "n:" + str(int(x))
+            else:
+                if strict and not -9.2e18 < x < 9.2e18:
+                    raise _LossyNumber
+                out[cp] = "n:" + repr(x)
+        elif tx is bool:
+            out[cp] = "b:1" if x else "b:0"
+        elif x is None:
+            if not present_only:
+                out[cp] = _ABSENT_NULL
+        elif x is _HOLE:
+            continue
+        else:
+            k = leaf_key(x)
+            if present_only and k[0] == "\x00":
+                continue
+            out[cp] = k
+
+
+def _flat_keys_iterative(value: Any, key_fn: Callable[[Any], str | None], present_only: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     stack: list[tuple[str, Any]] = [("", value)]
     pop, push = stack.pop, stack.append
@@ -800,10 +893,12 @@ def score_structured(
     from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
 
     config = config or StructuredConfig()
-    ids = sorted(truth, key=natural_key)
+    ids = natural_sorted(truth)
     scorer = _Scorer(config)
     with paused_gc():
         ref_keys = {i: scorer.reference_keys(truth[i]) for i in ids}
+    # the default options (canonical leaves, positional lists) take the loop built for them
+    fast = config.value_match == "exact" and config.list_matching == "positional"
     models = sorted(predictions)
     results: dict[str, StructuredModelResult] = {}
     records: dict[str, tuple[StructuredRecord, ...]] = {}
@@ -814,17 +909,20 @@ def score_structured(
         running = [0] * 8  # StructuredCounts fields, summed as plain ints in the hot loop
         per_field: dict[str, list[int]] = {}
         with paused_gc():
-            for k, i in enumerate(ids, start=1):
-                if i not in preds:
-                    rec = _missing_record(i, ref_keys[i], "no output for this id", per_field)
-                else:
-                    rec = scorer.record(i, truth[i], preds[i], ref_keys[i], per_field)
-                recs.append(rec)
-                if progress is not None:
-                    running[0] += 1
-                    running[1] += rec.valid
-                    running[4] += rec.exact
-                    progress(k, len(ids), m, _RunningRates(running))
+            if fast:
+                recs = _score_model_exact(ids, preds, ref_keys, per_field, progress, m)
+            else:
+                for k, i in enumerate(ids, start=1):
+                    if i not in preds:
+                        rec = _missing_record(i, ref_keys[i], "no output for this id", per_field)
+                    else:
+                        rec = scorer.record(i, truth[i], preds[i], ref_keys[i], per_field)
+                    recs.append(rec)
+                    if progress is not None:
+                        running[0] += 1
+                        running[1] += rec.valid
+                        running[4] += rec.exact
+                        progress(k, len(ids), m, _RunningRates(running))
         total = StructuredCounts(
             records=len(recs),
             valid=sum(r.valid for r in recs),
@@ -881,6 +979,126 @@ def score_structured(
         records=records,
         field_winners={g: {"kind": w.kind, "winners": list(w.winners)} for g, w in sorted(winners.items())},
     )
+
+
+def _present_profile(ref: Mapping[str, str], profiles: dict[tuple[str, ...], int], tables: list[dict[str, int]]) -> int:
+    """Id of the reference's profile: its generic paths with a value, counted (`items[].sku`: 2).
+    References of one shape share one profile, so per-field counts of exact and missing records
+    are added once per profile at the end instead of path by path per record."""
+    key = tuple([p for p, k in ref.items() if k[0] != "\x00"])
+    pid = profiles.get(key)
+    if pid is None:
+        pid = profiles[key] = len(tables)
+        table: dict[str, int] = {}
+        for p in key:
+            g = generic_path(p)
+            table[g] = table.get(g, 0) + 1
+        tables.append(table)
+    return pid
+
+
+def _score_model_exact(
+    ids: Sequence[str],
+    preds: Mapping[str, Any],
+    ref_keys: Mapping[str, dict[str, str]],
+    per_field: dict[str, list[int]],
+    progress: Callable[[int, int, str, dict[str, float]], None] | None,
+    model: str,
+) -> list[StructuredRecord]:
+    """One model's records under the default options: what `_Scorer.record` computes, faster.
+
+    Each output string is parsed by orjson when it can be (`json` otherwise, with the fences and
+    prose rules of `parse_json_output`); an output whose flattened leaves equal the reference's
+    is exact, and with a missing or invalid output its per-field counts come from the
+    reference's profile (`_present_profile`), once per profile; only the other records are
+    compared path by path."""
+    from extracteval.core.jsonparse import _orjson
+
+    fast_loads = _orjson.loads if _orjson is not None else None
+    fast_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
+    profiles: dict[tuple[str, ...], int] = {}
+    tables: list[dict[str, int]] = []
+    tp_mult: list[int] = []
+    fn_mult: list[int] = []
+    n_present: dict[int, int] = {}
+    recs: list[StructuredRecord] = []
+    append = recs.append
+    running = [0] * 8
+    total = len(ids)
+    missing = _ABSENT
+    for n, i in enumerate(ids, start=1):
+        rk = ref_keys[i]
+        raw = preds.get(i, missing)
+        value: Any = missing
+        error = None
+        extracted = False
+        if raw is missing:
+            error = "no output for this id"
+        elif type(raw) is str and fast_loads is not None:
+            text = raw.strip()
+            if text:
+                try:
+                    value = fast_loads(text)
+                except fast_error:
+                    pass
+        if value is missing and error is None:
+            parsed = parse_json_output(raw)
+            if parsed.ok:
+                value, extracted = parsed.value, parsed.extracted
+            else:
+                error = parsed.error or "not valid JSON"
+            pk = None
+        elif value is not missing:
+            # orjson reads an integer beyond 64 bits as a float: such a document is read again
+            # by `json`, which keeps it exact
+            t = type(value)
+            if (t is dict or t is list) and value:
+                pk = {}
+                try:
+                    _flat_exact(pk, "", value, False, True)
+                except (_LossyNumber, RecursionError):
+                    value, pk = loads_any_depth(text), None
+            else:
+                pk = None
+                if t is float and not -9.2e18 < value < 9.2e18:
+                    value = loads_any_depth(text)
+        if value is missing:
+            pid = _present_profile(rk, profiles, tables)
+            if pid == len(tp_mult):
+                tp_mult.append(0)
+                fn_mult.append(0)
+                n_present[pid] = sum(tables[pid].values())
+            fn_mult[pid] += 1
+            rec = StructuredRecord(id=i, valid=False, extracted=False, exact=False, tp=0, fp=0, fn=n_present[pid], error=error)
+        else:
+            if pk is None:
+                pk = flat_keys(value)
+            if pk == rk:
+                pid = _present_profile(rk, profiles, tables)
+                if pid == len(tp_mult):
+                    tp_mult.append(0)
+                    fn_mult.append(0)
+                    n_present[pid] = sum(tables[pid].values())
+                tp_mult[pid] += 1
+                rec = StructuredRecord(id=i, valid=True, extracted=extracted, exact=True, tp=n_present[pid], fp=0, fn=0)
+            else:
+                tp, fp, fn, _ = compare_flat(rk, pk, per_field)
+                rec = StructuredRecord(id=i, valid=True, extracted=extracted, exact=False, tp=tp, fp=fp, fn=fn)
+        append(rec)
+        if progress is not None:
+            running[0] += 1
+            running[1] += rec.valid
+            running[4] += rec.exact
+            progress(n, total, model, _RunningRates(running))
+    for pid, table in enumerate(tables):
+        a, b = tp_mult[pid], fn_mult[pid]
+        for g, c in table.items():
+            slot = per_field.get(g)
+            if slot is None:
+                slot = per_field[g] = [0, 0, 0]
+            slot[0] += a * c
+            slot[2] += b * c
+    return recs
 
 
 class _RunningRates(Mapping[str, float]):

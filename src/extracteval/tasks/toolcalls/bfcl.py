@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -187,14 +188,86 @@ def _call_name(func: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
+_PY_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_PY_CALL_HEAD = re.compile(rf"[ \t]*({_PY_NAME}(?:\.{_PY_NAME})*)[ \t]*\([ \t]*")
+_PY_KWARG = re.compile(
+    rf"({_PY_NAME})[ \t]*=[ \t]*(?:'([^'\\\n\r]*)'|\"([^\"\\\n\r]*)\"|(-?(?:0|[1-9][0-9]{{0,80}})(?:\.[0-9]{{1,80}})?(?:[eE][+-]?[0-9]{{1,3}})?)|(True|False|None))[ \t]*"
+)
+_PY_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def _simple_calls(text: str) -> list[dict[str, dict[str, Any]]] | None:
+    """`f(a='x', b=2)` or `[f(a=1), pkg.g(b="y")]` with only keyword arguments whose values are
+    plain literals (quoted text without escapes, decimal numbers, True/False/None), read without
+    `ast`: exactly what `ast` gives for these, or None for anything else (other syntax, a
+    reserved word as a name, a repeated argument, non-ASCII text), which `ast` then reads."""
+    if not text.isascii():
+        return None
+    n = len(text)
+    in_list = text.startswith("[")
+    pos = 1 if in_list else 0
+    calls: list[dict[str, dict[str, Any]]] = []
+    while True:
+        m = _PY_CALL_HEAD.match(text, pos)
+        if m is None:
+            return None
+        name = m.group(1)
+        if any(keyword.iskeyword(part) or part == "__debug__" for part in name.split(".")):
+            return None
+        pos = m.end()
+        args: dict[str, Any] = {}
+        while pos < n and text[pos] != ")":
+            a = _PY_KWARG.match(text, pos)
+            if a is None:
+                return None
+            arg, s1, s2, num, const = a.groups()
+            if arg in args or keyword.iskeyword(arg) or arg == "__debug__":
+                return None
+            if s1 is not None:
+                args[arg] = s1
+            elif s2 is not None:
+                args[arg] = s2
+            elif num is not None:
+                args[arg] = float(num) if "." in num or "e" in num or "E" in num else int(num)
+            else:
+                args[arg] = _PY_CONSTANTS[const]
+            pos = a.end()
+            if pos < n and text[pos] == ",":
+                pos += 1
+                while pos < n and text[pos] in " \t":
+                    pos += 1
+                if pos < n and text[pos] == ")":  # a trailing comma: left to ast
+                    return None
+            elif pos < n and text[pos] != ")":
+                return None
+        if pos >= n:
+            return None
+        pos += 1  # ")"
+        calls.append({name: args})
+        while pos < n and text[pos] in " \t":
+            pos += 1
+        if not in_list:
+            return calls if pos == n else None
+        if pos < n and text[pos] == ",":
+            pos += 1
+            continue
+        if pos == n - 1 and text[pos] == "]":
+            return calls
+        return None
+
+
 def parse_python_calls(text: str, *, keep_positional: bool = False) -> list[dict[str, dict[str, Any]]]:
     """`[f(a=1), pkg.g(b="x")]` or `f(a=1)` → `[{"f": {"a": 1}}, {"pkg.g": {"b": "x"}}]`.
 
-    Parsed with `ast.parse(mode="eval")`, never evaluated. Keyword arguments only, as BFCL
+    Parsed with `ast.parse(mode="eval")`, never evaluated (calls whose keyword arguments are all
+    plain literals are read directly, to the same result: `_simple_calls`). Keyword arguments only, as BFCL
     reads them; with `keep_positional=True` positional arguments are kept under keys `"*0"`,
     `"*1"`, … Raises `SyntaxError` or `ValueError` on anything that is not a call or a list of
     calls.
     """
+    simple = _simple_calls(text.strip())
+    if simple is not None:
+        return simple
     with warnings.catch_warnings():  # e.g. "invalid escape sequence" in model text: not our concern
         warnings.simplefilter("ignore")
         tree = ast.parse(text.strip(), mode="eval")

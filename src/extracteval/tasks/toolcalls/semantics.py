@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import marshal
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -50,6 +51,7 @@ import numpy as np
 
 from extracteval.tasks.toolcalls.bfcl import parse_python_calls
 from extracteval.core.counts import ratios
+from extracteval.core.jsonparse import loads_fast
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.tasks.structured.semantics import (
@@ -60,6 +62,7 @@ from extracteval.tasks.structured.semantics import (
     flat_keys,
     leaf_key,
     natural_key,
+    natural_sorted,
     parse_json_output,
     paused_gc,
 )
@@ -124,7 +127,7 @@ def _args_value(name: Any, raw: Any) -> Call:
         if not text:
             return Call(name, {})
         try:
-            raw = json.loads(text)
+            raw = loads_fast(text)
         except (ValueError, RecursionError) as e:
             return Call(name, None, f"arguments of {name!r} are not valid JSON ({str(e)[:80]})")
     if not isinstance(raw, dict):
@@ -546,14 +549,11 @@ class _ParsedEntry:
     once; the keys are a pure function of the call's arguments and `key_fn`.
     """
 
-    __slots__ = ("parsed", "key_fn", "_present", "_whole", "verdicts")
+    __slots__ = ("parsed", "key_fn", "_present", "_whole")
 
     def __init__(self, parsed: ParsedCalls, key_fn: Callable[[Any], str | None]) -> None:
         self.parsed = parsed
         self.key_fn = key_fn
-        # id(reference tuple) → the record scored against it; only used while the caller keeps
-        # those tuples alive (score_toolcalls' `refs`), so an id cannot be reused meanwhile.
-        self.verdicts: dict[int, ToolCallRecord] = {}
         self._present: list[dict[str, str] | None] = [None] * len(parsed.calls)
         self._whole: list[dict[str, str] | None] | None = None
 
@@ -576,6 +576,24 @@ class _ParsedEntry:
                 k = _present_keys(c.args, self.key_fn)
             cache[j] = k
         return k
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _record_for(seen: ToolCallRecord, rid: str) -> ToolCallRecord:
+    """`seen`'s verdict for record `rid` (the frozen dataclass's fields set directly: a third
+    cheaper than its keyword constructor, once per record of a repeated output)."""
+    r = _new(ToolCallRecord)
+    _set(r, "id", rid)
+    _set(r, "valid", seen.valid)
+    _set(r, "correct", seen.correct)
+    _set(r, "format", seen.format)
+    _set(r, "pairs", seen.pairs)
+    _set(r, "counts", seen.counts)
+    _set(r, "error", seen.error)
+    return r
 
 
 # Counts are immutable and few distinct tuples occur: share one instance per tuple (a frozen
@@ -748,7 +766,7 @@ def score_toolcalls(
     """
     config = config or ToolCallConfig()
     key_fn = config.key_fn()
-    ids = sorted(truth, key=natural_key)
+    ids = natural_sorted(truth)
     with paused_gc():
         refs = _read_references(truth, ids, possible_answer, key_fn)
     results: dict[str, ToolCallModelResult] = {}
@@ -759,24 +777,27 @@ def score_toolcalls(
         recs = []
         running = [0, 0, 0]  # records, valid, correct: what the progress line shows
         parsed_cache: dict[str, _ParsedEntry] = {}  # per model: one parse per distinct output string
+        # (output string, id of the shared reference tuple) → its record: the same output against
+        # the same reference has the same verdict. The ids stay valid: `refs` keeps the tuples alive.
+        pair_cache: dict[tuple[str, int], ToolCallRecord] = {}
         with paused_gc():
             for k, i in enumerate(ids, start=1):
                 raw = preds.get(i)
                 ref = refs[i]
                 if type(raw) is str:
-                    entry = parsed_cache.get(raw)
-                    if entry is None:
-                        entry = parsed_cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
-                    # the same output against the same (shared) reference: same verdict
-                    seen = entry.verdicts.get(id(ref))
+                    key = (raw, id(ref))
+                    seen = pair_cache.get(key)
                     if seen is None:
-                        rec = entry.verdicts[id(ref)] = _score_parsed(ref, entry, i, interned)
+                        entry = parsed_cache.get(raw)
+                        if entry is None:
+                            entry = parsed_cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
+                        rec = pair_cache[key] = _score_parsed(ref, entry, i, interned)
                     else:
-                        rec = ToolCallRecord(id=i, valid=seen.valid, correct=seen.correct, format=seen.format, pairs=seen.pairs, counts=seen.counts, error=seen.error)
+                        rec = _record_for(seen, i)
                 else:
                     rec = _score_parsed(ref, _ParsedEntry(parse_calls(raw), key_fn), i, interned)
-                if i not in preds:
-                    rec = replace(rec, error="no output for this id")
+                    if raw is None and i not in preds:
+                        rec = replace(rec, error="no output for this id")
                 recs.append(rec)
                 if progress is not None:
                     running[0] += 1
@@ -827,20 +848,26 @@ def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answ
     """`reference_calls` of every record, read once per distinct reference value.
 
     References repeat (the same expected call for many questions); the cache key is the value's
-    `repr`, which tells apart everything `reference_calls` tells apart for JSON-like values
-    (`1` / `1.0` / `True` / `"1"`, lists / tuples, int / str keys). A reference that raises is
-    never cached, so each bad record is still named in its own error. A value nested too deeply
-    for `repr` is read uncached, so `reference_calls` reports it as it would without the cache.
+    `marshal` bytes, which exist only for values made of the built-in types themselves (no
+    subclass) and tell apart everything `reference_calls` tells apart (`1` / `1.0` / `True` /
+    `"1"`, lists / tuples, int / str keys); any other value is keyed by its `repr`, as before. A
+    reference that raises is never cached, so each bad record is still named in its own error. A
+    value nested too deeply for `repr` is read uncached, so `reference_calls` reports it as it
+    would without the cache.
     """
-    cache: dict[str, tuple[RefCall, ...]] = {}
+    cache: dict[str | bytes, tuple[RefCall, ...]] = {}
     out = {}
+    dumps = marshal.dumps
     for i in ids:
         obj = truth[i]
         try:
-            key = repr(obj)
-        except RecursionError:
-            out[i] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
-            continue
+            key: str | bytes = dumps(obj)
+        except ValueError:  # a subclass or another type marshal does not write, or too deep
+            try:
+                key = repr(obj)
+            except RecursionError:
+                out[i] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
+                continue
         got = cache.get(key)
         if got is None:
             got = cache[key] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
