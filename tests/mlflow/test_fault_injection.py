@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -133,16 +134,7 @@ class _SlowProxy:
 
         class Handler(BaseHTTPRequestHandler):
             def _forward(self) -> None:
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
-                try:
-                    conn.request(self.command, self.path, body=body or None, headers=headers)
-                    resp = conn.getresponse()
-                    data, status, resp_headers = resp.read(), resp.status, resp.getheaders()
-                finally:
-                    conn.close()
+                body, data, status, resp_headers = _relay(self, up)
                 if slow(self.command, self.path, body):
                     proxy.held.append(f"{self.command} {self.path}")
                     proxy.forwarded.set()
@@ -171,6 +163,22 @@ class _SlowProxy:
         self.release.set()
         self.srv.shutdown()
         self.srv.server_close()
+
+
+
+def _relay(handler: BaseHTTPRequestHandler, up: Any) -> tuple[bytes, bytes, int, list[tuple[str, str]]]:
+    """Send the request `handler` received on to the real server at `up` (a `urlsplit` result):
+    (request body, response body, status, response headers)."""
+    n = int(handler.headers.get("Content-Length") or 0)
+    body = handler.rfile.read(n) if n else b""
+    headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
+    conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
+    try:
+        conn.request(handler.command, handler.path, body=body or None, headers=headers)
+        resp = conn.getresponse()
+        return body, resp.read(), resp.status, resp.getheaders()
+    finally:
+        conn.close()
 
 
 def _metrics_batch(method: str, path: str, body: bytes) -> bool:
@@ -447,16 +455,7 @@ class _ClosingProxy:
 
         class Handler(BaseHTTPRequestHandler):
             def _forward(self) -> None:
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
-                try:
-                    conn.request(self.command, self.path, body=body or None, headers=headers)
-                    resp = conn.getresponse()
-                    data, status, resp_headers = resp.read(), resp.status, resp.getheaders()
-                finally:
-                    conn.close()
+                body, data, status, resp_headers = _relay(self, up)
                 if not proxy.closed and _metrics_batch(self.command, self.path, body):
                     proxy.closed.append(self.path)
                     self.close_connection = True
