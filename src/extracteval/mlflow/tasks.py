@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from extracteval.mlflow.keys import KeyMap
     from extracteval.mlflow.predictions_file import LoggedPredictions
 
-__all__ = ["COMMON_CONFIG_KEYS", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks"]
+__all__ = ["COMMON_CONFIG_KEYS", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks", "run_params", "strategies_param"]
 
 
 # the exact model_types of the MLflow contract; the first task listed for a model_type is its default
@@ -234,3 +234,28 @@ def check_config(config: Mapping[str, Any], task_keys: Mapping[str, str], task: 
             f"{where}: unknown key(s) {', '.join(repr(k) for k in unknown)} for task {task!r}; "
             f"valid keys: {', '.join(sorted(valid))}."
         )
+
+
+def run_params(scored: Scored, *, counts: Mapping[str, Any], config_keys: Sequence[str] = (), normalization: bool = False,
+               **extra: str) -> dict[str, str]:
+    """The MLflow params every task's run gets — `task`, `truth`, the counts of what was scored
+    (`n_records`, `n_fields`, …), `models` — then the listed keys of the task's configuration as
+    text, the normalization's `null_tokens` and `dayfirst` when asked, and `extra` as given."""
+    cfg = dict(scored.config)
+    out = {"task": scored.task, "truth": str(scored.truth_source), **{k: str(v) for k, v in counts.items()}, "models": ",".join(scored.models)}
+    out.update({k: str(cfg.get(k)) for k in config_keys})
+    if normalization:
+        norm = cfg.get("normalization", {})
+        out["null_tokens"] = ",".join(norm.get("null_tokens", []))
+        out["dayfirst"] = str(norm.get("dayfirst"))
+    out.update(extra)
+    return out
+
+
+def strategies_param(config: Mapping[str, Any]) -> str:
+    """The per-field strategies as one param: their JSON, or a pointer to result.json when long."""
+    import json
+
+    strategies = config.get("strategies", {})
+    text = json.dumps(strategies, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 5000 else f"{len(strategies)} per-field strategies; see extracteval/result.json (config)"

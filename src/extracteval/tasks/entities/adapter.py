@@ -43,7 +43,7 @@ from extracteval.tasks.labels.adapter import (
     view_metrics_keys,
     winner_rows,
 )
-from extracteval.mlflow.tasks import Scored, Section
+from extracteval.mlflow.tasks import Scored, Section, run_params
 
 __all__ = ["ADAPTER", "EntitiesAdapter", "truth_frame"]
 
@@ -444,30 +444,15 @@ class EntitiesAdapter(CellPredictions):
 
     def params(self, scored: Scored) -> dict[str, str]:
         cfg = dict(scored.config)
-        norm = cfg.get("normalization", {})
         r = scored.result
-        return {
-            "task": scored.task,
-            "truth": str(scored.truth_source),
-            "n_records": str(r.n_records),
-            "n_features": str(len(r.features)),
-            "models": ",".join(scored.models),
-            "ranked_by": "strict view: mean F1 over features",
-            "features": json_param(list(r.features), what="features"),
-            "key_fields": json_param(list(r.key_fields), what="key fields"),
-            "weights": json_param(dict(r.weights), what="weights"),
-            "strategies": json_param(cfg.get("strategies_used", {}), what="strategies"),
-            "default_strategy": str(cfg.get("default_strategy")),
-            "types": json_param(cfg.get("types_used", {}), what="types"),
-            "match_threshold": str(cfg.get("match_threshold")),
-            "fuzzy_threshold": str(cfg.get("fuzzy_threshold")),
-            "semantic_threshold": str(cfg.get("semantic_threshold")),
-            "semantic_backend": str(cfg.get("semantic_backend")),
-            "fuzzy_scorer": str(cfg.get("fuzzy_scorer")),
-            "zero_division": str(cfg.get("zero_division")),
-            "null_tokens": ",".join(norm.get("null_tokens", [])),
-            "dayfirst": str(norm.get("dayfirst")),
-        }
+        return run_params(scored, counts={"n_records": r.n_records, "n_features": len(r.features)},
+                          config_keys=("default_strategy", "match_threshold", "fuzzy_threshold", "semantic_threshold", "semantic_backend",
+                                       "fuzzy_scorer", "zero_division"),
+                          normalization=True, ranked_by="strict view: mean F1 over features",
+                          features=json_param(list(r.features), what="features"), key_fields=json_param(list(r.key_fields), what="key fields"),
+                          weights=json_param(dict(r.weights), what="weights"),
+                          strategies=json_param(cfg.get("strategies_used", {}), what="strategies"),
+                          types=json_param(cfg.get("types_used", {}), what="types"))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.report.labels_entities import render_entities

@@ -20,7 +20,7 @@ from extracteval.io.cells import json_list_value, plain, record_object, status_t
 from extracteval.io.parquet_rows import row_group_ids
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
-from extracteval.mlflow.tasks import Scored, Section
+from extracteval.mlflow.tasks import Scored, Section, run_params, strategies_param
 
 if TYPE_CHECKING:  # pragma: no cover
     from extracteval.mlflow.early import EarlyWork
@@ -663,27 +663,10 @@ class FieldsAdapter:
     def params(self, scored: Scored) -> dict[str, str]:
         cfg = dict(scored.config)
         norm = cfg.get("normalization", {})
-        out = {
-            "task": scored.task,
-            "truth": str(scored.truth_source),
-            "n_records": str(scored.result.n_records),
-            "n_fields": str(len(scored.result.fields)),
-            "models": ",".join(scored.models),
-            "default_strategy": str(cfg.get("default_strategy")),
-            "fuzzy_threshold": str(cfg.get("fuzzy_threshold")),
-            "fuzzy_scorer": str(cfg.get("fuzzy_scorer")),
-            "zero_division": str(cfg.get("zero_division")),
-            "bootstrap": str(cfg.get("bootstrap")),
-            "confidence": str(cfg.get("confidence")),
-            "seed": str(cfg.get("seed")),
-            "min_records": str(cfg.get("min_records")),
-            "null_tokens": ",".join(norm.get("null_tokens", [])),
-            "dayfirst": str(norm.get("dayfirst")),
-            "strip_currency": str(norm.get("strip_currency")),
-        }
-        strategies = json.dumps(cfg.get("strategies", {}), sort_keys=True, ensure_ascii=False)
-        out["strategies"] = strategies if len(strategies) <= 5000 else f"{len(cfg.get('strategies', {}))} per-field strategies; see extracteval/result.json (config)"
-        return out
+        return run_params(scored, counts={"n_records": scored.result.n_records, "n_fields": len(scored.result.fields)},
+                          config_keys=("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence",
+                                       "seed", "min_records"),
+                          normalization=True, strip_currency=str(norm.get("strip_currency")), strategies=strategies_param(cfg))
 
     def row_rationale(self, scored: Scored, model: str) -> str:
         """One record's verdict per field (`vendor: wrong value (FP+FN)`), for per-row feedback."""

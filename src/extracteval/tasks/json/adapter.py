@@ -28,7 +28,7 @@ from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
-from extracteval.mlflow.tasks import Scored, Section
+from extracteval.mlflow.tasks import Scored, Section, run_params, strategies_param
 
 __all__ = ["ADAPTER", "JsonAdapter"]
 
@@ -597,29 +597,12 @@ class JsonAdapter(CellPredictions):
 
     def params(self, scored: Scored) -> dict[str, str]:
         cfg = dict(scored.config)
-        norm = cfg.get("normalization", {})
-        weights = cfg.get("weights", {})
-        out = {
-            "task": scored.task,
-            "truth": str(scored.truth_source),
-            "n_records": str(scored.result.n_records),
-            "n_fields": str(len(scored.result.fields)),
-            "models": ",".join(scored.models),
-            "fuzzy_threshold": str(cfg.get("fuzzy_threshold")),
-            "semantic_threshold": str(cfg.get("semantic_threshold")),
-            "fuzzy_scorer": str(cfg.get("fuzzy_scorer")),
-            "semantic_backend": str(cfg.get("semantic_backend")),
-            "flatten": str(cfg.get("flatten")),
-            "clamp": json.dumps(cfg.get("clamp")),
-            "safety_key": str(cfg.get("safety_score", {}).get("key")),
-            "default_safety": str(cfg.get("safety_score", {}).get("default")),
-            "null_tokens": ",".join(norm.get("null_tokens", [])),
-            "dayfirst": str(norm.get("dayfirst")),
-            **{f"weights.{k}": str(v) for k, v in weights.items()},
-        }
-        strategies = json.dumps(cfg.get("strategies", {}), sort_keys=True, ensure_ascii=False)
-        out["strategies"] = strategies if len(strategies) <= 5000 else f"{len(cfg.get('strategies', {}))} per-field strategies; see extracteval/result.json (config)"
-        return out
+        safety = cfg.get("safety_score", {})
+        return run_params(scored, counts={"n_records": scored.result.n_records, "n_fields": len(scored.result.fields)},
+                          config_keys=("fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "semantic_backend", "flatten"),
+                          normalization=True, clamp=json.dumps(cfg.get("clamp")), safety_key=str(safety.get("key")),
+                          default_safety=str(safety.get("default")), **{f"weights.{k}": str(v) for k, v in cfg.get("weights", {}).items()},
+                          strategies=strategies_param(cfg))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.tasks.json.terminal import render_json

@@ -34,7 +34,7 @@ from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.tasks import Scored, Section
+from extracteval.mlflow.tasks import Scored, Section, run_params
 
 __all__ = ["ADAPTER", "LabelsAdapter", "view_metrics_keys", "feature_item_rows", "winner_rows"]
 
@@ -527,21 +527,11 @@ class LabelsAdapter(CellPredictions):
 
     def params(self, scored: Scored) -> dict[str, str]:
         cfg = dict(scored.config)
-        norm = cfg.get("normalization", {})
-        return {
-            "task": scored.task,
-            "truth": str(scored.truth_source),
-            "n_records": str(scored.result.n_records),
-            "n_features": str(len(scored.result.features)),
-            "models": ",".join(scored.models),
-            "ranked_by": "strict view: mean F1 over features",
-            "types": json_param(cfg.get("types_used", cfg.get("types", {})), what="feature types"),
-            "positive_labels": json_param(cfg.get("positive_labels", {}), what="positive labels"),
-            "zero_division": str(cfg.get("zero_division")),
-            "missing_label": str(cfg.get("missing_label")),
-            "null_tokens": ",".join(norm.get("null_tokens", [])),
-            "dayfirst": str(norm.get("dayfirst")),
-        }
+        return run_params(scored, counts={"n_records": scored.result.n_records, "n_features": len(scored.result.features)},
+                          config_keys=("zero_division", "missing_label"), normalization=True,
+                          ranked_by="strict view: mean F1 over features",
+                          types=json_param(cfg.get("types_used", cfg.get("types", {})), what="feature types"),
+                          positive_labels=json_param(cfg.get("positive_labels", {}), what="positive labels"))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.report.labels_entities import render_labels

@@ -29,7 +29,7 @@ from extracteval.mlflow.predictions_file import CellPredictions, prediction_cell
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
 from extracteval.tasks.spans.records import chunk_rows, count_frame, expand_chunk_rows
 from extracteval.tasks.json.adapter import _is_missing
-from extracteval.mlflow.tasks import Scored, Section
+from extracteval.mlflow.tasks import Scored, Section, run_params
 
 __all__ = ["ADAPTER", "SpansAdapter"]
 
@@ -550,20 +550,11 @@ class SpansAdapter(CellPredictions):
         return out
 
     def params(self, scored: Scored) -> dict[str, str]:
-        cfg = dict(scored.config)
         r = scored.result
-        return {
-            "task": scored.task,
-            "truth": str(scored.truth_source),
-            "unit": str(r.unit),
-            "n_documents": str(r.n_documents),
-            "n_gold_spans": str(r.n_gold),
-            "n_tags": str(len(r.tags)),
-            "models": ",".join(scored.models),
-            **{k: str(cfg.get(k)) for k in ("threshold", "iou_weight", "text_weight", "text_similarity", "curve_step", "scheme",
-                                             "zero_division", "max_examples", "relaxed", "bootstrap", "confidence", "seed")},
-            "report_thresholds": ",".join(f"{t:g}" for t in cfg.get("report_thresholds", [])),
-        }
+        return run_params(scored, counts={"unit": r.unit, "n_documents": r.n_documents, "n_gold_spans": r.n_gold, "n_tags": len(r.tags)},
+                          config_keys=("threshold", "iou_weight", "text_weight", "text_similarity", "curve_step", "scheme", "zero_division",
+                                       "max_examples", "relaxed", "bootstrap", "confidence", "seed"),
+                          report_thresholds=",".join(f"{t:g}" for t in scored.config.get("report_thresholds", [])))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.tasks.spans.report import render_spans

@@ -25,7 +25,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.tasks import Scored, Section
+from extracteval.mlflow.tasks import Scored, Section, run_params
 
 __all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table", "worst_items"]
 
@@ -462,21 +462,9 @@ class StructuredAdapter(CellPredictions):
         }
 
     def params(self, scored: Scored) -> dict[str, str]:
-        cfg = scored.config
-        out = {
-            "task": scored.task,
-            "truth": str(scored.truth_source),
-            "n_records": str(scored.result.n_records),
-            "n_fields": str(len(self.item_names(scored))),
-            "models": ",".join(scored.models),
-            "list_matching": str(cfg.get("list_matching")),
-            "value_match": str(cfg.get("value_match")),
-            "zero_division": str(cfg.get("zero_division")),
-            "pass_threshold": str(cfg.get("pass_threshold")),
-            "extended": ",".join(cfg.get("extended", [])) or "none",
-        }
-        out.update(decision_params(scored.doc))
-        return out
+        return run_params(scored, counts={"n_records": scored.result.n_records, "n_fields": len(self.item_names(scored))},
+                          config_keys=("list_matching", "value_match", "zero_division", "pass_threshold"),
+                          extended=",".join(scored.config.get("extended", [])) or "none", **decision_params(scored.doc))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.tasks.structured.pipeline import render
