@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from extracteval.core.jsonparse import loads_fast
+from extracteval.core.jsonparse import FAST_PARSER, loads_fast
 from extracteval.errors import InputError
 
 __all__ = ["loads", "jsonl_values", "cap_depth", "MAX_VALUE_DEPTH", "check_record_keys", "check_json_file_keys", "repeated_keys"]
@@ -79,14 +79,53 @@ def _keys_in(value: Any) -> int:
     return n
 
 
-def _could_repeat(text: str, value: Any, own_keys: int) -> bool:
+def _could_repeat(text: str, value: Any, own_keys: int, *, outer_keys: int = 0) -> bool:
     """Whether `text` could name a key twice: it has more `"key":` pairs than `value` parsed from
     it has keys (first `own_keys`, the cheap count of the records' own keys, then every nested
-    key counted too). A repeat is dropped by the parser, so the text then holds a pair more."""
+    key counted too; `outer_keys` the keys of a wrapper around `value`). A repeat is dropped by
+    the parser, so the text then holds a pair more. Text scans and a C serialiser only: no
+    Python work per value on the usual path."""
     pairs_in_text = text.count('":')
     if '" ' in text or '"\t' in text or '"\n' in text or '"\r' in text:  # whitespace before a colon is allowed
-        pairs_in_text = len(_KEY_COLON.findall(text))
-    return pairs_in_text > own_keys and pairs_in_text > _keys_in(value)
+        pairs_in_text += len(_SPACED_KEY_COLON.findall(text))
+    pairs_in_text -= outer_keys
+    return pairs_in_text > own_keys and pairs_in_text > _pairs_in_value(text, value)
+
+
+_SPACED_KEY_COLON = re.compile(r'"[ \t\n\r]+:')
+
+
+def _pairs_in_value(text: str, value: Any) -> int:
+    """At most the `"key":` pairs `text` holds when it names no key twice: `value`'s keys, plus the
+    `":` its strings hold (`\\":` in the text; counted in `text` too). Serialised by orjson (C;
+    its compact output escapes a quote as `\\"`, as the text does); counted key by key where
+    orjson does not write the value. When the text has `\\u` escapes (a quote or a colon may
+    hide in one), the keys only: then the text may hold fewer `":` in strings than the value."""
+    if "\\u" in text:
+        return _keys_in(value)
+    if FAST_PARSER:
+        import orjson
+
+        try:
+            return orjson.dumps(value).count(b'":')
+        except (TypeError, ValueError):  # an integer beyond 64 bits, nesting deeper than orjson writes
+            pass
+    return _keys_in(value) + _quote_colons_in(value)
+
+
+def _quote_colons_in(value: Any) -> int:
+    """How many `":` the strings in `value` hold (each is `\\":` in JSON text)."""
+    n, stack = 0, [value]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            n += x.count('":')
+        elif isinstance(x, dict):
+            n += sum(k.count('":') for k in x)
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return n
 
 
 def _parse_keeping_repeats(text: str) -> tuple[Any, dict[int, str]]:
@@ -115,7 +154,7 @@ def repeated_keys(text: str, records: list[Any], *, wrapped: bool = False) -> di
     `text` holds one object (a JSONL line), an array of them, or with `wrapped` an object whose
     "records" key holds the array. Only a record's own keys count: a key repeated inside one of
     its values (a model's output) keeps its last value, as JSON parsers do."""
-    if not _could_repeat(text, records, sum(len(r) for r in records if isinstance(r, dict))):
+    if not _could_repeat(text, records, sum(len(r) for r in records if isinstance(r, dict)), outer_keys=1 if wrapped else 0):
         return {}
     again, repeated = _parse_keeping_repeats(text)
     if wrapped and isinstance(again, dict):
