@@ -83,3 +83,42 @@ def test_unsupported_suffix(tmp_path: Path) -> None:
     p.write_text("<a/>", encoding="utf-8")
     with pytest.raises(InputError, match=r"unsupported file type '.xml'"):
         read_json_records(p, role="truth")
+
+
+# the cheap pre-check of repeated keys must never hide a repeat: texts where a quote or a colon
+# inside a string, an escape, whitespace before a colon, a wrapper or a value orjson cannot
+# write could make the pair counts agree by accident
+REPEATS = [
+    ('[{"id": 1, "id": 1}]', False, {0: "id"}),
+    ('[{"a": 1}, {"id": 2, "v": "x\\":y", "id": 2}]', False, {1: "id"}),
+    ('[{"id": 1, "id": 1, "v": "\\u0022:"}]', False, {0: "id"}),  # an escaped quote the value writes as \":
+    ('[{"id": 1, "v": "a\\u003a", "id": 1}]', False, {0: "id"}),
+    ('[{"id" : 1,\n "id"\t: 1}]', False, {0: "id"}),
+    ('[{"n": 123456789012345678901234567890, "n": 1}]', False, {0: "n"}),  # beyond 64 bits
+    ('{"records": [{"id": 1, "id": 1}], "meta": {"a": 1}}', True, {0: "id"}),
+    ('{"records": [{"id": 1}, {"id": 2, "k": "x", "k": "y"}]}', True, {1: "k"}),
+    ('[{"id": 1, "v": {"k": 1, "k": 2}}]', False, {}),  # inside a value: the last key wins
+    ('[{"id": 1, "v": "\\":\\":"}, {"id": 2}]', False, {}),
+]
+
+
+@pytest.mark.parametrize("text,wrapped,want", REPEATS)
+def test_repeated_keys_of_records(text: str, wrapped: bool, want: dict) -> None:
+    from extracteval.io.json_text import loads, repeated_keys
+
+    value = loads(text)
+    records = value["records"] if wrapped else value
+    assert repeated_keys(text, records, wrapped=wrapped) == want
+
+
+def test_repeated_keys_by_id() -> None:
+    from extracteval.io.json_text import loads, repeated_keys_by_id
+
+    for text, want in [
+        ('{"R1": {"a": 1}, "R2": {"a": 2}}', (None, {})),
+        ('{"R1": {"a": 1, "a": 2}, "R2": {"a": 2}}', (None, {"R1": "a"})),
+        ('{"R1": {"a": 1}, "R1": {"a": 2}}', ("R1", {})),
+        ('{"R1": [{"a": 1, "a": 2}]}', (None, {})),  # an entity list: not a record's own keys
+        ('{"R1": {"a": "\\u0022:", "a": 2}}', (None, {"R1": "a"})),
+    ]:
+        assert repeated_keys_by_id(text, loads(text)) == want, text

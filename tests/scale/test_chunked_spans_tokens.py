@@ -124,3 +124,64 @@ def test_token_file_errors_name_the_file_and_line_as_in_memory(cli, tmp_path, mo
     empty.write_text("\n-DOCSTART- -X- O O\n\n")
     got = cli("score", "spans", "--conll", str(empty), "--chunk-size", "2")
     assert got.code == 2 and "empty.conll: no tokens found" in got.err
+
+
+BOMS = {"utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff", "utf-32-le": b"\xff\xfe\x00\x00"}
+
+
+@pytest.mark.parametrize("encoding", list(BOMS))
+def test_unicode_token_files_with_a_bom_chunked_equal_in_memory(cli, tmp_path, monkeypatch, encoding):
+    """UTF-16/32 with a byte-order mark is read by the streamed token reader as by the in-memory
+    one (and as every other text reader): the same result as the same files saved as UTF-8,
+    with blocks cut anywhere (a character's code units split across reads included)."""
+    monkeypatch.setattr(spans_chunks, "_BLOCK", 61)
+    (tmp_path / "utf8").mkdir()
+    utf8 = _write_files(tmp_path / "utf8", 4)
+    other = tmp_path / encoding
+    other.mkdir()
+    for name, path in utf8.items():
+        text = path.read_bytes().decode("utf-8-sig")
+        (other / name).write_bytes(BOMS[encoding] + text.encode(encoding))
+    for layout in _layouts(utf8):
+        args = ["score", "spans", *layout, "--resamples", "50", "--json"]
+        want = cli(*args)
+        assert want.code == 0, want.err
+        moved = [a.replace(str(tmp_path / "utf8"), str(other)) for a in args]
+        memory = cli(*moved)
+        assert memory.code == 0 and memory.out.replace(str(other), str(tmp_path / "utf8")) == want.out, memory.err
+        for size in ("1", "3", "1000"):
+            got = cli(*moved, "--chunk-size", size)
+            assert got.code == 0, got.err
+            assert got.out == memory.out, (layout[0], size)
+
+
+def test_broken_unicode_token_files_are_refused_as_in_memory(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(spans_chunks, "_BLOCK", 16)
+    body = "a X B-NP B-NP\nb X I-NP I-NP\n\nc X O O\n".encode("utf-16-le")
+    cases = {
+        "odd.conll": (b"\xff\xfe" + body + b"\x00", "is not valid UTF-16"),  # a byte short of a code unit at the end
+        "nul.conll": (b"\xff\xfe" + body + "d\x00 X O O\n".encode("utf-16-le"), "line 5: found a NUL byte"),
+        "surrogate.conll": (b"\xfe\xff" + "a X O O\n".encode("utf-16-be") + b"\xdc\x00" + "\n".encode("utf-16-be"), "is not valid UTF-16"),
+    }
+    for name, (data, needle) in cases.items():
+        f = tmp_path / name
+        f.write_bytes(data)
+        want = cli("score", "spans", "--conll", str(f))
+        got = cli("score", "spans", "--conll", str(f), "--chunk-size", "1")
+        assert want.code == got.code == 2, (name, got.err)
+        assert f"{name}: " in got.err and needle in got.err and got.err == want.err, (name, got.err, want.err)
+        assert "Traceback" not in got.err
+
+
+def test_a_broken_xz_token_file_is_refused(cli, tmp_path):
+    """Not .xz at all, or cut short: one line naming the file, chunked as in memory."""
+    import lzma
+
+    whole = lzma.compress(("a X B-NP B-NP\nb X I-NP I-NP\n\n" * 2000).encode())
+    for name, data in (("junk.conll.xz", b"not xz at all"), ("cut.conll.xz", whole[: len(whole) // 2])):
+        f = tmp_path / name
+        f.write_bytes(data)
+        for extra in ((), ("--chunk-size", "1")):
+            got = cli("score", "spans", "--conll", str(f), *extra)
+            assert got.code == 2 and "Traceback" not in got.err, got.err
+            assert f"{name}: not a valid .xz file" in got.err, got.err

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from extracteval.core.jsonparse import loads_fast
+from extracteval.core.jsonparse import FAST_PARSER, loads_fast
 from extracteval.errors import InputError
 
-__all__ = ["loads", "jsonl_values", "cap_depth", "MAX_VALUE_DEPTH"]
+__all__ = ["loads", "jsonl_values", "cap_depth", "MAX_VALUE_DEPTH", "check_record_keys", "check_json_file_keys", "repeated_keys"]
 
 _NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -79,19 +79,59 @@ def _keys_in(value: Any) -> int:
     return n
 
 
-def repeated_keys(text: str, records: list[Any], *, wrapped: bool = False) -> dict[int, str]:
-    """Position in `records` → a key that record's object names twice, for the records parsed
-    from `text` (JSON parsers keep the last value of a repeated key and drop the others silently).
-    Parsed a second time, keeping the key pairs, only when the text could hold a repeat: it has
-    more `"key":` pairs than the records have keys (their own, then nested ones counted too).
-    `text` holds one object (a JSONL line), an array of them, or with `wrapped` an object whose
-    "records" key holds the array."""
+def _could_repeat(text: str, value: Any, own_keys: int, *, outer_keys: int = 0) -> bool:
+    """Whether `text` could name a key twice: it has more `"key":` pairs than `value` parsed from
+    it has keys (first `own_keys`, the cheap count of the records' own keys, then every nested
+    key counted too; `outer_keys` the keys of a wrapper around `value`). A repeat is dropped by
+    the parser, so the text then holds a pair more. Text scans and a C serialiser only: no
+    Python work per value on the usual path."""
     pairs_in_text = text.count('":')
     if '" ' in text or '"\t' in text or '"\n' in text or '"\r' in text:  # whitespace before a colon is allowed
-        pairs_in_text = len(_KEY_COLON.findall(text))
-    if pairs_in_text <= sum(len(r) for r in records if isinstance(r, dict)) or pairs_in_text <= _keys_in(records):
-        return {}
-    repeated: dict[int, str] = {}  # id of each object built with a repeated key → the key
+        pairs_in_text += len(_SPACED_KEY_COLON.findall(text))
+    pairs_in_text -= outer_keys
+    return pairs_in_text > own_keys and pairs_in_text > _pairs_in_value(text, value)
+
+
+_SPACED_KEY_COLON = re.compile(r'"[ \t\n\r]+:')
+
+
+def _pairs_in_value(text: str, value: Any) -> int:
+    """At most the `"key":` pairs `text` holds when it names no key twice: `value`'s keys, plus the
+    `":` its strings hold (`\\":` in the text; counted in `text` too). Serialised by orjson (C;
+    its compact output escapes a quote as `\\"`, as the text does); counted key by key where
+    orjson does not write the value. When the text has `\\u` escapes (a quote or a colon may
+    hide in one), the keys only: then the text may hold fewer `":` in strings than the value."""
+    if "\\u" in text:
+        return _keys_in(value)
+    if FAST_PARSER:
+        import orjson
+
+        try:
+            return orjson.dumps(value).count(b'":')
+        except (TypeError, ValueError):  # an integer beyond 64 bits, nesting deeper than orjson writes
+            pass
+    return _keys_in(value) + _quote_colons_in(value)
+
+
+def _quote_colons_in(value: Any) -> int:
+    """How many `":` the strings in `value` hold (each is `\\":` in JSON text)."""
+    n, stack = 0, [value]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            n += x.count('":')
+        elif isinstance(x, dict):
+            n += sum(k.count('":') for k in x)
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return n
+
+
+def _parse_keeping_repeats(text: str) -> tuple[Any, dict[int, str]]:
+    """`text` parsed again, with id() of each object built with a repeated key → that key (the
+    ids stay valid while the returned value is alive)."""
+    repeated: dict[int, str] = {}
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         d = dict(items)
@@ -101,13 +141,55 @@ def repeated_keys(text: str, records: list[Any], *, wrapped: bool = False) -> di
         return d
 
     try:
-        again = json.loads(text, object_pairs_hook=pairs)
+        return json.loads(text, object_pairs_hook=pairs), repeated
     except (ValueError, RecursionError):
+        return None, {}
+
+
+def repeated_keys(text: str, records: list[Any], *, wrapped: bool = False) -> dict[int, str]:
+    """Position in `records` → a key that record's object names twice, for the records parsed
+    from `text` (JSON parsers keep the last value of a repeated key and drop the others silently).
+    Parsed a second time, keeping the key pairs, only when the text could hold a repeat: it has
+    more `"key":` pairs than the records have keys (their own, then nested ones counted too).
+    `text` holds one object (a JSONL line), an array of them, or with `wrapped` an object whose
+    "records" key holds the array. Only a record's own keys count: a key repeated inside one of
+    its values (a model's output) keeps its last value, as JSON parsers do."""
+    if not _could_repeat(text, records, sum(len(r) for r in records if isinstance(r, dict)), outer_keys=1 if wrapped else 0):
         return {}
+    again, repeated = _parse_keeping_repeats(text)
     if wrapped and isinstance(again, dict):
         again = again.get("records")
     again = again if isinstance(again, list) else [again]
     return {i: repeated[id(r)] for i, r in enumerate(again) if id(r) in repeated}
+
+
+def repeated_keys_by_id(text: str, mapping: dict[str, Any]) -> tuple[str | None, dict[str, str]]:
+    """For a JSON object mapping record id → record, parsed from `text` as `mapping`: (an id the
+    object names twice, or None; record id → a key that record names twice). Cheap unless the
+    text could hold a repeat, as `repeated_keys`."""
+    own = len(mapping) + sum(len(v) for v in mapping.values() if isinstance(v, dict))
+    if not _could_repeat(text, mapping, own):
+        return None, {}
+    again, repeated = _parse_keeping_repeats(text)
+    if not isinstance(again, dict):
+        return None, {}
+    return repeated.get(id(again)), {k: repeated[id(v)] for k, v in again.items() if id(v) in repeated}
+
+
+def check_json_file_keys(p: Path, text: str, value: Any, label: Any = lambda i: f"record {i + 1}", *, wrapped: bool = False) -> None:
+    """Refuse a whole-file JSON input (`value`, parsed from `text`) that names a key twice where
+    a JSONL line may not: a record's own key (`label(position)` or the record's id names it), or
+    a record id twice in an object mapping id → record. An array's non-object items and keys
+    inside a record's values are left to the reader (a repeat there keeps the last value)."""
+    if isinstance(value, list):
+        for i, key in repeated_keys(text, value, wrapped=wrapped).items():
+            raise repeated_key_error(p, label(i), key)
+    elif isinstance(value, dict):
+        twice, keys = repeated_keys_by_id(text, value)
+        if twice is not None:
+            raise InputError(f"{p}: the record id {twice!r} is named more than once; each record id must appear once.")
+        for rid, key in keys.items():
+            raise repeated_key_error(p, f"record {rid!r}", key)
 
 
 def check_record_keys(p: Path, where: str, line: str, value: Any) -> None:

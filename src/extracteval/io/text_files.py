@@ -7,11 +7,17 @@ from pathlib import Path
 
 from extracteval.errors import InputError
 
-__all__ = ["BOM_CODECS", "UNICODE_BOMS", "check_regular_file", "read_error", "text_encoding"]
+__all__ = ["BOM_CODECS", "UNICODE_BOMS", "bom_codec", "check_regular_file", "read_error", "text_encoding"]
 
 # byte-order marks that declare the encoding (UTF-32 first: its little-endian mark starts with UTF-16's)
 BOM_CODECS = ((b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe\x00\x00", "utf-32"), (b"\xfe\xff", "utf-16"), (b"\xff\xfe", "utf-16"))
 UNICODE_BOMS = tuple(bom for bom, _ in BOM_CODECS)
+
+
+def bom_codec(head: bytes) -> str | None:
+    """The codec ("utf-16" or "utf-32") whose byte-order mark the first bytes of a text start
+    with, or None (UTF-8, with or without its BOM)."""
+    return next((codec for bom, codec in BOM_CODECS if head.startswith(bom)), None)
 
 
 def text_encoding(p: Path) -> str:
@@ -22,7 +28,7 @@ def text_encoding(p: Path) -> str:
             head = fh.read(4)
     except OSError as e:
         raise read_error(p, e) from None
-    return next((codec for bom, codec in BOM_CODECS if head.startswith(bom)), "utf-8-sig")
+    return bom_codec(head) or "utf-8-sig"
 
 
 def read_error(p: Path, e: OSError) -> InputError:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
-from extracteval.io.json_text import cap_depth, loads, check_record_keys
+from extracteval.io.json_text import cap_depth, check_json_file_keys, loads, check_record_keys
 from extracteval.io.config import model_files, parse_model_spec
 from extracteval.io.tables import load_fields_table, read_table, read_text
 
@@ -158,8 +158,10 @@ def read_entity_records(
                 obj = loads(text)
             except ValueError as e:
                 raise InputError(f"{p}: not valid JSON ({e}).") from None
-            if isinstance(obj, dict) and "records" in obj and isinstance(obj["records"], list):
+            wrapped = isinstance(obj, dict) and "records" in obj and isinstance(obj["records"], list)
+            if wrapped:
                 obj = obj["records"]
+            check_json_file_keys(p, text, obj, lambda i: f"record [{i}]", wrapped=wrapped)
             if isinstance(obj, dict):  # {record id: [entities]}
                 return {str(k): _entity_list(p, f"key {k!r}", str(k), v, entities_key, truth=truth) for k, v in obj.items()}
             if not isinstance(obj, list):

@@ -28,7 +28,7 @@ import pandas as pd
 from extracteval.tasks.json.semantics import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import parse_model_spec
-from extracteval.io.json_text import loads as _loads, check_record_keys
+from extracteval.io.json_text import loads as _loads, check_json_file_keys, check_record_keys
 from extracteval.io.tables import load_fields_table, read_text
 
 __all__ = ["LoadedJson", "read_json_records", "load_json_inputs"]
@@ -63,8 +63,10 @@ def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
             obj = _loads(text)
         except ValueError as e:
             raise InputError(f"{p}: not valid JSON ({e}).") from None
-        if isinstance(obj, dict) and isinstance(obj.get("records"), list):
+        wrapped = isinstance(obj, dict) and isinstance(obj.get("records"), list)
+        if wrapped:
             obj = obj["records"]
+        check_json_file_keys(p, text, obj, wrapped=wrapped)
         if isinstance(obj, list):
             if not obj:
                 raise InputError(f"{p}: the file has no records (an empty JSON array).")

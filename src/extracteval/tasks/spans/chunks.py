@@ -31,7 +31,7 @@ import numpy as np
 from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet
 from extracteval.errors import InputError
 from extracteval.io.json_text import check_record_keys
-from extracteval.io.text_files import check_regular_file, read_error, text_encoding
+from extracteval.io.text_files import bom_codec, check_regular_file, read_error, text_encoding
 from extracteval.io.id_order import check_id_order
 from extracteval.tasks.spans.inputs import TokenFile, parse_token_bytes, read_span_list, token_corpus
 
@@ -183,14 +183,87 @@ _BLOCK = 1 << 22  # bytes read at a time (at least; more when N sentences take m
 
 
 def _open_bytes(p: Path) -> Any:
+    """The file's bytes (`.xz` decompressed) as UTF-8: UTF-16/32 text with its byte-order mark is
+    re-encoded as it is read (the rule of every reader of text files), other bytes are as stored."""
     import lzma
 
-    from extracteval.io.tables import read_error
-
     try:
-        return lzma.open(p, "rb") if p.suffix == ".xz" else p.open("rb")
+        fh = lzma.open(p, "rb") if p.suffix == ".xz" else p.open("rb")
     except OSError as e:
         raise read_error(p, e) from None
+    try:
+        head = fh.read(4)
+    except OSError as e:
+        fh.close()
+        raise read_error(p, e) from None
+    except (lzma.LZMAError, EOFError) as e:
+        fh.close()
+        raise InputError(f"{p}: not a valid .xz file ({e}).") from None
+    codec = bom_codec(head)
+    return _Utf8Recoded(p, fh, head, codec) if codec else _Prefixed(fh, head)
+
+
+class _Prefixed:
+    """A binary stream with bytes already read put back in front."""
+
+    def __init__(self, fh: Any, head: bytes) -> None:
+        self.fh, self.head = fh, head
+
+    def read(self, size: int) -> bytes:
+        head, self.head = self.head, b""
+        return head + self.fh.read(size - len(head)) if len(head) < size else head
+
+    def __enter__(self) -> "_Prefixed":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.fh.close()
+
+
+class _Utf8Recoded(_Prefixed):
+    """UTF-16/32 text (its byte-order mark first) read as UTF-8 bytes, in bounded memory: `read(n)`
+    gives n bytes, fewer only at the end of the file (as a file's read does). Invalid text and a NUL
+    character are refused with the in-memory reader's messages."""
+
+    def __init__(self, p: Path, fh: Any, head: bytes, codec: str) -> None:
+        import codecs
+
+        super().__init__(fh, b"")
+        self.p, self.codec = p, codec
+        self.decoder = codecs.getincrementaldecoder(codec)()
+        self.out = bytearray()
+        self.fed = 0  # bytes of the file given to the decoder
+        self.lines = 0  # newlines decoded
+        self.eof = False
+        self._feed(head, final=False)
+
+    def _feed(self, data: bytes, *, final: bool) -> None:
+        pending = len(self.decoder.buffer)  # type: ignore[attr-defined]
+        try:
+            text = self.decoder.decode(data, final)
+        except UnicodeDecodeError as e:
+            raise InputError(
+                f"{self.p}: starts with a {self.codec.upper()} byte-order mark, but byte {self.fed - pending + e.start} is not valid "
+                f"{self.codec.upper()}; save the file again as UTF-8 or UTF-16."
+            ) from None
+        self.fed += len(data)
+        at = text.find("\x00")
+        if at >= 0:
+            raise InputError(
+                f"{self.p}: line {self.lines + text.count(chr(10), 0, at) + 1}: found a NUL byte, which text files do not hold "
+                "(a binary file, or UTF-16 text saved without a byte-order mark); save the file as UTF-8."
+            )
+        self.lines += text.count("\n")
+        self.out += text.encode("utf-8")
+
+    def read(self, size: int) -> bytes:
+        while len(self.out) < size and not self.eof:
+            data = self.fh.read(max(size, 1 << 16))
+            self.eof = not data
+            self._feed(data, final=self.eof)
+        got = bytes(self.out[:size])
+        del self.out[:size]
+        return got
 
 
 def _check_utf8(p: Path, body: bytes, line_offset: int, byte_offset: int) -> None:
@@ -210,7 +283,7 @@ def iter_token_pieces(path: str | Path, *, tag_columns: int, sentences: int, blo
     """Token file `path` as consecutive pieces of `sentences` sentences (the last may be shorter),
     in bounded memory. Blocks of whole lines are parsed at once; the sentences of a block after
     its last full piece (the last of them may go on in the next block) are read again with it."""
-    from extracteval.io.tables import read_error
+    import lzma
 
     p = Path(path)
     block = block or _BLOCK
@@ -226,8 +299,10 @@ def iter_token_pieces(path: str | Path, *, tag_columns: int, sentences: int, blo
             size = max(want - len(carry), block)
             try:
                 new = fh.read(size)
-            except OSError as e:  # lzma.LZMAError included: not a valid .xz file
+            except OSError as e:
                 raise read_error(p, e) from None
+            except (lzma.LZMAError, EOFError) as e:  # not a valid .xz file, or one cut short
+                raise InputError(f"{p}: not a valid .xz file ({e}).") from None
             eof = len(new) < size  # a file (plain or .xz) reads short only at its end
             data = carry + new
             if first:

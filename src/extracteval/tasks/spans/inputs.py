@@ -27,7 +27,7 @@ import pandas as pd
 from extracteval.tasks.spans.schemes import FactorizedTags, UnknownTagError, get_scheme
 from extracteval.tasks.spans.semantics import LazyTokens, SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
-from extracteval.io.json_text import check_record_keys
+from extracteval.io.json_text import check_json_file_keys, check_record_keys
 from extracteval.io.tables import read_text, read_utf8
 
 __all__ = ["TokenFile", "read_token_file", "parse_token_bytes", "token_corpus", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
@@ -442,6 +442,7 @@ def _records(path: Path, text: str):
             arr = json.loads(text)
         except ValueError as e:
             raise InputError(f"{path}: not valid JSON ({e}).") from None
+        check_json_file_keys(path, text, arr)
         for i, rec in enumerate(arr, start=1):
             yield i, f"record {i}", rec
         return

@@ -24,7 +24,7 @@ from typing import Any
 
 from extracteval.io.record_keys import OUTPUT_KEYS
 from extracteval.errors import InputError
-from extracteval.io.json_text import check_record_keys
+from extracteval.io.json_text import check_json_file_keys, check_record_keys
 from extracteval.tasks.json.inputs import _loads
 from extracteval.io.tables import read_text
 
@@ -63,6 +63,7 @@ def read_json_records(path: str | Path) -> list[tuple[int, Any]]:
         if isinstance(obj, list):
             if not obj:
                 raise InputError(f"{p}: the file has no records (an empty JSON array).")
+            check_json_file_keys(p, text, obj)
             return list(enumerate(obj, start=1))
     out = []
     for n, line in enumerate(text.splitlines(), start=1):
