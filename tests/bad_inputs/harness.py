@@ -62,7 +62,7 @@ class Files:
     """The inputs of one run: rows on each side, serialised by `fmt`, or raw bytes overriding them."""
 
     dir: Path
-    fmt: str  # "csv" or "jsonl"
+    fmt: str  # "csv", "jsonl" or "conll" (a token file: a row's values on one line, {} a blank line)
     truth: Rows
     pred: Rows
     raw: dict[str, bytes] = field(default_factory=dict)  # side -> exact bytes to write
@@ -97,6 +97,8 @@ class Files:
 
 
 def serialise(fmt: str, rows: Rows) -> str:
+    if fmt == "conll":
+        return "".join(" ".join(str(v) for v in r.values()) + "\n" for r in rows)
     if fmt == "jsonl":
         return "".join(json.dumps(r, allow_nan=True) + "\n" for r in rows)
     buf = io.StringIO()

@@ -112,6 +112,88 @@ READERS = [
 ]
 
 
+# the token-file (CoNLL) reader of `spans`: a truth token file (`token POS gold`) and a predictions
+# token file (`token pred`) whose tokens and sentence breaks line up with it; {} is a blank line
+_SENTENCES = [
+    [("The", "DT", "B-NP", "B-NP"), ("clerk", "NN", "I-NP", "I-NP"), ("approves", "VBZ", "B-VP", "B-VP"), ("invoices", "NNS", "B-NP", "O")],
+    [("He", "PRP", "B-NP", "B-NP"), ("left", "VBD", "B-VP", "O"), ("early", "RB", "O", "O")],
+    [("Zürich", "NNP", "B-NP", "B-NP"), ("is", "VBZ", "B-VP", "B-VP"), ("cold", "JJ", "B-ADJP", "B-NP")],
+]
+
+
+def _token_rows(side: str) -> Callable[[], list[dict]]:
+    def rows_() -> list[dict]:
+        out: list[dict] = []
+        for k, sentence in enumerate(_SENTENCES):
+            if k:
+                out.append({})
+            for tok, pos, gold, pred in sentence:
+                out.append({"token": tok, "pos": pos, "tag": gold} if side == "truth" else {"token": tok, "tag": pred})
+        return out
+
+    return rows_
+
+
+TOKENS = TaskSpec("spans", "conll", _token_rows("truth"), _token_rows("pred"),
+                  lambda t, p: ["score", "spans", "--truth", str(t), "--predictions", f"m={p}", "--json", "--no-ci"])
+TOKEN_READERS = [
+    Reader("spans-conll", TOKENS, lambda side, rs, value: None, "none"),
+    Reader("spans-conll-chunked", TOKENS, lambda side, rs, value: None, "none", extra=CHUNKED),
+]
+
+
+def _token_text(side: str, fn: Callable[[str], str]) -> Callable[[Files], None]:
+    return lambda f: f.set_raw(side, fn(f.text(side)))
+
+
+def _clean_scores(doc: dict[str, Any]) -> None:
+    """The clean token files' figures (3 sentences, 10 tokens, 5 of 8 gold chunks found, 1 wrong);
+    the document ids ("line N") follow the truth's line numbers, so the document is not identical."""
+    micro = doc["models"]["m"]["exact"]["micro"]
+    assert (doc["n_documents"], doc["n_tokens"], micro["tp"], micro["fp"], micro["fn"]) == (3, 10, 5, 1, 3), (doc["n_documents"], micro)
+
+
+def _big_token(f: Files) -> None:
+    """The first token 1 MB long, on both sides (tokens must line up)."""
+    for side in ("truth", "pred"):
+        getattr(f, side)[0]["token"] = BIG
+
+
+def _token_cases(side: str) -> list[Case]:
+    f = SIDES[side]
+    no_tokens = Bad(f, "no tokens found")
+    cases = [
+        Case("UTF-8 with BOM", encoded(side, "utf-8-sig"), Ok(same=True)),
+        Case("UTF-16 LE with BOM", encoded(side, "utf-16-le"), Ok(same=True)),
+        Case("UTF-16 BE with BOM", encoded(side, "utf-16-be"), Ok(same=True)),
+        Case("Latin-1 without BOM", latin1(side), Bad(f, "line 3", "UTF-8")),
+        Case("NUL byte", nul_byte(side), Bad(f, "line 2", "NUL")),
+        Case("CRLF newlines", newlines(side, "\r\n"), Ok(same=True)),
+        Case("CR newlines", newlines(side, "\r"), Ok(same=True), behaviour="a lone CR ends a line, as LF and CRLF do"),
+        Case("mixed newlines", newlines(side, "mixed"), Ok(same=True)),
+        Case("no newline at the end", newlines(side, "none"), Ok(same=True)),
+        Case("only blank lines", blank_lines_only(side), no_tokens),
+        Case("empty file", raw(side, b""), no_tokens),
+        Case("a folder", directory(side), Bad(f, "is a directory")),
+        Case("a named pipe", fifo(side), Bad(f, "named pipe (FIFO)")),
+        Case("unreadable file", unreadable(side), Bad(f, "permission denied")),
+        # what a careless user writes: tabs for spaces, runs of blank lines, a -DOCSTART- header
+        Case("tab-separated columns", _token_text(side, lambda t: t.replace(" ", "\t")), Ok(same=True)),
+        Case("runs of blank and space-only lines", _token_text(side, lambda t: t.replace("\n\n", "\n \t\n\n\n")), Ok(_clean_scores)),
+        Case("-DOCSTART- header", _token_text(side, lambda t: "-DOCSTART- -X- O\n\n" + t), Ok(_clean_scores)),
+    ]
+    return cases
+
+
+_PRED = SIDES["pred"]
+TOKEN_PAIR_CASES = [
+    Case("1 MB token", _big_token, Ok(_clean_scores)),
+    Case("predictions: a token line dropped", _token_text("pred", lambda t: t.replace("early O\n", "")), Bad(_PRED, "line up")),
+    Case("predictions: a sentence break dropped", _token_text("pred", lambda t: t.replace("O\n\nZ", "O\nZ")), Bad(_PRED, "line up")),
+    Case("predictions: tokens of another file", _token_text("pred", lambda t: t.replace("clerk", "clerks")), Bad(_PRED, "line 2", "'clerks'", "differs")),
+]
+
+
 def _value(reader: Reader, side: str, value: Any) -> Callable[[Files], None]:
     def fn(rs: list[dict]) -> list[dict]:
         rs = json.loads(json.dumps(rs))  # the tasks' rows share nested values with module constants
@@ -207,6 +289,10 @@ def _catalogue() -> list[tuple[Reader, Case]]:
                 cases += _text_cases(r, side)
             out += [(r, Case(f"{side}: {c.name}", c.mutate, c.expect, c.extra, c.behaviour)) for c in cases]
         out += [(r, c) for c in _id_cases(r)]
+    for r in TOKEN_READERS:
+        for side in ("truth", "pred"):
+            out += [(r, Case(f"{side}: {c.name}", c.mutate, c.expect, c.extra, c.behaviour)) for c in _token_cases(side)]
+        out += [(r, c) for c in TOKEN_PAIR_CASES]
     return out
 
 
@@ -241,16 +327,17 @@ def test_an_id_padded_with_spaces_is_the_id(cli, tmp_path: Path, reader: Reader)
 def test_every_registered_task_has_readers() -> None:
     from extracteval.mlflow.tasks import available_tasks
 
-    covered = {r.spec.task for r in READERS}
+    covered = {r.spec.task for r in READERS + TOKEN_READERS}
     assert covered == set(available_tasks()), f"tasks without a reader in the catalogue: {set(available_tasks()) - covered}"
 
 
 def catalogue_sizes() -> dict[str, int]:
-    """Cases per reader (docs/reliability.md quotes these), the padded-id case included."""
+    """Cases per reader (docs/reliability.md quotes these), the padded-id case included (token
+    files have no ids)."""
     sizes: dict[str, int] = {}
     for r, _ in CATALOGUE:
         sizes[r.name] = sizes.get(r.name, 0) + 1
-    return {k: v + 1 for k, v in sizes.items()}
+    return {k: v + (k in {r.name for r in READERS}) for k, v in sizes.items()}
 
 
 def test_the_reliability_page_quotes_the_catalogue_sizes() -> None:

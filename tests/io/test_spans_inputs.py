@@ -200,3 +200,18 @@ def test_lazy_tokens_build_the_column_once_slices_have_read_a_quarter() -> None:
     assert sum(got, []) == words
     assert built == [1] and sum(decoded) <= len(words) // 4 + 4096  # then the column, once
     assert lazy[::2].tolist() == words[::2] and built == [1]
+
+
+@pytest.mark.parametrize("long_first", [True, False])
+def test_long_tokens_are_encoded_like_short_ones(tmp_path: Path, long_first: bool) -> None:
+    """Tokens longer than the vectorised encoder's words (a pasted paragraph, a 1 MB token) are
+    encoded one by one: the same tokens, the same first-appearance numbering, equal long tokens
+    one value, long and short tokens never merged."""
+    big, other = "y" * 300_000, "y" * 299_999 + "z"
+    words = [big, "a", other, big, "b", "a", "é" * 200, big] if long_first else ["a", big, "a", "é" * 200, other, "a"]
+    f = tmp_path / "x.conll"
+    f.write_text("".join(f"{w} O\n" for w in words), encoding="utf-8")
+    tf = read_token_file(f, tag_columns=1)
+    assert tf.tokens == words
+    column = tf.token_column
+    assert column.values == tuple(dict.fromkeys(words))

@@ -24,12 +24,12 @@ def _tag(rng: random.Random, prefixes: str) -> str:
 
 def _write_files(folder: Path, seed: int) -> dict[str, Path]:
     """A two-model --conll pair and the same data as a truth file with two prediction files: blank
-    lines, runs of them, -DOCSTART- and -X- lines, CRLF, tabs, trailing spaces, a BOM, non-ASCII
+    lines, runs of them, -DOCSTART- and -X- lines, CRLF, lone CRs, tabs, trailing spaces, a BOM, non-ASCII
     tokens, tags that are ill-formed under the strict schemes."""
     rng = random.Random(seed)
     conll_a, conll_b, truth, pred_a, pred_b = [], [], [], [], []
     for s in range(rng.randint(8, 30)):
-        brk = rng.choice(["\n", "\n\n\n", "-DOCSTART- -X- O O\n\n", "-X-\n", "  \t\n", "\r\n"])
+        brk = rng.choice(["\n", "\n\n\n", "-DOCSTART- -X- O O\n\n", "-X-\n", "  \t\n", "\r\n", "\r", "-X-\r\r"])  # a lone CR ends a line
         for lines in (conll_a, conll_b, truth, pred_a, pred_b):
             lines.append(brk)
         for t in range(rng.randint(1, 9)):

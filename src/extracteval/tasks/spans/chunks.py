@@ -33,7 +33,7 @@ from extracteval.errors import InputError
 from extracteval.io.json_text import check_record_keys
 from extracteval.io.text_files import bom_codec, check_regular_file, read_error, text_encoding
 from extracteval.io.id_order import check_id_order
-from extracteval.tasks.spans.inputs import TokenFile, parse_token_bytes, read_span_list, token_corpus
+from extracteval.tasks.spans.inputs import TokenFile, lone_cr_as_newline, parse_token_bytes, read_span_list, token_corpus
 
 __all__ = ["SpanDoc", "iter_span_docs", "SpansStream", "open_spans_stream", "iter_token_pieces", "TokenChunk", "iter_token_chunks"]
 
@@ -187,6 +187,7 @@ def _open_bytes(p: Path) -> Any:
     re-encoded as it is read (the rule of every reader of text files), other bytes are as stored."""
     import lzma
 
+    check_regular_file(p)  # a folder, or a named pipe (opening one waits for a writer)
     try:
         fh = lzma.open(p, "rb") if p.suffix == ".xz" else p.open("rb")
     except OSError as e:
@@ -267,6 +268,13 @@ class _Utf8Recoded(_Prefixed):
 
 
 def _check_utf8(p: Path, body: bytes, line_offset: int, byte_offset: int) -> None:
+    at = body.find(b"\x00")
+    if at >= 0:
+        line = line_offset + body.count(b"\n", 0, at) + 1
+        raise InputError(
+            f"{p}: line {line}: found a NUL byte, which text files do not hold "
+            "(a binary file, or UTF-16 text saved without a byte-order mark); save the file as UTF-8."
+        )
     if body.isascii():
         return
     try:
@@ -309,11 +317,13 @@ def iter_token_pieces(path: str | Path, *, tag_columns: int, sentences: int, blo
                 first = False
                 if data.startswith(b"\xef\xbb\xbf"):
                     data, consumed = data[3:], 3
-            cut = len(data) if eof else data.rfind(b"\n") + 1
+            # after the last line end: an LF, or a lone CR (one whose next byte is read, and not an LF)
+            cut = len(data) if eof else max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1)) + 1
             if cut == 0:  # one line longer than the block: read on
                 carry, want = data, 2 * len(data)
                 continue
             body, rest = data[:cut], data[cut:]
+            body = lone_cr_as_newline(body)
             _check_utf8(p, body, lines, consumed)
             tf = parse_token_bytes(body, p, tag_columns=tag_columns, line_offset=lines, layout=layout, streamed=True)
             if tf is None:  # only break lines

@@ -30,7 +30,7 @@ from extracteval.errors import InputError
 from extracteval.io.json_text import check_json_file_keys, check_record_keys
 from extracteval.io.tables import read_text, read_utf8
 
-__all__ = ["TokenFile", "read_token_file", "parse_token_bytes", "token_corpus", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
+__all__ = ["TokenFile", "read_token_file", "lone_cr_as_newline", "parse_token_bytes", "token_corpus", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _BREAKS = ("-DOCSTART-", "-X-")
@@ -137,6 +137,8 @@ def _factorize_fields(buf: np.ndarray, start: np.ndarray, length: np.ndarray, da
     n = len(start)
     if n == 0:
         return FactorizedTags(np.zeros(0, dtype=np.int64), ())
+    if int(length.max()) > _LONG_FIELD:
+        return _factorize_with_long_fields(buf, start, length, data)
     words = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
     h = length.astype(np.uint64) * _MIX
     chunks: list[tuple[np.ndarray | None, np.ndarray]] = []  # (fields having word w, word w)
@@ -176,6 +178,25 @@ def _factorize_fields(buf: np.ndarray, start: np.ndarray, length: np.ndarray, da
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+_LONG_FIELD = 256  # bytes: longer fields are encoded one by one (a pass per 8-byte word would take one per field)
+
+
+def _factorize_with_long_fields(buf: np.ndarray, start: np.ndarray, length: np.ndarray, data: bytes) -> FactorizedTags:
+    """`_factorize_fields` when some fields are longer than `_LONG_FIELD` bytes (rare: a pasted
+    URL, a whole paragraph on one line): the short ones vectorised, the long ones through a dict
+    of their bytes, so a 1 MB token costs one pass over its bytes, not 125,000 array passes."""
+    long = length > _LONG_FIELD
+    li, si = np.flatnonzero(long), np.flatnonzero(~long)
+    keys = np.empty(len(start), dtype=np.int64)
+    n_short = 0
+    if len(si):
+        short = _factorize_fields(buf, start[si], length[si], data)
+        keys[si], n_short = short.codes, len(short.values)
+    seen: dict[bytes, int] = {}
+    keys[li] = [n_short + seen.setdefault(data[a : a + b], len(seen)) for a, b in zip(start[li].tolist(), length[li].tolist())]
+    codes = pd.factorize(keys)[0]  # a short field never equals a long one; renumbered by first appearance
+    first = _first_occurrences(codes)
+    return FactorizedTags(codes, tuple(data[a : a + b].decode("utf-8") for a, b in zip(start[first].tolist(), length[first].tolist())))
 
 
 def _first_occurrences(codes: np.ndarray) -> np.ndarray:
@@ -219,6 +240,18 @@ def _break_lines(buf: np.ndarray, f_start: np.ndarray, f_end: np.ndarray, first_
     return out
 
 
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def lone_cr_as_newline(data: bytes) -> bytes:
+    """`data` with every CR not followed by LF made an LF (a file saved with old Mac line ends,
+    or a mix): a lone CR ends a line, as it does for every other text reader. The same length, so
+    byte offsets do not move; CRLF stays as it is (its CR is blank, its LF ends the line)."""
+    if b"\r" not in data or data.count(b"\r") == data.count(b"\r\n"):
+        return data
+    return _LONE_CR.sub(b"\n", data)
+
+
 def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     """Read a CoNLL-style token file whose last `tag_columns` columns are tags.
 
@@ -243,6 +276,7 @@ def parse_token_bytes(
     # line is the number of newlines before it, and the tag columns are dictionary-encoded in
     # place (`_factorize_fields`): no Python object per field or line. The token column stays
     # field positions until read (`TokenFile.token_fields`); break lines are found by bytes.
+    data = lone_cr_as_newline(data)
     buf = np.frombuffer(data + bytes(8), dtype=np.uint8)
     arr = buf[: len(data)]
     nonblank = np.zeros(len(data) + 2, dtype=bool)
