@@ -140,13 +140,7 @@ class _SlowProxy:
                     proxy.forwarded.set()
                     proxy.release.wait(delay)
                 try:
-                    self.send_response(status)
-                    for k, v in resp_headers:
-                        if k.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
-                            self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    _answer(self, status, resp_headers, data)
                 except OSError:  # the client gave up long ago
                     pass
 
@@ -179,6 +173,17 @@ def _relay(handler: BaseHTTPRequestHandler, up: Any) -> tuple[bytes, bytes, int,
         return body, resp.read(), resp.status, resp.getheaders()
     finally:
         conn.close()
+
+
+def _answer(handler: BaseHTTPRequestHandler, status: int, headers: list[tuple[str, str]], data: bytes) -> None:
+    """Send the real server's answer back to the client, with its own length."""
+    handler.send_response(status)
+    for k, v in headers:
+        if k.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
+            handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def _metrics_batch(method: str, path: str, body: bytes) -> bool:
@@ -461,13 +466,7 @@ class _ClosingProxy:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)  # mid-upload: no status line, nothing
                     return
-                self.send_response(status)
-                for k, v in resp_headers:
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                _answer(self, status, resp_headers, data)
 
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _forward
 
