@@ -11,7 +11,7 @@ from typing import Any
 from extracteval.errors import InputError
 from extracteval.io.tables import read_text
 
-__all__ = ["load_mapping", "parse_model_spec", "safe_file_name", "similarity_settings"]
+__all__ = ["load_mapping", "parse_model_spec", "models_in_file", "safe_file_name", "similarity_settings"]
 
 
 def load_mapping(path: str | Path) -> dict[str, Any]:
@@ -85,6 +85,28 @@ def parse_model_spec(spec: str) -> tuple[str | None, Path]:
             raise InputError(f"--predictions {spec!r}: the file after '=' is empty; expected NAME=FILE.")
         return name, Path(file)
     return None, Path(spec)
+
+
+def models_in_file(name: str | None, path: Path, keys: Any, names: dict[str, str], *, column: str = "`model` column") -> list[tuple[str, str]]:
+    """(model name, key) of each model a predictions file holds: `keys` are the values of its
+    `model` column ("" when it has none); one model is named NAME (from NAME=FILE) or after the
+    file, several after their `model` values. Each name is recorded in `names` (name → file) and
+    must be new there."""
+    keys = list(keys)
+    if len(keys) > 1 or "" not in keys:
+        if name is not None and len(keys) > 1:
+            raise InputError(
+                f"{path}: holds several models ({', '.join(sorted(keys))}) in its {column}; "
+                "give it without NAME= to score them all, or split the file."
+            )
+        items = [(name or m, m) for m in sorted(keys)]
+    else:
+        items = [(name or path.stem, "")]
+    for model_name, _ in items:
+        if model_name in names:
+            raise InputError(f"model {model_name!r} is given twice ({names[model_name]} and {path}); each model needs a unique NAME.")
+        names[model_name] = str(path)
+    return items
 
 
 def model_files(specs: Sequence[str]) -> dict[str, Path]:

@@ -16,14 +16,13 @@ to be counted as an extra prediction; a missing or null `entities` means "no ent
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.json_text import cap_depth, check_json_file_keys, loads, check_record_keys
-from extracteval.io.config import model_files, parse_model_spec
+from extracteval.io.config import model_files, models_in_file, parse_model_spec
 from extracteval.io.tables import load_fields_table, read_table, read_text
 
 __all__ = ["load_labels_inputs", "read_entity_records", "load_entities_inputs", "ENTITY_SUFFIXES"]
@@ -60,19 +59,8 @@ def load_labels_inputs(
     for spec in predictions:
         name, path = parse_model_spec(spec)
         loaded = load_fields_table(path, id_column=id_column, delimiter=delimiter)
-        if len(loaded.values) > 1 or "" not in loaded.values:
-            if name is not None and len(loaded.values) > 1:
-                raise InputError(
-                    f"{path}: holds several models ({', '.join(sorted(loaded.values))}) in its `model` column; "
-                    "give it without NAME= to score them all, or split the file."
-                )
-            items = [(name or m, m) for m in sorted(loaded.values)]
-        else:
-            items = [(name or path.stem, "")]
+        items = models_in_file(name, path, loaded.values, names)
         for model_name, key in items:
-            if model_name in names:
-                raise InputError(f"model {model_name!r} is given twice ({names[model_name]} and {path}); each model needs a unique NAME.")
-            names[model_name] = str(path)
             values = loaded.values[key]
             status = loaded.status[key]
             if status is not None:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from extracteval.tasks.fields.semantics import ModelPredictions
 from extracteval.errors import InputError
-from extracteval.io.config import parse_model_spec
+from extracteval.io.config import models_in_file, parse_model_spec
 from extracteval.io.tables import load_fields_table, read_kleister_keys
 
 __all__ = ["load_fields_inputs"]
@@ -40,21 +40,8 @@ def load_fields_inputs(
     for spec in predictions:
         name, path = parse_model_spec(spec)
         loaded = load_fields_table(path, id_column=id_column, delimiter=delimiter, kleister_ids=kl_ids, kleister_asked=kl_asked)
-        if len(loaded.values) > 1 or "" not in loaded.values:
-            if name is not None and len(loaded.values) > 1:
-                raise InputError(
-                    f"{path}: holds several models ({', '.join(sorted(loaded.values))}) in its `model` column; "
-                    "give it without NAME= to score them all, or split the file."
-                )
-            items = [(name or m, m) for m in sorted(loaded.values)]
-        else:
-            items = [(name or path.stem, "")]
+        items = models_in_file(name, path, loaded.values, names)
         for model_name, key in items:
-            if model_name in names:
-                raise InputError(
-                    f"model {model_name!r} is given twice ({names[model_name]} and {path}); each model needs a unique NAME."
-                )
-            names[model_name] = str(path)
             status = loaded.status[key]
             if t.layout == "kleister" and truth_status is not None and status is None:
                 status = truth_status

@@ -27,7 +27,7 @@ import pandas as pd
 
 from extracteval.tasks.json.semantics import JsonPredictions
 from extracteval.errors import InputError
-from extracteval.io.config import parse_model_spec
+from extracteval.io.config import models_in_file, parse_model_spec
 from extracteval.io.json_text import loads as _loads, check_json_file_keys, check_record_keys
 from extracteval.io.tables import load_fields_table, read_text
 
@@ -282,19 +282,8 @@ def load_json_inputs(
     models: list[JsonPredictions] = []
     names: dict[str, str] = {}
     for name, path, lj in loaded:
-        if len(lj.predictions) > 1 or "" not in lj.predictions:
-            if name is not None and len(lj.predictions) > 1:
-                raise InputError(
-                    f"{path}: holds several models ({', '.join(sorted(lj.predictions))}) in its `model` key/column; "
-                    "give it without NAME= to score them all, or split the file."
-                )
-            items = [(name or m, m) for m in sorted(lj.predictions)]
-        else:
-            items = [(name or path.stem, "")]
+        items = models_in_file(name, path, lj.predictions, names, column="`model` key/column")
         for model_name, key in items:
-            if model_name in names:
-                raise InputError(f"model {model_name!r} is given twice ({names[model_name]} and {path}); each model needs a unique NAME.")
-            names[model_name] = str(path)
             recs = lj.predictions[key]
             if lj.layout == "table":
                 recs = {
