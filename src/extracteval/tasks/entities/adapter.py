@@ -224,17 +224,9 @@ class EntitiesAdapter(CellPredictions):
         return scored_of_stream(scored, streamed)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
-        ns = argparse.Namespace(
-            truth=str(folder / spec["truth"]),
-            predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
-            key_fields=",".join(spec["key_fields"]) if spec.get("key_fields") else None,
-            weights=str(folder / spec["weights"]) if spec.get("weights") else None,
-            strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
-            features=None, match_threshold=None, fuzzy_threshold=None, semantic_threshold=None,
-            similarity=spec.get("similarity"), embedding_model=None, judge_base_url=None, judge_model=None,
-            entities_key=spec.get("entities_key", "entities"), id_column=spec.get("id_column", "id"),
-            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
-        )
+        from extracteval.tasks.entities.options import experiment_args
+
+        ns = experiment_args(folder, spec)
         return self.score_args(ns)
 
     def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:

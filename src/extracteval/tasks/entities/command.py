@@ -161,16 +161,8 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
     """Score one `experiments/<name>/experiment.yaml` of task `entities`; returns (doc, terminal text)."""
     from extracteval.report.labels_entities import render_entities
 
-    ns = argparse.Namespace(
-        truth=str(folder / spec["truth"]),
-        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
-        key_fields=",".join(spec["key_fields"]) if spec.get("key_fields") else None,
-        weights=str(folder / spec["weights"]) if spec.get("weights") else None,
-        strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
-        features=None, match_threshold=None, fuzzy_threshold=None, semantic_threshold=None,
-        similarity=spec.get("similarity"), embedding_model=None, judge_base_url=None, judge_model=None,
-        entities_key=spec.get("entities_key", "entities"), id_column=spec.get("id_column", "id"),
-        null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
-    )
+    from extracteval.tasks.entities.options import experiment_args
+
+    ns = experiment_args(folder, spec)
     _, doc = score(ns)
     return doc, render_entities(doc, use_colour=sys.stdout.isatty())

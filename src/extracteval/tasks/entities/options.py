@@ -5,9 +5,11 @@ run. The command and the MLflow adapter (evaluate, rescore, the streaming engine
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["build_config", "judge_counts", "streaming_similarity"]
+__all__ = ["build_config", "experiment_args", "judge_counts", "streaming_similarity"]
 
 _WEIGHTS_KEYS = {"weights", "strategies", "types", "key_fields", "features", "match_threshold", "fuzzy_threshold",
                  "semantic_threshold", "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division", "similarity",
@@ -110,3 +112,18 @@ def streaming_similarity(sim_name: str, sim_opts: dict[str, Any]) -> Any:
             "whole input; drop those options, or use --similarity lexical or fuzzy (documentation: Scale)."
         )
     return get_similarity(sim_name, **sim_opts)
+
+
+def experiment_args(folder: Path, spec: Mapping[str, Any]) -> argparse.Namespace:
+    """The `score entities` options of one `experiments/<name>/experiment.yaml` (the demo's)."""
+    return argparse.Namespace(
+        truth=str(folder / spec["truth"]),
+        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
+        key_fields=",".join(spec["key_fields"]) if spec.get("key_fields") else None,
+        weights=str(folder / spec["weights"]) if spec.get("weights") else None,
+        strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
+        features=None, match_threshold=None, fuzzy_threshold=None, semantic_threshold=None,
+        similarity=spec.get("similarity"), embedding_model=None, judge_base_url=None, judge_model=None,
+        entities_key=spec.get("entities_key", "entities"), id_column=spec.get("id_column", "id"),
+        null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
+    )
