@@ -230,18 +230,9 @@ class StructuredAdapter(CellPredictions):
     # ---- scoring -------------------------------------------------------------------------------
 
     def score_args(self, args: argparse.Namespace) -> Scored:
-        from extracteval.report.live_progress import LiveProgress
-        from extracteval.tasks.structured.pipeline import load_truth, extended_backends, load_predictions, result_document
-        from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
+        from extracteval.tasks.structured.pipeline import score_files
 
-        config = StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division,
-                                  pass_threshold=args.pass_threshold)
-        truth = load_truth(args.truth)
-        preds, sources = load_predictions(args.predictions)
-        backends = extended_backends(args)
-        progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=getattr(args, "progress", "never"))
-        result = score_structured(truth, preds, config=config, similarity=backends, progress=progress)
-        doc = result_document(result, args, sources, args.truth)
+        result, doc, truth, preds, backends = score_files(args)
         return self._scored(result, doc, truth, args.truth, sorted(backends), preds)
 
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------

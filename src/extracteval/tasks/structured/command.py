@@ -10,11 +10,12 @@ from typing import Any
 from extracteval.report.console import print_result
 from extracteval.tasks.structured.pipeline import (
     chunked_document,
-    extended_backends,
+    config_of,
     load_predictions,
     load_truth,
     render,
     result_document,
+    score_files,
     streaming_config,
     write_output,
 )
@@ -64,22 +65,11 @@ def add_extended_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pass-threshold", type=float, default=0.85, metavar="X", help="pass mark of the extended metrics (default 0.85)")
 
 
-
-
 def run(args: argparse.Namespace) -> int:
-    from extracteval.report.live_progress import LiveProgress
-    from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
-
-    config = StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
-    doc = _run_chunked(args, config)
+    doc = _run_chunked(args, config_of(args))
     streamed = doc is not None
     if doc is None:
-        truth = load_truth(args.truth)
-        preds, sources = load_predictions(args.predictions)
-        backends = extended_backends(args)
-        progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=args.progress)
-        result = score_structured(truth, preds, config=config, similarity=backends, progress=progress)
-        doc = result_document(result, args, sources, args.truth)
+        result, doc, *_ = score_files(args)
         if args.output:
             write_output(Path(args.output), result, doc)
     elif args.output:  # records.parquet was streamed while scoring
@@ -90,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
     print_result(doc, as_json=args.json, render=render, output=args.output,
                  written=("result.json", "records.parquet" if streamed else "records.jsonl"), default=None)
     return 0
-
-
 
 
 def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None:
@@ -118,8 +106,6 @@ def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None
         result, inputs = score_structured_files(args.truth, args.predictions, config=config, chunk_size=100_000 if chunk_size is None else chunk_size,
                                                 workers=args.workers, output=args.output)
     return chunked_document(result, inputs)
-
-
 
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:

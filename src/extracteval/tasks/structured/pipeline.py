@@ -60,11 +60,30 @@ def load_truth(path: str) -> dict[str, Any]:
 def streaming_config(args: argparse.Namespace) -> Any:
     """The StructuredConfig of a streamed run (--chunk-size/--workers/--engine spark), refusing
     what needs every record in memory."""
+    refuse_in_memory_options(args)
+    return config_of(args)
+
+
+def config_of(args: argparse.Namespace) -> Any:
+    """The StructuredConfig the options ask for."""
     from extracteval.tasks.structured.semantics import StructuredConfig
 
-    refuse_in_memory_options(args)
     return StructuredConfig(list_matching=args.list_matching, value_match=args.value_match, zero_division=args.zero_division,
                             pass_threshold=args.pass_threshold)
+
+
+def score_files(args: argparse.Namespace) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Score the files the options name, in memory, with the live progress line: (result, result
+    document, truth, predictions, extended backends)."""
+    from extracteval.report.live_progress import LiveProgress
+    from extracteval.tasks.structured.semantics import score_structured
+
+    truth = load_truth(args.truth)
+    preds, sources = load_predictions(args.predictions)
+    backends = extended_backends(args)
+    progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=getattr(args, "progress", "never"))
+    result = score_structured(truth, preds, config=config_of(args), similarity=backends, progress=progress)
+    return result, result_document(result, args, sources, args.truth), truth, preds, backends
 
 
 def chunked_document(result: Any, inputs: dict[str, Any], *, counts: Any = None) -> dict[str, Any]:
