@@ -219,6 +219,7 @@ class RankingSpec:
     item winners, the others break ties. item_exclude: item names that are not items (a
     catch-all row). shared_items_only: only items every model has a score for are won and
     counted (a structured path one model invents is not a field the others could win).
+    primary_is_rate: the primary metric is a rate in [0, 1], shown as a percentage.
     """
 
     task: str
@@ -232,6 +233,7 @@ class RankingSpec:
     item_label: str = "fields"
     item_exclude: frozenset[str] = frozenset()
     shared_items_only: bool = False
+    primary_is_rate: bool = True  # the primary metric is a rate (shown as a percentage), not a score like RQS
 
     @property
     def keys(self) -> tuple[str, ...]:

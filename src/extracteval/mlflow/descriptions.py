@@ -57,8 +57,8 @@ _TIER_LABEL = {"excellent": "excellent", "good": "good", "needs_improvement": "n
 # ---- numbers, as the terminal view writes them ---------------------------------------------------
 
 def is_rate(spec: RankingSpec) -> bool:
-    """True when the primary metric is a rate shown as a percentage (all but json's RQS)."""
-    return not spec.primary.startswith("rqs/")
+    """True when the primary metric is a rate shown as a percentage (as the task declares it)."""
+    return spec.primary_is_rate
 
 
 def _finite(v: Any) -> bool:
