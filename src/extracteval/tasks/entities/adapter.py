@@ -30,19 +30,9 @@ from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
-from extracteval.tasks.labels.adapter import (
-    label_count_metric,
-    label_count_table,
-    _short,
-    f1_figures,
-    feature_item_rows,
-    is_blank,
-    json_param,
-    label_rows,
-    view_metrics_keys,
-    winner_rows,
-)
+from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
+from extracteval.mlflow.adapter_parts import closing_sections
+from extracteval.tasks.labels.adapter import FeatureViewsAdapter, _short, is_blank, json_param, label_count_metric, label_count_table
 from extracteval.mlflow.tasks import Scored, Section, run_params
 
 __all__ = ["ADAPTER", "EntitiesAdapter", "truth_frame"]
@@ -69,8 +59,11 @@ def _decode(value: Any) -> Any:
     return value
 
 
-class EntitiesAdapter(CellPredictions):
+class EntitiesAdapter(FeatureViewsAdapter):
     task = "entities"
+    prefix = "entities"
+    other_view = "matched"
+    other_view_note = "matched pairs"
     record_is_value = True
     model_type = "extraction-entities"
     about = "lists of entities per record: optimal alignment, entity P/R/F1, per-feature metrics"  # what the task scores (`extracteval tasks`)
@@ -345,41 +338,21 @@ class EntitiesAdapter(CellPredictions):
 
     # ---- metrics ---------------------------------------------------------------------------
 
-    def item_names(self, scored: Scored) -> Sequence[str]:
-        return list(scored.result.features)
-
     def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
         m = scored.result.models[model]
         out: dict[str, float] = {f"entities/{k}": float(v) for k, v in m.presence.to_dict().items()}
         out["entities/mean_match_similarity"] = float(m.mean_match_similarity)
         out["entities/records_missing_prediction"] = float(m.records_missing_prediction)
         out["entities/records_not_in_truth"] = float(m.records_not_in_truth)
-        out.update(view_metrics_keys(m.strict, keys, totals_prefix="entities"))
-        out.update(view_metrics_keys(m.matched, keys, totals_prefix="matched/entities", feature_prefix="matched/"))
-        out["wins/field_wins"] = float(m.feature_wins)
-        out["wins/features_scored"] = float(len(scored.result.features))
-        out["ranking/rank"] = float(m.rank)
+        out.update(self.view_metrics(scored, model, keys))
         return out
 
-    def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
-        r = scored.result
-        out: dict[str, float] = {"models/count": float(len(r.ranking)), "features/count": float(len(r.features))}
-        for m in r.ranking:
-            mr = r.models[m]
-            pres = mr.presence.to_dict()
-            out[keys.key("ranking", m, "rank")] = float(mr.rank)
-            out[keys.key("models", m, "entities", "f1_entities")] = float(pres["f1_entities"])
-            out[keys.key("models", m, "entities", "macro", "f1")] = float(mr.strict.totals["f1"])
-            out[keys.key("wins", m, "field_wins")] = float(mr.feature_wins)
-        kinds = [w.kind for w in r.feature_winners.values()]
-        for k in ("sole", "shared", "universal", "none"):
-            out[f"feature_winners/{k}"] = float(kinds.count(k))
-        return out
+    def parent_model_metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
+        mr = scored.result.models[model]
+        return {keys.key("models", model, "entities", "f1_entities"): float(mr.presence.to_dict()["f1_entities"]),
+                keys.key("models", model, "entities", "macro", "f1"): float(mr.strict.totals["f1"])}
 
     # ---- tables ----------------------------------------------------------------------------
-
-    def item_table(self, scored: Scored, model: str | None) -> pd.DataFrame:
-        return feature_item_rows(scored.result, scored.models if model is None else (model,), ranked_view="strict", other_view="matched")
 
     def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
         r = scored.result
@@ -397,13 +370,6 @@ class EntitiesAdapter(CellPredictions):
                 "mean_match_similarity": mr.mean_match_similarity, "tier": mr.tier, "feature_wins": mr.feature_wins,
             })
         return pd.DataFrame(rows)
-
-    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
-        return {
-            "leaderboard": self.ranking_table(scored, scored.models),
-            "feature_winners": winner_rows(scored.result),
-            "label_metrics": label_rows(scored.result, scored.models, ("strict", "matched")),
-        }
 
     def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
         """model, record_id, gold, predicted, matched, correct_pairs, in_truth, in_predictions —
@@ -424,8 +390,7 @@ class EntitiesAdapter(CellPredictions):
     def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
         from extracteval.report.figures import confusion_heatmap
 
-        table = feature_item_rows(scored.result, models, ranked_view="strict", other_view="matched")
-        figs = f1_figures(scored, table, models, other_view="matched")
+        figs = super().figures(scored, models)
         # entity presence: one row per model; TP = matched, FP = extra, FN = missed entities
         pres = pd.DataFrame([
             {"model": "matched / extra / missed", "run": m, "tp": e["matched_count"], "fp": e["extra_predictions_count"], "fn": e["missed_gold_count"]}
@@ -453,15 +418,9 @@ class EntitiesAdapter(CellPredictions):
 
     def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
         doc = scored.doc
-        out = [
-            Section(title="Ranking", table=self.ranking_table(scored, models),
-                    text=f"Ranked by {doc['ranked_by']}. Entity precision/recall/F1 count matched, extra and missed entities."),
-            Section(title="Views", items=[f"{k}: {v}" for k, v in doc["views"].items()]),
-        ]
-        if len(models) > 1:
-            out.append(Section(title="Feature winners (strict view)", table=winner_rows(scored.result)))
-        out.append(Section(title="Per-feature metrics (strict view; matched pairs beside it)",
-                           table=feature_item_rows(scored.result, models, ranked_view="strict", other_view="matched")))
+        out = self.view_sections(scored, models, Section(
+            title="Ranking", table=self.ranking_table(scored, models),
+            text=f"Ranked by {doc['ranked_by']}. Entity precision/recall/F1 count matched, extra and missed entities."))
         ex = []
         for m in models:
             for kind, items in doc["models"][m]["examples"].items():
@@ -471,10 +430,7 @@ class EntitiesAdapter(CellPredictions):
                                "predicted": json.dumps(e.get("predicted"), ensure_ascii=False, default=str) if "predicted" in e else ""})
         if ex:
             out.append(Section(title="Examples (missed, extra, wrong values)", table=pd.DataFrame(ex)))
-        if doc.get("warnings"):
-            out.append(Section(title="Warnings", items=list(doc["warnings"])))
-        out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
-        return out
+        return out + closing_sections(doc.get("warnings") or [], doc["config"])
 
 
 class _InvalidJson:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +17,8 @@ from extracteval.io import parquet_rows
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.io.parquet_rows import row_group_ids
+from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, is_winner, parent_head,
+                                              rank_metrics, winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
 from extracteval.mlflow.tasks import Scored, Section, run_params, strategies_param
@@ -506,9 +507,7 @@ class FieldsAdapter:
             # MLflow's file store, so the bounds sit beside the metric
             out["overall/ci_low"] = float(m.overall_f1_ci.low)
             out["overall/ci_high"] = float(m.overall_f1_ci.high)
-        out["wins/field_wins"] = float(m.field_wins)
-        out["wins/fields_scored"] = float(m.fields_scored)
-        out["ranking/rank"] = float(m.rank)
+        out.update(rank_metrics(rank=m.rank, wins=m.field_wins, items_scored=m.fields_scored, items="fields"))
         ci = self._intervals(scored, model)
         for j, (fname, fm) in enumerate(m.fields.items()):
             c = fm.counts
@@ -524,21 +523,12 @@ class FieldsAdapter:
 
     def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
         r = scored.result
-        out: dict[str, float] = {"models/count": float(len(r.ranking)), "fields/count": float(len(r.fields))}
+        out = parent_head(keys, ranking=r.ranking, ranks={m: r.models[m].rank for m in r.ranking},
+                          wins={m: r.models[m].field_wins for m in r.ranking}, items="fields", n_items=len(r.fields))
         for m in r.ranking:
-            mr = r.models[m]
-            out[keys.key("ranking", m, "rank")] = float(mr.rank)
-            out[keys.key("ranking", m, "overall_f1")] = float(mr.overall["f1"])
-            out[keys.key("wins", m, "field_wins")] = float(mr.field_wins)
-        kinds = [w.kind for w in r.field_winners.values()]
-        for k in ("sole", "shared", "universal", "none"):
-            out[f"field_winners/{k}"] = float(kinds.count(k))
-        for c in r.comparisons:
-            pair = f"{keys.segment(c.higher)} vs {keys.segment(c.lower)}"
-            keys.originals[f"comparison/{pair}"] = f"comparison/{c.higher} vs {c.lower}"
-            out[f"comparison/{pair}/f1_diff"] = float(c.difference.estimate)
-            out[f"comparison/{pair}/ci_low"] = float(c.difference.low)
-            out[f"comparison/{pair}/ci_high"] = float(c.difference.high)
+            out[keys.key("ranking", m, "overall_f1")] = float(r.models[m].overall["f1"])
+        out.update(winner_kind_metrics((w.kind for w in r.field_winners.values()), "field_winners"))
+        out.update(comparison_metrics(r.comparisons, keys))
         return out
 
     # ---- tables --------------------------------------------------------------------------------
@@ -557,7 +547,7 @@ class FieldsAdapter:
                     "model": m, "field": fname, **d,
                     "f1_ci_low": None if np.isnan(ci[j, 0]) else float(ci[j, 0]),
                     "f1_ci_high": None if np.isnan(ci[j, 1]) else float(ci[j, 1]),
-                    "winner": bool(w is not None and w.win_share > 0 and m in w.winners),
+                    "winner": is_winner(w, m),
                 })
         return pd.DataFrame(rows)
 
@@ -617,12 +607,7 @@ class FieldsAdapter:
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard and the winner of every field."""
-        winners = [
-            {"field": f, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share,
-             "best_f1": None if w.best is None else w.best.f1}
-            for f, w in scored.result.field_winners.items()
-        ]
-        return {"leaderboard": self.ranking_table(scored, scored.models), "field_winners": pd.DataFrame(winners)}
+        return {"leaderboard": self.ranking_table(scored, scored.models), "field_winners": winners_table(scored.result.field_winners, "field")}
 
     def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
         r = scored.result
@@ -688,19 +673,12 @@ class FieldsAdapter:
         doc = scored.doc
         out = [Section(title="Ranking", table=self.ranking_table(scored, models))]
         if len(models) > 1 and doc.get("comparisons"):
-            out.append(Section(title="Adjacent ranks (paired bootstrap of the overall F1 difference)", items=[
-                f"{c['higher']} vs {c['lower']}: ΔF1 {100 * c['difference']['estimate']:+.1f} points, "
-                f"CI [{100 * c['difference']['low']:+.1f}, {100 * c['difference']['high']:+.1f}] — {c['verdict']}"
-                for c in doc["comparisons"]
-            ]))
+            out.append(adjacent_ranks_section(doc["comparisons"], "overall F1"))
         if len(models) > 1:
-            wrows = [{"field": f, "kind": w["kind"], "winners": ", ".join(w["winners"]), "win_share": w["win_share"]} for f, w in doc["field_winners"].items()]
-            out.append(Section(title="Field winners", table=pd.DataFrame(wrows)))
+            out.append(Section(title="Field winners", table=winners_table(r.field_winners, "field", best=None, separator=", ")))
         frames = [self.item_table(scored, m) for m in models]
         out.append(Section(title="Per-field metrics", table=pd.concat(frames, ignore_index=True) if frames else None))
         out.append(Section(title="Checks", table=pd.DataFrame(doc["checks"]), status_column="passed"))
-        if doc.get("warnings"):
-            out.append(Section(title="Warnings", items=list(doc["warnings"])))
         ex = []
         for m in models:
             for f, fm in doc["models"][m]["fields"].items():
@@ -708,11 +686,9 @@ class FieldsAdapter:
                     for e in items:
                         ex.append({"model": m, "field": f, "kind": kind, "correct": kind in ("tp", "tn"), "record_id": e["record_id"],
                                    "truth": e["truth"], "prediction": e["prediction"]})
-        if ex:
-            # the errors (fp, fn) first and marked; the correct examples after them
-            out.append(Section(title="Examples (up to five per classification kind; errors first)", table=pd.DataFrame(ex), status_column="correct"))
-        out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
-        return out
+        # the errors (fp, fn) first and marked; the correct examples after them
+        examples = [Section(title="Examples (up to five per classification kind; errors first)", table=pd.DataFrame(ex), status_column="correct")] if ex else []
+        return out + closing_sections(doc.get("warnings") or [], doc["config"], then=examples)
 
 
 ADAPTER = FieldsAdapter()

@@ -26,6 +26,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
+from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, strategies_param
@@ -464,9 +465,7 @@ class JsonAdapter(CellPredictions):
             out[f"json/{k}"] = float(getattr(m, k))
         out["invalid_outputs/count"] = float(m.invalid_predictions)  # outputs that are not JSON objects
         _, wins, scored_fields = self._winners(scored)
-        out["wins/field_wins"] = float(wins.get(model, 0.0))
-        out["wins/fields_scored"] = float(scored_fields.get(model, 0))
-        out["ranking/rank"] = float(m.rank)
+        out.update(rank_metrics(rank=m.rank, wins=wins.get(model, 0.0), items_scored=scored_fields.get(model, 0), items="fields"))
         for fname, fa in m.fields.items():
             if fa.accuracy is not None:
                 out[keys.key("field", fname, "accuracy")] = float(fa.accuracy)
@@ -481,19 +480,15 @@ class JsonAdapter(CellPredictions):
     def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
         r = scored.result
         winners, wins, _ = self._winners(scored)
-        out: dict[str, float] = {"models/count": float(len(r.ranking)), "fields/count": float(len(r.fields))}
+        out = parent_head(keys, ranking=r.ranking, ranks={m: r.models[m].rank for m in r.ranking}, wins=wins, items="fields", n_items=len(r.fields))
         for m in r.ranking:
             mr = r.models[m]
-            out[keys.key("ranking", m, "rank")] = float(mr.rank)
             out[keys.key("ranking", m, "rqs_mean")] = float(mr.rqs["mean"])
-            out[keys.key("wins", m, "field_wins")] = float(wins.get(m, 0.0))
             # each model's headline numbers on the parent too, so the parent sorts in the runs table
             out[keys.key("models", m, "rqs/mean")] = float(mr.rqs["mean"])
             for k in ("accuracy", "completeness", "hallucination"):
                 out[keys.key("models", m, f"json/{k}")] = float(getattr(mr, k))
-        kinds = [w.kind for w in winners.values()]
-        for k in ("sole", "shared", "universal", "none"):
-            out[f"field_winners/{k}"] = float(kinds.count(k))
+        out.update(winner_kind_metrics((w.kind for w in winners.values()), "field_winners"))
         return out
 
     # ---- tables --------------------------------------------------------------------------------
@@ -509,7 +504,7 @@ class JsonAdapter(CellPredictions):
                 d = fa.to_dict()
                 d["strategies"] = ";".join(f"{k}:{v}" for k, v in sorted(d["strategies"].items()))
                 w = winners.get(fname)
-                rows.append({"model": m, "field": fname, **d, "winner": bool(w is not None and w.win_share > 0 and m in w.winners)})
+                rows.append({"model": m, "field": fname, **d, "winner": is_winner(w, m)})
         columns = ["model", "field", "accuracy", "completeness", "scored", "matched", "ignored", "similarity_failures", "strategies", *_BUCKETS, "winner"]
         return pd.DataFrame(rows, columns=columns)
 
@@ -554,10 +549,7 @@ class JsonAdapter(CellPredictions):
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard and the winner of every field."""
         winners, _, _ = self._winners(scored)
-        rows = [{"field": f, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share,
-                 "best_accuracy": None if w.best is None else w.best.f1} for f, w in winners.items()]
-        return {"leaderboard": self.ranking_table(scored, scored.models),
-                "field_winners": pd.DataFrame(rows, columns=["field", "kind", "winners", "win_share", "best_accuracy"])}
+        return {"leaderboard": self.ranking_table(scored, scored.models), "field_winners": winners_table(winners, "field", best="best_accuracy")}
 
     def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
         r = scored.result
@@ -623,8 +615,7 @@ class JsonAdapter(CellPredictions):
         ]
         winners, _, _ = self._winners(scored)
         if len(models) > 1 and winners:
-            wrows = [{"field": f, "kind": x.kind, "winners": ", ".join(x.winners), "win_share": x.win_share} for f, x in winners.items()]
-            out.append(Section(title="Field winners (per-field accuracy)", table=pd.DataFrame(wrows)))
+            out.append(Section(title="Field winners (per-field accuracy)", table=winners_table(winners, "field", best=None, separator=", ")))
         out.append(Section(title="Key buckets (summed over records)", table=pd.DataFrame(
             [{"model": m, **{b: r.models[m].buckets[b] for b in _BUCKETS}} for m in models])))
         frames = [self.item_table(scored, m) for m in models]
@@ -638,10 +629,7 @@ class JsonAdapter(CellPredictions):
                               "hallucinated": ", ".join([*row["keys_extra_keys"], *row["keys_gt_null_aio_has_value"]]), "flags": row["flags"]})
         if worst:
             out.append(Section(title="Lowest-scoring records (up to ten per model)", table=pd.DataFrame(worst)))
-        if doc.get("warnings"):
-            out.append(Section(title="Warnings", items=list(doc["warnings"])))
-        out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
-        return out
+        return out + closing_sections(doc.get("warnings") or [], doc["config"])
 
 
 ADAPTER = JsonAdapter()

@@ -32,11 +32,12 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
+from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params
 
-__all__ = ["ADAPTER", "LabelsAdapter", "view_metrics_keys", "feature_item_rows", "winner_rows"]
+__all__ = ["ADAPTER", "LabelsAdapter", "FeatureViewsAdapter", "view_metrics_keys", "feature_item_rows"]
 
 FEATURE_METRIC_KEYS = ("precision", "recall", "f1", "specificity", "micro_accuracy")
 
@@ -78,7 +79,7 @@ def feature_item_rows(result: Any, models: Sequence[str], *, ranked_view: str, o
                 "rows": fm.rows, "correct": fm.correct, "labels": len(fm.labels),
                 f"{other_view}_f1": float(om.f1), f"{other_view}_precision": float(om.precision), f"{other_view}_recall": float(om.recall),
                 f"{other_view}_micro_accuracy": float(om.micro_accuracy), f"{other_view}_rows": om.rows,
-                "winner": bool(w is not None and w.win_share > 0 and m in w.winners),
+                "winner": is_winner(w, m),
                 "flags": ";".join(fm.flags),
             })
     return pd.DataFrame(rows)
@@ -95,14 +96,6 @@ def label_rows(result: Any, models: Sequence[str], views: Sequence[str]) -> pd.D
     return pd.DataFrame(rows)
 
 
-def winner_rows(result: Any) -> pd.DataFrame:
-    return pd.DataFrame([
-        {"feature": f, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share,
-         "best_f1": None if w.best is None else w.best.f1}
-        for f, w in result.feature_winners.items()
-    ], columns=["feature", "kind", "winners", "win_share", "best_f1"])
-
-
 def f1_figures(scored: Scored, item_table: pd.DataFrame, models: Sequence[str], *, other_view: str) -> dict[str, Any]:
     """Per-feature F1 bars of the strict view (the ranked one) and of the other view."""
     from extracteval.report.figures import item_f1_bars
@@ -113,6 +106,64 @@ def f1_figures(scored: Scored, item_table: pd.DataFrame, models: Sequence[str], 
         "feature_f1.png": item_f1_bars(item_table, item="feature", title=f"{scored.task}: per-feature F1, strict view{who}"),
         f"feature_f1_{other_view}.png": item_f1_bars(other, item="feature", title=f"{scored.task}: per-feature F1, {other_view} view{who}"),
     }
+
+
+class FeatureViewsAdapter(CellPredictions):
+    """What the `labels` and `entities` adapters share: both results hold, per model, a strict
+    view (the ranked one) and a second view (`other_view`: `aligned` rows, `matched` entity
+    pairs) of per-feature one-vs-rest metrics, feature winners on the strict view's F1, and a
+    rank. A subclass names its metric prefix and second view, gives its `ranking_table` and
+    `parent_model_metrics` (the parent run's headline numbers of one model), and adds what only
+    it has."""
+
+    prefix: str  # `labels` / `entities`: the totals' metric prefix
+    other_view: str  # `aligned` / `matched`
+    other_view_note: str  # the per-feature section's title note on the second view
+
+    def item_names(self, scored: Scored) -> Sequence[str]:
+        return list(scored.result.features)
+
+    def view_metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
+        """Both views' metrics (`<prefix>/…`, `feature/<f>/…`; `<other>/<prefix>/…`,
+        `<other>/feature/<f>/…`) and the model's rank and feature wins."""
+        m = scored.result.models[model]
+        out = view_metrics_keys(m.strict, keys, totals_prefix=self.prefix)
+        out.update(view_metrics_keys(getattr(m, self.other_view), keys, totals_prefix=f"{self.other_view}/{self.prefix}",
+                                     feature_prefix=f"{self.other_view}/"))
+        out.update(rank_metrics(rank=m.rank, wins=m.feature_wins, items_scored=len(scored.result.features), items="features"))
+        return out
+
+    def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
+        r = scored.result
+        out = parent_head(keys, ranking=r.ranking, ranks={m: r.models[m].rank for m in r.ranking},
+                          wins={m: r.models[m].feature_wins for m in r.ranking}, items="features", n_items=len(r.features))
+        for m in r.ranking:
+            out.update(self.parent_model_metrics(scored, m, keys))
+        out.update(winner_kind_metrics((w.kind for w in r.feature_winners.values()), "feature_winners"))
+        return out
+
+    def item_table(self, scored: Scored, model: str | None) -> pd.DataFrame:
+        return feature_item_rows(scored.result, scored.models if model is None else (model,), ranked_view="strict", other_view=self.other_view)
+
+    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
+        return {
+            "leaderboard": self.ranking_table(scored, scored.models),
+            "feature_winners": winners_table(scored.result.feature_winners, "feature"),
+            "label_metrics": label_rows(scored.result, scored.models, ("strict", self.other_view)),
+        }
+
+    def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
+        table = feature_item_rows(scored.result, models, ranked_view="strict", other_view=self.other_view)
+        return f1_figures(scored, table, models, other_view=self.other_view)
+
+    def view_sections(self, scored: Scored, models: Sequence[str], ranking: Section) -> list[Section]:
+        """The ranking, the views, the feature winners and the per-feature metrics."""
+        out = [ranking, Section(title="Views", items=[f"{k}: {v}" for k, v in scored.doc["views"].items()])]
+        if len(models) > 1:
+            out.append(Section(title="Feature winners (strict view)", table=winners_table(scored.result.feature_winners, "feature")))
+        out.append(Section(title=f"Per-feature metrics (strict view; {self.other_view_note} beside it)",
+                           table=feature_item_rows(scored.result, models, ranked_view="strict", other_view=self.other_view)))
+        return out
 
 
 def json_param(value: Any, *, limit: int = 5000, what: str = "entries") -> str:
@@ -151,8 +202,11 @@ def _scalar_cell(value: Any) -> tuple[bool, Any]:
 # ---- the adapter -----------------------------------------------------------------------------
 
 
-class LabelsAdapter(CellPredictions):
+class LabelsAdapter(FeatureViewsAdapter):
     task = "labels"
+    prefix = "labels"
+    other_view = "aligned"
+    other_view_note = "aligned view"
     record_is_value = False
     model_type = "extraction-entities"  # shares the model_type with `entities`; evaluator_config {"task": "labels"}
     about = "one label per feature per record: one-vs-rest P/R/F1/specificity"  # what the task scores (`extracteval tasks`)
@@ -412,41 +466,22 @@ class LabelsAdapter(CellPredictions):
 
     # ---- metrics ---------------------------------------------------------------------------
 
-    def item_names(self, scored: Scored) -> Sequence[str]:
-        return list(scored.result.features)
-
     def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
         m = scored.result.models[model]
-        out = view_metrics_keys(m.strict, keys, totals_prefix="labels")
-        out.update(view_metrics_keys(m.aligned, keys, totals_prefix="aligned/labels", feature_prefix="aligned/"))
+        out = self.view_metrics(scored, model, keys)
         out["labels/aligned_rows"] = float(m.aligned_rows)
         out["labels/missing_rows"] = float(m.missing_rows)
         out["labels/extra_rows"] = float(m.extra_rows)
         for fname, n in m.unparsable.items():
             out[keys.key("feature", fname, "unparsable_predictions")] = float(n)
-        out["wins/field_wins"] = float(m.feature_wins)
-        out["wins/features_scored"] = float(len(scored.result.features))
-        out["ranking/rank"] = float(m.rank)
         return out
 
-    def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
-        r = scored.result
-        out: dict[str, float] = {"models/count": float(len(r.ranking)), "features/count": float(len(r.features))}
-        for m in r.ranking:
-            mr = r.models[m]
-            out[keys.key("ranking", m, "rank")] = float(mr.rank)
-            out[keys.key("models", m, "labels", "macro", "f1")] = float(mr.strict.totals["f1"])
-            out[keys.key("models", m, "labels", "row_accuracy")] = float(mr.strict.row_accuracy)
-            out[keys.key("wins", m, "field_wins")] = float(mr.feature_wins)
-        kinds = [w.kind for w in r.feature_winners.values()]
-        for k in ("sole", "shared", "universal", "none"):
-            out[f"feature_winners/{k}"] = float(kinds.count(k))
-        return out
+    def parent_model_metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
+        mr = scored.result.models[model]
+        return {keys.key("models", model, "labels", "macro", "f1"): float(mr.strict.totals["f1"]),
+                keys.key("models", model, "labels", "row_accuracy"): float(mr.strict.row_accuracy)}
 
     # ---- tables ----------------------------------------------------------------------------
-
-    def item_table(self, scored: Scored, model: str | None) -> pd.DataFrame:
-        return feature_item_rows(scored.result, scored.models if model is None else (model,), ranked_view="strict", other_view="aligned")
 
     def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
         r = scored.result
@@ -463,13 +498,6 @@ class LabelsAdapter(CellPredictions):
                 "tier": mr.tier, "feature_wins": mr.feature_wins,
             })
         return pd.DataFrame(rows)
-
-    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
-        return {
-            "leaderboard": self.ranking_table(scored, scored.models),
-            "feature_winners": winner_rows(scored.result),
-            "label_metrics": label_rows(scored.result, scored.models, ("strict", "aligned")),
-        }
 
     def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
         """model, record_id, feature, truth, predicted, correct, status — one row per model, record
@@ -522,9 +550,6 @@ class LabelsAdapter(CellPredictions):
 
     # ---- figures and report ----------------------------------------------------------------
 
-    def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
-        return f1_figures(scored, feature_item_rows(scored.result, models, ranked_view="strict", other_view="aligned"), models, other_view="aligned")
-
     def params(self, scored: Scored) -> dict[str, str]:
         cfg = dict(scored.config)
         return run_params(scored, counts={"n_records": scored.result.n_records, "n_features": len(scored.result.features)},
@@ -539,21 +564,11 @@ class LabelsAdapter(CellPredictions):
         return render_labels(scored.doc)
 
     def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
-        doc = scored.doc
-        out = [
-            Section(title="Ranking (strict view)", table=self.ranking_table(scored, models)),
-            Section(title="Views", items=[f"{k}: {v}" for k, v in doc["views"].items()]),
-        ]
-        if len(models) > 1:
-            out.append(Section(title="Feature winners (strict view)", table=winner_rows(scored.result)))
-        out.append(Section(title="Per-feature metrics (strict view; aligned view beside it)", table=feature_item_rows(scored.result, models, ranked_view="strict", other_view="aligned")))
+        out = self.view_sections(scored, models, Section(title="Ranking (strict view)", table=self.ranking_table(scored, models)))
         labels = label_rows(scored.result, models, ("strict",))
         if len(labels):
             out.append(Section(title="Per-label one-vs-rest metrics (strict view)", table=labels))
-        if doc.get("warnings"):
-            out.append(Section(title="Warnings", items=list(doc["warnings"])))
-        out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
-        return out
+        return out + closing_sections(scored.doc.get("warnings") or [], scored.doc["config"])
 
 
 def _label_cells(values: pd.DataFrame) -> dict[str, Any]:

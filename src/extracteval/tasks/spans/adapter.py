@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, is_winner, parent_head,
+                                              rank_metrics, winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
@@ -423,9 +425,7 @@ class SpansAdapter(CellPredictions):
         if ms.token_accuracy is not None:
             out["spans/token_accuracy"] = float(ms.token_accuracy)
         out["spans/ill_formed_chunks"] = float(ms.ill_formed)
-        out["wins/field_wins"] = float(ms.tag_wins)
-        out["wins/tags_scored"] = float(len(ms.exact.per_tag))
-        out["ranking/rank"] = float(ms.rank)
+        out.update(rank_metrics(rank=ms.rank, wins=ms.tag_wins, items_scored=len(ms.exact.per_tag), items="tags"))
         for tag, tm in ms.exact.per_tag.items():
             for k in (*_RATIOS, *_COUNTS):
                 out[keys.key("tag", tag, k)] = float(getattr(tm, k))
@@ -434,27 +434,19 @@ class SpansAdapter(CellPredictions):
 
     def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
         r = scored.result
-        out: dict[str, float] = {"models/count": float(len(r.ranking)), "tags/count": float(len(r.tags))}
+        out = parent_head(keys, ranking=r.ranking, ranks={m: r.models[m].rank for m in r.ranking},
+                          wins={m: r.models[m].tag_wins for m in r.ranking}, items="tags", n_items=len(r.tags))
         for m in r.ranking:
             ms = r.models[m]
-            out[keys.key("ranking", m, "rank")] = float(ms.rank)
             out[keys.key("ranking", m, "exact_f1")] = float(ms.exact.micro.f1)
-            out[keys.key("wins", m, "field_wins")] = float(ms.tag_wins)
             # each model's headline numbers on the parent too, so the parent sorts in the runs table
             out[keys.key("models", m, "spans/exact/micro/f1")] = float(ms.exact.micro.f1)
             for mode, res in ms.relaxed.items():
                 k = keys.key("models", m, f"spans/{_mode_segment(mode)}/micro/f1")
                 out[k] = float(res.micro.f1)
                 keys.originals[k] = f"models/{m}/spans/{mode}/micro/f1"
-        kinds = [w.kind for w in r.tag_winners.values()]
-        for k in ("sole", "shared", "universal", "none"):
-            out[f"tag_winners/{k}"] = float(kinds.count(k))
-        for c in r.comparisons:
-            pair = f"{keys.segment(c.higher)} vs {keys.segment(c.lower)}"
-            keys.originals[f"comparison/{pair}"] = f"comparison/{c.higher} vs {c.lower}"
-            out[f"comparison/{pair}/f1_diff"] = float(c.difference.estimate)
-            out[f"comparison/{pair}/ci_low"] = float(c.difference.low)
-            out[f"comparison/{pair}/ci_high"] = float(c.difference.high)
+        out.update(winner_kind_metrics((w.kind for w in r.tag_winners.values()), "tag_winners"))
+        out.update(comparison_metrics(r.comparisons, keys))
         return out
 
     # ---- tables --------------------------------------------------------------------------------
@@ -470,7 +462,7 @@ class SpansAdapter(CellPredictions):
                     w = r.tag_winners.get(tag)
                     rows.append({"model": m, "mode": mode, "tag": tag, **{k: getattr(tm, k) for k in _RATIOS}, "support": tm.support,
                                  **{k: getattr(tm, k) for k in _COUNTS},
-                                 "winner": bool(mode == "exact" and w is not None and w.win_share > 0 and m in w.winners)})
+                                 "winner": mode == "exact" and is_winner(w, m)})
         return pd.DataFrame(rows, columns=["model", "mode", "tag", *_RATIOS, "support", *_COUNTS, "winner"])
 
     def _document_counts(self, scored: Scored, model: str) -> dict[str, np.ndarray]:
@@ -502,10 +494,7 @@ class SpansAdapter(CellPredictions):
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard, the winner of every tag, the curves."""
         r = scored.result
-        winners = [{"tag": t, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share,
-                    "best_f1": None if w.best is None else w.best.f1} for t, w in r.tag_winners.items()]
-        return {"leaderboard": self.ranking_table(scored, scored.models),
-                "tag_winners": pd.DataFrame(winners, columns=["tag", "kind", "winners", "win_share", "best_f1"]),
+        return {"leaderboard": self.ranking_table(scored, scored.models), "tag_winners": winners_table(r.tag_winners, "tag"),
                 "f1_vs_threshold": self.curve_table(scored, scored.models)}
 
     def ranking_table(self, scored: Scored, models: Sequence[str]) -> pd.DataFrame:
@@ -574,14 +563,9 @@ class SpansAdapter(CellPredictions):
             )),
         ]
         if len(models) > 1 and doc.get("comparisons"):
-            out.append(Section(title="Adjacent ranks (paired bootstrap of the exact micro F1 difference)", items=[
-                f"{c['higher']} vs {c['lower']}: ΔF1 {100 * c['difference']['estimate']:+.1f} points, "
-                f"CI [{100 * c['difference']['low']:+.1f}, {100 * c['difference']['high']:+.1f}] — {c['verdict']}"
-                for c in doc["comparisons"]
-            ]))
+            out.append(adjacent_ranks_section(doc["comparisons"], "exact micro F1"))
         if len(models) > 1 and r.tag_winners:
-            wrows = [{"tag": t, "kind": w.kind, "winners": ", ".join(w.winners), "win_share": w.win_share} for t, w in r.tag_winners.items()]
-            out.append(Section(title="Tag winners (exact F1)", table=pd.DataFrame(wrows)))
+            out.append(Section(title="Tag winners (exact F1)", table=winners_table(r.tag_winners, "tag", best=None, separator=", ")))
         table = self.item_table(scored, None)
         out.append(Section(title="Per-tag metrics", table=table[table["model"].isin(list(models))].reset_index(drop=True)))
         out.append(Section(title="Error breakdown (relative to exact matching)", table=pd.DataFrame(
@@ -604,10 +588,7 @@ class SpansAdapter(CellPredictions):
             wide = curve.pivot(index="threshold", columns="model", values="f1").reindex(columns=list(models)).reset_index()
             wide.columns = ["threshold", *(f"F1 {m}" for m in models)]
             out.append(Section(title="Micro F1 vs relaxed threshold", table=wide))
-        if doc.get("warnings"):
-            out.append(Section(title="Warnings", items=list(doc["warnings"])))
-        out.append(Section(title="Configuration", text=json.dumps(doc["config"], indent=2, ensure_ascii=False, default=str)))
-        return out
+        return out + closing_sections(doc.get("warnings") or [], doc["config"])
 
 
 ADAPTER = SpansAdapter()

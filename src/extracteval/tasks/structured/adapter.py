@@ -14,7 +14,6 @@ named, the baseline-vs-candidate decision: `decision/gap`, `decision/ci_low`, `d
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.mlflow.adapter_parts import closing_sections, parent_head, rank_metrics, winner_kind_metrics
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params
@@ -368,9 +368,7 @@ class StructuredAdapter(CellPredictions):
         for ext, s in m.extended.items():
             out[f"structured/{ext}/mean"] = float(s.mean)
             out[f"structured/{ext}/pass_rate"] = float(s.pass_rate)
-        out["wins/field_wins"] = float(m.field_wins)
-        out["wins/fields_scored"] = float(len(scored.result.field_winners))
-        out["ranking/rank"] = float(m.rank)
+        out.update(rank_metrics(rank=m.rank, wins=m.field_wins, items_scored=len(scored.result.field_winners), items="fields"))
         for path, fm in m.fields.items():
             for k in _FIELD_KEYS:
                 out[keys.key("field", path, k)] = float(fm[k])
@@ -378,17 +376,13 @@ class StructuredAdapter(CellPredictions):
 
     def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
         r = scored.result
-        out: dict[str, float] = {"models/count": float(len(r.ranking)), "fields/count": float(len(self.item_names(scored))),
-                                 "records/count": float(r.n_records)}
+        out = parent_head(keys, ranking=r.ranking, ranks={m: r.models[m].rank for m in r.ranking},
+                          wins={m: r.models[m].field_wins for m in r.ranking}, items="fields", n_items=len(self.item_names(scored)))
+        out["records/count"] = float(r.n_records)
         for name in r.ranking:
-            mr = r.models[name]
-            out[keys.key("ranking", name, "rank")] = float(mr.rank)
-            out[keys.key("wins", name, "field_wins")] = float(mr.field_wins)
             for k in ("field_f1", "exact_match_rate", "json_valid_rate"):
-                out[keys.key("models", name, "structured", k)] = float(mr.metrics[k])
-        kinds = [w["kind"] for w in r.field_winners.values()]
-        for k in ("sole", "shared", "universal", "none"):
-            out[f"field_winners/{k}"] = float(kinds.count(k))
+                out[keys.key("models", name, "structured", k)] = float(r.models[name].metrics[k])
+        out.update(winner_kind_metrics((w["kind"] for w in r.field_winners.values()), "field_winners"))
         out.update(decision_metrics(scored.doc))
         return out
 
@@ -483,10 +477,7 @@ class StructuredAdapter(CellPredictions):
                 warnings.append(f"{m}: no output for {len(md['missing_ids'])} record(s), counted invalid (e.g. {', '.join(md['missing_ids'][:5])})")
             if md.get("extra_ids"):
                 warnings.append(f"{m}: {len(md['extra_ids'])} output(s) for ids not in the truth were ignored (e.g. {', '.join(md['extra_ids'][:5])})")
-        if warnings:
-            out.append(Section(title="Warnings", items=warnings))
-        out.append(Section(title="Configuration", text=json.dumps(scored.config, indent=2, ensure_ascii=False, default=str)))
-        return out
+        return out + closing_sections(warnings, scored.config)
 
 
 ADAPTER = StructuredAdapter()

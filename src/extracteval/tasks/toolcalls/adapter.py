@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions
 from extracteval.tasks.structured.adapter import (
@@ -365,10 +366,8 @@ class ToolcallsAdapter(CellPredictions):
         for ext, s in gm.extended.items():
             out[f"toolcalls/{ext}/mean"] = float(s.mean)
             out[f"toolcalls/{ext}/pass_rate"] = float(s.pass_rate)
-        out["ranking/rank"] = float(scored.doc["models"][model]["rank"])
         winners, wins = self._winners(scored)
-        out["wins/field_wins"] = wins[model]
-        out["wins/fields_scored"] = float(len(winners))
+        out.update(rank_metrics(rank=scored.doc["models"][model]["rank"], wins=wins[model], items_scored=len(winners), items="fields"))
         for fname, row in self._functions(scored)[model].items():
             for k in _FUNCTION_METRIC_KEYS:
                 out[keys.key("function", fname, k)] = float(row[k])
@@ -391,18 +390,16 @@ class ToolcallsAdapter(CellPredictions):
     def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
         run: ToolcallRun = scored.result
         winners, wins = self._winners(scored)
-        out: dict[str, float] = {"models/count": float(len(run.ranking)), "functions/count": float(len(winners)), "records/count": float(run.n_records)}
+        out = parent_head(keys, ranking=run.ranking, ranks={m: scored.doc["models"][m]["rank"] for m in run.ranking}, wins=wins,
+                          items="functions", n_items=len(winners))
+        out["records/count"] = float(run.n_records)
         for m in run.ranking:
             rates = self._model_rates(scored, m)
-            out[keys.key("ranking", m, "rank")] = float(scored.doc["models"][m]["rank"])
-            out[keys.key("wins", m, "field_wins")] = wins[m]
             for k in ("call_accuracy", "args_f1", "name_match_rate"):
                 out[keys.key("models", m, "toolcalls", k)] = rates[k]
             if run.checker == "bfcl":
                 out[keys.key("models", m, "bfcl", "accuracy")] = float(run.bfcl[m].call_accuracy)
-        kinds = [w.kind for w in winners.values()]
-        for k in ("sole", "shared", "universal", "none"):
-            out[f"field_winners/{k}"] = float(kinds.count(k))
+        out.update(winner_kind_metrics((w.kind for w in winners.values()), "field_winners"))
         out.update(decision_metrics(scored.doc))
         return out
 
@@ -433,7 +430,7 @@ class ToolcallsAdapter(CellPredictions):
             for fname, row in per[m].items():
                 w = winners.get(fname)
                 rows.append({"model": m, "function": fname, **{k: (int(row[k]) if k in COUNTS else row[k]) for k in _FUNCTION_KEYS},
-                             "winner": bool(w is not None and w.win_share > 0 and m in w.winners)})
+                             "winner": is_winner(w, m)})
         return pd.DataFrame(rows, columns=["model", "function", *_FUNCTION_KEYS, "winner"])
 
     def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
@@ -462,9 +459,7 @@ class ToolcallsAdapter(CellPredictions):
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         winners, _ = self._winners(scored)
-        wt = pd.DataFrame([{"function": f, "kind": w.kind, "winners": ";".join(w.winners), "win_share": w.win_share} for f, w in winners.items()],
-                          columns=["function", "kind", "winners", "win_share"])
-        out = {"leaderboard": self.ranking_table(scored, scored.models), "function_winners": wt}
+        out = {"leaderboard": self.ranking_table(scored, scored.models), "function_winners": winners_table(winners, "function", best=None)}
         dec = decision_table(scored.doc)
         if dec is not None:
             out["decision"] = dec
@@ -567,10 +562,7 @@ class ToolcallsAdapter(CellPredictions):
                 warnings.append(f"{m}: no output for {len(gm.missing_ids)} record(s), counted invalid (e.g. {', '.join(gm.missing_ids[:5])})")
             if gm.extra_ids:
                 warnings.append(f"{m}: {len(gm.extra_ids)} output(s) for ids not in the truth were ignored (e.g. {', '.join(gm.extra_ids[:5])})")
-        if warnings:
-            out.append(Section(title="Warnings", items=warnings))
-        out.append(Section(title="Configuration", text=json.dumps(scored.config, indent=2, ensure_ascii=False, default=str)))
-        return out
+        return out + closing_sections(warnings, scored.config)
 
 
 def _truth_frame(truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool) -> pd.DataFrame:

@@ -1,0 +1,102 @@
+"""Parts every task adapter builds the same way: the ranking and winner metrics, the winners
+table, the adjacent-rank comparisons, and the report's closing sections.
+
+Every task ranks its models and names a winner per item (field, feature, tag or function) with
+`core.ranking.field_winners`; how that reads in MLflow is the same for all of them, so it is
+written here once and each adapter says only which words its task uses (`items="tags"`).
+Importing this module is cheap (pandas is imported when a table is built).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from extracteval.mlflow.tasks import Section
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from extracteval.mlflow.keys import KeyMap
+
+__all__ = ["WINNER_KINDS", "is_winner", "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
+           "adjacent_ranks_section", "closing_sections"]
+
+WINNER_KINDS = ("sole", "shared", "universal", "none")
+
+
+def is_winner(winner: Any, model: str) -> bool:
+    """Whether `model` won (alone or shared) the item whose `FieldWinner` is `winner` (None: no
+    winner was named for the item)."""
+    return bool(winner is not None and winner.win_share > 0 and model in winner.winners)
+
+
+def rank_metrics(*, rank: int, wins: float, items_scored: int, items: str) -> dict[str, float]:
+    """A model run's `ranking/rank`, `wins/field_wins` and `wins/<items>_scored`."""
+    return {"wins/field_wins": float(wins), f"wins/{items}_scored": float(items_scored), "ranking/rank": float(rank)}
+
+
+def winner_kind_metrics(kinds: Iterable[str], prefix: str) -> dict[str, float]:
+    """`<prefix>/sole|shared|universal|none`: how many items had each kind of winner."""
+    kinds = list(kinds)
+    return {f"{prefix}/{k}": float(kinds.count(k)) for k in WINNER_KINDS}
+
+
+def parent_head(keys: "KeyMap", *, ranking: Sequence[str], ranks: Mapping[str, int], wins: Mapping[str, float], items: str,
+                n_items: int) -> dict[str, float]:
+    """The parent run's `models/count`, `<items>/count`, and per model `ranking/<m>/rank` and
+    `wins/<m>/field_wins`."""
+    out = {"models/count": float(len(ranking)), f"{items}/count": float(n_items)}
+    for m in ranking:
+        out[keys.key("ranking", m, "rank")] = float(ranks[m])
+        out[keys.key("wins", m, "field_wins")] = float(wins.get(m, 0.0))
+    return out
+
+
+def comparison_metrics(comparisons: Iterable[Any], keys: "KeyMap") -> dict[str, float]:
+    """`comparison/<higher> vs <lower>/f1_diff|ci_low|ci_high` of each pair of adjacent ranks (a
+    paired bootstrap of the primary F1's difference); the pair's unsanitised name is kept in
+    `keys.originals`."""
+    out: dict[str, float] = {}
+    for c in comparisons:
+        pair = f"{keys.segment(c.higher)} vs {keys.segment(c.lower)}"
+        keys.originals[f"comparison/{pair}"] = f"comparison/{c.higher} vs {c.lower}"
+        out[f"comparison/{pair}/f1_diff"] = float(c.difference.estimate)
+        out[f"comparison/{pair}/ci_low"] = float(c.difference.low)
+        out[f"comparison/{pair}/ci_high"] = float(c.difference.high)
+    return out
+
+
+def winners_table(winners: Mapping[str, Any], item: str, *, best: str | None = "best_f1", separator: str = ";") -> "pd.DataFrame":
+    """One row per item: its winner kind, the winners (joined by `separator`), each winner's share
+    and, under the column `best`, the best model's F1 (or the metric it stands for)."""
+    import pandas as pd
+
+    columns = [item, "kind", "winners", "win_share", *([best] if best else [])]
+    rows = []
+    for name, w in winners.items():
+        row = {item: name, "kind": w.kind, "winners": separator.join(w.winners), "win_share": w.win_share}
+        if best:
+            row[best] = None if w.best is None else w.best.f1
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def adjacent_ranks_section(comparisons: Sequence[Mapping[str, Any]], metric: str) -> Section:
+    """The report's list of adjacent-rank differences (`comparisons` as the result document has
+    them), each with its interval and verdict; `metric` names the F1 compared."""
+    return Section(title=f"Adjacent ranks (paired bootstrap of the {metric} difference)", items=[
+        f"{c['higher']} vs {c['lower']}: ΔF1 {100 * c['difference']['estimate']:+.1f} points, "
+        f"CI [{100 * c['difference']['low']:+.1f}, {100 * c['difference']['high']:+.1f}] — {c['verdict']}"
+        for c in comparisons
+    ])
+
+
+def closing_sections(warnings: Sequence[str], config: Any, *, then: Sequence[Section] = ()) -> list[Section]:
+    """The report's last sections: the warnings (when any), the sections `then`, and the
+    configuration as JSON."""
+    out = [Section(title="Warnings", items=list(warnings))] if warnings else []
+    out += then
+    out.append(Section(title="Configuration", text=json.dumps(config, indent=2, ensure_ascii=False, default=str)))
+    return out
