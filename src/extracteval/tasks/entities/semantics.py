@@ -38,15 +38,18 @@ from extracteval.tasks.labels.semantics import (
     _MISSING_KEY,
     FEATURE_TYPES,
     FeatureLedger,
+    ONE_MODEL_NOTE,
     LabelEncoder,
+    RankedFeatures,
     ViewMetrics,
     display_labels,
     ledger_from_codes,
+    rank_on_strict_view,
     view_metrics,
 )
 from extracteval.core.matching import max_matching
 from extracteval.core.normalize import NormalizationConfig, key_text, key_type
-from extracteval.core.ranking import FieldWinner, field_winners, field_wins, format_wins, rank_by_metrics
+from extracteval.core.ranking import FieldWinner
 from extracteval.core.similarity import FUZZY_SCORERS, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
@@ -226,13 +229,8 @@ class EntityPresence:
 
 
 @dataclass(frozen=True, kw_only=True)
-class EntitiesModelResult:
+class EntitiesModelResult(RankedFeatures):
     name: str
-    rank: int
-    tier: str
-    tier_colour: str
-    feature_wins: float
-    features_won: tuple[str, ...]
     presence: EntityPresence
     matched: ViewMetrics
     strict: ViewMetrics
@@ -251,12 +249,7 @@ class EntitiesModelResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rank": self.rank,
-            "tier": self.tier,
-            "tier_colour": self.tier_colour,
-            "feature_wins": self.feature_wins,
-            "feature_wins_display": format_wins(self.feature_wins),
-            "features_won": list(self.features_won),
+            **self.ranking_dict(),
             "source": self.source,
             "entity_detection_summary": self.presence.to_dict(),
             "mean_match_similarity": self.mean_match_similarity,
@@ -1161,32 +1154,27 @@ def entities_result(
             "examples": {n: [dict(e) for e in x] for n, x in led.examples.items()},
         }
 
-    winners = field_winners({f: {m: results[m]["views"]["strict"].features[f].score() for m in names} for f in plan.scored})
-    wins = field_wins(winners, names)
-    ranked = rank_by_metrics("entities", {m: {f"entities/macro/{k}": float(results[m]["views"]["strict"].totals[k]) for k in ("f1", "precision", "recall")}
-                                          for m in names}, wins)
+    winners, ranked = rank_on_strict_view("entities", {m: results[m]["views"]["strict"] for m in names}, plan.scored)
     models: dict[str, EntitiesModelResult] = {}
-    for r in ranked:
-        d = results[r.model]
-        led = ledger.models[r.model]
-        models[r.model] = EntitiesModelResult(
-            name=r.model, rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
-            features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners),
-            presence=d["presence"], matched=d["views"]["matched"], strict=d["views"]["strict"], ledgers=d["ledgers"],
+    for m, place in ranked:
+        d = results[m]
+        led = ledger.models[m]
+        models[m] = EntitiesModelResult(
+            **vars(place), name=m, presence=d["presence"], matched=d["views"]["matched"], strict=d["views"]["strict"], ledgers=d["ledgers"],
             mean_match_similarity=d["mean_sim"], records_missing_prediction=led.missing_recs,
-            records_not_in_truth=led.extra_recs, examples=d["examples"], source=sources.get(r.model, ""),
-            per_record=None if per_record is None else per_record.get(r.model),
+            records_not_in_truth=led.extra_recs, examples=d["examples"], source=sources.get(m, ""),
+            per_record=None if per_record is None else per_record.get(m),
         )
         pres = d["presence"].to_dict()
         gap = d["views"]["matched"].totals["f1"] - pres["recall_entities"]
         if pres["gold_count"] and gap > 0.15:
             warnings.append(
-                f"model {r.model!r}: {100 * d['views']['matched'].totals['f1']:.1f}% F1 on matched pairs but only "
+                f"model {m!r}: {100 * d['views']['matched'].totals['f1']:.1f}% F1 on matched pairs but only "
                 f"{100 * pres['recall_entities']:.1f}% of gold entities found ({pres['missed_gold_count']} missed); "
                 f"the strict view ({100 * d['views']['strict'].totals['f1']:.1f}% F1) counts them."
             )
     if len(names) == 1:
-        warnings.append("only one model: every feature is a universal tie, so no feature wins are awarded.")
+        warnings.append(ONE_MODEL_NOTE)
     semantic_fields = [f for f in plan.fields_needed if cfg.strategy_for(f) is Strategy.SEMANTIC]
     failures = {f: sum(ledger.semantic[f].values()) for f in semantic_fields}
     failed = {f: n for f, n in failures.items() if n}
@@ -1207,7 +1195,7 @@ def entities_result(
     cfg_dict["types_used"] = {f: cfg.types.get(f, "auto") for f in plan.fields_needed}
     return EntitiesResult(
         task="entities", n_records=ledger.n_records, features=tuple(plan.scored), key_fields=tuple(plan.key_fields), weights=dict(plan.weights),
-        models=models, ranking=tuple(r.model for r in ranked), feature_winners=winners, warnings=tuple(warnings),
+        models=models, ranking=tuple(m for m, _ in ranked), feature_winners=winners, warnings=tuple(warnings),
         config=cfg_dict,
     )
 

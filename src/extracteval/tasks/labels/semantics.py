@@ -478,13 +478,40 @@ def view_metrics(
 
 
 @dataclass(frozen=True, kw_only=True)
-class LabelsModelResult:
-    name: str
+class RankedFeatures:
+    """A model's place among the others on the strict view (the `labels` and `entities` results
+    rank the same way): its rank and tier, and the features it won."""
+
     rank: int
     tier: str
     tier_colour: str
     feature_wins: float
     features_won: tuple[str, ...]
+
+    def ranking_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "tier": self.tier, "tier_colour": self.tier_colour, "feature_wins": self.feature_wins,
+                "feature_wins_display": format_wins(self.feature_wins), "features_won": list(self.features_won)}
+
+
+ONE_MODEL_NOTE = "only one model: every feature is a universal tie, so no feature wins are awarded."
+
+
+def rank_on_strict_view(task: str, strict: Mapping[str, ViewMetrics], features: Sequence[str]) -> tuple[dict[str, FieldWinner], list[tuple[str, RankedFeatures]]]:
+    """The feature winners on the strict view's per-feature F1 (then precision, recall), and the
+    models in rank order with their `RankedFeatures`: ranked on the strict view's macro F1, then
+    precision, recall and feature wins."""
+    names = sorted(strict)
+    winners = field_winners({f: {m: strict[m].features[f].score() for m in names} for f in features})
+    wins = field_wins(winners, names)
+    ranked = rank_by_metrics(task, {m: {f"{task}/macro/{k}": float(strict[m].totals[k]) for k in ("f1", "precision", "recall")} for m in names}, wins)
+    return winners, [(r.model, RankedFeatures(rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
+                                              features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners)))
+                     for r in ranked]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelsModelResult(RankedFeatures):
+    name: str
     aligned: ViewMetrics
     strict: ViewMetrics
     ledgers: Mapping[str, Mapping[str, FeatureLedger]]  # view → feature → ledger
@@ -496,12 +523,7 @@ class LabelsModelResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rank": self.rank,
-            "tier": self.tier,
-            "tier_colour": self.tier_colour,
-            "feature_wins": self.feature_wins,
-            "feature_wins_display": format_wins(self.feature_wins),
-            "features_won": list(self.features_won),
+            **self.ranking_dict(),
             "source": self.source,
             "alignment": {
                 "aligned_rows": self.aligned_rows,
@@ -874,26 +896,22 @@ def labels_result(
                                    rows=led.aligned_rows + led.missing_rows + led.extra_rows, positive_labels=positive, zero_division=zd),
         }
 
-    winners = field_winners({f: {m: views[m]["strict"].features[f].score() for m in names} for f in feats})
-    wins = field_wins(winners, names)
-    ranked = rank_by_metrics("labels", {m: {f"labels/macro/{k}": float(views[m]["strict"].totals[k]) for k in ("f1", "precision", "recall")} for m in names}, wins)
+    winners, ranked = rank_on_strict_view("labels", {m: views[m]["strict"] for m in names}, feats)
     models: dict[str, LabelsModelResult] = {}
-    for r in ranked:
-        led = ledger.models[r.model]
-        models[r.model] = LabelsModelResult(
-            name=r.model, rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
-            features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners),
-            aligned=views[r.model]["aligned"], strict=views[r.model]["strict"], ledgers=shown_ledgers[r.model],
+    for m, place in ranked:
+        led = ledger.models[m]
+        models[m] = LabelsModelResult(
+            **vars(place), name=m, aligned=views[m]["aligned"], strict=views[m]["strict"], ledgers=shown_ledgers[m],
             aligned_rows=led.aligned_rows, missing_rows=led.missing_rows, extra_rows=led.extra_rows,
-            unparsable=led.unparsable, source=sources.get(r.model, ""),
+            unparsable=led.unparsable, source=sources.get(m, ""),
         )
     if len(names) == 1:
-        warnings.append("only one model: every feature is a universal tie, so no feature wins are awarded.")
+        warnings.append(ONE_MODEL_NOTE)
     cfg_dict = cfg.to_dict()
     cfg_dict["types_used"] = {f: cfg.type_of(f) for f in feats}
     return LabelsResult(
         task="labels", features=tuple(feats), n_records=ledger.n_records, models=models,
-        ranking=tuple(r.model for r in ranked), feature_winners=winners, unparsable_truth=dict(ledger.unparsable_truth),
+        ranking=tuple(m for m, _ in ranked), feature_winners=winners, unparsable_truth=dict(ledger.unparsable_truth),
         warnings=tuple(warnings), config=cfg_dict,
     )
 
