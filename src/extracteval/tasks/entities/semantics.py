@@ -38,6 +38,7 @@ from extracteval.tasks.labels.semantics import (
     _MISSING_KEY,
     FEATURE_TYPES,
     FeatureLedger,
+    FeatureViewsResult,
     ONE_MODEL_NOTE,
     LabelEncoder,
     RankedFeatures,
@@ -49,7 +50,6 @@ from extracteval.tasks.labels.semantics import (
 )
 from extracteval.core.matching import max_matching
 from extracteval.core.normalize import NormalizationConfig, key_text, key_type
-from extracteval.core.ranking import FieldWinner
 from extracteval.core.similarity import FUZZY_SCORERS, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
@@ -264,33 +264,12 @@ class EntitiesModelResult(RankedFeatures):
 
 
 @dataclass(frozen=True, kw_only=True)
-class EntitiesResult:
-    task: str
-    n_records: int
-    features: tuple[str, ...]
+class EntitiesResult(FeatureViewsResult):
     key_fields: tuple[str, ...]
     weights: Mapping[str, float]
-    models: Mapping[str, EntitiesModelResult]
-    ranking: tuple[str, ...]
-    feature_winners: Mapping[str, FieldWinner]
-    warnings: tuple[str, ...]
-    config: Mapping[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "n_records": self.n_records,
-            "features": list(self.features),
-            "key_fields": list(self.key_fields),
-            "weights": dict(self.weights),
-            "views": dict(ENTITY_VIEWS),
-            "ranked_by": "strict view: mean F1 over features, then precision, recall, feature wins, name",
-            "ranking": list(self.ranking),
-            "models": {m: self.models[m].to_dict() for m in self.ranking},
-            "feature_winners": {k: v.to_dict() for k, v in self.feature_winners.items()},
-            "warnings": list(self.warnings),
-            "config": dict(self.config),
-        }
+        return self.document(ENTITY_VIEWS, before={"key_fields": list(self.key_fields), "weights": dict(self.weights)})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -537,31 +537,37 @@ class LabelsModelResult(RankedFeatures):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LabelsResult:
+class FeatureViewsResult:
+    """What the `labels` and `entities` results share: models ranked on the strict view of
+    per-feature metrics, with feature winners, warnings and the configuration."""
+
     task: str
-    features: tuple[str, ...]
     n_records: int
-    models: Mapping[str, LabelsModelResult]
+    features: tuple[str, ...]
+    models: Mapping[str, Any]  # model → its result (a `RankedFeatures` with `to_dict()`)
     ranking: tuple[str, ...]
     feature_winners: Mapping[str, FieldWinner]
-    unparsable_truth: Mapping[str, int]
     warnings: tuple[str, ...]
     config: Mapping[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
+    def document(self, views: Mapping[str, str], *, before: Mapping[str, Any] | None = None,
+                 after: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The `--json` document: `before` goes after the features, `after` after the winners."""
         return {
-            "task": self.task,
-            "n_records": self.n_records,
-            "features": list(self.features),
-            "views": dict(VIEWS),
-            "ranked_by": "strict view: mean F1 over features, then precision, recall, feature wins, name",
-            "ranking": list(self.ranking),
-            "models": {m: self.models[m].to_dict() for m in self.ranking},
-            "feature_winners": {k: v.to_dict() for k, v in self.feature_winners.items()},
-            "unparsable_truth": dict(self.unparsable_truth),
-            "warnings": list(self.warnings),
-            "config": dict(self.config),
+            "task": self.task, "n_records": self.n_records, "features": list(self.features), **(before or {}),
+            "views": dict(views), "ranked_by": "strict view: mean F1 over features, then precision, recall, feature wins, name",
+            "ranking": list(self.ranking), "models": {m: self.models[m].to_dict() for m in self.ranking},
+            "feature_winners": {k: v.to_dict() for k, v in self.feature_winners.items()}, **(after or {}),
+            "warnings": list(self.warnings), "config": dict(self.config),
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelsResult(FeatureViewsResult):
+    unparsable_truth: Mapping[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.document(VIEWS, after={"unparsable_truth": dict(self.unparsable_truth)})
 
 
 # ---------------------------------------------------------------------------------------------
