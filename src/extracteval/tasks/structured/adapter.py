@@ -197,7 +197,26 @@ def check_ids(ids: Sequence[str], n: int, what: str) -> list[str]:
 # ---- the adapter ---------------------------------------------------------------------------
 
 
-class StructuredAdapter(CellPredictions):
+class DecisionTrackAdapter(CellPredictions):
+    """What the `structured` and `toolcalls` adapters share: per record, counts summed over the
+    record (`count_sums`) and 0/1 verdicts (`count_flags`) in the order of the task's counts
+    class (`counts_order()`, which each subclass gives), from which every metric of `interval_metrics` is computed again."""
+
+    count_sums: tuple[str, ...]
+    count_flags: tuple[str, ...]
+
+    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
+        from extracteval.mlflow.intervals import decision_count_table
+
+        return decision_count_table(path, self.count_sums, self.count_flags, order=self.counts_order())
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        from extracteval.mlflow.intervals import decision_count_metric
+
+        return decision_count_metric(f"{self.task}/", metric, columns, params) if metric in self.interval_metrics else None
+
+
+class StructuredAdapter(DecisionTrackAdapter):
     task = "structured"
     model_type = "structured-output"
     about = "raw JSON output vs reference: validity, extraction, exact match, field P/R/F1"  # what the task scores (`extracteval tasks`)
@@ -206,21 +225,17 @@ class StructuredAdapter(CellPredictions):
     interval_metrics = tuple(f"structured/{m}" for m in ("field_f1", "field_precision", "field_recall", "exact_match_rate", "json_valid_rate",
                                                         "strict_json_valid_rate", "json_extracted_rate"))
 
-    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
-        """Per record: tp, fp, fn over the flattened paths, and valid / extracted / exact as 0/1."""
-        from extracteval.mlflow.intervals import decision_count_table
+    # per record: tp, fp, fn over the flattened paths, and valid / extracted / exact as 0/1
+    count_sums = ("tp", "fp", "fn")
+    count_flags = ("valid", "extracted", "exact")
 
+    def counts_order(self) -> list[str]:
         from dataclasses import fields
 
         from extracteval.tasks.structured.semantics import StructuredCounts
 
-        return decision_count_table(path, ("tp", "fp", "fn"), ("valid", "extracted", "exact"),
-                                    order=[f.name for f in fields(StructuredCounts)])
+        return [f.name for f in fields(StructuredCounts)]
 
-    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        from extracteval.mlflow.intervals import decision_count_metric
-
-        return decision_count_metric("structured/", metric, columns, params) if metric in self.interval_metrics else None
     config_keys: Mapping[str, str] = {
         "list_matching": "positional (default) or optimal: align list items by optimal assignment before flattening",
         "value_match": "exact (canonical JSON leaves, default) or normalized (case, whitespace, number and date formats)",

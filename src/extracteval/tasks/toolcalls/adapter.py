@@ -32,8 +32,8 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
-from extracteval.mlflow.predictions_file import CellPredictions
 from extracteval.tasks.structured.adapter import (
+    DecisionTrackAdapter,
     check_ids,
     decision_metrics,
     decision_namespace,
@@ -85,7 +85,7 @@ class ToolcallRun:
         return int(self.generic.n_records)
 
 
-class ToolcallsAdapter(CellPredictions):
+class ToolcallsAdapter(DecisionTrackAdapter):
     task = "toolcalls"
     model_type = "tool-calling"
     about = "function calls: name and argument match, call accuracy, BFCL's checker"  # what the task scores (`extracteval tasks`)
@@ -94,22 +94,18 @@ class ToolcallsAdapter(CellPredictions):
     interval_metrics = tuple(f"toolcalls/{m}" for m in ("call_accuracy", "args_f1", "args_precision", "args_recall", "valid_call_rate",
                                                        "name_match_rate", "args_exact_rate"))
 
-    def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
-        """Per record: reference calls, name and argument matches, argument tp / fp / fn, and
-        valid / correct (the checker's verdict) as 0/1."""
-        from extracteval.mlflow.intervals import decision_count_table
+    # per record: reference calls, name and argument matches, argument tp / fp / fn, and valid /
+    # correct (the checker's verdict) as 0/1
+    count_sums = ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn")
+    count_flags = ("valid", "correct")
 
+    def counts_order(self) -> list[str]:
         from dataclasses import fields
 
         from extracteval.tasks.toolcalls.semantics import ToolCallCounts
 
-        return decision_count_table(path, ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn"), ("valid", "correct"),
-                                    order=[f.name for f in fields(ToolCallCounts)])
+        return [f.name for f in fields(ToolCallCounts)]
 
-    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        from extracteval.mlflow.intervals import decision_count_metric
-
-        return decision_count_metric("toolcalls/", metric, columns, params) if metric in self.interval_metrics else None
     config_keys: Mapping[str, str] = {
         "possible_answer": "read the targets as BFCL possible answers {func: {param: [acceptable values]}} (false)",
         "value_match": "exact (canonical JSON argument leaves, default) or normalized (shared normaliser)",
