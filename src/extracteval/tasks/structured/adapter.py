@@ -200,10 +200,19 @@ def check_ids(ids: Sequence[str], n: int, what: str) -> list[str]:
 class DecisionTrackAdapter(CellPredictions):
     """What the `structured` and `toolcalls` adapters share: per record, counts summed over the
     record (`count_sums`) and 0/1 verdicts (`count_flags`) in the order of the task's counts
-    class (`counts_order()`, which each subclass gives), from which every metric of `interval_metrics` is computed again."""
+    class (`counts_class`: module and name, imported when needed), from which every metric of
+    `interval_metrics` is computed again."""
 
     count_sums: tuple[str, ...]
     count_flags: tuple[str, ...]
+    counts_class: tuple[str, str]
+
+    def counts_order(self) -> list[str]:
+        from dataclasses import fields
+        from importlib import import_module
+
+        module, name = self.counts_class
+        return [f.name for f in fields(getattr(import_module(module), name))]
 
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         from extracteval.mlflow.intervals import decision_count_table
@@ -229,12 +238,7 @@ class StructuredAdapter(DecisionTrackAdapter):
     count_sums = ("tp", "fp", "fn")
     count_flags = ("valid", "extracted", "exact")
 
-    def counts_order(self) -> list[str]:
-        from dataclasses import fields
-
-        from extracteval.tasks.structured.semantics import StructuredCounts
-
-        return [f.name for f in fields(StructuredCounts)]
+    counts_class = ("extracteval.tasks.structured.semantics", "StructuredCounts")
 
     config_keys: Mapping[str, str] = {
         "list_matching": "positional (default) or optimal: align list items by optimal assignment before flattening",

@@ -99,12 +99,7 @@ class ToolcallsAdapter(DecisionTrackAdapter):
     count_sums = ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn")
     count_flags = ("valid", "correct")
 
-    def counts_order(self) -> list[str]:
-        from dataclasses import fields
-
-        from extracteval.tasks.toolcalls.semantics import ToolCallCounts
-
-        return [f.name for f in fields(ToolCallCounts)]
+    counts_class = ("extracteval.tasks.toolcalls.semantics", "ToolCallCounts")
 
     config_keys: Mapping[str, str] = {
         "possible_answer": "read the targets as BFCL possible answers {func: {param: [acceptable values]}} (false)",
