@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from extracteval.mlflow.keys import KeyMap
     from extracteval.mlflow.predictions_file import LoggedPredictions
 
-__all__ = ["COMMON_CONFIG_KEYS", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks", "run_params", "strategies_param"]
+__all__ = ["COMMON_CONFIG_KEYS", "shared_config_keys", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks", "run_params", "strategies_param"]
 
 
 # the exact model_types of the MLflow contract; the first task listed for a model_type is its default
@@ -222,6 +222,22 @@ COMMON_CONFIG_KEYS: Mapping[str, str] = {
     "figures": "log figures (default true)",
     "col_mapping": "MLflow's column renaming (handled by mlflow.models.evaluate)",
 }
+
+
+# evaluator_config keys that several tasks accept, with the one meaning they have in each
+_SHARED_CONFIG_KEYS: Mapping[str, str] = {
+    "zero_division": "value of an undefined ratio (0.0)",
+    "null_tokens": "strings meaning absent (list or comma-separated)",
+    "dayfirst": "read 01/02/2024 as 1 February (false)",
+    "fuzzy_scorer": "rapidfuzz scorer name (ratio)",
+    "default_strategy": "strategy of fields not listed (EXACT)",
+}
+
+
+def shared_config_keys(*names: str) -> dict[str, str]:
+    """These keys of the evaluator_config keys several tasks accept, with their meaning (for a
+    task adapter's `config_keys`)."""
+    return {n: _SHARED_CONFIG_KEYS[n] for n in names}
 
 
 def check_config(config: Mapping[str, Any], task_keys: Mapping[str, str], task: str, *, where: str = "evaluator_config",

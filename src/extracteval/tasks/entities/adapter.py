@@ -32,8 +32,8 @@ from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.adapter_parts import closing_sections
-from extracteval.tasks.labels.adapter import FeatureViewsAdapter, _short, is_blank, json_param, label_count_metric, label_count_table
-from extracteval.mlflow.tasks import Scored, Section, run_params
+from extracteval.tasks.labels.adapter import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
+from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
 __all__ = ["ADAPTER", "EntitiesAdapter", "truth_frame"]
 
@@ -100,25 +100,19 @@ class EntitiesAdapter(FeatureViewsAdapter):
                                      counts=np.concatenate([table.counts, np.zeros((len(missing), len(table.columns)), dtype=table.counts.dtype)]))
         return table
 
-    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        return label_count_metric("entities/", metric, columns, params)
     config_keys: Mapping[str, str] = {
         "features": "score only these entity fields (list)",
         "key_fields": "fields the alignment similarity uses (list; default: weighted fields, else all)",
         "weights": "alignment weight per key field: mapping {field: weight} or a JSON/YAML file path",
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|SEMANTIC|IGNORE} or a JSON/YAML file path",
-        "default_strategy": "strategy of fields not listed (EXACT)",
         "types": "per-field value type: mapping {field: auto|category|text|number|date}",
         "match_threshold": "minimum weighted similarity of a matched pair (0.5)",
         "fuzzy_threshold": "FUZZY value counts as correct at ≥ this (0.85)",
         "semantic_threshold": "SEMANTIC value counts as correct at ≥ this (0.80)",
         "similarity": "backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge",
         "similarity_options": "options of the similarity backend (mapping; no API keys)",
-        "fuzzy_scorer": "rapidfuzz scorer name (ratio)",
         "entities_key": "key of the entity list when a cell is an object such as {\"entities\": […]} (`entities`)",
-        "null_tokens": "strings meaning missing (list or comma-separated)",
-        "dayfirst": "read 01/02/2024 as 1 February (false)",
-        "zero_division": "value of an undefined ratio (0.0)",
+        **shared_config_keys("default_strategy", "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division"),
     }
 
     # ---- scoring ---------------------------------------------------------------------------

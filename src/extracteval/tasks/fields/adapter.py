@@ -21,7 +21,7 @@ from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_se
                                               rank_metrics, winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
-from extracteval.mlflow.tasks import Scored, Section, run_params, strategies_param
+from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
 
 if TYPE_CHECKING:  # pragma: no cover
     from extracteval.mlflow.early import EarlyWork
@@ -300,18 +300,14 @@ class FieldsAdapter:
         return (item_macro_metric if view == "overall" else prf_metric)(columns, which, zero_division=zero_division_param(params))
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
-        "default_strategy": "strategy of fields not listed (EXACT)",
         "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",
-        "fuzzy_scorer": "rapidfuzz scorer name (ratio)",
-        "null_tokens": "strings meaning absent (list or comma-separated)",
-        "dayfirst": "read 01/02/2024 as 1 February (false)",
-        "zero_division": "value of an undefined ratio (0.0)",
         "bootstrap": "bootstrap resamples for intervals; 0 = off (1000)",
         "confidence": "interval coverage (0.95)",
         "seed": "bootstrap seed (0)",
         "fields": "score only these fields (list)",
         "min_records": "warn below this many valid records (30)",
         "status_column": "column holding each record's status: ok, pending or error; pending and error are excluded (default: `status` when present)",
+        **shared_config_keys("default_strategy", "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division"),
     }
 
     # ---- scoring -------------------------------------------------------------------------------

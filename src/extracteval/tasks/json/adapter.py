@@ -29,7 +29,7 @@ from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
-from extracteval.mlflow.tasks import Scored, Section, run_params, strategies_param
+from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
 
 __all__ = ["ADAPTER", "JsonAdapter"]
 
@@ -201,17 +201,15 @@ class JsonAdapter(CellPredictions):
         "strategies": "per-field strategy: mapping {field or path: EXACT|FUZZY|SEMANTIC|IGNORE} or a JSON/YAML file path",
         "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",
         "semantic_threshold": "SEMANTIC match threshold in [0, 1] (0.80)",
-        "fuzzy_scorer": "rapidfuzz scorer name (ratio)",
         "weights": "RQS weights {accuracy, completeness, hallucination, safety} (0.45/0.25/0.15/0.15)",
         "clamp": "RQS interval [low, high] ([0, 1])",
         "flatten": "classify nested paths (a.b, items[0]) instead of top-level keys (false)",
-        "null_tokens": "strings meaning absent (list or comma-separated)",
-        "dayfirst": "read 01/02/2024 as 1 February (false)",
         "default_safety": "safety score of a record without one (1.0)",
         "safety_key": "key of a prediction object holding its safety score (safety_score)",
         "similarity": "backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge",
         "similarity_options": "options of the similarity backend (mapping; no API keys)",
         "status_column": "column holding each record's status: ok, pending or error; pending and error are excluded (default: `status` when present)",
+        **shared_config_keys("fuzzy_scorer", "null_tokens", "dayfirst"),
     }
 
     # ---- scoring -------------------------------------------------------------------------------

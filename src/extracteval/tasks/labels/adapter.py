@@ -35,7 +35,7 @@ from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.tasks import Scored, Section, run_params
+from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
 __all__ = ["ADAPTER", "LabelsAdapter", "FeatureViewsAdapter", "view_metrics_keys", "feature_item_rows"]
 
@@ -122,6 +122,9 @@ class FeatureViewsAdapter(CellPredictions):
 
     def item_names(self, scored: Scored) -> Sequence[str]:
         return list(scored.result.features)
+
+    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
+        return label_count_metric(f"{self.prefix}/", metric, columns, params)
 
     def view_metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
         """Both views' metrics (`<prefix>/…`, `feature/<f>/…`; `<other>/<prefix>/…`,
@@ -233,17 +236,13 @@ class LabelsAdapter(FeatureViewsAdapter):
             np.concatenate([truth[tp], truth[fn], pred[fp]]), np.repeat(np.array(["tp", "fn", "fp"], dtype=object), [tp.sum(), fn.sum(), fp.sum()]),
             rows=(ids, feature))
 
-    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        return label_count_metric("labels/", metric, columns, params)
     config_keys: Mapping[str, str] = {
         "types": "per-feature type: mapping {feature: auto|category|text|number|date}",
         "positive_labels": "per-feature label reported one-vs-rest instead of the macro average: mapping {feature: label}",
         "features": "score only these features (list)",
         "label_name": "feature name when each record holds one label instead of an object (`label`)",
-        "null_tokens": "strings meaning missing (list or comma-separated)",
-        "dayfirst": "read 01/02/2024 as 1 February (false)",
-        "zero_division": "value of an undefined ratio (0.0)",
         "status_column": "column holding each record's status: ok, pending or error; pending and error rows are not predictions (default: `status` when present)",
+        **shared_config_keys("null_tokens", "dayfirst", "zero_division"),
     }
 
     # ---- scoring ---------------------------------------------------------------------------

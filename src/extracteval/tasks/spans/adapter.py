@@ -31,7 +31,7 @@ from extracteval.mlflow.predictions_file import CellPredictions, prediction_cell
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
 from extracteval.tasks.spans.records import chunk_rows, count_frame, expand_chunk_rows
 from extracteval.tasks.json.adapter import _is_missing
-from extracteval.mlflow.tasks import Scored, Section, run_params
+from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
 __all__ = ["ADAPTER", "SpansAdapter"]
 
@@ -178,11 +178,11 @@ class SpansAdapter(CellPredictions):
     config_keys: Mapping[str, str] = {
         "threshold": "main relaxed threshold in [0, 1] (0.5; 0.5 and 0.8 are always reported)",
         "iou_weight": "weight of IoU in the relaxed score; TextSim gets 1 − w (0.65)",
-        "zero_division": "value of an undefined ratio (0.0)",
         "examples": "examples kept per error kind (5)",
         "bootstrap": "bootstrap resamples of documents for intervals; 0 = off (1000)",
         "confidence": "interval coverage (0.95)",
         "seed": "bootstrap seed (0)",
+        **shared_config_keys("zero_division"),
     }
 
     # ---- scoring -------------------------------------------------------------------------------

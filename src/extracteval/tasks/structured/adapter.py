@@ -25,7 +25,7 @@ from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import closing_sections, parent_head, rank_metrics, winner_kind_metrics
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.tasks import Scored, Section, run_params
+from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
 __all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table", "worst_items"]
 
@@ -243,7 +243,7 @@ class StructuredAdapter(DecisionTrackAdapter):
     config_keys: Mapping[str, str] = {
         "list_matching": "positional (default) or optimal: align list items by optimal assignment before flattening",
         "value_match": "exact (canonical JSON leaves, default) or normalized (case, whitespace, number and date formats)",
-        "zero_division": "value of an undefined ratio (0.0)",
+        **shared_config_keys("zero_division"),
     }
 
     # ---- scoring -------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from extracteval.tasks.structured.adapter import (
     worst_items,
     write_raw_outputs,
 )
-from extracteval.mlflow.tasks import Scored, Section
+from extracteval.mlflow.tasks import Scored, Section, shared_config_keys
 
 __all__ = ["ADAPTER", "ToolcallsAdapter", "ToolcallRun"]
 
@@ -104,7 +104,7 @@ class ToolcallsAdapter(DecisionTrackAdapter):
     config_keys: Mapping[str, str] = {
         "possible_answer": "read the targets as BFCL possible answers {func: {param: [acceptable values]}} (false)",
         "value_match": "exact (canonical JSON argument leaves, default) or normalized (shared normaliser)",
-        "zero_division": "value of an undefined ratio (0.0)",
+        **shared_config_keys("zero_division"),
     }
 
     # ---- scoring -------------------------------------------------------------------------------
