@@ -225,13 +225,13 @@ COMMON_CONFIG_KEYS: Mapping[str, str] = {
 
 
 # evaluator_config keys that several tasks accept, with the one meaning they have in each
-_SHARED_CONFIG_KEYS: Mapping[str, str] = {
-    "zero_division": "value of an undefined ratio (0.0)",
-    "null_tokens": "strings meaning absent (list or comma-separated)",
-    "dayfirst": "read 01/02/2024 as 1 February (false)",
-    "fuzzy_scorer": "rapidfuzz scorer name (ratio)",
-    "default_strategy": "strategy of fields not listed (EXACT)",
-}
+_SHARED_CONFIG_KEYS: Mapping[str, str] = dict(
+    zero_division="value of an undefined ratio (0.0)",
+    null_tokens="strings meaning absent (list or comma-separated)",
+    dayfirst="read 01/02/2024 as 1 February (false)",
+    fuzzy_scorer="rapidfuzz scorer name (ratio)",
+    default_strategy="strategy of fields not listed (EXACT)",
+)
 
 
 def shared_config_keys(*names: str) -> dict[str, str]:
