@@ -20,10 +20,36 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from extracteval.mlflow.keys import KeyMap
 
-__all__ = ["WINNER_KINDS", "is_winner", "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
+__all__ = ["frame_ids", "WINNER_KINDS", "is_winner", "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
            "adjacent_ranks_section", "closing_sections"]
 
 WINNER_KINDS = ("sole", "shared", "universal", "none")
+
+
+def frame_ids(ids: Sequence[Any], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], truth_source: str, *,
+              status: Mapping[str, Sequence[Any]] | None = None, nonempty: bool = False) -> list[str]:
+    """The record ids of a `score_frame` call as text, once it is checked that they are unique
+    and that every column (targets, each model's predictions and statuses) has one cell per
+    record; `nonempty`: a dataset without rows is refused too."""
+    from extracteval.errors import InputError
+
+    ids = [str(i) for i in ids]
+    if len(targets) != len(ids):
+        raise InputError(f"{truth_source}: {len(targets)} targets for {len(ids)} records.")
+    if nonempty and not ids:
+        raise InputError(f"{truth_source}: the dataset has no rows.")
+    if len(set(ids)) != len(ids):
+        seen: dict[str, int] = {}
+        for row, rid in enumerate(ids):
+            if rid in seen:
+                raise InputError(f"{truth_source}: record id {rid!r} appears twice (rows {seen[rid]} and {row}); ids must be unique "
+                                 "(set evaluator_config `id_column`).")
+            seen[rid] = row
+    for what, columns in (("predictions", predictions), ("status", status or {})):
+        for name, cells in columns.items():
+            if cells is not None and len(cells) != len(ids):
+                raise InputError(f"{what} of model {name!r}: {len(cells)} values for {len(ids)} records.")
+    return ids
 
 
 def is_winner(winner: Any, model: str) -> bool:

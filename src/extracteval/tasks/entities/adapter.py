@@ -31,7 +31,7 @@ from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.adapter_parts import closing_sections
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids
 from extracteval.tasks.labels.adapter import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
@@ -267,14 +267,7 @@ class EntitiesAdapter(FeatureViewsAdapter):
         cfg, sim_name, sim_opts = self.build_config(config)
         backend = get_similarity(sim_name, **sim_opts)
         key = str(config.get("entities_key") or "entities")
-        ids = [str(i) for i in ids]
-        if len(targets) != len(ids):
-            raise InputError(f"{truth_source}: {len(targets)} targets for {len(ids)} records.")
-        if not ids:
-            raise InputError(f"{truth_source}: the dataset has no rows.")
-        dup = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
-        if dup:
-            raise InputError(f"{truth_source}: record ids must be unique; found {len(dup)} duplicated: {', '.join(repr(d) for d in dup[:5])}.")
+        ids = frame_ids(ids, targets, predictions, truth_source, nonempty=True)
         truth: dict[str, list[Any]] = {}
         for r, v in zip(ids, targets):
             parsed = self._cell(v, key)
@@ -285,8 +278,6 @@ class EntitiesAdapter(FeatureViewsAdapter):
         preds = []
         invalid: dict[str, list[str]] = {}
         for name, cells in predictions.items():
-            if len(cells) != len(ids):
-                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
             records: dict[str, list[Any]] = {}
             for r, v in zip(ids, cells):
                 parsed = self._cell(v, key)

@@ -17,7 +17,7 @@ from extracteval.io import parquet_rows
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.io.parquet_rows import row_group_ids
-from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, is_winner, parent_head,
+from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner, parent_head,
                                               rank_metrics, winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
@@ -418,17 +418,13 @@ class FieldsAdapter:
         from extracteval.tasks.fields.semantics import ModelPredictions, score_fields
 
         cfg = self.build_config(config)
-        ids = [str(i) for i in ids]
+        ids = frame_ids(ids, targets, predictions, truth_source, status=status)
         truth_rows = [read_record(v, what=truth_source, record=r, strict=True)[0] for r, v in zip(ids, targets)]
         truth = pd.DataFrame.from_records(truth_rows, index=pd.Index(ids, name="id"))
         preds = []
         invalid: dict[str, list[str]] = {}
         for name, cells in predictions.items():
-            if len(cells) != len(ids):
-                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
             given = (status or {}).get(name)
-            if given is not None and len(given) != len(ids):
-                raise InputError(f"status of model {name!r}: {len(given)} values for {len(ids)} records.")
             rows, kept, statuses = [], [], []
             for i, (r, v) in enumerate(zip(ids, cells)):
                 parsed, st, problem = read_record(v, what=f"predictions of model {name!r}", record=r, strict=False)

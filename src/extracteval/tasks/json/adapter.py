@@ -26,7 +26,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
@@ -396,22 +396,11 @@ class JsonAdapter(CellPredictions):
 
         cfg, sim_name, sim_opts = self.build_config(config)
         backend = get_similarity(sim_name, **sim_opts)
-        ids = [str(i) for i in ids]
-        if len(targets) != len(ids):
-            raise InputError(f"{truth_source}: {len(targets)} targets for {len(ids)} records.")
-        seen: dict[str, int] = {}
-        for row, rid in enumerate(ids):
-            if rid in seen:
-                raise InputError(f"{truth_source}: record id {rid!r} appears in rows {seen[rid]} and {row}; ids must be unique (evaluator_config `id_column`).")
-            seen[rid] = row
+        ids = frame_ids(ids, targets, predictions, truth_source, status=status)
         truth = {rid: _parse_object(v, what=truth_source, record=rid, strict=True) for rid, v in zip(ids, targets)}
         preds = []
         for name, cells in predictions.items():
-            if len(cells) != len(ids):
-                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
             given = (status or {}).get(name)
-            if given is not None and len(given) != len(ids):
-                raise InputError(f"status of model {name!r}: {len(given)} values for {len(ids)} records.")
             records: dict[str, Any] = {}
             safety: dict[str, float] = {}
             statuses: dict[str, str] = {}

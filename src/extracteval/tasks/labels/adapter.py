@@ -32,7 +32,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -385,11 +385,7 @@ class LabelsAdapter(FeatureViewsAdapter):
 
         cfg = self.build_config(config)
         label_name = str(config.get("label_name") or "label")
-        ids = [str(i) for i in ids]
-        if len(targets) != len(ids):
-            raise InputError(f"{truth_source}: {len(targets)} targets for {len(ids)} records.")
-        if not ids:
-            raise InputError(f"{truth_source}: the dataset has no rows.")
+        ids = frame_ids(ids, targets, predictions, truth_source, status=status, nonempty=True)
         objects = [_object_cell(v) for v in targets]
         per_object = objects[0] is not None
         rows: list[dict[str, Any]] = []
@@ -410,11 +406,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         invalid: dict[str, list[str]] = {}
         not_predicted: dict[str, list[str]] = {}
         for name, cells in predictions.items():
-            if len(cells) != len(ids):
-                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
             given = (status or {}).get(name)
-            if given is not None and len(given) != len(ids):
-                raise InputError(f"status of model {name!r}: {len(given)} values for {len(ids)} records.")
             keep, prow = [], []
             for i, (r, v) in enumerate(zip(ids, cells)):
                 obj = _object_cell(v) if per_object else None

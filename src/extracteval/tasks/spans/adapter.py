@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, is_winner, parent_head,
+from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner, parent_head,
                                               rank_metrics, winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
@@ -317,14 +317,7 @@ class SpansAdapter(CellPredictions):
         from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet
 
         cfg = self.build_config(config)
-        ids = [str(i) for i in ids]
-        if len(targets) != len(ids):
-            raise InputError(f"{truth_source}: {len(targets)} targets for {len(ids)} records.")
-        seen: dict[str, int] = {}
-        for row, rid in enumerate(ids):
-            if rid in seen:
-                raise InputError(f"{truth_source}: record id {rid!r} appears in rows {seen[rid]} and {row}; ids must be unique (evaluator_config `id_column`).")
-            seen[rid] = row
+        ids = frame_ids(ids, targets, predictions, truth_source)
         gold_rows: dict[str, tuple[str | None, list[tuple[int, int, str, str | None]]]] = {}
         for rid, cell in zip(ids, targets):
             try:
@@ -346,8 +339,6 @@ class SpansAdapter(CellPredictions):
         pred_rows: dict[str, dict[str, list[tuple[int, int, str, str | None]]]] = {}
         invalid: dict[str, dict[str, Any]] = {}
         for name, cells in predictions.items():
-            if len(cells) != len(ids):
-                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
             rows: dict[str, list[tuple[int, int, str, str | None]]] = {}
             bad_outputs: list[str] = []
             bad_spans = 0

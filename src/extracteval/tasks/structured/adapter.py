@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import closing_sections, parent_head, rank_metrics, winner_kind_metrics
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, parent_head, rank_metrics, winner_kind_metrics
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -182,18 +182,6 @@ def write_raw_outputs(outputs: Mapping[str, Any] | None, path: Any) -> bool:
     return True
 
 
-def check_ids(ids: Sequence[str], n: int, what: str) -> list[str]:
-    ids = [str(i) for i in ids]
-    if len(ids) != n:
-        raise InputError(f"{what}: {n} values for {len(ids)} record ids.")
-    seen: set[str] = set()
-    for i in ids:
-        if i in seen:
-            raise InputError(f"{what}: record id {i!r} appears twice; ids must be unique (set evaluator_config `id_column`).")
-        seen.add(i)
-    return ids
-
-
 # ---- the adapter ---------------------------------------------------------------------------
 
 
@@ -328,7 +316,7 @@ class StructuredAdapter(DecisionTrackAdapter):
         from extracteval.tasks.structured.semantics import loads_any_depth, score_structured
 
         cfg = self.build_config(config)
-        ids = check_ids(ids, len(targets), truth_source)
+        ids = frame_ids(ids, targets, predictions, truth_source)
         truth: dict[str, Any] = {}
         for rid, v in zip(ids, targets):
             v = plain(v)
@@ -344,8 +332,6 @@ class StructuredAdapter(DecisionTrackAdapter):
             truth[rid] = v
         preds: dict[str, dict[str, Any]] = {}
         for name, cells in predictions.items():
-            if len(cells) != len(ids):
-                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
             preds[name] = {rid: plain(v) for rid, v in zip(ids, cells)}
         result = score_structured(truth, preds, config=cfg)
         doc = result.to_dict()

@@ -30,11 +30,10 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import closing_sections, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.tasks.structured.adapter import (
     DecisionTrackAdapter,
-    check_ids,
     decision_metrics,
     decision_namespace,
     decision_params,
@@ -172,7 +171,7 @@ class ToolcallsAdapter(DecisionTrackAdapter):
 
         cfg = self.build_config(config)
         possible = bool(config.get("possible_answer", False))
-        ids = check_ids(ids, len(targets), truth_source)
+        ids = frame_ids(ids, targets, predictions, truth_source)
         truth: dict[str, Any] = {}
         key_fn = cfg.key_fn()
         for rid, v in zip(ids, targets):
@@ -189,8 +188,6 @@ class ToolcallsAdapter(DecisionTrackAdapter):
             truth[rid] = v
         preds: dict[str, dict[str, Any]] = {}
         for name, cells in predictions.items():
-            if len(cells) != len(ids):
-                raise InputError(f"predictions of model {name!r}: {len(cells)} values for {len(ids)} records.")
             preds[name] = {rid: plain(v) for rid, v in zip(ids, cells)}
         result = score_toolcalls(truth, preds, possible_answer=possible, config=cfg)
         doc = result.to_dict()
