@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from extracteval.core.jsonparse import FAST_PARSER, loads_fast
 from extracteval.errors import InputError
 
-__all__ = ["loads", "jsonl_values", "cap_depth", "MAX_VALUE_DEPTH", "check_record_keys", "check_json_file_keys", "repeated_keys"]
+__all__ = ["loads", "jsonl_values", "jsonl_text_values", "cap_depth", "MAX_VALUE_DEPTH", "check_record_keys", "check_json_file_keys", "repeated_keys"]
 
 _NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -45,22 +45,35 @@ def jsonl_values(path: Path, *, records: bool = False, unique_keys: bool = False
     check_regular_file(path)
     try:
         with path.open(encoding=text_encoding(path)) as fh:
-            for i, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    value = loads(line)
-                except ValueError as e:
-                    raise InputError(f"{path}: line {i}: not valid JSON ({e}); expected one JSON object per line.") from None
-                if records and isinstance(value, dict):
-                    check_table_record(path, f"line {i}", line, value)
-                elif unique_keys:
-                    check_record_keys(path, f"line {i}", line, value)
-                yield i, value
+            yield from _line_values(path, fh, records=records, unique_keys=unique_keys, streamed=True)
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: expected UTF-8 text, but found byte 0x{e.object[e.start]:02x}; save the file as UTF-8.") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied; cannot read the file.") from None
+
+
+def jsonl_text_values(path: Path, text: str, *, records: bool = False, unique_keys: bool = False) -> Iterator[tuple[int, str, Any]]:
+    """(line number, line, parsed value) of each non-blank line of JSONL `text` read from
+    `path`, checked as `jsonl_values` checks them (invalid JSON names the file and line)."""
+    yield from _line_values(path, text.splitlines(), records=records, unique_keys=unique_keys, streamed=False, with_line=True)
+
+
+def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys: bool, streamed: bool,
+                 with_line: bool = False) -> Iterator[Any]:
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = loads(line)
+        except ValueError as e:
+            problem = (f"not valid JSON ({e}); expected one JSON object per line" if streamed
+                       else f"expected one JSON object per line, but the line is not valid JSON ({e})")
+            raise InputError(f"{path}: line {i}: {problem}.") from None
+        if records and isinstance(value, dict):
+            check_table_record(path, f"line {i}", line, value)
+        elif unique_keys:
+            check_record_keys(path, f"line {i}", line, value)
+        yield (i, line, value) if with_line else (i, value)
 
 
 _KEY_COLON = re.compile(r'"\s*:')

@@ -20,7 +20,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import json_list_value
-from extracteval.io.json_text import cap_depth, check_table_record, loads, repeated_key_error, repeated_keys
+from extracteval.io.json_text import cap_depth, jsonl_text_values, loads, repeated_key_error, repeated_keys
 from extracteval.io.text_files import BOM_CODECS, UNICODE_BOMS, check_regular_file, read_error, text_encoding
 
 __all__ = [
@@ -267,16 +267,9 @@ def _parse_json_lists(col: pd.Series) -> pd.Series:
 
 def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
     rows = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = loads(line)
-        except ValueError as e:
-            raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
+    for i, _, obj in jsonl_text_values(p, text, records=True):
         if not isinstance(obj, dict):
             raise InputError(f"{p}: line {i}: expected a JSON object, but found {type(obj).__name__}.")
-        check_table_record(p, f"line {i}", line, obj)
         rows.append(obj)
     if not rows:
         raise InputError(f"{p}: the file has no records.")

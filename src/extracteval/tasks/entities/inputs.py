@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
-from extracteval.io.json_text import cap_depth, check_json_file_keys, loads, check_record_keys
+from extracteval.io.json_text import cap_depth, check_json_file_keys, jsonl_text_values, loads
 from extracteval.io.config import model_files, models_in_file, parse_model_spec
 from extracteval.io.tables import load_fields_table, read_table, read_text
 
@@ -159,16 +159,9 @@ def read_entity_records(
                     raise InputError(f"{p}: record [{i}]: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
                 rows.append((f"record [{i}]", rec))
         else:
-            for i, line in enumerate(text.splitlines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = loads(line)
-                except ValueError as e:
-                    raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
+            for i, _, rec in jsonl_text_values(p, text, unique_keys=True):
                 if not isinstance(rec, dict):
                     raise InputError(f"{p}: line {i}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
-                check_record_keys(p, f"line {i}", line, rec)
                 rows.append((f"line {i}", rec))
     if not rows:
         raise InputError(f"{p}: the file has no records.")

@@ -28,7 +28,7 @@ import pandas as pd
 from extracteval.tasks.json.semantics import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import models_in_file, parse_model_spec
-from extracteval.io.json_text import loads as _loads, check_json_file_keys, check_record_keys
+from extracteval.io.json_text import loads as _loads, check_json_file_keys, jsonl_text_values
 from extracteval.io.tables import load_fields_table, read_text
 
 __all__ = ["LoadedJson", "read_json_records", "load_json_inputs"]
@@ -77,16 +77,7 @@ def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
             return [(f"record {k!r}", {"id": k, **v} if isinstance(v, dict) and "id" not in v else {"id": k, "__value__": v})
                     for k, v in obj.items()]
         raise InputError(f"{p}: expected a JSON array of records (or an object mapping id → record), but found {type(obj).__name__}.")
-    out = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = _loads(line)
-        except ValueError as e:
-            raise InputError(f"{p}: line {i}: expected one JSON object per line, but the line is not valid JSON ({e}).") from None
-        check_record_keys(p, f"line {i}", line, value)
-        out.append((f"line {i}", value))
+    out = [(f"line {i}", value) for i, _, value in jsonl_text_values(p, text, unique_keys=True)]
     if not out:
         raise InputError(f"{p}: the file has no records.")
     return out
