@@ -40,21 +40,26 @@ example:
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from extracteval.io.decision_options import add_decision_arguments
-    from extracteval.report.live_progress import add_progress_argument
-
     p.add_argument("--truth", required=True, metavar="FILE", help="reference JSON per record (id + reference)")
     p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE", help="a model's raw outputs (id + output); repeat per model")
     p.add_argument("--list-matching", choices=("positional", "optimal"), default="positional", help="align list items by position (default) or by optimal assignment")
     p.add_argument("--value-match", choices=("exact", "normalized"), default="exact", help="compare leaves as canonical JSON (default) or normalised values")
+    add_track_arguments(p)
+
+
+def add_track_arguments(p: argparse.ArgumentParser) -> None:
+    """The options `score structured` and `score toolcalls` share: zero division, the extended
+    metrics, progress, the baseline-vs-candidate decision, output and scale."""
+    from extracteval.io.decision_options import add_decision_arguments
+    from extracteval.io.scale_options import add_scale_arguments
+    from extracteval.report.live_progress import add_progress_argument
+
     p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
     add_extended_arguments(p)
     add_progress_argument(p)
     add_decision_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
-    from extracteval.io.scale_options import add_scale_arguments
-
     add_scale_arguments(p)
 
 

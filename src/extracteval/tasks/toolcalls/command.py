@@ -42,9 +42,7 @@ examples:
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from extracteval.io.decision_options import add_decision_arguments
-    from extracteval.report.live_progress import add_progress_argument
-    from extracteval.tasks.structured.command import add_extended_arguments
+    from extracteval.tasks.structured.command import add_track_arguments
 
     p.add_argument("--checker", choices=("generic", "bfcl"), default="generic", help="generic metrics (default) or BFCL-compatible verdicts")
     p.add_argument("--truth", action="append", required=True, metavar="FILE",
@@ -58,15 +56,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "function-calling models, and leave it off for prompt models")
     p.add_argument("--possible-answer", action="store_true", help="generic: read the truth as BFCL possible answers (automatic for a `ground_truth` key)")
     p.add_argument("--value-match", choices=("exact", "normalized"), default="exact", help="generic: compare argument leaves as canonical JSON (default) or normalised values")
-    p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
-    add_extended_arguments(p)
-    add_progress_argument(p)
-    add_decision_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
-    from extracteval.io.scale_options import add_scale_arguments
-
-    add_scale_arguments(p)
+    add_track_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
