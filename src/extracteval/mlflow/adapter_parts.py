@@ -112,11 +112,10 @@ def winners_table(winners: Mapping[str, Any], item: str, *, best: str | None = "
 def adjacent_ranks_section(comparisons: Sequence[Mapping[str, Any]], metric: str) -> Section:
     """The report's list of adjacent-rank differences (`comparisons` as the result document has
     them), each with its interval and verdict; `metric` names the F1 compared."""
-    return Section(title=f"Adjacent ranks (paired bootstrap of the {metric} difference)", items=[
-        f"{c['higher']} vs {c['lower']}: ΔF1 {100 * c['difference']['estimate']:+.1f} points, "
-        f"CI [{100 * c['difference']['low']:+.1f}, {100 * c['difference']['high']:+.1f}] — {c['verdict']}"
-        for c in comparisons
-    ])
+    from extracteval.report.terminal import comparison_line
+
+    return Section(title=f"Adjacent ranks (paired bootstrap of the {metric} difference)",
+                   items=[comparison_line(c, confidence=False) for c in comparisons])
 
 
 def closing_sections(warnings: Sequence[str], config: Any, *, then: Sequence[Section] = ()) -> list[Section]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from extracteval.core.ranking import format_wins
 
-__all__ = ["table", "percent", "render_fields"]
+__all__ = ["table", "percent", "comparison_line", "render_fields"]
 
 _ANSI = {"green": "32", "yellow": "33", "red": "31", "blue": "34", "bold": "1", "dim": "2"}
 
@@ -44,6 +44,15 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, align: str |
     return "\n".join(lines)
 
 
+def comparison_line(c: Any, *, confidence: bool = True) -> str:
+    """One adjacent-rank comparison of a result document (`comparisons`): the F1 difference in
+    points, its interval (with its confidence level when asked) and the verdict."""
+    d = c["difference"]
+    level = f"{int(round(100 * d['confidence']))}% " if confidence else ""
+    return (f"{c['higher']} vs {c['lower']}: ΔF1 {100 * d['estimate']:+.1f} points, "
+            f"{level}CI [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] — {c['verdict']}")
+
+
 def render_fields(doc: dict[str, Any], *, use_colour: bool = False) -> str:
     """The terminal view of a `fields` result document (`FieldsResult.to_dict()`)."""
     models = doc["models"]
@@ -70,12 +79,7 @@ def render_fields(doc: dict[str, Any], *, use_colour: bool = False) -> str:
     if doc.get("comparisons"):
         out.append("")
         out.append("Adjacent ranks (paired bootstrap of the overall F1 difference):")
-        for c in doc["comparisons"]:
-            d = c["difference"]
-            out.append(
-                f"  {c['higher']} vs {c['lower']}: ΔF1 {100 * d['estimate']:+.1f} points, "
-                f"{int(round(100 * d['confidence']))}% CI [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] — {c['verdict']}"
-            )
+        out += ["  " + comparison_line(c) for c in doc["comparisons"]]
     out.append("")
     out.append("Per field (F1; winner):")
     frows, fcols = [], []

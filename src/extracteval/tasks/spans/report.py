@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from extracteval.report.terminal import colour, percent, table
+from extracteval.report.terminal import colour, comparison_line, percent, table
 
 __all__ = ["conlleval_lines", "render_spans"]
 
@@ -95,12 +95,7 @@ def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
         out.append(table(headers, rows, align="ll" + "r" * (len(headers) - 4) + "ll", colours=cols, use_colour=use_colour))
         if doc.get("comparisons"):
             out.append("Adjacent ranks (documents resampled, paired bootstrap of the exact micro F1 difference):")
-            for c in doc["comparisons"]:
-                d = c["difference"]
-                out.append(
-                    f"  {c['higher']} vs {c['lower']}: ΔF1 {100 * d['estimate']:+.1f} points, "
-                    f"{int(round(100 * d['confidence']))}% CI [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] — {c['verdict']}"
-                )
+            out += ["  " + comparison_line(c) for c in doc["comparisons"]]
         out.append("")
     for m in ranking:
         r = models[m]
