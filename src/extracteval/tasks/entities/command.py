@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.common_options import add_normalization_arguments, add_result_arguments
 from extracteval.tasks.entities.options import build_config, judge_counts, streaming_similarity  # noqa: F401
-from extracteval.io.outputs import add_safe_csv_argument
 from extracteval.report.console import print_result
 
 HELP = "multi-entity extraction: optimal entity alignment, entity P/R/F1, per-feature metrics"
@@ -59,15 +59,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", metavar="NAME", help="judge model name (or EXTRACTEVAL_JUDGE_MODEL)")
     p.add_argument("--entities-key", default="entities", metavar="NAME", help="key of the entity list in each record (default: entities)")
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id key (default: id)")
-    p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "missing" (default: not present,n/a,na,none,null,-)')
-    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+    add_normalization_arguments(p, null_meaning="missing")
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
-    add_safe_csv_argument(p)
-    from extracteval.io.scale_options import add_scale_arguments
-
-    add_scale_arguments(p)
+    add_result_arguments(p, writes="result.json and feature_metrics.csv")
 
 
 def score(args: argparse.Namespace, *, records_path: Path | None = None) -> tuple[Any, dict[str, Any]]:

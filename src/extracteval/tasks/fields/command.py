@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from extracteval.io.outputs import add_safe_csv_argument
-from extracteval.io.scale_options import add_scale_arguments, spark_session
+from extracteval.io.common_options import add_normalization_arguments, add_result_arguments
+from extracteval.io.scale_options import spark_session
 from extracteval.report.console import json_default, print_result
 
 HELP = "field-level P/R/F1/accuracy per model, field winners and ranking"
@@ -38,16 +38,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keys", metavar="FILE", help="Kleister in.tsv(.xz): document names and the keys asked of each")
     p.add_argument("--fields", metavar="A,B", help="score only these fields")
     p.add_argument("--fuzzy-threshold", type=float, metavar="X", help="FUZZY match threshold (default 0.85)")
-    p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "absent" (default: not present,n/a,na,none,null,-)')
-    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+    add_normalization_arguments(p)
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--no-ci", action="store_true", help="skip bootstrap confidence intervals")
     p.add_argument("--resamples", type=int, metavar="N", help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, metavar="N", help="bootstrap seed (default 0)")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    p.add_argument("--output", metavar="DIR", help="write result.json, per-field CSV and per-record Parquet to DIR")
-    add_safe_csv_argument(p)
-    add_scale_arguments(p)
+    add_result_arguments(p, writes="result.json, per-field CSV and per-record Parquet")
 
 
 

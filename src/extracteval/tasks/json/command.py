@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.common_options import add_normalization_arguments, add_result_arguments
 from extracteval.tasks.json.options import CONFIG_KEYS, build_config, strategy_file_options  # noqa: F401
 from extracteval.tasks.json.options import with_judge as _with_judge
-from extracteval.io.outputs import add_safe_csv_argument
 from extracteval.report.console import json_default, print_result
 
 HELP = "JSON outputs vs golden JSON: key buckets, completeness, hallucination, accuracy, RQS"
@@ -51,16 +51,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--id-key", default="id", metavar="NAME", help="record id key/column (default: id)")
     p.add_argument("--safety-key", metavar="NAME", help="per-record safety score key/column (default: safety_score)")
     p.add_argument("--default-safety", type=float, metavar="X", help="safety score of records without one (default 1.0)")
-    p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "absent" (default: not present,n/a,na,none,null,-)')
-    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+    add_normalization_arguments(p)
     p.add_argument("--records", choices=("auto", "all", "none"), default="auto",
                    help="per-record rows in --json: auto (up to 10,000 model×record rows), all, none")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    p.add_argument("--output", metavar="DIR", help="write result.json, field_accuracy.csv, records.parquet, buckets.parquet to DIR")
-    add_safe_csv_argument(p)
-    from extracteval.io.scale_options import add_scale_arguments
-
-    add_scale_arguments(p)
+    add_result_arguments(p, writes="result.json, field_accuracy.csv, records.parquet, buckets.parquet")
 
 
 def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.common_options import add_normalization_arguments, add_result_arguments
 from extracteval.tasks.labels.options import build_config
 from extracteval.tasks.labels.options import chosen_features as _features
-from extracteval.io.outputs import add_safe_csv_argument
 from extracteval.report.console import print_result
 
 HELP = "per-feature one-vs-rest P/R/F1/specificity, micro accuracy and row accuracy"
@@ -44,15 +44,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--positive-label", action="append", default=[], metavar="FEATURE=LABEL",
                    help="report this label's one-vs-rest metrics for the feature (binary) instead of the macro average")
     p.add_argument("--config", metavar="FILE", help='JSON/YAML: {"types": {…}, "positive_labels": {…}, "null_tokens": […], "dayfirst": …, "zero_division": …}')
-    p.add_argument("--null-tokens", metavar="A,B", help='strings meaning "missing" (default: not present,n/a,na,none,null,-)')
-    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+    add_normalization_arguments(p, null_meaning="missing")
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    p.add_argument("--output", metavar="DIR", help="write result.json and feature_metrics.csv to DIR")
-    add_safe_csv_argument(p)
-    from extracteval.io.scale_options import add_scale_arguments
-
-    add_scale_arguments(p)
+    add_result_arguments(p, writes="result.json and feature_metrics.csv")
 
 
 def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:

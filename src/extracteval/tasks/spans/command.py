@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from extracteval.io.outputs import add_safe_csv_argument
+from extracteval.io.common_options import add_result_arguments
 from extracteval.tasks.spans.options import load_corpus, scheme_name, spans_config
 from extracteval.report.console import print_result
 
@@ -51,12 +51,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-ci", action="store_true", help="skip bootstrap confidence intervals")
     p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples of documents (default 1000)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    p.add_argument("--output", metavar="DIR", help="write result.json, tag_metrics.csv and f1_vs_threshold.png to DIR")
-    add_safe_csv_argument(p)
-    from extracteval.io.scale_options import add_scale_arguments
-
-    add_scale_arguments(p)
+    add_result_arguments(p, writes="result.json, tag_metrics.csv and f1_vs_threshold.png")
 
 
 def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.common_options import add_result_arguments
 from extracteval.report.console import print_result
 from extracteval.tasks.structured.pipeline import (
     chunked_document,
@@ -51,16 +52,13 @@ def add_track_arguments(p: argparse.ArgumentParser) -> None:
     """The options `score structured` and `score toolcalls` share: zero division, the extended
     metrics, progress, the baseline-vs-candidate decision, output and scale."""
     from extracteval.io.decision_options import add_decision_arguments
-    from extracteval.io.scale_options import add_scale_arguments
     from extracteval.report.live_progress import add_progress_argument
 
     p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
     add_extended_arguments(p)
     add_progress_argument(p)
     add_decision_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    p.add_argument("--output", metavar="DIR", help="write result.json and records.jsonl (per-record counts) to DIR")
-    add_scale_arguments(p)
+    add_result_arguments(p, writes="result.json and records.jsonl (per-record counts)", safe_csv=False)
 
 
 def add_extended_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,28 @@
+"""Options several `score <task>` commands take alike, added to a parser in one place (importing
+this module is cheap: `--help` loads no table library)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_normalization_arguments", "add_result_arguments"]
+
+
+def add_normalization_arguments(p: argparse.ArgumentParser, *, null_meaning: str = "absent") -> None:
+    """--null-tokens and --dayfirst: how values are read (`null_meaning`: the word the help
+    uses for what a null token stands for)."""
+    p.add_argument("--null-tokens", metavar="A,B", help=f'strings meaning "{null_meaning}" (default: not present,n/a,na,none,null,-)')
+    p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+
+
+def add_result_arguments(p: argparse.ArgumentParser, *, writes: str, safe_csv: bool = True) -> None:
+    """The options about a command's result: --json, --output DIR (`writes` says what it writes
+    there), --safe-csv when it writes CSV, and the scale options."""
+    from extracteval.io.outputs import add_safe_csv_argument
+    from extracteval.io.scale_options import add_scale_arguments
+
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    p.add_argument("--output", metavar="DIR", help=f"write {writes} to DIR")
+    if safe_csv:
+        add_safe_csv_argument(p)
+    add_scale_arguments(p)
