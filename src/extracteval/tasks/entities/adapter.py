@@ -27,11 +27,10 @@ from typing import Any
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.io.config import normalization_keys
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, given_options, task_config
 from extracteval.tasks.labels.adapter import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
@@ -219,7 +218,6 @@ class EntitiesAdapter(FeatureViewsAdapter):
     def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
         """(EntitiesConfig, similarity backend name, backend options) from evaluator_config options."""
         from extracteval.tasks.entities.semantics import EntitiesConfig
-        from extracteval.core.normalize import NormalizationConfig
         from extracteval.core.strategies import parse_strategy_map
         from extracteval.io.config import load_mapping, similarity_settings
 
@@ -238,18 +236,9 @@ class EntitiesAdapter(FeatureViewsAdapter):
             v = config.get(k)
             if v is not None:
                 opts[k] = [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
-        for k in ("default_strategy", "match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division"):
-            if config.get(k) is not None:
-                opts[k] = config[k]
-        norm: dict[str, Any] = {}
-        norm.update(normalization_keys(config))
-        if norm:
-            opts["normalization"] = NormalizationConfig(**norm)
+        opts.update(given_options(config, ("default_strategy", "match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division")))
         sim_name, sim_opts = similarity_settings(config, source="evaluator_config")
-        try:
-            return EntitiesConfig(**opts), sim_name, sim_opts
-        except TypeError as e:
-            raise InputError(f"evaluator_config: {e}") from None
+        return task_config(EntitiesConfig, opts, config), sim_name, sim_opts
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

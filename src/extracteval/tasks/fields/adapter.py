@@ -14,11 +14,10 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.tasks.fields.records import _COUNT_KEYS, records_frame_of  # noqa: F401 - records_frame_of is this module's API too
 from extracteval.io import parquet_rows
-from extracteval.io.config import normalization_keys
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.io.parquet_rows import row_group_ids
-from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner, parent_head,
-                                              rank_metrics, winner_kind_metrics, winners_table)
+from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, given_options, is_winner,
+                                              parent_head, rank_metrics, task_config, winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
@@ -382,7 +381,6 @@ class FieldsAdapter:
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.tasks.fields.semantics import FieldsConfig
-        from extracteval.core.normalize import NormalizationConfig
         from extracteval.tasks.fields.options import strategy_file_options
         from extracteval.core.strategies import parse_strategy_map
 
@@ -397,16 +395,9 @@ class FieldsAdapter:
             if not isinstance(strategies, Mapping):
                 raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
             opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
-        for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence", "seed", "min_records"):
-            if k in config and config[k] is not None:
-                opts[k] = config[k]
-        norm.update(normalization_keys(config))
-        if norm:
-            opts["normalization"] = NormalizationConfig(**norm)
-        try:
-            return FieldsConfig(**opts)
-        except TypeError as e:  # a wrongly typed option
-            raise InputError(f"evaluator_config: {e}") from None
+        opts.update(given_options(config, ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence",
+                                           "seed", "min_records")))
+        return task_config(FieldsConfig, opts, config, normalization=norm)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
+                                              winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
@@ -336,7 +336,6 @@ class JsonAdapter(CellPredictions):
     def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
         """(JsonConfig, similarity backend name, backend options) from evaluator_config options."""
         from extracteval.tasks.json.semantics import JsonConfig, RQSWeights
-        from extracteval.core.normalize import NormalizationConfig
         from extracteval.core.strategies import parse_strategy_map
         from extracteval.tasks.json.options import strategy_file_options
         from extracteval.io.config import similarity_settings
@@ -355,9 +354,7 @@ class JsonAdapter(CellPredictions):
             if not isinstance(strategies, Mapping):
                 raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
             opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
-        for k in ("fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "default_safety", "safety_key"):
-            if config.get(k) is not None:
-                opts[k] = config[k]
+        opts.update(given_options(config, ("fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "default_safety", "safety_key")))
         if config.get("flatten") is not None:
             opts["flatten"] = bool(config["flatten"])
         if config.get("clamp") is not None:
@@ -370,17 +367,11 @@ class JsonAdapter(CellPredictions):
             if bad:
                 raise InputError(f"evaluator_config `weights`: unknown RQS weights {bad}; expected accuracy, completeness, hallucination, safety.")
             opts["weights"] = RQSWeights(**dict(weights))
-        norm.update(normalization_keys(config))
-        if norm:
-            opts["normalization"] = NormalizationConfig(**norm)
         if file_sim is not None and config.get("similarity") is None and config.get("similarity_options") is None:
             sim_name, sim_opts = file_sim[0], dict(file_sim[1])
         else:
             sim_name, sim_opts = similarity_settings(config, source="evaluator_config")
-        try:
-            return JsonConfig(**opts), sim_name, sim_opts
-        except TypeError as e:  # a wrongly typed option
-            raise InputError(f"evaluator_config: {e}") from None
+        return task_config(JsonConfig, opts, config, normalization=norm), sim_name, sim_opts
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.io.config import normalization_keys
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
+                                              winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -348,7 +348,6 @@ class LabelsAdapter(FeatureViewsAdapter):
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.tasks.labels.semantics import LabelsConfig
-        from extracteval.core.normalize import NormalizationConfig
 
         opts: dict[str, Any] = {}
         for k in ("types", "positive_labels"):
@@ -358,16 +357,8 @@ class LabelsAdapter(FeatureViewsAdapter):
             if not isinstance(v, Mapping):
                 raise InputError(f"evaluator_config `{k}`: expected a mapping of feature to value, but got {type(v).__name__}.")
             opts[k] = dict(v)
-        if config.get("zero_division") is not None:
-            opts["zero_division"] = config["zero_division"]
-        norm: dict[str, Any] = {}
-        norm.update(normalization_keys(config))
-        if norm:
-            opts["normalization"] = NormalizationConfig(**norm)
-        try:
-            return LabelsConfig(**opts)
-        except TypeError as e:
-            raise InputError(f"evaluator_config: {e}") from None
+        opts.update(given_options(config, ("zero_division",)))
+        return task_config(LabelsConfig, opts, config)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

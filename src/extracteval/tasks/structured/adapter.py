@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, parent_head, rank_metrics, winner_kind_metrics
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, given_options, parent_head, rank_metrics, task_config, winner_kind_metrics
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -297,16 +297,7 @@ class StructuredAdapter(DecisionTrackAdapter):
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.tasks.structured.semantics import StructuredConfig
 
-        opts = {k: config[k] for k in ("list_matching", "value_match", "zero_division") if config.get(k) is not None}
-        if "zero_division" in opts:
-            try:
-                opts["zero_division"] = float(opts["zero_division"])
-            except (TypeError, ValueError):
-                raise InputError(f"evaluator_config `zero_division`: expected a number in [0, 1], but got {opts['zero_division']!r}.") from None
-        try:
-            return StructuredConfig(**opts)
-        except TypeError as e:
-            raise InputError(f"evaluator_config: {e}") from None
+        return task_config(StructuredConfig, given_options(config, ("list_matching", "value_match", "zero_division"), numbers=("zero_division",)))
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
+                                              winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.tasks.structured.adapter import (
     DecisionTrackAdapter,
@@ -147,19 +148,11 @@ class ToolcallsAdapter(DecisionTrackAdapter):
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.tasks.toolcalls.semantics import ToolCallConfig
 
-        opts = {k: config[k] for k in ("value_match", "zero_division") if config.get(k) is not None}
-        if "zero_division" in opts:
-            try:
-                opts["zero_division"] = float(opts["zero_division"])
-            except (TypeError, ValueError):
-                raise InputError(f"evaluator_config `zero_division`: expected a number in [0, 1], but got {opts['zero_division']!r}.") from None
+        opts = given_options(config, ("value_match", "zero_division"), numbers=("zero_division",))
         pa = config.get("possible_answer", False)
         if not isinstance(pa, (bool, np.bool_)):
             raise InputError(f"evaluator_config `possible_answer`: expected true or false, but got {pa!r}.")
-        try:
-            return ToolCallConfig(**opts)
-        except TypeError as e:
-            raise InputError(f"evaluator_config: {e}") from None
+        return task_config(ToolCallConfig, opts)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str
