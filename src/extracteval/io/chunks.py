@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.io.scale_options import check_chunk_size
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
 from extracteval.io.json_text import jsonl_values
@@ -61,8 +62,7 @@ def _check_file(p: Path) -> None:
 
 def iter_frames(path: str | Path, *, chunk_size: int, delimiter: str | None = None) -> Iterator[FrameChunk]:
     """Yield a file's rows `chunk_size` at a time, with the values `read_table` would give."""
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    check_chunk_size(chunk_size)
     p = Path(path)
     _check_file(p)
     suffix = _suffix(p)

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extracteval.io.scale_options import check_chunk_size
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
 from extracteval.io.config import model_files
 from extracteval.io.json_text import jsonl_values
 from extracteval.io.text_files import check_regular_file
 
-__all__ = ["KeyedChunk", "keyed_record", "iter_keyed", "KeyedStream", "open_keyed_stream"]
+__all__ = ["KeyedChunk", "keyed_record", "iter_keyed", "KeyedStream", "jsonl_stream_files", "open_keyed_stream"]
 
 
 @dataclass(frozen=True)
@@ -128,16 +129,22 @@ class KeyedStream:
         for truth, preds in merge_by_id(streams, names, self.chunk_size):
             yield KeyedChunk(truth=truth, predictions=preds)
 
-def open_keyed_stream(
-    truth: str, predictions: Sequence[str], *, chunk_size: int, truth_keys: Sequence[str], output_keys: Sequence[str],
-    truth_value: Callable[[Path, int, str, dict[str, Any], str], Any],
-) -> KeyedStream:
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+def jsonl_stream_files(truth: str, predictions: Sequence[str], chunk_size: int) -> dict[str, str]:
+    """Model name → file of the `NAME=FILE` specs, once the chunk size and every file (the
+    truth's too) are checked as JSONL files a stream can read."""
+    check_chunk_size(chunk_size)
     _check_jsonl(Path(truth))
     models = {name: str(path) for name, path in model_files(predictions).items()}
     for path in models.values():
         _check_jsonl(Path(path))
+    return models
+
+
+def open_keyed_stream(
+    truth: str, predictions: Sequence[str], *, chunk_size: int, truth_keys: Sequence[str], output_keys: Sequence[str],
+    truth_value: Callable[[Path, int, str, dict[str, Any], str], Any],
+) -> KeyedStream:
+    models = jsonl_stream_files(truth, predictions, chunk_size)
     return KeyedStream(truth=str(truth), models=models, chunk_size=chunk_size, truth_keys=tuple(truth_keys),
                        output_keys=tuple(output_keys), truth_value=truth_value)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_scale_arguments", "scale_engine", "spark_session"]
+__all__ = ["add_scale_arguments", "check_chunk_size", "scale_engine", "spark_session"]
 
 
 def add_scale_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,6 +20,14 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
                    help="local (default) or spark: score on a Spark cluster (pip install 'extracteval[spark]')")
     g.add_argument("--spark-master", metavar="URL", help="Spark master for --engine spark (default: the session's, or local[*])")
     g.add_argument("--spark-partitions", type=int, metavar="N", help="repartition the joined data into N partitions (--engine spark)")
+
+
+def check_chunk_size(chunk_size: int, unit: str = "records") -> None:
+    """Refuse a --chunk-size that is not a positive number of `unit` (records, sentences)."""
+    if chunk_size < 1:
+        from extracteval.errors import InputError
+
+        raise InputError(f"Expected --chunk-size to be a positive number of {unit}, but got {chunk_size}.")
 
 
 def scale_engine(args: argparse.Namespace) -> str:

@@ -20,10 +20,9 @@ from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
-from extracteval.io.config import model_files
 from extracteval.tasks.entities.inputs import _entity_list
 from extracteval.io.json_text import jsonl_values
-from extracteval.io.keyed_chunks import _check_jsonl, merge_by_id
+from extracteval.io.keyed_chunks import _check_jsonl, jsonl_stream_files, merge_by_id
 
 __all__ = ["EntitiesChunk", "entity_record_id", "iter_entity_records", "EntitiesStream", "open_entities_stream"]
 
@@ -92,10 +91,5 @@ class EntitiesStream:
 
 def open_entities_stream(truth: str, predictions: Sequence[str], *, chunk_size: int, id_column: str = "id",
                          entities_key: str = "entities") -> EntitiesStream:
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
-    _check_jsonl(Path(truth))
-    models = {name: str(path) for name, path in model_files(predictions).items()}
-    for path in models.values():
-        _check_jsonl(Path(path))
+    models = jsonl_stream_files(truth, predictions, chunk_size)
     return EntitiesStream(truth=str(truth), models=models, chunk_size=chunk_size, id_column=id_column, entities_key=entities_key)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from extracteval.io.scale_options import check_chunk_size
 from extracteval.tasks.fields.semantics import ModelPredictions
 from extracteval.errors import InputError
 from extracteval.io.chunks import SortedIdMerge, iter_records, table_columns
@@ -101,8 +102,7 @@ def fields_chunk_job(truth: str, predictions: Sequence[str], *, config: Any, fie
     from extracteval.tasks.fields.chunked import FieldsTask
     from extracteval.tasks.fields.semantics import plan_fields
 
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    check_chunk_size(chunk_size)
     stream = open_fields_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter)
     plan = plan_fields(stream.truth_fields, stream.models, config=config, fields=list(fields) if fields else None, truth_source=stream.truth_source)
     return ChunkJob(task=FieldsTask(plan), chunks=stream.chunks(), inputs={"truth": stream.truth_source, "predictions": dict(stream.models)})

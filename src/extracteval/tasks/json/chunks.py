@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.tasks.json.semantics import JsonPredictions
+from extracteval.io.scale_options import check_chunk_size
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
 from extracteval.io.config import model_files
@@ -225,8 +226,7 @@ def open_json_stream(
     truth: str | Path | None, predictions: Sequence[str], *, chunk_size: int, id_key: str = "id", safety_key: str = "safety_score"
 ) -> JsonStream:
     """Check the file names and types; the files are read when the chunks are."""
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    check_chunk_size(chunk_size)
     if not predictions:
         raise InputError("no predictions: give at least one --predictions NAME=FILE.")
     files = ([Path(truth)] if truth is not None else [])

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.io.scale_options import check_chunk_size
 from extracteval.chunked import ChunkScore
 
 __all__ = ["LabelsChunkLedger", "LabelsTask", "score_labels_files", "labels_chunk_job"]
@@ -95,11 +96,9 @@ def labels_chunk_job(truth: str, predictions: list[str], *, config: Any, feature
     """The `ChunkJob` of `score labels --chunk-size`: wide files sorted by id, merged by id."""
     from extracteval.chunked import ChunkJob
     from extracteval.tasks.labels.semantics import resolve_features
-    from extracteval.errors import InputError
     from extracteval.tasks.fields.chunks import open_fields_stream
 
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    check_chunk_size(chunk_size)
     stream = open_fields_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter, trailing_extras=True)
     feats = resolve_features(stream.truth_fields, features, config, stream.truth_source)
     task = LabelsTask(config=config, features=tuple(feats), truth_source=stream.truth_source, sources=dict(stream.models))

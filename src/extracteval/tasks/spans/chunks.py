@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.io.scale_options import check_chunk_size
 from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet
 from extracteval.errors import InputError
 from extracteval.io.json_text import check_record_keys
@@ -161,8 +162,7 @@ class SpansStream:
 
 
 def open_spans_stream(truth: str, predictions: Sequence[tuple[str, Path]], *, chunk_size: int) -> SpansStream:
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+    check_chunk_size(chunk_size)
     for p in [Path(truth), *(p for _, p in predictions)]:
         if not p.exists():
             raise InputError(f"{p}: file not found.")
@@ -374,8 +374,7 @@ def iter_token_chunks(
     sentences of every file; a file that ends before the others is an InputError naming it."""
     from extracteval.tasks.spans.schemes import get_scheme
 
-    if chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of sentences, but got {chunk_size}.")
+    check_chunk_size(chunk_size, "sentences")
     sch = get_scheme(scheme).name
     # (model, or None for a separate truth file; path; tag columns)
     files: list[tuple[str | None, Path, int]] = (
