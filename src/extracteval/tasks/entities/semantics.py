@@ -36,13 +36,13 @@ import pandas as pd
 from extracteval.core.counts import Counts, ratios
 from extracteval.tasks.labels.semantics import (
     _MISSING_KEY,
-    FEATURE_TYPES,
     FeatureLedger,
     FeatureViewsResult,
     ONE_MODEL_NOTE,
     LabelEncoder,
     RankedFeatures,
     ViewMetrics,
+    checked_types,
     display_labels,
     ledger_from_codes,
     rank_on_strict_view,
@@ -154,13 +154,7 @@ class EntitiesConfig:
                 object.__setattr__(self, name, tuple(dict.fromkeys(x.strip() for x in v)))
         if self.key_fields is not None and not self.key_fields:
             raise InputError("key_fields: expected at least one field to align entities on, but got none.")
-        types = {}
-        for k, v in self.types.items():
-            t = str(v).strip().lower()
-            if t not in FEATURE_TYPES:
-                raise InputError(f"type of field {k!r}: expected one of {', '.join(FEATURE_TYPES)}, but got {v!r}.")
-            types[str(k)] = t
-        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "types", checked_types(self.types, "field"))
         if self.max_examples < 0:
             raise InputError(f"Expected `max_examples` ≥ 0, but got {self.max_examples!r}.")
 

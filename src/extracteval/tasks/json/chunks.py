@@ -25,7 +25,7 @@ from extracteval.io.scale_options import check_chunk_size
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
 from extracteval.io.config import model_files
-from extracteval.tasks.json.inputs import _PAIR_EXTRA, _PAIR_KEYS, _canon, _record_id, _safety_value
+from extracteval.tasks.json.inputs import _PAIR_EXTRA, _PAIR_KEYS, _canon, check_pair_keys, _record_id, _safety_value
 from extracteval.io.json_text import jsonl_values
 
 __all__ = ["JsonChunk", "JsonStream", "open_json_stream"]
@@ -106,12 +106,7 @@ def parse_record(p: Path | str, where: str, obj: Any, *, role: str, pairs: bool,
     rid = _record_id(Path(p), where, obj, id_key)
     rec = _Rec(rid=rid, where=where)
     if pairs:
-        extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key})
-        if extra:
-            raise InputError(
-                f"{p}: {where}: this file is in the pairs layout ({{\"{id_key}\", \"truth\", \"prediction\"}}, decided by its "
-                f"first record), but this record has other keys: {extra}."
-            )
+        check_pair_keys(p, where, obj, id_key, safety_key)
         if "model" in obj:
             raise InputError(
                 f"{p}: {where}: a `model` key holds several models in one file; --chunk-size and --engine spark need one file "

@@ -83,6 +83,16 @@ def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
     return out
 
 
+def check_pair_keys(p: Path | str, where: str, obj: dict[str, Any], id_key: str, safety_key: str) -> None:
+    """Refuse a record of a pairs-layout file that has keys the layout does not know."""
+    extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key})
+    if extra:
+        raise InputError(
+            f"{p}: {where}: this file is in the pairs layout ({{\"{id_key}\", \"truth\", \"prediction\"}}, decided by its "
+            f"first record), but this record has other keys: {extra}."
+        )
+
+
 def _record_id(p: Path, where: str, obj: dict[str, Any], id_key: str) -> str:
     if id_key not in obj:
         raise InputError(f"{p}: {where}: no {id_key!r} key; every record needs an id (keys found: {sorted(obj)[:10]}).")
@@ -130,12 +140,7 @@ def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety
             raise InputError(f"{p}: {where}: expected a JSON object as the record, but found {type(obj['__value__']).__name__}.")
         model = ""
         if pairs:
-            extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key})
-            if extra:
-                raise InputError(
-                    f"{p}: {where}: this file is in the pairs layout ({{\"{id_key}\", \"truth\", \"prediction\"}}, decided by its "
-                    f"first record), but this record has other keys: {extra}."
-                )
+            check_pair_keys(p, where, obj, id_key, safety_key)
             if "model" in obj:
                 model = str(obj["model"])
         dup = seen.get((model, rid))

@@ -70,6 +70,18 @@ _MISSING_KEY = "\x00missing"  # sorts first; cannot collide with a canonical key
 # configuration and inputs
 
 
+def checked_types(types: Mapping[Any, Any], item: str) -> dict[str, str]:
+    """Per-`item` value types (`auto`, `category`, …) with names as text and types in lower
+    case; an unknown type is refused by name."""
+    out = {}
+    for k, v in types.items():
+        t = str(v).strip().lower()
+        if t not in FEATURE_TYPES:
+            raise InputError(f"type of {item} {k!r}: expected one of {', '.join(FEATURE_TYPES)}, but got {v!r}.")
+        out[str(k)] = t
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class LabelsConfig:
     """Options of the `labels` task.
@@ -93,13 +105,7 @@ class LabelsConfig:
         zd = self.zero_division
         if not isinstance(zd, (int, float)) or isinstance(zd, bool) or not 0.0 <= float(zd) <= 1.0:
             raise InputError(f"Expected `zero_division` to be a number in [0, 1], but got {zd!r}.")
-        types = {}
-        for k, v in self.types.items():
-            t = str(v).strip().lower()
-            if t not in FEATURE_TYPES:
-                raise InputError(f"type of feature {k!r}: expected one of {', '.join(FEATURE_TYPES)}, but got {v!r}.")
-            types[str(k)] = t
-        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "types", checked_types(self.types, "feature"))
         object.__setattr__(self, "positive_labels", {str(k): v for k, v in self.positive_labels.items()})
 
     def type_of(self, feature: str) -> str:
