@@ -42,6 +42,7 @@ from extracteval.tasks.labels.semantics import (
     LabelEncoder,
     RankedFeatures,
     ViewMetrics,
+    check_model_names,
     checked_types,
     display_labels,
     ledger_from_codes,
@@ -575,16 +576,6 @@ def plan_entities(gold_fields: Sequence[str], cfg: EntitiesConfig, truth_source:
                         key_fields=tuple(key_fields), weights=weights, fields_needed=tuple(dict.fromkeys(scored + key_fields)))
 
 
-def _check_models(preds: Sequence[ModelEntities]) -> None:
-    seen: set[str] = set()
-    for p in preds:
-        if not p.name or not str(p.name).strip():
-            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
-        if p.name in seen:
-            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
-        seen.add(p.name)
-
-
 def _missing_everywhere(f: str, truth_source: str) -> InputError:
     return InputError(
         f"{truth_source}: feature {f!r} is missing in every ground-truth entity; there is nothing to score or "
@@ -598,7 +589,7 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
 
     With `plan` (resolved from the whole truth) these records are a part of the data set: a
     field missing from every gold entity *here* is counted (`gold_missing`), not refused."""
-    _check_models(preds)
+    check_model_names(preds)
     truth = {str(k): v for k, v in truth.items()}
     pred_records = [{str(k): v for k, v in p.records.items()} for p in preds]
     order = sorted(set(truth).union(*[set(r) for r in pred_records]))

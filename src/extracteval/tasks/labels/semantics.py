@@ -600,6 +600,11 @@ def _check_unique(ids: pd.Index, what: str) -> pd.Index:
 def check_models(predictions: Sequence[ModelLabels]) -> None:
     if not predictions:
         raise InputError("no predictions: give at least one model's predictions.")
+    check_model_names(predictions)
+
+
+def check_model_names(predictions: Sequence[Any]) -> None:
+    """Refuse an empty model name and a name given twice (each model's `name` and `source`)."""
     seen: set[str] = set()
     for p in predictions:
         if not p.name or not str(p.name).strip():
