@@ -772,6 +772,40 @@ def _doc_counts(corpus: SpanCorpus, gold: SpanSet, pred: SpanSet, tp_docs: np.nd
     return out
 
 
+def _iou(gold: SpanSet, pred: SpanSet, g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Intersection over union of the offsets of each pair (gold span g[i], predicted span p[i])."""
+    inter = np.minimum(gold.end[g], pred.end[p]) - np.maximum(gold.start[g], pred.start[p])
+    union = np.maximum(gold.end[g], pred.end[p]) - np.minimum(gold.start[g], pred.start[p])
+    return inter / np.maximum(union, 1)
+
+
+def _relaxed_scores(corpus: SpanCorpus, gold: SpanSet, pred: SpanSet, rg: np.ndarray, rp: np.ndarray, exact: np.ndarray,
+                    cfg: SpansConfig) -> tuple[np.ndarray, bool]:
+    """The relaxed score of each same-tag overlapping pair, iou_weight·IoU + text_weight·TextSim
+    (TextSim: rapidfuzz ratio of the span texts, IoU again where a text is unknown; an exact
+    pair scores 1), and whether any pair's TextSim fell back to IoU."""
+    iou = _iou(gold, pred, rg, rp)
+    sim = np.ones(len(rg))
+    fallback = False
+    fuzzy = np.flatnonzero(~exact)
+    if len(fuzzy):
+        gt = corpus.span_texts(gold, rg[fuzzy])
+        pt = corpus.span_texts(pred, rp[fuzzy])
+        known = np.array([a is not None and b is not None for a, b in zip(gt, pt)], dtype=bool)
+        if not known.all():
+            sim[fuzzy[~known]] = iou[fuzzy[~known]]
+            fallback = True
+        if known.any():
+            from extracteval.core.similarity import FuzzySimilarity
+
+            sim[fuzzy[known]] = FuzzySimilarity().similarity(
+                [a for a, k in zip(gt, known) if k], [b for b, k in zip(pt, known) if k]  # type: ignore[misc]
+            )
+    score = cfg.iou_weight * iou + cfg.text_weight * sim
+    score[exact] = 1.0
+    return score, fallback
+
+
 def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[ModelSpans, bool, np.ndarray]:
     """One model's results, whether TextSim had to fall back to IoU, and per-document exact counts."""
     gold = corpus.gold.canonical()
@@ -797,28 +831,8 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     relaxed: dict[str, MatchResult] = {}
     curve: list[CurvePoint] = []
     text_fallback = False
-    inter = np.minimum(gold.end[rg], pred.end[rp]) - np.maximum(gold.start[rg], pred.start[rp])
-    union = np.maximum(gold.end[rg], pred.end[rp]) - np.minimum(gold.start[rg], pred.start[rp])
-    iou = inter / np.maximum(union, 1)
-    score = iou
     if cfg.relaxed:
-        sim = np.ones(len(r_idx))
-        fuzzy = np.flatnonzero(~exact[r_idx])
-        if len(fuzzy):
-            gt = corpus.span_texts(gold, rg[fuzzy])
-            pt = corpus.span_texts(pred, rp[fuzzy])
-            known = np.array([a is not None and b is not None for a, b in zip(gt, pt)], dtype=bool)
-            if not known.all():
-                sim[fuzzy[~known]] = iou[fuzzy[~known]]
-                text_fallback = True
-            if known.any():
-                from extracteval.core.similarity import FuzzySimilarity
-
-                sim[fuzzy[known]] = FuzzySimilarity().similarity(
-                    [a for a, k in zip(gt, known) if k], [b for b, k in zip(pt, known) if k]  # type: ignore[misc]
-                )
-        score = cfg.iou_weight * iou + cfg.text_weight * sim
-        score[exact[r_idx]] = 1.0
+        score, text_fallback = _relaxed_scores(corpus, gold, pred, rg, rp, exact[r_idx], cfg)
         for t in cfg.thresholds:
             chosen = _match(rg, rp, score, t)
             rtp, rfp, rfn = _per_tag(gold.tag[rg[chosen]], gold, pred, nt)
@@ -835,9 +849,7 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     p_free[p[e_chosen]] = False
     # error pairs are ranked by IoU alone, so the breakdown does not depend on relaxed options
     other = ~same_tag
-    ginter = np.minimum(gold.end[g], pred.end[p]) - np.maximum(gold.start[g], pred.start[p])
-    gunion = np.maximum(gold.end[g], pred.end[p]) - np.minimum(gold.start[g], pred.start[p])
-    full_score = ginter / np.maximum(gunion, 1)
+    full_score = _iou(gold, pred, g, p)
     stages = (
         ("type", other & same_bounds),
         ("boundary", same_tag & ~same_bounds),
@@ -994,24 +1006,7 @@ def document_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | Non
         return out
     r_idx = np.flatnonzero(same_tag)
     rg, rp = g[r_idx], p[r_idx]
-    inter = np.minimum(gold.end[rg], pred.end[rp]) - np.maximum(gold.start[rg], pred.start[rp])
-    union = np.maximum(gold.end[rg], pred.end[rp]) - np.minimum(gold.start[rg], pred.start[rp])
-    iou = inter / np.maximum(union, 1)
-    sim = np.ones(len(r_idx))
-    fuzzy = np.flatnonzero(~exact[r_idx])
-    if len(fuzzy):
-        gt = corpus.span_texts(gold, rg[fuzzy])
-        pt = corpus.span_texts(pred, rp[fuzzy])
-        known = np.array([a is not None and b is not None for a, b in zip(gt, pt)], dtype=bool)
-        sim[fuzzy[~known]] = iou[fuzzy[~known]]
-        if known.any():
-            from extracteval.core.similarity import FuzzySimilarity
-
-            sim[fuzzy[known]] = FuzzySimilarity().similarity(
-                [a for a, k in zip(gt, known) if k], [b for b, k in zip(pt, known) if k]  # type: ignore[misc]
-            )
-    score = cfg.iou_weight * iou + cfg.text_weight * sim
-    score[exact[r_idx]] = 1.0
+    score, _ = _relaxed_scores(corpus, gold, pred, rg, rp, exact[r_idx], cfg)
     for t in cfg.thresholds:
         out[_threshold_key(t)] = ledger(rg[_match(rg, rp, score, t)])
     return out
