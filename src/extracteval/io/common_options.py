@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_normalization_arguments", "add_result_arguments"]
+__all__ = ["add_normalization_arguments", "add_result_arguments", "add_similarity_arguments"]
 
 
 def add_normalization_arguments(p: argparse.ArgumentParser, *, null_meaning: str = "absent") -> None:
@@ -13,6 +13,14 @@ def add_normalization_arguments(p: argparse.ArgumentParser, *, null_meaning: str
     uses for what a null token stands for)."""
     p.add_argument("--null-tokens", metavar="A,B", help=f'strings meaning "{null_meaning}" (default: not present,n/a,na,none,null,-)')
     p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+
+
+def add_similarity_arguments(p: argparse.ArgumentParser) -> None:
+    """--similarity and the options of its backends (a local embedding model, an LLM judge)."""
+    p.add_argument("--similarity", metavar="NAME", help="backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge")
+    p.add_argument("--embedding-model", metavar="DIR", help="local sentence-transformers model folder for --similarity embedding (never downloads)")
+    p.add_argument("--judge-base-url", metavar="URL", help="OpenAI-compatible endpoint for --similarity llm_judge (or EXTRACTEVAL_JUDGE_BASE_URL)")
+    p.add_argument("--judge-model", metavar="NAME", help="judge model name (or EXTRACTEVAL_JUDGE_MODEL)")
 
 
 def add_result_arguments(p: argparse.ArgumentParser, *, writes: str, safe_csv: bool = True) -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from extracteval.io.common_options import add_normalization_arguments, add_result_arguments
+from extracteval.io.common_options import add_normalization_arguments, add_result_arguments, add_similarity_arguments
 from extracteval.tasks.entities.options import build_config, judge_counts, streaming_similarity  # noqa: F401
 from extracteval.report.console import print_result
 
@@ -53,10 +53,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--match-threshold", type=float, metavar="X", help="minimum weighted similarity of a matched pair (default 0.5)")
     p.add_argument("--fuzzy-threshold", type=float, metavar="X", help="FUZZY value counts as correct at ≥ X (default 0.85)")
     p.add_argument("--semantic-threshold", type=float, metavar="X", help="SEMANTIC value counts as correct at ≥ X (default 0.80)")
-    p.add_argument("--similarity", metavar="NAME", help="backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge")
-    p.add_argument("--embedding-model", metavar="DIR", help="local sentence-transformers model folder for --similarity embedding (never downloads)")
-    p.add_argument("--judge-base-url", metavar="URL", help="OpenAI-compatible endpoint for --similarity llm_judge (or EXTRACTEVAL_JUDGE_BASE_URL)")
-    p.add_argument("--judge-model", metavar="NAME", help="judge model name (or EXTRACTEVAL_JUDGE_MODEL)")
+    add_similarity_arguments(p)
     p.add_argument("--entities-key", default="entities", metavar="NAME", help="key of the entity list in each record (default: entities)")
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id key (default: id)")
     add_normalization_arguments(p, null_meaning="missing")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from extracteval.io.common_options import add_normalization_arguments, add_result_arguments
+from extracteval.io.common_options import add_normalization_arguments, add_result_arguments, add_similarity_arguments
 from extracteval.tasks.json.options import CONFIG_KEYS, build_config, strategy_file_options  # noqa: F401
 from extracteval.tasks.json.options import with_judge as _with_judge
 from extracteval.report.console import json_default, print_result
@@ -40,10 +40,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="a model's outputs (repeat per model); a bare FILE is named after its `model` key or file name")
     p.add_argument("--strategies", metavar="FILE",
                    help='JSON/YAML: {"field": "EXACT|FUZZY|SEMANTIC|IGNORE", …} or {"strategies": {…}, "fuzzy_threshold": …, "weights": {…}, …}')
-    p.add_argument("--similarity", metavar="NAME", help="backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge")
-    p.add_argument("--embedding-model", metavar="DIR", help="local sentence-transformers model folder for --similarity embedding (never downloads)")
-    p.add_argument("--judge-base-url", metavar="URL", help="OpenAI-compatible endpoint for --similarity llm_judge (or EXTRACTEVAL_JUDGE_BASE_URL)")
-    p.add_argument("--judge-model", metavar="NAME", help="judge model name (or EXTRACTEVAL_JUDGE_MODEL)")
+    add_similarity_arguments(p)
     p.add_argument("--fuzzy-threshold", type=float, metavar="X", help="FUZZY match threshold (default 0.85)")
     p.add_argument("--semantic-threshold", type=float, metavar="X", help="SEMANTIC match threshold (default 0.80)")
     p.add_argument("--weights", metavar="K=V,…", help="RQS weights, e.g. accuracy=0.45,completeness=0.25,hallucination=0.15,safety=0.15")
