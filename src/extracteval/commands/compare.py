@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from extracteval.io.common_options import add_bootstrap_arguments, add_tracking_uri_argument
+
 HELP = "baseline run vs candidate run from the tracking store: gap, verdict, paired interval"
 DESCRIPTION = """\
 Decide between two logged runs: gap = baseline − candidate on a metric (default: the task's
@@ -32,11 +34,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--experiment", metavar="NAME", help="look RUN up by run name or model name in this experiment")
     p.add_argument("--recommend-threshold", type=float, default=0.15, metavar="X", help="gap above which fine-tuning is recommended (default 0.15)")
     p.add_argument("--moderate-threshold", type=float, default=0.05, metavar="X", help="gap from which the difference is moderate (default 0.05)")
-    p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    add_bootstrap_arguments(p)
     p.add_argument("--allow-different-truth", action="store_true", help="compare runs scored against different ground truth (no interval)")
     p.add_argument("--json", action="store_true", help="print the decision as one JSON document")
-    p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+    add_tracking_uri_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:

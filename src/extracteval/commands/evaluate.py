@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from extracteval.io.common_options import add_tracking_uri_argument
+
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
@@ -55,7 +57,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         g = tp.add_argument_group(_MLFLOW_OPTIONS_HELP)
         g.add_argument("--experiment", required=True, metavar="NAME", help="MLflow experiment (created when missing)")
         g.add_argument("--run-name", metavar="NAME", help="name of the run (the parent run when several models are compared)")
-        g.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+        add_tracking_uri_argument(g)
         g.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
         tp.set_defaults(_run=run, _evaluate_task=task)
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from extracteval.io.common_options import add_bootstrap_arguments, add_tracking_uri_argument
 from extracteval.io.outputs import add_safe_csv_argument
 
 HELP = "rank the model runs of an MLflow experiment (latest per model): tie-breaks, field winners, fairness, intervals"
@@ -61,9 +62,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-ci", action="store_true", help="skip the bootstrap intervals (no artifact downloads)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG charts")
     add_safe_csv_argument(p)
-    p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
-    p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+    add_bootstrap_arguments(p)
+    add_tracking_uri_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:

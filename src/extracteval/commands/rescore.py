@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from extracteval.io.common_options import add_tracking_uri_argument
+
 HELP = "re-score a logged run's predictions against edited ground truth (new linked run)"
 DESCRIPTION = """\
 Re-score the predictions a model run logged (extracteval/predictions.parquet), of any task,
@@ -30,7 +32,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", metavar="DIR", help="keep the local copy of the new run's results here")
     p.add_argument("--no-figures", action="store_true", help="skip the figures of the new run")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+    add_tracking_uri_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,8 +4,9 @@ this module is cheap: `--help` loads no table library)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-__all__ = ["add_normalization_arguments", "add_result_arguments", "add_similarity_arguments"]
+__all__ = ["add_bootstrap_arguments", "add_normalization_arguments", "add_result_arguments", "add_similarity_arguments", "add_tracking_uri_argument"]
 
 
 def add_normalization_arguments(p: argparse.ArgumentParser, *, null_meaning: str = "absent") -> None:
@@ -13,6 +14,19 @@ def add_normalization_arguments(p: argparse.ArgumentParser, *, null_meaning: str
     uses for what a null token stands for)."""
     p.add_argument("--null-tokens", metavar="A,B", help=f'strings meaning "{null_meaning}" (default: not present,n/a,na,none,null,-)')
     p.add_argument("--dayfirst", action="store_true", help="read 01/02/2024 as 1 February")
+
+
+def add_bootstrap_arguments(p: Any, *, resampled: str = "", defaults: bool = True) -> None:
+    """--resamples and --seed of the bootstrap intervals (`resampled`: what is drawn, said in
+    the help; `defaults`: whether the parser sets 1000 and 0 itself or leaves them to the
+    configuration)."""
+    p.add_argument("--resamples", type=int, default=1000 if defaults else None, metavar="N", help=f"bootstrap resamples{resampled} (default 1000)")
+    p.add_argument("--seed", type=int, default=0 if defaults else None, metavar="N", help="bootstrap seed (default 0)")
+
+
+def add_tracking_uri_argument(p: Any) -> None:
+    """--tracking-uri of the commands that read or write an MLflow tracking store."""
+    p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
 
 
 def add_similarity_arguments(p: argparse.ArgumentParser) -> None:

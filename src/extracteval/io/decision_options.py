@@ -27,8 +27,9 @@ def add_decision_arguments(p: argparse.ArgumentParser, *, required: bool = False
                    help="metric of the gap (default: the task's primary metric, field_f1 for structured, call_accuracy for toolcalls)")
     p.add_argument("--recommend-threshold", type=float, default=0.15, metavar="X", help="gap above which fine-tuning is recommended (default 0.15)")
     p.add_argument("--moderate-threshold", type=float, default=0.05, metavar="X", help="gap from which the difference is moderate (default 0.05)")
-    p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    from extracteval.io.common_options import add_bootstrap_arguments
+
+    add_bootstrap_arguments(p)
 
 
 def make_decision(task: str, columns: tuple[str, ...], matrices: dict[str, Any], args: argparse.Namespace, *, zero_division: float = 0.0) -> Any:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from extracteval.io.common_options import add_normalization_arguments, add_result_arguments
+from extracteval.io.common_options import add_bootstrap_arguments, add_normalization_arguments, add_result_arguments
 from extracteval.io.scale_options import spark_session
 from extracteval.report.console import json_default, print_result
 
@@ -41,8 +41,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_normalization_arguments(p)
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--no-ci", action="store_true", help="skip bootstrap confidence intervals")
-    p.add_argument("--resamples", type=int, metavar="N", help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, metavar="N", help="bootstrap seed (default 0)")
+    add_bootstrap_arguments(p, defaults=False)
     add_result_arguments(p, writes="result.json, per-field CSV and per-record Parquet")
 
 

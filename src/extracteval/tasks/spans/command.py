@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from extracteval.io.common_options import add_result_arguments
+from extracteval.io.common_options import add_bootstrap_arguments, add_result_arguments
 from extracteval.tasks.spans.options import load_corpus, scheme_name, spans_config
 from extracteval.report.console import print_result
 
@@ -49,8 +49,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--examples", type=int, default=5, metavar="N", help="examples kept per error kind (default 5)")
     p.add_argument("--no-ci", action="store_true", help="skip bootstrap confidence intervals")
-    p.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples of documents (default 1000)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    add_bootstrap_arguments(p, resampled=" of documents")
     add_result_arguments(p, writes="result.json, tag_metrics.csv and f1_vs_threshold.png")
 
 
