@@ -386,7 +386,7 @@ class EntitiesAdapter(FeatureViewsAdapter):
                           types=json_param(cfg.get("types_used", {}), what="types"))
 
     def summary(self, scored: Scored) -> str:
-        from extracteval.report.labels_entities import render_entities
+        from extracteval.tasks.entities.report import render_entities
 
         return render_entities(scored.doc)
 

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             with staged_folder(Path(args.output)) as staging:
                 write_files(doc, staging, views=("matched", "strict"), safe_csv=getattr(args, "safe_csv", True))
                 _write_records(result, staging)
-    from extracteval.report.labels_entities import render_entities
+    from extracteval.tasks.entities.report import render_entities
 
     print_result(doc, as_json=args.json, render=lambda d: render_entities(d, use_colour=sys.stdout.isatty()), output=args.output,
                  written=("result.json", "feature_metrics.csv", "records.parquet"), default=str)
@@ -150,7 +150,7 @@ def _write_records(result: Any, out: Path) -> None:
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Score one `experiments/<name>/experiment.yaml` of task `entities`; returns (doc, terminal text)."""
-    from extracteval.report.labels_entities import render_entities
+    from extracteval.tasks.entities.report import render_entities
 
     from extracteval.tasks.entities.options import experiment_args
 

@@ -647,7 +647,7 @@ class FieldsAdapter:
         return "; ".join(parts)
 
     def summary(self, scored: Scored) -> str:
-        from extracteval.report.terminal import render_fields
+        from extracteval.tasks.fields.report import render_fields
 
         return render_fields(scored.doc)
 

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
         if args.output:
             write_outputs(result, doc, Path(args.output), safe_csv=safe_csv)
-    from extracteval.report.terminal import render_fields
+    from extracteval.tasks.fields.report import render_fields
 
     print_result(doc, as_json=args.json, render=lambda d: render_fields(d, use_colour=sys.stdout.isatty()), output=args.output,
                  written=("result.json", "field_metrics.csv", "records.parquet"))
@@ -172,7 +172,7 @@ def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], 
     )
     from extracteval.tasks.fields.options import build_config, load_inputs
     from extracteval.tasks.fields.semantics import score_fields
-    from extracteval.report.terminal import render_fields
+    from extracteval.tasks.fields.report import render_fields
 
     truth, preds, truth_source = load_inputs(ns)
     result = score_fields(truth, preds, config=build_config(ns), truth_source=truth_source)

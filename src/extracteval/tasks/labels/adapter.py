@@ -541,7 +541,7 @@ class LabelsAdapter(FeatureViewsAdapter):
                           positive_labels=json_param(cfg.get("positive_labels", {}), what="positive labels"))
 
     def summary(self, scored: Scored) -> str:
-        from extracteval.report.labels_entities import render_labels
+        from extracteval.tasks.labels.report import render_labels
 
         return render_labels(scored.doc)
 

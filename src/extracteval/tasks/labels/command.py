@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     result, doc = score(args)
     if args.output:
         write_outputs(doc, Path(args.output), safe_csv=getattr(args, "safe_csv", True))
-    from extracteval.report.labels_entities import render_labels
+    from extracteval.tasks.labels.report import render_labels
 
     print_result(doc, as_json=args.json, render=lambda d: render_labels(d, use_colour=sys.stdout.isatty()), output=args.output,
                  written=("result.json", "feature_metrics.csv"), default=str)
@@ -132,7 +132,7 @@ def write_files(doc: dict[str, Any], out: Path, *, views: tuple[str, ...] = ("al
 
 def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Score one `experiments/<name>/experiment.yaml` of task `labels`; returns (doc, terminal text)."""
-    from extracteval.report.labels_entities import render_labels
+    from extracteval.tasks.labels.report import render_labels
 
     ns = argparse.Namespace(
         truth=str(folder / spec["truth"]),
