@@ -154,8 +154,6 @@ REMAINING_TASK_IMPORTS = {
     ("extracteval.io.cells", "extracteval.tasks.structured.semantics"),
     # the JSON Lines reader of records.jsonl
     ("extracteval.io.decision_options", "extracteval.tasks.toolcalls.inputs"),
-    # a logged predictions.parquet back to the `fields` task's predictions (rescore)
-    ("extracteval.mlflow.predictions_file", "extracteval.tasks.fields.semantics"),
 }
 
 

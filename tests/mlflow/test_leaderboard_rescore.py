@@ -11,7 +11,8 @@ import pandas as pd
 
 from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
 from extracteval.core.normalize import NormalizationConfig
-from extracteval.mlflow.predictions_file import frame_to_predictions, predictions_to_frame, write_predictions_parquet
+from extracteval.mlflow.predictions_file import predictions_to_frame, write_predictions_parquet
+from extracteval.tasks.fields.inputs import frame_to_predictions
 from extracteval.tasks.fields.adapter import ADAPTER
 
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from extracteval.tasks.fields.semantics import ModelPredictions
 from extracteval.io import parquet_rows
 from extracteval.mlflow import predictions_file
-from extracteval.mlflow.predictions_file import frame_to_predictions, predictions_to_frame, write_predictions_parquet
+from extracteval.mlflow.predictions_file import predictions_to_frame, write_predictions_parquet
+from extracteval.tasks.fields.inputs import frame_to_predictions
 
 
 def _reference_text(v):

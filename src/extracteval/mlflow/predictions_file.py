@@ -9,7 +9,8 @@ Each task's adapter writes it (`TaskAdapter.write_predictions`) and reads it bac
   output), `status` (null when the task keeps status inside the cell).
 - **long** (`write_predictions_parquet`): one row per record and field: `id`, `field`, `value`
   (JSON text), `status`, written by Arrow from dictionary codes so that 20M cells are not 20M
-  `json.dumps` calls (the `fields` task).
+  `json.dumps` calls (the `fields` task, which reads it back with
+  `tasks.fields.inputs.frame_to_predictions`).
 
 The long layout's row groups are those of the per-record counts file (`io.parquet_rows`).
 """
@@ -28,7 +29,7 @@ from extracteval.io import parquet_rows
 from extracteval.io.parquet_rows import row_group_ids
 
 __all__ = ["PREDICTIONS_ARTIFACT", "LoggedPredictions", "CellPredictions", "write_prediction_cells", "read_prediction_cells",
-           "CodedPredictions", "code_predictions", "predictions_to_frame", "write_predictions_parquet", "frame_to_predictions"]
+           "CodedPredictions", "code_predictions", "predictions_to_frame", "write_predictions_parquet"]
 
 PREDICTIONS_ARTIFACT = "extracteval/predictions.parquet"
 
@@ -276,40 +277,6 @@ def write_predictions_parquet(preds: Any, path: Any, known: Mapping[Any, tuple[A
     finally:
         if writer is not None:
             writer.close()
-def frame_to_predictions(frame: Any, *, name: str, source: str) -> Any:
-    """The long predictions frame → `ModelPredictions` (values decoded from JSON, per-cell status)."""
-    import pandas as pd
-
-    from extracteval.tasks.fields.semantics import ModelPredictions
-
-    missing = {"id", "field", "value"} - set(frame.columns)
-    if missing:
-        raise InputError(f"{source}: expected columns id, field, value, status; missing {sorted(missing)}.")
-    cache: dict[str, Any] = {}
-
-    def dec(v: Any) -> Any:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return None
-        if v not in cache:
-            cache[v] = json.loads(v)
-        return cache[v]
-
-    f = frame.assign(id=frame["id"].astype(str), field=frame["field"].astype(str))
-    f = f.assign(value=[dec(v) for v in f["value"]])
-    ids = list(dict.fromkeys(f["id"]))
-    fields = list(dict.fromkeys(f["field"]))
-    values = f.pivot(index="id", columns="field", values="value").reindex(index=ids, columns=fields)
-    values = values.astype(object).where(values.notna(), None)
-    values.index.name = "id"
-    values.columns.name = None
-    status = None
-    if "status" in f and f["status"].notna().any():
-        status = f.pivot(index="id", columns="field", values="status").reindex(index=ids, columns=fields).fillna("ok")
-        status.index.name = "id"
-        status.columns.name = None
-    return ModelPredictions(name=name, values=values, status=status, source=source)
-
-
 # ---- the cells layout ------------------------------------------------------------------------
 
 _CELL_COLUMNS = ("id", "prediction", "status")

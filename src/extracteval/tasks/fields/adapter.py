@@ -19,7 +19,8 @@ from extracteval.io.parquet_rows import row_group_ids
 from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, given_options, is_winner,
                                               parent_head, rank_metrics, task_config, winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import LoggedPredictions, frame_to_predictions, write_predictions_parquet
+from extracteval.mlflow.predictions_file import LoggedPredictions, write_predictions_parquet
+from extracteval.tasks.fields.inputs import frame_to_predictions
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
 
 if TYPE_CHECKING:  # pragma: no cover
