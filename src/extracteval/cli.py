@@ -12,7 +12,7 @@ from importlib import import_module
 from collections.abc import Callable, Sequence
 
 from extracteval import __version__
-from extracteval.tasks import TASKS, task_module
+from extracteval.tasks import parts
 
 COMMANDS = {
     "demo": ("demo", "run every example in experiments/ and print the leaderboards"),
@@ -40,8 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     score = sub.add_parser("score", help="score models against ground truth (no MLflow)")
     score_sub = score.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
-    for task in TASKS:
-        mod = task_module(task, "command")
+    for task, mod in parts("command").items():
         p = score_sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(p)
         _add_overwrite(p)

@@ -33,14 +33,9 @@ from typing import Any
 def config_options() -> dict[str, str]:
     """Task → the option through which it takes its configuration file (`-P strategies=FILE`),
     for the tasks that declare one (`CONFIG_OPTION` in the task's `contract` module)."""
-    from extracteval.tasks import TASKS, task_module
+    from extracteval.tasks import parts
 
-    out = {}
-    for task in TASKS:
-        option = getattr(task_module(task, "contract"), "CONFIG_OPTION", None)
-        if option:
-            out[task] = option
-    return out
+    return {task: m.CONFIG_OPTION for task, m in parts("contract").items() if getattr(m, "CONFIG_OPTION", None)}
 
 
 # entry point → its parameters that MLproject does not declare (recorded only when given)

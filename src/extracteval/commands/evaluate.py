@@ -42,13 +42,12 @@ _MLFLOW_OPTIONS_HELP = "MLflow options"
 
 def configure(p: argparse.ArgumentParser) -> None:
     from extracteval.cli import _Parser
-    from extracteval.tasks import TASKS, task_module
+    from extracteval.tasks import parts
 
     p.add_argument("--resume-from", metavar="DIR", help="log the results kept in DIR by a failed `evaluate` (no rescoring)")
     p.add_argument("--tracking-uri", dest="resume_tracking_uri", metavar="URI", help="with --resume-from: tracking store to log to (default: the one of the failed attempt)")
     sub = p.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
-    for task in TASKS:
-        mod = task_module(task, "command")
+    for task, mod in parts("command").items():
         tp = sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(tp)
         for action in tp._actions:  # same option, evaluate's meaning

@@ -262,9 +262,9 @@ class _RegisteredRankings(Mapping[str, RankingSpec]):
 
     def _load(self) -> dict[str, RankingSpec]:
         if self._specs is None:
-            from extracteval.tasks import TASKS, task_module
+            from extracteval.tasks import parts
 
-            self._specs = {t: task_module(t, "contract").RANKING for t in TASKS}
+            self._specs = {t: m.RANKING for t, m in parts("contract").items()}
         return self._specs
 
     def __getitem__(self, task: str) -> RankingSpec:

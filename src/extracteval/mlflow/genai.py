@@ -31,7 +31,6 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import import_module
 from typing import Any
 
 import numpy as np
@@ -47,18 +46,9 @@ _ZD_META = "extracteval.zero_division"
 def _row_specs() -> dict[str, RowSpec]:
     """Task → its row spec (`ROWS` in the task's `scorer` module); a task without one has no
     per-row meaning and is refused by name."""
-    from extracteval.tasks import TASKS
+    from extracteval.tasks import parts
 
-    out = {}
-    for task, spec in TASKS.items():
-        try:
-            module = import_module(spec.module("scorer"))
-        except ModuleNotFoundError as e:
-            if e.name != spec.module("scorer"):
-                raise
-            continue
-        out[task] = module.ROWS
-    return out
+    return {task: module.ROWS for task, module in parts("scorer").items()}
 
 
 

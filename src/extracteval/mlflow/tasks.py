@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol
 
 from extracteval.errors import InputError
-from extracteval.tasks import TASKS, TaskSpec
+from extracteval.tasks import TASKS, TaskSpec, parts, present
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -169,16 +168,7 @@ class TaskAdapter(Protocol):
 
 def available_tasks() -> list[str]:
     """Tasks whose adapter is present in this installation."""
-    out = []
-    for t, spec in TASKS.items():
-        try:
-            import_module(spec.module("adapter"))
-        except ModuleNotFoundError as e:
-            if e.name != spec.module("adapter"):
-                raise
-            continue
-        out.append(t)
-    return out
+    return list(parts("adapter"))
 
 
 def get_adapter(task: str) -> TaskAdapter:
@@ -186,15 +176,12 @@ def get_adapter(task: str) -> TaskAdapter:
     spec = TASKS.get(task)
     if spec is None:
         raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}.")
-    try:
-        mod = import_module(spec.module("adapter"))
-    except ModuleNotFoundError as e:
-        if e.name != spec.module("adapter"):
-            raise
+    mod = present(task, "adapter")
+    if mod is None:
         raise InputError(
             f"task {task!r} (model_type {spec.model_type!r}) is not available in this version of extracteval; "
             f"available: {', '.join(available_tasks())}."
-        ) from None
+        )
     return mod.ADAPTER
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
 
-__all__ = ["TaskSpec", "TASKS", "task_module", "listing"]
+__all__ = ["TaskSpec", "TASKS", "task_module", "present", "parts", "listing"]
 
 
 @dataclass(frozen=True)
@@ -61,19 +61,29 @@ def task_module(task: str, part: str) -> ModuleType:
     return import_module(TASKS[task].module(part))
 
 
+def present(task: str, part: str) -> ModuleType | None:
+    """The module `part` of a registered task, or None when this installation lacks it (the
+    task's package or that module is absent). The one rule for a missing part: every capability
+    asks here, so a task without a part is left out the same way everywhere; any other import
+    error is raised."""
+    name = TASKS[task].module(part)
+    try:
+        return import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name not in (name, name.rpartition(".")[0]):
+            raise
+        return None
+
+
+def parts(part: str) -> dict[str, ModuleType]:
+    """Task → its module `part`, for every registered task that has it, in registry order."""
+    return {t: m for t in TASKS if (m := present(t, part)) is not None}
+
+
 def listing() -> list[dict[str, str]]:
     """The tasks of this installation: name, MLflow model type and what the task scores (a task
     whose package is absent is left out)."""
-    out = []
-    for task, spec in TASKS.items():
-        try:
-            adapter = task_module(task, "adapter").ADAPTER
-        except ModuleNotFoundError as e:
-            if e.name not in (spec.module("adapter"), spec.module("adapter").rpartition(".")[0]):
-                raise
-            continue
-        out.append({"task": task, "model_type": spec.model_type, "scores": adapter.about})
-    return out
+    return [{"task": t, "model_type": TASKS[t].model_type, "scores": m.ADAPTER.about} for t, m in parts("adapter").items()]
 
 
 class _Registry(ModuleType):
