@@ -23,8 +23,6 @@ class Capability:
     label: str
     members: tuple[str, ...]
     also: Callable[[str], bool] | None = None
-    # other member sets that give the same capability (any one of them, beside `members`)
-    either: tuple[tuple[str, ...], ...] = ()
 
 
 def _genai_scorer(task: str) -> bool:
@@ -37,9 +35,8 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("`score` in memory", ("score_args", "score_experiment", "summary")),
     Capability("`score --chunk-size/--workers`", ("chunk_job",)),
     Capability("`--engine spark`", ("spark_job",)),
-    # a task streams its evaluation through the generic path (`chunk_outputs`, `scored_from_chunks`)
-    # or writes its own files while its chunks are scored (`score_streamed`, the same entry point)
-    Capability("`evaluate` streamed / Spark", ("chunk_job", "spark_job"), either=(("chunk_outputs", "scored_from_chunks"), ("score_streamed",))),
+    # every task streams its evaluation through the one path of mlflow/stream.py
+    Capability("`evaluate` streamed / Spark", ("chunk_job", "spark_job", "chunk_outputs", "scored_from_chunks")),
     Capability("`leaderboard` intervals", ("interval_metrics", "record_counts", "count_metric")),
     Capability("`compare` paired interval", ("interval_metrics", "record_counts", "count_metric")),
     Capability("`rescore`", ("write_predictions", "read_predictions", "rescore_options")),
@@ -63,11 +60,7 @@ _ATTRIBUTES = frozenset({"interval_metrics", "record_is_value"})
 
 def provides(adapter: object, cap: Capability) -> bool:
     """Whether the adapter has every member the capability uses (a method, or a data member)."""
-
-    def has(members: tuple[str, ...]) -> bool:
-        return all(hasattr(adapter, m) and (m in _ATTRIBUTES or callable(getattr(adapter, m))) for m in members)
-
-    return has(cap.members) and (not cap.either or any(has(alt) for alt in cap.either))
+    return all(hasattr(adapter, m) and (m in _ATTRIBUTES or callable(getattr(adapter, m))) for m in cap.members)
 
 
 def render_matrix(matrix: dict[str, dict[str, bool]] | None = None) -> str:

@@ -18,9 +18,7 @@ What a task adapter provides (see `tasks.TaskAdapter`):
 
 The per-record rows and the truth pieces are computed beside the ledger of each chunk (in a
 worker, or on a Spark executor in a second, id-ordered pass) and written here chunk by chunk, in
-id order, so memory is bounded by the chunk size. An adapter whose task streams its own files
-(`fields`: per-record counts and predictions straight from its count ledger) provides
-`score_streamed(args, engine=…, …)` instead and is called through the same entry point.
+id order, so memory is bounded by the chunk size.
 """
 
 from __future__ import annotations
@@ -117,14 +115,11 @@ def score_streamed(adapter: Any, args: argparse.Namespace, *, engine: str, chunk
                    workdir_parent: Path | None = None) -> Scored:
     """Score `evaluate <task>` arguments with the chunked engine (`engine="chunked"`) or Spark
     (`"spark"`), streaming per-record rows and the truth digest; the `Scored` for the bundle."""
-    own = getattr(adapter, "score_streamed", None)
-    if own is None and not all(hasattr(adapter, m) for m in ("chunk_job", "spark_job", "chunk_outputs", "scored_from_chunks")):
+    if not all(hasattr(adapter, m) for m in ("chunk_job", "spark_job", "chunk_outputs", "scored_from_chunks")):
         from extracteval.errors import InputError
 
         raise InputError(f"evaluate {adapter.task} scores in memory: --chunk-size/--workers/--engine spark do not stream its evaluation yet; "
                          f"drop them (or stream the scores alone with `extracteval score {adapter.task} --chunk-size N --output DIR`).")
-    if own is not None:
-        return own(args, engine=engine, chunk_size=chunk_size, workers=workers, workdir_parent=workdir_parent)
     if workdir_parent is not None:
         workdir_parent.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="extracteval-stream-", dir=workdir_parent))

@@ -339,13 +339,22 @@ class FieldsAdapter:
     # `evaluate` (mlflow/stream.py)
 
     def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        """`score fields --chunk-size`'s job, its chunks scored by `EvaluateFieldsTask` (which keeps
+        what `evaluate` logs of each: predictions in each file's column order)."""
+        from dataclasses import replace
+
+        from extracteval.io.chunks import table_columns
+        from extracteval.tasks.fields.chunked import EvaluateFieldsTask
         from extracteval.tasks.fields.chunks import fields_chunk_job
         from extracteval.tasks.fields.options import build_config, chosen_fields
 
         if getattr(args, "keys", None):
             raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
-        return fields_chunk_job(args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args), chunk_size=chunk_size,
-                                id_column=args.id_column, delimiter=args.delimiter)
+        job = fields_chunk_job(args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args), chunk_size=chunk_size,
+                               id_column=args.id_column, delimiter=args.delimiter)
+        headers = {name: tuple(c for c in table_columns(src, delimiter=args.delimiter) if c not in (args.id_column, "status"))
+                   for name, src in job.inputs["predictions"].items()}
+        return replace(job, task=EvaluateFieldsTask(job.task.plan, headers=headers))
 
     def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
         from extracteval.tasks.fields.options import build_config, chosen_fields
@@ -356,18 +365,29 @@ class FieldsAdapter:
         return fields_spark_job(spark, args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args),
                                 id_column=args.id_column, delimiter=args.delimiter, partitions=getattr(args, "spark_partitions", None))
 
-    def score_streamed(self, args: argparse.Namespace, *, engine: str, chunk_size: int, workers: int, workdir_parent: Any = None) -> Scored:
-        """`evaluate fields` on the chunked engine or Spark: per-record counts and predictions are
-        written straight from each chunk's count ledger (`tasks/fields/stream.py`, `tasks/fields/spark_evaluate.py`)."""
-        from extracteval.tasks.fields.stream import score_fields_streamed, scored_from_stream
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, dict[str, pd.DataFrame]]]:
+        """The chunk's truth rows and, per model, its per-record counts and predictions as scored
+        (`EvaluateFieldsTask`; a chunk of Spark's id-ordered pass, scored by `FieldsTask`, is
+        scored again by it to keep them)."""
+        from extracteval.tasks.fields.chunked import EvaluateFieldsTask
 
-        if workdir_parent is not None:
-            workdir_parent.mkdir(parents=True, exist_ok=True)
-        if engine == "spark":
-            from extracteval.tasks.fields.spark_evaluate import score_fields_spark_streamed
+        if not isinstance(task, EvaluateFieldsTask):
+            task = EvaluateFieldsTask(task.plan)
+            score = task.score_chunk(chunk)
+        files: dict[str, dict[str, pd.DataFrame]] = {"records": {}, "predictions": {}}
+        for key, frame in score.records.items():
+            kind, model = key.split("/", 1)
+            files[kind][model] = frame
+        return score.side, files
 
-            return scored_from_stream(score_fields_spark_streamed(args, workdir_parent=workdir_parent))
-        return scored_from_stream(score_fields_streamed(args, chunk_size=chunk_size, workers=workers, workdir_parent=workdir_parent))
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        from extracteval.mlflow.stream import scored_of_stream
+
+        doc = result.to_dict()
+        doc["inputs"] = streamed.inputs
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
+                        truth_source=streamed.inputs["truth"], config=doc["config"])
+        return scored_of_stream(scored, streamed)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo)."""

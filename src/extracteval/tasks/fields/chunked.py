@@ -4,8 +4,8 @@ into the task's mergeable ledger. The `labels` task reads the same tables and us
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -149,3 +149,33 @@ class FieldsTask:
         from extracteval.tasks.fields.semantics import fields_result
 
         return fields_result(ledger, self.plan, record_rows=record_rows)
+
+
+@dataclass(frozen=True)
+class EvaluateFieldsTask(FieldsTask):
+    """`FieldsTask` plus what `evaluate` logs of each chunk (`FieldsAdapter.chunk_outputs`): per
+    model its per-record counts (`records/<model>`) and its predictions as scored
+    (`predictions/<model>`, the long layout of predictions.parquet) in `ChunkScore.records`, and
+    the chunk's truth rows as read in `ChunkScore.side`.
+
+    Attributes:
+        headers: model → its prediction columns, in file order (the columns of the in-memory
+            predictions frame, so that predictions.parquet has the same rows).
+    """
+
+    headers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
+        from extracteval.mlflow.predictions_file import predictions_to_frame
+        from extracteval.tasks.fields.records import records_frame_of
+        from extracteval.tasks.fields.semantics import ModelPredictions, fields_ledger
+
+        chunk = chunk.materialised()
+        ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
+        rows = records.bootstrap_rows() if self.plan.config.bootstrap > 0 else None
+        frames: dict[str, pd.DataFrame] = {f"records/{m}": records_frame_of(records, [m]) for m in self.plan.models}
+        for p in chunk.predictions:
+            cols = self.headers.get(p.name)
+            values = p.values if cols is None else p.values.reindex(columns=list(cols))
+            frames[f"predictions/{p.name}"] = predictions_to_frame(ModelPredictions(name=p.name, values=values, status=p.status, source=p.source))
+        return ChunkScore(ledger=ledger, records=frames, rows=rows, side=chunk.truth)

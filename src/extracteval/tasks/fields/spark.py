@@ -105,10 +105,12 @@ def _inputs(pdf: pd.DataFrame, spec: _Spec) -> tuple[pd.DataFrame, list[ModelPre
 def join_tables(
     truth: Any, predictions: Mapping[str, Any], *, columns: Sequence[str], models: Sequence[str], id_column: str, truth_source: str,
     sources: Mapping[str, str], text_columns: Mapping[str, bool], partitions: int | None = None, keep_extra: bool = False,
+    carry_all: bool = False,
 ) -> tuple[Any, _Spec]:
-    """Truth (its `columns`) and each model's predictions joined by id, with the ids checked
-    (blank, duplicated; ids the truth lacks are an `InputError` unless `keep_extra`), and the
-    `_Spec` that `_inputs` rebuilds each batch's local inputs with."""
+    """Truth (its `columns`) and each model's predictions (the same columns; with `carry_all`
+    every column it has) joined by id, with the ids checked (blank, duplicated; ids the truth
+    lacks are an `InputError` unless `keep_extra`), and the `_Spec` that `_inputs` rebuilds each
+    batch's local inputs with."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -146,7 +148,7 @@ def join_tables(
         what = sources.get(name) or f"predictions of model {name!r}"
         p = normalised(predictions[name], what)
         value_cols = tuple(c for c in p.columns if c not in (id_column, _ID, "status"))
-        carried = tuple((f, f"m{i}c{j}") for j, f in enumerate(columns) if f in value_cols)
+        carried = tuple((f, f"m{i}c{j}") for j, f in enumerate(value_cols if carry_all else columns) if f in value_cols)
         status = f"m{i}s" if "status" in p.columns else None
         is_text = text_columns.get(name, False)
         sel = [F.col(_ID), F.lit(True).alias(f"m{i}p"), *[carry(p, f, c, is_text) for f, c in carried]]
@@ -216,7 +218,9 @@ def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: Fields
     plan = plan_fields(tcols, {m: sources.get(m, "") for m in predictions}, config=config, fields=fields, truth_source=truth_source)
     scored = list(plan.scored)
 
-    joined, spec = join_tables(truth, predictions, columns=scored, models=plan.models, id_column=id_column, truth_source=truth_source,
+    # every column is carried, as the local readers read the files: the truth digest and the
+    # logged predictions cover them all (`evaluate --engine spark`); only `scored` are scored
+    joined, spec = join_tables(truth, predictions, columns=tcols, models=plan.models, id_column=id_column, truth_source=truth_source, carry_all=True,
                                sources={**sources, **plan.sources}, text_columns=text_columns, partitions=partitions)
     model_specs = spec.models
 
@@ -226,7 +230,7 @@ def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: Fields
 
     def empty_chunk() -> FieldsChunk:
         return FieldsChunk(
-            truth=pd.DataFrame({f: [] for f in scored}, dtype=object),
+            truth=pd.DataFrame({f: [] for f in tcols}, dtype=object),
             predictions=[
                 ModelPredictions(name=m.name, values=pd.DataFrame(columns=list(m.columns), dtype=object), source=plan.sources.get(m.name, ""))
                 for m in model_specs
