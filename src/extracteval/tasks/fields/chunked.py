@@ -138,12 +138,17 @@ class FieldsTask:
     keep_records: bool = False
 
     def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
+        _, ledger, records, rows = self._count(chunk)
+        return ChunkScore(ledger=ledger, records=records.to_frame() if self.keep_records else None, rows=rows)
+
+    def _count(self, chunk: FieldsChunk) -> tuple[FieldsChunk, Any, Any, np.ndarray | None]:
+        """The chunk as scored (text columns read), its ledger, its per-record ledger and its
+        bootstrap rows (None without intervals)."""
         from extracteval.tasks.fields.semantics import fields_ledger
 
         chunk = chunk.materialised()
         ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
-        rows = records.bootstrap_rows() if self.plan.config.bootstrap > 0 else None
-        return ChunkScore(ledger=ledger, records=records.to_frame() if self.keep_records else None, rows=rows)
+        return chunk, ledger, records, records.bootstrap_rows() if self.plan.config.bootstrap > 0 else None
 
     def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
         from extracteval.tasks.fields.semantics import fields_result
@@ -168,11 +173,9 @@ class EvaluateFieldsTask(FieldsTask):
     def score_chunk(self, chunk: FieldsChunk) -> ChunkScore:
         from extracteval.mlflow.predictions_file import predictions_to_frame
         from extracteval.tasks.fields.records import records_frame_of
-        from extracteval.tasks.fields.semantics import ModelPredictions, fields_ledger
+        from extracteval.tasks.fields.semantics import ModelPredictions
 
-        chunk = chunk.materialised()
-        ledger, records = fields_ledger(chunk.truth, chunk.predictions, plan=self.plan)
-        rows = records.bootstrap_rows() if self.plan.config.bootstrap > 0 else None
+        chunk, ledger, records, rows = self._count(chunk)
         frames: dict[str, pd.DataFrame] = {f"records/{m}": records_frame_of(records, [m]) for m in self.plan.models}
         for p in chunk.predictions:
             cols = self.headers.get(p.name)
