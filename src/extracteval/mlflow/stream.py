@@ -37,7 +37,7 @@ import pandas as pd
 from extracteval.chunked import ChunkJob, ChunkScore
 from extracteval.mlflow.tasks import Scored
 
-__all__ = ["HEAD_ROWS", "ChunkJob", "Streamed", "EvaluateChunks", "score_streamed", "scored_of_stream"]
+__all__ = ["HEAD_ROWS", "ChunkJob", "Streamed", "EvaluateChunks", "score_streamed", "scored_of_stream", "stream_scored"]
 
 HEAD_ROWS = 1000  # truth rows the dataset schema is inferred from (as `truth_summary` does in memory)
 _FILES = ("records", "predictions")  # the per-model Parquet artifacts a streaming engine may write
@@ -66,6 +66,15 @@ def scored_of_stream(scored: Scored, s: Streamed) -> Scored:
     scored.cache["streamed_files"] = dict(s.files)
     scored.cache["stream_workdir"] = s.workdir
     return scored
+
+
+def stream_scored(task: str, result: Any, doc: dict[str, Any], s: Streamed, *, truth_source: str | None = None) -> Scored:
+    """The `Scored` of a streamed evaluation whose document is `doc` (the result's, with the
+    stream's `inputs` put in): the truth's first rows, the models in `result.ranking`."""
+    doc["inputs"] = dict(s.inputs)
+    scored = Scored(task=task, result=result, doc=doc, models=tuple(result.ranking), truth=s.truth_head,
+                    truth_source=str(s.inputs["truth"]) if truth_source is None else truth_source, config=doc["config"])
+    return scored_of_stream(scored, s)
 
 
 @dataclass(frozen=True)

@@ -381,13 +381,9 @@ class FieldsAdapter:
         return score.side, files
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
-        from extracteval.mlflow.stream import scored_of_stream
+        from extracteval.mlflow.stream import stream_scored
 
-        doc = result.to_dict()
-        doc["inputs"] = streamed.inputs
-        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
-                        truth_source=streamed.inputs["truth"], config=doc["config"])
-        return scored_of_stream(scored, streamed)
+        return stream_scored(self.task, result, result.to_dict(), streamed)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo)."""

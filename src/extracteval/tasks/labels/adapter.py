@@ -308,15 +308,12 @@ class LabelsAdapter(FeatureViewsAdapter):
                              "predictions": {p.name: prediction_cells_frame(_label_cells(p.values)) for p in preds}}
 
     def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
-        from extracteval.mlflow.stream import scored_of_stream
+        from extracteval.mlflow.stream import stream_scored
 
         result, notes = result
         doc = result.to_dict()
         doc["warnings"] = notes + doc["warnings"]
-        doc["inputs"] = streamed.inputs
-        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
-                        truth_source=streamed.inputs["truth"], config=doc["config"])
-        return scored_of_stream(scored, streamed)
+        return stream_scored(self.task, result, doc, streamed)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         ns = argparse.Namespace(

@@ -231,7 +231,7 @@ class SpansAdapter(CellPredictions):
         """The `Scored` of the merged result; each model's compact per-document counts rewritten
         as the in-memory `records.parquet` (every tag of the evaluation, mode by mode)."""
         from extracteval.tasks.spans.options import truth_source
-        from extracteval.mlflow.stream import scored_of_stream
+        from extracteval.mlflow.stream import stream_scored
 
         for m in result.ranking:
             src = streamed.files.get((m, "records.parquet"))
@@ -240,11 +240,7 @@ class SpansAdapter(CellPredictions):
                 expand_chunk_rows(src, dst, model=m, modes=[mode for mode, _ in self._modes(result.models[m])], tags=result.tags)
                 src.unlink()
                 streamed.files[(m, "records.parquet")] = dst
-        doc = result.to_dict()
-        doc["inputs"] = dict(streamed.inputs)
-        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=streamed.truth_head,
-                        truth_source=truth_source(argparse.Namespace(**streamed.inputs)), config=doc["config"])
-        return scored_of_stream(scored, streamed)
+        return stream_scored(self.task, result, result.to_dict(), streamed, truth_source=truth_source(argparse.Namespace(**streamed.inputs)))
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo), as `score_spans.run_experiment` does."""
