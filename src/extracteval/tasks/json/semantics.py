@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import gc
 import json
-from bisect import bisect_left
 from array import array
 import math
 import re
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,7 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _INDEX = re.compile(r"\[\d+\]")
 _NO_RECORD = object()
 _CHUNK = 10_000  # records scored together: bounds the memory of the vectorised steps
+_BATCH = 1_000  # objects walked column by column together (see `_leaves`)
 _RECORD_LIMIT = 10_000  # per-record rows in to_dict() by default up to this many (model × record) rows
 
 
@@ -519,6 +521,8 @@ class _PathTable:
         self.seg_cache: dict[Any, str] = {}
         self.shapes: dict[tuple[int, tuple[Any, ...]], list[int]] = {}
         self.list_shapes: dict[tuple[int, int], list[int]] = {}
+        self.fields: dict[int, int] = {}  # path code → field code (its `[*]` pattern)
+        self.field_ids: dict[str, int] = {}
 
     def code(self, parent: int, key: Any, index: bool) -> int:
         if index:
@@ -533,6 +537,14 @@ class _PathTable:
             self.steps.append((parent, key))
         (self.by_index if index else self.by_key)[(parent, key)] = c
         return c
+
+    def field(self, code: int) -> int:
+        """Code of a path's field: its pattern (`items[*].price`), shared by every index."""
+        f = self.fields.get(code)
+        if f is None:
+            name = _pattern(self.names[code])
+            f = self.fields[code] = self.field_ids.setdefault(name, len(self.field_ids))
+        return f
 
     def accessors(self, code: int) -> list[Any]:
         """The keys / indices leading from the root object to a path."""
@@ -567,6 +579,8 @@ class _KeyTable:
         self.keys: list[str] = []
         self.ids: dict[str, int] = {}
         self.by_type: dict[type, dict[Any, int]] = {}
+        # the same codes again per (field, type), for `_gather_columns`: small dicts stay in cache
+        self.by_field: dict[tuple[int, type], dict[Any, int]] = {}
 
     def _key_code(self, key: str | None) -> int:
         if key is None:
@@ -617,15 +631,13 @@ def _gather(
     keys: _KeyTable,
     codes: array,
     kcodes: array,
-    copy_from: Sequence[tuple[int, int] | None] | None = None,
 ) -> np.ndarray:
     """Append every leaf's path code and canonical-key code; returns the number of leaves per object.
 
     The hot loop of the task: one pass over each object with an explicit stack (no recursion).
     An object's child path codes are cached by (parent code, tuple of keys), so records of the
     same shape cost one look-up per object; a leaf costs one look-up of its value's key code; the
-    normaliser runs only for values never seen before. `copy_from[i] = (a, b)` copies the codes
-    already gathered at [a, b) instead of walking object i."""
+    normaliser runs only for values never seen before."""
     counts: list[int] = []
     shapes: dict[tuple[int, tuple[Any, ...]], list[int]] = table.shapes
     list_shapes: dict[tuple[int, int], list[int]] = table.list_shapes
@@ -639,14 +651,8 @@ def _gather(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples and no cycles: collection passes would dominate
     try:
-        for i, obj in enumerate(objs):
+        for obj in objs:
             n0 = len(codes)
-            if copy_from is not None and copy_from[i] is not None:
-                a, b = copy_from[i]  # same leaves as already gathered (a prediction equal to its truth)
-                codes.extend(codes[a:b])
-                kcodes.extend(kcodes[a:b])
-                counts.append(b - a)
-                continue
             stack: list[tuple[int, Any]] = [(-1, obj)]
             push, pop = stack.append, stack.pop
             while stack:
@@ -699,6 +705,163 @@ def _gather(
         if gc_was_enabled:
             gc.enable()
     return np.asarray(counts, dtype=np.int64)
+
+
+def _take(seq: Sequence[Any], idx: np.ndarray) -> Sequence[Any]:
+    """The items of `seq` at the positions `idx` (one C-level call, not a Python loop)."""
+    if len(idx) == 1:
+        return (seq[int(idx[0])],)
+    return itemgetter(*idx.tolist())(seq)
+
+
+def _groups(labels: list[Any]) -> list[tuple[Any, np.ndarray | None]]:
+    """Positions of each distinct label, in order of first appearance (None: every position)."""
+    if labels.count(labels[0]) == len(labels):  # the usual case: one label (compared, not hashed)
+        return [(labels[0], None)]
+    first: dict[Any, int] = {}
+    ids = np.asarray(list(map(first.setdefault, labels, range(len(labels)))), dtype=np.int64)  # a label's first position
+    order = np.argsort(ids, kind="stable")
+    cuts = np.flatnonzero(ids[order][1:] != ids[order][:-1]) + 1
+    return [(labels[int(part[0])], part) for part in np.split(order, cuts)]
+
+
+def _gather_columns(
+    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every leaf of `objs` as (object index, path code, canonical-key code) arrays, walked by
+    column rather than object by object: the objects of one shape (the same keys in the same order
+    under the same path) are taken together, each key's values form one column, and a column of
+    one type is coded by one C-level dict look-up per value (`map`), so Python runs once per
+    column and shape, not once per leaf. Nested objects and lists go on as further columns.
+
+    The same leaves and codes as `_gather`, in another order (callers index cells by (object,
+    path), so order is immaterial) — except where two keys of one object have the same path name
+    (`1` and `"1"`): there the per-object walk's order decides which leaf a cell keeps, so None is
+    returned and the caller walks object by object."""
+    n = len(objs)
+    fast = {t: keys.by_type.setdefault(t, {}).get for t in (str, int, float, bool)}
+    key_code, new_code, top = keys.code, table.code, table.top
+    shapes, list_shapes = table.shapes, table.list_shapes
+    by_field = keys.by_field
+    recs: list[np.ndarray] = []
+    kcodes: list[np.ndarray] = []
+    pcodes: list[int] = []
+    counts: list[int] = []
+    # work: (is a list group, parent path code, object indices, non-empty mappings or lists)
+    work: list[tuple[bool, int, np.ndarray, Sequence[Any]]] = [(False, -1, np.arange(n, dtype=np.int64), objs)]
+    columns: list[tuple[int, np.ndarray, Sequence[Any]]] = []
+    none_type = type(None)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # many short-lived tuples and no cycles, as in `_gather`
+    try:
+        while work or columns:
+            if columns:
+                cc, ri, col = columns.pop()
+                tset = set(map(type, col))
+                if len(tset) == 1:
+                    parts: list[tuple[type, np.ndarray, Sequence[Any]]] = [(tset.pop(), ri, col)]
+                else:  # split the column by type
+                    tid = {t: i for i, t in enumerate(tset)}
+                    ti = np.fromiter(map(tid.__getitem__, map(type, col)), dtype=np.int64, count=len(col))
+                    parts = []
+                    for t, i in tid.items():
+                        idx = np.flatnonzero(ti == i)
+                        parts.append((t, ri[idx], _take(col, idx)))
+                for t, rs, vs in parts:
+                    m = len(vs)
+                    get = fast.get(t)
+                    if get is not None:
+                        # a small dict per field (path pattern) and type: look-ups stay in cache
+                        fkey = (table.field(cc), t)
+                        fd = by_field.get(fkey)
+                        if fd is None:
+                            fd = by_field[fkey] = {}
+                        kc = np.array(list(map(fd.get, vs, repeat(-3, m))), dtype=np.int64)
+                        miss = np.flatnonzero(kc == -3)
+                        if len(miss):  # values new to this field: each distinct one is coded once
+                            fresh = _take(vs, miss)
+                            for v in set(fresh):
+                                c = get(v)
+                                if c is None:
+                                    c = key_code(v)
+                                if v == v:  # NaN (absent) is never cached
+                                    fd[v] = c
+                            kc[miss] = np.fromiter(map(fd.get, fresh, repeat(-1, len(miss))), dtype=np.int64, count=len(miss))
+                    elif t is none_type:
+                        kc = np.full(m, -1, dtype=np.int64)
+                    elif flatten and (t is dict or t is list or t is tuple or issubclass(t, Mapping)):
+                        lens = np.fromiter(map(len, vs), dtype=np.int64, count=m)
+                        full = lens > 0
+                        if full.all():
+                            work.append((t is list or t is tuple, cc, rs, vs))
+                            continue
+                        if full.any():
+                            idx = np.flatnonzero(full)
+                            work.append((t is list or t is tuple, cc, rs[idx], _take(vs, idx)))
+                        rs = rs[~full]
+                        m = len(rs)
+                        kc = np.full(m, -1, dtype=np.int64)  # an empty object or list is an absent value
+                    else:
+                        kc = np.fromiter(map(key_code, vs), dtype=np.int64, count=m)
+                    recs.append(rs)
+                    kcodes.append(kc)
+                    pcodes.append(cc)
+                    counts.append(m)
+                continue
+            is_list, c, ri, vals = work.pop()
+            if is_list:
+                for length, idx in _groups(list(map(len, vals))):
+                    sub = vals if idx is None else _take(vals, idx)
+                    rs = ri if idx is None else ri[idx]
+                    child = list_shapes.get((c, length))
+                    if child is None:
+                        child = list_shapes[(c, length)] = [new_code(c, j, True) for j in range(length)]
+                    columns.extend(zip(child, repeat(rs), zip(*sub)))
+                continue
+            for shape, idx in _groups(list(map(tuple, vals))):
+                if not shape:
+                    continue  # an empty record (only records reach here empty)
+                sub = vals if idx is None else _take(vals, idx)
+                rs = ri if idx is None else ri[idx]
+                child = shapes.get((c, shape))
+                if child is None:
+                    child = shapes[(c, shape)] = [new_code(c, k, False) if flatten or c >= 0 else top(k) for k in shape]
+                if len(set(child)) < len(child):
+                    return None
+                rows = map(dict.values, sub) if set(map(type, sub)) == {dict} else [list(v.values()) for v in sub]
+                columns.extend(zip(child, repeat(rs), zip(*rows)))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if not recs:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), empty.copy()
+    rec = np.concatenate(recs)
+    path = np.repeat(np.asarray(pcodes, dtype=np.int64), counts)
+    return rec, path, np.concatenate(kcodes)
+
+
+def _leaves(
+    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(object index, path code, key code) of every leaf: by column, in batches of `_BATCH`
+    objects (whose values stay in the processor's cache across the column passes), or object by
+    object where path names collide (see `_gather_columns`)."""
+    parts = []
+    for b0 in range(0, len(objs), _BATCH):
+        batch = objs[b0:b0 + _BATCH]
+        found = _gather_columns(batch, flatten, table, keys)
+        if found is None:
+            paths, kcodes = array("q"), array("q")
+            counts = _gather(batch, flatten, table, keys, paths, kcodes)
+            found = np.repeat(np.arange(len(batch), dtype=np.int64), counts), np.array(paths, dtype=np.int64), np.array(kcodes, dtype=np.int64)
+        parts.append((found[0] + b0, found[1], found[2]))
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), empty.copy()
+    return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
 
 
 def _dumps_iterative(value: Any) -> str:
@@ -1090,66 +1253,22 @@ def score_json(
     acc: dict[str, dict[str, Any]] = {
         mi.meta.name: {"per_record": {k: [] for k in per_record_keys}, "cells": [], "fields": [], "failures": 0} for mi in models_in
     }
-    ambiguous_keys = ("b:true", "b:false", "n:0", "n:1")
 
     # Records are scored in chunks: every array below is bounded by the chunk, so memory stays
     # flat however many records there are; only per-record results and per-cell listings grow.
     for c0 in range(0, n, _CHUNK):
         c1 = min(n, c0 + _CHUNK)
         nc = c1 - c0
-        leaf_paths = array("q")  # int64 codes, appended in the hot loop and read without copying
-        leaf_keys = array("q")
-        t_counts = _gather(truth_objs[c0:c1], cfg.flatten, table, keytab, leaf_paths, leaf_keys)
-        t_len = len(leaf_keys)
-        t_ends = np.cumsum(t_counts)
-        starts_list, ends_list = (t_ends - t_counts).tolist(), t_ends.tolist()
-        # A prediction equal (==) to its truth has the same leaves, so its codes are copied instead
-        # of walked, except where == hides a type: True == 1 == 1.0 and False == 0 have different
-        # canonical keys. So each truth leaf holding a boolean or a number 0 / 1 is checked in the
-        # prediction: a boolean must face a boolean, a number a non-boolean.
-        amb_codes = [keytab.ids[k] for k in ambiguous_keys if k in keytab.ids]
-        t_kc = np.frombuffer(leaf_keys, dtype=np.int64) if t_len else np.zeros(0, dtype=np.int64)
-        amb_idx = np.flatnonzero(np.isin(t_kc, amb_codes)) if amb_codes else np.zeros(0, dtype=np.int64)
-        amb_list = amb_idx.tolist()
-        amb_bool = [keytab.keys[k][0] == "b" for k in t_kc[amb_idx].tolist()]
-        del t_kc  # release the buffer: the arrays grow again below
-        steps_cache: dict[int, list[Any]] = {}
-
-        def same_leaves(i: int, obj: Any) -> bool:
-            try:
-                if obj != truth_objs[c0 + i]:
-                    return False
-            except RecursionError:
-                return False
-            for j in range(bisect_left(amb_list, starts_list[i]), bisect_left(amb_list, ends_list[i])):
-                code = leaf_paths[amb_list[j]]
-                steps = steps_cache.get(code)
-                if steps is None:
-                    steps = steps_cache[code] = table.accessors(code)
-                v = obj
-                for k in steps:
-                    v = v[k]
-                if (type(v) is bool) != amb_bool[j]:
-                    return False
-            return True
-
-        spans = []
-        for mi in models_in:
-            start = len(leaf_keys)
-            chunk = mi.objs[c0:c1]
-            copy_from = [(starts_list[i], ends_list[i]) if same_leaves(i, obj) else None for i, obj in enumerate(chunk)]
-            counts = _gather(chunk, cfg.flatten, table, keytab, leaf_paths, leaf_keys, copy_from)
-            spans.append((start, len(leaf_keys), counts))
+        t_rec, t_path, t_key = _leaves(truth_objs[c0:c1], cfg.flatten, table, keytab)
+        sides = [_leaves(mi.objs[c0:c1], cfg.flatten, table, keytab) for mi in models_in]
         extend_tables()
         n_paths = max(1, len(table.names))
-        raw_paths = np.frombuffer(leaf_paths, dtype=np.int64) if len(leaf_paths) else np.zeros(0, dtype=np.int64)
-        kcodes = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
-        t_id = np.repeat(np.arange(nc, dtype=np.int64), t_counts) * n_paths + raw_paths[:t_len]
-        t_key = kcodes[:t_len]
+        t_id = t_rec * n_paths + t_path
+        del t_rec, t_path
 
-        for mi, (s0, s1, counts) in zip(models_in, spans):
-            a_id = np.repeat(np.arange(nc, dtype=np.int64), counts) * n_paths + raw_paths[s0:s1]
-            a_key = kcodes[s0:s1]
+        for mi, (a_rec, a_path, a_key) in zip(models_in, sides):
+            a_id = a_rec * n_paths + a_path
+            del a_rec, a_path
             per_record, fields, n_fail, cells = _score_chunk(
                 t_id, t_key, a_id, a_key, nc=nc, n_paths=n_paths, keys=keytab.keys, override=override, auto=auto,
                 key_type=key_type, safety=mi.safety[c0:c1], excluded=mi.excluded[c0:c1], cfg=cfg, fuzzy=fuzzy,
@@ -1162,7 +1281,7 @@ def score_json(
             a["failures"] += n_fail
             a["cells"].append(_Cells(rec=cells.rec + np.int32(c0), path=cells.path, cls=cells.cls, strategy=cells.strategy,
                                      score=cells.score, matched=cells.matched))
-        del raw_paths, kcodes, t_id, t_key
+        del sides, t_id, t_key
 
     # path names in name order (listings and tables never depend on input order); containers
     # (parents of leaves) have codes but are not keys themselves

@@ -1,0 +1,93 @@
+"""The column walk (`_gather_columns`, by batches in `_leaves`) gives exactly the leaves and
+canonical-key codes of the per-object walk (`_gather`): booleans next to 1 and 1.0, NaN and
+infinities, big integers, empty objects and lists, tuples, other mappings, non-string keys, mixed
+types in one field, with and without flattening."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extracteval.core.normalize import Normalizer
+from extracteval.tasks.json import semantics
+from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, _gather, _gather_columns, _KeyTable, _leaves, _PathTable, score_json
+
+# keys as JSON gives them, plus the integer 1 (whose path name "1" collides with the key "1"); not
+# True next to 1: equal as dict keys, both walks name such a key by whichever they meet first
+KEYS = st.sampled_from(["a", "b", "c.d", "e[0]", "", "name", "1", 1])
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([2**53, 2**60, -(2**70), 1.0, 0.0, -0.0, 2.0**60]),
+    st.floats(allow_nan=True, allow_infinity=True, width=16),
+    st.sampled_from(["x", "X ", "1", "01", "N/A", "true", "2024-01-05", "January 5, 2024", "", "12345", "a@b.co"]),
+)
+
+
+def _values(inner):
+    return st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(KEYS, inner, max_size=3),
+        st.dictionaries(KEYS, inner, max_size=2).map(MappingProxyType),
+    )
+
+
+VALUES = st.recursive(SCALARS, _values, max_leaves=8)
+OBJECTS = st.one_of(st.dictionaries(KEYS, VALUES, max_size=5), st.dictionaries(KEYS, VALUES, max_size=3).map(MappingProxyType))
+
+
+def _by_object(objs, flatten, table, keys):
+    paths, kcodes = array("q"), array("q")
+    counts = _gather(objs, flatten, table, keys, paths, kcodes)
+    return np.repeat(np.arange(len(objs)), counts), list(paths), list(kcodes)
+
+
+def _named(table, keys, rec, path, kc) -> list[tuple[int, str, str | None]]:
+    return sorted((int(r), table.names[p], keys.keys[k] if k >= 0 else "") for r, p, k in zip(rec, path, kc))
+
+
+def _mappings(values):
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            yield v
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(OBJECTS, min_size=1, max_size=12), st.booleans())
+def test_the_column_walk_gives_the_leaves_of_the_object_walk(objs: list[Mapping], flatten: bool) -> None:
+    t1, k1 = _PathTable(), _KeyTable(Normalizer())
+    t2, k2 = _PathTable(), _KeyTable(Normalizer())
+    expected = _named(t1, k1, *_by_object(objs, flatten, t1, k1))
+    found = _gather_columns(objs, flatten, t2, k2)
+    if found is None:  # two keys of one object share a path name: `_leaves` walks object by object
+        assert any(len(set(map(str, o))) < len(o) for o in _mappings(objs))
+        return
+    assert _named(t2, k2, *found) == expected
+    # and by batches, as score_json calls it, with codes shared across batches
+    t3, k3 = _PathTable(), _KeyTable(Normalizer())
+    assert _named(t3, k3, *_leaves(objs, flatten, t3, k3)) == expected
+
+
+def test_batches_and_colliding_names(monkeypatch) -> None:
+    monkeypatch.setattr(semantics, "_BATCH", 2)
+    truth = {f"r{i}": {"a": i % 3 == 0, "b": [1, 1.0, True, None, float("nan")], "c": {"x": i}} for i in range(7)}
+    truth["r5"] = {1: "one", "1": "uno", "a": True}  # both keys are the path "1"
+    pred = {k: {**v, "a": 1} for k, v in truth.items()}
+    cfg = JsonConfig(flatten=True)
+    res = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg)
+    monkeypatch.setattr(semantics, "_BATCH", 1_000)
+    ref = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg)
+    a, b = res.models["m"].records_frame(), ref.models["m"].records_frame()
+    assert a.equals(b)
+    assert res.models["m"].cells_frame().equals(ref.models["m"].cells_frame())
+    assert not math.isnan(res.models["m"].rqs["mean"])
