@@ -75,7 +75,7 @@ def test_the_column_walk_gives_the_leaves_of_the_object_walk(objs: list[Mapping]
     assert _named(t2, k2, *found) == expected
     # and by batches, as score_json calls it, with codes shared across batches
     t3, k3 = _PathTable(), _KeyTable(Normalizer())
-    assert _named(t3, k3, *_leaves(objs, flatten, t3, k3)) == expected
+    assert _named(t3, k3, *_leaves([objs], flatten, t3, k3)[0]) == expected
 
 
 def test_batches_and_colliding_names(monkeypatch) -> None:
@@ -91,3 +91,48 @@ def test_batches_and_colliding_names(monkeypatch) -> None:
     assert a.equals(b)
     assert res.models["m"].cells_frame().equals(ref.models["m"].cells_frame())
     assert not math.isnan(res.models["m"].rqs["mean"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.from_regex(r"\A[0-9]{1,20}\Z") | st.sampled_from(["0", "007", "²", "١٢", "1e3", "12 "]), max_size=10),
+       st.booleans(), st.booleans())
+def test_digit_strings_get_the_normaliser_keys(values: list[str], detect_types: bool, zero_is_null: bool) -> None:
+    from extracteval.core.normalize import DEFAULT_NULL_TOKENS, NormalizationConfig
+
+    cfg = NormalizationConfig(detect_types=detect_types, null_tokens=DEFAULT_NULL_TOKENS | ({"0"} if zero_is_null else set()))
+    table, reference = _KeyTable(Normalizer(cfg)), Normalizer(cfg)
+    for v in values:
+        c = table.code(v)
+        assert (table.keys[c] if c >= 0 else None) == reference.key(v), v
+
+
+SWAPS = {True: 1, 1: 1.0, 1.0: True, False: 0.0, 2**60: 2.0**60, "x": "x"}
+
+
+def _twin(value):
+    """A copy of `value` equal to it by `==`, with some leaves of another type (True ↔ 1 ↔ 1.0,
+    2**60 ↔ 2.0**60), which must not count as the same leaves."""
+    if isinstance(value, Mapping):
+        return {k: _twin(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_twin(v) for v in value)
+    return SWAPS.get(value, value) if type(value) in (bool, int, float) else value
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(OBJECTS, min_size=1, max_size=8), st.lists(st.integers(0, 2), min_size=8, max_size=8), st.booleans())
+def test_predictions_equal_to_their_truth_score_as_if_walked(objs, kinds, flatten) -> None:
+    """A prediction `==` its truth takes the truth's codes only when its leaves have the same types:
+    the scores are those of walking every prediction."""
+    truth = {f"r{i}": o for i, o in enumerate(objs)}
+    pred = {f"r{i}": (o if k == 0 else _twin(o) if k == 1 else {"z": 1}) for (i, o), k in zip(enumerate(objs), kinds)}
+    cfg = JsonConfig(flatten=flatten)
+    fast = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
+    saved = semantics._dumps
+    semantics._dumps = None  # every prediction walked
+    try:
+        walked = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
+    finally:
+        semantics._dumps = saved
+    assert fast.records_frame().equals(walked.records_frame())
+    assert fast.cells_frame().equals(walked.cells_frame())

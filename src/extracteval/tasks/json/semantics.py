@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from itertools import repeat
+import operator
 from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,11 @@ from extracteval.core.ranking import TIER_COLOURS, rank_by_metrics, tier
 from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
+
+try:  # a dependency: the typed comparison of a prediction with its truth (`_same_leaves`)
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover - without orjson every prediction is walked
+    _dumps = None
 
 __all__ = [
     "BUCKETS",
@@ -576,6 +582,8 @@ class _KeyTable:
 
     def __init__(self, normalizer: Normalizer) -> None:
         self.normalizer = normalizer
+        self.digits_are_numbers = normalizer.config.detect_types
+        self.null_tokens = normalizer.config.null_tokens
         self.keys: list[str] = []
         self.ids: dict[str, int] = {}
         self.by_type: dict[type, dict[Any, int]] = {}
@@ -599,7 +607,13 @@ class _KeyTable:
             # dispatch (ABC isinstance checks, hash probe, its own per-value cache, which this
             # table already is). Same rules as `Normalizer._compute` for these exact types.
             if tv is str:
-                key = self.normalizer._string_key(v)
+                if v.isdigit() and v.isascii() and len(v) <= 15 and self.digits_are_numbers and v not in self.null_tokens:
+                    # plain ASCII digits (ids, codes, zip codes): what `_string_key` makes of them
+                    # (no space, case or currency to strip; a number before any date shape),
+                    # exactly, as such a float is an integer below 1e16
+                    key = "n:" + str(int(v))
+                else:
+                    key = self.normalizer._string_key(v)
             elif tv is int:
                 key = _number_key(float(v)) if abs(v) < 2**53 else f"n:{v}"
             elif v != v:  # NaN is absent, and never cached (it is not equal to itself)
@@ -619,9 +633,6 @@ class _KeyTable:
         if v == v:  # NaN is never equal to itself: do not fill the cache with NaN objects
             self.by_type.setdefault(tv, {})[v] = c
         return c
-
-
-_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 
 
 def _gather(
@@ -841,27 +852,77 @@ def _gather_columns(
     return rec, path, np.concatenate(kcodes)
 
 
+def _same_leaves(objs: Sequence[Any], truths: Sequence[Any]) -> np.ndarray:
+    """Which predictions have exactly their truth's leaves, so their codes can be copied instead
+    of walked. `==` alone would hide a type (`True == 1 == 1.0`, a big integer equal to a float),
+    so an equal pair must also serialise to the same JSON text (true / 1 / 1.0 apart); a value
+    orjson cannot write (a non-string key, a set, an integer beyond 64 bits…) is walked."""
+    n = len(objs)
+    if _dumps is None or n == 0:
+        return np.zeros(n, dtype=bool)
+    try:
+        eq = np.fromiter(map(operator.eq, objs, truths), dtype=bool, count=n)
+    except Exception:  # too deep for ==, or a value whose == is not a truth value: pair by pair
+        eq = np.zeros(n, dtype=bool)
+        for i, (a, b) in enumerate(zip(objs, truths)):
+            try:
+                eq[i] = bool(a == b)
+            except Exception:
+                pass
+    idx = np.flatnonzero(eq)
+    if len(idx):
+        mine, theirs = map(_typed_text, _take(objs, idx)), map(_typed_text, _take(truths, idx))
+        eq[idx] = [a is not None and a == b for a, b in zip(mine, theirs)]
+    return eq
+
+
+def _typed_text(value: Any) -> bytes | None:
+    try:
+        return _dumps(value)  # type: ignore[misc]
+    except TypeError:  # orjson's JSONEncodeError included
+        return None
+
+
 def _leaves(
-    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(object index, path code, key code) of every leaf: by column, in batches of `_BATCH`
-    objects (whose values stay in the processor's cache across the column passes), or object by
-    object where path names collide (see `_gather_columns`)."""
-    parts = []
-    for b0 in range(0, len(objs), _BATCH):
-        batch = objs[b0:b0 + _BATCH]
-        found = _gather_columns(batch, flatten, table, keys)
-        if found is None:
-            paths, kcodes = array("q"), array("q")
-            counts = _gather(batch, flatten, table, keys, paths, kcodes)
-            found = np.repeat(np.arange(len(batch), dtype=np.int64), counts), np.array(paths, dtype=np.int64), np.array(kcodes, dtype=np.int64)
-        parts.append((found[0] + b0, found[1], found[2]))
-    if len(parts) == 1:
-        return parts[0]
-    if not parts:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty.copy(), empty.copy()
-    return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+    sides: Sequence[Sequence[Mapping[str, Any]]], flatten: bool, table: _PathTable, keys: _KeyTable
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per side (the truth, then each model, for the same records): (object index, path code, key
+    code) of every leaf. Walked by column in batches of `_BATCH` records (see `_gather_columns`;
+    object by object where path names collide); a prediction with exactly its truth's leaves
+    (`_same_leaves`) takes the truth's codes instead of being walked."""
+    parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in sides]
+    n = len(sides[0]) if sides else 0
+    for b0 in range(0, n, _BATCH):
+        truth = sides[0][b0:b0 + _BATCH]
+        t_rec, t_path, t_key = _walk(truth, flatten, table, keys)
+        parts[0].append((t_rec + b0, t_path, t_key))
+        for objs, out in zip(sides[1:], parts[1:]):
+            batch = objs[b0:b0 + _BATCH]
+            same = _same_leaves(batch, truth)
+            if not same.any():
+                rec, path, kc = _walk(batch, flatten, table, keys)
+            else:
+                other = np.flatnonzero(~same)
+                rec, path, kc = _walk(_take(batch, other) if len(other) else (), flatten, table, keys)
+                copied = same[t_rec]
+                rec = np.concatenate([t_rec[copied], other[rec]])
+                path = np.concatenate([t_path[copied], path])
+                kc = np.concatenate([t_key[copied], kc])
+            out.append((rec + b0, path, kc))
+    empty = np.zeros(0, dtype=np.int64)
+    return [
+        (out[0] if len(out) == 1 else tuple(np.concatenate(x) for x in zip(*out))) if out else (empty, empty.copy(), empty.copy())
+        for out in parts
+    ]  # type: ignore[misc]
+
+
+def _walk(objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    found = _gather_columns(objs, flatten, table, keys) if len(objs) else None
+    if found is None:
+        paths, kcodes = array("q"), array("q")
+        counts = _gather(objs, flatten, table, keys, paths, kcodes)
+        found = np.repeat(np.arange(len(objs), dtype=np.int64), counts), np.array(paths, dtype=np.int64), np.array(kcodes, dtype=np.int64)
+    return found
 
 
 def _dumps_iterative(value: Any) -> str:
@@ -971,26 +1032,28 @@ def _model_input(
     (flagged), validated safety scores and statuses; appends its warnings."""
     n = len(order)
     what = p.source or f"predictions of model {p.name!r}"
-    recs = {str(k): v for k, v in p.records.items()}
-    extra = sorted(set(recs) - set(order))
+    records = p.records
+    if type(records) is dict and set(map(type, records)) <= {str}:
+        recs: Mapping[str, Any] = records  # the usual case: the ids are strings already
+    else:
+        recs = {str(k): v for k, v in records.items()}
+    extra = sorted(recs.keys() - pos.keys())
     if extra:
         shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
         raise InputError(
             f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
             "Every prediction must have a ground-truth record."
         )
-    objs: list[Mapping[str, Any]] = []
+    objs: list[Mapping[str, Any]] = list(map(recs.get, order, repeat(_NO_RECORD)))
     flags: dict[str, list[str]] = {}
-    for rid in order:
-        obj = recs.get(rid, _NO_RECORD)
-        if obj is _NO_RECORD:
-            objs.append({})
-            flags[rid] = ["missing_prediction"]
-        elif type(obj) is not dict and not isinstance(obj, Mapping):
-            objs.append({})
-            flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
-        else:
-            objs.append(obj)
+    if set(map(type, objs)) != {dict}:  # some record is missing, or not an object
+        for i, (rid, obj) in enumerate(zip(order, objs)):
+            if obj is _NO_RECORD:
+                objs[i] = {}
+                flags[rid] = ["missing_prediction"]
+            elif type(obj) is not dict and not isinstance(obj, Mapping):
+                objs[i] = {}
+                flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
     safety = np.full(n, cfg.default_safety)
     given = 0
     for rid, s in (p.safety or {}).items():
@@ -1197,17 +1260,20 @@ def score_json(
         seen.add(p.name)
     if not isinstance(truth, Mapping):
         raise InputError(f"{truth_source}: expected a mapping of record id to JSON object, but got {type(truth).__name__}.")
-    truth_ids = {str(k): k for k in truth}
-    if len(truth_ids) != len(truth):
-        raise InputError(f"{truth_source}: record ids must be unique as strings.")
-    order = sorted(truth_ids)
+    if set(map(type, truth)) <= {str}:  # the usual case: the ids are strings already
+        order = sorted(truth)
+        truth_objs: list[Mapping[str, Any]] = list(map(truth.__getitem__, order))
+    else:
+        truth_ids = {str(k): k for k in truth}
+        if len(truth_ids) != len(truth):
+            raise InputError(f"{truth_source}: record ids must be unique as strings.")
+        order = sorted(truth_ids)
+        truth_objs = [truth[truth_ids[rid]] for rid in order]
     n = len(order)
-    truth_objs: list[Mapping[str, Any]] = []
-    for rid in order:
-        obj = truth[truth_ids[rid]]
-        if type(obj) is not dict and not isinstance(obj, Mapping):
-            raise InputError(f"{truth_source}: record {rid!r}: the ground truth must be a JSON object, but found {type(obj).__name__}.")
-        truth_objs.append(obj)
+    if set(map(type, truth_objs)) - {dict}:
+        for rid, obj in zip(order, truth_objs):
+            if type(obj) is not dict and not isinstance(obj, Mapping):
+                raise InputError(f"{truth_source}: record {rid!r}: the ground truth must be a JSON object, but found {type(obj).__name__}.")
 
     normalizer = Normalizer(cfg.normalization)
     if similarity is None:
@@ -1259,8 +1325,7 @@ def score_json(
     for c0 in range(0, n, _CHUNK):
         c1 = min(n, c0 + _CHUNK)
         nc = c1 - c0
-        t_rec, t_path, t_key = _leaves(truth_objs[c0:c1], cfg.flatten, table, keytab)
-        sides = [_leaves(mi.objs[c0:c1], cfg.flatten, table, keytab) for mi in models_in]
+        (t_rec, t_path, t_key), *sides = _leaves([truth_objs[c0:c1], *(mi.objs[c0:c1] for mi in models_in)], cfg.flatten, table, keytab)
         extend_tables()
         n_paths = max(1, len(table.names))
         t_id = t_rec * n_paths + t_path
