@@ -109,11 +109,17 @@ def test_digit_strings_get_the_normaliser_keys(values: list[str], detect_types: 
 SWAPS = {True: 1, 1: 1.0, 1.0: True, False: 0.0, 2**60: 2.0**60, "x": "x"}
 
 
+class _List(list):
+    """A list subclass: one leaf (its JSON text), not a list of leaves."""
+
+
 def _twin(value):
     """A copy of `value` equal to it by `==`, with some leaves of another type (True ↔ 1 ↔ 1.0,
-    2**60 ↔ 2.0**60), which must not count as the same leaves."""
+    2**60 ↔ 2.0**60, a list ↔ a list subclass), which must not count as the same leaves."""
     if isinstance(value, Mapping):
         return {k: _twin(v) for k, v in value.items()}
+    if type(value) is list:
+        return _List(_twin(v) for v in value)
     if isinstance(value, (list, tuple)):
         return type(value)(_twin(v) for v in value)
     return SWAPS.get(value, value) if type(value) in (bool, int, float) else value

@@ -19,7 +19,7 @@ import json
 from array import array
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 import operator
 from operator import itemgetter
@@ -36,9 +36,15 @@ from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
 
 try:  # a dependency: the typed comparison of a prediction with its truth (`_same_leaves`)
-    from orjson import dumps as _dumps
+    import orjson as _orjson
+
+    _dumps = _orjson.dumps
+    # subclasses (a list subclass is one leaf, not a list), dataclasses and datetimes are not
+    # written: such a prediction is walked
+    _TYPED = _orjson.OPT_PASSTHROUGH_SUBCLASS | _orjson.OPT_PASSTHROUGH_DATACLASS | _orjson.OPT_PASSTHROUGH_DATETIME
 except ImportError:  # pragma: no cover - without orjson every prediction is walked
     _dumps = None
+    _TYPED = 0
 
 __all__ = [
     "BUCKETS",
@@ -856,7 +862,8 @@ def _same_leaves(objs: Sequence[Any], truths: Sequence[Any]) -> np.ndarray:
     """Which predictions have exactly their truth's leaves, so their codes can be copied instead
     of walked. `==` alone would hide a type (`True == 1 == 1.0`, a big integer equal to a float),
     so an equal pair must also serialise to the same JSON text (true / 1 / 1.0 apart); a value
-    orjson cannot write (a non-string key, a set, an integer beyond 64 bits…) is walked."""
+    orjson does not write (a non-string key, a set, an integer beyond 64 bits, a subclass of
+    list, dict, str or int…) is walked."""
     n = len(objs)
     if _dumps is None or n == 0:
         return np.zeros(n, dtype=bool)
@@ -878,7 +885,7 @@ def _same_leaves(objs: Sequence[Any], truths: Sequence[Any]) -> np.ndarray:
 
 def _typed_text(value: Any) -> bytes | None:
     try:
-        return _dumps(value)  # type: ignore[misc]
+        return _dumps(value, option=_TYPED)  # type: ignore[misc]
     except TypeError:  # orjson's JSONEncodeError included
         return None
 
@@ -1013,6 +1020,33 @@ def _similarity_scores(
     return raw[inv]
 
 
+class _Positions(Mapping[str, int]):
+    """Record id → position in the sorted ids, built on first use (safety scores, statuses and
+    unknown ids need it; plain predictions do not)."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+        self._pos: dict[str, int] | None = None
+
+    @property
+    def pos(self) -> dict[str, int]:
+        if self._pos is None:
+            self._pos = dict(zip(self.order, range(len(self.order))))
+        return self._pos
+
+    def __getitem__(self, rid: str) -> int:
+        return self.pos[rid]
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self.pos
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.pos)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
 @dataclass(frozen=True)
 class _ModelInput:
     """One model's predictions aligned to the sorted truth ids (internal)."""
@@ -1026,7 +1060,7 @@ class _ModelInput:
 
 
 def _model_input(
-    p: JsonPredictions, order: list[str], pos: dict[str, int], cfg: JsonConfig, truth_source: str, warnings: list[str]
+    p: JsonPredictions, order: list[str], pos: Mapping[str, int], cfg: JsonConfig, truth_source: str, warnings: list[str]
 ) -> _ModelInput:
     """Align one model's records to the truth: empty objects for missing or invalid predictions
     (flagged), validated safety scores and statuses; appends its warnings."""
@@ -1037,14 +1071,15 @@ def _model_input(
         recs: Mapping[str, Any] = records  # the usual case: the ids are strings already
     else:
         recs = {str(k): v for k, v in records.items()}
-    extra = sorted(recs.keys() - pos.keys())
-    if extra:
+    objs: list[Mapping[str, Any]] = list(map(recs.get, order, repeat(_NO_RECORD)))
+    # every prediction id is a truth id when as many truth ids found one as there are predictions
+    if n - sum(map(operator.is_, objs, repeat(_NO_RECORD))) != len(recs):
+        extra = sorted(recs.keys() - pos.keys())
         shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
         raise InputError(
             f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
             "Every prediction must have a ground-truth record."
         )
-    objs: list[Mapping[str, Any]] = list(map(recs.get, order, repeat(_NO_RECORD)))
     flags: dict[str, list[str]] = {}
     if set(map(type, objs)) != {dict}:  # some record is missing, or not an object
         for i, (rid, obj) in enumerate(zip(order, objs)):
@@ -1282,7 +1317,7 @@ def score_json(
         similarity = LexicalSimilarity()
     fuzzy = fuzzy_similarity or FuzzySimilarity(scorer=cfg.fuzzy_scorer)
     warnings: list[str] = []
-    pos = {rid: i for i, rid in enumerate(order)}
+    pos = _Positions(order)
 
     models_in = [_model_input(p, order, pos, cfg, truth_source, warnings) for p in sorted(predictions, key=lambda x: x.name)]
 
@@ -1310,8 +1345,12 @@ def score_json(
         a0 = len(auto)
         if len(keytab.keys) > a0:
             fresh = keytab.keys[a0:]
-            auto = np.concatenate([auto, np.fromiter((_STRATEGY_CODE[auto_strategy(k)] for k in fresh), dtype=np.int8, count=len(fresh))])
-            key_type = np.concatenate([key_type, np.asarray([k[0] for k in fresh], dtype="<U1")])
+            letters = np.asarray([k[0] for k in fresh], dtype="<U1")
+            new_auto = np.full(len(fresh), _S_EXACT, dtype=np.int8)  # `auto_strategy`: EXACT but for text
+            for i in np.flatnonzero(letters == "t").tolist():
+                new_auto[i] = _STRATEGY_CODE[auto_strategy(fresh[i])]
+            auto = np.concatenate([auto, new_auto])
+            key_type = np.concatenate([key_type, letters])
 
     w = cfg.weights
     lo, hi = cfg.clamp
