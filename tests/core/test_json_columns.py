@@ -68,14 +68,19 @@ def test_the_column_walk_gives_the_leaves_of_the_object_walk(objs: list[Mapping]
     t1, k1 = _PathTable(), _KeyTable(Normalizer())
     t2, k2 = _PathTable(), _KeyTable(Normalizer())
     expected = _named(t1, k1, *_by_object(objs, flatten, t1, k1))
-    found = _gather_columns(objs, flatten, t2, k2)
+    # as score_json calls it: by batches (the per-object walk where columns would be tiny)
+    assert _named(t2, k2, *_leaves([objs], flatten, t2, k2)[0]) == expected
+    # the column walk itself, however small its columns
+    slack, semantics._SLACK = semantics._SLACK, 10**9
+    try:
+        t3, k3 = _PathTable(), _KeyTable(Normalizer())
+        found = _gather_columns(objs, flatten, t3, k3)
+    finally:
+        semantics._SLACK = slack
     if found is None:  # two keys of one object share a path name: `_leaves` walks object by object
         assert any(len(set(map(str, o))) < len(o) for o in _mappings(objs))
         return
-    assert _named(t2, k2, *found) == expected
-    # and by batches, as score_json calls it, with codes shared across batches
-    t3, k3 = _PathTable(), _KeyTable(Normalizer())
-    assert _named(t3, k3, *_leaves([objs], flatten, t3, k3)[0]) == expected
+    assert _named(t3, k3, *found) == expected
 
 
 def test_batches_and_colliding_names(monkeypatch) -> None:
@@ -142,3 +147,21 @@ def test_predictions_equal_to_their_truth_score_as_if_walked(objs, kinds, flatte
         semantics._dumps = saved
     assert fast.records_frame().equals(walked.records_frame())
     assert fast.cells_frame().equals(walked.cells_frame())
+
+
+def test_long_lists_deep_nesting_and_many_shapes_are_walked_object_by_object() -> None:
+    """Where columns would hold a value or two (long lists, deep nesting, objects of many shapes),
+    the batch is walked object by object: the same leaves either way."""
+    deep: dict = {"v": True}
+    for _ in range(300):
+        deep = {"a": deep, "b": [1, None]}
+    batches = [
+        [{"xs": list(range(i, 3 * i + 40)), "n": i} for i in range(30)],
+        [{f"k{i}": i, f"k{i + 1}": [i, {"x": None}]} for i in range(40)],
+        [deep, {"a": 1}],
+    ]
+    for objs in batches:
+        t1, k1 = _PathTable(), _KeyTable(Normalizer())
+        t2, k2 = _PathTable(), _KeyTable(Normalizer())
+        assert _gather_columns(objs, True, _PathTable(), _KeyTable(Normalizer())) is None
+        assert _named(t2, k2, *_leaves([objs], True, t2, k2)[0]) == _named(t1, k1, *_by_object(objs, True, t1, k1))

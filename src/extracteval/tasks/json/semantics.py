@@ -72,6 +72,7 @@ _INDEX = re.compile(r"\[\d+\]")
 _NO_RECORD = object()
 _CHUNK = 10_000  # records scored together: bounds the memory of the vectorised steps
 _BATCH = 1_000  # objects walked column by column together (see `_leaves`)
+_SLACK = 64  # columns beyond two per object, shapes beyond one per eight objects: then walk object by object
 _RECORD_LIMIT = 10_000  # per-record rows in to_dict() by default up to this many (model × record) rows
 
 
@@ -754,8 +755,11 @@ def _gather_columns(
     The same leaves and codes as `_gather`, in another order (callers index cells by (object,
     path), so order is immaterial) — except where two keys of one object have the same path name
     (`1` and `"1"`): there the per-object walk's order decides which leaf a cell keeps, so None is
-    returned and the caller walks object by object."""
+    returned and the caller walks object by object. So it is too when the columns come out much
+    more numerous than the objects (long lists, deep nesting, objects of many shapes): a column
+    costs a few numpy calls, which only pay off over many values."""
     n = len(objs)
+    budget = 2 * n + _SLACK  # columns before the per-object walk is the cheaper one
     fast = {t: keys.by_type.setdefault(t, {}).get for t in (str, int, float, bool)}
     key_code, new_code, top = keys.code, table.code, table.top
     shapes, list_shapes = table.shapes, table.list_shapes
@@ -773,6 +777,9 @@ def _gather_columns(
     try:
         while work or columns:
             if columns:
+                budget -= 1
+                if budget < 0:
+                    return None
                 cc, ri, col = columns.pop()
                 tset = set(map(type, col))
                 if len(tset) == 1:
@@ -826,8 +833,11 @@ def _gather_columns(
                     counts.append(m)
                 continue
             is_list, c, ri, vals = work.pop()
+            groups = _groups(list(map(len, vals)) if is_list else list(map(tuple, vals)))
+            if len(groups) > len(vals) // 8 + _SLACK // 8:
+                return None  # a few objects per shape: columns of a few values
             if is_list:
-                for length, idx in _groups(list(map(len, vals))):
+                for length, idx in groups:
                     sub = vals if idx is None else _take(vals, idx)
                     rs = ri if idx is None else ri[idx]
                     child = list_shapes.get((c, length))
@@ -835,7 +845,7 @@ def _gather_columns(
                         child = list_shapes[(c, length)] = [new_code(c, j, True) for j in range(length)]
                     columns.extend(zip(child, repeat(rs), zip(*sub)))
                 continue
-            for shape, idx in _groups(list(map(tuple, vals))):
+            for shape, idx in groups:
                 if not shape:
                     continue  # an empty record (only records reach here empty)
                 sub = vals if idx is None else _take(vals, idx)
@@ -895,7 +905,7 @@ def _leaves(
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per side (the truth, then each model, for the same records): (object index, path code, key
     code) of every leaf. Walked by column in batches of `_BATCH` records (see `_gather_columns`;
-    object by object where path names collide); a prediction with exactly its truth's leaves
+    object by object where path names collide or columns would be tiny); a prediction with exactly its truth's leaves
     (`_same_leaves`) takes the truth's codes instead of being walked."""
     parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in sides]
     n = len(sides[0]) if sides else 0
