@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import gc
 import json
-from bisect import bisect_left
 from array import array
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
+import operator
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,17 @@ from extracteval.core.ranking import TIER_COLOURS, rank_by_metrics, tier
 from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
+
+try:  # a dependency: the typed comparison of a prediction with its truth (`_same_leaves`)
+    import orjson as _orjson
+
+    _dumps = _orjson.dumps
+    # subclasses (a list subclass is one leaf, not a list), dataclasses and datetimes are not
+    # written: such a prediction is walked
+    _TYPED = _orjson.OPT_PASSTHROUGH_SUBCLASS | _orjson.OPT_PASSTHROUGH_DATACLASS | _orjson.OPT_PASSTHROUGH_DATETIME
+except ImportError:  # pragma: no cover - without orjson every prediction is walked
+    _dumps = None
+    _TYPED = 0
 
 __all__ = [
     "BUCKETS",
@@ -58,6 +71,8 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _INDEX = re.compile(r"\[\d+\]")
 _NO_RECORD = object()
 _CHUNK = 10_000  # records scored together: bounds the memory of the vectorised steps
+_BATCH = 1_000  # objects walked column by column together (see `_leaves`)
+_SLACK = 64  # columns beyond two per object, shapes beyond one per eight objects: then walk object by object
 _RECORD_LIMIT = 10_000  # per-record rows in to_dict() by default up to this many (model × record) rows
 
 
@@ -519,6 +534,8 @@ class _PathTable:
         self.seg_cache: dict[Any, str] = {}
         self.shapes: dict[tuple[int, tuple[Any, ...]], list[int]] = {}
         self.list_shapes: dict[tuple[int, int], list[int]] = {}
+        self.fields: dict[int, int] = {}  # path code → field code (its `[*]` pattern)
+        self.field_ids: dict[str, int] = {}
 
     def code(self, parent: int, key: Any, index: bool) -> int:
         if index:
@@ -533,6 +550,14 @@ class _PathTable:
             self.steps.append((parent, key))
         (self.by_index if index else self.by_key)[(parent, key)] = c
         return c
+
+    def field(self, code: int) -> int:
+        """Code of a path's field: its pattern (`items[*].price`), shared by every index."""
+        f = self.fields.get(code)
+        if f is None:
+            name = _pattern(self.names[code])
+            f = self.fields[code] = self.field_ids.setdefault(name, len(self.field_ids))
+        return f
 
     def accessors(self, code: int) -> list[Any]:
         """The keys / indices leading from the root object to a path."""
@@ -564,9 +589,13 @@ class _KeyTable:
 
     def __init__(self, normalizer: Normalizer) -> None:
         self.normalizer = normalizer
+        self.digits_are_numbers = normalizer.config.detect_types
+        self.null_tokens = normalizer.config.null_tokens
         self.keys: list[str] = []
         self.ids: dict[str, int] = {}
         self.by_type: dict[type, dict[Any, int]] = {}
+        # the same codes again per (field, type), for `_gather_columns`: small dicts stay in cache
+        self.by_field: dict[tuple[int, type], dict[Any, int]] = {}
 
     def _key_code(self, key: str | None) -> int:
         if key is None:
@@ -585,7 +614,13 @@ class _KeyTable:
             # dispatch (ABC isinstance checks, hash probe, its own per-value cache, which this
             # table already is). Same rules as `Normalizer._compute` for these exact types.
             if tv is str:
-                key = self.normalizer._string_key(v)
+                if v.isdigit() and v.isascii() and len(v) <= 15 and self.digits_are_numbers and v not in self.null_tokens:
+                    # plain ASCII digits (ids, codes, zip codes): what `_string_key` makes of them
+                    # (no space, case or currency to strip; a number before any date shape),
+                    # exactly, as such a float is an integer below 1e16
+                    key = "n:" + str(int(v))
+                else:
+                    key = self.normalizer._string_key(v)
             elif tv is int:
                 key = _number_key(float(v)) if abs(v) < 2**53 else f"n:{v}"
             elif v != v:  # NaN is absent, and never cached (it is not equal to itself)
@@ -607,9 +642,6 @@ class _KeyTable:
         return c
 
 
-_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
-
-
 def _gather(
     objs: Sequence[Mapping[str, Any]],
     flatten: bool,
@@ -617,15 +649,13 @@ def _gather(
     keys: _KeyTable,
     codes: array,
     kcodes: array,
-    copy_from: Sequence[tuple[int, int] | None] | None = None,
 ) -> np.ndarray:
     """Append every leaf's path code and canonical-key code; returns the number of leaves per object.
 
     The hot loop of the task: one pass over each object with an explicit stack (no recursion).
     An object's child path codes are cached by (parent code, tuple of keys), so records of the
     same shape cost one look-up per object; a leaf costs one look-up of its value's key code; the
-    normaliser runs only for values never seen before. `copy_from[i] = (a, b)` copies the codes
-    already gathered at [a, b) instead of walking object i."""
+    normaliser runs only for values never seen before."""
     counts: list[int] = []
     shapes: dict[tuple[int, tuple[Any, ...]], list[int]] = table.shapes
     list_shapes: dict[tuple[int, int], list[int]] = table.list_shapes
@@ -639,14 +669,8 @@ def _gather(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples and no cycles: collection passes would dominate
     try:
-        for i, obj in enumerate(objs):
+        for obj in objs:
             n0 = len(codes)
-            if copy_from is not None and copy_from[i] is not None:
-                a, b = copy_from[i]  # same leaves as already gathered (a prediction equal to its truth)
-                codes.extend(codes[a:b])
-                kcodes.extend(kcodes[a:b])
-                counts.append(b - a)
-                continue
             stack: list[tuple[int, Any]] = [(-1, obj)]
             push, pop = stack.append, stack.pop
             while stack:
@@ -699,6 +723,223 @@ def _gather(
         if gc_was_enabled:
             gc.enable()
     return np.asarray(counts, dtype=np.int64)
+
+
+def _take(seq: Sequence[Any], idx: np.ndarray) -> Sequence[Any]:
+    """The items of `seq` at the positions `idx` (one C-level call, not a Python loop)."""
+    if len(idx) == 1:
+        return (seq[int(idx[0])],)
+    return itemgetter(*idx.tolist())(seq)
+
+
+def _groups(labels: list[Any]) -> list[tuple[Any, np.ndarray | None]]:
+    """Positions of each distinct label, in order of first appearance (None: every position)."""
+    if labels.count(labels[0]) == len(labels):  # the usual case: one label (compared, not hashed)
+        return [(labels[0], None)]
+    first: dict[Any, int] = {}
+    ids = np.asarray(list(map(first.setdefault, labels, range(len(labels)))), dtype=np.int64)  # a label's first position
+    order = np.argsort(ids, kind="stable")
+    cuts = np.flatnonzero(ids[order][1:] != ids[order][:-1]) + 1
+    return [(labels[int(part[0])], part) for part in np.split(order, cuts)]
+
+
+def _gather_columns(
+    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every leaf of `objs` as (object index, path code, canonical-key code) arrays, walked by
+    column rather than object by object: the objects of one shape (the same keys in the same order
+    under the same path) are taken together, each key's values form one column, and a column of
+    one type is coded by one C-level dict look-up per value (`map`), so Python runs once per
+    column and shape, not once per leaf. Nested objects and lists go on as further columns.
+
+    The same leaves and codes as `_gather`, in another order (callers index cells by (object,
+    path), so order is immaterial) — except where two keys of one object have the same path name
+    (`1` and `"1"`): there the per-object walk's order decides which leaf a cell keeps, so None is
+    returned and the caller walks object by object. So it is too when the columns come out much
+    more numerous than the objects (long lists, deep nesting, objects of many shapes): a column
+    costs a few numpy calls, which only pay off over many values."""
+    n = len(objs)
+    budget = 2 * n + _SLACK  # columns before the per-object walk is the cheaper one
+    fast = {t: keys.by_type.setdefault(t, {}).get for t in (str, int, float, bool)}
+    key_code, new_code, top = keys.code, table.code, table.top
+    shapes, list_shapes = table.shapes, table.list_shapes
+    by_field = keys.by_field
+    recs: list[np.ndarray] = []
+    kcodes: list[np.ndarray] = []
+    pcodes: list[int] = []
+    counts: list[int] = []
+    # work: (is a list group, parent path code, object indices, non-empty mappings or lists)
+    work: list[tuple[bool, int, np.ndarray, Sequence[Any]]] = [(False, -1, np.arange(n, dtype=np.int64), objs)]
+    columns: list[tuple[int, np.ndarray, Sequence[Any]]] = []
+    none_type = type(None)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # many short-lived tuples and no cycles, as in `_gather`
+    try:
+        while work or columns:
+            if columns:
+                budget -= 1
+                if budget < 0:
+                    return None
+                cc, ri, col = columns.pop()
+                tset = set(map(type, col))
+                if len(tset) == 1:
+                    parts: list[tuple[type, np.ndarray, Sequence[Any]]] = [(tset.pop(), ri, col)]
+                else:  # split the column by type
+                    tid = {t: i for i, t in enumerate(tset)}
+                    ti = np.fromiter(map(tid.__getitem__, map(type, col)), dtype=np.int64, count=len(col))
+                    parts = []
+                    for t, i in tid.items():
+                        idx = np.flatnonzero(ti == i)
+                        parts.append((t, ri[idx], _take(col, idx)))
+                for t, rs, vs in parts:
+                    m = len(vs)
+                    get = fast.get(t)
+                    if get is not None:
+                        # a small dict per field (path pattern) and type: look-ups stay in cache
+                        fkey = (table.field(cc), t)
+                        fd = by_field.get(fkey)
+                        if fd is None:
+                            fd = by_field[fkey] = {}
+                        kc = np.array(list(map(fd.get, vs, repeat(-3, m))), dtype=np.int64)
+                        miss = np.flatnonzero(kc == -3)
+                        if len(miss):  # values new to this field: each distinct one is coded once
+                            fresh = _take(vs, miss)
+                            for v in set(fresh):
+                                c = get(v)
+                                if c is None:
+                                    c = key_code(v)
+                                if v == v:  # NaN (absent) is never cached
+                                    fd[v] = c
+                            kc[miss] = np.fromiter(map(fd.get, fresh, repeat(-1, len(miss))), dtype=np.int64, count=len(miss))
+                    elif t is none_type:
+                        kc = np.full(m, -1, dtype=np.int64)
+                    elif flatten and (t is dict or t is list or t is tuple or issubclass(t, Mapping)):
+                        lens = np.fromiter(map(len, vs), dtype=np.int64, count=m)
+                        full = lens > 0
+                        if full.all():
+                            work.append((t is list or t is tuple, cc, rs, vs))
+                            continue
+                        if full.any():
+                            idx = np.flatnonzero(full)
+                            work.append((t is list or t is tuple, cc, rs[idx], _take(vs, idx)))
+                        rs = rs[~full]
+                        m = len(rs)
+                        kc = np.full(m, -1, dtype=np.int64)  # an empty object or list is an absent value
+                    else:
+                        kc = np.fromiter(map(key_code, vs), dtype=np.int64, count=m)
+                    recs.append(rs)
+                    kcodes.append(kc)
+                    pcodes.append(cc)
+                    counts.append(m)
+                continue
+            is_list, c, ri, vals = work.pop()
+            groups = _groups(list(map(len, vals)) if is_list else list(map(tuple, vals)))
+            if len(groups) > len(vals) // 8 + _SLACK // 8:
+                return None  # a few objects per shape: columns of a few values
+            if is_list:
+                for length, idx in groups:
+                    sub = vals if idx is None else _take(vals, idx)
+                    rs = ri if idx is None else ri[idx]
+                    child = list_shapes.get((c, length))
+                    if child is None:
+                        child = list_shapes[(c, length)] = [new_code(c, j, True) for j in range(length)]
+                    columns.extend(zip(child, repeat(rs), zip(*sub)))
+                continue
+            for shape, idx in groups:
+                if not shape:
+                    continue  # an empty record (only records reach here empty)
+                sub = vals if idx is None else _take(vals, idx)
+                rs = ri if idx is None else ri[idx]
+                child = shapes.get((c, shape))
+                if child is None:
+                    child = shapes[(c, shape)] = [new_code(c, k, False) if flatten or c >= 0 else top(k) for k in shape]
+                if len(set(child)) < len(child):
+                    return None
+                rows = map(dict.values, sub) if set(map(type, sub)) == {dict} else [list(v.values()) for v in sub]
+                columns.extend(zip(child, repeat(rs), zip(*rows)))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if not recs:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), empty.copy()
+    rec = np.concatenate(recs)
+    path = np.repeat(np.asarray(pcodes, dtype=np.int64), counts)
+    return rec, path, np.concatenate(kcodes)
+
+
+def _same_leaves(objs: Sequence[Any], truths: Sequence[Any]) -> np.ndarray:
+    """Which predictions have exactly their truth's leaves, so their codes can be copied instead
+    of walked. `==` alone would hide a type (`True == 1 == 1.0`, a big integer equal to a float),
+    so an equal pair must also serialise to the same JSON text (true / 1 / 1.0 apart); a value
+    orjson does not write (a non-string key, a set, an integer beyond 64 bits, a subclass of
+    list, dict, str or int…) is walked."""
+    n = len(objs)
+    if _dumps is None or n == 0:
+        return np.zeros(n, dtype=bool)
+    try:
+        eq = np.fromiter(map(operator.eq, objs, truths), dtype=bool, count=n)
+    except Exception:  # too deep for ==, or a value whose == is not a truth value: pair by pair
+        eq = np.zeros(n, dtype=bool)
+        for i, (a, b) in enumerate(zip(objs, truths)):
+            try:
+                eq[i] = bool(a == b)
+            except Exception:
+                pass
+    idx = np.flatnonzero(eq)
+    if len(idx):
+        mine, theirs = map(_typed_text, _take(objs, idx)), map(_typed_text, _take(truths, idx))
+        eq[idx] = [a is not None and a == b for a, b in zip(mine, theirs)]
+    return eq
+
+
+def _typed_text(value: Any) -> bytes | None:
+    try:
+        return _dumps(value, option=_TYPED)  # type: ignore[misc]
+    except TypeError:  # orjson's JSONEncodeError included
+        return None
+
+
+def _leaves(
+    sides: Sequence[Sequence[Mapping[str, Any]]], flatten: bool, table: _PathTable, keys: _KeyTable
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per side (the truth, then each model, for the same records): (object index, path code, key
+    code) of every leaf. Walked by column in batches of `_BATCH` records (see `_gather_columns`;
+    object by object where path names collide or columns would be tiny); a prediction with exactly its truth's leaves
+    (`_same_leaves`) takes the truth's codes instead of being walked."""
+    parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in sides]
+    n = len(sides[0]) if sides else 0
+    for b0 in range(0, n, _BATCH):
+        truth = sides[0][b0:b0 + _BATCH]
+        t_rec, t_path, t_key = _walk(truth, flatten, table, keys)
+        parts[0].append((t_rec + b0, t_path, t_key))
+        for objs, out in zip(sides[1:], parts[1:]):
+            batch = objs[b0:b0 + _BATCH]
+            same = _same_leaves(batch, truth)
+            if not same.any():
+                rec, path, kc = _walk(batch, flatten, table, keys)
+            else:
+                other = np.flatnonzero(~same)
+                rec, path, kc = _walk(_take(batch, other) if len(other) else (), flatten, table, keys)
+                copied = same[t_rec]
+                rec = np.concatenate([t_rec[copied], other[rec]])
+                path = np.concatenate([t_path[copied], path])
+                kc = np.concatenate([t_key[copied], kc])
+            out.append((rec + b0, path, kc))
+    empty = np.zeros(0, dtype=np.int64)
+    return [
+        (out[0] if len(out) == 1 else tuple(np.concatenate(x) for x in zip(*out))) if out else (empty, empty.copy(), empty.copy())
+        for out in parts
+    ]  # type: ignore[misc]
+
+
+def _walk(objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    found = _gather_columns(objs, flatten, table, keys) if len(objs) else None
+    if found is None:
+        paths, kcodes = array("q"), array("q")
+        counts = _gather(objs, flatten, table, keys, paths, kcodes)
+        found = np.repeat(np.arange(len(objs), dtype=np.int64), counts), np.array(paths, dtype=np.int64), np.array(kcodes, dtype=np.int64)
+    return found
 
 
 def _dumps_iterative(value: Any) -> str:
@@ -789,6 +1030,33 @@ def _similarity_scores(
     return raw[inv]
 
 
+class _Positions(Mapping[str, int]):
+    """Record id → position in the sorted ids, built on first use (safety scores, statuses and
+    unknown ids need it; plain predictions do not)."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+        self._pos: dict[str, int] | None = None
+
+    @property
+    def pos(self) -> dict[str, int]:
+        if self._pos is None:
+            self._pos = dict(zip(self.order, range(len(self.order))))
+        return self._pos
+
+    def __getitem__(self, rid: str) -> int:
+        return self.pos[rid]
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self.pos
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.pos)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
 @dataclass(frozen=True)
 class _ModelInput:
     """One model's predictions aligned to the sorted truth ids (internal)."""
@@ -802,32 +1070,35 @@ class _ModelInput:
 
 
 def _model_input(
-    p: JsonPredictions, order: list[str], pos: dict[str, int], cfg: JsonConfig, truth_source: str, warnings: list[str]
+    p: JsonPredictions, order: list[str], pos: Mapping[str, int], cfg: JsonConfig, truth_source: str, warnings: list[str]
 ) -> _ModelInput:
     """Align one model's records to the truth: empty objects for missing or invalid predictions
     (flagged), validated safety scores and statuses; appends its warnings."""
     n = len(order)
     what = p.source or f"predictions of model {p.name!r}"
-    recs = {str(k): v for k, v in p.records.items()}
-    extra = sorted(set(recs) - set(order))
-    if extra:
+    records = p.records
+    if type(records) is dict and set(map(type, records)) <= {str}:
+        recs: Mapping[str, Any] = records  # the usual case: the ids are strings already
+    else:
+        recs = {str(k): v for k, v in records.items()}
+    objs: list[Mapping[str, Any]] = list(map(recs.get, order, repeat(_NO_RECORD)))
+    # every prediction id is a truth id when as many truth ids found one as there are predictions
+    if n - sum(map(operator.is_, objs, repeat(_NO_RECORD))) != len(recs):
+        extra = sorted(recs.keys() - pos.keys())
         shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
         raise InputError(
             f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
             "Every prediction must have a ground-truth record."
         )
-    objs: list[Mapping[str, Any]] = []
     flags: dict[str, list[str]] = {}
-    for rid in order:
-        obj = recs.get(rid, _NO_RECORD)
-        if obj is _NO_RECORD:
-            objs.append({})
-            flags[rid] = ["missing_prediction"]
-        elif type(obj) is not dict and not isinstance(obj, Mapping):
-            objs.append({})
-            flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
-        else:
-            objs.append(obj)
+    if set(map(type, objs)) != {dict}:  # some record is missing, or not an object
+        for i, (rid, obj) in enumerate(zip(order, objs)):
+            if obj is _NO_RECORD:
+                objs[i] = {}
+                flags[rid] = ["missing_prediction"]
+            elif type(obj) is not dict and not isinstance(obj, Mapping):
+                objs[i] = {}
+                flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
     safety = np.full(n, cfg.default_safety)
     given = 0
     for rid, s in (p.safety or {}).items():
@@ -1034,17 +1305,20 @@ def score_json(
         seen.add(p.name)
     if not isinstance(truth, Mapping):
         raise InputError(f"{truth_source}: expected a mapping of record id to JSON object, but got {type(truth).__name__}.")
-    truth_ids = {str(k): k for k in truth}
-    if len(truth_ids) != len(truth):
-        raise InputError(f"{truth_source}: record ids must be unique as strings.")
-    order = sorted(truth_ids)
+    if set(map(type, truth)) <= {str}:  # the usual case: the ids are strings already
+        order = sorted(truth)
+        truth_objs: list[Mapping[str, Any]] = list(map(truth.__getitem__, order))
+    else:
+        truth_ids = {str(k): k for k in truth}
+        if len(truth_ids) != len(truth):
+            raise InputError(f"{truth_source}: record ids must be unique as strings.")
+        order = sorted(truth_ids)
+        truth_objs = [truth[truth_ids[rid]] for rid in order]
     n = len(order)
-    truth_objs: list[Mapping[str, Any]] = []
-    for rid in order:
-        obj = truth[truth_ids[rid]]
-        if type(obj) is not dict and not isinstance(obj, Mapping):
-            raise InputError(f"{truth_source}: record {rid!r}: the ground truth must be a JSON object, but found {type(obj).__name__}.")
-        truth_objs.append(obj)
+    if set(map(type, truth_objs)) - {dict}:
+        for rid, obj in zip(order, truth_objs):
+            if type(obj) is not dict and not isinstance(obj, Mapping):
+                raise InputError(f"{truth_source}: record {rid!r}: the ground truth must be a JSON object, but found {type(obj).__name__}.")
 
     normalizer = Normalizer(cfg.normalization)
     if similarity is None:
@@ -1053,7 +1327,7 @@ def score_json(
         similarity = LexicalSimilarity()
     fuzzy = fuzzy_similarity or FuzzySimilarity(scorer=cfg.fuzzy_scorer)
     warnings: list[str] = []
-    pos = {rid: i for i, rid in enumerate(order)}
+    pos = _Positions(order)
 
     models_in = [_model_input(p, order, pos, cfg, truth_source, warnings) for p in sorted(predictions, key=lambda x: x.name)]
 
@@ -1081,8 +1355,12 @@ def score_json(
         a0 = len(auto)
         if len(keytab.keys) > a0:
             fresh = keytab.keys[a0:]
-            auto = np.concatenate([auto, np.fromiter((_STRATEGY_CODE[auto_strategy(k)] for k in fresh), dtype=np.int8, count=len(fresh))])
-            key_type = np.concatenate([key_type, np.asarray([k[0] for k in fresh], dtype="<U1")])
+            letters = np.asarray([k[0] for k in fresh], dtype="<U1")
+            new_auto = np.full(len(fresh), _S_EXACT, dtype=np.int8)  # `auto_strategy`: EXACT but for text
+            for i in np.flatnonzero(letters == "t").tolist():
+                new_auto[i] = _STRATEGY_CODE[auto_strategy(fresh[i])]
+            auto = np.concatenate([auto, new_auto])
+            key_type = np.concatenate([key_type, letters])
 
     w = cfg.weights
     lo, hi = cfg.clamp
@@ -1090,66 +1368,21 @@ def score_json(
     acc: dict[str, dict[str, Any]] = {
         mi.meta.name: {"per_record": {k: [] for k in per_record_keys}, "cells": [], "fields": [], "failures": 0} for mi in models_in
     }
-    ambiguous_keys = ("b:true", "b:false", "n:0", "n:1")
 
     # Records are scored in chunks: every array below is bounded by the chunk, so memory stays
     # flat however many records there are; only per-record results and per-cell listings grow.
     for c0 in range(0, n, _CHUNK):
         c1 = min(n, c0 + _CHUNK)
         nc = c1 - c0
-        leaf_paths = array("q")  # int64 codes, appended in the hot loop and read without copying
-        leaf_keys = array("q")
-        t_counts = _gather(truth_objs[c0:c1], cfg.flatten, table, keytab, leaf_paths, leaf_keys)
-        t_len = len(leaf_keys)
-        t_ends = np.cumsum(t_counts)
-        starts_list, ends_list = (t_ends - t_counts).tolist(), t_ends.tolist()
-        # A prediction equal (==) to its truth has the same leaves, so its codes are copied instead
-        # of walked, except where == hides a type: True == 1 == 1.0 and False == 0 have different
-        # canonical keys. So each truth leaf holding a boolean or a number 0 / 1 is checked in the
-        # prediction: a boolean must face a boolean, a number a non-boolean.
-        amb_codes = [keytab.ids[k] for k in ambiguous_keys if k in keytab.ids]
-        t_kc = np.frombuffer(leaf_keys, dtype=np.int64) if t_len else np.zeros(0, dtype=np.int64)
-        amb_idx = np.flatnonzero(np.isin(t_kc, amb_codes)) if amb_codes else np.zeros(0, dtype=np.int64)
-        amb_list = amb_idx.tolist()
-        amb_bool = [keytab.keys[k][0] == "b" for k in t_kc[amb_idx].tolist()]
-        del t_kc  # release the buffer: the arrays grow again below
-        steps_cache: dict[int, list[Any]] = {}
-
-        def same_leaves(i: int, obj: Any) -> bool:
-            try:
-                if obj != truth_objs[c0 + i]:
-                    return False
-            except RecursionError:
-                return False
-            for j in range(bisect_left(amb_list, starts_list[i]), bisect_left(amb_list, ends_list[i])):
-                code = leaf_paths[amb_list[j]]
-                steps = steps_cache.get(code)
-                if steps is None:
-                    steps = steps_cache[code] = table.accessors(code)
-                v = obj
-                for k in steps:
-                    v = v[k]
-                if (type(v) is bool) != amb_bool[j]:
-                    return False
-            return True
-
-        spans = []
-        for mi in models_in:
-            start = len(leaf_keys)
-            chunk = mi.objs[c0:c1]
-            copy_from = [(starts_list[i], ends_list[i]) if same_leaves(i, obj) else None for i, obj in enumerate(chunk)]
-            counts = _gather(chunk, cfg.flatten, table, keytab, leaf_paths, leaf_keys, copy_from)
-            spans.append((start, len(leaf_keys), counts))
+        (t_rec, t_path, t_key), *sides = _leaves([truth_objs[c0:c1], *(mi.objs[c0:c1] for mi in models_in)], cfg.flatten, table, keytab)
         extend_tables()
         n_paths = max(1, len(table.names))
-        raw_paths = np.frombuffer(leaf_paths, dtype=np.int64) if len(leaf_paths) else np.zeros(0, dtype=np.int64)
-        kcodes = np.frombuffer(leaf_keys, dtype=np.int64) if len(leaf_keys) else np.zeros(0, dtype=np.int64)
-        t_id = np.repeat(np.arange(nc, dtype=np.int64), t_counts) * n_paths + raw_paths[:t_len]
-        t_key = kcodes[:t_len]
+        t_id = t_rec * n_paths + t_path
+        del t_rec, t_path
 
-        for mi, (s0, s1, counts) in zip(models_in, spans):
-            a_id = np.repeat(np.arange(nc, dtype=np.int64), counts) * n_paths + raw_paths[s0:s1]
-            a_key = kcodes[s0:s1]
+        for mi, (a_rec, a_path, a_key) in zip(models_in, sides):
+            a_id = a_rec * n_paths + a_path
+            del a_rec, a_path
             per_record, fields, n_fail, cells = _score_chunk(
                 t_id, t_key, a_id, a_key, nc=nc, n_paths=n_paths, keys=keytab.keys, override=override, auto=auto,
                 key_type=key_type, safety=mi.safety[c0:c1], excluded=mi.excluded[c0:c1], cfg=cfg, fuzzy=fuzzy,
@@ -1162,7 +1395,7 @@ def score_json(
             a["failures"] += n_fail
             a["cells"].append(_Cells(rec=cells.rec + np.int32(c0), path=cells.path, cls=cells.cls, strategy=cells.strategy,
                                      score=cells.score, matched=cells.matched))
-        del raw_paths, kcodes, t_id, t_key
+        del sides, t_id, t_key
 
     # path names in name order (listings and tables never depend on input order); containers
     # (parents of leaves) have codes but are not keys themselves

@@ -1,0 +1,167 @@
+"""The column walk (`_gather_columns`, by batches in `_leaves`) gives exactly the leaves and
+canonical-key codes of the per-object walk (`_gather`): booleans next to 1 and 1.0, NaN and
+infinities, big integers, empty objects and lists, tuples, other mappings, non-string keys, mixed
+types in one field, with and without flattening."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extracteval.core.normalize import Normalizer
+from extracteval.tasks.json import semantics
+from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, _gather, _gather_columns, _KeyTable, _leaves, _PathTable, score_json
+
+# keys as JSON gives them, plus the integer 1 (whose path name "1" collides with the key "1"); not
+# True next to 1: equal as dict keys, both walks name such a key by whichever they meet first
+KEYS = st.sampled_from(["a", "b", "c.d", "e[0]", "", "name", "1", 1])
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([2**53, 2**60, -(2**70), 1.0, 0.0, -0.0, 2.0**60]),
+    st.floats(allow_nan=True, allow_infinity=True, width=16),
+    st.sampled_from(["x", "X ", "1", "01", "N/A", "true", "2024-01-05", "January 5, 2024", "", "12345", "a@b.co"]),
+)
+
+
+def _values(inner):
+    return st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(KEYS, inner, max_size=3),
+        st.dictionaries(KEYS, inner, max_size=2).map(MappingProxyType),
+    )
+
+
+VALUES = st.recursive(SCALARS, _values, max_leaves=8)
+OBJECTS = st.one_of(st.dictionaries(KEYS, VALUES, max_size=5), st.dictionaries(KEYS, VALUES, max_size=3).map(MappingProxyType))
+
+
+def _by_object(objs, flatten, table, keys):
+    paths, kcodes = array("q"), array("q")
+    counts = _gather(objs, flatten, table, keys, paths, kcodes)
+    return np.repeat(np.arange(len(objs)), counts), list(paths), list(kcodes)
+
+
+def _named(table, keys, rec, path, kc) -> list[tuple[int, str, str | None]]:
+    return sorted((int(r), table.names[p], keys.keys[k] if k >= 0 else "") for r, p, k in zip(rec, path, kc))
+
+
+def _mappings(values):
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            yield v
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(OBJECTS, min_size=1, max_size=12), st.booleans())
+def test_the_column_walk_gives_the_leaves_of_the_object_walk(objs: list[Mapping], flatten: bool) -> None:
+    t1, k1 = _PathTable(), _KeyTable(Normalizer())
+    t2, k2 = _PathTable(), _KeyTable(Normalizer())
+    expected = _named(t1, k1, *_by_object(objs, flatten, t1, k1))
+    # as score_json calls it: by batches (the per-object walk where columns would be tiny)
+    assert _named(t2, k2, *_leaves([objs], flatten, t2, k2)[0]) == expected
+    # the column walk itself, however small its columns
+    slack, semantics._SLACK = semantics._SLACK, 10**9
+    try:
+        t3, k3 = _PathTable(), _KeyTable(Normalizer())
+        found = _gather_columns(objs, flatten, t3, k3)
+    finally:
+        semantics._SLACK = slack
+    if found is None:  # two keys of one object share a path name: `_leaves` walks object by object
+        assert any(len(set(map(str, o))) < len(o) for o in _mappings(objs))
+        return
+    assert _named(t3, k3, *found) == expected
+
+
+def test_batches_and_colliding_names(monkeypatch) -> None:
+    monkeypatch.setattr(semantics, "_BATCH", 2)
+    truth = {f"r{i}": {"a": i % 3 == 0, "b": [1, 1.0, True, None, float("nan")], "c": {"x": i}} for i in range(7)}
+    truth["r5"] = {1: "one", "1": "uno", "a": True}  # both keys are the path "1"
+    pred = {k: {**v, "a": 1} for k, v in truth.items()}
+    cfg = JsonConfig(flatten=True)
+    res = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg)
+    monkeypatch.setattr(semantics, "_BATCH", 1_000)
+    ref = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg)
+    a, b = res.models["m"].records_frame(), ref.models["m"].records_frame()
+    assert a.equals(b)
+    assert res.models["m"].cells_frame().equals(ref.models["m"].cells_frame())
+    assert not math.isnan(res.models["m"].rqs["mean"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.from_regex(r"\A[0-9]{1,20}\Z") | st.sampled_from(["0", "007", "²", "١٢", "1e3", "12 "]), max_size=10),
+       st.booleans(), st.booleans())
+def test_digit_strings_get_the_normaliser_keys(values: list[str], detect_types: bool, zero_is_null: bool) -> None:
+    from extracteval.core.normalize import DEFAULT_NULL_TOKENS, NormalizationConfig
+
+    cfg = NormalizationConfig(detect_types=detect_types, null_tokens=DEFAULT_NULL_TOKENS | ({"0"} if zero_is_null else set()))
+    table, reference = _KeyTable(Normalizer(cfg)), Normalizer(cfg)
+    for v in values:
+        c = table.code(v)
+        assert (table.keys[c] if c >= 0 else None) == reference.key(v), v
+
+
+SWAPS = {True: 1, 1: 1.0, 1.0: True, False: 0.0, 2**60: 2.0**60, "x": "x"}
+
+
+class _List(list):
+    """A list subclass: one leaf (its JSON text), not a list of leaves."""
+
+
+def _twin(value):
+    """A copy of `value` equal to it by `==`, with some leaves of another type (True ↔ 1 ↔ 1.0,
+    2**60 ↔ 2.0**60, a list ↔ a list subclass), which must not count as the same leaves."""
+    if isinstance(value, Mapping):
+        return {k: _twin(v) for k, v in value.items()}
+    if type(value) is list:
+        return _List(_twin(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_twin(v) for v in value)
+    return SWAPS.get(value, value) if type(value) in (bool, int, float) else value
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(OBJECTS, min_size=1, max_size=8), st.lists(st.integers(0, 2), min_size=8, max_size=8), st.booleans())
+def test_predictions_equal_to_their_truth_score_as_if_walked(objs, kinds, flatten) -> None:
+    """A prediction `==` its truth takes the truth's codes only when its leaves have the same types:
+    the scores are those of walking every prediction."""
+    truth = {f"r{i}": o for i, o in enumerate(objs)}
+    pred = {f"r{i}": (o if k == 0 else _twin(o) if k == 1 else {"z": 1}) for (i, o), k in zip(enumerate(objs), kinds)}
+    cfg = JsonConfig(flatten=flatten)
+    fast = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
+    saved = semantics._dumps
+    semantics._dumps = None  # every prediction walked
+    try:
+        walked = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
+    finally:
+        semantics._dumps = saved
+    assert fast.records_frame().equals(walked.records_frame())
+    assert fast.cells_frame().equals(walked.cells_frame())
+
+
+def test_long_lists_deep_nesting_and_many_shapes_are_walked_object_by_object() -> None:
+    """Where columns would hold a value or two (long lists, deep nesting, objects of many shapes),
+    the batch is walked object by object: the same leaves either way."""
+    deep: dict = {"v": True}
+    for _ in range(300):
+        deep = {"a": deep, "b": [1, None]}
+    batches = [
+        [{"xs": list(range(i, 3 * i + 40)), "n": i} for i in range(30)],
+        [{f"k{i}": i, f"k{i + 1}": [i, {"x": None}]} for i in range(40)],
+        [deep, {"a": 1}],
+    ]
+    for objs in batches:
+        t1, k1 = _PathTable(), _KeyTable(Normalizer())
+        t2, k2 = _PathTable(), _KeyTable(Normalizer())
+        assert _gather_columns(objs, True, _PathTable(), _KeyTable(Normalizer())) is None
+        assert _named(t2, k2, *_leaves([objs], True, t2, k2)[0]) == _named(t1, k1, *_by_object(objs, True, t1, k1))
