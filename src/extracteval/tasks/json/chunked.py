@@ -254,10 +254,7 @@ class ChunkedJsonResult:
 
 def finalise_json(ledger: JsonLedger, cfg: Any, record_rows: Callable[[], np.ndarray] | None) -> ChunkedJsonResult:
     """Ratios, ranking and warnings from the merged ledger, as `score_json` computes them."""
-    from extracteval.tasks.json.semantics import (
-        _STRATEGIES, TIER_COLOURS, FieldAccuracy, JsonResult, ModelJsonResult, tier,
-    )
-    from extracteval.core.ranking import rank_by_metrics
+    from extracteval.tasks.json.semantics import _STRATEGIES, TIER_COLOURS, FieldAccuracy, JsonResult, ModelJsonResult, rank_models, rqs_summary
 
     names = sorted(ledger.models)
     n = ledger.n_records
@@ -312,32 +309,21 @@ def finalise_json(ledger: JsonLedger, cfg: Any, record_rows: Callable[[], np.nda
             for f in field_names if f in mf
         }
 
-    def summary(x: np.ndarray) -> dict[str, float]:
-        if len(x) == 0:
-            return {"mean": 0.0, "median": 0.0, "min": 0.0, "max": 0.0}
-        return {"mean": float(np.mean(x)), "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
-
     # the same calls as `score_json` on the same contiguous arrays: the same floats
     means = {
         m: {k: float(np.mean(np.ascontiguousarray(per[m][k])[keep[m]])) if keep[m].any() else 0.0 for k in _PER_RECORD}
         for m in names
     }
-    ranked = rank_by_metrics("json", {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
-                                          "json/hallucination": v["hallucination"]} for m, v in means.items()})
-    w = cfg.weights
-    lo, hi = cfg.clamp
-    best = min(hi, max(lo, w.accuracy + w.completeness + w.safety))
+    ranked, _ = rank_models(means, cfg)
     models = {}
-    for r in ranked:
-        share = means[r.model]["rqs"] / best if best > 0 else means[r.model]["rqs"]
-        tier_name = tier(share)
+    for r, tier_name in ranked:
         ml = ledger.models[r.model]
         models[r.model] = ModelJsonResult(
             name=r.model,
             rank=r.rank,
             tier=tier_name,
             tier_colour=TIER_COLOURS[tier_name],
-            rqs=summary(np.ascontiguousarray(per[r.model]["rqs"])[keep[r.model]]),
+            rqs=rqs_summary(np.ascontiguousarray(per[r.model]["rqs"])[keep[r.model]]),
             completeness=means[r.model]["completeness"],
             hallucination=means[r.model]["hallucination"],
             accuracy=means[r.model]["accuracy"],
@@ -357,7 +343,7 @@ def finalise_json(ledger: JsonLedger, cfg: Any, record_rows: Callable[[], np.nda
     result = JsonResult(
         task="json",
         models=models,
-        ranking=tuple(r.model for r in ranked),
+        ranking=tuple(r.model for r, _ in ranked),
         n_records=n,
         fields=field_names,
         warnings=tuple(warnings),

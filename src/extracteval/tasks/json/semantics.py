@@ -1266,6 +1266,27 @@ def _score_chunk(
     return per_record, fields, int((failures & keep).sum()), cells
 
 
+def rqs_summary(x: np.ndarray) -> dict[str, float]:
+    """Mean, median, min and max of per-record RQS (zeros when no record is scored)."""
+    if len(x) == 0:
+        return {"mean": 0.0, "median": 0.0, "min": 0.0, "max": 0.0}
+    return {"mean": float(np.mean(x)), "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
+
+
+def rank_models(means: Mapping[str, Mapping[str, float]], cfg: JsonConfig) -> tuple[list[tuple[Any, str]], float]:
+    """The models ranked by the task's declaration (mean RQS, accuracy, completeness, lower
+    hallucination, name), each with its tier, and the best attainable RQS the tier is taken on.
+
+    The best attainable RQS is a + c + s (hallucination only subtracts), clamped: 0.85 with the
+    default weights, so the tier (excellent ≥ 90%, good ≥ 70%) is the share of that maximum."""
+    ranked = rank_by_metrics("json", {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
+                                          "json/hallucination": v["hallucination"]} for m, v in means.items()})
+    w = cfg.weights
+    lo, hi = cfg.clamp
+    best = min(hi, max(lo, w.accuracy + w.completeness + w.safety))
+    return [(r, tier(means[r.model]["rqs"] / best if best > 0 else means[r.model]["rqs"])) for r in ranked], best
+
+
 def score_json(
     truth: Mapping[str, Any],
     predictions: Sequence[JsonPredictions],
@@ -1362,8 +1383,6 @@ def score_json(
             auto = np.concatenate([auto, new_auto])
             key_type = np.concatenate([key_type, letters])
 
-    w = cfg.weights
-    lo, hi = cfg.clamp
     per_record_keys = ("rqs", "completeness", "hallucination", "accuracy", "total_keys", "scored", "matched", *BUCKETS)
     acc: dict[str, dict[str, Any]] = {
         mi.meta.name: {"per_record": {k: [] for k in per_record_keys}, "cells": [], "fields": [], "failures": 0} for mi in models_in
@@ -1490,27 +1509,14 @@ def score_json(
             "failures": a["failures"],
         }
 
-    def summary(x: np.ndarray) -> dict[str, float]:
-        if len(x) == 0:
-            return {"mean": 0.0, "median": 0.0, "min": 0.0, "max": 0.0}
-        return {"mean": float(np.mean(x)), "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
-
     means = {
         m: {k: float(np.mean(r["per_record"][k][r["keep"]])) if r["keep"].any() else 0.0
             for k in ("rqs", "completeness", "hallucination", "accuracy", "safety")}
         for m, r in results.items()
     }
-    # Ranking keys: the task's declaration (core.ranking.RANKING_SPECS["json"]): mean RQS,
-    # accuracy, completeness, lower hallucination, name.
-    ranked = rank_by_metrics("json", {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
-                                          "json/hallucination": v["hallucination"]} for m, v in means.items()})
-    # The best attainable RQS is a + c + s (hallucination only subtracts): 0.85 with the default
-    # weights, so the tier (excellent ≥ 90%, good ≥ 70%) is taken on the share of that maximum.
-    best = min(hi, max(lo, w.accuracy + w.completeness + w.safety))
+    ranked, best = rank_models(means, cfg)
     models: dict[str, ModelJsonResult] = {}
-    for r in ranked:
-        share = means[r.model]["rqs"] / best if best > 0 else means[r.model]["rqs"]
-        tier_name = tier(share)
+    for r, tier_name in ranked:
         res = results[r.model]
         pr = res["per_record"]
         flags = res["flags"]
@@ -1519,7 +1525,7 @@ def score_json(
             rank=r.rank,
             tier=tier_name,
             tier_colour=TIER_COLOURS[tier_name],
-            rqs=summary(pr["rqs"][res["keep"]]),
+            rqs=rqs_summary(pr["rqs"][res["keep"]]),
             completeness=means[r.model]["completeness"],
             hallucination=means[r.model]["hallucination"],
             accuracy=means[r.model]["accuracy"],
@@ -1552,7 +1558,7 @@ def score_json(
     return JsonResult(
         task="json",
         models=models,
-        ranking=tuple(r.model for r in ranked),
+        ranking=tuple(r.model for r, _ in ranked),
         n_records=n,
         fields=field_names,
         warnings=tuple(warnings),
