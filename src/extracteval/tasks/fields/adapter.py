@@ -345,13 +345,9 @@ class FieldsAdapter:
 
         from extracteval.io.chunks import table_columns
         from extracteval.tasks.fields.chunked import EvaluateFieldsTask
-        from extracteval.tasks.fields.chunks import fields_chunk_job
-        from extracteval.tasks.fields.options import build_config, chosen_fields
+        from extracteval.tasks.fields.chunks import args_chunk_job
 
-        if getattr(args, "keys", None):
-            raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
-        job = fields_chunk_job(args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args), chunk_size=chunk_size,
-                               id_column=args.id_column, delimiter=args.delimiter)
+        job = args_chunk_job(args, chunk_size=chunk_size)
         headers = {name: tuple(c for c in table_columns(src, delimiter=args.delimiter) if c not in (args.id_column, "status"))
                    for name, src in job.inputs["predictions"].items()}
         return replace(job, task=EvaluateFieldsTask(job.task.plan, headers=headers))

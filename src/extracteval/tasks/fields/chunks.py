@@ -94,6 +94,16 @@ def open_fields_stream(
     )
 
 
+def args_chunk_job(args: Any, *, chunk_size: int) -> Any:
+    """The `ChunkJob` of `score fields --chunk-size N` from its command-line arguments."""
+    from extracteval.tasks.fields.options import build_config, chosen_fields
+
+    if getattr(args, "keys", None):
+        raise InputError("--keys (Kleister files) cannot be streamed; drop --chunk-size/--workers.")
+    return fields_chunk_job(args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args), chunk_size=chunk_size,
+                            id_column=args.id_column, delimiter=args.delimiter)
+
+
 def fields_chunk_job(truth: str, predictions: Sequence[str], *, config: Any, fields: Sequence[str] | None, chunk_size: int,
                      id_column: str = "id", delimiter: str | None = None) -> Any:
     """The `ChunkJob` of `score fields --chunk-size`: wide files sorted by id, merged by id

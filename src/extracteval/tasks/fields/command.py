@@ -99,14 +99,14 @@ def _staged(output: str | None) -> Iterator[Path | None]:
 
 
 def _score_chunked(args: argparse.Namespace, chunk_size: int, workers: int, records_path: Path | None) -> tuple[Any, dict[str, Any]]:
-    """The chunked engine (the task's `chunk_job`): files streamed by id, chunks scored (in
-    `workers` processes), ledgers merged, per-record rows streamed to --output/records.parquet."""
+    """The chunked engine: files streamed by id, chunks scored (in `workers` processes), ledgers
+    merged, per-record rows streamed to --output/records.parquet."""
     from dataclasses import replace
 
     from extracteval.chunked import run_chunks
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.tasks.fields.chunks import args_chunk_job
 
-    job = get_adapter("fields").chunk_job(args, chunk_size=chunk_size)
+    job = args_chunk_job(args, chunk_size=chunk_size)
     result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
     return result, job.inputs
 
