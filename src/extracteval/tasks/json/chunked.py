@@ -30,37 +30,10 @@ _KEEP_IDS = 5  # ids a warning names
 _PER_RECORD = ("rqs", "completeness", "hallucination", "accuracy", "safety")
 
 
-def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) + v
-    return out
-
-
-@dataclass(frozen=True)
-class _FieldCounts:
-    counts: Mapping[str, int]
-    scored: int
-    matched: int
-    ignored: int
-    similarity_failures: int
-    strategies: Mapping[str, int]
-
-    def __add__(self, o: _FieldCounts) -> _FieldCounts:
-        return _FieldCounts(
-            counts=_add_counts(self.counts, o.counts),
-            scored=self.scored + o.scored,
-            matched=self.matched + o.matched,
-            ignored=self.ignored + o.ignored,
-            similarity_failures=self.similarity_failures + o.similarity_failures,
-            strategies=_add_counts(self.strategies, o.strategies),
-        )
-
-
 @dataclass(frozen=True)
 class _ModelLedger:
     source: str
-    fields: Mapping[str, _FieldCounts]
+    fields: Mapping[str, Any]  # field → FieldAccuracy (mergeable by +)
     buckets: Mapping[str, int]
     scored: int
     matched: int
@@ -71,6 +44,8 @@ class _ModelLedger:
     excluded: tuple[int, tuple[str, ...]]
 
     def __add__(self, o: _ModelLedger) -> _ModelLedger:
+        from extracteval.tasks.json.semantics import _add_counts
+
         fields = dict(self.fields)
         for f, c in o.fields.items():
             fields[f] = fields[f] + c if f in fields else c
@@ -181,11 +156,7 @@ class JsonTask:
             excluded = [r for r in ids if any(x.startswith("excluded:") for x in flags.get(r, ()))]
             models[name] = _ModelLedger(
                 source=m.source,
-                fields={
-                    f: _FieldCounts(counts=dict(fa.counts), scored=fa.scored, matched=fa.matched, ignored=fa.ignored,
-                                    similarity_failures=fa.similarity_failures, strategies=dict(fa.strategies))
-                    for f, fa in m.fields.items()
-                },
+                fields=dict(m.fields),
                 buckets=dict(m.buckets),
                 scored=m.scored,
                 matched=m.matched,
@@ -302,12 +273,8 @@ def finalise_json(ledger: JsonLedger, cfg: Any, record_rows: Callable[[], np.nda
         per[name] = {k: rows[:, 6 * j + i] for i, k in enumerate(_PER_RECORD)}
         keep[name] = rows[:, 6 * j + 5] == 1.0
         mf = ledger.models[name].fields
-        fields[name] = {
-            f: FieldAccuracy(field=f, counts=dict(mf[f].counts), scored=mf[f].scored, matched=mf[f].matched, ignored=mf[f].ignored,
-                             similarity_failures=mf[f].similarity_failures,
-                             strategies=dict(sorted(mf[f].strategies.items(), key=lambda kv: order[kv[0]])))
-            for f in field_names if f in mf
-        }
+        fields[name] = {f: replace(mf[f], strategies=dict(sorted(mf[f].strategies.items(), key=lambda kv: order[kv[0]])))
+                        for f in field_names if f in mf}
 
     # the same calls as `score_json` on the same contiguous arrays: the same floats
     means = {

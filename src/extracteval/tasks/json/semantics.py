@@ -217,6 +217,14 @@ class RecordScore:
         }
 
 
+def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    """Two mappings of counts summed key by key."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class FieldAccuracy:
     """One field (key or path pattern) of one model, summed over records."""
@@ -228,6 +236,14 @@ class FieldAccuracy:
     ignored: int
     similarity_failures: int
     strategies: Mapping[str, int]
+
+    def __add__(self, o: FieldAccuracy) -> FieldAccuracy:
+        """The field's counts over the records of both (the chunk engine's merge)."""
+        return FieldAccuracy(
+            field=self.field, counts=_add_counts(self.counts, o.counts), scored=self.scored + o.scored, matched=self.matched + o.matched,
+            ignored=self.ignored + o.ignored, similarity_failures=self.similarity_failures + o.similarity_failures,
+            strategies=_add_counts(self.strategies, o.strategies),
+        )
 
     @property
     def accuracy(self) -> float | None:
