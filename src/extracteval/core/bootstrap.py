@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "Interval", "bootstrap_counts", "bootstrap_patterns", "macro_f1_statistic", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns",
+    "Interval", "PairComparison", "bootstrap_counts", "bootstrap_patterns", "macro_f1_statistic", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns",
     "record_patterns", "merge_patterns",
     "field_patterns", "merge_field_patterns",
 ]
@@ -504,3 +504,26 @@ def bootstrap_patterns(
     d_lo_hi = bounds(samples[:, [col[a] for a, _ in pairs]] - samples[:, [col[b] for _, b in pairs]])
     diffs = {(a, b): interval(point[a] - point[b], d_lo_hi[0, j], d_lo_hi[1, j]) for j, (a, b) in enumerate(pairs)}
     return per_model, diffs
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairComparison:
+    """The difference of a primary metric (F1) between two adjacent models of a ranking, with its
+    paired-bootstrap interval."""
+
+    higher: str
+    lower: str
+    difference: Interval
+
+    @property
+    def significant(self) -> bool:
+        return not self.difference.contains_zero
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "higher": self.higher,
+            "lower": self.lower,
+            "difference": self.difference.to_dict(),
+            "significant": self.significant,
+            "verdict": "significantly different" if self.significant else "not significantly different",
+        }

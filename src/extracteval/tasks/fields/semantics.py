@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.core.bootstrap import (
-    Interval, bootstrap_macro_f1_patterns, field_patterns, merge_field_patterns, merge_patterns, record_patterns,
+    Interval, PairComparison, bootstrap_macro_f1_patterns, field_patterns, merge_field_patterns, merge_patterns, record_patterns,
 )
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.matching import max_matching
@@ -226,28 +226,6 @@ class Check:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "passed": self.passed, "detail": self.detail}
-
-
-@dataclass(frozen=True, kw_only=True)
-class PairComparison:
-    """Overall-F1 difference between two adjacent models of the ranking."""
-
-    higher: str
-    lower: str
-    difference: Interval
-
-    @property
-    def significant(self) -> bool:
-        return not self.difference.contains_zero
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "higher": self.higher,
-            "lower": self.lower,
-            "difference": self.difference.to_dict(),
-            "significant": self.significant,
-            "verdict": "significantly different" if self.significant else "not significantly different",
-        }
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,9 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from extracteval.core.bootstrap import Interval, bootstrap_macro_f1
+from extracteval.core.bootstrap import Interval, PairComparison, bootstrap_macro_f1
 from extracteval.core.counts import Counts, ratios
-from extracteval.tasks.fields.semantics import PairComparison
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import TIER_COLOURS, Score, field_winners, field_wins, format_wins, rank_by_metrics
 
