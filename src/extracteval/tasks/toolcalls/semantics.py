@@ -839,11 +839,13 @@ def score_toolcalls(
         # per model: one parse per distinct output string (bounded: outputs that never repeat
         # must not hold every parsed output in memory)
         parsed_cache: dict[str, _ParsedEntry] = {}
-        # per distinct reference: output string → [its record, how many records share it]; the
-        # same output against the same reference has the same verdict
-        verdicts: list[dict[str, list[Any]] | None] = [None] * n_slots
-        shared: list[list[Any]] = []  # every such [record, count]
-        single: list[ToolCallRecord] = []  # records of outputs that are not strings
+        # output string → the record it first got and the reference tuple it was scored against
+        # (the tuples are shared per distinct reference): the same output against the same
+        # reference has the same verdict. An output met again with another reference goes to
+        # `other`, keyed by (output, that reference's number).
+        seen_rec: dict[str, ToolCallRecord] = {}
+        seen_ref: dict[str, tuple[RefCall, ...]] = {}
+        other: dict[tuple[str, int], ToolCallRecord] = {}
         failed: list[str] = []
         missing_ids: list[str] = []
         new, s_id, s_valid, s_correct, s_format, s_pairs, s_counts, s_error = (_new, *_RECORD_SET)
@@ -851,22 +853,15 @@ def score_toolcalls(
             for k, (i, ref, slot) in enumerate(zip(ids, ref_list, ref_slots), start=1):
                 raw = get(i, missing)
                 if type(raw) is str:
-                    cache = verdicts[slot]
-                    if cache is None:
-                        cache = verdicts[slot] = {}
-                    hit = cache.get(raw)
-                    if hit is None:
-                        entry = parsed_cache.get(raw)
-                        if entry is None:
-                            if len(parsed_cache) >= _PARSED_CACHE_MAX:
-                                parsed_cache.clear()
-                            entry = parsed_cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
-                        rec = _score_parsed(ref, entry, i, interned)
-                        hit = cache[raw] = [rec, 1]
-                        shared.append(hit)
-                    else:
-                        hit[1] += 1
-                        seen = hit[0]
+                    seen = seen_rec.get(raw)
+                    if seen is None:
+                        rec = seen_rec[raw] = _score_parsed(ref, _parsed_entry(parsed_cache, raw, key_fn), i, interned)
+                        seen_ref[raw] = ref
+                    elif seen_ref[raw] is not ref:
+                        seen = other.get((raw, slot))
+                        if seen is None:
+                            rec = other[raw, slot] = _score_parsed(ref, _parsed_entry(parsed_cache, raw, key_fn), i, interned)
+                    if seen is not None:
                         rec = new(ToolCallRecord)
                         s_id(rec, i)
                         s_valid(rec, seen.valid)
@@ -875,13 +870,11 @@ def score_toolcalls(
                         s_pairs(rec, seen.pairs)
                         s_counts(rec, seen.counts)
                         s_error(rec, seen.error)
+                elif raw is missing:
+                    rec = replace(_score_parsed(ref, _ParsedEntry(parse_calls(None), key_fn), i, interned), error="no output for this id")
+                    missing_ids.append(i)
                 else:
-                    if raw is missing:
-                        rec = replace(_score_parsed(ref, _ParsedEntry(parse_calls(None), key_fn), i, interned), error="no output for this id")
-                        missing_ids.append(i)
-                    else:
-                        rec = _score_parsed(ref, _ParsedEntry(parse_calls(raw), key_fn), i, interned)
-                    single.append(rec)
+                    rec = _score_parsed(ref, _ParsedEntry(parse_calls(raw), key_fn), i, interned)
                 if not rec.correct:
                     failed.append(i)
                 append(rec)
@@ -891,17 +884,17 @@ def score_toolcalls(
                     running[2] += rec.correct
                     n = running[0]
                     progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
-        del parsed_cache, verdicts
+        del parsed_cache, seen_rec, seen_ref, other
         # sum each distinct (shared) counts object once, weighted by how many records hold it
         multiplicity: dict[int, list[Any]] = {}
         formats: dict[str, int] = {}
-        for r, n in [*shared, *((r, 1) for r in single)]:
+        for r in recs:
             slot_ = multiplicity.get(id(r.counts))
             if slot_ is None:
-                multiplicity[id(r.counts)] = [r.counts, n]
+                multiplicity[id(r.counts)] = [r.counts, 1]
             else:
-                slot_[1] += n
-            formats[r.format] = formats.get(r.format, 0) + n
+                slot_[1] += 1
+            formats[r.format] = formats.get(r.format, 0) + 1
         total = ToolCallCounts(**{f: sum(getattr(c, f) * n for c, n in multiplicity.values()) for f in _COUNT_FIELDS})
         extended = {}
         for metric, backend in sorted((similarity or {}).items()):
@@ -939,7 +932,18 @@ def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answ
 
 
 _MISSING = object()
-_PARSED_CACHE_MAX = 1 << 15
+_PARSED_CACHE_MAX = 1 << 13
+
+
+def _parsed_entry(cache: dict[str, _ParsedEntry], raw: str, key_fn: Callable[[Any], str | None]) -> _ParsedEntry:
+    """The parsed output `raw` from the per-model cache, parsed on first use. The cache is
+    emptied when full: outputs that never repeat must not hold every parse in memory."""
+    entry = cache.get(raw)
+    if entry is None:
+        if len(cache) >= _PARSED_CACHE_MAX:
+            cache.clear()
+        entry = cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
+    return entry
 
 
 def _reference_slots(
