@@ -238,14 +238,26 @@ def parse_calls(raw: Any) -> ParsedCalls:
     text = raw.strip()
     if not text:
         return ParsedCalls((), "none", "empty output")
+    parsed: ParsedOutput | None = None
     if _LOOKS_LIKE_CALL.match(text):
         # `name(`… or `[name(`…: Python call syntax first (JSON never starts like that)
         py = _python_calls(text)
         if py is not None:
             return py
     try:
-        parsed = ParsedOutput(ok=True, value=loads_fast(text))  # what parse_json_output finds first
+        value = loads_fast(text)  # what parse_json_output finds first
     except (ValueError, RecursionError, MemoryError):
+        pass
+    else:
+        if type(value) is not str:
+            try:
+                calls, fmt = _calls_from_object(value)
+            except (_NotCalls, RecursionError):
+                pass
+            else:
+                return _parsed_calls(tuple(calls), fmt)
+        parsed = ParsedOutput(ok=True, value=value)
+    if parsed is None:
         parsed = parse_json_output(text)
     json_error = None
     json_calls: ParsedCalls | None = None
@@ -271,6 +283,19 @@ def parse_calls(raw: Any) -> ParsedCalls:
     return ParsedCalls((), "unknown", json_error or "neither JSON tool calls nor Python call syntax")
 
 
+_PARSED_SET = tuple(ParsedCalls.__dict__[f].__set__ for f in ("calls", "format", "error"))
+
+
+def _parsed_calls(calls: tuple[Call, ...], fmt: str) -> ParsedCalls:
+    """`ParsedCalls(calls, fmt)`, built by setting its slots."""
+    p = _new(ParsedCalls)
+    set_calls, set_format, set_error = _PARSED_SET
+    set_calls(p, calls)
+    set_format(p, fmt)
+    set_error(p, None)
+    return p
+
+
 _LOOKS_LIKE_CALL = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
 
 
@@ -290,7 +315,7 @@ def _python_calls(text: str) -> ParsedCalls | None:
                 continue
         except (ValueError, TypeError, RecursionError, MemoryError):
             continue
-        return ParsedCalls(tuple(_valid_call(name, args) for c in calls_py for name, args in c.items()), "python")
+        return _parsed_calls(tuple(_valid_call(name, args) for c in calls_py for name, args in c.items()), "python")
     return None
 
 
@@ -366,13 +391,25 @@ def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) 
         out: dict[str, str] = {}
         for k, v in reversed(args.items()):
             t = type(v)
-            if type(k) is not str or t not in _SCALARS:
-                if v is None:
+            if t is str:
+                lk = "s:" + v
+            elif t is int:
+                lk = "n:" + str(v)
+            elif t is bool:
+                lk = "b:1" if v else "b:0"
+            elif t is float:
+                lk = leaf_key(v)
+                if lk[0] == "\x00":
+                    if type(k) is not str:
+                        return flat_keys(args, key_fn, present_only=True)
                     continue
+            elif v is None:
+                continue
+            else:
                 return flat_keys(args, key_fn, present_only=True)
-            lk = "s:" + v if t is str else leaf_key(v)
-            if lk[0] != "\x00":
-                out[_key_part(k)] = lk
+            if type(k) is not str:
+                return flat_keys(args, key_fn, present_only=True)
+            out[_key_part(k)] = lk
         return out
     return flat_keys(args, key_fn, present_only=True)
 
