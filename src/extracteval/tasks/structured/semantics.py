@@ -1026,10 +1026,11 @@ def score_structured(
         preds = predictions[m]
         recs = []
         running = [0] * 8  # StructuredCounts fields, summed as plain ints in the hot loop
+        n_missing = -1  # not counted
         per_field: dict[str, list[int]] = {}
         with paused_gc():
             if fast:
-                recs, running = _score_model_exact(ids, preds, fast_refs, per_field, progress, m)
+                recs, running, n_missing = _score_model_exact(ids, preds, fast_refs, per_field, progress, m)
             else:
                 for k, i in enumerate(ids, start=1):
                     if i not in preds:
@@ -1080,8 +1081,9 @@ def score_structured(
             counts=total,
             metrics=total.metrics(zero_division=config.zero_division),
             fields=fields_out,
-            missing_ids=tuple(i for i in ids if i not in preds),
-            extra_ids=tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
+            missing_ids=() if n_missing == 0 else tuple(i for i in ids if i not in preds),
+            # every output key is a truth id when there are as many keys as ids with an output
+            extra_ids=() if n_missing >= 0 and len(preds) == len(ids) - n_missing else tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
             invalid_examples=invalid,
             extended=extended,
         )
@@ -1148,9 +1150,9 @@ def _score_model_exact(
     per_field: dict[str, list[int]],
     progress: Callable[[int, int, str, dict[str, float]], None] | None,
     model: str,
-) -> tuple[list[StructuredRecord], list[int]]:
+) -> tuple[list[StructuredRecord], list[int], int]:
     """One model's records under the default options (what `_Scorer.record` computes, faster),
-    and their summed counts in the order of `StructuredCounts`' fields.
+    their summed counts in the order of `StructuredCounts`' fields and how many ids had no output.
 
     Each output string is parsed by orjson when it can be (`json` otherwise, with the fences and
     prose rules of `parse_json_output`). An output equal to its reference is exact without being
@@ -1172,11 +1174,12 @@ def _score_model_exact(
     s_id, s_valid, s_extracted, s_exact, s_tp, s_fp, s_fn, s_error, s_fields = _RECORD_SETTERS
     new = object.__new__
     cls = StructuredRecord
-    n_valid = n_extracted = n_exact = sum_tp = sum_fp = sum_fn = 0
+    n_valid = n_extracted = n_exact = sum_tp = sum_fp = sum_fn = n_missing = 0
     running = [0] * 8
     total = len(ids)
     missing = _ABSENT
     no_shortcut = _REF_NO_SHORTCUT if dumps is not None else -1
+    json_start = _JSON_START
     for n, (i, ref, rk, rflags, pid) in enumerate(zip(ids, refs.values, refs.keys, refs.flags, refs.pids), start=1):
         raw = preds.get(i, missing)
         value: Any = missing
@@ -1185,9 +1188,10 @@ def _score_model_exact(
         pk: dict[str, str] | None = None
         if raw is missing:
             error = "no output for this id"
+            n_missing += 1
         elif type(raw) is str and fast_loads is not None:
             text = raw.strip()
-            if text:
+            if text and text[0] in json_start:  # else no parser reads it whole (a fence, prose)
                 try:
                     value = fast_loads(text)
                 except fast_error:
@@ -1308,7 +1312,7 @@ def _score_model_exact(
                 slot = per_field[g] = [0, 0, 0]
             slot[0] += a * c
             slot[2] += b * c
-    return recs, [len(recs), n_valid, n_valid - n_extracted, n_extracted, n_exact, sum_tp, sum_fp, sum_fn]
+    return recs, [len(recs), n_valid, n_valid - n_extracted, n_extracted, n_exact, sum_tp, sum_fp, sum_fn], n_missing
 
 
 class _RunningRates(Mapping[str, float]):
