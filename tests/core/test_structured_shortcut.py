@@ -84,3 +84,15 @@ def test_random_documents_agree(reference, other, same) -> None:
     raw = json.dumps(reference if same else other)
     got, want = _as_run(reference, raw), score_structured_record(reference, raw, rid="1")
     assert (got.valid, got.exact, got.tp, got.fp, got.fn) == (want.valid, want.exact, want.tp, want.fp, want.fn)
+
+
+@pytest.mark.parametrize("depth", [300, 2000])
+def test_deep_documents_with_a_boolean_agree(depth) -> None:
+    # deeper than orjson writes (255 levels) or than Python's recursion limit
+    reference: object = {"flag": True}
+    for _ in range(depth):
+        reference = {"a": reference}
+    raw = '{"a": ' * depth + '{"flag": true}' + "}" * depth
+    got, want = _as_run(reference, raw), score_structured_record(reference, raw, rid="1")
+    assert (got.valid, got.exact, got.tp, got.fp, got.fn) == (want.valid, want.exact, want.tp, want.fp, want.fn)
+    assert got.exact

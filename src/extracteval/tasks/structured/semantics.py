@@ -1206,15 +1206,18 @@ def _score_model_exact(
                 error = parsed.error or "not valid JSON"
         exact = False
         if value is not missing:
-            if (
-                # the shortcut: the same document as the reference (see the docstring)
-                type(raw) is str
-                and not rflags & no_shortcut
-                and value == ref
-                and (not (rflags & _REF_BOOL or "true" in raw or "false" in raw) or dumps(value) == dumps(ref))
-            ):
-                exact = True
-            else:
+            try:
+                # the shortcut: the same document as the reference (see the docstring); orjson
+                # refuses to write a document nested deeper than 255 levels
+                exact = (
+                    type(raw) is str
+                    and not rflags & no_shortcut
+                    and value == ref
+                    and (not (rflags & _REF_BOOL or "true" in raw or "false" in raw) or dumps(value) == dumps(ref))
+                )
+            except (RecursionError, TypeError, ValueError):
+                exact = False
+            if not exact:
                 t = type(value)
                 if from_orjson and (t is dict or t is list) and value:
                     # orjson reads an integer beyond 64 bits as a float: such a document is read
