@@ -162,11 +162,13 @@ def _loads_iterative(text: str) -> Any:
 
 def _first_json(text: str) -> Any:
     """The first JSON object or array inside `text` (prose before/after allowed)."""
-    dec = json.JSONDecoder()
     skip_until = -1
     # an object or array ends with a closing bracket after its start: none after a position, no
     # document from there on (a truncated output is given up at once, not tried at every bracket)
     last_close = max(text.rfind("}"), text.rfind("]"))
+    if last_close < 0:
+        raise ValueError("no JSON object or array found")
+    dec = json.JSONDecoder()
     for m in re.finditer(r"[\[{]", text):
         if m.start() >= last_close:
             break
@@ -234,10 +236,26 @@ def parse_json_output(raw: Any) -> ParsedOutput:
     text = raw.strip()
     if not text:
         return ParsedOutput(ok=False, error="empty output")
+    return _parse_json_text(text, loads_any_depth)
+
+
+def _loads_std_any_depth(text: str) -> Any:
+    """`loads_any_depth` for a text orjson has already refused: `json` straight away."""
     try:
-        return ParsedOutput(ok=True, value=loads_any_depth(text))
-    except (ValueError, RecursionError, MemoryError) as e:
-        first_error = str(e)
+        return json.loads(text)
+    except RecursionError:
+        return _loads_iterative(text)
+
+
+def _parse_json_text(text: str, loads: Callable[[str], Any]) -> ParsedOutput:
+    """`parse_json_output` of a stripped, non-empty text; `loads` reads the whole text."""
+    first_error = None
+    if text[0] in _JSON_START:
+        try:
+            return ParsedOutput(ok=True, value=loads(text))
+        except (ValueError, RecursionError, MemoryError) as e:
+            first_error = str(e)
+    # else no JSON document starts there: the parser's message is asked for only if nothing is found
     for m in _FENCE.finditer(text):
         body = m.group(2).strip()
         if not body:
@@ -250,7 +268,18 @@ def parse_json_output(raw: Any) -> ParsedOutput:
         return ParsedOutput(ok=True, value=_first_json(text), extracted=True)
     except (ValueError, RecursionError, MemoryError):
         pass
+    if first_error is None:
+        try:
+            json.loads(text)
+            first_error = "not one JSON document"  # unreachable: no JSON value starts with text[0]
+        except ValueError as e:
+            first_error = str(e)
     return ParsedOutput(ok=False, error=f"not valid JSON ({first_error[:120]})")
+
+
+# The first character of every text `json.loads` reads (after the whitespace `strip` removes):
+# a string, object, array, literal (true, false, null, NaN, Infinity) or number.
+_JSON_START = frozenset('"{[tfnNI-0123456789')
 
 
 # --------------------------------------------------------------------------------------------
@@ -617,6 +646,93 @@ def _flat_exact(out: dict[str, str], path: str, v: Any, present_only: bool, stri
             out[cp] = k
 
 
+# What the reference walk (`_flat_reference`) reports besides the keys: whether Python's `==`
+# between the reference and a parsed output can stand for "same flattened keys".
+_REF_BOOL = 1  # a boolean leaf: `True == 1`, so equality needs the type-exact check as well
+_REF_NO_SHORTCUT = 2  # a leaf or key `==` may equate with a JSON value of another key (1e16 vs 10**16, Decimal, numpy, subclasses)
+_REF_ABSENT = 4  # a null / {} / [] / NaN leaf: the present paths are not all the paths
+
+
+# (parent path, keys of an object) or (parent path, list length) → (the children's paths in
+# order, `_REF_NO_SHORTCUT` if an object key is not a `str`): the reference walk's own cache
+_REF_SHAPES: dict[tuple[str, Any], tuple[list[str], int]] = {}
+
+
+def _ref_shape(shape: tuple[str, Any], v: Any) -> tuple[list[str], int]:
+    child = _child_paths(shape[0], v)[::-1]
+    flags = _REF_NO_SHORTCUT if type(v) is dict and any(type(k) is not str for k in v) else 0
+    if len(_REF_SHAPES) >= _CHILD_PATHS_MAX:
+        _REF_SHAPES.clear()
+    got = _REF_SHAPES[shape] = (child, flags)
+    return got
+
+
+def _flat_reference(out: dict[str, str], path: str, v: Any) -> int:
+    """`_flat_exact(out, "", v, False)` for a reference, returning `_REF_*` flags of what it met.
+
+    Same paths and keys as `_flat_exact`, in document order. A dict's keys that are not all
+    `str` make it `_REF_NO_SHORTCUT`."""
+    if type(v) is dict:
+        shape: tuple[str, Any] = (path, tuple(v))
+        values: Any = v.values()
+    else:
+        shape = (path, len(v))
+        values = v
+    got = _REF_SHAPES.get(shape)
+    if got is None:
+        got = _ref_shape(shape, v)
+    child, flags = got
+    for cp, x in zip(child, values):
+        tx = type(x)
+        if tx is str:
+            out[cp] = "s:" + x
+        elif tx is int:
+            out[cp] = "n:" + str(x)
+            if not -10_000_000_000_000_000 < x < 10_000_000_000_000_000:
+                flags |= _REF_NO_SHORTCUT
+        elif tx is dict or tx is list or tx is tuple:
+            if x:
+                flags |= _flat_reference(out, cp, x)
+            else:
+                out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
+                flags |= _REF_ABSENT
+        elif tx is float:
+            if x != x:
+                out[cp] = _ABSENT_NULL
+                flags |= _REF_ABSENT
+            elif x.is_integer() and -1e16 < x < 1e16:
+                out[cp] = "n:" + str(int(x))
+            else:
+                out[cp] = "n:" + repr(x)
+                if not -1e16 < x < 1e16:
+                    flags |= _REF_NO_SHORTCUT
+        elif tx is bool:
+            out[cp] = "b:1" if x else "b:0"
+            flags |= _REF_BOOL
+        elif x is None:
+            out[cp] = _ABSENT_NULL
+            flags |= _REF_ABSENT
+        else:
+            k = leaf_key(x)
+            out[cp] = k
+            flags |= _REF_NO_SHORTCUT | (_REF_ABSENT if k[0] == "\x00" else 0)
+    return flags
+
+
+def reference_walk(reference: Any) -> tuple[dict[str, str], int]:
+    """`flat_keys(reference)` and the `_REF_*` flags of `_score_model_exact`'s shortcut. A
+    reference that is not a non-empty dict or list, or nests too deeply, takes no shortcut."""
+    t = type(reference)
+    if (t is dict or t is list) and reference:
+        out: dict[str, str] = {}
+        try:
+            return out, _flat_reference(out, "", reference)
+        except RecursionError:
+            pass
+    keys = flat_keys(reference)
+    return keys, _REF_NO_SHORTCUT | (_REF_ABSENT if any(k[0] == "\x00" for k in keys.values()) else 0)
+
+
 def _flat_keys_iterative(value: Any, key_fn: Callable[[Any], str | None], present_only: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     stack: list[tuple[str, Any]] = [("", value)]
@@ -895,10 +1011,13 @@ def score_structured(
     config = config or StructuredConfig()
     ids = natural_sorted(truth)
     scorer = _Scorer(config)
-    with paused_gc():
-        ref_keys = {i: scorer.reference_keys(truth[i]) for i in ids}
     # the default options (canonical leaves, positional lists) take the loop built for them
     fast = config.value_match == "exact" and config.list_matching == "positional"
+    with paused_gc():
+        if fast:
+            fast_refs = _References(truth, ids)
+        else:
+            ref_keys = {i: scorer.reference_keys(truth[i]) for i in ids}
     models = sorted(predictions)
     results: dict[str, StructuredModelResult] = {}
     records: dict[str, tuple[StructuredRecord, ...]] = {}
@@ -907,10 +1026,11 @@ def score_structured(
         preds = predictions[m]
         recs = []
         running = [0] * 8  # StructuredCounts fields, summed as plain ints in the hot loop
+        n_missing = -1  # not counted
         per_field: dict[str, list[int]] = {}
         with paused_gc():
             if fast:
-                recs = _score_model_exact(ids, preds, ref_keys, per_field, progress, m)
+                recs, running, n_missing = _score_model_exact(ids, preds, fast_refs, per_field, progress, m)
             else:
                 for k, i in enumerate(ids, start=1):
                     if i not in preds:
@@ -923,16 +1043,19 @@ def score_structured(
                         running[1] += rec.valid
                         running[4] += rec.exact
                         progress(k, len(ids), m, _RunningRates(running))
-        total = StructuredCounts(
-            records=len(recs),
-            valid=sum(r.valid for r in recs),
-            strict_valid=sum(r.valid and not r.extracted for r in recs),
-            extracted=sum(r.extracted for r in recs),
-            exact=sum(r.exact for r in recs),
-            tp=sum(r.tp for r in recs),
-            fp=sum(r.fp for r in recs),
-            fn=sum(r.fn for r in recs),
-        )
+        if fast:
+            total = StructuredCounts(**dict(zip(_COUNT_FIELDS, running)))
+        else:
+            total = StructuredCounts(
+                records=len(recs),
+                valid=sum(r.valid for r in recs),
+                strict_valid=sum(r.valid and not r.extracted for r in recs),
+                extracted=sum(r.extracted for r in recs),
+                exact=sum(r.exact for r in recs),
+                tp=sum(r.tp for r in recs),
+                fp=sum(r.fp for r in recs),
+                fn=sum(r.fn for r in recs),
+            )
         fields_out = {}
         names = sorted(per_field)
         # one vectorised call over every field (per-field calls made 100k keys take ~10 s)
@@ -958,8 +1081,9 @@ def score_structured(
             counts=total,
             metrics=total.metrics(zero_division=config.zero_division),
             fields=fields_out,
-            missing_ids=tuple(i for i in ids if i not in preds),
-            extra_ids=tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
+            missing_ids=() if n_missing == 0 else tuple(i for i in ids if i not in preds),
+            # every output key is a truth id when there are as many keys as ids with an output
+            extra_ids=() if n_missing >= 0 and len(preds) == len(ids) - n_missing else tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
             invalid_examples=invalid,
             extended=extended,
         )
@@ -981,109 +1105,200 @@ def score_structured(
     )
 
 
-def _present_profile(ref: Mapping[str, str], profiles: dict[tuple[str, ...], int], tables: list[dict[str, int]]) -> int:
-    """Id of the reference's profile: its generic paths with a value, counted (`items[].sku`: 2).
-    References of one shape share one profile, so per-field counts of exact and missing records
-    are added once per profile at the end instead of path by path per record."""
-    key = tuple([p for p, k in ref.items() if k[0] != "\x00"])
-    pid = profiles.get(key)
-    if pid is None:
-        pid = profiles[key] = len(tables)
-        table: dict[str, int] = {}
-        for p in key:
-            g = generic_path(p)
-            table[g] = table.get(g, 0) + 1
-        tables.append(table)
-    return pid
+class _References:
+    """The references of a run under the default options, read once for every model: per record
+    (in id order) the reference, its flattened keys, the `_REF_*` flags of `reference_walk` and
+    its profile id. A profile is the reference's generic paths with a value, counted
+    (`items[].sku`: 2); references of one shape share one, so the per-field counts of exact and
+    missing records are added once per profile at the end instead of path by path per record."""
+
+    __slots__ = ("values", "keys", "flags", "pids", "tables", "n_present")
+
+    def __init__(self, truth: Mapping[str, Any], ids: Sequence[str]) -> None:
+        self.values = [truth[i] for i in ids]
+        self.keys: list[dict[str, str]] = []
+        self.flags: list[int] = []
+        self.pids: list[int] = []
+        self.tables: list[dict[str, int]] = []
+        self.n_present: list[int] = []
+        profiles: dict[tuple[str, ...], int] = {}
+        for v in self.values:
+            rk, flags = reference_walk(v)
+            key = tuple([p for p, k in rk.items() if k[0] != "\x00"]) if flags & _REF_ABSENT else tuple(rk)
+            pid = profiles.get(key)
+            if pid is None:
+                pid = profiles[key] = len(self.tables)
+                table: dict[str, int] = {}
+                for p in key:
+                    g = generic_path(p)
+                    table[g] = table.get(g, 0) + 1
+                self.tables.append(table)
+                self.n_present.append(len(key))
+            self.keys.append(rk)
+            self.flags.append(flags)
+            self.pids.append(pid)
+
+
+_COUNT_FIELDS = tuple(f.name for f in fields(StructuredCounts))
+_RECORD_SETTERS = tuple(StructuredRecord.__dict__[f].__set__ for f in ("id", "valid", "extracted", "exact", "tp", "fp", "fn", "error", "fields"))
 
 
 def _score_model_exact(
     ids: Sequence[str],
     preds: Mapping[str, Any],
-    ref_keys: Mapping[str, dict[str, str]],
+    refs: _References,
     per_field: dict[str, list[int]],
     progress: Callable[[int, int, str, dict[str, float]], None] | None,
     model: str,
-) -> list[StructuredRecord]:
-    """One model's records under the default options: what `_Scorer.record` computes, faster.
+) -> tuple[list[StructuredRecord], list[int], int]:
+    """One model's records under the default options (what `_Scorer.record` computes, faster),
+    their summed counts in the order of `StructuredCounts`' fields and how many ids had no output.
 
     Each output string is parsed by orjson when it can be (`json` otherwise, with the fences and
-    prose rules of `parse_json_output`); an output whose flattened leaves equal the reference's
-    is exact, and with a missing or invalid output its per-field counts come from the
-    reference's profile (`_present_profile`), once per profile; only the other records are
-    compared path by path."""
+    prose rules of `parse_json_output`). An output equal to its reference is exact without being
+    flattened: Python's `==` decides where it cannot equate values of different keys (the
+    reference's `_REF_*` flags), with orjson's type-exact serialisation added where a boolean is
+    about (`True == 1`). Exact and missing or invalid outputs take their per-field counts from the
+    reference's profile, once per profile; only the other records are compared path by path."""
     from extracteval.core.jsonparse import _orjson
 
     fast_loads = _orjson.loads if _orjson is not None else None
     fast_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
-    profiles: dict[tuple[str, ...], int] = {}
-    tables: list[dict[str, int]] = []
-    tp_mult: list[int] = []
-    fn_mult: list[int] = []
-    n_present: dict[int, int] = {}
+    dumps = _orjson.dumps if _orjson is not None else None
+    tables = refs.tables
+    n_present = refs.n_present
+    tp_mult = [0] * len(tables)
+    fn_mult = [0] * len(tables)
     recs: list[StructuredRecord] = []
     append = recs.append
+    s_id, s_valid, s_extracted, s_exact, s_tp, s_fp, s_fn, s_error, s_fields = _RECORD_SETTERS
+    new = object.__new__
+    cls = StructuredRecord
+    n_valid = n_extracted = n_exact = sum_tp = sum_fp = sum_fn = n_missing = 0
     running = [0] * 8
     total = len(ids)
     missing = _ABSENT
-    for n, i in enumerate(ids, start=1):
-        rk = ref_keys[i]
+    no_shortcut = _REF_NO_SHORTCUT if dumps is not None else -1
+    json_start = _JSON_START
+    for n, (i, ref, rk, rflags, pid) in enumerate(zip(ids, refs.values, refs.keys, refs.flags, refs.pids), start=1):
         raw = preds.get(i, missing)
         value: Any = missing
         error = None
         extracted = False
+        pk: dict[str, str] | None = None
         if raw is missing:
             error = "no output for this id"
+            n_missing += 1
         elif type(raw) is str and fast_loads is not None:
             text = raw.strip()
-            if text:
+            if text and text[0] in json_start:  # else no parser reads it whole (a fence, prose)
                 try:
                     value = fast_loads(text)
                 except fast_error:
                     pass
+        from_orjson = value is not missing
         if value is missing and error is None:
-            parsed = parse_json_output(raw)
+            # orjson has refused the text (if it was one): `json` reads it
+            parsed = _parse_json_text(text, _loads_std_any_depth) if fast_loads is not None and type(raw) is str and text else parse_json_output(raw)
             if parsed.ok:
                 value, extracted = parsed.value, parsed.extracted
             else:
                 error = parsed.error or "not valid JSON"
-            pk = None
-        elif value is not missing:
-            # orjson reads an integer beyond 64 bits as a float: such a document is read again
-            # by `json`, which keeps it exact
-            t = type(value)
-            if (t is dict or t is list) and value:
-                pk = {}
-                try:
-                    _flat_exact(pk, "", value, False, True)
-                except (_LossyNumber, RecursionError):
-                    value, pk = loads_any_depth(text), None
-            else:
-                pk = None
-                if t is float and not -9.2e18 < value < 9.2e18:
+        exact = False
+        if value is not missing:
+            try:
+                # the shortcut: the same document as the reference (see the docstring); orjson
+                # refuses to write a document nested deeper than 255 levels
+                exact = (
+                    type(raw) is str
+                    and not rflags & no_shortcut
+                    and value == ref
+                    and (not (rflags & _REF_BOOL or "true" in raw or "false" in raw) or dumps(value) == dumps(ref))
+                )
+            except (RecursionError, TypeError, ValueError):
+                exact = False
+            if not exact:
+                t = type(value)
+                if from_orjson and (t is dict or t is list) and value:
+                    # orjson reads an integer beyond 64 bits as a float: such a document is read
+                    # again by `json`, which keeps it exact
+                    pk = {}
+                    try:
+                        _flat_exact(pk, "", value, False, True)
+                    except (_LossyNumber, RecursionError):
+                        value, pk = loads_any_depth(text), None
+                elif from_orjson and t is float and not -9.2e18 < value < 9.2e18:
                     value = loads_any_depth(text)
+                if pk is None:
+                    pk = flat_keys(value)
+                exact = pk == rk
+        rec = new(cls)
+        s_id(rec, i)
+        s_fields(rec, {})
         if value is missing:
-            pid = _present_profile(rk, profiles, tables)
-            if pid == len(tp_mult):
-                tp_mult.append(0)
-                fn_mult.append(0)
-                n_present[pid] = sum(tables[pid].values())
             fn_mult[pid] += 1
-            rec = StructuredRecord(id=i, valid=False, extracted=False, exact=False, tp=0, fp=0, fn=n_present[pid], error=error)
+            fn = n_present[pid]
+            sum_fn += fn
+            s_valid(rec, False)
+            s_extracted(rec, False)
+            s_exact(rec, False)
+            s_tp(rec, 0)
+            s_fp(rec, 0)
+            s_fn(rec, fn)
+            s_error(rec, error)
         else:
-            if pk is None:
-                pk = flat_keys(value)
-            if pk == rk:
-                pid = _present_profile(rk, profiles, tables)
-                if pid == len(tp_mult):
-                    tp_mult.append(0)
-                    fn_mult.append(0)
-                    n_present[pid] = sum(tables[pid].values())
+            n_valid += 1
+            n_extracted += extracted
+            s_valid(rec, True)
+            s_extracted(rec, extracted)
+            s_error(rec, None)
+            if exact:
                 tp_mult[pid] += 1
-                rec = StructuredRecord(id=i, valid=True, extracted=extracted, exact=True, tp=n_present[pid], fp=0, fn=0)
+                tp = n_present[pid]
+                n_exact += 1
+                sum_tp += tp
+                s_exact(rec, True)
+                s_tp(rec, tp)
+                s_fp(rec, 0)
+                s_fn(rec, 0)
             else:
-                tp, fp, fn, _ = compare_flat(rk, pk, per_field)
-                rec = StructuredRecord(id=i, valid=True, extracted=extracted, exact=False, tp=tp, fp=fp, fn=fn)
+                # `compare_flat` by difference: the profile counts every present reference path
+                # as a TP; only the items the two maps do not share are looked at one by one
+                assert pk is not None
+                tp_mult[pid] += 1
+                tp = n_present[pid]
+                fp = fn = 0
+                for p, k in rk.items() - pk.items():
+                    if k[0] == "\x00":
+                        continue
+                    slot = per_field.get(generic_path(p))
+                    if slot is None:
+                        slot = per_field[generic_path(p)] = [0, 0, 0]
+                    q = pk.get(p)
+                    tp -= 1
+                    slot[0] -= 1
+                    fn += 1
+                    slot[2] += 1
+                    if q is not None and q[0] != "\x00":
+                        fp += 1
+                        slot[1] += 1
+                for p, q in pk.items() - rk.items():
+                    if q[0] == "\x00":
+                        continue
+                    k = rk.get(p)
+                    if k is None or k[0] == "\x00":
+                        fp += 1
+                        slot = per_field.get(generic_path(p))
+                        if slot is None:
+                            slot = per_field[generic_path(p)] = [0, 0, 0]
+                        slot[1] += 1
+                sum_tp += tp
+                sum_fp += fp
+                sum_fn += fn
+                s_exact(rec, False)
+                s_tp(rec, tp)
+                s_fp(rec, fp)
+                s_fn(rec, fn)
         append(rec)
         if progress is not None:
             running[0] += 1
@@ -1092,13 +1307,15 @@ def _score_model_exact(
             progress(n, total, model, _RunningRates(running))
     for pid, table in enumerate(tables):
         a, b = tp_mult[pid], fn_mult[pid]
+        if not a and not b:
+            continue
         for g, c in table.items():
             slot = per_field.get(g)
             if slot is None:
                 slot = per_field[g] = [0, 0, 0]
             slot[0] += a * c
             slot[2] += b * c
-    return recs
+    return recs, [len(recs), n_valid, n_valid - n_extracted, n_extracted, n_exact, sum_tp, sum_fp, sum_fn], n_missing
 
 
 class _RunningRates(Mapping[str, float]):

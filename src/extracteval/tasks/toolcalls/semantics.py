@@ -63,6 +63,7 @@ from extracteval.tasks.structured.semantics import (
     leaf_key,
     natural_key,
     natural_sorted,
+    ParsedOutput,
     parse_json_output,
     paused_gc,
 )
@@ -116,6 +117,21 @@ class _NotCalls(ValueError):
     pass
 
 
+_new = object.__new__
+_CALL_SET = tuple(Call.__dict__[f].__set__ for f in ("name", "args", "error"))
+
+
+def _valid_call(name: str, args: dict[str, Any]) -> Call:
+    """`Call(name, args)`, built by setting its slots (the frozen dataclass's `__init__` costs
+    three times as much, once per call of every output)."""
+    c = _new(Call)
+    set_name, set_args, set_error = _CALL_SET
+    set_name(c, name)
+    set_args(c, args)
+    set_error(c, None)
+    return c
+
+
 def _args_value(name: Any, raw: Any) -> Call:
     name = name if isinstance(name, str) and name.strip() else None
     if name is None:
@@ -132,7 +148,7 @@ def _args_value(name: Any, raw: Any) -> Call:
             return Call(name, None, f"arguments of {name!r} are not valid JSON ({str(e)[:80]})")
     if not isinstance(raw, dict):
         return Call(name, None, f"arguments of {name!r} are a {type(raw).__name__}, not an object")
-    return Call(name, raw)
+    return _valid_call(name, raw)
 
 
 def _first_args(obj: Mapping[str, Any]) -> Any:
@@ -222,12 +238,27 @@ def parse_calls(raw: Any) -> ParsedCalls:
     text = raw.strip()
     if not text:
         return ParsedCalls((), "none", "empty output")
+    parsed: ParsedOutput | None = None
     if _LOOKS_LIKE_CALL.match(text):
         # `name(`… or `[name(`…: Python call syntax first (JSON never starts like that)
         py = _python_calls(text)
         if py is not None:
             return py
-    parsed = parse_json_output(text)
+    try:
+        value = loads_fast(text)  # what parse_json_output finds first
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    else:
+        if type(value) is not str:
+            try:
+                calls, fmt = _calls_from_object(value)
+            except (_NotCalls, RecursionError):
+                pass
+            else:
+                return _parsed_calls(tuple(calls), fmt)
+        parsed = ParsedOutput(ok=True, value=value)
+    if parsed is None:
+        parsed = parse_json_output(text)
     json_error = None
     json_calls: ParsedCalls | None = None
     if parsed.ok:
@@ -252,6 +283,19 @@ def parse_calls(raw: Any) -> ParsedCalls:
     return ParsedCalls((), "unknown", json_error or "neither JSON tool calls nor Python call syntax")
 
 
+_PARSED_SET = tuple(ParsedCalls.__dict__[f].__set__ for f in ("calls", "format", "error"))
+
+
+def _parsed_calls(calls: tuple[Call, ...], fmt: str) -> ParsedCalls:
+    """`ParsedCalls(calls, fmt)`, built by setting its slots."""
+    p = _new(ParsedCalls)
+    set_calls, set_format, set_error = _PARSED_SET
+    set_calls(p, calls)
+    set_format(p, fmt)
+    set_error(p, None)
+    return p
+
+
 _LOOKS_LIKE_CALL = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
 
 
@@ -271,7 +315,7 @@ def _python_calls(text: str) -> ParsedCalls | None:
                 continue
         except (ValueError, TypeError, RecursionError, MemoryError):
             continue
-        return ParsedCalls(tuple(Call(next(iter(c)), next(iter(c.values()))) for c in calls_py), "python")
+        return _parsed_calls(tuple(_valid_call(name, args) for c in calls_py for name, args in c.items()), "python")
     return None
 
 
@@ -329,6 +373,9 @@ class RefCall:
     whole: bool
 
 
+_REFCALL_SET = tuple(RefCall.__dict__[f].__set__ for f in ("name", "accept", "optional", "whole"))
+
+
 def _whole_key(v: Any, key_fn: Callable[[Any], str | None]) -> str:
     return json.dumps(sorted(flat_keys(v, key_fn).items()), ensure_ascii=False)
 
@@ -344,13 +391,25 @@ def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) 
         out: dict[str, str] = {}
         for k, v in reversed(args.items()):
             t = type(v)
-            if type(k) is not str or t not in _SCALARS:
-                if v is None:
+            if t is str:
+                lk = "s:" + v
+            elif t is int:
+                lk = "n:" + str(v)
+            elif t is bool:
+                lk = "b:1" if v else "b:0"
+            elif t is float:
+                lk = leaf_key(v)
+                if lk[0] == "\x00":
+                    if type(k) is not str:
+                        return flat_keys(args, key_fn, present_only=True)
                     continue
+            elif v is None:
+                continue
+            else:
                 return flat_keys(args, key_fn, present_only=True)
-            lk = "s:" + v if t is str else leaf_key(v)
-            if lk[0] != "\x00":
-                out[_key_part(k)] = lk
+            if type(k) is not str:
+                return flat_keys(args, key_fn, present_only=True)
+            out[_key_part(k)] = lk
         return out
     return flat_keys(args, key_fn, present_only=True)
 
@@ -387,15 +446,25 @@ def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable
                 raise InputError(f"{where}: the reference is neither JSON nor a Python call ({parsed.error}).") from None
             obj = [{"name": c.name, "arguments": c.args} for c in parsed.calls]
     items = obj if type(obj) is list else (obj,) if type(obj) is dict else None
-    if items is not None and all(
-        type(x) is dict and len(x) == 2 and type(x.get("name")) is str and type(x.get("arguments")) is dict and x["name"].strip() for x in items
-    ):
+    if items is not None:
         # the usual reference, `{"name", "arguments": {…}}` or a list of them: the same RefCalls
         # as the general path below, without building a Call per item first
-        return tuple(
-            RefCall(name=x["name"], accept={p: (k,) for p, k in _present_keys(x["arguments"], key_fn).items()}, optional=_NO_OPTIONAL, whole=False)
-            for x in items
-        )
+        usual: list[RefCall] = []
+        set_name, set_accept, set_optional, set_whole = _REFCALL_SET
+        for x in items:
+            if type(x) is not dict or len(x) != 2:
+                break
+            name, args = x.get("name"), x.get("arguments")
+            if type(name) is not str or type(args) is not dict or not name.strip():
+                break
+            r = _new(RefCall)
+            set_name(r, name)
+            set_accept(r, {p: (k,) for p, k in _present_keys(args, key_fn).items()})
+            set_optional(r, _NO_OPTIONAL)
+            set_whole(r, False)
+            usual.append(r)
+        else:
+            return tuple(usual)
     try:
         calls, _ = _calls_from_object(obj)
     except _NotCalls as e:
@@ -578,21 +647,26 @@ class _ParsedEntry:
         return k
 
 
-_new = object.__new__
-_set = object.__setattr__
+_RECORD_SET = tuple(ToolCallRecord.__dict__[f].__set__ for f in ("id", "valid", "correct", "format", "pairs", "counts", "error"))
+_PAIR_00 = ((0, 0),)
 
 
 def _record_for(seen: ToolCallRecord, rid: str) -> ToolCallRecord:
-    """`seen`'s verdict for record `rid` (the frozen dataclass's fields set directly: a third
-    cheaper than its keyword constructor, once per record of a repeated output)."""
+    """`seen`'s verdict for record `rid` (the frozen dataclass's slots set directly: a third of
+    the cost of its keyword constructor, once per record of a repeated output)."""
+    return _make_record(rid, seen.valid, seen.correct, seen.format, seen.pairs, seen.counts, seen.error)
+
+
+def _make_record(rid: str, valid: bool, correct: bool, fmt: str, pairs: tuple[tuple[int, int], ...], counts: ToolCallCounts, error: str | None) -> ToolCallRecord:
     r = _new(ToolCallRecord)
-    _set(r, "id", rid)
-    _set(r, "valid", seen.valid)
-    _set(r, "correct", seen.correct)
-    _set(r, "format", seen.format)
-    _set(r, "pairs", seen.pairs)
-    _set(r, "counts", seen.counts)
-    _set(r, "error", seen.error)
+    s_id, s_valid, s_correct, s_format, s_pairs, s_counts, s_error = _RECORD_SET
+    s_id(r, rid)
+    s_valid(r, valid)
+    s_correct(r, correct)
+    s_format(r, fmt)
+    s_pairs(r, pairs)
+    s_counts(r, counts)
+    s_error(r, error)
     return r
 
 
@@ -619,11 +693,21 @@ def _score_parsed(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, intern
             tp, fp, fn = _compare(r0, entry.keys(0, r0.whole))
             ok = fp == 0 and fn == 0 and p0.valid
             valid = parsed.valid
-            return ToolCallRecord(
-                id=rid, valid=valid, correct=valid and ok, format=parsed.format, pairs=((0, 0),),
-                counts=_counts(interned, (1, int(valid), int(valid and ok), 1, 1, int(not p0.valid), 1, int(ok), tp, fp, fn)),
-                error=parsed.error or p0.error,
-            )
+            return _make_record(rid, valid, valid and ok, parsed.format, _PAIR_00,
+                                _counts(interned, (1, int(valid), int(valid and ok), 1, 1, int(not p0.valid), 1, int(ok), tp, fp, fn)),
+                                parsed.error or p0.error)
+    cmp: Any
+    by_name = {c.name: j for j, c in enumerate(preds)}
+    if len(by_name) == n_pred and len({r.name for r in refs}) == n_ref:
+        # no name repeats on either side: each same-name pair is the only one its calls can form,
+        # so the assignment below would pair exactly these (in reference order)
+        cmp = {}
+        for i, r in enumerate(refs):
+            j = by_name.get(r.name)
+            if j is not None:
+                pairs.append((i, j))
+                cmp[i, j] = _compare(r, entry.keys(j, r.whole))
+        return _tally(refs, entry, rid, interned, pairs, lambda i, j: cmp[i, j])
     # argument comparison only where the names agree (the only admissible pairs)
     cmp = [[_compare(r, entry.keys(j, r.whole)) if c.name == r.name else (0, 0, 0) for j, c in enumerate(preds)] for r in refs]
     if n_ref and n_pred and not (n_ref == 1 and n_pred == 1):
@@ -650,11 +734,20 @@ def _score_parsed(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, intern
             else:
                 pairs += [(ri[a], pj[b]) for a, b in max_matching(np.array(score), 0.5)]
         pairs.sort()
+    return _tally(refs, entry, rid, interned, pairs, lambda i, j: cmp[i][j])
+
+
+def _tally(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, interned: dict[tuple[int, ...], ToolCallCounts],
+           pairs: list[tuple[int, int]], cmp: Callable[[int, int], tuple[int, int, int]]) -> ToolCallRecord:
+    """The record of a pairing: `cmp(i, j)` is the (tp, fp, fn) of paired calls i and j."""
+    parsed = entry.parsed
+    preds = parsed.calls
+    n_ref, n_pred = len(refs), len(preds)
     tp = fp = fn = exact = 0
     paired_ref = {i for i, _ in pairs}
     paired_pred = {j for _, j in pairs}
     for i, j in pairs:
-        a, b, c = cmp[i][j]
+        a, b, c = cmp(i, j)
         tp, fp, fn = tp + a, fp + b, fn + c
         if b == 0 and c == 0 and preds[j].valid:
             exact += 1
@@ -668,7 +761,7 @@ def _score_parsed(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, intern
     correct = valid and n_pred == n_ref and exact == n_ref
     counts = _counts(interned, (1, int(valid), int(correct), n_ref, n_pred, sum(1 for c in preds if not c.valid), len(pairs), exact, tp, fp, fn))
     error = parsed.error or next((c.error for c in preds if not c.valid), None)
-    return ToolCallRecord(id=rid, valid=valid, correct=correct, format=parsed.format, pairs=tuple(pairs), counts=counts, error=error)
+    return _make_record(rid, valid, correct, parsed.format, tuple(pairs), counts, error)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -768,55 +861,78 @@ def score_toolcalls(
     key_fn = config.key_fn()
     ids = natural_sorted(truth)
     with paused_gc():
-        refs = _read_references(truth, ids, possible_answer, key_fn)
+        ref_list, ref_slots, n_slots = _reference_slots(truth, ids, possible_answer, key_fn)
+    refs = dict(zip(ids, ref_list)) if similarity else {}
     results: dict[str, ToolCallModelResult] = {}
     records: dict[str, tuple[ToolCallRecord, ...]] = {}
     interned: dict[tuple[int, ...], ToolCallCounts] = {}
+    missing = _MISSING
     for m in sorted(predictions):
         preds = predictions[m]
-        recs = []
+        get = preds.get
+        recs: list[ToolCallRecord] = []
+        append = recs.append
         running = [0, 0, 0]  # records, valid, correct: what the progress line shows
-        parsed_cache: dict[str, _ParsedEntry] = {}  # per model: one parse per distinct output string
-        # (output string, id of the shared reference tuple) → its record: the same output against
-        # the same reference has the same verdict. The ids stay valid: `refs` keeps the tuples alive.
-        pair_cache: dict[tuple[str, int], ToolCallRecord] = {}
+        # per model: one parse per distinct output string (bounded: outputs that never repeat
+        # must not hold every parsed output in memory)
+        parsed_cache: dict[str, _ParsedEntry] = {}
+        # output string → the record it first got and the reference tuple it was scored against
+        # (the tuples are shared per distinct reference): the same output against the same
+        # reference has the same verdict. An output met again with another reference goes to
+        # `other`, keyed by (output, that reference's number).
+        seen_rec: dict[str, ToolCallRecord] = {}
+        seen_ref: dict[str, tuple[RefCall, ...]] = {}
+        other: dict[tuple[str, int], ToolCallRecord] = {}
+        failed: list[str] = []
+        missing_ids: list[str] = []
+        new, s_id, s_valid, s_correct, s_format, s_pairs, s_counts, s_error = (_new, *_RECORD_SET)
         with paused_gc():
-            for k, i in enumerate(ids, start=1):
-                raw = preds.get(i)
-                ref = refs[i]
+            for k, (i, ref, slot) in enumerate(zip(ids, ref_list, ref_slots), start=1):
+                raw = get(i, missing)
                 if type(raw) is str:
-                    key = (raw, id(ref))
-                    seen = pair_cache.get(key)
+                    seen = seen_rec.get(raw)
                     if seen is None:
-                        entry = parsed_cache.get(raw)
-                        if entry is None:
-                            entry = parsed_cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
-                        rec = pair_cache[key] = _score_parsed(ref, entry, i, interned)
-                    else:
-                        rec = _record_for(seen, i)
+                        rec = seen_rec[raw] = _score_parsed(ref, _parsed_entry(parsed_cache, raw, key_fn), i, interned)
+                        seen_ref[raw] = ref
+                    elif seen_ref[raw] is not ref:
+                        seen = other.get((raw, slot))
+                        if seen is None:
+                            rec = other[raw, slot] = _score_parsed(ref, _parsed_entry(parsed_cache, raw, key_fn), i, interned)
+                    if seen is not None:
+                        rec = new(ToolCallRecord)
+                        s_id(rec, i)
+                        s_valid(rec, seen.valid)
+                        s_correct(rec, seen.correct)
+                        s_format(rec, seen.format)
+                        s_pairs(rec, seen.pairs)
+                        s_counts(rec, seen.counts)
+                        s_error(rec, seen.error)
+                elif raw is missing:
+                    rec = replace(_score_parsed(ref, _ParsedEntry(parse_calls(None), key_fn), i, interned), error="no output for this id")
+                    missing_ids.append(i)
                 else:
                     rec = _score_parsed(ref, _ParsedEntry(parse_calls(raw), key_fn), i, interned)
-                    if raw is None and i not in preds:
-                        rec = replace(rec, error="no output for this id")
-                recs.append(rec)
+                if not rec.correct:
+                    failed.append(i)
+                append(rec)
                 if progress is not None:
                     running[0] += 1
                     running[1] += rec.valid
                     running[2] += rec.correct
                     n = running[0]
                     progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
+        del parsed_cache, seen_rec, seen_ref, other
         # sum each distinct (shared) counts object once, weighted by how many records hold it
         multiplicity: dict[int, list[Any]] = {}
-        for r in recs:
-            slot = multiplicity.get(id(r.counts))
-            if slot is None:
-                multiplicity[id(r.counts)] = [r.counts, 1]
-            else:
-                slot[1] += 1
-        total = ToolCallCounts(**{f: sum(getattr(c, f) * n for c, n in multiplicity.values()) for f in _COUNT_FIELDS})
         formats: dict[str, int] = {}
         for r in recs:
+            slot_ = multiplicity.get(id(r.counts))
+            if slot_ is None:
+                multiplicity[id(r.counts)] = [r.counts, 1]
+            else:
+                slot_[1] += 1
             formats[r.format] = formats.get(r.format, 0) + 1
+        total = ToolCallCounts(**{f: sum(getattr(c, f) * n for c, n in multiplicity.values()) for f in _COUNT_FIELDS})
         extended = {}
         for metric, backend in sorted((similarity or {}).items()):
             pred_texts, ref_texts = [], []
@@ -830,9 +946,10 @@ def score_toolcalls(
             model=m,
             counts=total,
             metrics=total.metrics(zero_division=config.zero_division),
-            missing_ids=tuple(i for i in ids if i not in preds),
-            extra_ids=tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
-            failed_ids=tuple(r.id for r in recs if not r.correct),
+            missing_ids=tuple(missing_ids),
+            # every output key is a truth id when as many keys as matched ids
+            extra_ids=() if len(preds) == len(ids) - len(missing_ids) else tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
+            failed_ids=tuple(failed),
             formats=dict(sorted(formats.items())),
             invalid_examples=tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), 5)),
             extended=extended,
@@ -845,7 +962,32 @@ def score_toolcalls(
 
 
 def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool, key_fn: Callable[[Any], str | None]) -> dict[str, tuple[RefCall, ...]]:
-    """`reference_calls` of every record, read once per distinct reference value.
+    """`reference_calls` of every record, read once per distinct reference value (see
+    `_reference_slots`)."""
+    ref_list, _, _ = _reference_slots(truth, ids, possible_answer, key_fn)
+    return dict(zip(ids, ref_list))
+
+
+_MISSING = object()
+_PARSED_CACHE_MAX = 1 << 13
+
+
+def _parsed_entry(cache: dict[str, _ParsedEntry], raw: str, key_fn: Callable[[Any], str | None]) -> _ParsedEntry:
+    """The parsed output `raw` from the per-model cache, parsed on first use. The cache is
+    emptied when full: outputs that never repeat must not hold every parse in memory."""
+    entry = cache.get(raw)
+    if entry is None:
+        if len(cache) >= _PARSED_CACHE_MAX:
+            cache.clear()
+        entry = cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
+    return entry
+
+
+def _reference_slots(
+    truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool, key_fn: Callable[[Any], str | None]
+) -> tuple[list[tuple[RefCall, ...]], list[int], int]:
+    """`reference_calls` of every record in `ids` order, each distinct reference value read once,
+    with the number of that distinct reference (0, 1, …) per record and how many there are.
 
     References repeat (the same expected call for many questions); the cache key is the value's
     `marshal` bytes, which exist only for values made of the built-in types themselves (no
@@ -855,8 +997,10 @@ def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answ
     value nested too deeply for `repr` is read uncached, so `reference_calls` reports it as it
     would without the cache.
     """
-    cache: dict[str | bytes, tuple[RefCall, ...]] = {}
-    out = {}
+    cache: dict[str | bytes, tuple[tuple[RefCall, ...], int]] = {}
+    out: list[tuple[RefCall, ...]] = []
+    slots: list[int] = []
+    n_slots = 0
     dumps = marshal.dumps
     for i in ids:
         obj = truth[i]
@@ -866,13 +1010,17 @@ def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answ
             try:
                 key = repr(obj)
             except RecursionError:
-                out[i] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
+                out.append(reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}"))
+                slots.append(n_slots)
+                n_slots += 1
                 continue
         got = cache.get(key)
         if got is None:
-            got = cache[key] = reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}")
-        out[i] = got
-    return out
+            got = cache[key] = (reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}"), n_slots)
+            n_slots += 1
+        out.append(got[0])
+        slots.append(got[1])
+    return out, slots, n_slots
 
 
 def _ref_args(obj: Any, n: int) -> Any:
