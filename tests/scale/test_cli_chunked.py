@@ -170,3 +170,15 @@ def test_evaluate_fields_scale_options_are_checked_before_anything_is_logged(cli
     res = cli("evaluate", "fields", *CONTRACT_ARGS[:-1], "--experiment", "x", "--tracking-uri", uri, *args)
     assert res.code == 2 and message in res.err and "Traceback" not in res.err, res.err
     assert not (tmp_path / "store.db").exists()
+
+
+def test_an_empty_predictions_file_is_the_same_error_on_both_engines(cli, tmp_path):
+    # an empty JSONL file has no records, whichever engine reads it (a Hypothesis example found
+    # the in-memory reader calling it a table without a header)
+    truth, _ = _frames(3, np.random.default_rng(0))
+    _write(truth, tmp_path / "t.jsonl", "jsonl")
+    (tmp_path / "p.jsonl").write_text("")
+    args = ["score", "fields", "--truth", str(tmp_path / "t.jsonl"), "--predictions", f"m={tmp_path / 'p.jsonl'}", "--json"]
+    want, got = cli(*args), cli(*args, "--chunk-size", "2")
+    assert want.code == got.code == 2
+    assert got.err == want.err and "p.jsonl: the file has no records" in want.err

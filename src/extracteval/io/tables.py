@@ -219,10 +219,10 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
     if suffix in (".parquet", ".pq"):
         return _read_parquet(p)
     text = read_text(p)
+    if suffix in (".jsonl", ".ndjson"):
+        return _read_jsonl(p, text)  # an empty file has no records, as the chunked reader says
     if not text.strip():
         raise InputError(f"{p}: the file is empty; expected a header line with an 'id' column, then one line per record.")
-    if suffix in (".jsonl", ".ndjson"):
-        return _read_jsonl(p, text)
     if suffix == ".json":
         return _read_json(p, text)
     delim = delimiter or ("\t" if suffix == ".tsv" else ",")
