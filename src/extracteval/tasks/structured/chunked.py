@@ -13,7 +13,7 @@ and --baseline/--candidate. `--output` writes records.parquet (streamed) instead
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -86,39 +86,18 @@ class StructuredTask:
         return ChunkScore(ledger=StructuredLedger(n_records=res.n_records, models=models), records=records)
 
     def finalise(self, ledger: StructuredLedger, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
-        from extracteval.core.counts import ratios
-        from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
-        from extracteval.tasks.structured.semantics import StructuredModelResult, StructuredResult
+        """The result of the merged counts, by the same `ranked_result` as the in-memory score."""
+        from extracteval.tasks.structured.semantics import StructuredModelResult, field_rows, ranked_result
 
-        cfg = self.config
-        models = sorted(ledger.models)
-        results = {}
-        field_scores: dict[str, dict[str, Any]] = {}
-        for m in models:
-            ml = ledger.models[m]
-            names = sorted(ml.fields)
-            tps, fps, fns = (np.array([ml.fields[g][k] for g in names], dtype=np.int64) for k in range(3))
-            rr = ratios(tps, fps, fns, np.zeros_like(tps), zero_division=cfg.zero_division)
-            fields_out = {}
-            for i, g in enumerate(names):
-                tp, fp, fn = ml.fields[g]
-                p_, r_, f_ = float(rr["precision"][i]), float(rr["recall"][i]), float(rr["f1"][i])
-                fields_out[g] = {"tp": tp, "fp": fp, "fn": fn, "precision": p_, "recall": r_, "f1": f_}
-                field_scores.setdefault(g, {})[m] = Score(f1=f_, precision=p_, recall=r_)
-            results[m] = StructuredModelResult(
-                model=m, counts=ml.counts, metrics=ml.counts.metrics(zero_division=cfg.zero_division), fields=fields_out,
+        zd = self.config.zero_division
+        results = {
+            m: StructuredModelResult(
+                model=m, counts=ml.counts, metrics=ml.counts.metrics(zero_division=zd), fields=field_rows(ml.fields, zd),
                 missing_ids=_natural(ml.missing), extra_ids=_natural(ml.extra), invalid_examples=ml.invalid_examples, extended={},
             )
-        winners = field_winners({g: s for g, s in field_scores.items() if len(s) == len(models)})
-        wins = field_wins(winners, models)
-        overall = {m: {f"structured/{k}": float(v) for k, v in results[m].metrics.items()} for m in models}
-        ranked = rank_by_metrics("structured", overall, wins)
-        for r in ranked:
-            results[r.model] = replace(results[r.model], rank=r.rank, tier=r.tier, field_wins=r.field_wins)
-        return StructuredResult(
-            task="structured", config=cfg, n_records=ledger.n_records, ranking=tuple(r.model for r in ranked), models=results, records={},
-            field_winners={g: {"kind": w.kind, "winners": list(w.winners)} for g, w in sorted(winners.items())},
-        )
+            for m, ml in ledger.models.items()
+        }
+        return ranked_result(results, config=self.config, n_records=ledger.n_records, records={})
 
 
 def _truth_value(p: Path, line: int, rid: str, rec: dict[str, Any], key: str) -> Any:

@@ -1006,8 +1006,6 @@ def score_structured(
             `judge_score`) → any object with `similarity(a, b) -> array` (SimilarityBackend).
         progress: called after each record with (done, total, model, running metrics).
     """
-    from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
-
     config = config or StructuredConfig()
     ids = natural_sorted(truth)
     scorer = _Scorer(config)
@@ -1021,7 +1019,6 @@ def score_structured(
     models = sorted(predictions)
     results: dict[str, StructuredModelResult] = {}
     records: dict[str, tuple[StructuredRecord, ...]] = {}
-    field_scores: dict[str, dict[str, Score]] = {}
     for m in models:
         preds = predictions[m]
         recs = []
@@ -1056,16 +1053,7 @@ def score_structured(
                 fp=sum(r.fp for r in recs),
                 fn=sum(r.fn for r in recs),
             )
-        fields_out = {}
-        names = sorted(per_field)
-        # one vectorised call over every field (per-field calls made 100k keys take ~10 s)
-        tps, fps, fns = (np.array([per_field[g][k] for g in names], dtype=np.int64) for k in range(3))
-        rr = ratios(tps, fps, fns, np.zeros_like(tps), zero_division=config.zero_division)
-        for i, g in enumerate(names):
-            tp, fp, fn = per_field[g]
-            p_, r_, f_ = float(rr["precision"][i]), float(rr["recall"][i]), float(rr["f1"][i])
-            fields_out[g] = {"tp": tp, "fp": fp, "fn": fn, "precision": p_, "recall": r_, "f1": f_}
-            field_scores.setdefault(g, {})[m] = Score(f1=f_, precision=p_, recall=r_)
+        fields_out = field_rows(per_field, config.zero_division)
         extended = {}
         for metric, backend in sorted((similarity or {}).items()):
             pred_texts, ref_texts = [], []
@@ -1088,19 +1076,42 @@ def score_structured(
             extended=extended,
         )
         records[m] = tuple(recs)
+    return ranked_result(results, config=config, n_records=len(ids), records=records)
+
+
+def field_rows(per_field: Mapping[str, Sequence[int]], zero_division: float) -> dict[str, dict[str, Any]]:
+    """Per flattened path, its (tp, fp, fn) and their precision, recall and F1 (one vectorised
+    call over every path: per-path calls made 100k paths take ~10 s)."""
+    names = sorted(per_field)
+    tps, fps, fns = (np.array([per_field[g][k] for g in names], dtype=np.int64) for k in range(3))
+    rr = ratios(tps, fps, fns, np.zeros_like(tps), zero_division=zero_division)
+    return {g: {"tp": int(tps[i]), "fp": int(fps[i]), "fn": int(fns[i]), "precision": float(rr["precision"][i]), "recall": float(rr["recall"][i]),
+                "f1": float(rr["f1"][i])} for i, g in enumerate(names)}
+
+
+def ranked_result(results: Mapping[str, StructuredModelResult], *, config: StructuredConfig, n_records: int,
+                  records: Mapping[str, tuple[StructuredRecord, ...]]) -> StructuredResult:
+    """The result of every model's counts: the winner of each path (F1 over the paths every
+    model has), the ranking (the task's declaration, then path wins) and each model's place."""
+    from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
+
+    models = sorted(results)
+    field_scores: dict[str, dict[str, Score]] = {}
+    for m in models:
+        for g, v in results[m].fields.items():
+            field_scores.setdefault(g, {})[m] = Score(f1=v["f1"], precision=v["precision"], recall=v["recall"])
     winners = field_winners({g: s for g, s in field_scores.items() if len(s) == len(models)})
     wins = field_wins(winners, models)
     overall = {m: {f"structured/{k}": float(v) for k, v in results[m].metrics.items()} for m in models}
     ranked = rank_by_metrics("structured", overall, wins)
-    for r in ranked:
-        results[r.model] = replace(results[r.model], rank=r.rank, tier=r.tier, field_wins=r.field_wins)
+    placed = {r.model: replace(results[r.model], rank=r.rank, tier=r.tier, field_wins=r.field_wins) for r in ranked}
     return StructuredResult(
         task="structured",
         config=config,
-        n_records=len(ids),
+        n_records=n_records,
         ranking=tuple(r.model for r in ranked),
-        models=results,
-        records=records,
+        models={m: placed[m] for m in models},
+        records=dict(records),
         field_winners={g: {"kind": w.kind, "winners": list(w.winners)} for g, w in sorted(winners.items())},
     )
 
