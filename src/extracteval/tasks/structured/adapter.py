@@ -304,7 +304,7 @@ class StructuredAdapter(DecisionTrackAdapter):
     ) -> Scored:
         """Per record: the reference JSON (object, array or JSON text; must parse) and each
         model's raw output (string or object; malformed output is counted invalid, never raised)."""
-        from extracteval.tasks.structured.semantics import loads_any_depth, score_structured
+        from extracteval.tasks.structured.semantics import reference_value, score_structured
 
         cfg = self.build_config(config)
         ids = frame_ids(ids, targets, predictions, truth_source)
@@ -315,12 +315,7 @@ class StructuredAdapter(DecisionTrackAdapter):
                 v = bytes(v).decode("utf-8", errors="replace")
             if v is None or (isinstance(v, float) and np.isnan(v)):
                 raise InputError(f"{truth_source}: record {rid!r}: the reference is empty; expected a JSON value (object, array or JSON text).")
-            if isinstance(v, str):
-                try:
-                    v = loads_any_depth(v)
-                except ValueError as e:
-                    raise InputError(f"{truth_source}: record {rid!r}: the reference is text that is not valid JSON ({e}).") from None
-            truth[rid] = v
+            truth[rid] = reference_value(v, f"{truth_source}: record {rid!r}")
         preds: dict[str, dict[str, Any]] = {}
         for name, cells in predictions.items():
             preds[name] = {rid: plain(v) for rid, v in zip(ids, cells)}

@@ -102,16 +102,9 @@ class StructuredTask:
 
 def _truth_value(p: Path, line: int, rid: str, rec: dict[str, Any], key: str) -> Any:
     """As `score structured` reads a reference: a string holding JSON is parsed."""
-    from extracteval.tasks.structured.semantics import loads_any_depth
-    from extracteval.errors import InputError
+    from extracteval.tasks.structured.semantics import reference_value
 
-    v = rec[key]
-    if isinstance(v, str):
-        try:
-            return loads_any_depth(v)
-        except ValueError as e:
-            raise InputError(f"{p}: id {rid}: the reference is a string that is not valid JSON ({e}); give the reference as a JSON value.") from None
-    return v
+    return reference_value(rec[key], f"{p}: id {rid}")
 
 
 def score_structured_files(

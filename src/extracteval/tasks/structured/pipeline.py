@@ -41,20 +41,10 @@ def load_predictions(specs: list[str], what: str = "output") -> tuple[dict[str, 
 
 
 def load_truth(path: str) -> dict[str, Any]:
-    from extracteval.errors import InputError
+    from extracteval.tasks.structured.semantics import reference_value
     from extracteval.tasks.toolcalls.inputs import load_records
-    from extracteval.tasks.structured.semantics import loads_any_depth
 
-    raw = load_records(path, TRUTH_KEYS, "reference")
-    truth = {}
-    for rid, v in raw.items():
-        if isinstance(v, str):
-            try:
-                v = loads_any_depth(v)
-            except ValueError as e:
-                raise InputError(f"{path}: id {rid}: the reference is a string that is not valid JSON ({e}); give the reference as a JSON value.") from None
-        truth[rid] = v
-    return truth
+    return {rid: reference_value(v, f"{path}: id {rid}") for rid, v in load_records(path, TRUTH_KEYS, "reference").items()}
 
 
 def streaming_config(args: argparse.Namespace) -> Any:
@@ -141,7 +131,6 @@ def write_output(out: Path, result: Any, doc: dict[str, Any]) -> None:
 
 
 def render(doc: dict[str, Any]) -> str:
-    from extracteval.core.decision import render_decision
     from extracteval.report.terminal import percent, table
 
     models = doc["models"]
@@ -169,12 +158,15 @@ def render(doc: dict[str, Any]) -> str:
     for name in doc["ranking"]:
         for ex in models[name]["invalid_examples"][:2]:
             out.append(f"invalid ({name}, id {ex['id']}): {ex['error']}")
-    out += id_warnings(doc)
-    if "decision" in doc:
-        d = doc["decision"]
-        out.append("")
-        out.append(render_decision(d))
-    return "\n".join(out)
+    return "\n".join(out + closing_lines(doc))
+
+
+def closing_lines(doc: dict[str, Any]) -> list[str]:
+    """The terminal view's last lines for a track (`structured`, `toolcalls`): the records
+    without output or outside the truth, then the baseline-vs-candidate decision when asked."""
+    from extracteval.core.decision import render_decision
+
+    return id_warnings(doc) + (["", render_decision(doc["decision"])] if "decision" in doc else [])
 
 
 def id_warnings(doc: dict[str, Any]) -> list[str]:

@@ -93,6 +93,17 @@ _TOKEN = re.compile(
 )
 
 
+def reference_value(value: Any, where: str) -> Any:
+    """A reference as the task reads it: text holding JSON is parsed (at any depth), any other
+    value is the reference itself; text that is not JSON is an `InputError` naming `where`."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return loads_any_depth(value)
+    except ValueError as e:
+        raise InputError(f"{where}: the reference is text that is not valid JSON ({e}); give the reference as a JSON value.") from None
+
+
 def loads_any_depth(text: str) -> Any:
     """`json.loads`, with an iterative fallback for documents nested deeper than the recursion limit.
 

@@ -205,9 +205,7 @@ def render(doc: dict[str, Any]) -> str:
 
         out += id_warnings(doc)
     if "decision" in doc:
-        d = doc["decision"]
-        out.append("")
-        out.append(render_decision(d))
+        out += ["", render_decision(doc["decision"])]
     return "\n".join(out)
 
 
