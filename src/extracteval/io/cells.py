@@ -80,7 +80,7 @@ def record_object(value: Any) -> tuple[Any, str | None]:
     whole, the first ```json fence that holds JSON, or else the first balanced JSON object or
     list in the text (model output with prose around it), is taken. An empty cell gives
     (None, "no output"). What the value is (an object, a list) is the caller's check."""
-    from extracteval.tasks.structured.semantics import parse_json_output
+    from extracteval.io.model_output import parse_json_output
 
     if isinstance(value, Mapping):
         return plain(dict(value)), None

@@ -19,7 +19,6 @@ whole by the in-memory engine.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extracteval.errors import InputError
-from extracteval.io.tables import read_text
+from extracteval.io.text_files import read_text
 
 __all__ = ["load_mapping", "parse_model_spec", "models_in_file", "safe_file_name", "similarity_settings"]
 

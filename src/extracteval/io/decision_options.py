@@ -77,7 +77,7 @@ def read_records(folder: Path) -> tuple[str, tuple[str, ...], dict[str, Any], fl
     from extracteval.io.id_order import natural_key
     from extracteval.errors import InputError
     from extracteval.io.config import load_mapping
-    from extracteval.tasks.toolcalls.inputs import read_json_records
+    from extracteval.io.json_text import read_record_file
 
     result_path, records_path = folder / "result.json", folder / "records.jsonl"
     for p in (result_path, records_path):
@@ -89,7 +89,7 @@ def read_records(folder: Path) -> tuple[str, tuple[str, ...], dict[str, Any], fl
     if not columns:
         raise InputError(f"{result_path}: no \"count_columns\"; was it written by `extracteval score structured|toolcalls --output`?")
     rows: dict[str, list[tuple[str, list[int]]]] = {}
-    for line, rec in read_json_records(records_path):
+    for line, rec in read_record_file(records_path):
         if not isinstance(rec, dict) or "model" not in rec or "id" not in rec:
             raise InputError(f"{records_path}: line {line}: expected an object with \"model\", \"id\" and the counts {', '.join(columns)}.")
         try:

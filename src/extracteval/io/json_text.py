@@ -18,7 +18,7 @@ from typing import Any
 from extracteval.core.jsonparse import FAST_PARSER, loads_fast
 from extracteval.errors import InputError
 
-__all__ = ["loads", "jsonl_values", "jsonl_text_values", "cap_depth", "MAX_VALUE_DEPTH", "check_record_keys", "check_json_file_keys", "repeated_keys"]
+__all__ = ["loads", "jsonl_values", "jsonl_text_values", "read_record_file", "cap_depth", "MAX_VALUE_DEPTH", "check_record_keys", "check_json_file_keys", "repeated_keys"]
 
 _NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -56,6 +56,33 @@ def jsonl_text_values(path: Path, text: str, *, records: bool = False, unique_ke
     """(line number, line, parsed value) of each non-blank line of JSONL `text` read from
     `path`, checked as `jsonl_values` checks them (invalid JSON names the file and line)."""
     yield from _line_values(path, text.splitlines(), records=records, unique_keys=unique_keys, streamed=False, with_line=True)
+
+
+def read_record_file(path: str | Path) -> list[tuple[int, Any]]:
+    """(line number, value) for each record of a JSON Lines file, or (position, value) for each
+    element of a file holding one JSON array; blank lines are skipped, a key named twice in a
+    record is refused, and an empty file or one without records is an error naming the file."""
+    from extracteval.io.text_files import read_text
+
+    p = Path(path)
+    text = read_text(p)
+    stripped = text.lstrip()
+    if not stripped:
+        raise InputError(f"{p}: the file is empty; expected JSON Lines records.")
+    if stripped.startswith("["):
+        try:
+            obj = loads(text)
+        except ValueError:
+            obj = None  # a JSONL file whose first record is an array: read line by line
+        if isinstance(obj, list):
+            if not obj:
+                raise InputError(f"{p}: the file has no records (an empty JSON array).")
+            check_json_file_keys(p, text, obj)
+            return list(enumerate(obj, start=1))
+    out = list(_line_values(p, text.splitlines(), records=False, unique_keys=True, streamed=True))
+    if not out:
+        raise InputError(f"{p}: the file has no records.")
+    return out
 
 
 def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys: bool, streamed: bool,

@@ -7,8 +7,6 @@ expected and what was found.
 from __future__ import annotations
 
 import io
-import json
-import lzma
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,7 +19,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.cells import json_list_value
 from extracteval.io.json_text import cap_depth, jsonl_text_values, loads, repeated_key_error, repeated_keys
-from extracteval.io.text_files import BOM_CODECS, UNICODE_BOMS, check_regular_file, read_error, text_encoding
+from extracteval.io.text_files import check_regular_file, read_text, read_utf8, text_encoding
 
 __all__ = [
     "read_text",
@@ -39,77 +37,6 @@ __all__ = [
 
 _TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".json", ".parquet", ".pq")
 _KLEISTER_TOKEN = re.compile(r"^[^=\s]+=\S*$")
-
-
-def read_text(path: str | Path) -> str:
-    """The whole file as text, `.xz` decompressed, clear errors. UTF-8 (a BOM is dropped), or
-    UTF-16 / UTF-32 when the file starts with their byte-order mark (what spreadsheet programs
-    save as "Unicode text"); other text without a BOM that is not UTF-8 is refused, as is text
-    holding a NUL byte (UTF-16 without a BOM, or a binary file)."""
-    p = Path(path)
-    return _decode(p, _read_bytes(p))
-
-
-def read_utf8(path: str | Path) -> bytes:
-    """The whole file as UTF-8 bytes (a BOM is dropped, UTF-16/32 with a BOM re-encoded), `.xz`
-    decompressed, with read_text's checks and errors, for readers that work on bytes: an ASCII
-    file (the usual token file) is not decoded only to be encoded again."""
-    p = Path(path)
-    data = _read_bytes(p)
-    if not data.isascii() or b"\x00" in data:
-        if data.startswith(UNICODE_BOMS):
-            return _decode(p, data).encode("utf-8")
-        _decode(p, data)  # the check, with the error read_text gives
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-    return data
-
-
-def _read_bytes(p: Path) -> bytes:
-    check_regular_file(p)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise read_error(p, e) from None
-    if p.suffix == ".xz":
-        try:
-            data = lzma.decompress(data)
-        except lzma.LZMAError as e:
-            raise InputError(f"{p}: not a valid .xz file ({e}).") from None
-    return data
-
-
-def _decode(p: Path, data: bytes) -> str:
-    for bom, codec in BOM_CODECS:
-        if data.startswith(bom):
-            try:
-                text = data.decode(codec)
-            except UnicodeDecodeError as e:
-                raise InputError(
-                    f"{p}: starts with a {codec.upper()} byte-order mark, but byte {e.start} is not valid {codec.upper()}; "
-                    "save the file again as UTF-8 or UTF-16."
-                ) from None
-            return _no_nul(p, text)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise InputError(
-            f"{p}: line {line}: expected UTF-8 text, but found byte 0x{data[e.start]:02x} at offset {e.start}; "
-            "save the file as UTF-8."
-        ) from None
-    return _no_nul(p, text)
-
-
-def _no_nul(p: Path, text: str) -> str:
-    at = text.find("\x00")
-    if at >= 0:
-        line = text.count("\n", 0, at) + 1
-        raise InputError(
-            f"{p}: line {line}: found a NUL byte, which text files do not hold (a binary file, or UTF-16 text saved "
-            "without a byte-order mark); save the file as UTF-8."
-        )
-    return text
 
 
 def header_duplicates(p: Path, names: Iterable[Any], where: str = "header") -> None:

@@ -28,7 +28,7 @@ from extracteval.tasks.spans.schemes import FactorizedTags, UnknownTagError, get
 from extracteval.tasks.spans.semantics import LazyTokens, SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
 from extracteval.io.json_text import check_json_file_keys, check_record_keys
-from extracteval.io.tables import read_text, read_utf8
+from extracteval.io.text_files import read_text, read_utf8
 
 __all__ = ["TokenFile", "read_token_file", "lone_cr_as_newline", "parse_token_bytes", "token_corpus", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
 

@@ -24,12 +24,9 @@ from typing import Any
 
 from extracteval.io.record_keys import OUTPUT_KEYS
 from extracteval.errors import InputError
-from extracteval.io.json_text import check_json_file_keys, check_record_keys
-from extracteval.tasks.json.inputs import _loads
-from extracteval.io.tables import read_text
+from extracteval.io.json_text import read_record_file
 
 __all__ = [
-    "read_json_records",
     "BfclQuestion",
     "load_bfcl_questions",
     "load_bfcl_answers",
@@ -43,41 +40,6 @@ __all__ = [
 ]
 
 REFERENCE_KEYS = ("reference", "expected", "truth", "ground_truth", "calls", "answer")
-
-
-def read_json_records(path: str | Path) -> list[tuple[int, Any]]:
-    """(line number, object) for each record of a JSON Lines file or a top-level JSON array.
-
-    Blank lines are skipped. A JSON array file gives record positions (1-based) instead of lines.
-    """
-    p = Path(path)
-    text = read_text(p)
-    stripped = text.lstrip()
-    if not stripped:
-        raise InputError(f"{p}: the file is empty; expected JSON Lines records.")
-    if stripped.startswith("["):
-        try:
-            obj = _loads(text)
-        except ValueError:
-            obj = None  # a JSONL file whose first record is an array: fall through to lines
-        if isinstance(obj, list):
-            if not obj:
-                raise InputError(f"{p}: the file has no records (an empty JSON array).")
-            check_json_file_keys(p, text, obj)
-            return list(enumerate(obj, start=1))
-    out = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = _loads(line)  # iterative fallback: 10,000-deep JSON is valid JSON
-        except ValueError as e:
-            raise InputError(f"{p}: line {n}: not valid JSON ({e}); expected one JSON object per line.") from None
-        check_record_keys(p, f"line {n}", line, value)
-        out.append((n, value))
-    if not out:
-        raise InputError(f"{p}: the file has no records.")
-    return out
 
 
 def _record_id(p: Path, line: int, rec: Any, what: str) -> str:
@@ -110,7 +72,7 @@ def load_bfcl_questions(path: str | Path) -> dict[str, BfclQuestion]:
 
     p = Path(path)
     out: dict[str, BfclQuestion] = {}
-    for line, rec in read_json_records(p):
+    for line, rec in read_record_file(p):
         rid = _record_id(p, line, rec, "BFCL question")
         if rid in out:
             raise InputError(f"{p}: line {line}: id {rid!r} appears twice.")
@@ -172,7 +134,7 @@ def load_bfcl_answers(path: str | Path, questions: dict[str, BfclQuestion] | Non
     """
     p = Path(path)
     out: dict[str, list[dict[str, dict[str, list[Any]]]]] = {}
-    for line, rec in read_json_records(p):
+    for line, rec in read_record_file(p):
         rid = _record_id(p, line, rec, "BFCL possible-answer")
         if rid in out:
             raise InputError(f"{p}: line {line}: id {rid!r} appears twice.")
@@ -295,8 +257,8 @@ def load_bfcl_entries(questions_path: str | Path, answers_path: str | Path) -> B
             raise InputError(f"{path}: not a BFCL {what} file: no record has an \"id\" and a \"{key}\" key{' (the function descriptions)' if key == 'function' else ''}.")
         return out
 
-    questions = by_id(qp, read_json_records(qp), "function", "question")
-    answer_records = read_json_records(ap)
+    questions = by_id(qp, read_record_file(qp), "function", "question")
+    answer_records = read_record_file(ap)
     if any(_raw_id(r) is not None for _, r in answer_records) or any(isinstance(r, dict) and "ground_truth" in r for _, r in answer_records):
         answers = by_id(ap, answer_records, "ground_truth", "possible-answer")
     elif answer_records and all(_bare_ground_truth(r) for _, r in answer_records):
@@ -381,7 +343,7 @@ def load_bfcl_results(path: str | Path) -> dict[str, Any]:
     """A BFCL model result file → id → the raw `result` value (decoded later, failures counted)."""
     p = Path(path)
     out: dict[str, Any] = {}
-    for line, rec in read_json_records(p):
+    for line, rec in read_record_file(p):
         rid = _record_id(p, line, rec, "BFCL result")
         if rid in out:
             raise InputError(f"{p}: line {line}: id {rid!r} appears twice.")
@@ -402,7 +364,7 @@ def load_records(path: str | Path, keys: Iterable[str], what: str, *, id_key: st
     p = Path(path)
     keys = tuple(keys)
     if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        recs = read_json_records(p)
+        recs = read_record_file(p)
     else:
         from extracteval.io.tables import read_table
 

@@ -36,14 +36,14 @@ def chunked_document(result: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 
 def load_truth(path: str, force_possible: bool) -> tuple[dict[str, Any], bool]:
     from extracteval.errors import InputError
-    from extracteval.tasks.toolcalls.inputs import read_json_records
+    from extracteval.io.json_text import read_record_file
 
     p = Path(path)
     if p.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
         raise InputError(f"{p}: tool-call references must be JSON Lines (or a JSON array) with `id` and `calls`/`ground_truth`.")
     truth: dict[str, Any] = {}
     possible = force_possible
-    for line, rec in read_json_records(p):
+    for line, rec in read_record_file(p):
         if not isinstance(rec, dict) or "id" not in rec:
             raise InputError(f"{p}: line {line}: expected an object with \"id\" and one of {', '.join(TRUTH_KEYS)}.")
         key = next((k for k in TRUTH_KEYS if k in rec), None)

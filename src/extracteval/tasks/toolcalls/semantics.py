@@ -63,10 +63,9 @@ from extracteval.tasks.structured.semantics import (
     leaf_key,
     natural_key,
     natural_sorted,
-    ParsedOutput,
-    parse_json_output,
     paused_gc,
 )
+from extracteval.io.model_output import ParsedOutput, parse_json_output
 from extracteval.errors import InputError
 
 __all__ = [
