@@ -27,7 +27,7 @@ scores by the in-memory engine's own function.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 
 from extracteval.chunked import ChunkScore
-from extracteval.core.ranking import rank_by_metrics
 
 __all__ = ["ToolCallsLedger", "ToolCallsTask", "ToolCallsEvaluateTask", "ToolCallsEvaluation", "record_table", "toolcalls_chunk_job",
            "score_toolcalls_files", "BfclLedger", "BfclTask", "score_bfcl_chunked"]
@@ -119,7 +118,7 @@ class ToolCallsTask:
         return ChunkScore(ledger=ToolCallsLedger(n_records=res.n_records, models=models), records=records)
 
     def finalise(self, ledger: ToolCallsLedger, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
-        from extracteval.tasks.toolcalls.semantics import ToolCallModelResult, ToolCallResult
+        from extracteval.tasks.toolcalls.semantics import ToolCallModelResult, ranked_result
 
         results = {}
         for m in sorted(ledger.models):
@@ -135,10 +134,7 @@ class ToolCallsTask:
                 invalid_examples=ml.invalid_examples,
                 extended={},
             )
-        order = [r.model for r in rank_by_metrics("toolcalls", {m: {f"toolcalls/{k}": float(v) for k, v in results[m].metrics.items()} for m in results})]
-        for rank, m in enumerate(order, start=1):
-            results[m] = replace(results[m], rank=rank)
-        return ToolCallResult(task="toolcalls", config=self.config, n_records=ledger.n_records, ranking=tuple(order), models=results, records={})
+        return ranked_result(results, config=self.config, n_records=ledger.n_records, records={})
 
 
 def record_table(model: str, records: Any, verdicts: Mapping[str, list[Any]] | None = None) -> pd.DataFrame:

@@ -954,10 +954,17 @@ def score_toolcalls(
             extended=extended,
         )
         records[m] = tuple(recs)
+    return ranked_result(results, config=config, n_records=len(ids), records=records)
+
+
+def ranked_result(results: Mapping[str, ToolCallModelResult], *, config: ToolCallConfig, n_records: int,
+                  records: Mapping[str, tuple[Any, ...]]) -> ToolCallResult:
+    """The result of every model's counts, ranked by the task's declaration (call accuracy first),
+    each model with its rank: the in-memory score and the chunk engine's finalisation end here."""
     order = [r.model for r in rank_by_metrics("toolcalls", {m: {f"toolcalls/{k}": float(v) for k, v in results[m].metrics.items()} for m in results})]
-    for rank, m in enumerate(order, start=1):
-        results[m] = replace(results[m], rank=rank)
-    return ToolCallResult(task="toolcalls", config=config, n_records=len(ids), ranking=tuple(order), models=results, records=records)
+    ranked = {m: replace(results[m], rank=rank) for rank, m in enumerate(order, start=1)}
+    return ToolCallResult(task="toolcalls", config=config, n_records=n_records, ranking=tuple(order), models={m: ranked[m] for m in results},
+                          records=dict(records))
 
 
 def _read_references(truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool, key_fn: Callable[[Any], str | None]) -> dict[str, tuple[RefCall, ...]]:
