@@ -213,3 +213,27 @@ def contracts_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     root = tmp_path_factory.mktemp("demo-contracts")
     code, out, err = _demo_in(root, "--experiments", str(REPO / "experiments"), "--only", "contracts")
     return DemoRun(uri=f"sqlite:///{root / 'mlflow.db'}", root=root, code=code, out=out, err=err)
+
+
+@pytest.fixture(scope="session")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """Every task's bundled example (its README `score` command) evaluated with all its models, each
+    into the experiment `primary-<task>` of one SQLite store, from a copy of experiments/ in tmp:
+    (the store's URI, that folder). Once per session: test_primary_metric.py and test_intervals.py
+    read it; neither writes to those experiments."""
+    import shutil
+
+    from extracteval.mlflow.tasks import TASKS as REGISTRY
+    from tests.mlflow.test_logged_examples import TRACKS, _main
+
+    root = tmp_path_factory.mktemp("primary-metric")
+    shutil.copytree(REPO / "experiments", root / "experiments", ignore=shutil.ignore_patterns("__pycache__"))
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        for task in REGISTRY:
+            t = TRACKS[task]
+            every = [a for m, p in t.predictions.items() for a in ("--predictions", f"{m}={p}")]
+            code, _, err = _main("evaluate", task, *every, *t.options, "--experiment", f"primary-{task}", "--tracking-uri", uri, "--json")
+            assert code == 0, err
+    return uri, root
