@@ -1,6 +1,6 @@
 """Fixtures: a real `mlflow server` (SQLite back end by default — `MlflowServer` takes any backend
 store URI, e.g. PostgreSQL in test_postgres_concurrency.py —, artifacts in tmp, 127.0.0.1, free
-port, started once per module and stopped by its process group) and the embedded SQLite store."""
+port, started once per session and stopped by its process group) and the embedded SQLite store."""
 
 from __future__ import annotations
 
@@ -90,8 +90,11 @@ class MlflowServer:
 SERVERS: dict[str, MlflowServer] = {}  # url → running server (tests read its access log)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
+    """One server for the session (each start costs seconds of imports): the modules using it
+    (test_fault_injection, test_leaderboard_server, test_logging) log to experiments of their own
+    names; test_logging's last test stops it and starts it again on the same port and database."""
     server = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
     server.start()
     SERVERS[server.url] = server
