@@ -249,20 +249,39 @@ def test_mlflow_run_records_what_each_entry_point_created_offline_against_a_temp
            "PIP_NO_INDEX": "1", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}
     mlflow = _mlflow_cli()
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([mlflow, "run", ".", "--env-manager", "local", *args], cwd=project, env=env,
-                              capture_output=True, text=True, timeout=240)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        return done
+    def start(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([mlflow, "run", ".", "--env-manager", "local", *args], cwd=project, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    demo = run("-e", "demo", "--experiment-name", "demo-project", "-P", "only=contracts,tickets")
+    def finish(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+        try:
+            stdout, stderr = proc.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        assert proc.returncode == 0, stdout[-3000:] + stderr[-3000:]
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return finish(start(*args))
+
+    # the three that touch different experiments run at the same time (the evaluate → leaderboard
+    # pair in order), as three users of one store would: the store's tables are made first, once
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(tracking_uri=uri).search_experiments()
+    demo_proc = start("-e", "demo", "--experiment-name", "demo-project", "-P", "only=contracts,tickets")
+    fallback_proc = start("-e", "evaluate", "-P", "task=fields", "-P", f"truth={CONTRACTS}/truth.csv",
+                          "-P", f"predictions=gpt-4o-mini={CONTRACTS}/predictions/gpt-4o-mini.csv")
+    try:
+        predictions = f"gpt-4o-mini={CONTRACTS}/predictions/gpt-4o-mini.csv,regex-baseline={CONTRACTS}/predictions/regex-baseline.csv"
+        run("-e", "evaluate", "--experiment-name", "contracts-mlproject", "-P", "task=fields", "-P", f"truth={CONTRACTS}/truth.csv",
+            "-P", f"predictions={predictions}", "-P", f"strategies={CONTRACTS}/strategies.yaml", "-P", "run_name=reproduced")
+        run("-e", "leaderboard", "--experiment-name", "contracts-mlproject", "-P", "options=--no-ci")
+    finally:
+        demo, fallback = finish(demo_proc), finish(fallback_proc)
     assert "Won" in demo.stdout and "logged to MLflow experiment 'extracteval-demo-contracts'" in demo.stdout
-    predictions = f"gpt-4o-mini={CONTRACTS}/predictions/gpt-4o-mini.csv,regex-baseline={CONTRACTS}/predictions/regex-baseline.csv"
-    run("-e", "evaluate", "--experiment-name", "contracts-mlproject", "-P", "task=fields", "-P", f"truth={CONTRACTS}/truth.csv",
-        "-P", f"predictions={predictions}", "-P", f"strategies={CONTRACTS}/strategies.yaml", "-P", "run_name=reproduced")
-    run("-e", "leaderboard", "--experiment-name", "contracts-mlproject", "-P", "options=--no-ci")
-    fallback = run("-e", "evaluate", "-P", "task=fields", "-P", f"truth={CONTRACTS}/truth.csv",
-                   "-P", f"predictions=gpt-4o-mini={CONTRACTS}/predictions/gpt-4o-mini.csv")
     by_exp = _runs(uri)
     assert {r.info.status for runs in by_exp.values() for r in runs} == {"FINISHED"}
 

@@ -1,6 +1,6 @@
 """Fixtures: a real `mlflow server` (SQLite back end by default — `MlflowServer` takes any backend
 store URI, e.g. PostgreSQL in test_postgres_concurrency.py —, artifacts in tmp, 127.0.0.1, free
-port, started once per module and stopped by its process group) and the embedded SQLite store."""
+port, started once per session and stopped by its process group) and the embedded SQLite store."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -89,8 +90,11 @@ class MlflowServer:
 SERVERS: dict[str, MlflowServer] = {}  # url → running server (tests read its access log)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory):
+    """One server for the session (each start costs seconds of imports): the modules using it
+    (test_fault_injection, test_leaderboard_server, test_logging) log to experiments of their own
+    names; test_logging's last test stops it and starts it again on the same port and database."""
     server = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
     server.start()
     SERVERS[server.url] = server
@@ -148,17 +152,25 @@ def cli(capsys: pytest.CaptureFixture[str]):
     return run
 
 
-@pytest.fixture(scope="session")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """`extracteval demo` over every example, once per session, into a SQLite store in tmp (the
-    run descriptions and the browser test read it); returns the store's URI."""
+@dataclass(frozen=True)
+class DemoRun:
+    """One `extracteval demo`: the folder it ran in (its store and ./mlartifacts when no other
+    store was named), the store's URI, its exit code and what it printed."""
+
+    uri: str
+    root: Path
+    code: int
+    out: str
+    err: str
+
+
+def _demo_in(root: Path, *argv: str) -> tuple[int, str, str]:
+    """`extracteval demo ARGV` in-process, from the folder `root`, without MLFLOW_TRACKING_URI."""
     import contextlib
     import io
 
     from extracteval.cli import main
 
-    root = tmp_path_factory.mktemp("demo-store")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
     out, err = io.StringIO(), io.StringIO()
     saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI",)}
     cwd = os.getcwd()
@@ -167,7 +179,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
         os.chdir(root)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                code = main(["demo", "--experiments", str(REPO / "experiments"), "--tracking-uri", uri])
+                code = main(["demo", *argv])
             except SystemExit as e:
                 code = int(e.code or 0)
     finally:
@@ -175,5 +187,56 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
         for k, v in saved.items():
             if v is not None:
                 os.environ[k] = v
-    assert code == 0, err.getvalue()[-3000:]
-    return uri
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`extracteval demo --experiments experiments --tracking-uri URI` over every example, once
+    per session, into a SQLite store in tmp: test_demo_full.py checks what it printed and logged,
+    the run descriptions and the browser test read the store."""
+    root = tmp_path_factory.mktemp("demo-store")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    code, out, err = _demo_in(root, "--experiments", str(REPO / "experiments"), "--tracking-uri", uri)
+    return DemoRun(uri=uri, root=root, code=code, out=out, err=err)
+
+
+@pytest.fixture(scope="session")
+def demo_store(demo_run: DemoRun) -> str:
+    """The URI of `demo_run`'s store, once that demo exited 0."""
+    assert demo_run.code == 0, demo_run.err[-3000:]
+    return demo_run.uri
+
+
+@pytest.fixture(scope="session")
+def contracts_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`extracteval demo --experiments experiments --only contracts`, once per session, from an
+    empty folder in tmp: no --tracking-uri, so into the default store there (./mlflow.db and
+    ./mlartifacts). test_demo.py and test_demo_outputs.py check it."""
+    root = tmp_path_factory.mktemp("demo-contracts")
+    code, out, err = _demo_in(root, "--experiments", str(REPO / "experiments"), "--only", "contracts")
+    return DemoRun(uri=f"sqlite:///{root / 'mlflow.db'}", root=root, code=code, out=out, err=err)
+
+
+@pytest.fixture(scope="session")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """Every task's bundled example (its README `score` command) evaluated with all its models, each
+    into the experiment `primary-<task>` of one SQLite store, from a copy of experiments/ in tmp:
+    (the store's URI, that folder). Once per session: test_primary_metric.py and test_intervals.py
+    read it; neither writes to those experiments."""
+    import shutil
+
+    from extracteval.mlflow.tasks import TASKS as REGISTRY
+    from tests.mlflow.test_logged_examples import TRACKS, _main
+
+    root = tmp_path_factory.mktemp("primary-metric")
+    shutil.copytree(REPO / "experiments", root / "experiments", ignore=shutil.ignore_patterns("__pycache__"))
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        for task in REGISTRY:
+            t = TRACKS[task]
+            every = [a for m, p in t.predictions.items() for a in ("--predictions", f"{m}={p}")]
+            code, _, err = _main("evaluate", task, *every, *t.options, "--experiment", f"primary-{task}", "--tracking-uri", uri, "--json")
+            assert code == 0, err
+    return uri, root

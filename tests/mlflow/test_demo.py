@@ -9,9 +9,10 @@ from mlflow.tracking import MlflowClient
 from .conftest import REPO
 
 
-def test_demo_logs_each_example_as_parent_and_children(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # the default store is ./mlflow.db in the working directory
-    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "contracts")
+def test_demo_logs_each_example_as_parent_and_children(contracts_demo):
+    # `extracteval demo --experiments experiments --only contracts`, run from the empty folder
+    # contracts_demo.root: the default store is ./mlflow.db in the working directory
+    code, out, err, tmp_path = contracts_demo.code, contracts_demo.out, contracts_demo.err, contracts_demo.root
     assert code == 0, err
     assert "#1" in out and "Won" in out  # the leaderboard
     assert "mlflow ui --backend-store-uri sqlite:///" in out

@@ -3,6 +3,9 @@ comparison (parent) run, one child per model, the leaderboard run, all FINISHED,
 list of report.html and PNG files (each one a file of the store). Run a second time, every task's
 earlier runs keep their metric histories and its leaderboard ranks the new runs only.
 
+The first demo is the session's `demo_run` (tests/mlflow/conftest.py), which the run descriptions
+and the browser test read too; the second runs on a copy of its database.
+
 Measured on the shared 2-core development machine: 24 s in pytest (load average ~7), 69 s as a
 fresh `extracteval demo` process under load average ~20 (13 s of CPU either way); hence `slow`.
 """
@@ -36,10 +39,9 @@ def _expected() -> dict[str, tuple[str, int]]:
     return out
 
 
-def test_full_demo_logs_every_example_with_its_leaderboard(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--tracking-uri", uri)
+def test_full_demo_logs_every_example_with_its_leaderboard(demo_run):
+    # `extracteval demo --experiments experiments --tracking-uri URI`, run in demo_run.root
+    code, out, err, uri, tmp_path = demo_run.code, demo_run.out, demo_run.err, demo_run.uri, demo_run.root
     assert code == 0, err[-3000:]
     assert "Traceback" not in err
     client = MlflowClient(uri)
@@ -72,17 +74,33 @@ def test_full_demo_logs_every_example_with_its_leaderboard(cli, tmp_path, monkey
             assert p.is_file() and p.stat().st_size > 0 and p.resolve().is_relative_to(tmp_path.resolve())
 
 
-def test_full_demo_twice_leaves_the_first_runs_unchanged(cli, tmp_path, monkeypatch):
+def _copy_store(src: Path, dst: Path) -> None:
+    """A consistent copy of a SQLite database (SQLite's own backup, not a file copy)."""
+    import sqlite3
+
+    a, b = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_full_demo_twice_leaves_the_first_runs_unchanged(cli, demo_run, tmp_path, monkeypatch):
     from .test_demo_repeated import _snapshot
 
+    # the first demo: the session's, on a copy of its database (the second must not change the
+    # store other tests read); the runs the second adds keep their artifacts beside that store,
+    # in its experiments' artifact folders, under new run ids
+    assert demo_run.code == 0, demo_run.err[-3000:]
     monkeypatch.chdir(tmp_path)
+    _copy_store(demo_run.root / "mlflow.db", tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
-    snaps = []
-    for _ in range(2):
-        code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--tracking-uri", uri)
-        assert code == 0, err[-3000:]
-        snaps.append(_snapshot(client, [e.experiment_id for e in client.search_experiments() if e.name != "Default"]))
+    snaps = [_snapshot(client, [e.experiment_id for e in client.search_experiments() if e.name != "Default"])]
+    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--tracking-uri", uri)
+    assert code == 0, err[-3000:]
+    snaps.append(_snapshot(client, [e.experiment_id for e in client.search_experiments() if e.name != "Default"]))
     first, second = snaps
     assert {r["role"] for r in first.values()} == {"comparison", "model", "leaderboard"}
     for rid, was in first.items():

@@ -10,13 +10,12 @@ from mlflow.tracking import MlflowClient
 
 from extracteval.cli import COMMANDS
 
-from .conftest import REPO
 
 
-def test_demo_lists_reports_and_figures_and_says_what_to_look_at(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    code, out, err = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "contracts")
+def test_demo_lists_reports_and_figures_and_says_what_to_look_at(contracts_demo):
+    # `extracteval demo --experiments experiments --only contracts` from the empty folder
+    # contracts_demo.root, without MLFLOW_TRACKING_URI (the default store there)
+    code, out, err, tmp_path = contracts_demo.code, contracts_demo.out, contracts_demo.err, contracts_demo.root
     assert code == 0, err
     listed = re.findall(r"^  contracts: (\S+)$", out, re.M)
     assert any(p.endswith("/extracteval/report.html") for p in listed)

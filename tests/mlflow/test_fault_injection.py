@@ -342,8 +342,25 @@ def test_store_fault_damaged_sqlite(cli, tmp_path):
     _resumed_once(cli, out_dir, uri, "damaged")
 
 
-@pytest.mark.slow  # MLflow waits 20 s (its SQLite busy timeout) for the lock before it gives up
-def test_store_fault_locked_sqlite(cli, tmp_path, request):
+@pytest.fixture
+def short_sqlite_busy_timeout():
+    """MLflow sets `PRAGMA busy_timeout = 20000` on every session of a SQLite store (no setting
+    changes it): in this process, that statement asks for 1 s instead, so the locked-store test
+    waits 1 s for the lock rather than 20 s. Only the wait is shorter; the error is the same."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    def shorten(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001 - SQLAlchemy's hook
+        if statement.replace(" ", "").lower().startswith("pragmabusy_timeout="):
+            statement = "PRAGMA busy_timeout = 1000;"
+        return statement, parameters
+
+    event.listen(Engine, "before_cursor_execute", shorten, retval=True)
+    yield
+    event.remove(Engine, "before_cursor_execute", shorten)
+
+
+def test_store_fault_locked_sqlite(cli, tmp_path, request, short_sqlite_busy_timeout):
     db = tmp_path / "store.db"
     uri, out_dir = _new_store(db), tmp_path / "kept"
     locker = _Locker(db)

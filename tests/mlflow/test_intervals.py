@@ -24,12 +24,11 @@ from extracteval.core.bootstrap import bootstrap_counts
 from extracteval.core.ranking import RANKING_SPECS
 from extracteval.core.record_counts import RecordCountTable, paired_counts, rate_metric
 from extracteval.mlflow.tasks import TASKS, get_adapter
-from tests.mlflow.test_primary_metric import evaluated  # noqa: F401 - the fixture
 
 
 @pytest.fixture(scope="module")
 def store(evaluated: tuple[str, Path]) -> str:
-    """Every task's example, evaluated with all its models (`test_primary_metric.evaluated`)."""
+    """Every task's example, evaluated with all its models (the session's `evaluated`, in conftest.py)."""
     return evaluated[0]
 
 

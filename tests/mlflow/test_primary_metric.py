@@ -3,7 +3,8 @@ run), `extracteval leaderboard` and the default metric of `extracteval compare` 
 declaration in `core.ranking.RANKING_SPECS`; and a model run's report is of that model.
 
 Every task's bundled example (experiments/, the README `score` command of each) is evaluated with
-all its models into an embedded SQLite store in tmp.
+all its models into an embedded SQLite store in tmp (the session's `evaluated`, in
+tests/mlflow/conftest.py; test_intervals.py reads the same store).
 """
 
 from __future__ import annotations
@@ -25,21 +26,6 @@ def test_every_registered_task_declares_its_ranking() -> None:
     """A task added to the registry without a ranking declaration fails here."""
     assert set(REGISTRY) <= set(RANKING_SPECS), sorted(set(REGISTRY) - set(RANKING_SPECS))
     assert set(REGISTRY) <= set(TRACKS), "every task needs an example in experiments/"
-
-
-@pytest.fixture(scope="module")
-def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    root = tmp_path_factory.mktemp("primary-metric")
-    shutil.copytree(REPO / "experiments", root / "experiments", ignore=shutil.ignore_patterns("__pycache__"))
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        for task in REGISTRY:
-            t = TRACKS[task]
-            every = [a for m, p in t.predictions.items() for a in ("--predictions", f"{m}={p}")]
-            code, _, err = _main("evaluate", task, *every, *t.options, "--experiment", f"primary-{task}", "--tracking-uri", uri, "--json")
-            assert code == 0, err
-    return uri, root
 
 
 def _runs(client: MlflowClient, task: str) -> tuple[object, list[object]]:

@@ -1,5 +1,6 @@
 """The Spark test modules' shared session: `local[2]`, one per module (each module skips itself
-when pyspark or Java is missing, before this fixture is ever asked for)."""
+when pyspark or Java is missing, before this fixture is ever asked for); and each task's in-memory
+`evaluate` store, which the engine tests compare theirs with."""
 
 from __future__ import annotations
 
@@ -13,3 +14,43 @@ def spark():
     session = get_session("local[2]", shuffle_partitions=4)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def memory_store(tmp_path_factory):
+    """task → the URI of a SQLite store holding `evaluate <task> TASK_ARGS[task]` run in memory
+    (tests.scale.stores.evaluate_task, store name `memory`), made once per session on first use:
+    the engine tests of test_engines_registry.py and test_spark_registry.py compare their store
+    with it (they only read it)."""
+    import contextlib
+    import io
+    import os
+
+    from extracteval.cli import main
+    from tests.conftest import CliResult
+    from tests.scale.engine_cases import TASK_ARGS
+    from tests.scale.stores import evaluate_task
+
+    def cli(*argv: str) -> CliResult:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(argv))
+            except SystemExit as e:
+                code = int(e.code or 0)
+        return CliResult(code=code, out=out.getvalue(), err=err.getvalue())
+
+    made: dict[str, str] = {}
+
+    def get(task: str) -> str:
+        if task not in made:
+            folder = tmp_path_factory.mktemp(f"memory-{task}")
+            cwd = os.getcwd()
+            os.chdir(folder)  # as the tests that used to make it ran: from the folder of the store
+            try:
+                made[task] = evaluate_task(cli, task, TASK_ARGS[task], folder, "memory")
+            finally:
+                os.chdir(cwd)
+        return made[task]
+
+    return get

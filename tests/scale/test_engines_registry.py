@@ -17,9 +17,9 @@ def test_every_task_has_an_example():
 
 
 @pytest.mark.parametrize("task", list(TASKS))
-def test_streamed_evaluate_logs_what_the_in_memory_one_logs(cli, tmp_path, monkeypatch, task):
+def test_streamed_evaluate_logs_what_the_in_memory_one_logs(cli, tmp_path, monkeypatch, task, memory_store):
     monkeypatch.chdir(tmp_path)
-    want = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, "memory")
+    want = memory_store(task)  # evaluate_task(cli, task, TASK_ARGS[task], <its folder>, "memory"), once per session
     for extra in (["--chunk-size", "1"], ["--chunk-size", "7", "--workers", "2"], ["--chunk-size", "100000"]):
         name = "chunked-" + "-".join(extra).replace("--", "")
         got = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, name, *extra)

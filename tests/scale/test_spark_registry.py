@@ -29,9 +29,9 @@ def test_score_on_spark_gives_the_in_memory_document(cli, spark, task):
 
 
 @pytest.mark.parametrize("task", list(TASKS))
-def test_evaluate_on_spark_logs_what_the_in_memory_one_logs(cli, spark, tmp_path, monkeypatch, task):
+def test_evaluate_on_spark_logs_what_the_in_memory_one_logs(cli, spark, tmp_path, monkeypatch, task, memory_store):
     monkeypatch.chdir(tmp_path)
-    want = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, "memory")
+    want = memory_store(task)  # evaluate_task(cli, task, TASK_ARGS[task], <its folder>, "memory"), once per session
     got = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, "spark", *SPARK)
     assert_same_stores(want, got, tmp_path)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("extracteval-stream-")]
