@@ -189,13 +189,17 @@ def staged_folder(out: Path | str, *, replace: bool = False) -> Iterator[Path]:
     """
     out = check_output_folder(out, overwrite=OVERWRITE.get(), whole=replace)
     parent = out.absolute().parent
+    staging: Path | None = None
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
-        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp's 0700 would become the output folder's mode
-    except OSError as e:
-        raise output_error(out, e) from None
-    try:
+        # a Ctrl-C while the folder is made is raised once `staging` names it, so the clean-up
+        # below removes it (raised between mkdtemp and the clean-up, it left the folder behind)
+        with _sigint_deferred():
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+                staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
+                os.chmod(staging, 0o777 & ~_umask())  # mkdtemp's 0700 would become the output folder's mode
+            except OSError as e:
+                raise output_error(out, e) from None
         try:
             yield staging
             mark_folder(staging)
@@ -204,7 +208,8 @@ def staged_folder(out: Path | str, *, replace: bool = False) -> Iterator[Path]:
         except OSError as e:
             raise output_error(out, e) from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _umask() -> int:
