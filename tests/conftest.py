@@ -108,6 +108,23 @@ class CliResult:
         return json.loads(self.out)
 
 
+def run_cli(*argv: str) -> CliResult:
+    """Run the `extracteval` command in-process with its output captured (for fixtures of a wider
+    scope than `cli`'s, which captures through pytest's `capsys`)."""
+    import contextlib
+    import io
+
+    from extracteval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:  # argparse usage errors and --help
+            code = int(e.code or 0)
+    return CliResult(code=code, out=out.getvalue(), err=err.getvalue())
+
+
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
     """Run the `extracteval` command in-process: cli("score", "fields", ...) -> CliResult."""

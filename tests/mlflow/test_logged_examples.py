@@ -11,8 +11,6 @@ a copy of experiments/ in tmp with an embedded SQLite store there.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shlex
 import shutil
@@ -69,15 +67,10 @@ ITEM_LABELS = {"fields": "fields", "json": "fields", "spans": "tags", "entities"
 
 
 def _main(*argv: str) -> tuple[int, str, str]:
-    from extracteval.cli import main
+    from tests.conftest import run_cli
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as e:
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
+    r = run_cli(*argv)
+    return r.code, r.out, r.err
 
 
 def test_every_task_has_an_example_command() -> None:

@@ -22,23 +22,11 @@ def memory_store(tmp_path_factory):
     (tests.scale.stores.evaluate_task, store name `memory`), made once per session on first use:
     the engine tests of test_engines_registry.py and test_spark_registry.py compare their store
     with it (they only read it)."""
-    import contextlib
-    import io
     import os
 
-    from extracteval.cli import main
-    from tests.conftest import CliResult
+    from tests.conftest import run_cli as cli
     from tests.scale.engine_cases import TASK_ARGS
     from tests.scale.stores import evaluate_task
-
-    def cli(*argv: str) -> CliResult:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(argv))
-            except SystemExit as e:
-                code = int(e.code or 0)
-        return CliResult(code=code, out=out.getvalue(), err=err.getvalue())
 
     made: dict[str, str] = {}
 
