@@ -5,9 +5,10 @@ from the in-memory `evaluate`.
 What a task adapter provides (see `tasks.TaskAdapter`):
 
 - `chunk_job(args, chunk_size=N)` → `ChunkJob`: its chunk task (`chunked.ChunkTask`) and its
-  chunk reader over the files of `args` (what `score <task> --chunk-size` runs);
+  chunk reader over the files of `args` (as `score <task> --chunk-size` reads them);
 - `spark_job(args, spark)` → `spark.engine.SparkJob`: its chunk task, its inputs joined by id as a
-  Spark DataFrame and the batch → chunk function (what `score <task> --engine spark` runs);
+  Spark DataFrame and the batch → chunk function (as `score <task> --engine spark` reads them),
+  and optionally the chunk task of the id-ordered pass (`evaluate_task`);
 - `chunk_outputs(task, chunk, score)` → what `evaluate` logs of one chunk (`score` is the
   task's `ChunkScore` of it): its truth rows as `Scored.truth` holds them (hashed into the truth
   digest; the first rows give the dataset schema) and, per artifact (`records`, `predictions`)
@@ -186,7 +187,7 @@ def _spark(adapter: Any, args: argparse.Namespace, workdir: Path, *, chunk_size:
 
     job = adapter.spark_job(args, get_session(args.spark_master, shuffle_partitions=args.spark_partitions or 8))
     result = job.run().result
-    task = EvaluateChunks(job.task, adapter)
+    task = EvaluateChunks(job.evaluate_task or job.task, adapter)
     to_chunk = job.to_chunk
 
     def batches(frames):  # type: ignore[no-untyped-def]

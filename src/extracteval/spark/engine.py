@@ -219,6 +219,9 @@ class SparkJob:
     # rows from them (`run_on_spark`)
     records_schema: str | None = None
     record_rows: Callable[[Any, Any], np.ndarray] | None = None
+    # the chunk task of `evaluate`'s id-ordered pass, when it keeps more of each chunk than
+    # `task` does (default: `task`)
+    evaluate_task: Any = None
 
     def run(self) -> SparkRun:
         return run_on_spark(self.task, self.df, self.to_chunk, empty_chunk=self.empty_chunk, records_schema=self.records_schema,

@@ -111,7 +111,8 @@ class EntitiesAdapter(FeatureViewsAdapter):
         "similarity": "backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge",
         "similarity_options": "options of the similarity backend (mapping; no API keys)",
         "entities_key": "key of the entity list when a cell is an object such as {\"entities\": […]} (`entities`)",
-        **shared_config_keys("default_strategy", "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division"),
+        "null_tokens": "strings meaning missing (list or comma-separated)",
+        **shared_config_keys("default_strategy", "fuzzy_scorer", "dayfirst", "zero_division"),
     }
 
     # ---- scoring ---------------------------------------------------------------------------

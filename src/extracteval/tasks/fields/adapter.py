@@ -339,8 +339,9 @@ class FieldsAdapter:
     # `evaluate` (mlflow/stream.py)
 
     def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
-        """`score fields --chunk-size`'s job, its chunks scored by `EvaluateFieldsTask` (which keeps
-        what `evaluate` logs of each: predictions in each file's column order)."""
+        """`evaluate fields --chunk-size`'s job: the files as `score fields --chunk-size` reads
+        them, the chunks scored by `EvaluateFieldsTask` (which keeps what `evaluate` logs of each:
+        predictions in each file's column order)."""
         from dataclasses import replace
 
         from extracteval.io.chunks import table_columns
@@ -353,23 +354,15 @@ class FieldsAdapter:
         return replace(job, task=EvaluateFieldsTask(job.task.plan, headers=headers))
 
     def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
-        from extracteval.tasks.fields.options import build_config, chosen_fields
-        from extracteval.tasks.fields.spark import fields_spark_job
+        """`evaluate fields --engine spark`'s job: every column carried, the id-ordered pass
+        scored by `EvaluateFieldsTask`."""
+        from extracteval.tasks.fields.spark import args_spark_job
 
-        if getattr(args, "keys", None):
-            raise InputError("--keys (Kleister files) cannot be read by --engine spark; drop --engine spark.")
-        return fields_spark_job(spark, args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args),
-                                id_column=args.id_column, delimiter=args.delimiter, partitions=getattr(args, "spark_partitions", None))
+        return args_spark_job(args, spark, evaluate=True)
 
     def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> tuple[pd.DataFrame, dict[str, dict[str, pd.DataFrame]]]:
         """The chunk's truth rows and, per model, its per-record counts and predictions as scored
-        (`EvaluateFieldsTask`; a chunk of Spark's id-ordered pass, scored by `FieldsTask`, is
-        scored again by it to keep them)."""
-        from extracteval.tasks.fields.chunked import EvaluateFieldsTask
-
-        if not isinstance(task, EvaluateFieldsTask):
-            task = EvaluateFieldsTask(task.plan)
-            score = task.score_chunk(chunk)
+        (by `EvaluateFieldsTask`, the evaluate jobs' chunk task)."""
         files: dict[str, dict[str, pd.DataFrame]] = {"records": {}, "predictions": {}}
         for key, frame in score.records.items():
             kind, model = key.split("/", 1)

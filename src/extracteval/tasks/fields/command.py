@@ -112,11 +112,10 @@ def _score_chunked(args: argparse.Namespace, chunk_size: int, workers: int, reco
 
 
 def _score_spark(args: argparse.Namespace, records_path: Path | None) -> tuple[Any, dict[str, Any]]:
-    """The Spark engine (the task's `spark_job`); the per-record rows written to
-    --output/records.parquet by Spark."""
-    from extracteval.mlflow.tasks import get_adapter
+    """The Spark engine; the per-record rows written to --output/records.parquet by Spark."""
+    from extracteval.tasks.fields.spark import args_spark_job
 
-    job = get_adapter("fields").spark_job(args, spark_session(args))
+    job = args_spark_job(args, spark_session(args))
     run = job.run()
     if records_path is not None:
         run.records.write.mode("overwrite").parquet(str(records_path))

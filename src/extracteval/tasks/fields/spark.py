@@ -200,10 +200,14 @@ def score_fields_spark(
 
 
 def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: FieldsConfig | None, fields: Sequence[str] | None, id_column: str,
-                      truth_source: str, sources: Mapping[str, str] | None, text_columns: Mapping[str, bool] | None, partitions: int | None) -> Any:
+                      truth_source: str, sources: Mapping[str, str] | None, text_columns: Mapping[str, bool] | None, partitions: int | None,
+                      *, evaluate: bool = False) -> Any:
     """The `spark.engine.SparkJob` of `score_fields_spark` (same arguments): `FieldsTask` over
-    the joined records, with the per-record rows and the bootstrap rows read from them."""
-    from extracteval.tasks.fields.chunked import FieldsChunk, FieldsTask
+    the joined records, with the per-record rows and the bootstrap rows read from them. With
+    `evaluate`, every column is carried, as the local readers read the files (the truth digest
+    and the logged predictions cover them all), and the id-ordered pass keeps what `evaluate`
+    logs (`EvaluateFieldsTask`); only the scored fields are carried otherwise."""
+    from extracteval.tasks.fields.chunked import EvaluateFieldsTask, FieldsChunk, FieldsTask
     from extracteval.spark.engine import SparkJob
 
     sources = dict(sources or {})
@@ -218,10 +222,9 @@ def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: Fields
     plan = plan_fields(tcols, {m: sources.get(m, "") for m in predictions}, config=config, fields=fields, truth_source=truth_source)
     scored = list(plan.scored)
 
-    # every column is carried, as the local readers read the files: the truth digest and the
-    # logged predictions cover them all (`evaluate --engine spark`); only `scored` are scored
-    joined, spec = join_tables(truth, predictions, columns=tcols, models=plan.models, id_column=id_column, truth_source=truth_source, carry_all=True,
-                               sources={**sources, **plan.sources}, text_columns=text_columns, partitions=partitions)
+    carried = tcols if evaluate else scored
+    joined, spec = join_tables(truth, predictions, columns=carried, models=plan.models, id_column=id_column, truth_source=truth_source,
+                               carry_all=evaluate, sources={**sources, **plan.sources}, text_columns=text_columns, partitions=partitions)
     model_specs = spec.models
 
     def to_chunk(pdf: pd.DataFrame) -> FieldsChunk:
@@ -230,7 +233,7 @@ def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: Fields
 
     def empty_chunk() -> FieldsChunk:
         return FieldsChunk(
-            truth=pd.DataFrame({f: [] for f in tcols}, dtype=object),
+            truth=pd.DataFrame({f: [] for f in carried}, dtype=object),
             predictions=[
                 ModelPredictions(name=m.name, values=pd.DataFrame(columns=list(m.columns), dtype=object), source=plan.sources.get(m.name, ""))
                 for m in model_specs
@@ -242,17 +245,28 @@ def fields_frames_job(truth: Any, predictions: Mapping[str, Any], config: Fields
 
     return SparkJob(task=FieldsTask(plan), df=joined, to_chunk=to_chunk, empty_chunk=empty_chunk,
                     inputs={"truth": str(truth_source), "predictions": dict(sources)},
-                    records_schema=_RECORD_SCHEMA, record_rows=record_rows)
+                    records_schema=_RECORD_SCHEMA, record_rows=record_rows, evaluate_task=EvaluateFieldsTask(plan) if evaluate else None)
 
 
 def fields_spark_job(
     spark: Any, truth: str | Path, predictions: Sequence[str], *, config: FieldsConfig | None = None, fields: Sequence[str] | None = None,
-    id_column: str = "id", delimiter: str | None = None, partitions: int | None = None,
+    id_column: str = "id", delimiter: str | None = None, partitions: int | None = None, evaluate: bool = False,
 ) -> Any:
-    """The `SparkJob` of `score fields --engine spark`: the files (local paths or cluster URIs)
-    read by `read_spark_tables`, scored by `fields_frames_job`."""
+    """The `SparkJob` of `score fields --engine spark` (with `evaluate`, of `evaluate fields
+    --engine spark`): the files (local paths or cluster URIs) read by `read_spark_tables`, scored
+    by `fields_frames_job`."""
     tdf, preds, sources, text = read_spark_tables(spark, truth, predictions, delimiter=delimiter)
-    return fields_frames_job(tdf, preds, config, fields, id_column, str(truth), sources, text, partitions)
+    return fields_frames_job(tdf, preds, config, fields, id_column, str(truth), sources, text, partitions, evaluate=evaluate)
+
+
+def args_spark_job(args: Any, spark: Any, *, evaluate: bool = False) -> Any:
+    """`fields_spark_job` of `score fields` / `evaluate fields` command-line arguments."""
+    from extracteval.tasks.fields.options import build_config, chosen_fields
+
+    if getattr(args, "keys", None):
+        raise InputError("--keys (Kleister files) cannot be read by --engine spark; drop --engine spark.")
+    return fields_spark_job(spark, args.truth, args.predictions, config=build_config(args), fields=chosen_fields(args), id_column=args.id_column,
+                            delimiter=args.delimiter, partitions=getattr(args, "spark_partitions", None), evaluate=evaluate)
 
 
 def _collect_rows(records_df: Any, models: Sequence[str], fields: Sequence[str], n: int) -> np.ndarray:

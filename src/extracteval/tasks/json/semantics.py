@@ -544,7 +544,6 @@ class _PathTable:
     def __init__(self) -> None:
         self.names: list[str] = []
         self.ids: dict[str, int] = {}
-        self.steps: list[tuple[int, Any]] = []  # per code: (parent code, key or index)
         self.by_key: dict[tuple[int, Any], int] = {}
         self.by_index: dict[tuple[int, int], int] = {}
         self.seg_cache: dict[Any, str] = {}
@@ -563,7 +562,6 @@ class _PathTable:
         if c is None:
             c = self.ids[name] = len(self.names)
             self.names.append(name)
-            self.steps.append((parent, key))
         (self.by_index if index else self.by_key)[(parent, key)] = c
         return c
 
@@ -575,15 +573,6 @@ class _PathTable:
             f = self.fields[code] = self.field_ids.setdefault(name, len(self.field_ids))
         return f
 
-    def accessors(self, code: int) -> list[Any]:
-        """The keys / indices leading from the root object to a path."""
-        out: list[Any] = []
-        while code >= 0:
-            code, key = self.steps[code]
-            out.append(key)
-        out.reverse()
-        return out
-
     def top(self, key: Any) -> int:
         """Code of an unflattened top-level key (used as it is, no escaping)."""
         t = (-2, key)
@@ -594,7 +583,6 @@ class _PathTable:
             if c is None:
                 c = self.ids[name] = len(self.names)
                 self.names.append(name)
-                self.steps.append((-1, key))
             self.by_key[t] = c
         return c
 

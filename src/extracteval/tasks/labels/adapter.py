@@ -242,7 +242,8 @@ class LabelsAdapter(FeatureViewsAdapter):
         "features": "score only these features (list)",
         "label_name": "feature name when each record holds one label instead of an object (`label`)",
         "status_column": "column holding each record's status: ok, pending or error; pending and error rows are not predictions (default: `status` when present)",
-        **shared_config_keys("null_tokens", "dayfirst", "zero_division"),
+        "null_tokens": "strings meaning missing (list or comma-separated)",
+        **shared_config_keys("dayfirst", "zero_division"),
     }
 
     # ---- scoring ---------------------------------------------------------------------------

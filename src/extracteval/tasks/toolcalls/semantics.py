@@ -379,7 +379,6 @@ def _whole_key(v: Any, key_fn: Callable[[Any], str | None]) -> str:
     return json.dumps(sorted(flat_keys(v, key_fn).items()), ensure_ascii=False)
 
 
-_SCALARS = (str, int, float, bool)
 
 
 def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) -> dict[str, str]:
@@ -650,12 +649,6 @@ _RECORD_SET = tuple(ToolCallRecord.__dict__[f].__set__ for f in ("id", "valid", 
 _PAIR_00 = ((0, 0),)
 
 
-def _record_for(seen: ToolCallRecord, rid: str) -> ToolCallRecord:
-    """`seen`'s verdict for record `rid` (the frozen dataclass's slots set directly: a third of
-    the cost of its keyword constructor, once per record of a repeated output)."""
-    return _make_record(rid, seen.valid, seen.correct, seen.format, seen.pairs, seen.counts, seen.error)
-
-
 def _make_record(rid: str, valid: bool, correct: bool, fmt: str, pairs: tuple[tuple[int, int], ...], counts: ToolCallCounts, error: str | None) -> ToolCallRecord:
     r = _new(ToolCallRecord)
     s_id, s_valid, s_correct, s_format, s_pairs, s_counts, s_error = _RECORD_SET
@@ -860,7 +853,7 @@ def score_toolcalls(
     key_fn = config.key_fn()
     ids = natural_sorted(truth)
     with paused_gc():
-        ref_list, ref_slots, n_slots = _reference_slots(truth, ids, possible_answer, key_fn)
+        ref_list, ref_slots, _ = _reference_slots(truth, ids, possible_answer, key_fn)
     refs = dict(zip(ids, ref_list)) if similarity else {}
     results: dict[str, ToolCallModelResult] = {}
     records: dict[str, tuple[ToolCallRecord, ...]] = {}
