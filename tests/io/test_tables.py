@@ -125,7 +125,7 @@ def test_wide_file_with_model_column_holds_several_models(tmp_path):
 
 
 def test_read_utf8_gives_read_texts_bytes_and_errors(tmp_path):
-    from extracteval.io.tables import read_text, read_utf8
+    from extracteval.io.text_files import read_text, read_utf8
 
     for raw in (b"plain ascii\n", "\ufeffZ\u00fcrich \u65e5\u672c\n".encode(), "na\u00efve\n".encode()):
         p = tmp_path / "t.txt"

@@ -52,10 +52,10 @@ def jsonl_values(path: Path, *, records: bool = False, unique_keys: bool = False
         raise InputError(f"{path}: permission denied; cannot read the file.") from None
 
 
-def jsonl_text_values(path: Path, text: str, *, records: bool = False, unique_keys: bool = False) -> Iterator[tuple[int, str, Any]]:
-    """(line number, line, parsed value) of each non-blank line of JSONL `text` read from
-    `path`, checked as `jsonl_values` checks them (invalid JSON names the file and line)."""
-    yield from _line_values(path, text.splitlines(), records=records, unique_keys=unique_keys, streamed=False, with_line=True)
+def jsonl_text_values(path: Path, text: str, *, records: bool = False, unique_keys: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) of each non-blank line of JSONL `text` read from `path`,
+    checked as `jsonl_values` checks them (invalid JSON names the file and line)."""
+    yield from _line_values(path, text.splitlines(), records=records, unique_keys=unique_keys, streamed=False)
 
 
 def read_record_file(path: str | Path) -> list[tuple[int, Any]]:
@@ -85,8 +85,7 @@ def read_record_file(path: str | Path) -> list[tuple[int, Any]]:
     return out
 
 
-def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys: bool, streamed: bool,
-                 with_line: bool = False) -> Iterator[Any]:
+def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys: bool, streamed: bool) -> Iterator[tuple[int, Any]]:
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -100,7 +99,7 @@ def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys
             check_table_record(path, f"line {i}", line, value)
         elif unique_keys:
             check_record_keys(path, f"line {i}", line, value)
-        yield (i, line, value) if with_line else (i, value)
+        yield i, value
 
 
 _KEY_COLON = re.compile(r'"\s*:')

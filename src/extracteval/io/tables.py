@@ -19,11 +19,9 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.cells import json_list_value
 from extracteval.io.json_text import cap_depth, jsonl_text_values, loads, repeated_key_error, repeated_keys
-from extracteval.io.text_files import check_regular_file, read_text, read_utf8, text_encoding
+from extracteval.io.text_files import check_regular_file, read_text, text_encoding
 
 __all__ = [
-    "read_text",
-    "read_utf8",
     "text_encoding",
     "check_regular_file",
     "header_duplicates",
@@ -194,7 +192,7 @@ def _parse_json_lists(col: pd.Series) -> pd.Series:
 
 def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
     rows = []
-    for i, _, obj in jsonl_text_values(p, text, records=True):
+    for i, obj in jsonl_text_values(p, text, records=True):
         if not isinstance(obj, dict):
             raise InputError(f"{p}: line {i}: expected a JSON object, but found {type(obj).__name__}.")
         rows.append(obj)

@@ -23,7 +23,8 @@ from typing import Any
 from extracteval.errors import InputError
 from extracteval.io.json_text import cap_depth, check_json_file_keys, jsonl_text_values, loads
 from extracteval.io.config import model_files, models_in_file, parse_model_spec
-from extracteval.io.tables import load_fields_table, read_table, read_text
+from extracteval.io.tables import load_fields_table, read_table
+from extracteval.io.text_files import read_text
 
 __all__ = ["load_labels_inputs", "read_entity_records", "load_entities_inputs", "ENTITY_SUFFIXES"]
 
@@ -159,7 +160,7 @@ def read_entity_records(
                     raise InputError(f"{p}: record [{i}]: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
                 rows.append((f"record [{i}]", rec))
         else:
-            for i, _, rec in jsonl_text_values(p, text, unique_keys=True):
+            for i, rec in jsonl_text_values(p, text, unique_keys=True):
                 if not isinstance(rec, dict):
                     raise InputError(f"{p}: line {i}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
                 rows.append((f"line {i}", rec))

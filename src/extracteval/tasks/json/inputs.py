@@ -29,7 +29,8 @@ from extracteval.tasks.json.semantics import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import models_in_file, parse_model_spec
 from extracteval.io.json_text import loads as _loads, check_json_file_keys, jsonl_text_values
-from extracteval.io.tables import load_fields_table, read_text
+from extracteval.io.tables import load_fields_table
+from extracteval.io.text_files import read_text
 
 __all__ = ["LoadedJson", "read_json_records", "load_json_inputs"]
 
@@ -77,7 +78,7 @@ def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
             return [(f"record {k!r}", {"id": k, **v} if isinstance(v, dict) and "id" not in v else {"id": k, "__value__": v})
                     for k, v in obj.items()]
         raise InputError(f"{p}: expected a JSON array of records (or an object mapping id → record), but found {type(obj).__name__}.")
-    out = [(f"line {i}", value) for i, _, value in jsonl_text_values(p, text, unique_keys=True)]
+    out = [(f"line {i}", value) for i, value in jsonl_text_values(p, text, unique_keys=True)]
     if not out:
         raise InputError(f"{p}: the file has no records.")
     return out
