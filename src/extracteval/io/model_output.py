@@ -13,11 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from extracteval.core.jsonparse import loads_fast
+from extracteval.io.json_text import _loads_iterative, loads
 
 __all__ = ["ParsedOutput", "parse_json_output", "parse_json_text", "loads_any_depth", "loads_std_any_depth", "JSON_START"]
-
-_ABSENT = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,78 +29,13 @@ class ParsedOutput:
 
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_TOKEN = re.compile(
-    r'\s*(?:(?P<str>"(?:[^"\\\x00-\x1f]|\\.)*")|(?P<num>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)'
-    r"|(?P<lit>true|false|null)|(?P<punct>[{}\[\]:,]))",
-    re.DOTALL,
-)
 
 
 def loads_any_depth(text: str) -> Any:
-    """`json.loads`, with an iterative fallback for documents nested deeper than the recursion limit.
-
-    Raises `ValueError` for text that is not one JSON document.
-    """
-    try:
-        return loads_fast(text)
-    except RecursionError:
-        return _loads_iterative(text)
-
-
-def _loads_iterative(text: str) -> Any:
-    # A small explicit-stack parser, only reached for documents deeper than the recursion limit.
-    # Lenient about commas and colons (their positions carry no information once the nesting is
-    # known); strict about tokens and balance.
-    pos = 0
-    stack: list[list[Any]] = []  # [container, pending key (dicts) or None]
-    root: Any = _ABSENT
-
-    def push_value(v: Any) -> None:
-        nonlocal root
-        if not stack:
-            if root is not _ABSENT:
-                raise ValueError("extra data after the JSON document")
-            root = v
-            return
-        top = stack[-1]
-        if isinstance(top[0], list):
-            top[0].append(v)
-        else:
-            if top[1] is None:
-                raise ValueError("object value without a key")
-            top[0][top[1]] = v
-            top[1] = None
-
-    while True:
-        m = _TOKEN.match(text, pos)
-        if not m:
-            if text[pos:].strip():
-                raise ValueError(f"unexpected character at offset {pos}")
-            break
-        pos = m.end()
-        if m.group("str") is not None:
-            s = json.loads(m.group("str"))
-            if stack and isinstance(stack[-1][0], dict) and stack[-1][1] is None:
-                stack[-1][1] = s
-            else:
-                push_value(s)
-        elif m.group("num") is not None:
-            push_value(json.loads(m.group("num")))
-        elif m.group("lit") is not None:
-            push_value({"true": True, "false": False, "null": None}[m.group("lit")])
-        else:
-            p = m.group("punct")
-            if p in "{[":
-                c: Any = {} if p == "{" else []
-                push_value(c)
-                stack.append([c, None])
-            elif p in "}]":
-                if not stack or isinstance(stack[-1][0], dict) != (p == "}") or stack[-1][1] is not None:
-                    raise ValueError(f"unbalanced {p!r} at offset {pos - 1}")
-                stack.pop()
-    if stack or root is _ABSENT:
-        raise ValueError("unterminated JSON document")
-    return root
+    """`json.loads` at any depth (`io.json_text.loads`: orjson, then `json`, then an iterative
+    parser for documents nested deeper than the recursion limit); `ValueError` for text that is
+    not one JSON document."""
+    return loads(text)
 
 
 def _first_json(text: str) -> Any:
