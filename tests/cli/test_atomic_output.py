@@ -131,3 +131,28 @@ def test_disk_full_fails_clearly_and_a_rerun_works(tmp_path: Path, chunked: bool
     r = run(40_000)  # a failure now leaves the complete previous results, byte for byte
     assert_failed_clearly(r)
     assert _snapshot(out) == complete
+
+
+def test_a_ctrl_c_while_the_staging_folder_is_made_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the SIGINT arrives the moment the temporary folder exists, before anything is written to
+    # it: it must still end as KeyboardInterrupt with no folder left beside the output
+    import tempfile
+
+    from extracteval.io import outputs
+
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp_then_ctrl_c(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        path = real_mkdtemp(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return path
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal gives it, even in a background run
+    monkeypatch.setattr(outputs.tempfile, "mkdtemp", mkdtemp_then_ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with outputs.staged_folder(tmp_path / "out"):
+                pytest.fail("the folder was handed out although Ctrl-C came while it was made")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert list(tmp_path.iterdir()) == []
