@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 import operator
 from operator import itemgetter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -1073,11 +1073,9 @@ class _ModelInput:
     excluded: np.ndarray
 
 
-def _model_input(
-    p: JsonPredictions, order: list[str], pos: Mapping[str, int], cfg: JsonConfig, truth_source: str, warnings: list[str]
-) -> _ModelInput:
+def _model_input(p: JsonPredictions, order: list[str], pos: Mapping[str, int], cfg: JsonConfig, truth_source: str) -> _ModelInput:
     """Align one model's records to the truth: empty objects for missing or invalid predictions
-    (flagged), validated safety scores and statuses; appends its warnings."""
+    (flagged), validated safety scores and statuses."""
     n = len(order)
     what = p.source or f"predictions of model {p.name!r}"
     records = p.records
@@ -1122,24 +1120,6 @@ def _model_input(
         if key in ("pending", "error") and rid in pos:
             excluded[pos[rid]] = True
             flags.setdefault(rid, []).append(f"excluded:{key}")
-    missing = [r for r, f in flags.items() if "missing_prediction" in f]
-    invalid = [r for r, f in flags.items() if f[0].startswith("invalid_prediction")]
-    if missing:
-        warnings.append(
-            f"model {p.name!r}: {len(missing)} ground-truth record(s) have no prediction and count as empty predictions: "
-            + ", ".join(repr(x) for x in missing[:5]) + (" …" if len(missing) > 5 else "")
-        )
-    if invalid:
-        warnings.append(
-            f"model {p.name!r}: {len(invalid)} prediction(s) are not JSON objects and count as empty predictions: "
-            + ", ".join(f"{x!r} ({flags[x][0].split(':', 1)[1]})" for x in invalid[:5]) + (" …" if len(invalid) > 5 else "")
-        )
-    if excluded.any():
-        ex = [order[i] for i in np.flatnonzero(excluded)]
-        warnings.append(
-            f"model {p.name!r}: {len(ex)} record(s) are pending or failed (status) and are left out of its aggregates: "
-            + ", ".join(repr(x) for x in ex[:5]) + (" …" if len(ex) > 5 else "")
-        )
     return _ModelInput(meta=p, objs=objs, safety=safety, given=given, flags={k: tuple(v) for k, v in flags.items()}, excluded=excluded)
 
 
@@ -1277,6 +1257,13 @@ def rqs_summary(x: np.ndarray) -> dict[str, float]:
     return {"mean": float(np.mean(x)), "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
 
 
+def _best_attainable(cfg: JsonConfig) -> float:
+    """a + c + s (hallucination only subtracts), clamped: 0.85 with the default weights."""
+    w = cfg.weights
+    lo, hi = cfg.clamp
+    return min(hi, max(lo, w.accuracy + w.completeness + w.safety))
+
+
 def rank_models(means: Mapping[str, Mapping[str, float]], cfg: JsonConfig) -> tuple[list[tuple[Any, str]], float]:
     """The models ranked by the task's declaration (mean RQS, accuracy, completeness, lower
     hallucination, name), each with its tier, and the best attainable RQS the tier is taken on.
@@ -1285,9 +1272,7 @@ def rank_models(means: Mapping[str, Mapping[str, float]], cfg: JsonConfig) -> tu
     default weights, so the tier (excellent ≥ 90%, good ≥ 70%) is the share of that maximum."""
     ranked = rank_by_metrics("json", {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
                                           "json/hallucination": v["hallucination"]} for m, v in means.items()})
-    w = cfg.weights
-    lo, hi = cfg.clamp
-    best = min(hi, max(lo, w.accuracy + w.completeness + w.safety))
+    best = _best_attainable(cfg)
     return [(r, tier(means[r.model]["rqs"] / best if best > 0 else means[r.model]["rqs"])) for r in ranked], best
 
 
@@ -1319,6 +1304,27 @@ def score_json(
         (0.6666666666666666, 0.25, 1.0)
     """
     cfg = config or JsonConfig()
+    result = count_json(truth, predictions, config=cfg, similarity=similarity, fuzzy_similarity=fuzzy_similarity,
+                        truth_source=truth_source).result(cfg)
+    if result.n_records == 0:
+        result = replace(result, warnings=(*result.warnings, f"{truth_source}: the ground truth has no records."))
+    return result
+
+
+def count_json(
+    truth: Mapping[str, Any],
+    predictions: Sequence[JsonPredictions],
+    *,
+    config: JsonConfig,
+    similarity: SimilarityBackend | None = None,
+    fuzzy_similarity: SimilarityBackend | None = None,
+    truth_source: str = "truth",
+) -> JsonCount:
+    """The four phases of every record of `truth` for every model (the arguments of `score_json`):
+    per-record and per-cell scores and the per-field counts, before any mean or ranking. The
+    in-memory score reduces the count of all records; the chunked and Spark engines add up the
+    ledgers of the counts of their chunks and reduce them the same way (`json_result`)."""
+    cfg = config
     if not predictions:
         raise InputError("no predictions: give at least one model's predictions.")
     seen: set[str] = set()
@@ -1351,10 +1357,9 @@ def score_json(
 
         similarity = LexicalSimilarity()
     fuzzy = fuzzy_similarity or FuzzySimilarity(scorer=cfg.fuzzy_scorer)
-    warnings: list[str] = []
     pos = _Positions(order)
 
-    models_in = [_model_input(p, order, pos, cfg, truth_source, warnings) for p in sorted(predictions, key=lambda x: x.name)]
+    models_in = [_model_input(p, order, pos, cfg, truth_source) for p in sorted(predictions, key=lambda x: x.name)]
 
     table = _PathTable()
     keytab = _KeyTable(normalizer)
@@ -1434,8 +1439,6 @@ def score_json(
     rank[leaf_codes[order_idx]] = np.arange(len(names))
     path_names = tuple(str(x) for x in names[order_idx])
     unused = sorted(set(cfg.strategies) - used_config)
-    if unused:
-        warnings.append(f"strategies given for fields that appear in no record: {unused}")
 
     # per-field table keys: the path pattern (items[*].price) when flattening
     if cfg.flatten:
@@ -1454,7 +1457,7 @@ def score_json(
             np.add.at(out, field_of_code[leaf_codes], arr[leaf_codes])
         return out
 
-    results: dict[str, dict[str, Any]] = {}
+    models_out: dict[str, _ModelCount] = {}
     for mi in models_in:
         p, a = mi.meta, acc[mi.meta.name]
         pr: dict[str, np.ndarray] = {
@@ -1497,68 +1500,254 @@ def score_json(
             score=np.concatenate([c.score for c in cells]) if cells else np.zeros(0),
             matched=np.concatenate([c.matched for c in cells]) if cells else np.zeros(0, dtype=bool),
         )
-        if a["failures"]:
+        models_out[p.name] = _ModelCount(meta=p, per_record=pr, cells=merged, fields=fields_out, given=mi.given, flags=mi.flags,
+                                         keep=~mi.excluded, failures=a["failures"])
+
+    cfg_dict = cfg.to_dict()
+    sem = describe_similarity(similarity)
+    cfg_dict["similarity"] = {"semantic": sem, "fuzzy": describe_similarity(fuzzy)}
+    cfg_dict["semantic_backend"] = sem.get("name", "custom")
+    cfg_dict["rqs_best_attainable"] = _best_attainable(cfg)
+    cfg_dict["null_tokens"] = sorted(cfg.normalization.null_tokens)
+    return JsonCount(order=tuple(order), paths=path_names, fields=field_names, models=models_out, config=cfg_dict, unused=tuple(unused))
+
+
+# ---------------------------------------------------------------------------------------------
+# the count of a set of records, its mergeable ledger, and the one reduction to a result
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ModelCount:
+    """One model's scores of a set of records, per record and per cell (internal)."""
+
+    meta: JsonPredictions
+    per_record: Mapping[str, np.ndarray]
+    cells: _Cells
+    fields: Mapping[str, FieldAccuracy]
+    given: int
+    flags: Mapping[str, tuple[str, ...]]
+    keep: np.ndarray  # records in the model's aggregates (not pending or failed)
+    failures: int
+
+
+_PER_RECORD = ("rqs", "completeness", "hallucination", "accuracy", "safety")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonCount:
+    """`count_json` of a set of records: every model's per-record and per-cell scores. `ledger()`
+    is its mergeable summary, `rows()` its per-record scores, `result()` the task's result of
+    these records alone (the ledger's reduction, with the per-record listing attached)."""
+
+    order: tuple[str, ...]  # record ids, sorted
+    paths: tuple[str, ...]  # the cells' path names, sorted
+    fields: tuple[str, ...]
+    models: Mapping[str, _ModelCount]  # by model name, sorted
+    config: Mapping[str, Any]
+    unused: tuple[str, ...]
+
+    def ledger(self, *, records: Mapping[str, tuple[dict[str, Any], ...]] | None = None, records_limit: int | None = None) -> JsonLedger:
+        models = {}
+        for name, m in self.models.items():
+            pr, keep, flags = m.per_record, m.keep, m.flags
+            missing = [r for r, f in flags.items() if "missing_prediction" in f]
+            invalid = [(r, f[0].split(":", 1)[1]) for r, f in flags.items() if f[0].startswith("invalid_prediction")]
+            excluded = [self.order[i] for i in np.flatnonzero(~keep)]
+            models[name] = _ModelLedger(
+                source=m.meta.source,
+                fields=dict(m.fields),
+                buckets={b: int(pr[b][keep].sum()) for b in BUCKETS},
+                scored=int(pr["scored"][keep].sum()),
+                matched=int(pr["matched"][keep].sum()),
+                similarity_failures=m.failures,
+                safety_given=m.given,
+                missing=(len(missing), tuple(missing[:_KEEP_IDS])),
+                invalid=(len(invalid), tuple(invalid[:_KEEP_IDS])),
+                excluded=(len(excluded), tuple(excluded[:_KEEP_IDS])),
+            )
+        return JsonLedger(n_records=len(self.order), fields=frozenset(self.fields), models=models, unused_strategies=frozenset(self.unused),
+                          config=self.config, records=records, records_limit=records_limit)
+
+    def rows(self) -> np.ndarray:
+        """Per record, per model (by name) its five scores and 1.0 / 0.0 for kept / left out."""
+        rows = np.empty((len(self.order), 6 * len(self.models)), dtype=np.float64)
+        for j, m in enumerate(self.models.values()):
+            for k, key in enumerate(_PER_RECORD):
+                rows[:, 6 * j + k] = m.per_record[key]
+            rows[:, 6 * j + 5] = m.keep
+        return rows
+
+    def result(self, cfg: JsonConfig) -> JsonResult:
+        res = json_result(self.ledger(), cfg, self.rows())
+        models = {
+            name: replace(mr, _record_ids=self.order, _paths=self.paths, _per_record=self.models[name].per_record,
+                          _cells=self.models[name].cells, _flags=self.models[name].flags)
+            for name, mr in res.models.items()
+        }
+        return replace(res, models=models)
+
+
+_KEEP_IDS = 5  # ids a warning names
+
+
+@dataclass(frozen=True)
+class _ModelLedger:
+    source: str
+    fields: Mapping[str, FieldAccuracy]
+    buckets: Mapping[str, int]
+    scored: int
+    matched: int
+    similarity_failures: int
+    safety_given: int
+    missing: tuple[int, tuple[str, ...]]  # count, first ids
+    invalid: tuple[int, tuple[tuple[str, str], ...]]  # count, first (id, type)
+    excluded: tuple[int, tuple[str, ...]]
+
+    def __add__(self, o: _ModelLedger) -> _ModelLedger:
+        fields = dict(self.fields)
+        for f, c in o.fields.items():
+            fields[f] = fields[f] + c if f in fields else c
+
+        def cat(a: tuple[int, tuple[Any, ...]], b: tuple[int, tuple[Any, ...]]) -> tuple[int, tuple[Any, ...]]:
+            return a[0] + b[0], (a[1] + b[1])[:_KEEP_IDS]
+
+        return _ModelLedger(
+            source=self.source,
+            fields=fields,
+            buckets=_add_counts(self.buckets, o.buckets),
+            scored=self.scored + o.scored,
+            matched=self.matched + o.matched,
+            similarity_failures=self.similarity_failures + o.similarity_failures,
+            safety_given=self.safety_given + o.safety_given,
+            missing=cat(self.missing, o.missing),
+            invalid=cat(self.invalid, o.invalid),
+            excluded=cat(self.excluded, o.excluded),
+        )
+
+
+@dataclass(frozen=True)
+class JsonLedger:
+    """Counts of some records, mergeable by `+` in record order: per model and field the bucket /
+    scored / matched / strategy counts, per model the bucket totals (over the records in its
+    aggregates), and the ids named by the warnings (the first five of each kind). `records`
+    holds the per-record listing of the document while it is wanted and small (None once it is
+    not). The per-record scores the means are taken over travel beside it (`JsonCount.rows`)."""
+
+    n_records: int
+    fields: frozenset[str]
+    models: Mapping[str, _ModelLedger]
+    unused_strategies: frozenset[str]
+    config: Mapping[str, Any]
+    records: Mapping[str, tuple[dict[str, Any], ...]] | None = None
+    records_limit: int | None = None  # None: keep every record (--records all)
+
+    def __add__(self, o: JsonLedger) -> JsonLedger:
+        records = None
+        if self.records is not None and o.records is not None:
+            n = self.n_records + o.n_records
+            if self.records_limit is None or n * max(1, len(self.models)) <= self.records_limit:
+                records = {m: self.records[m] + o.records[m] for m in self.records}
+        return JsonLedger(
+            n_records=self.n_records + o.n_records,
+            fields=self.fields | o.fields,
+            models={m: self.models[m] + o.models[m] for m in self.models},
+            unused_strategies=self.unused_strategies & o.unused_strategies,
+            config=self.config,
+            records=records,
+            records_limit=self.records_limit,
+        )
+
+
+def _sorted_fields(names: frozenset[str], flatten: bool) -> tuple[str, ...]:
+    """Field names in the order of the per-field table: paths by numpy string order; flattened
+    patterns by pandas' sort (as `count_json` orders them)."""
+    if not names:
+        return ()
+    arr = np.asarray(sorted(names), dtype=object)
+    if flatten:
+        return tuple(str(x) for x in pd.factorize(arr, sort=True)[1])
+    return tuple(str(x) for x in arr[np.argsort(arr.astype(str), kind="stable")])
+
+
+def json_result(ledger: JsonLedger, cfg: JsonConfig, rows: np.ndarray) -> JsonResult:
+    """Ratios, ranking and warnings of a ledger: the means, median, min and max of the per-record
+    scores in `rows` (`JsonCount.rows`, every record of the ledger in id order), summed counts,
+    the per-field table. The in-memory score and every engine end here."""
+    names = sorted(ledger.models)
+    n = ledger.n_records
+    if rows.shape[0] != n:
+        raise RuntimeError(f"expected {n} per-record rows, read {rows.shape[0]}")
+    warnings: list[str] = []
+
+    def shown(ids: tuple[Any, ...], count: int, fmt: Any = repr) -> str:
+        return ", ".join(fmt(x) for x in ids) + (" …" if count > _KEEP_IDS else "")
+
+    for name in names:
+        m = ledger.models[name]
+        if m.missing[0]:
             warnings.append(
-                f"model {p.name!r}: the similarity backend failed on {a['failures']} value(s); they count as not matched "
+                f"model {name!r}: {m.missing[0]} ground-truth record(s) have no prediction and count as empty predictions: "
+                + shown(m.missing[1], m.missing[0])
+            )
+        if m.invalid[0]:
+            warnings.append(
+                f"model {name!r}: {m.invalid[0]} prediction(s) are not JSON objects and count as empty predictions: "
+                + shown(m.invalid[1], m.invalid[0], lambda x: f"{x[0]!r} ({x[1]})")
+            )
+        if m.excluded[0]:
+            warnings.append(
+                f"model {name!r}: {m.excluded[0]} record(s) are pending or failed (status) and are left out of its aggregates: "
+                + shown(m.excluded[1], m.excluded[0])
+            )
+    if ledger.unused_strategies:
+        warnings.append(f"strategies given for fields that appear in no record: {sorted(ledger.unused_strategies)}")
+    for name in names:
+        f = ledger.models[name].similarity_failures
+        if f:
+            warnings.append(
+                f"model {name!r}: the similarity backend failed on {f} value(s); they count as not matched "
                 "(see similarity_failures per field)."
             )
-        results[p.name] = {
-            "meta": p,
-            "per_record": pr,
-            "cells": merged,
-            "fields": fields_out,
-            "given": mi.given,
-            "flags": mi.flags,
-            "keep": ~mi.excluded,
-            "failures": a["failures"],
-        }
 
-    means = {
-        m: {k: float(np.mean(r["per_record"][k][r["keep"]])) if r["keep"].any() else 0.0
-            for k in ("rqs", "completeness", "hallucination", "accuracy", "safety")}
-        for m, r in results.items()
-    }
-    ranked, best = rank_models(means, cfg)
-    models: dict[str, ModelJsonResult] = {}
+    field_names = _sorted_fields(ledger.fields, cfg.flatten)
+    order = {s.value: i for i, s in enumerate(_STRATEGIES)}
+    per: dict[str, dict[str, np.ndarray]] = {}
+    keep: dict[str, np.ndarray] = {}
+    fields: dict[str, dict[str, FieldAccuracy]] = {}
+    for j, name in enumerate(names):
+        per[name] = {k: np.ascontiguousarray(rows[:, 6 * j + i]) for i, k in enumerate(_PER_RECORD)}
+        keep[name] = rows[:, 6 * j + 5] == 1.0
+        mf = ledger.models[name].fields
+        fields[name] = {f: replace(mf[f], strategies=dict(sorted(mf[f].strategies.items(), key=lambda kv: order[kv[0]])))
+                        for f in field_names if f in mf}
+
+    means = {m: {k: float(np.mean(per[m][k][keep[m]])) if keep[m].any() else 0.0 for k in _PER_RECORD} for m in names}
+    ranked, _ = rank_models(means, cfg)
+    models = {}
     for r, tier_name in ranked:
-        res = results[r.model]
-        pr = res["per_record"]
-        flags = res["flags"]
+        ml = ledger.models[r.model]
         models[r.model] = ModelJsonResult(
             name=r.model,
             rank=r.rank,
             tier=tier_name,
             tier_colour=TIER_COLOURS[tier_name],
-            rqs=rqs_summary(pr["rqs"][res["keep"]]),
+            rqs=rqs_summary(per[r.model]["rqs"][keep[r.model]]),
             completeness=means[r.model]["completeness"],
             hallucination=means[r.model]["hallucination"],
             accuracy=means[r.model]["accuracy"],
             safety=means[r.model]["safety"],
-            buckets={b: int(pr[b][res["keep"]].sum()) for b in BUCKETS},
-            scored=int(pr["scored"][res["keep"]].sum()),
-            matched=int(pr["matched"][res["keep"]].sum()),
-            ignored=sum(f.ignored for f in res["fields"].values()),
-            similarity_failures=res["failures"],
-            missing_records=sum(1 for f in flags.values() if "missing_prediction" in f),
-            invalid_predictions=sum(1 for f in flags.values() if f[0].startswith("invalid_prediction")),
-            excluded_records=int((~res["keep"]).sum()),
-            safety_scores_given=res["given"],
-            fields=res["fields"],
-            source=res["meta"].source,
-            _record_ids=tuple(order),
-            _paths=path_names,
-            _per_record=pr,
-            _cells=res["cells"],
-            _flags=flags,
+            buckets=dict(ml.buckets),
+            scored=ml.scored,
+            matched=ml.matched,
+            ignored=sum(f.ignored for f in fields[r.model].values()),
+            similarity_failures=ml.similarity_failures,
+            missing_records=ml.missing[0],
+            invalid_predictions=ml.invalid[0],
+            excluded_records=ml.excluded[0],
+            safety_scores_given=ml.safety_given,
+            fields=fields[r.model],
+            source=ml.source,
         )
-    if n == 0:
-        warnings.append(f"{truth_source}: the ground truth has no records.")
-    cfg_dict = cfg.to_dict()
-    sem = describe_similarity(similarity)
-    cfg_dict["similarity"] = {"semantic": sem, "fuzzy": describe_similarity(fuzzy)}
-    cfg_dict["semantic_backend"] = sem.get("name", "custom")
-    cfg_dict["rqs_best_attainable"] = best
-    cfg_dict["null_tokens"] = sorted(cfg.normalization.null_tokens)
     return JsonResult(
         task="json",
         models=models,
@@ -1566,8 +1755,8 @@ def score_json(
         n_records=n,
         fields=field_names,
         warnings=tuple(warnings),
-        config=cfg_dict,
-        unused_strategies=tuple(unused),
+        config=dict(ledger.config),
+        unused_strategies=tuple(sorted(ledger.unused_strategies)),
     )
 
 
