@@ -785,6 +785,33 @@ def _gather_columns(
                 if budget < 0:
                     return None
                 cc, ri, col = columns.pop()
+                if type(col[0]) is str:
+                    # most leaf columns hold strings: look the whole column up in the field's
+                    # dict of strings first (no other type is equal to a string, so a hit is a
+                    # string), then sort out by type only the values it does not hold yet
+                    fkey = (table.field(cc), str)
+                    fd = by_field.get(fkey)
+                    if fd is None:
+                        fd = by_field[fkey] = {}
+                    m = len(col)
+                    try:
+                        kc = np.fromiter(map(fd.get, col, repeat(-3, m)), dtype=np.int64, count=m)
+                    except TypeError:  # an unhashable value (kept whole when not flattening): by type below
+                        kc = np.full(m, -3, dtype=np.int64)
+                    miss = np.flatnonzero(kc == -3)
+                    if len(miss) < m:
+                        if len(miss):
+                            hit = np.flatnonzero(kc != -3)
+                            recs.append(ri[hit])
+                            kcodes.append(kc[hit])
+                        else:
+                            recs.append(ri)
+                            kcodes.append(kc)
+                        pcodes.append(cc)
+                        counts.append(m - len(miss))
+                        if not len(miss):
+                            continue
+                        ri, col = ri[miss], _take(col, miss)
                 tset = set(map(type, col))
                 if len(tset) == 1:
                     parts: list[tuple[type, np.ndarray, Sequence[Any]]] = [(tset.pop(), ri, col)]
@@ -804,7 +831,7 @@ def _gather_columns(
                         fd = by_field.get(fkey)
                         if fd is None:
                             fd = by_field[fkey] = {}
-                        kc = np.array(list(map(fd.get, vs, repeat(-3, m))), dtype=np.int64)
+                        kc = np.fromiter(map(fd.get, vs, repeat(-3, m)), dtype=np.int64, count=m)
                         miss = np.flatnonzero(kc == -3)
                         if len(miss):  # values new to this field: each distinct one is coded once
                             fresh = _take(vs, miss)
