@@ -18,7 +18,3 @@ class InputError(ValueError):
 
 class OutputError(Exception):
     """The results could not be written (no space left, file too large, permission denied)."""
-
-
-class SmallSampleWarning(UserWarning):
-    """A metric rests on fewer records than the configured minimum (default 30)."""

@@ -54,11 +54,6 @@ class Interval:
         }
 
 
-def _macro_f1(counts: np.ndarray, zero_division: float) -> np.ndarray:
-    """counts: (..., fields, 4) → macro F1 over fields with any classification, shape (...)."""
-    return _macro_f1_parts(*(counts[..., k] for k in range(4)), zero_division=zero_division)
-
-
 def _macro_f1_parts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray, *, zero_division: float) -> np.ndarray:
     """Macro F1 over the last axis from tp, fp, fn, tn arrays of shape (..., fields).
 

@@ -86,14 +86,6 @@ class RecordCountTable:
         np.add.at(out, r * len(cols) + c, v.astype(dtype))
         return cls(record_ids=np.asarray(ids, dtype=object), columns=tuple(str(x) for x in cols), counts=out.reshape(len(ids), len(cols)))
 
-    def with_columns(self, extra: Mapping[str, Any]) -> RecordCountTable:
-        """This table plus per-record columns (arrays in `record_ids` order, or scalars)."""
-        n = len(self.record_ids)
-        more = [np.broadcast_to(np.asarray(v), (n,)) for v in extra.values()]
-        dtype = np.result_type(self.counts.dtype, *[m.dtype for m in more]) if more else self.counts.dtype
-        counts = np.column_stack([self.counts.astype(dtype, copy=False), *[m.astype(dtype) for m in more]]) if n else np.zeros((0, len(self.columns) + len(more)), dtype=dtype)
-        return RecordCountTable(record_ids=self.record_ids, columns=(*self.columns, *extra), counts=counts)
-
 
 def _natural(ids: Sequence[str]) -> list[str]:
     from extracteval.io.id_order import natural_key
