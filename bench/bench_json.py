@@ -167,8 +167,9 @@ def main() -> None:
     fast_rqs = m.records_frame().set_index("record_id")["rqs"].loc[ids].to_numpy()
     agree = bool(np.array_equal(fast_rqs, np.asarray(naive)))
     print(f"  per-record RQS identical to the naive implementation on its {n_naive:,} records: {agree}; mean RQS {m.rqs['mean']:.4f}")
-    print(f"  speed-up vs naive: {(n / cpu_fast) / (n_naive / cpu_naive):.1f}x by CPU time, "
-          f"{(n / wall_fast) / (n_naive / wall_naive):.1f}x by wall time   (targets: ≥ 20,000 records/s and ≥ 5x naive)")
+    ratio = (n / cpu_fast) / (n_naive / cpu_naive)
+    print(f"  speed-up vs naive: {ratio:.1f}x by CPU time, {(n / wall_fast) / (n_naive / wall_naive):.1f}x by wall time   "
+          f"(target ≥ 15x naive by CPU time: {'met' if ratio >= 15 else 'NOT met'})")
 
 
 if __name__ == "__main__":
