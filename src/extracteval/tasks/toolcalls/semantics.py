@@ -257,8 +257,10 @@ _NO_VALUE = object()
 
 def _calls_after_json(text: str, value: Any, *, python_read: bool) -> ParsedCalls:
     """`parse_calls` of a stripped text, from the value `loads_fast` read from the whole text
-    (`_NO_VALUE`: it read none); `python_read`: the text was already read as Python call syntax,
-    to no avail (the reading is not repeated: it would fail again)."""
+    (`_NO_VALUE`: it read none, or was not asked: `parse_json_output` reads the whole text first
+    as loads_fast does, and what it reads whole is scored as that value would be);
+    `python_read`: the text was already read as Python call syntax, to no avail (the reading is
+    not repeated: it would fail again)."""
     json_error = None
     if value is _NO_VALUE:
         parsed = parse_json_output(text)
@@ -842,24 +844,27 @@ except ImportError:  # pragma: no cover - exercised only without orjson installe
 _RECHECK = object()  # orjson's reading may differ from json.loads' here: read the text exactly
 
 
-def _plain_refs(obj: Any, key_fn: Callable[[Any], str | None], where: str) -> tuple[Any, ...]:
-    """`reference_calls(obj)` (not a possible answer) as the flat tuple (name, keys, name, keys, …)."""
+def _plain_refs(obj: Any, key_fn: Callable[[Any], str | None], rid: str) -> tuple[Any, ...]:
+    """`reference_calls(obj, where=f"reference {rid}")` (not a possible answer) as the flat tuple
+    (name, keys, name, keys, …)."""
     items = obj if type(obj) is list else (obj,) if type(obj) is dict else None
     out: list[Any] = []
     if items is not None:
         # the usual reference, `{"name", "arguments": {…}}` or a list of them (as in reference_calls)
+        scalar = key_fn is leaf_key
         for x in items:
             if type(x) is not dict or len(x) != 2:
                 break
             name, args = x.get("name"), x.get("arguments")
             if type(name) is not str or type(args) is not dict or not name.strip():
                 break
+            keys = _scalar_keys(args) if scalar else None
             out.append(name)
-            out.append(_present_keys(args, key_fn))
+            out.append(_present_keys(args, key_fn) if keys is None else keys)
         else:
             return tuple(out)
         out = []
-    for r in reference_calls(obj, key_fn=key_fn, where=where):
+    for r in reference_calls(obj, key_fn=key_fn, where=f"reference {rid}"):
         out.append(r.name)
         out.append({p: ok[0] for p, ok in r.accept.items()})
     return tuple(out)
@@ -975,7 +980,7 @@ def _output_entry(raw: str, key_fn: Callable[[Any], str | None]) -> Any:
     text = raw.strip()
     if not text:
         return ("none", "empty output", (), ())
-    looks_like_call = _LOOKS_LIKE_CALL.match(text) is not None
+    looks_like_call = text[0] != "{" and _LOOKS_LIKE_CALL.match(text) is not None
     if looks_like_call:
         calls_py = _python_call_list(text)
         if calls_py is not None:
@@ -990,13 +995,14 @@ def _output_entry(raw: str, key_fn: Callable[[Any], str | None]) -> Any:
         try:
             fast = _orjson_loads(text)
         except _OrjsonError:
-            pass
-        else:
-            got = _plain_value(fast, key_fn, True)
-            if type(got) is tuple:
-                return got
-            if _LONG_DIGITS.search(text) is None:
-                value = fast  # what loads_fast reads: orjson's value
+            # not JSON to orjson (truncated, most often): `parse_json_output`, which
+            # `_calls_after_json` asks first, reads the whole text as loads_fast does
+            return _plain_entry(_calls_after_json(text, _NO_VALUE, python_read=looks_like_call), key_fn)
+        got = _plain_value(fast, key_fn, True)
+        if type(got) is tuple:
+            return got
+        if _LONG_DIGITS.search(text) is None:
+            value = fast  # what loads_fast reads: orjson's value
     if value is _NO_VALUE:
         try:
             value = loads_fast(text)
@@ -1021,7 +1027,19 @@ def _score_plain(refs: tuple[Any, ...], entry: tuple[Any, ...], rid: str, intern
     if n_pred == 1 and len(refs) == 2 and names[0] == refs[0]:
         rk, pk = refs[1], keys[0]
         if pk == rk:
-            return _make_record(rid, valid, valid, fmt, _PAIR_00, _counts(interned, (1, int(valid), int(valid), 1, 1, 0, 1, 1, len(rk), 0, 0)), error)
+            counts = interned.get(key := (1, 1, 1, 1, 1, 0, 1, 1, len(rk), 0, 0) if valid else (1, 0, 0, 1, 1, 0, 1, 1, len(rk), 0, 0))
+            if counts is None:
+                counts = _counts(interned, key)
+            rec = _new(ToolCallRecord)
+            s_id, s_valid, s_correct, s_format, s_pairs, s_counts, s_error = _RECORD_SET
+            s_id(rec, rid)
+            s_valid(rec, valid)
+            s_correct(rec, valid)
+            s_format(rec, fmt)
+            s_pairs(rec, _PAIR_00)
+            s_counts(rec, counts)
+            s_error(rec, error)
+            return rec
         tp = 0
         for p, k in rk.items():
             if pk.get(p) == k:
@@ -1203,7 +1221,10 @@ def score_toolcalls(
         # output string → the record it first got and the reference tuple it was scored against
         # (the tuples are shared per distinct reference): the same output against the same
         # reference has the same verdict. An output met again with another reference goes to
-        # `other`, keyed by (output, that reference's number).
+        # `other`, keyed by (output, that reference's number). Both are left, as the reference
+        # cache is, when few of the first outputs repeat (`_CACHE_PROBE`): each output is then
+        # read and scored on its own.
+        cached, repeats, probe_at = True, 0, _CACHE_PROBE
         seen_rec: dict[str, ToolCallRecord] = {}
         seen_ref: dict[str, tuple[RefCall, ...]] = {}
         other: dict[tuple[str, int], ToolCallRecord] = {}
@@ -1214,16 +1235,26 @@ def score_toolcalls(
             for k, (i, ref, slot) in enumerate(zip(ids, ref_list, ref_slots), start=1):
                 raw = get(i, missing)
                 if type(raw) is str:
-                    seen = seen_rec.get(raw)
-                    if seen is None:
+                    if not cached:
+                        rec = score(ref, read(raw, key_fn), i, interned, pair_cache)
+                        seen = None
+                    elif (seen := seen_rec.get(raw)) is None:
                         # first met: read here; `parsed_cache` keeps the reading only for an
                         # output met again with another reference
                         rec = seen_rec[raw] = score(ref, read(raw, key_fn), i, interned, pair_cache)
                         seen_ref[raw] = ref
-                    elif seen_ref[raw] is not ref:
-                        seen = other.get((raw, slot))
-                        if seen is None:
-                            rec = other[raw, slot] = score(ref, _parsed_entry(parsed_cache, raw, key_fn, read), i, interned, pair_cache)
+                        if k >= probe_at:
+                            probe_at = len(ids) + 1
+                            if repeats < _CACHE_PROBE // _CACHE_PROBE_HITS:
+                                cached = False
+                                seen_rec.clear()
+                                seen_ref.clear()
+                    else:
+                        repeats += 1
+                        if seen_ref[raw] is not ref:
+                            seen = other.get((raw, slot))
+                            if seen is None:
+                                rec = other[raw, slot] = score(ref, _parsed_entry(parsed_cache, raw, key_fn, read), i, interned, pair_cache)
                     if seen is not None:
                         rec = new(ToolCallRecord)
                         s_id(rec, i)
@@ -1337,40 +1368,61 @@ def _reference_slots(
     value nested too deeply for `repr` is read uncached, so `reference_calls` reports it as it
     would without the cache. With `plain` (never with `possible_answer`) each reference is
     `_plain_refs`' reading of it instead of its `RefCall`s.
+
+    The cache costs more than it saves when references seldom repeat (a key per record, to look
+    up and keep): when fewer than one in `_CACHE_PROBE_HITS` of the first `_CACHE_PROBE`
+    references was met before, the rest are read one by one, each its own number.
     """
     cache: dict[str | bytes, int] = {}  # key → the number of its distinct reference
     distinct: list[Any] = []  # number → reading
     out: list[Any] = []
 
-    def read(obj: Any, where: str) -> Any:
+    def read(obj: Any, rid: str) -> Any:
         if plain:
-            return _plain_refs(obj, key_fn, where)
-        return reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=where)
+            return _plain_refs(obj, key_fn, rid)
+        return reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {rid}")
 
     slots: list[int] = []
     n_slots = 0
     dumps = marshal.dumps
-    for i in ids:
+    for n, i in enumerate(ids):
         obj = truth[i]
+        if n == _CACHE_PROBE and n - n_slots < _CACHE_PROBE // _CACHE_PROBE_HITS:
+            break  # the rest below, uncached
         try:
             key: str | bytes = dumps(obj)
         except ValueError:  # a subclass or another type marshal does not write, or too deep
             try:
                 key = repr(obj)
             except RecursionError:
-                distinct.append(read(obj, f"reference {i}"))  # a number of its own, never looked up
+                distinct.append(read(obj, i))  # a number of its own, never looked up
                 out.append(distinct[n_slots])
                 slots.append(n_slots)
                 n_slots += 1
                 continue
         got = cache.get(key)
         if got is None:
-            distinct.append(read(obj, f"reference {i}"))
+            distinct.append(read(obj, i))
             got = cache[key] = n_slots
             n_slots += 1
         out.append(distinct[got])
         slots.append(got)
-    return out, slots, n_slots
+    else:
+        return out, slots, n_slots
+    del cache, distinct
+    if plain:
+        out += [_plain_refs(truth[i], key_fn, i) for i in ids[len(out):]]
+    else:
+        out += [read(truth[i], i) for i in ids[len(out):]]
+    n_read = len(out) - len(slots)
+    slots += range(n_slots, n_slots + n_read)
+    return out, slots, n_slots + n_read
+
+
+# A cache of readings keyed by value is left once the first `_CACHE_PROBE` values show fewer
+# than one repeat in `_CACHE_PROBE_HITS`.
+_CACHE_PROBE = 4096
+_CACHE_PROBE_HITS = 8
 
 
 def _ref_args(obj: Any, n: int) -> Any:
