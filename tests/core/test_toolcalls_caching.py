@@ -217,3 +217,23 @@ def test_the_direct_reading_scores_as_the_general_path(cases, value_match) -> No
     for rec in res.records["m"]:
         alone = score_toolcall_record(reference_calls(truth[rec.id], key_fn=key_fn), preds[rec.id], rid=rec.id, key_fn=key_fn)
         assert asdict(rec) == asdict(alone), (truth[rec.id], preds[rec.id])
+
+
+_TEXT_PIECES = ['{', '}', '[', ']', '"name": "f"', '"arguments": {}', ', ', "```json\n", "```", "f(a=1)", "NaN", "1e400", '"\\ud800"',
+                "Sure: ", "\n", " ", '{"name": "f", "arguments": {"a": 1}}', "[1, 2", "100000000000000000000", ":", "x"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_TEXT_PIECES), min_size=1, max_size=7).map("".join).map(str.strip).filter(bool))
+def test_a_text_read_in_part_reads_as_parse_json_output_reads_it(text) -> None:
+    # what `_calls_after_json` is told instead of a value (orjson refused the text; it opens an
+    # object or array it does not close) leads where parse_json_output's own reading does
+    import orjson
+
+    whole = tc._calls_after_json(text, tc._NO_VALUE, python_read=False)
+    if tc._cut_short(text):
+        assert tc._calls_after_json(text, tc._NOT_WHOLE, python_read=False) == whole
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        assert tc._calls_after_json(text, tc._ORJSON_REFUSED, python_read=False) == whole

@@ -67,7 +67,7 @@ from extracteval.tasks.structured.semantics import (
     natural_sorted,
     paused_gc,
 )
-from extracteval.io.model_output import ParsedOutput, parse_json_output
+from extracteval.io.model_output import ParsedOutput, loads_std_any_depth, parse_json_output, parse_json_text
 from extracteval.errors import InputError
 
 __all__ = [
@@ -203,6 +203,8 @@ def _calls_from_object(obj: Any, depth: int = 0) -> tuple[list[Call], str]:
 
 
 def _strip_fences(text: str) -> str:
+    if text[:1] != "`" and text[-1:] != "`" and not text[:1].isspace() and not text[-1:].isspace():
+        return text  # what the steps below give for a stripped text without a backtick at either end
     t = text.strip()
     if t.startswith("```"):
         t = t[3:]
@@ -245,6 +247,8 @@ def parse_calls(raw: Any) -> ParsedCalls:
         py = _python_calls(text)
         if py is not None:
             return py
+    if _cut_short(text):
+        return _calls_after_json(text, _NOT_WHOLE, python_read=looks_like_call)
     try:
         value = loads_fast(text)  # what parse_json_output finds first
     except (ValueError, RecursionError, MemoryError):
@@ -252,18 +256,38 @@ def parse_calls(raw: Any) -> ParsedCalls:
     return _calls_after_json(text, value, python_read=looks_like_call)
 
 
-_NO_VALUE = object()
+# what `_calls_after_json` is told instead of a value: nothing was read from the whole text
+# (or nothing asked), orjson refused it, or it cannot be one JSON document (`_cut_short`)
+_NO_VALUE, _ORJSON_REFUSED, _NOT_WHOLE = object(), object(), object()
+_CLOSING = {"{": "}", "[": "]"}
+
+
+def _cut_short(text: str) -> bool:
+    """A stripped text that opens an object or array and does not close it (a truncated output):
+    no JSON document as a whole, for any reader."""
+    closing = _CLOSING.get(text[0])
+    return closing is not None and text[-1] != closing
+
+
+def _not_one_document(text: str) -> Any:
+    raise ValueError("the text opens an object or array it does not close")
 
 
 def _calls_after_json(text: str, value: Any, *, python_read: bool) -> ParsedCalls:
     """`parse_calls` of a stripped text, from the value `loads_fast` read from the whole text
     (`_NO_VALUE`: it read none, or was not asked: `parse_json_output` reads the whole text first
-    as loads_fast does, and what it reads whole is scored as that value would be);
+    as loads_fast does, and what it reads whole is scored as that value would be;
+    `_ORJSON_REFUSED`: as `_NO_VALUE`, json.loads reading the whole text; `_NOT_WHOLE`: the text
+    is no JSON document as a whole; the reason a reading failed is never part of the result);
     `python_read`: the text was already read as Python call syntax, to no avail (the reading is
     not repeated: it would fail again)."""
     json_error = None
     if value is _NO_VALUE:
         parsed = parse_json_output(text)
+    elif value is _ORJSON_REFUSED:
+        parsed = parse_json_text(text, loads_std_any_depth)  # json.loads straight away
+    elif value is _NOT_WHOLE:
+        parsed = parse_json_text(text, _not_one_document)  # fences and prose only
     elif type(value) is str:  # JSON-encoded twice
         parsed = ParsedOutput(ok=True, value=value)
     else:
@@ -966,6 +990,46 @@ def _plain_value(value: Any, key_fn: Callable[[Any], str | None], fast: bool) ->
     return None
 
 
+def _orjson_args(raw: Any) -> Any:
+    """`_args_keys(raw, leaf_key, fast=True)`, the usual arguments read inline."""
+    if type(raw) is str:
+        # orjson skips only JSON's blanks around the document, where `_args_value` strips any:
+        # text with others around it is refused here and read exactly
+        try:
+            raw = _orjson_loads(raw)
+        except _OrjsonError:
+            return _RECHECK
+        if type(raw) is not dict:
+            return None
+    elif type(raw) is not dict:
+        return {} if raw is None else None
+    keys = _scalar_keys(raw)
+    return _RECHECK if keys is None else keys
+
+
+def _orjson_value(value: Any) -> Any:
+    """`_plain_value(value, leaf_key, fast=True)`, the two commonest shapes first."""
+    if type(value) is dict:
+        if len(value) == 1 and "tool_calls" in value:
+            items = value["tool_calls"]
+            if type(items) is list and len(items) == 1:
+                item = items[0]
+                # the checks `_calls_from_object` makes before it reads `function`
+                if type(item) is dict and "name" not in item and "choices" not in item and "tool_calls" not in item and "function_call" not in item:
+                    f = item.get("function")
+                    if type(f) is dict and "arguments" in f:
+                        name = f.get("name")
+                        if type(name) is str and name.strip():
+                            k = _orjson_args(f["arguments"])
+                            return k if k is None or k is _RECHECK else ("openai", None, (name,), (k,))
+        elif len(value) == 2 and "arguments" in value:
+            name = value.get("name")
+            if type(name) is str and name.strip():
+                k = _orjson_args(value["arguments"])
+                return k if k is None or k is _RECHECK else ("name_arguments", None, (name,), (k,))
+    return _plain_value(value, leaf_key, True)
+
+
 def _plain_entry(parsed: ParsedCalls, key_fn: Callable[[Any], str | None]) -> Any:
     """The entry of parsed calls: plain when every call is valid, else a `_ParsedEntry`."""
     calls = parsed.calls
@@ -990,15 +1054,15 @@ def _output_entry(raw: str, key_fn: Callable[[Any], str | None]) -> Any:
                     names.append(name)
                     keys.append(_present_keys(args, key_fn))
             return ("python", None, tuple(names), tuple(keys))
+    if _cut_short(text):
+        return _plain_entry(_calls_after_json(text, _NOT_WHOLE, python_read=looks_like_call), key_fn)
     value = _NO_VALUE
     if _orjson_loads is not None and key_fn is leaf_key:
         try:
             fast = _orjson_loads(text)
         except _OrjsonError:
-            # not JSON to orjson (truncated, most often): `parse_json_output`, which
-            # `_calls_after_json` asks first, reads the whole text as loads_fast does
-            return _plain_entry(_calls_after_json(text, _NO_VALUE, python_read=looks_like_call), key_fn)
-        got = _plain_value(fast, key_fn, True)
+            return _plain_entry(_calls_after_json(text, _ORJSON_REFUSED, python_read=looks_like_call), key_fn)
+        got = _orjson_value(fast)
         if type(got) is tuple:
             return got
         if _LONG_DIGITS.search(text) is None:
