@@ -475,12 +475,11 @@ def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) 
 
 def _scalar_keys(args: dict[str, Any]) -> dict[str, str] | None:
     """`_present_keys(args, leaf_key)` of an object whose values are all text, integers, booleans
-    or null; None for any other object (a number with a fraction or exponent, a nested value)."""
+    or null, as a dict equal to it (its order aside); None for any other object (a number with a
+    fraction or exponent, a nested value, a name that is not text)."""
     out: dict[str, str] = {}
     parts = _KEY_PARTS
-    for k, v in reversed(args.items()):
-        if type(k) is not str:
-            return None
+    for k, v in args.items():
         t = type(v)
         if t is str:
             lk = "s:" + v
@@ -492,8 +491,12 @@ def _scalar_keys(args: dict[str, Any]) -> dict[str, str] | None:
             continue
         else:
             return None
-        kp = parts.get(k)
-        out[_new_key_part(k) if kp is None else kp] = lk
+        kp = parts.get(k)  # only text is kept there, and text equal to a name has its path
+        if kp is None:
+            if type(k) is not str:
+                return None
+            kp = _new_key_part(k)
+        out[kp] = lk
     return out
 
 
