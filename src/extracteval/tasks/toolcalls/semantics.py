@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.tasks.toolcalls.bfcl import parse_python_calls
+from extracteval.tasks.toolcalls.bfcl import _simple_calls, parse_python_calls
 from extracteval.core.counts import ratios
 from extracteval.core.jsonparse import _LONG_DIGITS, loads_fast
 from extracteval.core.matching import max_matching
@@ -879,6 +879,13 @@ def _plain_refs(obj: Any, key_fn: Callable[[Any], str | None], rid: str) -> tupl
     if items is not None:
         # the usual reference, `{"name", "arguments": {…}}` or a list of them (as in reference_calls)
         scalar = key_fn is leaf_key
+        if len(items) == 1 and scalar:  # one call: its pair straight away
+            x = items[0]
+            if type(x) is dict and len(x) == 2:
+                name, args = x.get("name"), x.get("arguments")
+                if type(name) is str and type(args) is dict and name.strip():
+                    keys = _scalar_keys(args)
+                    return (name, _present_keys(args, key_fn) if keys is None else keys)
         for x in items:
             if type(x) is not dict or len(x) != 2:
                 break
@@ -1049,13 +1056,19 @@ def _output_entry(raw: str, key_fn: Callable[[Any], str | None]) -> Any:
         return ("none", "empty output", (), ())
     looks_like_call = text[0] != "{" and _LOOKS_LIKE_CALL.match(text) is not None
     if looks_like_call:
-        calls_py = _python_call_list(text)
+        # without a fence (no backtick at either end) `_python_call_list` reads the text itself,
+        # the simple reader first
+        calls_py = _simple_calls(text) if text[0] != "`" and text[-1] != "`" else None
+        if calls_py is None:
+            calls_py = _python_call_list(text)
         if calls_py is not None:
+            scalar = key_fn is leaf_key
             names, keys = [], []
             for c in calls_py:
                 for name, args in c.items():
                     names.append(name)
-                    keys.append(_present_keys(args, key_fn))
+                    k = _scalar_keys(args) if scalar else None
+                    keys.append(_present_keys(args, key_fn) if k is None else k)
             return ("python", None, tuple(names), tuple(keys))
     if _cut_short(text):
         return _plain_entry(_calls_after_json(text, _NOT_WHOLE, python_read=looks_like_call), key_fn)
