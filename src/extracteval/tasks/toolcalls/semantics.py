@@ -1030,12 +1030,26 @@ def _orjson_value(value: Any) -> Any:
                     if type(f) is dict and "arguments" in f:
                         name = f.get("name")
                         if type(name) is str and name.strip():
-                            k = _orjson_args(f["arguments"])
+                            args = f["arguments"]
+                            if type(args) is str:  # the usual: JSON text (`_orjson_args`, inline)
+                                try:
+                                    args = _orjson_loads(args)
+                                except _OrjsonError:
+                                    return _RECHECK
+                                if type(args) is not dict:
+                                    return None
+                                k = _scalar_keys(args)
+                                return _RECHECK if k is None else ("openai", None, (name,), (k,))
+                            k = _orjson_args(args)
                             return k if k is None or k is _RECHECK else ("openai", None, (name,), (k,))
         elif len(value) == 2 and "arguments" in value:
             name = value.get("name")
             if type(name) is str and name.strip():
-                k = _orjson_args(value["arguments"])
+                args = value["arguments"]
+                if type(args) is dict:  # the usual: an object (`_orjson_args`, inline)
+                    k = _scalar_keys(args)
+                    return _RECHECK if k is None else ("name_arguments", None, (name,), (k,))
+                k = _orjson_args(args)
                 return k if k is None or k is _RECHECK else ("name_arguments", None, (name,), (k,))
     return _plain_value(value, leaf_key, True)
 
@@ -1070,7 +1084,8 @@ def _output_entry(raw: str, key_fn: Callable[[Any], str | None]) -> Any:
                     k = _scalar_keys(args) if scalar else None
                     keys.append(_present_keys(args, key_fn) if k is None else k)
             return ("python", None, tuple(names), tuple(keys))
-    if _cut_short(text):
+    closing = _CLOSING.get(text[0])
+    if closing is not None and text[-1] != closing:  # `_cut_short`
         return _plain_entry(_calls_after_json(text, _NOT_WHOLE, python_read=looks_like_call), key_fn)
     value = _NO_VALUE
     if _orjson_loads is not None and key_fn is leaf_key:
