@@ -1310,7 +1310,7 @@ def score_toolcalls(
         recs: list[ToolCallRecord] = []
         append = recs.append
         running = [0, 0, 0]  # records, valid, correct: what the progress line shows
-        # per model: an output string met again with another reference is read again from here
+        # per model: the reading of each output string met again with another reference
         # (bounded: outputs that never repeat must not hold every parsed output in memory)
         parsed_cache: dict[str, Any] = {}
         # output string → the record it first got and the reference tuple it was scored against
@@ -1321,7 +1321,7 @@ def score_toolcalls(
         # read and scored on its own.
         cached, repeats, probe_at = True, 0, _CACHE_PROBE
         seen_rec: dict[str, ToolCallRecord] = {}
-        seen_ref: dict[str, tuple[RefCall, ...]] = {}
+        seen_ref: dict[str, Any] = {}
         other: dict[tuple[str, int], ToolCallRecord] = {}
         failed: list[str] = []
         missing_ids: list[str] = []
