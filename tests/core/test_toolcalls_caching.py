@@ -151,3 +151,89 @@ def test_plain_references_read_like_the_general_path(obj) -> None:
             return str(e)
 
     assert read(obj) == read(_as_ordered(obj))
+
+
+# The direct reading of the usual outputs (orjson, no Call objects, keys compared as plain dicts)
+# against the general path: every shape near the usual ones, with the values where orjson and
+# json.loads part ways (integers beyond 64 bits, NaN, fractions, nested values).
+_arg_value = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=2**63 - 2, max_value=2**66), st.floats(allow_nan=False),
+    st.text(max_size=3), st.just([1, {"k": None}]), st.just({}), st.just(1.0), st.just(10**20),
+)
+_arg_obj = st.dictionaries(st.sampled_from(["a", "b", "city", "x.y", "", "days"]), _arg_value, max_size=3)
+_fname = st.sampled_from(["f", "g", "get_weather", " ", ""])
+_call = st.tuples(_fname, _arg_obj)
+_ODD_ARGS = ["", None, "[1]", '{"a": NaN}', '{"a": ', '{"a": 1e400}', 3, '{"a": 100000000000000000000}']
+
+
+def _render(calls, shape, args_as):
+    import json
+
+    calls = [(n, a if k == 0 else json.dumps(a) if k == 1 else " " + json.dumps(a) + " " if k == 2 else _ODD_ARGS[k - 3]) for (n, a), k in zip(calls, args_as)]
+    if shape == "name_arguments":
+        items = [{"name": n, "arguments": a} for n, a in calls]
+        return json.dumps(items[0] if len(items) == 1 else items)
+    if shape == "openai":
+        return json.dumps({"tool_calls": [{"type": "function", "function": {"name": n, "arguments": a}} for n, a in calls]})
+    if shape == "openai_extra":
+        return json.dumps({"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": n, "arguments": a, "x": 1}} for n, a in calls]})
+    if shape == "three_keys":
+        return json.dumps([{"name": n, "arguments": a, "id": 1} for n, a in calls])
+    if shape == "python":
+        return "[" + ", ".join(f"{n.strip() or 'f'}(" + ", ".join(f"{k}={v!r}" for k, v in (a if isinstance(a, dict) else {}).items() if k.isidentifier()) + ")" for n, a in calls) + "]"
+    return json.dumps({"choices": [{"message": {"tool_calls": [{"function": {"name": n, "arguments": a}} for n, a in calls]}}]})
+
+
+_SHAPES = st.sampled_from(["name_arguments", "openai", "openai_extra", "three_keys", "python", "choices"])
+_ODD_OUTPUTS = ['{"tool_calls": null}', "[]", '{"tool_calls": 3}', '"{\\"name\\": \\"f\\", \\"arguments\\": {}}"', "  ", "{}",
+                '{"name": "f", "arguments": {"a": NaN}}', '{"name": "f", "arguments": "{\\"a\\": NaN}"}', '[{"name": "f", "arguments": {"a": 1e400}}]',
+                '{"name": "f", "arguments": {"a": 100000000000000000000}}', '{"name": "f", "arguments": "[1]"}', '{"name": 3, "arguments": {}}',
+                '{"tool_calls": [{"function_call": {"name": "g", "arguments": {}}, "function": {"name": "f", "arguments": {}}}]}',
+                '{"tool_calls": [{"name": "g", "arguments": {}, "function": {"name": "f", "arguments": {}}}]}',
+                '{"tool_calls": [{"tool_calls": [], "function": {"name": "f", "arguments": {}}}]}']
+
+
+@st.composite
+def _case(draw):
+    """(reference, output): the output's calls are the reference's, often with other arguments."""
+    calls = draw(st.lists(_call, max_size=3))
+    ref = [{"name": n.strip() or "f", "arguments": a} for n, a in calls]
+    if draw(st.booleans()):
+        calls = [(n, draw(_arg_obj)) if draw(st.booleans()) else (n, a) for n, a in calls]
+    if draw(st.integers(0, 9)) == 0:
+        return ref, draw(st.sampled_from(_ODD_OUTPUTS))
+    out = _render(calls, draw(_SHAPES), draw(st.lists(st.sampled_from([0, 0, 1, 1, 2, *range(3, 3 + len(_ODD_ARGS))]), min_size=len(calls), max_size=len(calls))))
+    return ref, out
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_case(), min_size=1, max_size=6), st.sampled_from(["exact", "normalized"]))
+def test_the_direct_reading_scores_as_the_general_path(cases, value_match) -> None:
+    truth = {str(k): ref for k, (ref, _) in enumerate(cases)}
+    preds = {str(k): out for k, (_, out) in enumerate(cases)}
+    config = tc.ToolCallConfig(value_match=value_match)
+    key_fn = config.key_fn()
+    res = score_toolcalls(truth, {"m": preds}, config=config)
+    for rec in res.records["m"]:
+        alone = score_toolcall_record(reference_calls(truth[rec.id], key_fn=key_fn), preds[rec.id], rid=rec.id, key_fn=key_fn)
+        assert asdict(rec) == asdict(alone), (truth[rec.id], preds[rec.id])
+
+
+_TEXT_PIECES = ['{', '}', '[', ']', '"name": "f"', '"arguments": {}', ', ', "```json\n", "```", "f(a=1)", "NaN", "1e400", '"\\ud800"',
+                "Sure: ", "\n", " ", '{"name": "f", "arguments": {"a": 1}}', "[1, 2", "100000000000000000000", ":", "x"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_TEXT_PIECES), min_size=1, max_size=7).map("".join).map(str.strip).filter(bool))
+def test_a_text_read_in_part_reads_as_parse_json_output_reads_it(text) -> None:
+    # what `_calls_after_json` is told instead of a value (orjson refused the text; it opens an
+    # object or array it does not close) leads where parse_json_output's own reading does
+    import orjson
+
+    whole = tc._calls_after_json(text, tc._NO_VALUE, python_read=False)
+    if tc._cut_short(text):
+        assert tc._calls_after_json(text, tc._NOT_WHOLE, python_read=False) == whole
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        assert tc._calls_after_json(text, tc._ORJSON_REFUSED, python_read=False) == whole

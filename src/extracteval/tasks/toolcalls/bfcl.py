@@ -190,10 +190,13 @@ def _call_name(func: ast.AST) -> str:
 
 _PY_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PY_CALL_HEAD = re.compile(rf"[ \t]*({_PY_NAME}(?:\.{_PY_NAME})*)[ \t]*\([ \t]*")
+# one keyword argument with a plain literal value, the blanks after it, and a comma with the
+# blanks after that when one follows
 _PY_KWARG = re.compile(
-    rf"({_PY_NAME})[ \t]*=[ \t]*(?:'([^'\\\n\r]*)'|\"([^\"\\\n\r]*)\"|(-?(?:0|[1-9][0-9]{{0,80}})(?:\.[0-9]{{1,80}})?(?:[eE][+-]?[0-9]{{1,3}})?)|(True|False|None))[ \t]*"
+    rf"({_PY_NAME})[ \t]*=[ \t]*(?:'([^'\\\n\r]*)'|\"([^\"\\\n\r]*)\"|(-?(?:0|[1-9][0-9]{{0,80}})(?:\.[0-9]{{1,80}})?(?:[eE][+-]?[0-9]{{1,3}})?)|(True|False|None))[ \t]*(,[ \t]*)?"
 )
 _PY_CONSTANTS = {"True": True, "False": False, "None": None}
+_PY_RESERVED = frozenset(keyword.kwlist) | {"__debug__"}  # names no call or argument may have
 
 
 def _simple_calls(text: str) -> list[dict[str, dict[str, Any]]] | None:
@@ -207,40 +210,40 @@ def _simple_calls(text: str) -> list[dict[str, dict[str, Any]]] | None:
     in_list = text.startswith("[")
     pos = 1 if in_list else 0
     calls: list[dict[str, dict[str, Any]]] = []
+    head = _PY_CALL_HEAD.match
+    kwarg = _PY_KWARG.match
+    reserved = _PY_RESERVED
     while True:
-        m = _PY_CALL_HEAD.match(text, pos)
+        m = head(text, pos)
         if m is None:
             return None
         name = m.group(1)
-        if any(keyword.iskeyword(part) or part == "__debug__" for part in name.split(".")):
+        if (name in reserved) if "." not in name else not reserved.isdisjoint(name.split(".")):
             return None
         pos = m.end()
         args: dict[str, Any] = {}
-        while pos < n and text[pos] != ")":
-            a = _PY_KWARG.match(text, pos)
-            if a is None:
-                return None
-            arg, s1, s2, num, const = a.groups()
-            if arg in args or keyword.iskeyword(arg) or arg == "__debug__":
-                return None
-            if s1 is not None:
-                args[arg] = s1
-            elif s2 is not None:
-                args[arg] = s2
-            elif num is not None:
-                args[arg] = float(num) if "." in num or "e" in num or "E" in num else int(num)
-            else:
-                args[arg] = _PY_CONSTANTS[const]
-            pos = a.end()
-            if pos < n and text[pos] == ",":
-                pos += 1
-                while pos < n and text[pos] in " \t":
-                    pos += 1
+        if pos < n and text[pos] != ")":
+            while True:
+                a = kwarg(text, pos)
+                if a is None:
+                    return None
+                arg, s1, s2, num, const, comma = a.groups()
+                if arg in args or arg in reserved:
+                    return None
+                if s1 is not None:
+                    args[arg] = s1
+                elif s2 is not None:
+                    args[arg] = s2
+                elif num is not None:
+                    args[arg] = float(num) if "." in num or "e" in num or "E" in num else int(num)
+                else:
+                    args[arg] = _PY_CONSTANTS[const]
+                pos = a.end()
+                if comma is None:
+                    break
                 if pos < n and text[pos] == ")":  # a trailing comma: left to ast
                     return None
-            elif pos < n and text[pos] != ")":
-                return None
-        if pos >= n:
+        if pos >= n or text[pos] != ")":
             return None
         pos += 1  # ")"
         calls.append({name: args})

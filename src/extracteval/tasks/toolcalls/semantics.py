@@ -42,16 +42,18 @@ import json
 import keyword
 import marshal
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from extracteval.tasks.toolcalls.bfcl import parse_python_calls
+from extracteval.tasks.toolcalls.bfcl import _simple_calls, parse_python_calls
 from extracteval.core.counts import ratios
-from extracteval.core.jsonparse import loads_fast
+from extracteval.core.jsonparse import _LONG_DIGITS, loads_fast
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.tasks.structured.semantics import (
@@ -65,7 +67,7 @@ from extracteval.tasks.structured.semantics import (
     natural_sorted,
     paused_gc,
 )
-from extracteval.io.model_output import ParsedOutput, parse_json_output
+from extracteval.io.model_output import ParsedOutput, loads_std_any_depth, parse_json_output, parse_json_text
 from extracteval.errors import InputError
 
 __all__ = [
@@ -201,6 +203,8 @@ def _calls_from_object(obj: Any, depth: int = 0) -> tuple[list[Call], str]:
 
 
 def _strip_fences(text: str) -> str:
+    if text[:1] != "`" and text[-1:] != "`" and not text[:1].isspace() and not text[-1:].isspace():
+        return text  # what the steps below give for a stripped text without a backtick at either end
     t = text.strip()
     if t.startswith("```"):
         t = t[3:]
@@ -237,30 +241,66 @@ def parse_calls(raw: Any) -> ParsedCalls:
     text = raw.strip()
     if not text:
         return ParsedCalls((), "none", "empty output")
-    parsed: ParsedOutput | None = None
-    if _LOOKS_LIKE_CALL.match(text):
+    looks_like_call = _LOOKS_LIKE_CALL.match(text) is not None
+    if looks_like_call:
         # `name(`… or `[name(`…: Python call syntax first (JSON never starts like that)
         py = _python_calls(text)
         if py is not None:
             return py
+    if _cut_short(text):
+        return _calls_after_json(text, _NOT_WHOLE, python_read=looks_like_call)
     try:
         value = loads_fast(text)  # what parse_json_output finds first
     except (ValueError, RecursionError, MemoryError):
-        pass
-    else:
-        if type(value) is not str:
-            try:
-                calls, fmt = _calls_from_object(value)
-            except (_NotCalls, RecursionError):
-                pass
-            else:
-                return _parsed_calls(tuple(calls), fmt)
-        parsed = ParsedOutput(ok=True, value=value)
-    if parsed is None:
-        parsed = parse_json_output(text)
+        value = _NO_VALUE
+    return _calls_after_json(text, value, python_read=looks_like_call)
+
+
+# what `_calls_after_json` is told instead of a value: nothing was read from the whole text
+# (or nothing asked), orjson refused it, or it cannot be one JSON document (`_cut_short`)
+_NO_VALUE, _ORJSON_REFUSED, _NOT_WHOLE = object(), object(), object()
+_CLOSING = {"{": "}", "[": "]"}
+
+
+def _cut_short(text: str) -> bool:
+    """A stripped text that opens an object or array and does not close it (a truncated output):
+    no JSON document as a whole, for any reader."""
+    closing = _CLOSING.get(text[0])
+    return closing is not None and text[-1] != closing
+
+
+def _not_one_document(text: str) -> Any:
+    raise ValueError("the text opens an object or array it does not close")
+
+
+def _calls_after_json(text: str, value: Any, *, python_read: bool) -> ParsedCalls:
+    """`parse_calls` of a stripped text, from the value `loads_fast` read from the whole text
+    (`_NO_VALUE`: it read none, or was not asked: `parse_json_output` reads the whole text first
+    as loads_fast does, and what it reads whole is scored as that value would be;
+    `_ORJSON_REFUSED`: as `_NO_VALUE`, json.loads reading the whole text; `_NOT_WHOLE`: the text
+    is no JSON document as a whole; the reason a reading failed is never part of the result);
+    `python_read`: the text was already read as Python call syntax, to no avail (the reading is
+    not repeated: it would fail again)."""
     json_error = None
+    if value is _NO_VALUE:
+        parsed = parse_json_output(text)
+    elif value is _ORJSON_REFUSED:
+        parsed = parse_json_text(text, loads_std_any_depth)  # json.loads straight away
+    elif value is _NOT_WHOLE:
+        parsed = parse_json_text(text, _not_one_document)  # fences and prose only
+    elif type(value) is str:  # JSON-encoded twice
+        parsed = ParsedOutput(ok=True, value=value)
+    else:
+        try:
+            calls, fmt = _calls_from_object(value)
+        except (_NotCalls, RecursionError) as e:
+            # not calls: the same value is not read again below, only the Python reading is left
+            json_error = str(e)
+            parsed = None
+        else:
+            return _parsed_calls(tuple(calls), fmt)
     json_calls: ParsedCalls | None = None
-    if parsed.ok:
+    if parsed is not None and parsed.ok:
         value = parsed.value
         if isinstance(value, str):  # JSON-encoded twice
             inner = parse_json_output(value)
@@ -274,7 +314,7 @@ def parse_calls(raw: Any) -> ParsedCalls:
             return json_calls
     # Python call syntax before JSON found inside prose: `[f(a={"x": 1})]` holds a JSON object
     # that is an argument, not a call.
-    py = _python_calls(text)
+    py = None if python_read else _python_calls(text)
     if py is not None:
         return py
     if json_calls is not None:
@@ -299,6 +339,15 @@ _LOOKS_LIKE_CALL = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
 
 
 def _python_calls(text: str) -> ParsedCalls | None:
+    calls_py = _python_call_list(text)
+    if calls_py is None:
+        return None
+    return _parsed_calls(tuple(_valid_call(name, args) for c in calls_py for name, args in c.items()), "python")
+
+
+def _python_call_list(text: str) -> list[dict[str, dict[str, Any]]] | None:
+    """The `{name: arguments}` of each call of `text` read as Python call syntax (fences dropped,
+    a bare sequence of calls read as a list), or None when it is not that."""
     body = _strip_fences(text)
     if "(" not in body and "#" not in body and body.strip("[] \t\n\r\f\v\\"):
         # No call without "(", and the only call-free success, an empty list (`[]`, or a
@@ -314,7 +363,7 @@ def _python_calls(text: str) -> ParsedCalls | None:
                 continue
         except (ValueError, TypeError, RecursionError, MemoryError):
             continue
-        return _parsed_calls(tuple(_valid_call(name, args) for c in calls_py for name, args in c.items()), "python")
+        return calls_py
     return None
 
 
@@ -381,13 +430,28 @@ def _whole_key(v: Any, key_fn: Callable[[Any], str | None]) -> str:
 
 
 
+# argument name → its path part (`_key_part`): the names repeat from call to call
+_KEY_PARTS: dict[str, str] = {}
+_KEY_PARTS_MAX = 1 << 14  # bounded: names that never repeat must not fill memory
+
+
+def _new_key_part(k: str) -> str:
+    if len(_KEY_PARTS) >= _KEY_PARTS_MAX:
+        _KEY_PARTS.clear()
+    kp = _KEY_PARTS[k] = _key_part(k)
+    return kp
+
+
 def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) -> dict[str, str]:
     """Flattened argument paths with a value (null / {} / [] leaves are absent)."""
     if key_fn is leaf_key and type(args) is dict:
         # The usual arguments object: string keys, scalar values. Same keys, values and order
         # (`flat_keys` pops its stack, so the last argument comes first) without the stack.
         out: dict[str, str] = {}
+        parts = _KEY_PARTS
         for k, v in reversed(args.items()):
+            if type(k) is not str:
+                return flat_keys(args, key_fn, present_only=True)
             t = type(v)
             if t is str:
                 lk = "s:" + v
@@ -398,19 +462,42 @@ def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) 
             elif t is float:
                 lk = leaf_key(v)
                 if lk[0] == "\x00":
-                    if type(k) is not str:
-                        return flat_keys(args, key_fn, present_only=True)
                     continue
             elif v is None:
                 continue
             else:
                 return flat_keys(args, key_fn, present_only=True)
-            if type(k) is not str:
-                return flat_keys(args, key_fn, present_only=True)
-            out[_key_part(k)] = lk
+            kp = parts.get(k)
+            out[_new_key_part(k) if kp is None else kp] = lk
         return out
     return flat_keys(args, key_fn, present_only=True)
 
+
+def _scalar_keys(args: dict[str, Any]) -> dict[str, str] | None:
+    """`_present_keys(args, leaf_key)` of an object whose values are all text, integers, booleans
+    or null, as a dict equal to it (its order aside); None for any other object (a number with a
+    fraction or exponent, a nested value, a name that is not text)."""
+    out: dict[str, str] = {}
+    parts = _KEY_PARTS
+    for k, v in args.items():
+        t = type(v)
+        if t is str:
+            lk = "s:" + v
+        elif t is int:
+            lk = "n:" + str(v)
+        elif t is bool:
+            lk = "b:1" if v else "b:0"
+        elif v is None:
+            continue
+        else:
+            return None
+        kp = parts.get(k)  # only text is kept there, and text equal to a name has its path
+        if kp is None:
+            if type(k) is not str:
+                return None
+            kp = _new_key_part(k)
+        out[kp] = lk
+    return out
 
 
 def reference_calls(obj: Any, *, possible_answer: bool = False, key_fn: Callable[[Any], str | None] = leaf_key, where: str = "reference") -> tuple[RefCall, ...]:
@@ -703,30 +790,38 @@ def _score_parsed(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, intern
     # argument comparison only where the names agree (the only admissible pairs)
     cmp = [[_compare(r, entry.keys(j, r.whole)) if c.name == r.name else (0, 0, 0) for j, c in enumerate(preds)] for r in refs]
     if n_ref and n_pred and not (n_ref == 1 and n_pred == 1):
-        # Only same-name pairs are admissible, so the assignment splits into one independent
-        # problem per function name; most are 1×1 or 1×k and need no solver.
-        groups: dict[str | None, tuple[list[int], list[int]]] = {}
-        for i, r in enumerate(refs):
-            groups.setdefault(r.name, ([], []))[0].append(i)
-        for j, c in enumerate(preds):
-            if c.name in groups:
-                groups[c.name][1].append(j)
-        for ri, pj in groups.values():
-            if not pj:
-                continue
-            if len(ri) == 1 and len(pj) == 1:
-                pairs.append((ri[0], pj[0]))
-                continue
-            score = [[_pair_score(cmp[i][j]) for j in pj] for i in ri]
-            if len(ri) == 1 or len(pj) == 1:
-                # a single row or column: the optimum is its best cell (the first on ties)
-                flat = [x for row in score for x in row]
-                k = max(range(len(flat)), key=flat.__getitem__)
-                pairs.append((ri[0], pj[k]) if len(ri) == 1 else (ri[k], pj[0]))
-            else:
-                pairs += [(ri[a], pj[b]) for a, b in max_matching(np.array(score), 0.5)]
-        pairs.sort()
+        pairs = _group_pairs([r.name for r in refs], [c.name for c in preds], cmp)
     return _tally(refs, entry, rid, interned, pairs, lambda i, j: cmp[i][j])
+
+
+def _group_pairs(ref_names: Sequence[str | None], pred_names: Sequence[str | None], cmp: Sequence[Sequence[tuple[int, int, int]]]) -> list[tuple[int, int]]:
+    """The optimal one-to-one pairing (sorted) of calls whose names repeat; `cmp[i][j]` is the
+    (tp, fp, fn) of reference call i and predicted call j where their names agree."""
+    # Only same-name pairs are admissible, so the assignment splits into one independent
+    # problem per function name; most are 1×1 or 1×k and need no solver.
+    pairs: list[tuple[int, int]] = []
+    groups: dict[str | None, tuple[list[int], list[int]]] = {}
+    for i, name in enumerate(ref_names):
+        groups.setdefault(name, ([], []))[0].append(i)
+    for j, name in enumerate(pred_names):
+        if name in groups:
+            groups[name][1].append(j)
+    for ri, pj in groups.values():
+        if not pj:
+            continue
+        if len(ri) == 1 and len(pj) == 1:
+            pairs.append((ri[0], pj[0]))
+            continue
+        score = [[_pair_score(cmp[i][j]) for j in pj] for i in ri]
+        if len(ri) == 1 or len(pj) == 1:
+            # a single row or column: the optimum is its best cell (the first on ties)
+            flat = [x for row in score for x in row]
+            k = max(range(len(flat)), key=flat.__getitem__)
+            pairs.append((ri[0], pj[k]) if len(ri) == 1 else (ri[k], pj[0]))
+        else:
+            pairs += [(ri[a], pj[b]) for a, b in max_matching(np.array(score), 0.5)]
+    pairs.sort()
+    return pairs
 
 
 def _tally(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, interned: dict[tuple[int, ...], ToolCallCounts],
@@ -754,6 +849,350 @@ def _tally(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, interned: dic
     counts = _counts(interned, (1, int(valid), int(correct), n_ref, n_pred, sum(1 for c in preds if not c.valid), len(pairs), exact, tp, fp, fn))
     error = parsed.error or next((c.error for c in preds if not c.valid), None)
     return _make_record(rid, valid, correct, parsed.format, tuple(pairs), counts, error)
+
+
+# --------------------------------------------------------------------------------------------
+# plain references (not BFCL possible answers): the scoring loop's direct path
+#
+# A plain reference call accepts exactly one key per argument path and may omit none, so it is
+# its name and its `_present_keys`; a plain reference is the flat tuple (name, keys, name, keys,
+# …). An output whose calls are all valid is `(format, error, names, keys)`, the keys of each call
+# computed once. Compared with a reference call, `_compare` then reduces to tp = the agreeing
+# paths, fp = len(pred) - tp, fn = len(ref) - tp, and a whole argument object that agrees is one
+# dict comparison. Outputs with an invalid call keep the general path (`_ParsedEntry`,
+# `_score_parsed`).
+
+try:  # orjson reads the usual outputs; where it could read other values than json.loads, `loads_fast` decides
+    from orjson import JSONDecodeError as _OrjsonError
+    from orjson import loads as _orjson_loads
+except ImportError:  # pragma: no cover - exercised only without orjson installed
+    _orjson_loads = None
+
+_RECHECK = object()  # orjson's reading may differ from json.loads' here: read the text exactly
+
+
+def _plain_refs(obj: Any, key_fn: Callable[[Any], str | None], rid: str) -> tuple[Any, ...]:
+    """`reference_calls(obj, where=f"reference {rid}")` (not a possible answer) as the flat tuple
+    (name, keys, name, keys, …)."""
+    items = obj if type(obj) is list else (obj,) if type(obj) is dict else None
+    out: list[Any] = []
+    if items is not None:
+        # the usual reference, `{"name", "arguments": {…}}` or a list of them (as in reference_calls)
+        scalar = key_fn is leaf_key
+        if len(items) == 1 and scalar:  # one call: its pair straight away
+            x = items[0]
+            if type(x) is dict and len(x) == 2:
+                name, args = x.get("name"), x.get("arguments")
+                if type(name) is str and type(args) is dict and name.strip():
+                    keys = _scalar_keys(args)
+                    return (name, _present_keys(args, key_fn) if keys is None else keys)
+        for x in items:
+            if type(x) is not dict or len(x) != 2:
+                break
+            name, args = x.get("name"), x.get("arguments")
+            if type(name) is not str or type(args) is not dict or not name.strip():
+                break
+            keys = _scalar_keys(args) if scalar else None
+            out.append(name)
+            out.append(_present_keys(args, key_fn) if keys is None else keys)
+        else:
+            return tuple(out)
+        out = []
+    for r in reference_calls(obj, key_fn=key_fn, where=f"reference {rid}"):
+        out.append(r.name)
+        out.append({p: ok[0] for p, ok in r.accept.items()})
+    return tuple(out)
+
+
+def _ref_calls(ref: tuple[Any, ...]) -> tuple[RefCall, ...]:
+    """The `RefCall`s of a plain reference (what `reference_calls` gives)."""
+    return tuple(RefCall(name=ref[i], accept={p: (k,) for p, k in ref[i + 1].items()}, optional=_NO_OPTIONAL, whole=False)
+                 for i in range(0, len(ref), 2))
+
+
+def _args_keys(raw: Any, key_fn: Callable[[Any], str | None], fast: bool) -> Any:
+    """The keys of the arguments `_args_value` reads from `raw` when it reads an object, else
+    None. `fast`: `raw` and any JSON text in it are read by orjson, and any value orjson may read
+    otherwise than json.loads (a number with a fraction or exponent, which may have been an
+    integer too long for orjson) or any text it refuses gives `_RECHECK`."""
+    if type(raw) is dict:
+        if fast:
+            keys = _scalar_keys(raw)
+            return _RECHECK if keys is None else keys
+        return _present_keys(raw, key_fn)
+    if raw is None:
+        return {}
+    if type(raw) is str:
+        text = raw.strip()
+        if not text:
+            return {}
+        if fast:
+            try:
+                raw = _orjson_loads(text)
+            except _OrjsonError:
+                return _RECHECK
+            if type(raw) is dict:
+                keys = _scalar_keys(raw)
+                return _RECHECK if keys is None else keys
+            return None
+        try:
+            raw = loads_fast(text)
+        except (ValueError, RecursionError):
+            return None
+        if type(raw) is dict:
+            return _present_keys(raw, key_fn)
+    return None
+
+
+def _plain_value(value: Any, key_fn: Callable[[Any], str | None], fast: bool) -> Any:
+    """The entry of the usual JSON shapes, read as `_calls_from_object` reads them: a
+    `{"name", "arguments"}` object or a list of them, or `{"tool_calls": [{"function": …}]}`;
+    None for any other value or a call `_args_value` finds invalid (`_RECHECK`: see `_args_keys`)."""
+    if type(value) is dict:
+        if "name" not in value:
+            if "tool_calls" not in value or "choices" in value:
+                return None
+            items = value["tool_calls"]
+            if items is None:
+                return ("openai", None, (), ())
+            if type(items) is not list:
+                return None
+            names, keys = [], []
+            for item in items:
+                # the checks `_calls_from_object` makes before it reads `function`
+                if type(item) is not dict or "name" in item or "choices" in item or "tool_calls" in item or "function_call" in item:
+                    return None
+                f = item.get("function")
+                if type(f) is not dict or "arguments" not in f:
+                    return None
+                name = f.get("name")
+                if type(name) is not str or not name.strip():
+                    return None
+                k = _args_keys(f["arguments"], key_fn, fast)
+                if k is None or k is _RECHECK:
+                    return k
+                names.append(name)
+                keys.append(k)
+            return ("openai", None, tuple(names), tuple(keys))
+        if len(value) != 2 or "arguments" not in value:
+            return None
+        name = value["name"]
+        if type(name) is not str or not name.strip():
+            return None
+        k = _args_keys(value["arguments"], key_fn, fast)
+        return k if k is None or k is _RECHECK else ("name_arguments", None, (name,), (k,))
+    if type(value) is list:
+        if not value:
+            return ("list", None, (), ())
+        names, keys = [], []
+        for x in value:
+            if type(x) is not dict or len(x) != 2 or "arguments" not in x:
+                return None
+            name = x.get("name")
+            if type(name) is not str or not name.strip():
+                return None
+            k = _args_keys(x["arguments"], key_fn, fast)
+            if k is None or k is _RECHECK:
+                return k
+            names.append(name)
+            keys.append(k)
+        return ("list[name_arguments]", None, tuple(names), tuple(keys))
+    return None
+
+
+def _orjson_args(raw: Any) -> Any:
+    """`_args_keys(raw, leaf_key, fast=True)`, the usual arguments read inline."""
+    if type(raw) is str:
+        # orjson skips only JSON's blanks around the document, where `_args_value` strips any:
+        # text with others around it is refused here and read exactly
+        try:
+            raw = _orjson_loads(raw)
+        except _OrjsonError:
+            return _RECHECK
+        if type(raw) is not dict:
+            return None
+    elif type(raw) is not dict:
+        return {} if raw is None else None
+    keys = _scalar_keys(raw)
+    return _RECHECK if keys is None else keys
+
+
+def _orjson_value(value: Any) -> Any:
+    """`_plain_value(value, leaf_key, fast=True)`, the two commonest shapes first."""
+    if type(value) is dict:
+        if len(value) == 1 and "tool_calls" in value:
+            items = value["tool_calls"]
+            if type(items) is list and len(items) == 1:
+                item = items[0]
+                # the checks `_calls_from_object` makes before it reads `function`
+                if type(item) is dict and "name" not in item and "choices" not in item and "tool_calls" not in item and "function_call" not in item:
+                    f = item.get("function")
+                    if type(f) is dict and "arguments" in f:
+                        name = f.get("name")
+                        if type(name) is str and name.strip():
+                            args = f["arguments"]
+                            if type(args) is str:  # the usual: JSON text (`_orjson_args`, inline)
+                                try:
+                                    args = _orjson_loads(args)
+                                except _OrjsonError:
+                                    return _RECHECK
+                                if type(args) is not dict:
+                                    return None
+                                k = _scalar_keys(args)
+                                return _RECHECK if k is None else ("openai", None, (name,), (k,))
+                            k = _orjson_args(args)
+                            return k if k is None or k is _RECHECK else ("openai", None, (name,), (k,))
+        elif len(value) == 2 and "arguments" in value:
+            name = value.get("name")
+            if type(name) is str and name.strip():
+                args = value["arguments"]
+                if type(args) is dict:  # the usual: an object (`_orjson_args`, inline)
+                    k = _scalar_keys(args)
+                    return _RECHECK if k is None else ("name_arguments", None, (name,), (k,))
+                k = _orjson_args(args)
+                return k if k is None or k is _RECHECK else ("name_arguments", None, (name,), (k,))
+    return _plain_value(value, leaf_key, True)
+
+
+def _plain_entry(parsed: ParsedCalls, key_fn: Callable[[Any], str | None]) -> Any:
+    """The entry of parsed calls: plain when every call is valid, else a `_ParsedEntry`."""
+    calls = parsed.calls
+    for c in calls:
+        if c.error is not None:
+            return _ParsedEntry(parsed, key_fn)
+    return (parsed.format, parsed.error, tuple(c.name for c in calls), tuple(_present_keys(c.args, key_fn) for c in calls))  # type: ignore[arg-type]
+
+
+def _output_entry(raw: str, key_fn: Callable[[Any], str | None]) -> Any:
+    """`_plain_entry(parse_calls(raw))` of an output string, the usual shapes read directly."""
+    text = raw.strip()
+    if not text:
+        return ("none", "empty output", (), ())
+    looks_like_call = text[0] != "{" and _LOOKS_LIKE_CALL.match(text) is not None
+    if looks_like_call:
+        # without a fence (no backtick at either end) `_python_call_list` reads the text itself,
+        # the simple reader first
+        calls_py = _simple_calls(text) if text[0] != "`" and text[-1] != "`" else None
+        if calls_py is None:
+            calls_py = _python_call_list(text)
+        if calls_py is not None:
+            scalar = key_fn is leaf_key
+            names, keys = [], []
+            for c in calls_py:
+                for name, args in c.items():
+                    names.append(name)
+                    k = _scalar_keys(args) if scalar else None
+                    keys.append(_present_keys(args, key_fn) if k is None else k)
+            return ("python", None, tuple(names), tuple(keys))
+    closing = _CLOSING.get(text[0])
+    if closing is not None and text[-1] != closing:  # `_cut_short`
+        return _plain_entry(_calls_after_json(text, _NOT_WHOLE, python_read=looks_like_call), key_fn)
+    value = _NO_VALUE
+    if _orjson_loads is not None and key_fn is leaf_key:
+        try:
+            fast = _orjson_loads(text)
+        except _OrjsonError:
+            return _plain_entry(_calls_after_json(text, _ORJSON_REFUSED, python_read=looks_like_call), key_fn)
+        got = _orjson_value(fast)
+        if type(got) is tuple:
+            return got
+        if _LONG_DIGITS.search(text) is None:
+            value = fast  # what loads_fast reads: orjson's value
+    if value is _NO_VALUE:
+        try:
+            value = loads_fast(text)
+        except (ValueError, RecursionError, MemoryError):
+            pass
+    if value is not _NO_VALUE and type(value) is not str:
+        got = _plain_value(value, key_fn, False)
+        if got is not None:
+            return got
+    return _plain_entry(_calls_after_json(text, value, python_read=looks_like_call), key_fn)
+
+
+def _score_plain(refs: tuple[Any, ...], entry: tuple[Any, ...], rid: str, interned: dict[tuple[int, ...], ToolCallCounts],
+                 pair_cache: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]) -> ToolCallRecord:
+    """`_score_parsed` of a plain reference and an output entry, which is plain when its calls are
+    all valid (else the general path scores it)."""
+    if type(entry) is not tuple:
+        return _score_parsed(_ref_calls(refs), entry, rid, interned)
+    fmt, error, names, keys = entry
+    n_pred = len(names)
+    valid = error is None
+    if n_pred == 1 and len(refs) == 2 and names[0] == refs[0]:
+        rk, pk = refs[1], keys[0]
+        if pk == rk:
+            counts = interned.get(key := (1, 1, 1, 1, 1, 0, 1, 1, len(rk), 0, 0) if valid else (1, 0, 0, 1, 1, 0, 1, 1, len(rk), 0, 0))
+            if counts is None:
+                counts = _counts(interned, key)
+            rec = _new(ToolCallRecord)
+            s_id, s_valid, s_correct, s_format, s_pairs, s_counts, s_error = _RECORD_SET
+            s_id(rec, rid)
+            s_valid(rec, valid)
+            s_correct(rec, valid)
+            s_format(rec, fmt)
+            s_pairs(rec, _PAIR_00)
+            s_counts(rec, counts)
+            s_error(rec, error)
+            return rec
+        tp = 0
+        for p, k in rk.items():
+            if pk.get(p) == k:
+                tp += 1
+        return _make_record(rid, valid, False, fmt, _PAIR_00, _counts(interned, (1, int(valid), 0, 1, 1, 0, 1, 0, tp, len(pk) - tp, len(rk) - tp)), error)
+    n_ref = len(refs) >> 1
+    ref_names = refs[::2]
+    tp = fp = fn = exact = 0
+    pairs: list[tuple[int, int]] = []
+    if len(set(names)) == n_pred and len(set(ref_names)) == n_ref:
+        # no name repeats on either side: each same-name pair is the only one its calls can form,
+        # so the assignment would pair exactly these (in reference order)
+        fp = sum(map(len, keys))  # less the keys of each paired predicted call below
+        for i in range(n_ref):
+            rk = refs[2 * i + 1]
+            name = ref_names[i]
+            if name not in names:
+                fn += len(rk)
+                continue
+            j = names.index(name)
+            pairs.append((i, j))
+            pk = keys[j]
+            fp -= len(pk)
+            if pk == rk:
+                tp += len(rk)
+                exact += 1
+                continue
+            a, b, c = _plain_compare(rk, pk)
+            tp, fp, fn = tp + a, fp + b, fn + c
+    else:
+        cmp = [[_plain_compare(refs[2 * i + 1], keys[j]) if names[j] == ref_names[i] else (0, 0, 0) for j in range(n_pred)] for i in range(n_ref)]
+        if n_ref and n_pred:
+            pairs = _group_pairs(ref_names, names, cmp)
+        paired_ref, paired_pred = set(), set()
+        for i, j in pairs:
+            a, b, c = cmp[i][j]
+            tp, fp, fn = tp + a, fp + b, fn + c
+            if b == 0 and c == 0:
+                exact += 1
+            paired_ref.add(i)
+            paired_pred.add(j)
+        fn += sum(len(refs[2 * i + 1]) for i in range(n_ref) if i not in paired_ref)
+        fp += sum(len(keys[j]) for j in range(n_pred) if j not in paired_pred)
+    correct = valid and n_pred == n_ref and exact == n_ref
+    counts = _counts(interned, (1, int(valid), int(correct), n_ref, n_pred, 0, len(pairs), exact, tp, fp, fn))
+    pair_key = tuple(pairs)
+    return _make_record(rid, valid, correct, fmt, pair_cache.setdefault(pair_key, pair_key), counts, error)
+
+
+def _plain_compare(rk: dict[str, str], pk: dict[str, str]) -> tuple[int, int, int]:
+    """`_compare` of a plain reference call's keys and a predicted call's keys."""
+    if pk == rk:
+        return len(rk), 0, 0
+    tp = 0
+    for p, k in rk.items():
+        if pk.get(p) == k:
+            tp += 1
+    return tp, len(pk) - tp, len(rk) - tp
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -852,9 +1291,15 @@ def score_toolcalls(
     config = config or ToolCallConfig()
     key_fn = config.key_fn()
     ids = natural_sorted(truth)
+    plain = not possible_answer  # plain references: the direct path (`_score_plain`)
     with paused_gc():
-        ref_list, ref_slots, _ = _reference_slots(truth, ids, possible_answer, key_fn)
-    refs = dict(zip(ids, ref_list)) if similarity else {}
+        ref_list, ref_slots, _ = _reference_slots(truth, ids, possible_answer, key_fn, plain=plain)
+    refs = dict(zip(ids, map(_ref_calls, ref_list) if plain else ref_list)) if similarity else {}
+    # an output's entry and the scoring of an entry against a reference
+    read: Callable[[str, Callable[[Any], str | None]], Any] = _output_entry if plain else _general_entry
+    score: Callable[..., ToolCallRecord] = _score_plain if plain else _score_general
+    entry_of: Callable[[ParsedCalls, Callable[[Any], str | None]], Any] = _plain_entry if plain else _ParsedEntry
+    pair_cache: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
     results: dict[str, ToolCallModelResult] = {}
     records: dict[str, tuple[ToolCallRecord, ...]] = {}
     interned: dict[tuple[int, ...], ToolCallCounts] = {}
@@ -865,15 +1310,18 @@ def score_toolcalls(
         recs: list[ToolCallRecord] = []
         append = recs.append
         running = [0, 0, 0]  # records, valid, correct: what the progress line shows
-        # per model: one parse per distinct output string (bounded: outputs that never repeat
-        # must not hold every parsed output in memory)
-        parsed_cache: dict[str, _ParsedEntry] = {}
+        # per model: the reading of each output string met again with another reference
+        # (bounded: outputs that never repeat must not hold every parsed output in memory)
+        parsed_cache: dict[str, Any] = {}
         # output string → the record it first got and the reference tuple it was scored against
         # (the tuples are shared per distinct reference): the same output against the same
         # reference has the same verdict. An output met again with another reference goes to
-        # `other`, keyed by (output, that reference's number).
+        # `other`, keyed by (output, that reference's number). Both are left, as the reference
+        # cache is, when few of the first outputs repeat (`_CACHE_PROBE`): each output is then
+        # read and scored on its own.
+        cached, repeats, probe_at = True, 0, _CACHE_PROBE
         seen_rec: dict[str, ToolCallRecord] = {}
-        seen_ref: dict[str, tuple[RefCall, ...]] = {}
+        seen_ref: dict[str, Any] = {}
         other: dict[tuple[str, int], ToolCallRecord] = {}
         failed: list[str] = []
         missing_ids: list[str] = []
@@ -882,14 +1330,26 @@ def score_toolcalls(
             for k, (i, ref, slot) in enumerate(zip(ids, ref_list, ref_slots), start=1):
                 raw = get(i, missing)
                 if type(raw) is str:
-                    seen = seen_rec.get(raw)
-                    if seen is None:
-                        rec = seen_rec[raw] = _score_parsed(ref, _parsed_entry(parsed_cache, raw, key_fn), i, interned)
+                    if not cached:
+                        rec = score(ref, read(raw, key_fn), i, interned, pair_cache)
+                        seen = None
+                    elif (seen := seen_rec.get(raw)) is None:
+                        # first met: read here; `parsed_cache` keeps the reading only for an
+                        # output met again with another reference
+                        rec = seen_rec[raw] = score(ref, read(raw, key_fn), i, interned, pair_cache)
                         seen_ref[raw] = ref
-                    elif seen_ref[raw] is not ref:
-                        seen = other.get((raw, slot))
-                        if seen is None:
-                            rec = other[raw, slot] = _score_parsed(ref, _parsed_entry(parsed_cache, raw, key_fn), i, interned)
+                        if k >= probe_at:
+                            probe_at = len(ids) + 1
+                            if repeats < _CACHE_PROBE // _CACHE_PROBE_HITS:
+                                cached = False
+                                seen_rec.clear()
+                                seen_ref.clear()
+                    else:
+                        repeats += 1
+                        if seen_ref[raw] is not ref:
+                            seen = other.get((raw, slot))
+                            if seen is None:
+                                rec = other[raw, slot] = score(ref, _parsed_entry(parsed_cache, raw, key_fn, read), i, interned, pair_cache)
                     if seen is not None:
                         rec = new(ToolCallRecord)
                         s_id(rec, i)
@@ -900,10 +1360,10 @@ def score_toolcalls(
                         s_counts(rec, seen.counts)
                         s_error(rec, seen.error)
                 elif raw is missing:
-                    rec = replace(_score_parsed(ref, _ParsedEntry(parse_calls(None), key_fn), i, interned), error="no output for this id")
+                    rec = replace(score(ref, entry_of(parse_calls(None), key_fn), i, interned, pair_cache), error="no output for this id")
                     missing_ids.append(i)
                 else:
-                    rec = _score_parsed(ref, _ParsedEntry(parse_calls(raw), key_fn), i, interned)
+                    rec = score(ref, entry_of(parse_calls(raw), key_fn), i, interned, pair_cache)
                 if not rec.correct:
                     failed.append(i)
                 append(rec)
@@ -913,18 +1373,13 @@ def score_toolcalls(
                     running[2] += rec.correct
                     n = running[0]
                     progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
-        del parsed_cache, seen_rec, seen_ref, other
-        # sum each distinct (shared) counts object once, weighted by how many records hold it
-        multiplicity: dict[int, list[Any]] = {}
-        formats: dict[str, int] = {}
-        for r in recs:
-            slot_ = multiplicity.get(id(r.counts))
-            if slot_ is None:
-                multiplicity[id(r.counts)] = [r.counts, 1]
-            else:
-                slot_[1] += 1
-            formats[r.format] = formats.get(r.format, 0) + 1
-        total = ToolCallCounts(**{f: sum(getattr(c, f) * n for c, n in multiplicity.values()) for f in _COUNT_FIELDS})
+            del parsed_cache, seen_rec, seen_ref, other
+        # sum each distinct (shared, from `interned`) counts object once, weighted by how many
+        # records hold it
+        distinct = {id(c): c for c in interned.values()}
+        multiplicity = Counter(map(id, map(_COUNTS_OF, recs)))
+        formats = Counter(map(_FORMAT_OF, recs))
+        total = ToolCallCounts(**{f: sum(getattr(distinct[c], f) * n for c, n in multiplicity.items()) for f in _COUNT_FIELDS})
         extended = {}
         for metric, backend in sorted((similarity or {}).items()):
             pred_texts, ref_texts = [], []
@@ -971,20 +1426,32 @@ _MISSING = object()
 _PARSED_CACHE_MAX = 1 << 13
 
 
-def _parsed_entry(cache: dict[str, _ParsedEntry], raw: str, key_fn: Callable[[Any], str | None]) -> _ParsedEntry:
-    """The parsed output `raw` from the per-model cache, parsed on first use. The cache is
+_COUNTS_OF = attrgetter("counts")
+_FORMAT_OF = attrgetter("format")
+
+
+def _parsed_entry(cache: dict[str, Any], raw: str, key_fn: Callable[[Any], str | None], read: Callable[[str, Callable[[Any], str | None]], Any]) -> Any:
+    """The entry `read(raw, key_fn)` from the per-model cache, read on first use. The cache is
     emptied when full: outputs that never repeat must not hold every parse in memory."""
     entry = cache.get(raw)
     if entry is None:
         if len(cache) >= _PARSED_CACHE_MAX:
             cache.clear()
-        entry = cache[raw] = _ParsedEntry(parse_calls(raw), key_fn)
+        entry = cache[raw] = read(raw, key_fn)
     return entry
 
 
+def _general_entry(raw: str, key_fn: Callable[[Any], str | None]) -> _ParsedEntry:
+    return _ParsedEntry(parse_calls(raw), key_fn)
+
+
+def _score_general(refs: Sequence[RefCall], entry: _ParsedEntry, rid: str, interned: dict[tuple[int, ...], ToolCallCounts], pair_cache: Any) -> ToolCallRecord:
+    return _score_parsed(refs, entry, rid, interned)
+
+
 def _reference_slots(
-    truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool, key_fn: Callable[[Any], str | None]
-) -> tuple[list[tuple[RefCall, ...]], list[int], int]:
+    truth: Mapping[str, Any], ids: Sequence[str], possible_answer: bool, key_fn: Callable[[Any], str | None], *, plain: bool = False
+) -> tuple[list[Any], list[int], int]:
     """`reference_calls` of every record in `ids` order, each distinct reference value read once,
     with the number of that distinct reference (0, 1, …) per record and how many there are.
 
@@ -994,32 +1461,63 @@ def _reference_slots(
     `"1"`, lists / tuples, int / str keys); any other value is keyed by its `repr`, as before. A
     reference that raises is never cached, so each bad record is still named in its own error. A
     value nested too deeply for `repr` is read uncached, so `reference_calls` reports it as it
-    would without the cache.
+    would without the cache. With `plain` (never with `possible_answer`) each reference is
+    `_plain_refs`' reading of it instead of its `RefCall`s.
+
+    The cache costs more than it saves when references seldom repeat (a key per record, to look
+    up and keep): when fewer than one in `_CACHE_PROBE_HITS` of the first `_CACHE_PROBE`
+    references was met before, the rest are read one by one, each its own number.
     """
-    cache: dict[str | bytes, tuple[tuple[RefCall, ...], int]] = {}
-    out: list[tuple[RefCall, ...]] = []
+    cache: dict[str | bytes, int] = {}  # key → the number of its distinct reference
+    distinct: list[Any] = []  # number → reading
+    out: list[Any] = []
+
+    def read(obj: Any, rid: str) -> Any:
+        if plain:
+            return _plain_refs(obj, key_fn, rid)
+        return reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {rid}")
+
     slots: list[int] = []
     n_slots = 0
     dumps = marshal.dumps
-    for i in ids:
+    for n, i in enumerate(ids):
         obj = truth[i]
+        if n == _CACHE_PROBE and n - n_slots < _CACHE_PROBE // _CACHE_PROBE_HITS:
+            break  # the rest below, uncached
         try:
             key: str | bytes = dumps(obj)
         except ValueError:  # a subclass or another type marshal does not write, or too deep
             try:
                 key = repr(obj)
             except RecursionError:
-                out.append(reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}"))
+                distinct.append(read(obj, i))  # a number of its own, never looked up
+                out.append(distinct[n_slots])
                 slots.append(n_slots)
                 n_slots += 1
                 continue
         got = cache.get(key)
         if got is None:
-            got = cache[key] = (reference_calls(obj, possible_answer=possible_answer, key_fn=key_fn, where=f"reference {i}"), n_slots)
+            distinct.append(read(obj, i))
+            got = cache[key] = n_slots
             n_slots += 1
-        out.append(got[0])
-        slots.append(got[1])
-    return out, slots, n_slots
+        out.append(distinct[got])
+        slots.append(got)
+    else:
+        return out, slots, n_slots
+    del cache, distinct
+    if plain:
+        out += [_plain_refs(truth[i], key_fn, i) for i in ids[len(out):]]
+    else:
+        out += [read(truth[i], i) for i in ids[len(out):]]
+    n_read = len(out) - len(slots)
+    slots += range(n_slots, n_slots + n_read)
+    return out, slots, n_slots + n_read
+
+
+# A cache of readings keyed by value is left once the first `_CACHE_PROBE` values show fewer
+# than one repeat in `_CACHE_PROBE_HITS`.
+_CACHE_PROBE = 4096
+_CACHE_PROBE_HITS = 8
 
 
 def _ref_args(obj: Any, n: int) -> Any:
