@@ -555,25 +555,26 @@ def reference_walk(reference: Any) -> tuple[dict[str, str], int]:
     return keys, _REF_NO_SHORTCUT | (_REF_ABSENT if any(k[0] == "\x00" for k in keys.values()) else 0)
 
 
-# (keys of an object, or a list's length; the types of its items) → (plan number, positions of
-# the numbers, positions of the containers, `_REF_*` flags its types alone decide): the
-# reference profile walk's cache. Plan numbers are never reused (profile keys made of them stay
-# unique across a clearing of the cache).
-_SHAPE_PLANS: dict[tuple[Any, tuple[type, ...]], tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
+# (keys of an object, or a list's length; the types of its items) → (plan number, keys or
+# indices of the numbers, keys or indices of the containers, `_REF_*` flags its types alone
+# decide): the cache of `_shape_walk`. Plan numbers are never reused (profile keys made of them
+# stay unique across a clearing of the cache).
+_SHAPE_PLANS: dict[tuple[Any, tuple[type, ...]], tuple[int, tuple[Any, ...], tuple[Any, ...], int]] = {}
 _PLAN_NUMBERS = count()
 _NONE_TYPE = type(None)
 
 
-def _shape_plan(sk: tuple[Any, tuple[type, ...]]) -> tuple[int, tuple[int, ...], tuple[int, ...], int]:
+def _shape_plan(sk: tuple[Any, tuple[type, ...]]) -> tuple[int, tuple[Any, ...], tuple[Any, ...], int]:
     keys, types = sk
-    nums: list[int] = []
-    conts: list[int] = []
+    at = keys if type(keys) is tuple else range(keys)
+    nums: list[Any] = []
+    conts: list[Any] = []
     flags = _REF_IRREGULAR if type(keys) is tuple and any(type(k) is not str for k in keys) else 0
-    for i, t in enumerate(types):
+    for k, t in zip(at, types):
         if t is int or t is float:
-            nums.append(i)
+            nums.append(k)
         elif t is dict or t is list or t is tuple:
-            conts.append(i)
+            conts.append(k)
         elif t is bool:
             flags |= _REF_BOOL
         elif t is _NONE_TYPE:
@@ -589,35 +590,33 @@ def _shape_plan(sk: tuple[Any, tuple[type, ...]]) -> tuple[int, tuple[int, ...],
 def _shape_walk(v: Any, parts: list[int]) -> int:
     """A reference's profile key, without its flattened keys: appends to `parts` the plan number
     of each non-empty container (keys or length, and the types of the items) in document order,
-    a mark `-1 - 2i` after it for a NaN item `i` and `-2 - 2i` in place of an empty container
-    item `i`; returns the `_REF_*` flags. Two references with the same parts have the same paths
-    and the same absent leaves. `_REF_IRREGULAR` (a leaf of another type, a key that is not a
-    `str`) asks for the flattening walk instead."""
+    a mark `-1 - 2p` after it for a NaN at its `p`-th number and `-2 - 2p` in place of its `p`-th
+    container when empty; returns the `_REF_*` flags. Two references with the same parts have the
+    same paths and the same absent leaves. `_REF_IRREGULAR` (a leaf of another type, a key that
+    is not a `str`) asks for the flattening walk instead."""
     if type(v) is dict:
-        vals: Any = tuple(v.values())
-        sk: tuple[Any, tuple[type, ...]] = (tuple(v), tuple(map(type, vals)))
+        sk: tuple[Any, tuple[type, ...]] = (tuple(v), tuple(map(type, v.values())))
     else:
-        vals = v
         sk = (len(v), tuple(map(type, v)))
     plan = _SHAPE_PLANS.get(sk)
     if plan is None:
         plan = _shape_plan(sk)
     number, nums, conts, flags = plan
     parts.append(number)
-    for i in nums:
-        x = vals[i]
+    for k in nums:
+        x = v[k]
         if not -1e16 < x < 1e16:
             if x != x:
-                parts.append(-1 - 2 * i)
+                parts.append(-1 - 2 * nums.index(k))
                 flags |= _REF_ABSENT
             else:
                 flags |= _REF_NO_SHORTCUT
-    for i in conts:
-        x = vals[i]
+    for k in conts:
+        x = v[k]
         if x:
             flags |= _shape_walk(x, parts)
         else:
-            parts.append(-2 - 2 * i)
+            parts.append(-2 - 2 * conts.index(k))
             flags |= _REF_ABSENT
     return flags
 
@@ -1025,7 +1024,7 @@ class _References:
     __slots__ = ("values", "flags", "pids", "tables", "n_present", "_keys")
 
     def __init__(self, truth: Mapping[str, Any], ids: Sequence[str]) -> None:
-        self.values = values = [truth[i] for i in ids]
+        self.values = values = list(map(truth.__getitem__, ids))
         self.flags: list[int] = []
         self.pids: list[int] = []
         self.tables: list[dict[str, int]] = []
@@ -1074,10 +1073,6 @@ class _References:
         return rk
 
 
-class _Unpaired(Exception):
-    """Two documents `_diff_keys` does not walk side by side (not both non-empty objects or arrays)."""
-
-
 def _put_keys(out: dict[str, str], path: str, x: Any) -> None:
     """The flattened keys of `x` under `path` into `out` (a leaf: its one key)."""
     t = type(x)
@@ -1085,14 +1080,6 @@ def _put_keys(out: dict[str, str], path: str, x: Any) -> None:
         _flat_walk(out, path, x, False)
     else:
         out[path] = leaf_key(x)
-
-
-def _same_text(a: Any, b: Any) -> bool:
-    """orjson writes `a` and `b` as the same text (False where it writes neither)."""
-    try:
-        return _orjson is not None and _orjson.dumps(a) == _orjson.dumps(b)
-    except (TypeError, ValueError, RecursionError):
-        return False
 
 
 def _diff_keys(r: Any, p: Any, path: str, rd: dict[str, str], pd: dict[str, str], hazard: bool) -> None:
@@ -1107,6 +1094,7 @@ def _diff_keys(r: Any, p: Any, path: str, rd: dict[str, str], pd: dict[str, str]
     meets a number (`True == 1`): with `hazard` (a boolean in either document) equal leaves must
     also be of one type, and equal containers written alike by orjson. (An output float orjson
     made of an integer beyond 64 bits equals no key of such a reference, read either way.)"""
+    dumps = _orjson.dumps  # type: ignore[union-attr]
     if type(r) is dict:
         get = p.get
         shared = 0
@@ -1116,40 +1104,54 @@ def _diff_keys(r: Any, p: Any, path: str, rd: dict[str, str], pd: dict[str, str]
                 _put_keys(rd, path + "." + _key_part(k) if path else _key_part(k), a)
                 continue
             shared += 1
-            if not (a == b and (not hazard or _strictly_equal(a, b))):
-                _diff_item(a, b, path + "." + _key_part(k) if path else _key_part(k), rd, pd, hazard)
+            if a == b:
+                if not hazard:
+                    continue
+                ta = type(a)
+                if ta is type(b):
+                    if ta is not dict and ta is not list and ta is not tuple:
+                        continue
+                    try:
+                        if dumps(a) == dumps(b):
+                            continue
+                    except (TypeError, ValueError, RecursionError):
+                        pass
+            _diff_pair(a, b, path + "." + _key_part(k) if path else _key_part(k), rd, pd, hazard)
         if shared != len(p):  # keys only the output has
             for k, b in p.items():
                 if k not in r:
                     _put_keys(pd, path + "." + _key_part(k) if path else _key_part(k), b)
         return
-    nr, np_ = len(r), len(p)
-    for j in range(min(nr, np_)):
-        a, b = r[j], p[j]
-        if not (a == b and (not hazard or _strictly_equal(a, b))):
-            _diff_item(a, b, f"{path}[{j}]", rd, pd, hazard)
-    for j in range(np_, nr):
+    j = -1
+    for j, (a, b) in enumerate(zip(r, p)):
+        if a == b:
+            if not hazard:
+                continue
+            ta = type(a)
+            if ta is type(b):
+                if ta is not dict and ta is not list and ta is not tuple:
+                    continue
+                try:
+                    if dumps(a) == dumps(b):
+                        continue
+                except (TypeError, ValueError, RecursionError):
+                    pass
+        _diff_pair(a, b, f"{path}[{j}]", rd, pd, hazard)
+    for j in range(j + 1, len(r)):
         _put_keys(rd, f"{path}[{j}]", r[j])
-    for j in range(nr, np_):
+    for j in range(j + 1, len(p)):
         _put_keys(pd, f"{path}[{j}]", p[j])
 
 
-def _strictly_equal(a: Any, b: Any) -> bool:
-    """Two items already equal by `==` have equal flattened keys even where booleans are about:
-    leaves of one type, containers orjson writes alike."""
-    ta = type(a)
-    if ta is dict or ta is list or ta is tuple:
-        return _same_text(a, b)
-    return ta is type(b)
-
-
-def _diff_item(a: Any, b: Any, cp: str, rd: dict[str, str], pd: dict[str, str], hazard: bool) -> None:
+def _diff_pair(a: Any, b: Any, path: str, rd: dict[str, str], pd: dict[str, str], hazard: bool) -> None:
+    """Two items that differ at `path`: side by side if both are non-empty objects or arrays,
+    else the keys of each."""
     ta, tb = type(a), type(b)
     if ((ta is dict and tb is dict) or ((ta is list or ta is tuple) and (tb is list or tb is tuple))) and a and b:
-        _diff_keys(a, b, cp, rd, pd, hazard)
+        _diff_keys(a, b, path, rd, pd, hazard)
     else:
-        _put_keys(rd, cp, a)
-        _put_keys(pd, cp, b)
+        _put_keys(rd, path, a)
+        _put_keys(pd, path, b)
 
 
 _COUNT_FIELDS = tuple(f.name for f in fields(StructuredCounts))
@@ -1180,69 +1182,65 @@ def _score_model_exact(
     n_present = refs.n_present
     tp_mult = [0] * len(tables)
     fn_mult = [0] * len(tables)
-    codes: list[int] = []
-    tps: list[int] = []
-    fps: list[int] = []
-    fns: list[int] = []
+    total = len(ids)
+    # the columns of the records, written where not 0
+    codes = [0] * total
+    tps = [0] * total
+    fps = [0] * total
+    fns = [0] * total
     errors: dict[int, str] = {}
-    add_code, add_tp, add_fp, add_fn = codes.append, tps.append, fps.append, fns.append
     n_valid = n_extracted = n_exact = sum_tp = sum_fp = sum_fn = n_missing = 0
     running = [0] * 8
-    total = len(ids)
     missing = _ABSENT
-    no_shortcut = _REF_NO_SHORTCUT if dumps is not None else -1
+    # a reference `_diff_keys` may compare side by side (none without orjson)
+    irregular = _REF_NO_SHORTCUT if dumps is not None else -1
     json_start = JSON_START
-    text = ""
     for n, (i, ref, rflags, pid) in enumerate(zip(ids, refs.values, refs.flags, refs.pids)):
         raw = preds.get(i, missing)
         value: Any = missing
-        error = None
-        extracted = False
-        if raw is missing:
-            error = "no output for this id"
-            n_missing += 1
-        elif type(raw) is str and fast_loads is not None:
+        extracted = from_orjson = False
+        if type(raw) is str and fast_loads is not None:
             text = raw.strip()
             if text and text[0] in json_start:  # else no parser reads it whole (a fence, prose)
                 try:
                     value = fast_loads(text)
+                    from_orjson = True
                 except fast_error:
                     pass
-        from_orjson = value is not missing
-        if value is missing and error is None:
-            # orjson has refused the text (if it was one): `json` reads it
-            parsed = parse_json_text(text, loads_std_any_depth) if fast_loads is not None and type(raw) is str and text else parse_json_output(raw)
-            if parsed.ok:
-                value, extracted = parsed.value, parsed.extracted
+        if not from_orjson:
+            if raw is missing:
+                error = "no output for this id"
+                n_missing += 1
             else:
-                error = parsed.error or "not valid JSON"
-        if value is missing:
-            fn_mult[pid] += 1
-            fn = n_present[pid]
-            sum_fn += fn
-            add_code(0)
-            add_tp(0)
-            add_fp(0)
-            add_fn(fn)
-            errors[n] = error  # type: ignore[assignment]
-            if progress is not None:
-                running[0] += 1
-                progress(n + 1, total, model, _RunningRates(running))
-            continue
+                # orjson has refused the text (if it was one): `json` reads it
+                parsed = parse_json_text(text, loads_std_any_depth) if fast_loads is not None and type(raw) is str and text else parse_json_output(raw)
+                if parsed.ok:
+                    value, extracted = parsed.value, parsed.extracted
+                else:
+                    error = parsed.error or "not valid JSON"
+            if value is missing:
+                fn_mult[pid] += 1
+                fn = n_present[pid]
+                sum_fn += fn
+                fns[n] = fn
+                errors[n] = error
+                if progress is not None:
+                    running[0] += 1
+                    progress(n + 1, total, model, _RunningRates(running))
+                continue
         n_valid += 1
-        n_extracted += extracted
         tp_mult[pid] += 1
         tp = n_present[pid]
         exact = False
         rd: dict[str, str] | None = None
         pd: dict[str, str] | None = None
-        if dumps is not None and type(raw) is str and not rflags & _REF_NO_SHORTCUT:
+        if not rflags & irregular and type(raw) is str:
             # a regular reference: written alike by orjson is the same document (`==` as well for
             # an output `json` read: orjson writes its NaN and Infinity as null); else the two are
             # compared side by side (orjson refuses to write a document nested deeper than 255
             # levels, or an integer beyond 64 bits)
             try:
-                exact = dumps(value) == dumps(ref) and (from_orjson or value == ref)
+                exact = dumps(value) == dumps(ref) and (from_orjson or value == ref)  # type: ignore[misc]
             except (TypeError, ValueError, RecursionError):
                 exact = False
             if not exact:
@@ -1274,21 +1272,19 @@ def _score_model_exact(
         if exact:
             n_exact += 1
             sum_tp += tp
-            add_code(5 if not extracted else 7)
-            add_tp(tp)
-            add_fp(0)
-            add_fn(0)
+            tps[n] = tp
+            codes[n] = 7 if extracted else 5
         else:
             # `compare_flat` by difference: the profile counts every present reference path as a
             # TP; only the items the two maps do not share are looked at one by one
             fp = fn = 0
-            for p, k in rd.items() - pd.items():
+            for p, k in rd.items() - pd.items():  # type: ignore[union-attr]
                 if k[0] == "\x00":
                     continue
                 slot = per_field.get(generic_path(p))
                 if slot is None:
                     slot = per_field[generic_path(p)] = [0, 0, 0]
-                q = pd.get(p)
+                q = pd.get(p)  # type: ignore[union-attr]
                 tp -= 1
                 slot[0] -= 1
                 fn += 1
@@ -1296,10 +1292,10 @@ def _score_model_exact(
                 if q is not None and q[0] != "\x00":
                     fp += 1
                     slot[1] += 1
-            for p, q in pd.items() - rd.items():
+            for p, q in pd.items() - rd.items():  # type: ignore[union-attr]
                 if q[0] == "\x00":
                     continue
-                k = rd.get(p)
+                k = rd.get(p)  # type: ignore[union-attr]
                 if k is None or k[0] == "\x00":
                     fp += 1
                     slot = per_field.get(generic_path(p))
@@ -1309,14 +1305,15 @@ def _score_model_exact(
             sum_tp += tp
             sum_fp += fp
             sum_fn += fn
-            add_code(1 if not extracted else 3)
-            add_tp(tp)
-            add_fp(fp)
-            add_fn(fn)
+            tps[n] = tp
+            fps[n] = fp
+            fns[n] = fn
+            codes[n] = 3 if extracted else 1
+        n_extracted += extracted
         if progress is not None:
             running[0] += 1
             running[1] += 1
-            running[4] += codes[-1] >> 2
+            running[4] += exact
             progress(n + 1, total, model, _RunningRates(running))
     for pid, table in enumerate(tables):
         a, b = tp_mult[pid], fn_mult[pid]
@@ -1329,7 +1326,7 @@ def _score_model_exact(
             slot[0] += a * c
             slot[2] += b * c
     recs = StructuredRecords(ids, codes, tps, fps, fns, errors)
-    return recs, [len(codes), n_valid, n_valid - n_extracted, n_extracted, n_exact, sum_tp, sum_fp, sum_fn], n_missing
+    return recs, [total, n_valid, n_valid - n_extracted, n_extracted, n_exact, sum_tp, sum_fp, sum_fn], n_missing
 
 
 class _RunningRates(Mapping[str, float]):
