@@ -1122,7 +1122,6 @@ def _diff_keys(r: Any, p: Any, path: str, rd: dict[str, str], pd: dict[str, str]
                 if k not in r:
                     _put_keys(pd, path + "." + _key_part(k) if path else _key_part(k), b)
         return
-    j = -1
     for j, (a, b) in enumerate(zip(r, p)):
         if a == b:
             if not hazard:
@@ -1137,9 +1136,10 @@ def _diff_keys(r: Any, p: Any, path: str, rd: dict[str, str], pd: dict[str, str]
                 except (TypeError, ValueError, RecursionError):
                     pass
         _diff_pair(a, b, f"{path}[{j}]", rd, pd, hazard)
-    for j in range(j + 1, len(r)):
+    shared = min(len(r), len(p))
+    for j in range(shared, len(r)):  # items only the reference has
         _put_keys(rd, f"{path}[{j}]", r[j])
-    for j in range(j + 1, len(p)):
+    for j in range(shared, len(p)):  # items only the output has
         _put_keys(pd, f"{path}[{j}]", p[j])
 
 
@@ -1201,7 +1201,9 @@ def _score_model_exact(
         extracted = from_orjson = False
         if type(raw) is str and fast_loads is not None:
             text = raw.strip()
-            if text and text[0] in json_start:  # else no parser reads it whole (a fence, prose)
+            # else no parser reads it whole: a fence, prose, or an object or array cut short (a
+            # truncated output: `json` gives the reason)
+            if text and text[0] in json_start and not ((text[0] == "{" and text[-1] != "}") or (text[0] == "[" and text[-1] != "]")):
                 try:
                     value = fast_loads(text)
                     from_orjson = True
