@@ -44,7 +44,7 @@ from extracteval.core.counts import ratios
 from extracteval.core.jsonparse import _orjson
 from extracteval.errors import InputError
 from extracteval.io.id_order import natural_key, natural_sorted
-from extracteval.io.model_output import JSON_START, ParsedOutput, loads_any_depth, loads_std_any_depth, parse_json_output, parse_json_text
+from extracteval.io.model_output import JSON_START, ParsedOutput, first_fence_body, loads_any_depth, loads_std_any_depth, parse_json_output, parse_json_text
 
 __all__ = [
     "ParsedOutput",
@@ -1024,7 +1024,10 @@ class _References:
     __slots__ = ("values", "flags", "pids", "tables", "n_present", "_keys")
 
     def __init__(self, truth: Mapping[str, Any], ids: Sequence[str]) -> None:
-        self.values = values = list(map(truth.__getitem__, ids))
+        values = list(truth.values()) if isinstance(truth, dict) else None
+        if values is None or len(values) != len(ids) or list(truth) != ids:  # ids not in the truth's order
+            values = list(map(truth.__getitem__, ids))
+        self.values = values
         self.flags: list[int] = []
         self.pids: list[int] = []
         self.tables: list[dict[str, int]] = []
@@ -1201,14 +1204,28 @@ def _score_model_exact(
         extracted = from_orjson = False
         if type(raw) is str and fast_loads is not None:
             text = raw.strip()
-            # else no parser reads it whole: a fence, prose, or an object or array cut short (a
-            # truncated output: `json` gives the reason)
-            if text and text[0] in json_start and not ((text[0] == "{" and text[-1] != "}") or (text[0] == "[" and text[-1] != "]")):
-                try:
-                    value = fast_loads(text)
-                    from_orjson = True
-                except fast_error:
-                    pass
+            if text:
+                c = text[0]
+                # else no parser reads the text whole: a fence, prose, or an object or array cut
+                # short (a truncated output: `json` gives the reason)
+                if c in json_start:
+                    if not ((c == "{" and text[-1] != "}") or (c == "[" and text[-1] != "]")):
+                        try:
+                            value = fast_loads(text)
+                            from_orjson = True
+                        except fast_error:
+                            pass
+                elif c == "`":
+                    # a fenced output: the body of its first fence, what `parse_json_text` reads
+                    # first, read by orjson (else all of it by `parse_json_text`)
+                    body = first_fence_body(text)
+                    if body and body[0] in json_start and not ((body[0] == "{" and body[-1] != "}") or (body[0] == "[" and body[-1] != "]")):
+                        try:
+                            value = fast_loads(body)
+                            from_orjson = extracted = True
+                            text = body
+                        except fast_error:
+                            pass
         if not from_orjson:
             if raw is missing:
                 error = "no output for this id"
