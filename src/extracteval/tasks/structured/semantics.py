@@ -34,7 +34,7 @@ from collections import Counter
 from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from itertools import count, islice
+from itertools import count, islice, repeat
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -1198,8 +1198,10 @@ def _score_model_exact(
     # a reference `_diff_keys` may compare side by side (none without orjson)
     irregular = _REF_NO_SHORTCUT if dumps is not None else -1
     json_start = JSON_START
-    for n, (i, ref, rflags, pid) in enumerate(zip(ids, refs.values, refs.flags, refs.pids)):
-        raw = preds.get(i, missing)
+    # each id's output (`missing` where there is none): the outputs themselves when they are keyed
+    # by the ids in their order
+    outputs: Any = preds.values() if isinstance(preds, dict) and len(preds) == total and list(preds) == ids else map(preds.get, ids, repeat(missing))
+    for n, (raw, ref, rflags, pid) in enumerate(zip(outputs, refs.values, refs.flags, refs.pids)):
         value: Any = missing
         extracted = from_orjson = False
         if type(raw) is str and fast_loads is not None:
