@@ -19,6 +19,7 @@ from extracteval.tasks.structured.semantics import (
     StructuredCounts,
     StructuredRecords,
     compare_flat,
+    record_columns,
     flat_keys,
     generic_path,
     reference_walk,
@@ -109,6 +110,8 @@ def _check(truth, outputs) -> None:
     assert mat.tolist() == [[getattr(r.counts(), c) for c in cols] for r in recs]
     assert res.per_record("exact")["m"].tolist() == [float(r.exact) for r in recs]
     assert res.per_record("valid")["m"].tolist() == [float(r.valid) for r in recs]
+    names = ("id", "valid", "extracted", "exact", "tp", "fp", "fn", "error")
+    assert record_columns(recs) == record_columns(tuple(recs)) == {n: [getattr(r, n) for r in recs] for n in names}
 
 
 @settings(max_examples=400, deadline=None)

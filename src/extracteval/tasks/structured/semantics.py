@@ -56,6 +56,7 @@ __all__ = [
     "StructuredCounts",
     "StructuredRecord",
     "StructuredRecords",
+    "record_columns",
     "score_structured_record",
     "StructuredModelResult",
     "StructuredResult",
@@ -406,6 +407,13 @@ class StructuredRecords(Sequence[StructuredRecord]):
     def __repr__(self) -> str:
         return f"StructuredRecords({len(self)} records)"
 
+    def as_columns(self) -> dict[str, list[Any]]:
+        """`record_columns` of these records, from the columns themselves."""
+        codes = self.codes
+        return {"id": list(self.ids[: len(codes)]), "valid": [bool(c & 1) for c in codes], "extracted": [bool(c & 2) for c in codes],
+                "exact": [bool(c & 4) for c in codes], "tp": list(self.tp), "fp": list(self.fp), "fn": list(self.fn),
+                "error": [self.errors.get(k) for k in range(len(codes))] if self.errors else [None] * len(codes)}
+
     def invalid(self) -> Iterator[tuple[str, str]]:
         """(id, error) of each invalid record, in order."""
         return ((self.ids[k], e) for k, e in self.errors.items())
@@ -422,6 +430,14 @@ class StructuredRecords(Sequence[StructuredRecord]):
             return ((codes & 3) == 1).astype(np.int64)
         bit = {"valid": 1, "extracted": 2, "exact": 4}[name]
         return ((codes & bit) > 0).astype(np.int64)
+
+
+def record_columns(records: Sequence[StructuredRecord]) -> dict[str, list[Any]]:
+    """id, valid, extracted, exact, tp, fp, fn and error of each record, as one list each."""
+    if isinstance(records, StructuredRecords):
+        return records.as_columns()
+    names = ("id", "valid", "extracted", "exact", "tp", "fp", "fn", "error")
+    return {n: [getattr(r, n) for r in records] for n in names}
 
 
 def flat_keys(value: Any, key_fn: Callable[[Any], str | None] = leaf_key, *, present_only: bool = False) -> dict[str, str]:
