@@ -15,7 +15,7 @@ from typing import Any
 
 from extracteval.io.json_text import _loads_iterative, loads
 
-__all__ = ["ParsedOutput", "parse_json_output", "parse_json_text", "loads_any_depth", "loads_std_any_depth", "JSON_START"]
+__all__ = ["ParsedOutput", "parse_json_output", "parse_json_text", "first_fence_body", "loads_any_depth", "loads_std_any_depth", "JSON_START"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +115,13 @@ def parse_json_output(raw: Any) -> ParsedOutput:
     if not text:
         return ParsedOutput(ok=False, error="empty output")
     return parse_json_text(text, loads_any_depth)
+
+
+def first_fence_body(text: str) -> str | None:
+    """The body of the first ``` fence in `text`, stripped (None where there is no fence): what
+    `parse_json_text` reads first of a text that does not start as JSON."""
+    m = _FENCE.search(text)
+    return None if m is None else m.group(2).strip()
 
 
 def loads_std_any_depth(text: str) -> Any:

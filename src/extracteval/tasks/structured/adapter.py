@@ -401,12 +401,17 @@ class StructuredAdapter(DecisionTrackAdapter):
 
     def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
         """model, record_id, valid, extracted, exact, tp, fp, fn, error — one row per model and record."""
+        from extracteval.tasks.structured.semantics import record_columns
+
         r = scored.result
-        rows = []
+        cols: dict[str, list[Any]] = {c: [] for c in ("model", "record_id", "valid", "extracted", "exact", "tp", "fp", "fn", "error")}
         for name in (r.ranking if model is None else (model,)):
-            for rec in r.records[name]:
-                rows.append((name, rec.id, rec.valid, rec.extracted, rec.exact, rec.tp, rec.fp, rec.fn, rec.error))
-        frame = pd.DataFrame(rows, columns=["model", "record_id", "valid", "extracted", "exact", "tp", "fp", "fn", "error"])
+            got = record_columns(r.records[name])
+            cols["model"] += [name] * len(got["id"])
+            cols["record_id"] += got.pop("id")
+            for c, values in got.items():
+                cols[c] += values
+        frame = pd.DataFrame(cols)
         # `error` is text even when no record has one (else a null column, of another type than a
         # chunk's with errors in the streamed files)
         return frame.astype({"valid": bool, "extracted": bool, "exact": bool, "tp": np.int64, "fp": np.int64, "fn": np.int64,

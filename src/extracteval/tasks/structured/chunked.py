@@ -62,7 +62,7 @@ class StructuredTask:
     keep_records: bool = False
 
     def score_chunk(self, chunk: Any) -> ChunkScore:
-        from extracteval.tasks.structured.semantics import StructuredCounts, score_structured
+        from extracteval.tasks.structured.semantics import StructuredCounts, record_columns, score_structured
 
         res = score_structured(chunk.truth, chunk.predictions, config=self.config)
         models = {
@@ -78,8 +78,9 @@ class StructuredTask:
             rows = []
             for m in sorted(res.records):
                 _, mat = res.count_matrix(m)
-                for rec, counts in zip(res.records[m], mat):
-                    rows.append({"model": m, "id": rec.id, **dict(zip(cols, map(int, counts))), "error": rec.error})
+                got = record_columns(res.records[m])
+                for rid, error, counts in zip(got["id"], got["error"], mat):
+                    rows.append({"model": m, "id": rid, **dict(zip(cols, map(int, counts))), "error": error})
             records = pd.DataFrame(rows, columns=["model", "id", *cols, "error"])
             for c in ("model", "id", "error"):
                 records[c] = records[c].astype("string[pyarrow]")

@@ -120,13 +120,14 @@ def result_document(result: Any, args: argparse.Namespace, sources: dict[str, st
 def write_output(out: Path, result: Any, doc: dict[str, Any]) -> None:
     from extracteval.io.decision_options import write_records
     from extracteval.io.outputs import staged_folder
+    from extracteval.tasks.structured.semantics import record_columns
 
     with staged_folder(out) as staging:
         (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
         matrices = {m: result.count_matrix(m)[1] for m in result.ranking}
         cols = tuple(doc["count_columns"])
-        ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else []
-        extra = {m: [{"error": r.error} for r in result.records[m]] for m in result.ranking}
+        ids = record_columns(result.records[result.ranking[0]])["id"] if result.ranking else []
+        extra = {m: [{"error": e} for e in record_columns(result.records[m])["error"]] for m in result.ranking}
         write_records(staging, cols, matrices, ids, extra)
 
 

@@ -28,21 +28,23 @@ from __future__ import annotations
 
 import gc
 import json
+import operator
 import re
 from collections import Counter
 from contextlib import contextmanager
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from itertools import islice
+from itertools import count, islice, repeat
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
 from extracteval.core.counts import ratios
+from extracteval.core.jsonparse import _orjson
 from extracteval.errors import InputError
 from extracteval.io.id_order import natural_key, natural_sorted
-from extracteval.io.model_output import JSON_START, ParsedOutput, loads_any_depth, loads_std_any_depth, parse_json_output, parse_json_text
+from extracteval.io.model_output import JSON_START, ParsedOutput, first_fence_body, loads_any_depth, loads_std_any_depth, parse_json_output, parse_json_text
 
 __all__ = [
     "ParsedOutput",
@@ -53,6 +55,8 @@ __all__ = [
     "StructuredConfig",
     "StructuredCounts",
     "StructuredRecord",
+    "StructuredRecords",
+    "record_columns",
     "score_structured_record",
     "StructuredModelResult",
     "StructuredResult",
@@ -357,6 +361,85 @@ class StructuredRecord:
         )
 
 
+class StructuredRecords(Sequence[StructuredRecord]):
+    """One model's records of a run, in record-id order, kept as columns: the ids, one code per
+    record (1 valid, 2 extracted, 4 exact), the tp, fp and fn counts, and the errors of the invalid
+    records by position. A `StructuredRecord` is made when one is read; `column` gives a whole
+    column as an array."""
+
+    __slots__ = ("ids", "codes", "tp", "fp", "fn", "errors")
+
+    def __init__(self, ids: Sequence[str], codes: list[int], tp: list[int], fp: list[int], fn: list[int], errors: Mapping[int, str]) -> None:
+        self.ids, self.codes, self.tp, self.fp, self.fn, self.errors = ids, codes, tp, fp, fn, errors
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def _record(self, k: int) -> StructuredRecord:
+        c = self.codes[k]
+        return StructuredRecord(id=self.ids[k], valid=bool(c & 1), extracted=bool(c & 2), exact=bool(c & 4), tp=self.tp[k], fp=self.fp[k], fn=self.fn[k],
+                                error=self.errors.get(k))
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return tuple(map(self._record, range(*k.indices(len(self)))))
+        k = operator.index(k)
+        n = len(self.codes)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError("record index out of range")
+        return self._record(k)
+
+    def __iter__(self) -> Iterator[StructuredRecord]:
+        return map(self._record, range(len(self.codes)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StructuredRecords):
+            return (list(self.ids[: len(self)]), self.codes, self.tp, self.fp, self.fn, dict(self.errors)) == (
+                list(other.ids[: len(other)]), other.codes, other.tp, other.fp, other.fn, dict(other.errors))
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StructuredRecords({len(self)} records)"
+
+    def as_columns(self) -> dict[str, list[Any]]:
+        """`record_columns` of these records, from the columns themselves."""
+        codes = self.codes
+        return {"id": list(self.ids[: len(codes)]), "valid": [bool(c & 1) for c in codes], "extracted": [bool(c & 2) for c in codes],
+                "exact": [bool(c & 4) for c in codes], "tp": list(self.tp), "fp": list(self.fp), "fn": list(self.fn),
+                "error": [self.errors.get(k) for k in range(len(codes))] if self.errors else [None] * len(codes)}
+
+    def invalid(self) -> Iterator[tuple[str, str]]:
+        """(id, error) of each invalid record, in order."""
+        return ((self.ids[k], e) for k, e in self.errors.items())
+
+    def column(self, name: str) -> np.ndarray:
+        """A `StructuredCounts` field (`records`, `valid`, `strict_valid`, `extracted`, `exact`,
+        `tp`, `fp`, `fn`) per record, as an int64 array."""
+        if name in ("tp", "fp", "fn"):
+            return np.array(getattr(self, name), dtype=np.int64)
+        codes = np.array(self.codes, dtype=np.int64)
+        if name == "records":
+            return np.ones(len(codes), dtype=np.int64)
+        if name == "strict_valid":
+            return ((codes & 3) == 1).astype(np.int64)
+        bit = {"valid": 1, "extracted": 2, "exact": 4}[name]
+        return ((codes & bit) > 0).astype(np.int64)
+
+
+def record_columns(records: Sequence[StructuredRecord]) -> dict[str, list[Any]]:
+    """id, valid, extracted, exact, tp, fp, fn and error of each record, as one list each."""
+    if isinstance(records, StructuredRecords):
+        return records.as_columns()
+    names = ("id", "valid", "extracted", "exact", "tp", "fp", "fn", "error")
+    return {n: [getattr(r, n) for r in records] for n in names}
+
+
 def flat_keys(value: Any, key_fn: Callable[[Any], str | None] = leaf_key, *, present_only: bool = False) -> dict[str, str]:
     """`path → canonical key` for every leaf of a document, in one iterative pass.
 
@@ -369,172 +452,189 @@ def flat_keys(value: Any, key_fn: Callable[[Any], str | None] = leaf_key, *, pre
         if (t is dict or t is list or t is tuple) and value:
             out: dict[str, str] = {}
             try:
-                _flat_exact(out, "", value, present_only)
+                _flat_walk(out, "", value, present_only)
                 return out
             except RecursionError:  # deeper than the recursion limit: the explicit stack below
                 pass
     return _flat_keys_iterative(value, key_fn, present_only)
 
 
-# (parent path, keys of an object) or (parent path, list length) → the children's paths, last
-# child first: records of one shape build their path strings once.
-_CHILD_PATHS: dict[tuple[str, Any], list[str]] = {}
+# What a walk reports besides the keys (`_flat_walk`, `_shape_walk`): whether Python's `==`
+# between a reference and a parsed output can stand for "same flattened keys".
+_REF_BOOL = 1  # a boolean leaf: `True == 1`, so equality needs the type-exact check as well
+_REF_NO_SHORTCUT = 2  # a leaf or key `==` may equate with a JSON value of another key (1e16 vs 10**16, Decimal, numpy, subclasses)
+_REF_ABSENT = 4  # a null / {} / [] / NaN leaf: the present paths are not all the paths
+_REF_IRREGULAR = 8  # a leaf whose presence depends on more than its type, or a key that is not `str` (`_shape_walk` only)
+
+# (parent path, keys of an object) or (parent path, list length) → (the children's paths, last
+# child first; `_REF_NO_SHORTCUT` if an object key is not a `str`): records of one shape build
+# their path strings once.
+_CHILD_PATHS: dict[tuple[str, Any], tuple[list[str], int]] = {}
 _CHILD_PATHS_MAX = 1 << 14  # bounded: documents whose keys never repeat must not fill memory
 
 
-def _child_paths(path: str, v: Any) -> list[str]:
-    shape: tuple[str, Any] = (path, tuple(v)) if type(v) is dict else (path, len(v))
-    child = _CHILD_PATHS.get(shape)
-    if child is None:
-        if type(v) is dict:
-            parts = [_key_part(k) if type(k) is str else _key_part(str(k)) for k in shape[1]]
-            child = [path + "." + part for part in reversed(parts)] if path else parts[::-1]
-        else:
-            child = [f"{path}[{i}]" for i in range(len(v) - 1, -1, -1)]
-        if len(_CHILD_PATHS) >= _CHILD_PATHS_MAX:
-            _CHILD_PATHS.clear()
-        _CHILD_PATHS[shape] = child
-    return child
+def _child_paths(shape: tuple[str, Any], v: Any) -> tuple[list[str], int]:
+    path = shape[0]
+    flags = 0
+    if type(v) is dict:
+        parts = [_key_part(k) if type(k) is str else _key_part(str(k)) for k in shape[1]]
+        child = [path + "." + part for part in reversed(parts)] if path else parts[::-1]
+        if any(type(k) is not str for k in shape[1]):
+            flags = _REF_NO_SHORTCUT
+    else:
+        child = [f"{path}[{i}]" for i in range(len(v) - 1, -1, -1)]
+    if len(_CHILD_PATHS) >= _CHILD_PATHS_MAX:
+        _CHILD_PATHS.clear()
+    got = _CHILD_PATHS[shape] = (child, flags)
+    return got
 
 
 class _LossyNumber(Exception):
     """A float that orjson may have made of an integer beyond 64 bits (`json` keeps it exact)."""
 
 
-def _flat_exact(out: dict[str, str], path: str, v: Any, present_only: bool, strict: bool = False) -> None:
-    """`flat_keys` with `leaf_key`, recursively: the same paths, keys and order as the explicit
-    stack (children are visited last first, each container whole before its earlier siblings).
-    `strict` raises `_LossyNumber` at a float of magnitude 2**63 or more. The common leaf types
-    are keyed inline, exactly as `leaf_key` keys them."""
+def _flat_walk(out: dict[str, str], path: str, v: Any, present_only: bool, strict: bool = False) -> int:
+    """`flat_keys` with `leaf_key` of a non-empty object or array under `path`, recursively, and
+    the `_REF_*` flags of what it met (bar `_REF_IRREGULAR`). The same paths, keys and order as
+    the explicit stack: children are visited last first, each container whole before its earlier
+    siblings. `strict` raises `_LossyNumber` at a float of magnitude 2**63 or more. The common
+    leaf types are keyed inline, exactly as `leaf_key` keys them."""
     if type(v) is dict:
         shape: tuple[str, Any] = (path, tuple(v))
         values: Any = reversed(v.values())
     else:
         shape = (path, len(v))
         values = reversed(v)
-    child = _CHILD_PATHS.get(shape)
-    if child is None:
-        child = _child_paths(path, v)
+    got = _CHILD_PATHS.get(shape)
+    if got is None:
+        got = _child_paths(shape, v)
+    child, flags = got
     for cp, x in zip(child, values):
         tx = type(x)
         if tx is str:
             out[cp] = "s:" + x
         elif tx is dict or tx is list or tx is tuple:
             if x:
-                _flat_exact(out, cp, x, present_only, strict)
-            elif not present_only:
-                out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
+                flags |= _flat_walk(out, cp, x, present_only, strict)
+            else:
+                flags |= _REF_ABSENT
+                if not present_only:
+                    out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
         elif tx is int:
             out[cp] = "n:" + str(x)
+            if not -10_000_000_000_000_000 < x < 10_000_000_000_000_000:
+                flags |= _REF_NO_SHORTCUT
         elif tx is float:
             if x != x:
+                flags |= _REF_ABSENT
                 if not present_only:
                     out[cp] = _ABSENT_NULL
             elif x.is_integer() and -1e16 < x < 1e16:
                 out[cp] = "n:" + str(int(x))
             else:
-                if strict and not -9.2e18 < x < 9.2e18:
-                    raise _LossyNumber
+                if not -1e16 < x < 1e16:
+                    if strict and not -9.2e18 < x < 9.2e18:
+                        raise _LossyNumber
+                    flags |= _REF_NO_SHORTCUT
                 out[cp] = "n:" + repr(x)
         elif tx is bool:
             out[cp] = "b:1" if x else "b:0"
+            flags |= _REF_BOOL
         elif x is None:
+            flags |= _REF_ABSENT
             if not present_only:
                 out[cp] = _ABSENT_NULL
         elif x is _HOLE:
             continue
         else:
             k = leaf_key(x)
-            if present_only and k[0] == "\x00":
-                continue
-            out[cp] = k
-
-
-# What the reference walk (`_flat_reference`) reports besides the keys: whether Python's `==`
-# between the reference and a parsed output can stand for "same flattened keys".
-_REF_BOOL = 1  # a boolean leaf: `True == 1`, so equality needs the type-exact check as well
-_REF_NO_SHORTCUT = 2  # a leaf or key `==` may equate with a JSON value of another key (1e16 vs 10**16, Decimal, numpy, subclasses)
-_REF_ABSENT = 4  # a null / {} / [] / NaN leaf: the present paths are not all the paths
-
-
-# (parent path, keys of an object) or (parent path, list length) → (the children's paths in
-# order, `_REF_NO_SHORTCUT` if an object key is not a `str`): the reference walk's own cache
-_REF_SHAPES: dict[tuple[str, Any], tuple[list[str], int]] = {}
-
-
-def _ref_shape(shape: tuple[str, Any], v: Any) -> tuple[list[str], int]:
-    child = _child_paths(shape[0], v)[::-1]
-    flags = _REF_NO_SHORTCUT if type(v) is dict and any(type(k) is not str for k in v) else 0
-    if len(_REF_SHAPES) >= _CHILD_PATHS_MAX:
-        _REF_SHAPES.clear()
-    got = _REF_SHAPES[shape] = (child, flags)
-    return got
-
-
-def _flat_reference(out: dict[str, str], path: str, v: Any) -> int:
-    """`_flat_exact(out, "", v, False)` for a reference, returning `_REF_*` flags of what it met.
-
-    Same paths and keys as `_flat_exact`, in document order. A dict's keys that are not all
-    `str` make it `_REF_NO_SHORTCUT`."""
-    if type(v) is dict:
-        shape: tuple[str, Any] = (path, tuple(v))
-        values: Any = v.values()
-    else:
-        shape = (path, len(v))
-        values = v
-    got = _REF_SHAPES.get(shape)
-    if got is None:
-        got = _ref_shape(shape, v)
-    child, flags = got
-    for cp, x in zip(child, values):
-        tx = type(x)
-        if tx is str:
-            out[cp] = "s:" + x
-        elif tx is int:
-            out[cp] = "n:" + str(x)
-            if not -10_000_000_000_000_000 < x < 10_000_000_000_000_000:
-                flags |= _REF_NO_SHORTCUT
-        elif tx is dict or tx is list or tx is tuple:
-            if x:
-                flags |= _flat_reference(out, cp, x)
-            else:
-                out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
+            flags |= _REF_NO_SHORTCUT
+            if k[0] == "\x00":
                 flags |= _REF_ABSENT
-        elif tx is float:
-            if x != x:
-                out[cp] = _ABSENT_NULL
-                flags |= _REF_ABSENT
-            elif x.is_integer() and -1e16 < x < 1e16:
-                out[cp] = "n:" + str(int(x))
-            else:
-                out[cp] = "n:" + repr(x)
-                if not -1e16 < x < 1e16:
-                    flags |= _REF_NO_SHORTCUT
-        elif tx is bool:
-            out[cp] = "b:1" if x else "b:0"
-            flags |= _REF_BOOL
-        elif x is None:
-            out[cp] = _ABSENT_NULL
-            flags |= _REF_ABSENT
-        else:
-            k = leaf_key(x)
+                if present_only:
+                    continue
             out[cp] = k
-            flags |= _REF_NO_SHORTCUT | (_REF_ABSENT if k[0] == "\x00" else 0)
     return flags
 
 
 def reference_walk(reference: Any) -> tuple[dict[str, str], int]:
-    """`flat_keys(reference)` and the `_REF_*` flags of `_score_model_exact`'s shortcut. A
-    reference that is not a non-empty dict or list, or nests too deeply, takes no shortcut."""
+    """`flat_keys(reference)` and the `_REF_*` flags of what it holds. A reference that is not a
+    non-empty dict or list, or nests too deeply, takes no shortcut."""
     t = type(reference)
     if (t is dict or t is list) and reference:
         out: dict[str, str] = {}
         try:
-            return out, _flat_reference(out, "", reference)
+            return out, _flat_walk(out, "", reference, False)
         except RecursionError:
             pass
     keys = flat_keys(reference)
     return keys, _REF_NO_SHORTCUT | (_REF_ABSENT if any(k[0] == "\x00" for k in keys.values()) else 0)
+
+
+# (keys of an object, or a list's length; the types of its items) → (plan number, keys or
+# indices of the numbers, keys or indices of the containers, `_REF_*` flags its types alone
+# decide): the cache of `_shape_walk`. Plan numbers are never reused (profile keys made of them
+# stay unique across a clearing of the cache).
+_SHAPE_PLANS: dict[tuple[Any, tuple[type, ...]], tuple[int, tuple[Any, ...], tuple[Any, ...], int]] = {}
+_PLAN_NUMBERS = count()
+_NONE_TYPE = type(None)
+
+
+def _shape_plan(sk: tuple[Any, tuple[type, ...]]) -> tuple[int, tuple[Any, ...], tuple[Any, ...], int]:
+    keys, types = sk
+    at = keys if type(keys) is tuple else range(keys)
+    nums: list[Any] = []
+    conts: list[Any] = []
+    flags = _REF_IRREGULAR if type(keys) is tuple and any(type(k) is not str for k in keys) else 0
+    for k, t in zip(at, types):
+        if t is int or t is float:
+            nums.append(k)
+        elif t is dict or t is list or t is tuple:
+            conts.append(k)
+        elif t is bool:
+            flags |= _REF_BOOL
+        elif t is _NONE_TYPE:
+            flags |= _REF_ABSENT
+        elif t is not str:
+            flags |= _REF_IRREGULAR
+    if len(_SHAPE_PLANS) >= _CHILD_PATHS_MAX:
+        _SHAPE_PLANS.clear()
+    plan = _SHAPE_PLANS[sk] = (next(_PLAN_NUMBERS), tuple(nums), tuple(conts), flags)
+    return plan
+
+
+def _shape_walk(v: Any, parts: list[int]) -> int:
+    """A reference's profile key, without its flattened keys: appends to `parts` the plan number
+    of each non-empty container (keys or length, and the types of the items) in document order,
+    a mark `-1 - 2p` after it for a NaN at its `p`-th number and `-2 - 2p` in place of its `p`-th
+    container when empty; returns the `_REF_*` flags. Two references with the same parts have the
+    same paths and the same absent leaves. `_REF_IRREGULAR` (a leaf of another type, a key that
+    is not a `str`) asks for the flattening walk instead."""
+    if type(v) is dict:
+        sk: tuple[Any, tuple[type, ...]] = (tuple(v), tuple(map(type, v.values())))
+    else:
+        sk = (len(v), tuple(map(type, v)))
+    plan = _SHAPE_PLANS.get(sk)
+    if plan is None:
+        plan = _shape_plan(sk)
+    number, nums, conts, flags = plan
+    parts.append(number)
+    for k in nums:
+        x = v[k]
+        if not -1e16 < x < 1e16:
+            if x != x:
+                parts.append(-1 - 2 * nums.index(k))
+                flags |= _REF_ABSENT
+            else:
+                flags |= _REF_NO_SHORTCUT
+    for k in conts:
+        x = v[k]
+        if x:
+            flags |= _shape_walk(x, parts)
+        else:
+            parts.append(-2 - 2 * conts.index(k))
+            flags |= _REF_ABSENT
+    return flags
 
 
 def _flat_keys_iterative(value: Any, key_fn: Callable[[Any], str | None], present_only: bool) -> dict[str, str]:
@@ -760,14 +860,16 @@ class StructuredResult:
     n_records: int
     ranking: tuple[str, ...]
     models: dict[str, StructuredModelResult]
-    records: dict[str, tuple[StructuredRecord, ...]]
+    records: dict[str, Sequence[StructuredRecord]]
     field_winners: dict[str, dict[str, Any]]
 
     def per_record(self, metric: str) -> dict[str, np.ndarray]:
         """model → per-record 0/1 (or counts) array in record-id order, for paired bootstraps."""
         out = {}
         for m, recs in self.records.items():
-            if metric in ("exact_match_rate", "exact"):
+            if isinstance(recs, StructuredRecords) and metric in ("exact_match_rate", "exact", "json_valid_rate", "valid"):
+                out[m] = recs.column("exact" if metric.startswith("exact") else "valid").astype(np.float64)
+            elif metric in ("exact_match_rate", "exact"):
                 out[m] = np.array([r.exact for r in recs], dtype=np.float64)
             elif metric in ("json_valid_rate", "valid"):
                 out[m] = np.array([r.valid for r in recs], dtype=np.float64)
@@ -778,7 +880,10 @@ class StructuredResult:
     def count_matrix(self, model: str) -> tuple[tuple[str, ...], np.ndarray]:
         """(count column names, int array records × columns) of one model, in record-id order."""
         cols = tuple(f.name for f in fields(StructuredCounts))
-        rows = [[getattr(r.counts(), c) for c in cols] for r in self.records[model]]
+        recs = self.records[model]
+        if isinstance(recs, StructuredRecords):
+            return cols, np.column_stack([recs.column(c) for c in cols]).reshape(len(recs), len(cols))
+        rows = [[getattr(r.counts(), c) for c in cols] for r in recs]
         return cols, np.array(rows, dtype=np.int64).reshape(len(rows), len(cols))
 
     def to_dict(self) -> dict[str, Any]:
@@ -867,7 +972,8 @@ def score_structured(
                 pred_texts.append(canonical_text(parsed.value) if parsed.ok else ("" if raw is None else str(raw)))
                 ref_texts.append(canonical_text(truth[r.id]))
             extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
-        invalid = tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), 5))
+        bad = recs.invalid() if isinstance(recs, StructuredRecords) else ((r.id, r.error) for r in recs if not r.valid)
+        invalid = tuple(islice(({"id": i, "error": e, "output": _preview(preds.get(i))} for i, e in bad), 5))
         results[m] = StructuredModelResult(
             model=m,
             counts=total,
@@ -879,7 +985,7 @@ def score_structured(
             invalid_examples=invalid,
             extended=extended,
         )
-        records[m] = tuple(recs)
+        records[m] = recs if isinstance(recs, StructuredRecords) else tuple(recs)
     return ranked_result(results, config=config, n_records=len(ids), records=records)
 
 
@@ -894,7 +1000,7 @@ def field_rows(per_field: Mapping[str, Sequence[int]], zero_division: float) -> 
 
 
 def ranked_result(results: Mapping[str, StructuredModelResult], *, config: StructuredConfig, n_records: int,
-                  records: Mapping[str, tuple[StructuredRecord, ...]]) -> StructuredResult:
+                  records: Mapping[str, Sequence[StructuredRecord]]) -> StructuredResult:
     """The result of every model's counts: the winner of each path (F1 over the paths every
     model has), the ranking (the task's declaration, then path wins) and each model's place."""
     from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
@@ -922,40 +1028,152 @@ def ranked_result(results: Mapping[str, StructuredModelResult], *, config: Struc
 
 class _References:
     """The references of a run under the default options, read once for every model: per record
-    (in id order) the reference, its flattened keys, the `_REF_*` flags of `reference_walk` and
-    its profile id. A profile is the reference's generic paths with a value, counted
-    (`items[].sku`: 2); references of one shape share one, so the per-field counts of exact and
-    missing records are added once per profile at the end instead of path by path per record."""
+    (in id order) the reference, the `_REF_*` flags of what it holds and its profile id. A
+    profile is the reference's generic paths with a value, counted (`items[].sku`: 2); references
+    of one shape share one, so the per-field counts of exact and missing records are added once
+    per profile at the end instead of path by path per record.
 
-    __slots__ = ("values", "keys", "flags", "pids", "tables", "n_present")
+    A reference's shape is read by `_shape_walk` (one step per object or array, no path built);
+    only the first reference of each shape is flattened, to count its profile. The flattened keys
+    of any other reference are made when a record needs them (`keys`)."""
+
+    __slots__ = ("values", "flags", "pids", "tables", "n_present", "_keys")
 
     def __init__(self, truth: Mapping[str, Any], ids: Sequence[str]) -> None:
-        self.values = [truth[i] for i in ids]
-        self.keys: list[dict[str, str]] = []
+        values = list(truth.values()) if isinstance(truth, dict) else None
+        if values is None or len(values) != len(ids) or list(truth) != ids:  # ids not in the truth's order
+            values = list(map(truth.__getitem__, ids))
+        self.values = values
         self.flags: list[int] = []
         self.pids: list[int] = []
         self.tables: list[dict[str, int]] = []
         self.n_present: list[int] = []
-        profiles: dict[tuple[str, ...], int] = {}
-        for v in self.values:
-            rk, flags = reference_walk(v)
-            key = tuple([p for p, k in rk.items() if k[0] != "\x00"]) if flags & _REF_ABSENT else tuple(rk)
+        self._keys: dict[int, dict[str, str]] = {}  # position → flattened keys, once made
+        profiles: dict[tuple[Any, ...], int] = {}
+        add_flags, add_pid = self.flags.append, self.pids.append
+        for n, v in enumerate(values):
+            t = type(v)
+            parts: list[int] = []
+            flags = _REF_IRREGULAR
+            if (t is dict or t is list) and v:
+                try:
+                    flags = _shape_walk(v, parts)
+                except RecursionError:
+                    flags = _REF_IRREGULAR
+            if flags & _REF_IRREGULAR:
+                # a scalar, a leaf of another type, a key that is not a `str`, a deep document:
+                # the profile is the present paths themselves, and no shortcut is taken
+                rk, flags = reference_walk(v)
+                flags |= _REF_NO_SHORTCUT
+                self._keys[n] = rk
+                key: tuple[Any, ...] = ("", *[p for p, k in rk.items() if k[0] != "\x00"])
+            else:
+                key = tuple(parts)
             pid = profiles.get(key)
             if pid is None:
                 pid = profiles[key] = len(self.tables)
                 table: dict[str, int] = {}
-                for p in key:
-                    g = generic_path(p)
-                    table[g] = table.get(g, 0) + 1
+                present = 0
+                for p, k in self.keys(n).items():
+                    if k[0] != "\x00":
+                        g = generic_path(p)
+                        table[g] = table.get(g, 0) + 1
+                        present += 1
                 self.tables.append(table)
-                self.n_present.append(len(key))
-            self.keys.append(rk)
-            self.flags.append(flags)
-            self.pids.append(pid)
+                self.n_present.append(present)
+            add_flags(flags)
+            add_pid(pid)
+
+    def keys(self, n: int) -> dict[str, str]:
+        """The flattened keys of the reference at position `n` (`flat_keys`)."""
+        rk = self._keys.get(n)
+        if rk is None:
+            rk = self._keys[n] = reference_walk(self.values[n])[0]
+        return rk
+
+
+def _put_keys(out: dict[str, str], path: str, x: Any) -> None:
+    """The flattened keys of `x` under `path` into `out` (a leaf: its one key)."""
+    t = type(x)
+    if (t is dict or t is list or t is tuple) and x:
+        _flat_walk(out, path, x, False)
+    else:
+        out[path] = leaf_key(x)
+
+
+def _diff_keys(r: Any, p: Any, path: str, rd: dict[str, str], pd: dict[str, str], hazard: bool) -> None:
+    """The flattened keys of a reference `r` and a parsed output `p` (both non-empty objects, or
+    both non-empty arrays) where they differ, under `path`: the reference's into `rd`, the
+    output's into `pd`. That is `flat_keys` of each less the items both share: an item equal in
+    both is skipped whole, so the two maps are equal exactly when the documents' flattened keys
+    are, and their differences are those of the whole documents.
+
+    For a regular reference (`_shape_walk`: `str` keys, numbers of magnitude below 1e16, leaves
+    of the JSON types only) Python's `==` on two items means equal keys, except where a boolean
+    meets a number (`True == 1`): with `hazard` (a boolean in either document) equal leaves must
+    also be of one type, and equal containers written alike by orjson. (An output float orjson
+    made of an integer beyond 64 bits equals no key of such a reference, read either way.)"""
+    dumps = _orjson.dumps  # type: ignore[union-attr]
+    if type(r) is dict:
+        get = p.get
+        shared = 0
+        for k, a in r.items():
+            b = get(k, _ABSENT)
+            if b is _ABSENT:
+                _put_keys(rd, path + "." + _key_part(k) if path else _key_part(k), a)
+                continue
+            shared += 1
+            if a == b:
+                if not hazard:
+                    continue
+                ta = type(a)
+                if ta is type(b):
+                    if ta is not dict and ta is not list and ta is not tuple:
+                        continue
+                    try:
+                        if dumps(a) == dumps(b):
+                            continue
+                    except (TypeError, ValueError, RecursionError):
+                        pass
+            _diff_pair(a, b, path + "." + _key_part(k) if path else _key_part(k), rd, pd, hazard)
+        if shared != len(p):  # keys only the output has
+            for k, b in p.items():
+                if k not in r:
+                    _put_keys(pd, path + "." + _key_part(k) if path else _key_part(k), b)
+        return
+    for j, (a, b) in enumerate(zip(r, p)):
+        if a == b:
+            if not hazard:
+                continue
+            ta = type(a)
+            if ta is type(b):
+                if ta is not dict and ta is not list and ta is not tuple:
+                    continue
+                try:
+                    if dumps(a) == dumps(b):
+                        continue
+                except (TypeError, ValueError, RecursionError):
+                    pass
+        _diff_pair(a, b, f"{path}[{j}]", rd, pd, hazard)
+    shared = min(len(r), len(p))
+    for j in range(shared, len(r)):  # items only the reference has
+        _put_keys(rd, f"{path}[{j}]", r[j])
+    for j in range(shared, len(p)):  # items only the output has
+        _put_keys(pd, f"{path}[{j}]", p[j])
+
+
+def _diff_pair(a: Any, b: Any, path: str, rd: dict[str, str], pd: dict[str, str], hazard: bool) -> None:
+    """Two items that differ at `path`: side by side if both are non-empty objects or arrays,
+    else the keys of each."""
+    ta, tb = type(a), type(b)
+    if ((ta is dict and tb is dict) or ((ta is list or ta is tuple) and (tb is list or tb is tuple))) and a and b:
+        _diff_keys(a, b, path, rd, pd, hazard)
+    else:
+        _put_keys(rd, path, a)
+        _put_keys(pd, path, b)
 
 
 _COUNT_FIELDS = tuple(f.name for f in fields(StructuredCounts))
-_RECORD_SETTERS = tuple(StructuredRecord.__dict__[f].__set__ for f in ("id", "valid", "extracted", "exact", "tp", "fp", "fn", "error", "fields"))
 
 
 def _score_model_exact(
@@ -965,18 +1183,17 @@ def _score_model_exact(
     per_field: dict[str, list[int]],
     progress: Callable[[int, int, str, dict[str, float]], None] | None,
     model: str,
-) -> tuple[list[StructuredRecord], list[int], int]:
+) -> tuple[StructuredRecords, list[int], int]:
     """One model's records under the default options (what `_Scorer.record` computes, faster),
     their summed counts in the order of `StructuredCounts`' fields and how many ids had no output.
 
     Each output string is parsed by orjson when it can be (`json` otherwise, with the fences and
-    prose rules of `parse_json_output`). An output equal to its reference is exact without being
-    flattened: Python's `==` decides where it cannot equate values of different keys (the
-    reference's `_REF_*` flags), with orjson's type-exact serialisation added where a boolean is
-    about (`True == 1`). Exact and missing or invalid outputs take their per-field counts from the
-    reference's profile, once per profile; only the other records are compared path by path."""
-    from extracteval.core.jsonparse import _orjson
-
+    prose rules of `parse_json_output`). Against a regular reference (see `_diff_keys`) an output
+    orjson writes as it writes the reference is exact; any other is compared with the reference
+    side by side, flattening only the items that differ. Exact and missing or invalid outputs
+    take their per-field counts from the reference's profile, once per profile; the others
+    correct it by the paths where the two differ. The records are kept as columns
+    (`StructuredRecords`)."""
     fast_loads = _orjson.loads if _orjson is not None else None
     fast_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
     dumps = _orjson.dumps if _orjson is not None else None
@@ -984,142 +1201,157 @@ def _score_model_exact(
     n_present = refs.n_present
     tp_mult = [0] * len(tables)
     fn_mult = [0] * len(tables)
-    recs: list[StructuredRecord] = []
-    append = recs.append
-    s_id, s_valid, s_extracted, s_exact, s_tp, s_fp, s_fn, s_error, s_fields = _RECORD_SETTERS
-    new = object.__new__
-    cls = StructuredRecord
+    total = len(ids)
+    # the columns of the records, written where not 0
+    codes = [0] * total
+    tps = [0] * total
+    fps = [0] * total
+    fns = [0] * total
+    errors: dict[int, str] = {}
     n_valid = n_extracted = n_exact = sum_tp = sum_fp = sum_fn = n_missing = 0
     running = [0] * 8
-    total = len(ids)
     missing = _ABSENT
-    no_shortcut = _REF_NO_SHORTCUT if dumps is not None else -1
+    # a reference `_diff_keys` may compare side by side (none without orjson)
+    irregular = _REF_NO_SHORTCUT if dumps is not None else -1
     json_start = JSON_START
-    for n, (i, ref, rk, rflags, pid) in enumerate(zip(ids, refs.values, refs.keys, refs.flags, refs.pids), start=1):
-        raw = preds.get(i, missing)
+    # each id's output (`missing` where there is none): the outputs themselves when they are keyed
+    # by the ids in their order
+    outputs: Any = preds.values() if isinstance(preds, dict) and len(preds) == total and list(preds) == ids else map(preds.get, ids, repeat(missing))
+    for n, (raw, ref, rflags, pid) in enumerate(zip(outputs, refs.values, refs.flags, refs.pids)):
         value: Any = missing
-        error = None
-        extracted = False
-        pk: dict[str, str] | None = None
-        if raw is missing:
-            error = "no output for this id"
-            n_missing += 1
-        elif type(raw) is str and fast_loads is not None:
+        extracted = from_orjson = False
+        if type(raw) is str and fast_loads is not None:
             text = raw.strip()
-            if text and text[0] in json_start:  # else no parser reads it whole (a fence, prose)
-                try:
-                    value = fast_loads(text)
-                except fast_error:
-                    pass
-        from_orjson = value is not missing
-        if value is missing and error is None:
-            # orjson has refused the text (if it was one): `json` reads it
-            parsed = parse_json_text(text, loads_std_any_depth) if fast_loads is not None and type(raw) is str and text else parse_json_output(raw)
-            if parsed.ok:
-                value, extracted = parsed.value, parsed.extracted
+            if text:
+                c = text[0]
+                # else no parser reads the text whole: a fence, prose, or an object or array cut
+                # short (a truncated output: `json` gives the reason)
+                if c in json_start:
+                    if not ((c == "{" and text[-1] != "}") or (c == "[" and text[-1] != "]")):
+                        try:
+                            value = fast_loads(text)
+                            from_orjson = True
+                        except fast_error:
+                            pass
+                elif c == "`":
+                    # a fenced output: the body of its first fence, what `parse_json_text` reads
+                    # first, read by orjson (else all of it by `parse_json_text`)
+                    body = first_fence_body(text)
+                    if body and body[0] in json_start and not ((body[0] == "{" and body[-1] != "}") or (body[0] == "[" and body[-1] != "]")):
+                        try:
+                            value = fast_loads(body)
+                            from_orjson = extracted = True
+                            text = body
+                        except fast_error:
+                            pass
+        if not from_orjson:
+            if raw is missing:
+                error = "no output for this id"
+                n_missing += 1
             else:
-                error = parsed.error or "not valid JSON"
+                # orjson has refused the text (if it was one): `json` reads it
+                parsed = parse_json_text(text, loads_std_any_depth) if fast_loads is not None and type(raw) is str and text else parse_json_output(raw)
+                if parsed.ok:
+                    value, extracted = parsed.value, parsed.extracted
+                else:
+                    error = parsed.error or "not valid JSON"
+            if value is missing:
+                fn_mult[pid] += 1
+                fn = n_present[pid]
+                sum_fn += fn
+                fns[n] = fn
+                errors[n] = error
+                if progress is not None:
+                    running[0] += 1
+                    progress(n + 1, total, model, _RunningRates(running))
+                continue
+        n_valid += 1
+        tp_mult[pid] += 1
+        tp = n_present[pid]
         exact = False
-        if value is not missing:
+        rd: dict[str, str] | None = None
+        pd: dict[str, str] | None = None
+        if not rflags & irregular and type(raw) is str:
+            # a regular reference: written alike by orjson is the same document (`==` as well for
+            # an output `json` read: orjson writes its NaN and Infinity as null); else the two are
+            # compared side by side (orjson refuses to write a document nested deeper than 255
+            # levels, or an integer beyond 64 bits)
             try:
-                # the shortcut: the same document as the reference (see the docstring); orjson
-                # refuses to write a document nested deeper than 255 levels
-                exact = (
-                    type(raw) is str
-                    and not rflags & no_shortcut
-                    and value == ref
-                    and (not (rflags & _REF_BOOL or "true" in raw or "false" in raw) or dumps(value) == dumps(ref))
-                )
-            except (RecursionError, TypeError, ValueError):
+                exact = dumps(value) == dumps(ref) and (from_orjson or value == ref)  # type: ignore[misc]
+            except (TypeError, ValueError, RecursionError):
                 exact = False
             if not exact:
-                t = type(value)
-                if from_orjson and (t is dict or t is list) and value:
-                    # orjson reads an integer beyond 64 bits as a float: such a document is read
-                    # again by `json`, which keeps it exact
-                    pk = {}
+                tv = type(value)
+                if value and (tv is dict if type(ref) is dict else tv is list):
+                    rd, pd = {}, {}
                     try:
-                        _flat_exact(pk, "", value, False, True)
-                    except (_LossyNumber, RecursionError):
-                        value, pk = loads_any_depth(text), None
-                elif from_orjson and t is float and not -9.2e18 < value < 9.2e18:
-                    value = loads_any_depth(text)
-                if pk is None:
-                    pk = flat_keys(value)
-                exact = pk == rk
-        rec = new(cls)
-        s_id(rec, i)
-        s_fields(rec, {})
-        if value is missing:
-            fn_mult[pid] += 1
-            fn = n_present[pid]
-            sum_fn += fn
-            s_valid(rec, False)
-            s_extracted(rec, False)
-            s_exact(rec, False)
-            s_tp(rec, 0)
-            s_fp(rec, 0)
-            s_fn(rec, fn)
-            s_error(rec, error)
+                        _diff_keys(ref, value, "", rd, pd, bool(rflags & _REF_BOOL) or "true" in raw or "false" in raw)
+                    except RecursionError:
+                        rd = None
         else:
-            n_valid += 1
-            n_extracted += extracted
-            s_valid(rec, True)
-            s_extracted(rec, extracted)
-            s_error(rec, None)
-            if exact:
-                tp_mult[pid] += 1
-                tp = n_present[pid]
-                n_exact += 1
-                sum_tp += tp
-                s_exact(rec, True)
-                s_tp(rec, tp)
-                s_fp(rec, 0)
-                s_fn(rec, 0)
-            else:
-                # `compare_flat` by difference: the profile counts every present reference path
-                # as a TP; only the items the two maps do not share are looked at one by one
-                assert pk is not None
-                tp_mult[pid] += 1
-                tp = n_present[pid]
-                fp = fn = 0
-                for p, k in rk.items() - pk.items():
-                    if k[0] == "\x00":
-                        continue
+            tv = type(value)
+            if from_orjson and (tv is dict or tv is list) and value:
+                # orjson reads an integer beyond 64 bits as a float: such a document is read
+                # again by `json`, which keeps it exact
+                pd = {}
+                try:
+                    _flat_walk(pd, "", value, False, True)
+                    rd = refs.keys(n)
+                except (_LossyNumber, RecursionError):
+                    value = loads_any_depth(text)
+            elif from_orjson and tv is float and not -9.2e18 < value < 9.2e18:
+                value = loads_any_depth(text)
+        if not exact:
+            if rd is None:
+                rd, pd = refs.keys(n), flat_keys(value)
+            assert pd is not None
+            exact = rd == pd
+        if exact:
+            n_exact += 1
+            sum_tp += tp
+            tps[n] = tp
+            codes[n] = 7 if extracted else 5
+        else:
+            # `compare_flat` by difference: the profile counts every present reference path as a
+            # TP; only the items the two maps do not share are looked at one by one
+            fp = fn = 0
+            for p, k in rd.items() - pd.items():  # type: ignore[union-attr]
+                if k[0] == "\x00":
+                    continue
+                slot = per_field.get(generic_path(p))
+                if slot is None:
+                    slot = per_field[generic_path(p)] = [0, 0, 0]
+                q = pd.get(p)  # type: ignore[union-attr]
+                tp -= 1
+                slot[0] -= 1
+                fn += 1
+                slot[2] += 1
+                if q is not None and q[0] != "\x00":
+                    fp += 1
+                    slot[1] += 1
+            for p, q in pd.items() - rd.items():  # type: ignore[union-attr]
+                if q[0] == "\x00":
+                    continue
+                k = rd.get(p)  # type: ignore[union-attr]
+                if k is None or k[0] == "\x00":
+                    fp += 1
                     slot = per_field.get(generic_path(p))
                     if slot is None:
                         slot = per_field[generic_path(p)] = [0, 0, 0]
-                    q = pk.get(p)
-                    tp -= 1
-                    slot[0] -= 1
-                    fn += 1
-                    slot[2] += 1
-                    if q is not None and q[0] != "\x00":
-                        fp += 1
-                        slot[1] += 1
-                for p, q in pk.items() - rk.items():
-                    if q[0] == "\x00":
-                        continue
-                    k = rk.get(p)
-                    if k is None or k[0] == "\x00":
-                        fp += 1
-                        slot = per_field.get(generic_path(p))
-                        if slot is None:
-                            slot = per_field[generic_path(p)] = [0, 0, 0]
-                        slot[1] += 1
-                sum_tp += tp
-                sum_fp += fp
-                sum_fn += fn
-                s_exact(rec, False)
-                s_tp(rec, tp)
-                s_fp(rec, fp)
-                s_fn(rec, fn)
-        append(rec)
+                    slot[1] += 1
+            sum_tp += tp
+            sum_fp += fp
+            sum_fn += fn
+            tps[n] = tp
+            fps[n] = fp
+            fns[n] = fn
+            codes[n] = 3 if extracted else 1
+        n_extracted += extracted
         if progress is not None:
             running[0] += 1
-            running[1] += rec.valid
-            running[4] += rec.exact
-            progress(n, total, model, _RunningRates(running))
+            running[1] += 1
+            running[4] += exact
+            progress(n + 1, total, model, _RunningRates(running))
     for pid, table in enumerate(tables):
         a, b = tp_mult[pid], fn_mult[pid]
         if not a and not b:
@@ -1130,7 +1362,8 @@ def _score_model_exact(
                 slot = per_field[g] = [0, 0, 0]
             slot[0] += a * c
             slot[2] += b * c
-    return recs, [len(recs), n_valid, n_valid - n_extracted, n_extracted, n_exact, sum_tp, sum_fp, sum_fn], n_missing
+    recs = StructuredRecords(ids, codes, tps, fps, fns, errors)
+    return recs, [total, n_valid, n_valid - n_extracted, n_extracted, n_exact, sum_tp, sum_fp, sum_fn], n_missing
 
 
 class _RunningRates(Mapping[str, float]):
