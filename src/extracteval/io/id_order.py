@@ -43,6 +43,12 @@ def natural_sorted(ids: Any) -> list[Any]:
 _PREFIX_NUMBER = re.compile(r"(\D*)(\d+)")
 
 
+def natural_ids(ids: Any) -> tuple[Any, ...]:
+    """Ids in natural order with ties of the natural key (`r01`, `r1`) in byte order: one order
+    whatever order the ids came in (the listings of missing, extra and failed ids)."""
+    return tuple(sorted(ids, key=lambda i: (natural_key(i), i)))
+
+
 def natural_key(rid: Any) -> tuple[Any, ...]:
     """Sort key for record ids: `r2` before `r10`; numbers and text never compared directly."""
     s = rid if type(rid) is str else str(rid)

@@ -43,7 +43,7 @@ import numpy as np
 from extracteval.core.counts import ratios
 from extracteval.core.jsonparse import _orjson
 from extracteval.errors import InputError
-from extracteval.io.id_order import natural_key, natural_sorted
+from extracteval.io.id_order import natural_ids, natural_key, natural_sorted
 from extracteval.io.model_output import JSON_START, ParsedOutput, first_fence_body, loads_any_depth, loads_std_any_depth, parse_json_output, parse_json_text
 
 __all__ = [
@@ -916,6 +916,21 @@ def score_structured(
         progress: called after each record with (done, total, model, running metrics).
     """
     config = config or StructuredConfig()
+    return count_structured(truth, predictions, config=config, similarity=similarity, progress=progress).result(config)
+
+
+def count_structured(
+    truth: Mapping[str, Any],
+    predictions: Mapping[str, Mapping[str, Any]],
+    *,
+    config: StructuredConfig,
+    similarity: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int, str, dict[str, float]], None] | None = None,
+) -> StructuredCount:
+    """Every record of every model scored (the arguments of `score_structured`): its ledger, the
+    per-record results and the extended metrics. The in-memory score reduces the count of all
+    records; the chunk engine adds up the ledgers of its chunks and reduces them the same way
+    (`structured_result`)."""
     ids = natural_sorted(truth)
     scorer = _Scorer(config)
     # the default options (canonical leaves, positional lists) take the loop built for them
@@ -926,8 +941,9 @@ def score_structured(
         else:
             ref_keys = {i: scorer.reference_keys(truth[i]) for i in ids}
     models = sorted(predictions)
-    results: dict[str, StructuredModelResult] = {}
-    records: dict[str, tuple[StructuredRecord, ...]] = {}
+    ledgers: dict[str, _ModelLedger] = {}
+    extended_of: dict[str, dict[str, ExtendedScores]] = {}
+    records: dict[str, Sequence[StructuredRecord]] = {}
     for m in models:
         preds = predictions[m]
         recs = []
@@ -962,7 +978,6 @@ def score_structured(
                 fp=sum(r.fp for r in recs),
                 fn=sum(r.fn for r in recs),
             )
-        fields_out = field_rows(per_field, config.zero_division)
         extended = {}
         for metric, backend in sorted((similarity or {}).items()):
             pred_texts, ref_texts = [], []
@@ -974,19 +989,80 @@ def score_structured(
             extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
         bad = recs.invalid() if isinstance(recs, StructuredRecords) else ((r.id, r.error) for r in recs if not r.valid)
         invalid = tuple(islice(({"id": i, "error": e, "output": _preview(preds.get(i))} for i, e in bad), 5))
-        results[m] = StructuredModelResult(
-            model=m,
+        ledgers[m] = _ModelLedger(
             counts=total,
-            metrics=total.metrics(zero_division=config.zero_division),
-            fields=fields_out,
-            missing_ids=() if n_missing == 0 else tuple(i for i in ids if i not in preds),
+            fields={g: (v[0], v[1], v[2]) for g, v in per_field.items()},
+            missing=() if n_missing == 0 else tuple(i for i in ids if i not in preds),
             # every output key is a truth id when there are as many keys as ids with an output
-            extra_ids=() if n_missing >= 0 and len(preds) == len(ids) - n_missing else tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
+            extra=() if n_missing >= 0 and len(preds) == len(ids) - n_missing else tuple(str(i) for i in preds if i not in truth),
             invalid_examples=invalid,
-            extended=extended,
         )
+        extended_of[m] = extended
         records[m] = recs if isinstance(recs, StructuredRecords) else tuple(recs)
-    return ranked_result(results, config=config, n_records=len(ids), records=records)
+    return StructuredCount(ledger=StructuredLedger(n_records=len(ids), models=ledgers), records=records, extended=extended_of)
+
+
+_EXAMPLES = 5  # invalid outputs a result shows
+
+
+@dataclass(frozen=True)
+class _ModelLedger:
+    counts: StructuredCounts
+    fields: Mapping[str, tuple[int, int, int]]  # path → (tp, fp, fn)
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+    invalid_examples: tuple[dict[str, Any], ...]  # the first few in natural id order
+
+    def __add__(self, o: _ModelLedger) -> _ModelLedger:
+        f = dict(self.fields)
+        for g, (tp, fp, fn) in o.fields.items():
+            a = f.get(g, (0, 0, 0))
+            f[g] = (a[0] + tp, a[1] + fp, a[2] + fn)
+        return _ModelLedger(
+            counts=self.counts + o.counts, fields=f, missing=self.missing + o.missing, extra=self.extra + o.extra,
+            invalid_examples=tuple(sorted(self.invalid_examples + o.invalid_examples, key=lambda e: (natural_key(e["id"]), e["id"]))[:_EXAMPLES]),
+        )
+
+
+@dataclass(frozen=True)
+class StructuredLedger:
+    """Counts of some records, mergeable by `+`: per model the `StructuredCounts`, the per-path
+    (tp, fp, fn), and the ids the result lists (missing, extra, the first invalid examples)."""
+
+    n_records: int
+    models: Mapping[str, _ModelLedger]
+
+    def __add__(self, o: StructuredLedger) -> StructuredLedger:
+        return StructuredLedger(n_records=self.n_records + o.n_records, models={m: self.models[m] + o.models[m] for m in self.models})
+
+
+@dataclass(frozen=True)
+class StructuredCount:
+    """`count_structured` of a set of records: its ledger, per model the per-record results and
+    the extended metrics (means over every record, so never merged across chunks)."""
+
+    ledger: StructuredLedger
+    records: Mapping[str, Sequence[StructuredRecord]]
+    extended: Mapping[str, dict[str, ExtendedScores]]
+
+    def result(self, config: StructuredConfig) -> StructuredResult:
+        return structured_result(self.ledger, config, records=self.records, extended=self.extended)
+
+
+def structured_result(ledger: StructuredLedger, config: StructuredConfig, *, records: Mapping[str, Sequence[StructuredRecord]] | None = None,
+                      extended: Mapping[str, dict[str, ExtendedScores]] | None = None) -> StructuredResult:
+    """Ratios, per-path rows, winners and ranking of a ledger: where the in-memory score and the
+    chunk engine end."""
+    zd = config.zero_division
+    results = {
+        m: StructuredModelResult(
+            model=m, counts=ml.counts, metrics=ml.counts.metrics(zero_division=zd), fields=field_rows(ml.fields, zd),
+            missing_ids=natural_ids(ml.missing), extra_ids=natural_ids(ml.extra), invalid_examples=ml.invalid_examples,
+            extended=dict((extended or {}).get(m, {})),
+        )
+        for m, ml in ledger.models.items()
+    }
+    return ranked_result(results, config=config, n_records=ledger.n_records, records=records or {})
 
 
 def field_rows(per_field: Mapping[str, Sequence[int]], zero_division: float) -> dict[str, dict[str, Any]]:

@@ -1,11 +1,11 @@
 """The `toolcalls` task on the chunk driver (generic and BFCL checkers) and the Spark engine (generic).
 
-Each chunk is scored by the in-memory core (`tasks.toolcalls.semantics.score_toolcalls`: a record's calls are
-paired and counted on their own) into a `ToolCallsLedger`: per model the `ToolCallCounts` (the
+Each chunk is counted by the task's one count (`tasks.toolcalls.semantics.count_toolcalls`: a record's
+calls are paired and counted on their own) into a `ToolCallsLedger`: per model the `ToolCallCounts` (the
 core's own mergeable counts: every metric is a ratio of them), the output formats, and the ids
 the document lists (failed, missing, extra — the document lists all of them — and the five first
 invalid examples in natural id order). Ledgers add up; the metrics and the ranking are computed
-once from the merged counts, so they are the in-memory numbers exactly.
+once from the merged counts by `toolcalls_result`, where the in-memory score ends too.
 
 `ToolCallsEvaluateTask` (what `evaluate toolcalls --chunk-size/--engine spark` runs) adds what
 the MLflow run logs beyond the document: per model the counts per function name (every name apart,
@@ -27,7 +27,7 @@ scores by the in-memory engine's own function.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,59 +36,8 @@ import pandas as pd
 
 from extracteval.chunked import ChunkScore
 
-__all__ = ["ToolCallsLedger", "ToolCallsTask", "ToolCallsEvaluateTask", "ToolCallsEvaluation", "record_table", "toolcalls_chunk_job",
+__all__ = ["ToolCallsTask", "ToolCallsEvaluateTask", "ToolCallsEvaluation", "record_table", "toolcalls_chunk_job",
            "score_toolcalls_files", "BfclLedger", "BfclTask", "score_bfcl_chunked"]
-
-_EXAMPLES = 5
-
-
-def _natural(ids: tuple[str, ...]) -> tuple[str, ...]:
-    from extracteval.io.id_order import natural_key
-
-    # ties of the natural key (r01, r1) in byte order: the order the in-memory engine gives for
-    # the sorted files the chunked engine reads, and one order whatever Spark's partitions are
-    return tuple(sorted(ids, key=lambda i: (natural_key(i), i)))
-
-
-@dataclass(frozen=True)
-class _ModelLedger:
-    counts: Any  # ToolCallCounts
-    formats: Mapping[str, int]
-    failed: tuple[str, ...]
-    missing: tuple[str, ...]
-    extra: tuple[str, ...]
-    invalid_examples: tuple[dict[str, Any], ...]  # the first few in natural id order
-    functions: Mapping[str | None, tuple[int, ...]] = field(default_factory=dict)  # `named_function_counts` (evaluate only)
-
-    def __add__(self, o: _ModelLedger) -> _ModelLedger:
-        from extracteval.io.id_order import natural_key
-        from extracteval.tasks.toolcalls.functions import add_function_counts
-
-        formats = dict(self.formats)
-        for k, v in o.formats.items():
-            formats[k] = formats.get(k, 0) + v
-        examples = sorted(self.invalid_examples + o.invalid_examples, key=lambda e: (natural_key(e["id"]), e["id"]))[:_EXAMPLES]
-        return _ModelLedger(
-            counts=self.counts + o.counts,
-            formats=formats,
-            failed=self.failed + o.failed,
-            missing=self.missing + o.missing,
-            extra=self.extra + o.extra,
-            invalid_examples=tuple(examples),
-            functions=add_function_counts(self.functions, o.functions) if o.functions else self.functions,
-        )
-
-
-@dataclass(frozen=True)
-class ToolCallsLedger:
-    n_records: int
-    models: Mapping[str, _ModelLedger]
-    function_names: frozenset[str] = frozenset()  # the reference's function names (evaluate only)
-
-    def __add__(self, o: ToolCallsLedger) -> ToolCallsLedger:
-        return ToolCallsLedger(n_records=self.n_records + o.n_records, models={m: self.models[m] + o.models[m] for m in self.models},
-                               function_names=self.function_names | o.function_names)
-
 
 @dataclass(frozen=True)
 class ToolCallsTask:
@@ -100,41 +49,26 @@ class ToolCallsTask:
     keep_records: bool = False
 
     def score_chunk(self, chunk: Any) -> ChunkScore:
-        from extracteval.tasks.toolcalls.semantics import ToolCallCounts, score_toolcalls
+        from extracteval.tasks.toolcalls.semantics import ToolCallCounts, count_toolcalls
 
-        res = score_toolcalls(chunk.truth, chunk.predictions, possible_answer=self.possible_answer, config=self.config)
-        models = {m: _model_ledger(r) for m, r in res.models.items()}
+        count = count_toolcalls(chunk.truth, chunk.predictions, possible_answer=self.possible_answer, config=self.config)
         records = None
         if self.keep_records:
             cols = [f.name for f in fields(ToolCallCounts)]
             rows = [
                 {"model": m, "id": rec.id, **{c: int(getattr(rec.counts, c)) for c in cols}, "correct": bool(rec.correct),
                  "format": rec.format, "error": rec.error}
-                for m in sorted(res.records) for rec in res.records[m]
+                for m in sorted(count.records) for rec in count.records[m]
             ]
             records = pd.DataFrame(rows, columns=["model", "id", *cols, "correct", "format", "error"])
             for c in ("model", "id", "format", "error"):
                 records[c] = records[c].astype("string[pyarrow]")
-        return ChunkScore(ledger=ToolCallsLedger(n_records=res.n_records, models=models), records=records)
+        return ChunkScore(ledger=count.ledger, records=records)
 
-    def finalise(self, ledger: ToolCallsLedger, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
-        from extracteval.tasks.toolcalls.semantics import ToolCallModelResult, ranked_result
+    def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
+        from extracteval.tasks.toolcalls.semantics import toolcalls_result
 
-        results = {}
-        for m in sorted(ledger.models):
-            ml = ledger.models[m]
-            results[m] = ToolCallModelResult(
-                model=m,
-                counts=ml.counts,
-                metrics=ml.counts.metrics(zero_division=self.config.zero_division),
-                missing_ids=_natural(ml.missing),
-                extra_ids=_natural(ml.extra),
-                failed_ids=_natural(ml.failed),
-                formats=dict(sorted(ml.formats.items())),
-                invalid_examples=ml.invalid_examples,
-                extended={},
-            )
-        return ranked_result(results, config=self.config, n_records=ledger.n_records, records={})
+        return toolcalls_result(ledger, self.config)
 
 
 def record_table(model: str, records: Any, verdicts: Mapping[str, list[Any]] | None = None) -> pd.DataFrame:
@@ -172,30 +106,24 @@ class ToolCallsEvaluateTask(ToolCallsTask):
     def score_chunk(self, chunk: Any) -> ChunkScore:
         from extracteval.io.id_order import natural_key
         from extracteval.tasks.toolcalls.functions import named_function_counts
-        from extracteval.tasks.toolcalls.semantics import _read_references, score_toolcalls
+        from extracteval.tasks.toolcalls.semantics import _read_references, count_toolcalls
 
-        res = score_toolcalls(chunk.truth, chunk.predictions, possible_answer=self.possible_answer, config=self.config)
+        count = count_toolcalls(chunk.truth, chunk.predictions, possible_answer=self.possible_answer, config=self.config)
         key_fn = self.config.key_fn()
         refs = _read_references(chunk.truth, sorted(chunk.truth, key=natural_key), self.possible_answer, key_fn)
-        models = {m: _model_ledger(r, named_function_counts(refs, chunk.predictions.get(m, {}), res.records[m], key_fn=key_fn))
-                  for m, r in res.models.items()}
+        models = {m: replace(ml, functions=named_function_counts(refs, chunk.predictions.get(m, {}), count.records[m], key_fn=key_fn))
+                  for m, ml in count.ledger.models.items()}
         names = frozenset(c.name for calls in refs.values() for c in calls)
-        frames = [record_table(m, res.records[m]) for m in sorted(res.records)]
-        return ChunkScore(ledger=ToolCallsLedger(n_records=res.n_records, models=models, function_names=names),
+        frames = [record_table(m, count.records[m]) for m in sorted(count.records)]
+        return ChunkScore(ledger=replace(count.ledger, models=models, function_names=names),
                           records=pd.concat(frames, ignore_index=True) if frames else None)
 
-    def finalise(self, ledger: ToolCallsLedger, *, record_rows: Callable[[], np.ndarray] | None) -> ToolCallsEvaluation:
+    def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> ToolCallsEvaluation:
         from extracteval.tasks.toolcalls.functions import pool_functions
 
         result = super().finalise(ledger, record_rows=record_rows)
         return ToolCallsEvaluation(result=result, functions={m: pool_functions(ml.functions, ledger.function_names) for m, ml in ledger.models.items()},
                                    possible_answer=self.possible_answer)
-
-
-def _model_ledger(r: Any, functions: Mapping[str | None, tuple[int, ...]] | None = None) -> _ModelLedger:
-    """A model's ledger of one chunk from the core's `ToolCallModelResult`."""
-    return _ModelLedger(counts=r.counts, formats=dict(r.formats), failed=r.failed_ids, missing=r.missing_ids, extra=r.extra_ids,
-                        invalid_examples=tuple(r.invalid_examples), functions=functions or {})
 
 
 class _Truth:

@@ -44,7 +44,7 @@ import marshal
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from itertools import islice
 from operator import attrgetter
 from typing import Any
@@ -63,10 +63,9 @@ from extracteval.tasks.structured.semantics import (
     _key_part,
     flat_keys,
     leaf_key,
-    natural_key,
-    natural_sorted,
     paused_gc,
 )
+from extracteval.io.id_order import natural_ids, natural_key, natural_sorted
 from extracteval.io.model_output import ParsedOutput, loads_std_any_depth, parse_json_output, parse_json_text
 from extracteval.errors import InputError
 
@@ -1289,6 +1288,23 @@ def score_toolcalls(
         progress: called after each record with (done, total, model, running metrics).
     """
     config = config or ToolCallConfig()
+    return count_toolcalls(truth, predictions, possible_answer=possible_answer, config=config, similarity=similarity,
+                           progress=progress).result(config)
+
+
+def count_toolcalls(
+    truth: Mapping[str, Any],
+    predictions: Mapping[str, Mapping[str, Any]],
+    *,
+    possible_answer: bool = False,
+    config: ToolCallConfig,
+    similarity: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int, str, dict[str, float]], None] | None = None,
+) -> ToolCallsCount:
+    """Every record of every model scored (the arguments of `score_toolcalls`): its ledger, the
+    per-record results and the extended metrics. The in-memory score reduces the count of all
+    records; the chunk engine adds up the ledgers of its chunks and reduces them the same way
+    (`toolcalls_result`)."""
     key_fn = config.key_fn()
     ids = natural_sorted(truth)
     plain = not possible_answer  # plain references: the direct path (`_score_plain`)
@@ -1300,7 +1316,8 @@ def score_toolcalls(
     score: Callable[..., ToolCallRecord] = _score_plain if plain else _score_general
     entry_of: Callable[[ParsedCalls, Callable[[Any], str | None]], Any] = _plain_entry if plain else _ParsedEntry
     pair_cache: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
-    results: dict[str, ToolCallModelResult] = {}
+    ledgers: dict[str, _ModelLedger] = {}
+    extended_of: dict[str, dict[str, ExtendedScores]] = {}
     records: dict[str, tuple[ToolCallRecord, ...]] = {}
     interned: dict[tuple[int, ...], ToolCallCounts] = {}
     missing = _MISSING
@@ -1389,20 +1406,97 @@ def score_toolcalls(
                 ref_texts.append(_calls_text([(c.name, {p: sorted(v) for p, v in c.accept.items()}) for c in refs[r.id]]) if possible_answer else
                                  _calls_text([(c.name, c2) for c, c2 in zip(refs[r.id], [_ref_args(truth[r.id], n) for n in range(len(refs[r.id]))])]))
             extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
-        results[m] = ToolCallModelResult(
-            model=m,
+        ledgers[m] = _ModelLedger(
             counts=total,
-            metrics=total.metrics(zero_division=config.zero_division),
-            missing_ids=tuple(missing_ids),
+            formats=dict(formats),
+            failed=tuple(failed),
+            missing=tuple(missing_ids),
             # every output key is a truth id when as many keys as matched ids
-            extra_ids=() if len(preds) == len(ids) - len(missing_ids) else tuple(sorted((str(i) for i in preds if i not in truth), key=natural_key)),
-            failed_ids=tuple(failed),
-            formats=dict(sorted(formats.items())),
-            invalid_examples=tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), 5)),
-            extended=extended,
+            extra=() if len(preds) == len(ids) - len(missing_ids) else tuple(str(i) for i in preds if i not in truth),
+            invalid_examples=tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), _EXAMPLES)),
         )
+        extended_of[m] = extended
         records[m] = tuple(recs)
-    return ranked_result(results, config=config, n_records=len(ids), records=records)
+    return ToolCallsCount(ledger=ToolCallsLedger(n_records=len(ids), models=ledgers), records=records, extended=extended_of)
+
+
+_EXAMPLES = 5  # invalid outputs a result shows
+
+
+@dataclass(frozen=True)
+class _ModelLedger:
+    counts: ToolCallCounts
+    formats: Mapping[str, int]
+    failed: tuple[str, ...]
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+    invalid_examples: tuple[dict[str, Any], ...]  # the first few in natural id order
+    functions: Mapping[str | None, tuple[int, ...]] = field(default_factory=dict)  # `named_function_counts` (evaluate only)
+
+    def __add__(self, o: _ModelLedger) -> _ModelLedger:
+        from extracteval.tasks.toolcalls.functions import add_function_counts
+
+        formats = dict(self.formats)
+        for k, v in o.formats.items():
+            formats[k] = formats.get(k, 0) + v
+        examples = sorted(self.invalid_examples + o.invalid_examples, key=lambda e: (natural_key(e["id"]), e["id"]))[:_EXAMPLES]
+        return _ModelLedger(
+            counts=self.counts + o.counts,
+            formats=formats,
+            failed=self.failed + o.failed,
+            missing=self.missing + o.missing,
+            extra=self.extra + o.extra,
+            invalid_examples=tuple(examples),
+            functions=add_function_counts(self.functions, o.functions) if o.functions else self.functions,
+        )
+
+
+@dataclass(frozen=True)
+class ToolCallsLedger:
+    """Counts of some records, mergeable by `+`: per model the `ToolCallCounts` (every metric is a
+    ratio of them), the output formats, the ids the result lists (failed, missing, extra, the
+    first invalid examples) and, for `evaluate`, the counts per function name."""
+
+    n_records: int
+    models: Mapping[str, _ModelLedger]
+    function_names: frozenset[str] = frozenset()  # the reference's function names (evaluate only)
+
+    def __add__(self, o: ToolCallsLedger) -> ToolCallsLedger:
+        return ToolCallsLedger(n_records=self.n_records + o.n_records, models={m: self.models[m] + o.models[m] for m in self.models},
+                               function_names=self.function_names | o.function_names)
+
+
+@dataclass(frozen=True)
+class ToolCallsCount:
+    """`count_toolcalls` of a set of records: its ledger, per model the per-record results and
+    the extended metrics (means over every record, so never merged across chunks)."""
+
+    ledger: ToolCallsLedger
+    records: Mapping[str, tuple[ToolCallRecord, ...]]
+    extended: Mapping[str, dict[str, ExtendedScores]]
+
+    def result(self, config: ToolCallConfig) -> ToolCallResult:
+        return toolcalls_result(self.ledger, config, records=self.records, extended=self.extended)
+
+
+def toolcalls_result(ledger: ToolCallsLedger, config: ToolCallConfig, *, records: Mapping[str, tuple[ToolCallRecord, ...]] | None = None,
+                     extended: Mapping[str, dict[str, ExtendedScores]] | None = None) -> ToolCallResult:
+    """Ratios and ranking of a ledger: where the in-memory score and the chunk engine end."""
+    results = {
+        m: ToolCallModelResult(
+            model=m,
+            counts=ml.counts,
+            metrics=ml.counts.metrics(zero_division=config.zero_division),
+            missing_ids=natural_ids(ml.missing),
+            extra_ids=natural_ids(ml.extra),
+            failed_ids=natural_ids(ml.failed),
+            formats=dict(sorted(ml.formats.items())),
+            invalid_examples=ml.invalid_examples,
+            extended=dict((extended or {}).get(m, {})),
+        )
+        for m, ml in sorted(ledger.models.items())
+    }
+    return ranked_result(results, config=config, n_records=ledger.n_records, records=records or {})
 
 
 def ranked_result(results: Mapping[str, ToolCallModelResult], *, config: ToolCallConfig, n_records: int,
