@@ -117,6 +117,18 @@ def _normalise_text(s: str) -> str:
     return _WS.sub(" ", unicodedata.normalize("NFKC", s).casefold()).strip()
 
 
+_INT_TEXT_BITS = 14_000  # integers below this many bits are written in decimal (under Python's 4,300-digit limit)
+
+
+def int_text(v: int) -> str:
+    """The decimal text of an integer; beyond about 4,200 digits, which Python refuses to write
+    in decimal, its hexadecimal text (`0x…`): one text per value either way, and never an error
+    (an absurd literal in a model's output is data, not a crash)."""
+    if v.bit_length() < _INT_TEXT_BITS:
+        return str(v)
+    return ("-0x" if v < 0 else "0x") + format(abs(v), "x")
+
+
 def _number_key(x: float) -> str:
     if math.isinf(x):
         return "n:inf" if x > 0 else "n:-inf"
@@ -199,7 +211,7 @@ class Normalizer:
         if isinstance(value, bool) or isinstance(value, np.bool_):
             return "b:true" if value else "b:false"
         if isinstance(value, (int, np.integer)):
-            return _number_key(float(value)) if abs(int(value)) < 2**53 else f"n:{int(value)}"
+            return _number_key(float(value)) if abs(int(value)) < 2**53 else "n:" + int_text(int(value))
         if isinstance(value, (float, np.floating)):
             if math.isnan(value):
                 return None

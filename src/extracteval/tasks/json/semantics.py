@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from extracteval.core.normalize import NormalizationConfig, Normalizer, _number_key
+from extracteval.core.normalize import NormalizationConfig, Normalizer, _number_key, int_text
 from extracteval.core.ranking import TIER_COLOURS, rank_by_metrics, tier
 from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
@@ -626,7 +626,7 @@ class _KeyTable:
                 else:
                     key = self.normalizer._string_key(v)
             elif tv is int:
-                key = _number_key(float(v)) if abs(v) < 2**53 else f"n:{v}"
+                key = _number_key(float(v)) if abs(v) < 2**53 else "n:" + int_text(v)
             elif v != v:  # NaN is absent, and never cached (it is not equal to itself)
                 return -1
             else:

@@ -42,6 +42,7 @@ import numpy as np
 
 from extracteval.core.counts import ratios
 from extracteval.core.jsonparse import _orjson
+from extracteval.core.normalize import int_text
 from extracteval.errors import InputError
 from extracteval.io.id_order import natural_ids, natural_key, natural_sorted
 from extracteval.io.model_output import JSON_START, ParsedOutput, first_fence_body, loads_any_depth, loads_std_any_depth, parse_json_output, parse_json_text
@@ -115,7 +116,10 @@ def leaf_key(v: Any) -> str:
     if t is bool:
         return "b:1" if v else "b:0"
     if t is int:
-        return "n:" + str(v)
+        try:
+            return "n:" + str(v)
+        except ValueError:  # too many digits to write in decimal
+            return "n:" + int_text(v)
     if t is float:
         if v != v:
             return _ABSENT_NULL
@@ -467,8 +471,8 @@ _REF_ABSENT = 4  # a null / {} / [] / NaN leaf: the present paths are not all th
 _REF_IRREGULAR = 8  # a leaf whose presence depends on more than its type, or a key that is not `str` (`_shape_walk` only)
 
 # (parent path, keys of an object) or (parent path, list length) → (the children's paths, last
-# child first; `_REF_NO_SHORTCUT` if an object key is not a `str`): records of one shape build
-# their path strings once.
+# child first, and flags): records of one shape build their path strings once. An object with a
+# key that is not a `str` is not cached.
 _CHILD_PATHS: dict[tuple[str, Any], tuple[list[str], int]] = {}
 _CHILD_PATHS_MAX = 1 << 14  # bounded: documents whose keys never repeat must not fill memory
 
@@ -480,7 +484,9 @@ def _child_paths(shape: tuple[str, Any], v: Any) -> tuple[list[str], int]:
         parts = [_key_part(k) if type(k) is str else _key_part(str(k)) for k in shape[1]]
         child = [path + "." + part for part in reversed(parts)] if path else parts[::-1]
         if any(type(k) is not str for k in shape[1]):
-            flags = _REF_NO_SHORTCUT
+            # not cached: keys of other types can be equal and name different paths (`True == 1`
+            # but "True" and "1"), and a key tuple finds any equal one in the cache
+            return child, _REF_NO_SHORTCUT
     else:
         child = [f"{path}[{i}]" for i in range(len(v) - 1, -1, -1)]
     if len(_CHILD_PATHS) >= _CHILD_PATHS_MAX:
@@ -521,7 +527,10 @@ def _flat_walk(out: dict[str, str], path: str, v: Any, present_only: bool, stric
                 if not present_only:
                     out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
         elif tx is int:
-            out[cp] = "n:" + str(x)
+            try:
+                out[cp] = "n:" + str(x)
+            except ValueError:  # too many digits to write in decimal
+                out[cp] = "n:" + int_text(x)
             if not -10_000_000_000_000_000 < x < 10_000_000_000_000_000:
                 flags |= _REF_NO_SHORTCUT
         elif tx is float:
@@ -619,20 +628,20 @@ def _shape_walk(v: Any, parts: list[int]) -> int:
         plan = _shape_plan(sk)
     number, nums, conts, flags = plan
     parts.append(number)
-    for k in nums:
+    for p, k in enumerate(nums):
         x = v[k]
         if not -1e16 < x < 1e16:
             if x != x:
-                parts.append(-1 - 2 * nums.index(k))
+                parts.append(-1 - 2 * p)
                 flags |= _REF_ABSENT
             else:
                 flags |= _REF_NO_SHORTCUT
-    for k in conts:
+    for p, k in enumerate(conts):
         x = v[k]
         if x:
             flags |= _shape_walk(x, parts)
         else:
-            parts.append(-2 - 2 * conts.index(k))
+            parts.append(-2 - 2 * p)
             flags |= _REF_ABSENT
     return flags
 
@@ -1288,7 +1297,7 @@ def _score_model_exact(
     running = [0] * 8
     missing = _ABSENT
     # a reference `_diff_keys` may compare side by side (none without orjson)
-    irregular = _REF_NO_SHORTCUT if dumps is not None else -1
+    side_by_side = dumps is not None
     json_start = JSON_START
     # each id's output (`missing` where there is none): the outputs themselves when they are keyed
     # by the ids in their order
@@ -1347,7 +1356,7 @@ def _score_model_exact(
         exact = False
         rd: dict[str, str] | None = None
         pd: dict[str, str] | None = None
-        if not rflags & irregular and type(raw) is str:
+        if side_by_side and not rflags & _REF_NO_SHORTCUT and type(raw) is str:
             # a regular reference: written alike by orjson is the same document (`==` as well for
             # an output `json` read: orjson writes its NaN and Infinity as null); else the two are
             # compared side by side (orjson refuses to write a document nested deeper than 255

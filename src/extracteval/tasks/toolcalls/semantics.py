@@ -65,6 +65,7 @@ from extracteval.tasks.structured.semantics import (
     leaf_key,
     paused_gc,
 )
+from extracteval.core.normalize import int_text
 from extracteval.io.id_order import natural_ids, natural_key, natural_sorted
 from extracteval.io.model_output import ParsedOutput, loads_std_any_depth, parse_json_output, parse_json_text
 from extracteval.errors import InputError
@@ -455,7 +456,10 @@ def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) 
             if t is str:
                 lk = "s:" + v
             elif t is int:
-                lk = "n:" + str(v)
+                try:
+                    lk = "n:" + str(v)
+                except ValueError:  # too many digits to write in decimal
+                    lk = "n:" + int_text(v)
             elif t is bool:
                 lk = "b:1" if v else "b:0"
             elif t is float:
@@ -483,7 +487,10 @@ def _scalar_keys(args: dict[str, Any]) -> dict[str, str] | None:
         if t is str:
             lk = "s:" + v
         elif t is int:
-            lk = "n:" + str(v)
+            try:
+                lk = "n:" + str(v)
+            except ValueError:  # too many digits to write in decimal
+                lk = "n:" + int_text(v)
         elif t is bool:
             lk = "b:1" if v else "b:0"
         elif v is None:
