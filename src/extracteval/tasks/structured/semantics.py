@@ -589,6 +589,18 @@ _PLAN_NUMBERS = count()
 _NONE_TYPE = type(None)
 
 
+# plan number → the position of each key among the plan's numbers and among its containers, made
+# the first time a NaN or an empty container is met under the plan (not by a search per item)
+_PLAN_POSITIONS: dict[int, tuple[dict[Any, int], dict[Any, int]]] = {}
+
+
+def _positions(plan: tuple[int, tuple[Any, ...], tuple[Any, ...], int]) -> tuple[dict[Any, int], dict[Any, int]]:
+    pos = _PLAN_POSITIONS.get(plan[0])
+    if pos is None:
+        pos = _PLAN_POSITIONS[plan[0]] = ({k: p for p, k in enumerate(plan[1])}, {k: p for p, k in enumerate(plan[2])})
+    return pos
+
+
 def _shape_plan(sk: tuple[Any, tuple[type, ...]]) -> tuple[int, tuple[Any, ...], tuple[Any, ...], int]:
     keys, types = sk
     at = keys if type(keys) is tuple else range(keys)
@@ -608,6 +620,7 @@ def _shape_plan(sk: tuple[Any, tuple[type, ...]]) -> tuple[int, tuple[Any, ...],
             flags |= _REF_IRREGULAR
     if len(_SHAPE_PLANS) >= _CHILD_PATHS_MAX:
         _SHAPE_PLANS.clear()
+        _PLAN_POSITIONS.clear()
     plan = _SHAPE_PLANS[sk] = (next(_PLAN_NUMBERS), tuple(nums), tuple(conts), flags)
     return plan
 
@@ -628,20 +641,20 @@ def _shape_walk(v: Any, parts: list[int]) -> int:
         plan = _shape_plan(sk)
     number, nums, conts, flags = plan
     parts.append(number)
-    for p, k in enumerate(nums):
+    for k in nums:
         x = v[k]
         if not -1e16 < x < 1e16:
             if x != x:
-                parts.append(-1 - 2 * p)
+                parts.append(-1 - 2 * _positions(plan)[0][k])
                 flags |= _REF_ABSENT
             else:
                 flags |= _REF_NO_SHORTCUT
-    for p, k in enumerate(conts):
+    for k in conts:
         x = v[k]
         if x:
             flags |= _shape_walk(x, parts)
         else:
-            parts.append(-2 - 2 * p)
+            parts.append(-2 - 2 * _positions(plan)[1][k])
             flags |= _REF_ABSENT
     return flags
 
@@ -1021,6 +1034,7 @@ class _ModelLedger:
     missing: tuple[str, ...]
     extra: tuple[str, ...]
     invalid_examples: tuple[dict[str, Any], ...]  # the first few in natural id order
+    merged: bool = False  # added up from several counts: the ids are put in natural order once, at the end
 
     def __add__(self, o: _ModelLedger) -> _ModelLedger:
         f = dict(self.fields)
@@ -1030,6 +1044,7 @@ class _ModelLedger:
         return _ModelLedger(
             counts=self.counts + o.counts, fields=f, missing=self.missing + o.missing, extra=self.extra + o.extra,
             invalid_examples=tuple(sorted(self.invalid_examples + o.invalid_examples, key=lambda e: (natural_key(e["id"]), e["id"]))[:_EXAMPLES]),
+            merged=True,
         )
 
 
@@ -1066,7 +1081,7 @@ def structured_result(ledger: StructuredLedger, config: StructuredConfig, *, rec
     results = {
         m: StructuredModelResult(
             model=m, counts=ml.counts, metrics=ml.counts.metrics(zero_division=zd), fields=field_rows(ml.fields, zd),
-            missing_ids=natural_ids(ml.missing), extra_ids=natural_ids(ml.extra), invalid_examples=ml.invalid_examples,
+            missing_ids=natural_ids(ml.missing) if ml.merged else ml.missing, extra_ids=natural_ids(ml.extra), invalid_examples=ml.invalid_examples,
             extended=dict((extended or {}).get(m, {})),
         )
         for m, ml in ledger.models.items()

@@ -1439,6 +1439,7 @@ class _ModelLedger:
     extra: tuple[str, ...]
     invalid_examples: tuple[dict[str, Any], ...]  # the first few in natural id order
     functions: Mapping[str | None, tuple[int, ...]] = field(default_factory=dict)  # `named_function_counts` (evaluate only)
+    merged: bool = False  # added up from several counts: the ids are put in natural order once, at the end
 
     def __add__(self, o: _ModelLedger) -> _ModelLedger:
         from extracteval.tasks.toolcalls.functions import add_function_counts
@@ -1455,6 +1456,7 @@ class _ModelLedger:
             extra=self.extra + o.extra,
             invalid_examples=tuple(examples),
             functions=add_function_counts(self.functions, o.functions) if o.functions else self.functions,
+            merged=True,
         )
 
 
@@ -1494,9 +1496,10 @@ def toolcalls_result(ledger: ToolCallsLedger, config: ToolCallConfig, *, records
             model=m,
             counts=ml.counts,
             metrics=ml.counts.metrics(zero_division=config.zero_division),
-            missing_ids=natural_ids(ml.missing),
+            # one count lists its ids in id order already
+            missing_ids=natural_ids(ml.missing) if ml.merged else ml.missing,
             extra_ids=natural_ids(ml.extra),
-            failed_ids=natural_ids(ml.failed),
+            failed_ids=natural_ids(ml.failed) if ml.merged else ml.failed,
             formats=dict(sorted(ml.formats.items())),
             invalid_examples=ml.invalid_examples,
             extended=dict((extended or {}).get(m, {})),
