@@ -19,6 +19,7 @@ from typing import Any
 
 from extracteval.tasks.structured.semantics import leaf_key
 from extracteval.tasks.toolcalls.semantics import (
+    add_function_counts,
     RefCall,
     ToolCallRecord,
     _compare,
@@ -97,15 +98,6 @@ def named_function_counts(
             if j not in paired_pred and c.valid and c.args is not None:
                 a[_IDX["fp"]] += len(_present_keys(c.args, key_fn))
     return {n: tuple(a) for n, a in acc.items()}
-
-
-def add_function_counts(a: Mapping[str | None, tuple[int, ...]], b: Mapping[str | None, tuple[int, ...]]) -> dict[str | None, tuple[int, ...]]:
-    """The per-name counts of two sets of records (`named_function_counts`), added."""
-    out = dict(a)
-    for n, c in b.items():
-        have = out.get(n)
-        out[n] = c if have is None else tuple(x + y for x, y in zip(have, c))
-    return out
 
 
 def pool_functions(named: Mapping[str | None, tuple[int, ...]], reference_names: set[str] | frozenset[str]) -> dict[str, dict[str, int]]:

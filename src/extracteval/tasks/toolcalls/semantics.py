@@ -1442,8 +1442,6 @@ class _ModelLedger:
     merged: bool = False  # added up from several counts: the ids are put in natural order once, at the end
 
     def __add__(self, o: _ModelLedger) -> _ModelLedger:
-        from extracteval.tasks.toolcalls.functions import add_function_counts
-
         formats = dict(self.formats)
         for k, v in o.formats.items():
             formats[k] = formats.get(k, 0) + v
@@ -1458,6 +1456,15 @@ class _ModelLedger:
             functions=add_function_counts(self.functions, o.functions) if o.functions else self.functions,
             merged=True,
         )
+
+
+def add_function_counts(a: Mapping[str | None, tuple[int, ...]], b: Mapping[str | None, tuple[int, ...]]) -> dict[str | None, tuple[int, ...]]:
+    """The per-name counts of two sets of records (`functions.named_function_counts`), added."""
+    out = dict(a)
+    for n, c in b.items():
+        have = out.get(n)
+        out[n] = c if have is None else tuple(x + y for x, y in zip(have, c))
+    return out
 
 
 @dataclass(frozen=True)
