@@ -1223,18 +1223,8 @@ def _diff_keys(r: Any, p: Any, path: str, rd: dict[str, str], pd: dict[str, str]
                 _put_keys(rd, path + "." + _key_part(k) if path else _key_part(k), a)
                 continue
             shared += 1
-            if a == b:
-                if not hazard:
-                    continue
-                ta = type(a)
-                if ta is type(b):
-                    if ta is not dict and ta is not list and ta is not tuple:
-                        continue
-                    try:
-                        if dumps(a) == dumps(b):
-                            continue
-                    except (TypeError, ValueError, RecursionError):
-                        pass
+            if a == b and (not hazard or _typed_equal(a, b, dumps)):
+                continue
             _diff_pair(a, b, path + "." + _key_part(k) if path else _key_part(k), rd, pd, hazard)
         if shared != len(p):  # keys only the output has
             for k, b in p.items():
@@ -1242,24 +1232,28 @@ def _diff_keys(r: Any, p: Any, path: str, rd: dict[str, str], pd: dict[str, str]
                     _put_keys(pd, path + "." + _key_part(k) if path else _key_part(k), b)
         return
     for j, (a, b) in enumerate(zip(r, p)):
-        if a == b:
-            if not hazard:
-                continue
-            ta = type(a)
-            if ta is type(b):
-                if ta is not dict and ta is not list and ta is not tuple:
-                    continue
-                try:
-                    if dumps(a) == dumps(b):
-                        continue
-                except (TypeError, ValueError, RecursionError):
-                    pass
+        if a == b and (not hazard or _typed_equal(a, b, dumps)):
+            continue
         _diff_pair(a, b, f"{path}[{j}]", rd, pd, hazard)
     shared = min(len(r), len(p))
     for j in range(shared, len(r)):  # items only the reference has
         _put_keys(rd, f"{path}[{j}]", r[j])
     for j in range(shared, len(p)):  # items only the output has
         _put_keys(pd, f"{path}[{j}]", p[j])
+
+
+def _typed_equal(a: Any, b: Any, dumps: Callable[..., bytes]) -> bool:
+    """Two items `==` already equates are one JSON value: leaves of one type, containers written
+    alike by orjson (`True == 1`, `[True] == [1]`)."""
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is not dict and ta is not list and ta is not tuple:
+        return True
+    try:
+        return dumps(a) == dumps(b)
+    except (TypeError, ValueError, RecursionError):
+        return False
 
 
 def _diff_pair(a: Any, b: Any, path: str, rd: dict[str, str], pd: dict[str, str], hazard: bool) -> None:
