@@ -1141,7 +1141,11 @@ def _model_input(p: JsonPredictions, order: list[str], pos: Mapping[str, int], c
         recs: Mapping[str, Any] = records  # the usual case: the ids are strings already
     else:
         recs = {str(k): v for k, v in records.items()}
-    objs: list[Mapping[str, Any]] = list(map(recs.get, order, repeat(_NO_RECORD)))
+    objs: list[Mapping[str, Any]]
+    if len(recs) == n and list(recs) == order:  # the predictions in id order already: no look-up per id
+        objs = list(recs.values())
+    else:
+        objs = list(map(recs.get, order, repeat(_NO_RECORD)))
     # every prediction id is a truth id when as many truth ids found one as there are predictions
     if n - sum(map(operator.is_, objs, repeat(_NO_RECORD))) != len(recs):
         extra = sorted(recs.keys() - pos.keys())
@@ -1396,7 +1400,10 @@ def count_json(
         raise InputError(f"{truth_source}: expected a mapping of record id to JSON object, but got {type(truth).__name__}.")
     if set(map(type, truth)) <= {str}:  # the usual case: the ids are strings already
         order = sorted(truth)
-        truth_objs: list[Mapping[str, Any]] = list(map(truth.__getitem__, order))
+        # in id order already (a sorted file): the values as they are, no look-up per id
+        truth_objs: list[Mapping[str, Any]] = (
+            list(truth.values()) if type(truth) is dict and list(truth) == order else list(map(truth.__getitem__, order))
+        )
     else:
         truth_ids = {str(k): k for k in truth}
         if len(truth_ids) != len(truth):
