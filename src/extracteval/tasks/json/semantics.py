@@ -1142,12 +1142,13 @@ def _model_input(p: JsonPredictions, order: list[str], pos: Mapping[str, int], c
     else:
         recs = {str(k): v for k, v in records.items()}
     objs: list[Mapping[str, Any]]
-    if len(recs) == n and list(recs) == order:  # the predictions in id order already: no look-up per id
+    in_order = len(recs) == n and list(recs) == order
+    if in_order:  # the predictions in id order already (every truth id found): no look-up per id
         objs = list(recs.values())
     else:
         objs = list(map(recs.get, order, repeat(_NO_RECORD)))
     # every prediction id is a truth id when as many truth ids found one as there are predictions
-    if n - sum(map(operator.is_, objs, repeat(_NO_RECORD))) != len(recs):
+    if not in_order and n - sum(map(operator.is_, objs, repeat(_NO_RECORD))) != len(recs):
         extra = sorted(recs.keys() - pos.keys())
         shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
         raise InputError(
@@ -1559,7 +1560,7 @@ def count_json(
         cells = a["cells"]
         merged = _Cells(
             rec=np.concatenate([c.rec for c in cells]) if cells else np.zeros(0, dtype=np.int32),
-            path=(rank[np.concatenate([c.path for c in cells])].astype(np.int32) if cells else np.zeros(0, dtype=np.int32)),
+            path=(rank.astype(np.int32)[np.concatenate([c.path for c in cells])] if cells else np.zeros(0, dtype=np.int32)),
             cls=np.concatenate([c.cls for c in cells]) if cells else np.zeros(0, dtype=np.int8),
             strategy=np.concatenate([c.strategy for c in cells]) if cells else np.zeros(0, dtype=np.int8),
             score=np.concatenate([c.score for c in cells]) if cells else np.zeros(0),
