@@ -610,6 +610,28 @@ class _KeyTable:
             self.keys.append(key)
         return c
 
+    def code_new_strs(self, vals: list[str]) -> None:
+        """`code` of each of these distinct strings (exact type `str`) not seen before, in this
+        order — the same keys and codes as one `code` call each, for fewer calls per value: most
+        new values are such strings (ids, zip codes, names), coded once each."""
+        if self.digits_are_numbers:
+            nt, skey = self.null_tokens, self.normalizer._string_key
+            joined = "".join(vals)
+            if (joined.isdigit() and joined.isascii() and min(map(len, vals)) > 0 and max(map(len, vals)) <= 15
+                    and not any(map(nt.__contains__, vals)) and "\n0" not in "\n" + "\n".join(vals)):
+                # all plain ASCII digits without a leading zero (zip codes, ids): their own decimal text
+                ks = list(map("n:".__add__, vals))
+            else:  # plain ASCII digits: as in `code`
+                ks = ["n:" + str(int(v)) if v.isdigit() and v.isascii() and len(v) <= 15 and v not in nt else skey(v) for v in vals]
+        else:
+            ks = list(map(self.normalizer._string_key, vals))
+        ids, keys = self.ids, self.keys
+        new = [k for k in dict.fromkeys(ks) if k is not None and k not in ids]  # first appearances, in order
+        if new:
+            ids.update(zip(new, range(len(keys), len(keys) + len(new))))
+            keys.extend(new)
+        self.by_type.setdefault(str, {}).update(zip(vals, map(ids.get, ks, repeat(-1))))
+
     def code(self, v: Any) -> int:
         """Slow path: a value not seen before (or not hashable)."""
         tv = type(v)
@@ -835,7 +857,16 @@ def _gather_columns(
                         miss = np.flatnonzero(kc == -3)
                         if len(miss):  # values new to this field: each distinct one is coded once
                             fresh = _take(vs, miss)
-                            for v in set(fresh):
+                            if t is str:  # the usual case: coded together, the field's dict filled at once
+                                distinct = list(set(fresh))
+                                todo = [v for v, c in zip(distinct, map(get, distinct)) if c is None]
+                                if todo:
+                                    keys.code_new_strs(todo)
+                                fd.update(zip(distinct, map(get, distinct)))
+                                distinct = ()
+                            else:
+                                distinct = set(fresh)
+                            for v in distinct:
                                 c = get(v)
                                 if c is None:
                                     c = key_code(v)
@@ -1110,9 +1141,14 @@ def _model_input(p: JsonPredictions, order: list[str], pos: Mapping[str, int], c
         recs: Mapping[str, Any] = records  # the usual case: the ids are strings already
     else:
         recs = {str(k): v for k, v in records.items()}
-    objs: list[Mapping[str, Any]] = list(map(recs.get, order, repeat(_NO_RECORD)))
+    objs: list[Mapping[str, Any]]
+    in_order = len(recs) == n and list(recs) == order
+    if in_order:  # the predictions in id order already (every truth id found): no look-up per id
+        objs = list(recs.values())
+    else:
+        objs = list(map(recs.get, order, repeat(_NO_RECORD)))
     # every prediction id is a truth id when as many truth ids found one as there are predictions
-    if n - sum(map(operator.is_, objs, repeat(_NO_RECORD))) != len(recs):
+    if not in_order and n - sum(map(operator.is_, objs, repeat(_NO_RECORD))) != len(recs):
         extra = sorted(recs.keys() - pos.keys())
         shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
         raise InputError(
@@ -1365,7 +1401,10 @@ def count_json(
         raise InputError(f"{truth_source}: expected a mapping of record id to JSON object, but got {type(truth).__name__}.")
     if set(map(type, truth)) <= {str}:  # the usual case: the ids are strings already
         order = sorted(truth)
-        truth_objs: list[Mapping[str, Any]] = list(map(truth.__getitem__, order))
+        # in id order already (a sorted file): the values as they are, no look-up per id
+        truth_objs: list[Mapping[str, Any]] = (
+            list(truth.values()) if type(truth) is dict and list(truth) == order else list(map(truth.__getitem__, order))
+        )
     else:
         truth_ids = {str(k): k for k in truth}
         if len(truth_ids) != len(truth):
@@ -1521,7 +1560,7 @@ def count_json(
         cells = a["cells"]
         merged = _Cells(
             rec=np.concatenate([c.rec for c in cells]) if cells else np.zeros(0, dtype=np.int32),
-            path=(rank[np.concatenate([c.path for c in cells])].astype(np.int32) if cells else np.zeros(0, dtype=np.int32)),
+            path=(rank.astype(np.int32)[np.concatenate([c.path for c in cells])] if cells else np.zeros(0, dtype=np.int32)),
             cls=np.concatenate([c.cls for c in cells]) if cells else np.zeros(0, dtype=np.int8),
             strategy=np.concatenate([c.strategy for c in cells]) if cells else np.zeros(0, dtype=np.int8),
             score=np.concatenate([c.score for c in cells]) if cells else np.zeros(0),
