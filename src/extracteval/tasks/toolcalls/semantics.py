@@ -445,44 +445,22 @@ def _new_key_part(k: str) -> str:
 def _present_keys(args: Mapping[str, Any], key_fn: Callable[[Any], str | None]) -> dict[str, str]:
     """Flattened argument paths with a value (null / {} / [] leaves are absent)."""
     if key_fn is leaf_key and type(args) is dict:
-        # The usual arguments object: string keys, scalar values. Same keys, values and order
-        # (`flat_keys` pops its stack, so the last argument comes first) without the stack.
-        out: dict[str, str] = {}
-        parts = _KEY_PARTS
-        for k, v in reversed(args.items()):
-            if type(k) is not str:
-                return flat_keys(args, key_fn, present_only=True)
-            t = type(v)
-            if t is str:
-                lk = "s:" + v
-            elif t is int:
-                try:
-                    lk = "n:" + str(v)
-                except ValueError:  # too many digits to write in decimal
-                    lk = "n:" + int_text(v)
-            elif t is bool:
-                lk = "b:1" if v else "b:0"
-            elif t is float:
-                lk = leaf_key(v)
-                if lk[0] == "\x00":
-                    continue
-            elif v is None:
-                continue
-            else:
-                return flat_keys(args, key_fn, present_only=True)
-            kp = parts.get(k)
-            out[_new_key_part(k) if kp is None else kp] = lk
-        return out
+        # the usual arguments object, text names and scalar values: same keys, values and order
+        # (`flat_keys` pops its stack, so the last argument comes first) without the stack
+        out = _scalar_keys(args, floats=True, last_first=True)
+        if out is not None:
+            return out
     return flat_keys(args, key_fn, present_only=True)
 
 
-def _scalar_keys(args: dict[str, Any]) -> dict[str, str] | None:
+def _scalar_keys(args: dict[str, Any], *, floats: bool = False, last_first: bool = False) -> dict[str, str] | None:
     """`_present_keys(args, leaf_key)` of an object whose values are all text, integers, booleans
-    or null, as a dict equal to it (its order aside); None for any other object (a number with a
-    fraction or exponent, a nested value, a name that is not text)."""
+    or null (and numbers with a fraction or exponent when `floats`), as a dict equal to it (in
+    `flat_keys`' order when `last_first`, else in the object's); None for any other object (a
+    nested value, a name that is not text)."""
     out: dict[str, str] = {}
     parts = _KEY_PARTS
-    for k, v in args.items():
+    for k, v in (reversed(args.items()) if last_first else args.items()):
         t = type(v)
         if t is str:
             lk = "s:" + v
@@ -493,6 +471,10 @@ def _scalar_keys(args: dict[str, Any]) -> dict[str, str] | None:
                 lk = "n:" + int_text(v)
         elif t is bool:
             lk = "b:1" if v else "b:0"
+        elif t is float and floats:
+            lk = leaf_key(v)
+            if lk[0] == "\x00":  # NaN: absent
+                continue
         elif v is None:
             continue
         else:
