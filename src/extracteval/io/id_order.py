@@ -46,7 +46,17 @@ _PREFIX_NUMBER = re.compile(r"(\D*)(\d+)")
 def natural_ids(ids: Any) -> tuple[Any, ...]:
     """Ids in natural order with ties of the natural key (`r01`, `r1`) in byte order: one order
     whatever order the ids came in (the listings of missing, extra and failed ids)."""
-    return tuple(sorted(ids, key=lambda i: (natural_key(i), i)))
+    return tuple(sorted(ids, key=_natural_then_bytes))
+
+
+def first_by_id(items: Any, n: int) -> tuple[Any, ...]:
+    """The first `n` of these mappings by their `"id"`, in `natural_ids` order (the examples a
+    result shows, whichever chunks they came from)."""
+    return tuple(sorted(items, key=lambda e: _natural_then_bytes(e["id"]))[:n])
+
+
+def _natural_then_bytes(rid: Any) -> tuple[Any, Any]:
+    return natural_key(rid), rid
 
 
 def natural_key(rid: Any) -> tuple[Any, ...]:

@@ -44,7 +44,7 @@ from extracteval.core.counts import ratios
 from extracteval.core.jsonparse import _orjson
 from extracteval.core.normalize import int_text
 from extracteval.errors import InputError
-from extracteval.io.id_order import natural_ids, natural_key, natural_sorted
+from extracteval.io.id_order import first_by_id, natural_ids, natural_sorted
 from extracteval.io.model_output import JSON_START, ParsedOutput, first_fence_body, loads_any_depth, loads_std_any_depth, parse_json_output, parse_json_text
 
 __all__ = [
@@ -1010,7 +1010,7 @@ def count_structured(
                 ref_texts.append(canonical_text(truth[r.id]))
             extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
         bad = recs.invalid() if isinstance(recs, StructuredRecords) else ((r.id, r.error) for r in recs if not r.valid)
-        invalid = tuple(islice(({"id": i, "error": e, "output": _preview(preds.get(i))} for i, e in bad), 5))
+        invalid = tuple(islice(({"id": i, "error": e, "output": _preview(preds.get(i))} for i, e in bad), _EXAMPLES))
         ledgers[m] = _ModelLedger(
             counts=total,
             fields={g: (v[0], v[1], v[2]) for g, v in per_field.items()},
@@ -1043,7 +1043,7 @@ class _ModelLedger:
             f[g] = (a[0] + tp, a[1] + fp, a[2] + fn)
         return _ModelLedger(
             counts=self.counts + o.counts, fields=f, missing=self.missing + o.missing, extra=self.extra + o.extra,
-            invalid_examples=tuple(sorted(self.invalid_examples + o.invalid_examples, key=lambda e: (natural_key(e["id"]), e["id"]))[:_EXAMPLES]),
+            invalid_examples=first_by_id(self.invalid_examples + o.invalid_examples, _EXAMPLES),
             merged=True,
         )
 
