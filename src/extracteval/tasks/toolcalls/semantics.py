@@ -58,6 +58,7 @@ from extracteval.core.matching import max_matching
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.tasks.structured.semantics import (
     PASS_THRESHOLD,
+    _EXAMPLES,
     ExtendedScores,
     extended_scores,
     _key_part,
@@ -66,7 +67,7 @@ from extracteval.tasks.structured.semantics import (
     paused_gc,
 )
 from extracteval.core.normalize import int_text
-from extracteval.io.id_order import natural_ids, natural_key, natural_sorted
+from extracteval.io.id_order import first_by_id, natural_ids, natural_sorted
 from extracteval.io.model_output import ParsedOutput, loads_std_any_depth, parse_json_output, parse_json_text
 from extracteval.errors import InputError
 
@@ -932,6 +933,15 @@ def _args_keys(raw: Any, key_fn: Callable[[Any], str | None], fast: bool) -> Any
     return None
 
 
+def _call_keys(call: dict[str, Any], key_fn: Callable[[Any], str | None], fast: bool) -> Any:
+    """The argument keys of a call object holding `arguments` (`_args_keys`), or None when its
+    `name` is not a non-blank string."""
+    name = call.get("name")
+    if type(name) is not str or not name.strip():
+        return None
+    return _args_keys(call["arguments"], key_fn, fast)
+
+
 def _plain_value(value: Any, key_fn: Callable[[Any], str | None], fast: bool) -> Any:
     """The entry of the usual JSON shapes, read as `_calls_from_object` reads them: a
     `{"name", "arguments"}` object or a list of them, or `{"tool_calls": [{"function": …}]}`;
@@ -953,22 +963,16 @@ def _plain_value(value: Any, key_fn: Callable[[Any], str | None], fast: bool) ->
                 f = item.get("function")
                 if type(f) is not dict or "arguments" not in f:
                     return None
-                name = f.get("name")
-                if type(name) is not str or not name.strip():
-                    return None
-                k = _args_keys(f["arguments"], key_fn, fast)
+                k = _call_keys(f, key_fn, fast)
                 if k is None or k is _RECHECK:
                     return k
-                names.append(name)
+                names.append(f["name"])
                 keys.append(k)
             return ("openai", None, tuple(names), tuple(keys))
         if len(value) != 2 or "arguments" not in value:
             return None
-        name = value["name"]
-        if type(name) is not str or not name.strip():
-            return None
-        k = _args_keys(value["arguments"], key_fn, fast)
-        return k if k is None or k is _RECHECK else ("name_arguments", None, (name,), (k,))
+        k = _call_keys(value, key_fn, fast)
+        return k if k is None or k is _RECHECK else ("name_arguments", None, (value["name"],), (k,))
     if type(value) is list:
         if not value:
             return ("list", None, (), ())
@@ -976,13 +980,10 @@ def _plain_value(value: Any, key_fn: Callable[[Any], str | None], fast: bool) ->
         for x in value:
             if type(x) is not dict or len(x) != 2 or "arguments" not in x:
                 return None
-            name = x.get("name")
-            if type(name) is not str or not name.strip():
-                return None
-            k = _args_keys(x["arguments"], key_fn, fast)
+            k = _call_keys(x, key_fn, fast)
             if k is None or k is _RECHECK:
                 return k
-            names.append(name)
+            names.append(x["name"])
             keys.append(k)
         return ("list[name_arguments]", None, tuple(names), tuple(keys))
     return None
@@ -1409,9 +1410,6 @@ def count_toolcalls(
     return ToolCallsCount(ledger=ToolCallsLedger(n_records=len(ids), models=ledgers), records=records, extended=extended_of)
 
 
-_EXAMPLES = 5  # invalid outputs a result shows
-
-
 @dataclass(frozen=True)
 class _ModelLedger:
     counts: ToolCallCounts
@@ -1427,14 +1425,13 @@ class _ModelLedger:
         formats = dict(self.formats)
         for k, v in o.formats.items():
             formats[k] = formats.get(k, 0) + v
-        examples = sorted(self.invalid_examples + o.invalid_examples, key=lambda e: (natural_key(e["id"]), e["id"]))[:_EXAMPLES]
         return _ModelLedger(
             counts=self.counts + o.counts,
             formats=formats,
             failed=self.failed + o.failed,
             missing=self.missing + o.missing,
             extra=self.extra + o.extra,
-            invalid_examples=tuple(examples),
+            invalid_examples=first_by_id(self.invalid_examples + o.invalid_examples, _EXAMPLES),
             functions=add_function_counts(self.functions, o.functions) if o.functions else self.functions,
             merged=True,
         )
