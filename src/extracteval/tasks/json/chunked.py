@@ -61,12 +61,13 @@ class JsonTask:
         n = len(count.order)
         limit = None if self.records_mode == "all" else _RECORD_LIMIT
         want = self.records_mode == "all" or (self.records_mode == "auto" and n * max(1, len(count.models)) <= _RECORD_LIMIT)
-        res = count.result(self.config) if want or self.keep_records else None
+        ledger, rows = count.ledger(records_limit=limit), count.rows()
+        res = count.result(self.config, ledger=ledger, rows=rows) if want or self.keep_records else None
         listing = {name: tuple(r.to_dict() for r in res.models[name].records()) for name in count.models} if want else None
         records = None
         if self.keep_records:
             records = {"records": _text_columns(res.records_frame()), "buckets": _text_columns(res.cells_frame())}
-        return ChunkScore(ledger=count.ledger(records=listing, records_limit=limit), records=records, rows=count.rows())
+        return ChunkScore(ledger=replace(ledger, records=listing), records=records, rows=rows)
 
     def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> ChunkedJsonResult:
         return replace(finalise_json(ledger, self.config, record_rows), records_mode=self.records_mode, similarity=self.similarity)

@@ -1643,8 +1643,9 @@ class JsonCount:
             rows[:, 6 * j + 5] = m.keep
         return rows
 
-    def result(self, cfg: JsonConfig) -> JsonResult:
-        res = json_result(self.ledger(), cfg, self.rows())
+    def result(self, cfg: JsonConfig, *, ledger: JsonLedger | None = None, rows: np.ndarray | None = None) -> JsonResult:
+        """`ledger` and `rows`: this count's own, when the caller has made them already."""
+        res = json_result(self.ledger() if ledger is None else ledger, cfg, self.rows() if rows is None else rows)
         models = {
             name: replace(mr, _record_ids=self.order, _paths=self.paths, _per_record=self.models[name].per_record,
                           _cells=self.models[name].cells, _flags=self.models[name].flags)
