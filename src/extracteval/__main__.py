@@ -1,5 +1,3 @@
-import sys
+from extracteval.cli import leave, main
 
-from extracteval.cli import main
-
-sys.exit(main())
+leave(main())

@@ -10,6 +10,7 @@ import argparse
 import sys
 from importlib import import_module
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from extracteval import __version__
 from extracteval.tasks import parts
@@ -115,5 +116,29 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
             OVERWRITE.reset(token)
 
 
+def leave(code: int) -> NoReturn:
+    """End a `python -m` run with `code` (its `sys.exit`), certain also after Ctrl-C.
+
+    CPython ends a `-m` run by SIGINT itself, whatever code it exits with, once a KeyboardInterrupt
+    has passed through code run from a string (`exec`/`eval`, which is how `collections.namedtuple`
+    and `dataclasses` build their methods), even when the interrupt was handled. Such a run would
+    report "killed by SIGINT" instead of 130, depending on where the interrupt landed. So an
+    interrupted run runs its exit handlers, flushes both streams and ends with `os._exit(130)`."""
+    if code == 130:
+        import atexit
+        import os
+
+        run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+        if run_exit_handlers is not None:
+            run_exit_handlers()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said there
+                pass
+        os._exit(130)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    leave(main())

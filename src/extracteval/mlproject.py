@@ -439,4 +439,6 @@ RUNNERS = {"demo": _run_demo, "evaluate": _run_evaluate, "leaderboard": _run_lea
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from extracteval.cli import leave
+
+    leave(main())
