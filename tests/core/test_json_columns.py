@@ -83,6 +83,40 @@ def test_the_column_walk_gives_the_leaves_of_the_object_walk(objs: list[Mapping]
     assert _named(t3, k3, *found) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(OBJECTS, min_size=1, max_size=6), min_size=2, max_size=5), st.booleans())
+def test_successive_batches_through_the_same_tables(batches: list[list[Mapping]], flatten: bool) -> None:
+    # as `_leaves` walks a chunk: one table for every batch, so a field's column is first new, then
+    # known whole (looked up at once), then partly new again, in any order
+    t1, k1 = _PathTable(), _KeyTable(Normalizer())
+    t2, k2 = _PathTable(), _KeyTable(Normalizer())
+    slack, semantics._SLACK = semantics._SLACK, 10**9
+    try:
+        for objs in batches:
+            expected = _named(t1, k1, *_by_object(objs, flatten, t1, k1))
+            found = _gather_columns(objs, flatten, t2, k2)
+            if found is None:
+                found = _by_object(objs, flatten, t2, k2)
+            assert _named(t2, k2, *found) == expected
+    finally:
+        semantics._SLACK = slack
+
+
+def test_a_known_column_then_new_values_then_known_again() -> None:
+    table, keys = _PathTable(), _KeyTable(Normalizer())
+    # each round's values, and how many fields (f and g.h) then have a column with new values, whose
+    # next column is looked up value by value
+    rounds = [(["x", "y"], 2), (["y", "x", "x"], 0), (["x", "z", "x"], 2), (["z", "y"], 0), (["y", "z"], 0),
+              ([1, 2], 2), ([2, 1], 0), ([2, 3.5], 0)]
+    for values, missed in rounds:
+        objs = [{"f": v, "g": {"h": v}} for v in values]
+        rec, path, kc = _gather_columns(objs, True, table, keys)
+        got = sorted((int(r), table.names[p], keys.keys[k]) for r, p, k in zip(rec, path, kc))
+        want = sorted((i, name, Normalizer().key(v)) for i, v in enumerate(values) for name in ("f", "g.h"))
+        assert got == want, values
+        assert len(keys.missed) == missed, values
+
+
 def test_batches_and_colliding_names(monkeypatch) -> None:
     monkeypatch.setattr(semantics, "_BATCH", 2)
     truth = {f"r{i}": {"a": i % 3 == 0, "b": [1, 1.0, True, None, float("nan")], "c": {"x": i}} for i in range(7)}
@@ -111,7 +145,8 @@ def test_digit_strings_get_the_normaliser_keys(values: list[str], detect_types: 
         assert (table.keys[c] if c >= 0 else None) == reference.key(v), v
 
 
-SWAPS = {True: 1, 1: 1.0, 1.0: True, False: 0.0, 2**60: 2.0**60, "x": "x"}
+# keyed by (type, value): True, 1 and 1.0 are one key of a plain dict
+SWAPS = {(bool, True): 1, (int, 1): 1.0, (float, 1.0): True, (bool, False): 0.0, (int, 2**60): 2.0**60}
 
 
 class _List(list):
@@ -127,7 +162,7 @@ def _twin(value):
         return _List(_twin(v) for v in value)
     if isinstance(value, (list, tuple)):
         return type(value)(_twin(v) for v in value)
-    return SWAPS.get(value, value) if type(value) in (bool, int, float) else value
+    return SWAPS.get((type(value), value), value) if type(value) in (bool, int, float) else value
 
 
 @settings(max_examples=200, deadline=None)

@@ -600,6 +600,7 @@ class _KeyTable:
         self.by_type: dict[type, dict[Any, int]] = {}
         # the same codes again per (field, type), for `_gather_columns`: small dicts stay in cache
         self.by_field: dict[tuple[int, type], dict[Any, int]] = {}
+        self.missed: set[tuple[int, type]] = set()  # (field, type) whose last column held new values
 
     def _key_code(self, key: str | None) -> int:
         if key is None:
@@ -769,6 +770,20 @@ def _groups(labels: list[Any]) -> list[tuple[Any, np.ndarray | None]]:
     return [(labels[int(part[0])], part) for part in np.split(order, cuts)]
 
 
+def _all_known(fd: dict[Any, int], col: Sequence[Any], fkey: tuple[int, type], missed: set[tuple[int, type]]) -> np.ndarray | None:
+    """The codes of a column whose every value its field's dict holds, by one C-level look-up of
+    the whole column (no default per value); None when a value is new (or unhashable), and then
+    the field is tried value by value until one of its columns is all known again."""
+    m = len(col)
+    if m < 2 or fkey in missed:
+        return None
+    try:
+        return np.fromiter(itemgetter(*col)(fd), dtype=np.int64, count=m)
+    except (KeyError, TypeError):
+        missed.add(fkey)
+        return None
+
+
 def _gather_columns(
     objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -789,7 +804,7 @@ def _gather_columns(
     fast = {t: keys.by_type.setdefault(t, {}).get for t in (str, int, float, bool)}
     key_code, new_code, top = keys.code, table.code, table.top
     shapes, list_shapes = table.shapes, table.list_shapes
-    by_field = keys.by_field
+    by_field, missed = keys.by_field, keys.missed
     recs: list[np.ndarray] = []
     kcodes: list[np.ndarray] = []
     pcodes: list[int] = []
@@ -816,11 +831,20 @@ def _gather_columns(
                     if fd is None:
                         fd = by_field[fkey] = {}
                     m = len(col)
+                    kc = _all_known(fd, col, fkey, missed)
+                    if kc is not None:
+                        recs.append(ri)
+                        kcodes.append(kc)
+                        pcodes.append(cc)
+                        counts.append(m)
+                        continue
                     try:
                         kc = np.fromiter(map(fd.get, col, repeat(-3, m)), dtype=np.int64, count=m)
                     except TypeError:  # an unhashable value (kept whole when not flattening): by type below
                         kc = np.full(m, -3, dtype=np.int64)
                     miss = np.flatnonzero(kc == -3)
+                    if not len(miss):
+                        missed.discard(fkey)
                     if len(miss) < m:
                         if len(miss):
                             hit = np.flatnonzero(kc != -3)
@@ -853,8 +877,14 @@ def _gather_columns(
                         fd = by_field.get(fkey)
                         if fd is None:
                             fd = by_field[fkey] = {}
-                        kc = np.fromiter(map(fd.get, vs, repeat(-3, m)), dtype=np.int64, count=m)
-                        miss = np.flatnonzero(kc == -3)
+                        kc = _all_known(fd, vs, fkey, missed)
+                        if kc is None:
+                            kc = np.fromiter(map(fd.get, vs, repeat(-3, m)), dtype=np.int64, count=m)
+                            miss = np.flatnonzero(kc == -3)
+                            if not len(miss):
+                                missed.discard(fkey)
+                        else:
+                            miss = ()
                         if len(miss):  # values new to this field: each distinct one is coded once
                             fresh = _take(vs, miss)
                             if t is str:  # the usual case: coded together, the field's dict filled at once
