@@ -980,8 +980,12 @@ def _same_leaves(objs: Sequence[Any], truths: Sequence[Any]) -> np.ndarray:
                 pass
     idx = np.flatnonzero(eq)
     if len(idx):
-        mine, theirs = map(_typed_text, _take(objs, idx)), map(_typed_text, _take(truths, idx))
-        eq[idx] = [a is not None and a == b for a, b in zip(mine, theirs)]
+        mine, theirs = _take(objs, idx), _take(truths, idx)
+        # the usual case first: the equal pairs as two lists, one text each (the text of a JSON array
+        # determines each item's text); pair by pair only when those differ or one is not written
+        whole = _typed_text(list(mine))
+        if whole is None or whole != _typed_text(list(theirs)):
+            eq[idx] = [a is not None and a == b for a, b in zip(map(_typed_text, mine), map(_typed_text, theirs))]
     return eq
 
 
