@@ -784,6 +784,16 @@ def _all_known(fd: dict[Any, int], col: Sequence[Any], fkey: tuple[int, type], m
         return None
 
 
+def _shapes(objs: Sequence[Mapping[str, Any]]) -> list[tuple[Any, np.ndarray | None]]:
+    """`_groups` of the objects' key tuples. The usual case, every object with the same keys in the
+    same order, is told from the key columns (each one key throughout), without a tuple per object."""
+    n = len(objs)
+    lens = list(map(len, objs))
+    if lens.count(lens[0]) == n and all(ks.count(ks[0]) == n for ks in zip(*objs)):
+        return [(tuple(objs[0]), None)]
+    return _groups(list(map(tuple, objs)))
+
+
 def _gather_columns(
     objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -925,7 +935,7 @@ def _gather_columns(
                     counts.append(m)
                 continue
             is_list, c, ri, vals = work.pop()
-            groups = _groups(list(map(len, vals)) if is_list else list(map(tuple, vals)))
+            groups = _groups(list(map(len, vals))) if is_list else _shapes(vals)
             if len(groups) > len(vals) // 8 + _SLACK // 8:
                 return None  # a few objects per shape: columns of a few values
             if is_list:
