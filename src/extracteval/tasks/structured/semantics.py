@@ -32,7 +32,7 @@ import operator
 import re
 from collections import Counter
 from contextlib import contextmanager
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from itertools import count, islice, repeat
 from dataclasses import dataclass, field, fields, replace
@@ -584,7 +584,7 @@ def reference_walk(reference: Any) -> tuple[dict[str, str], int]:
 # indices of the numbers, keys or indices of the containers, `_REF_*` flags its types alone
 # decide): the cache of `_shape_walk`. Plan numbers are never reused (profile keys made of them
 # stay unique across a clearing of the cache).
-_SHAPE_PLANS: dict[tuple[Any, tuple[type, ...]], tuple[int, tuple[Any, ...], tuple[Any, ...], int]] = {}
+_SHAPE_PLANS: dict[tuple[Any, ...], tuple[int, tuple[Any, ...], tuple[Any, ...], int]] = {}
 _PLAN_NUMBERS = count()
 _NONE_TYPE = type(None)
 
@@ -601,12 +601,19 @@ def _positions(plan: tuple[int, tuple[Any, ...], tuple[Any, ...], int]) -> tuple
     return pos
 
 
-def _shape_plan(sk: tuple[Any, tuple[type, ...]]) -> tuple[int, tuple[Any, ...], tuple[Any, ...], int]:
-    keys, types = sk
-    at = keys if type(keys) is tuple else range(keys)
+def _shape_plan(sk: tuple[Any, ...]) -> tuple[int, tuple[Any, ...], tuple[Any, ...], int]:
+    """The plan of a container's shape key (see `_shape_walk`): its number, the keys (or
+    positions) of its numbers and of its containers, and its `_REF_*` flags."""
+    n = sk[0]
+    if n >= 0:  # an object: n keys, then their values' types
+        keys = sk[1:1 + n]
+        at: Iterable[Any] = keys
+        types = sk[1 + n:]
+        flags = _REF_IRREGULAR if any(type(k) is not str for k in keys) else 0
+    else:  # a list or tuple of -1 - n items: their types
+        at, types, flags = range(-1 - n), sk[1:], 0
     nums: list[Any] = []
     conts: list[Any] = []
-    flags = _REF_IRREGULAR if type(keys) is tuple and any(type(k) is not str for k in keys) else 0
     for k, t in zip(at, types):
         if t is int or t is float:
             nums.append(k)
@@ -632,10 +639,12 @@ def _shape_walk(v: Any, parts: list[int]) -> int:
     container when empty; returns the `_REF_*` flags. Two references with the same parts have the
     same paths and the same absent leaves. `_REF_IRREGULAR` (a leaf of another type, a key that
     is not a `str`) asks for the flattening walk instead."""
+    # one flat tuple per container: an object's key count, keys and value types; a list's
+    # -1 - length and item types (the sign tells them apart)
     if type(v) is dict:
-        sk: tuple[Any, tuple[type, ...]] = (tuple(v), tuple(map(type, v.values())))
+        sk: tuple[Any, ...] = (len(v), *v, *map(type, v.values()))
     else:
-        sk = (len(v), tuple(map(type, v)))
+        sk = (-1 - len(v), *map(type, v))
     plan = _SHAPE_PLANS.get(sk)
     if plan is None:
         plan = _shape_plan(sk)
