@@ -1601,14 +1601,18 @@ def count_json(
                 similarity_failures=int(f_fail[j]),
                 strategies={_STRATEGIES[c].value: int(f_st[j, c]) for c in range(len(_STRATEGIES)) if f_st[j, c]},
             )
-        cells = a["cells"]
+        # the chunks' cells end to end, column by column, each chunk's column released once copied:
+        # the peak is one more column, not a second copy of every cell
+        cells = a.pop("cells")
+        parts = {name: [getattr(c, name) for c in cells] for name in ("rec", "path", "cls", "strategy", "score", "matched")}
+        cells.clear()
         merged = _Cells(
-            rec=np.concatenate([c.rec for c in cells]) if cells else np.zeros(0, dtype=np.int32),
-            path=(rank.astype(np.int32)[np.concatenate([c.path for c in cells])] if cells else np.zeros(0, dtype=np.int32)),
-            cls=np.concatenate([c.cls for c in cells]) if cells else np.zeros(0, dtype=np.int8),
-            strategy=np.concatenate([c.strategy for c in cells]) if cells else np.zeros(0, dtype=np.int8),
-            score=np.concatenate([c.score for c in cells]) if cells else np.zeros(0),
-            matched=np.concatenate([c.matched for c in cells]) if cells else np.zeros(0, dtype=bool),
+            rec=_end_to_end(parts["rec"], np.int32),
+            path=_end_to_end(parts["path"], np.int32, via=rank.astype(np.int32)),
+            cls=_end_to_end(parts["cls"], np.int8),
+            strategy=_end_to_end(parts["strategy"], np.int8),
+            score=_end_to_end(parts["score"], np.float64),
+            matched=_end_to_end(parts["matched"], np.bool_),
         )
         models_out[p.name] = _ModelCount(meta=p, per_record=pr, cells=merged, fields=fields_out, given=mi.given, flags=mi.flags,
                                          keep=~mi.excluded, failures=a["failures"])
@@ -1620,6 +1624,20 @@ def count_json(
     cfg_dict["rqs_best_attainable"] = _best_attainable(cfg)
     cfg_dict["null_tokens"] = sorted(cfg.normalization.null_tokens)
     return JsonCount(order=tuple(order), paths=path_names, fields=field_names, models=models_out, config=cfg_dict, unused=tuple(unused))
+
+
+def _end_to_end(parts: list[np.ndarray | None], dtype: Any, *, via: np.ndarray | None = None) -> np.ndarray:
+    """`np.concatenate(parts)` (of `via[part]` when given) into one array, releasing each part
+    from the list once it is copied, so the memory of both is never held at once."""
+    out = np.empty(sum(len(p) for p in parts if p is not None), dtype=dtype)
+    at = 0
+    for i, part in enumerate(parts):
+        assert part is not None
+        n = len(part)
+        out[at:at + n] = part if via is None else via[part]
+        at += n
+        parts[i] = None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
