@@ -615,23 +615,29 @@ class _KeyTable:
         """`code` of each of these distinct strings (exact type `str`) not seen before, in this
         order — the same keys and codes as one `code` call each, for fewer calls per value: most
         new values are such strings (ids, zip codes, names), coded once each."""
-        if self.digits_are_numbers:
-            nt, skey = self.null_tokens, self.normalizer._string_key
-            joined = "".join(vals)
-            if (joined.isdigit() and joined.isascii() and min(map(len, vals)) > 0 and max(map(len, vals)) <= 15
-                    and not any(map(nt.__contains__, vals)) and "\n0" not in "\n" + "\n".join(vals)):
-                # all plain ASCII digits without a leading zero (zip codes, ids): their own decimal text
-                ks = list(map("n:".__add__, vals))
-            else:  # plain ASCII digits: as in `code`
-                ks = ["n:" + str(int(v)) if v.isdigit() and v.isascii() and len(v) <= 15 and v not in nt else skey(v) for v in vals]
+        joined = "".join(vals)
+        if (self.digits_are_numbers and joined.isdigit() and joined.isascii() and min(map(len, vals)) > 0
+                and max(map(len, vals)) <= 15 and not any(map(self.null_tokens.__contains__, vals))
+                and "\n0" not in "\n" + "\n".join(vals)):
+            # all plain ASCII digits without a leading zero (zip codes, ids): their own decimal text
+            ks = list(map("n:".__add__, vals))
         else:
-            ks = list(map(self.normalizer._string_key, vals))
+            ks = list(map(self._str_key, vals))
         ids, keys = self.ids, self.keys
         new = [k for k in dict.fromkeys(ks) if k is not None and k not in ids]  # first appearances, in order
         if new:
             ids.update(zip(new, range(len(keys), len(keys) + len(new))))
             keys.extend(new)
         self.by_type.setdefault(str, {}).update(zip(vals, map(ids.get, ks, repeat(-1))))
+
+    def _str_key(self, v: str) -> str | None:
+        """The canonical key of a string (exact type `str`)."""
+        if v.isdigit() and v.isascii() and len(v) <= 15 and self.digits_are_numbers and v not in self.null_tokens:
+            # plain ASCII digits (ids, codes, zip codes): what `_string_key` makes of them (no
+            # space, case or currency to strip; a number before any date shape), exactly, as such
+            # a float is an integer below 1e16
+            return "n:" + str(int(v))
+        return self.normalizer._string_key(v)
 
     def code(self, v: Any) -> int:
         """Slow path: a value not seen before (or not hashable)."""
@@ -641,13 +647,7 @@ class _KeyTable:
             # dispatch (ABC isinstance checks, hash probe, its own per-value cache, which this
             # table already is). Same rules as `Normalizer._compute` for these exact types.
             if tv is str:
-                if v.isdigit() and v.isascii() and len(v) <= 15 and self.digits_are_numbers and v not in self.null_tokens:
-                    # plain ASCII digits (ids, codes, zip codes): what `_string_key` makes of them
-                    # (no space, case or currency to strip; a number before any date shape),
-                    # exactly, as such a float is an integer below 1e16
-                    key = "n:" + str(int(v))
-                else:
-                    key = self.normalizer._string_key(v)
+                key = self._str_key(v)
             elif tv is int:
                 key = _number_key(float(v)) if abs(v) < 2**53 else "n:" + int_text(v)
             elif v != v:  # NaN is absent, and never cached (it is not equal to itself)
@@ -770,18 +770,32 @@ def _groups(labels: list[Any]) -> list[tuple[Any, np.ndarray | None]]:
     return [(labels[int(part[0])], part) for part in np.split(order, cuts)]
 
 
-def _all_known(fd: dict[Any, int], col: Sequence[Any], fkey: tuple[int, type], missed: set[tuple[int, type]]) -> np.ndarray | None:
-    """The codes of a column whose every value its field's dict holds, by one C-level look-up of
-    the whole column (no default per value); None when a value is new (or unhashable), and then
-    the field is tried value by value until one of its columns is all known again."""
+_NONE_NEW = np.zeros(0, dtype=np.int64)
+
+
+def _column_codes(keys: _KeyTable, fkey: tuple[int, type], col: Sequence[Any]) -> tuple[dict[Any, int], np.ndarray, np.ndarray]:
+    """A column's codes in the dict of its field and type (`keys.by_field[fkey]`, made when new):
+    that dict, the codes (-3 where the dict does not hold the value yet) and the positions of those
+    values. A column whose every value the dict holds is looked up whole, by one C-level call (no
+    default per value); after a column with new values (or an unhashable one) the field goes value
+    by value until one of its columns is all known again."""
+    fd = keys.by_field.get(fkey)
+    if fd is None:
+        fd = keys.by_field[fkey] = {}
     m = len(col)
-    if m < 2 or fkey in missed:
-        return None
+    if m > 1 and fkey not in keys.missed:
+        try:
+            return fd, np.fromiter(itemgetter(*col)(fd), dtype=np.int64, count=m), _NONE_NEW
+        except (KeyError, TypeError):
+            keys.missed.add(fkey)
     try:
-        return np.fromiter(itemgetter(*col)(fd), dtype=np.int64, count=m)
-    except (KeyError, TypeError):
-        missed.add(fkey)
-        return None
+        kc = np.fromiter(map(fd.get, col, repeat(-3, m)), dtype=np.int64, count=m)
+    except TypeError:  # an unhashable value (kept whole when not flattening): sorted out by type
+        kc = np.full(m, -3, dtype=np.int64)
+    miss = np.flatnonzero(kc == -3)
+    if not len(miss):
+        keys.missed.discard(fkey)
+    return fd, kc, miss
 
 
 def _shapes(objs: Sequence[Mapping[str, Any]]) -> list[tuple[Any, np.ndarray | None]]:
@@ -814,7 +828,6 @@ def _gather_columns(
     fast = {t: keys.by_type.setdefault(t, {}).get for t in (str, int, float, bool)}
     key_code, new_code, top = keys.code, table.code, table.top
     shapes, list_shapes = table.shapes, table.list_shapes
-    by_field, missed = keys.by_field, keys.missed
     recs: list[np.ndarray] = []
     kcodes: list[np.ndarray] = []
     pcodes: list[int] = []
@@ -836,25 +849,8 @@ def _gather_columns(
                     # most leaf columns hold strings: look the whole column up in the field's
                     # dict of strings first (no other type is equal to a string, so a hit is a
                     # string), then sort out by type only the values it does not hold yet
-                    fkey = (table.field(cc), str)
-                    fd = by_field.get(fkey)
-                    if fd is None:
-                        fd = by_field[fkey] = {}
                     m = len(col)
-                    kc = _all_known(fd, col, fkey, missed)
-                    if kc is not None:
-                        recs.append(ri)
-                        kcodes.append(kc)
-                        pcodes.append(cc)
-                        counts.append(m)
-                        continue
-                    try:
-                        kc = np.fromiter(map(fd.get, col, repeat(-3, m)), dtype=np.int64, count=m)
-                    except TypeError:  # an unhashable value (kept whole when not flattening): by type below
-                        kc = np.full(m, -3, dtype=np.int64)
-                    miss = np.flatnonzero(kc == -3)
-                    if not len(miss):
-                        missed.discard(fkey)
+                    _, kc, miss = _column_codes(keys, (table.field(cc), str), col)
                     if len(miss) < m:
                         if len(miss):
                             hit = np.flatnonzero(kc != -3)
@@ -883,18 +879,7 @@ def _gather_columns(
                     get = fast.get(t)
                     if get is not None:
                         # a small dict per field (path pattern) and type: look-ups stay in cache
-                        fkey = (table.field(cc), t)
-                        fd = by_field.get(fkey)
-                        if fd is None:
-                            fd = by_field[fkey] = {}
-                        kc = _all_known(fd, vs, fkey, missed)
-                        if kc is None:
-                            kc = np.fromiter(map(fd.get, vs, repeat(-3, m)), dtype=np.int64, count=m)
-                            miss = np.flatnonzero(kc == -3)
-                            if not len(miss):
-                                missed.discard(fkey)
-                        else:
-                            miss = ()
+                        fd, kc, miss = _column_codes(keys, (table.field(cc), t), vs)
                         if len(miss):  # values new to this field: each distinct one is coded once
                             fresh = _take(vs, miss)
                             if t is str:  # the usual case: coded together, the field's dict filled at once
