@@ -184,6 +184,81 @@ def test_predictions_equal_to_their_truth_score_as_if_walked(objs, kinds, flatte
     assert fast.cells_frame().equals(walked.cells_frame())
 
 
+STR_KEYS = st.sampled_from(["a", "b", "c.d", "", "name", "1"])
+STR_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(STR_KEYS, inner, max_size=3),
+                            st.dictionaries(STR_KEYS, inner, max_size=2).map(MappingProxyType)),
+    max_leaves=8,
+)
+STR_OBJECTS = st.dictionaries(STR_KEYS, STR_VALUES, max_size=5)
+
+
+def _partly(obj, choices):
+    """A prediction that keeps some of its truth's top-level values as they are (the same objects
+    or equal copies), twins others (equal by `==`, other types inside), replaces or drops some, adds
+    a key, and may list its keys in another order."""
+    out = {}
+    for (k, v), c in zip(obj.items(), choices):
+        if c == 0:
+            out[k] = v
+        elif c == 1:
+            out[k] = _twin(v)
+        elif c == 2:
+            out[k] = [v, 1] if v is not None else {"x": 1}
+        elif c == 3:
+            out[k] = {kk: vv for kk, vv in v.items()} if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else v
+        # 4: dropped
+    if choices[-1] % 2:
+        out["added"] = {"n": [1, None]}
+    return dict(reversed(out.items())) if choices[0] % 2 else out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STR_OBJECTS | OBJECTS, min_size=1, max_size=8),
+       st.lists(st.lists(st.integers(0, 4), min_size=6, max_size=6), min_size=8, max_size=8), st.booleans())
+def test_predictions_partly_equal_to_their_truth_score_as_if_walked(objs, choices, flatten) -> None:
+    """A prediction's top-level objects and lists exactly its truth's take the truth's leaves
+    (the rest is walked): the scores are those of walking every prediction whole."""
+    truth = {f"r{i}": o for i, o in enumerate(objs)}
+    pred = {f"r{i}": _partly(o, c) for (i, o), c in zip(enumerate(objs), choices)}
+    cfg = JsonConfig(flatten=flatten)
+    fast = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
+    saved = semantics._dumps
+    semantics._dumps = None  # every prediction walked
+    try:
+        walked = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
+    finally:
+        semantics._dumps = saved
+    assert fast.records_frame().equals(walked.records_frame())
+    assert fast.cells_frame().equals(walked.cells_frame())
+
+
+def test_objects_and_lists_equal_to_the_truths_are_taken_from_them() -> None:
+    """Which top-level values `_leaves` takes from the truth rather than walking: equal objects and
+    lists of the same types, not a twin with 1 for true, nor anything after a key that is not a string."""
+    truth = [{"a": {"x": 1, "y": [True, "s"]}, "b": [1.5, {"z": None}], "c": "same", "d": {"k": 1}}] * 40
+    pred = [{"a": {"x": 1, "y": [True, "s"]}, "b": [1.5, {"z": None}], "c": "other", "d": {"k": True}}] * 40
+    table, keys = _PathTable(), _KeyTable(Normalizer())
+    semantics._walk(truth, True, table, keys)
+    kept: list = []
+    rec, path, kc = semantics._walk(pred, True, table, keys, truth, kept)
+    assert sorted(table.names[cc] for _, cc in kept) == ["a", "b"]
+    assert all(len(at) == 40 for at, _ in kept)
+    assert sorted({table.names[p] for p in path}) == ["c", "d.k"]  # only these are walked
+    t2, k2 = _PathTable(), _KeyTable(Normalizer())
+    t2.odd_keys = True  # a key that is not a string was met: nothing is taken
+    semantics._walk(truth, True, t2, k2)
+    kept.clear()
+    semantics._walk(pred, True, t2, k2, truth, kept)
+    assert kept == []
+    # and the whole: the same leaves as walking the predictions object by object
+    t3, k3 = _PathTable(), _KeyTable(Normalizer())
+    got = _leaves([truth, pred], True, t3, k3)[1]
+    t4, k4 = _PathTable(), _KeyTable(Normalizer())
+    assert _named(t3, k3, *got) == _named(t4, k4, *_by_object(pred, True, t4, k4))
+
+
 def test_long_lists_deep_nesting_and_many_shapes_are_walked_object_by_object() -> None:
     """Where columns would hold a value or two (long lists, deep nesting, objects of many shapes),
     the batch is walked object by object: the same leaves either way."""

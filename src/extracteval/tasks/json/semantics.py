@@ -19,7 +19,7 @@ import json
 from array import array
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 import operator
 from operator import itemgetter
@@ -551,19 +551,32 @@ class _PathTable:
         self.list_shapes: dict[tuple[int, int], list[int]] = {}
         self.fields: dict[int, int] = {}  # path code → field code (its `[*]` pattern)
         self.field_ids: dict[str, int] = {}
+        self.tops: list[int] = []  # path code → the code of its top-level key
+        self.odd_keys = False  # a key that is not a string was met: two keys may share a path name
+        self._tops_array = np.zeros(0, dtype=np.int64)
 
     def code(self, parent: int, key: Any, index: bool) -> int:
         if index:
             name = f"{self.names[parent]}[{key}]"
         else:
+            if type(key) is not str:
+                self.odd_keys = True
             seg = _segment(key, self.seg_cache)
             name = seg if parent < 0 else _join(self.names[parent], seg)
         c = self.ids.get(name)
         if c is None:
             c = self.ids[name] = len(self.names)
             self.names.append(name)
+            self.tops.append(c if parent < 0 else self.tops[parent])
         (self.by_index if index else self.by_key)[(parent, key)] = c
         return c
+
+    def top_codes(self) -> np.ndarray:
+        """`tops` as an array (made again only when paths were added)."""
+        arr = self._tops_array
+        if len(arr) != len(self.tops):
+            arr = self._tops_array = np.asarray(self.tops, dtype=np.int64)
+        return arr
 
     def field(self, code: int) -> int:
         """Code of a path's field: its pattern (`items[*].price`), shared by every index."""
@@ -578,11 +591,14 @@ class _PathTable:
         t = (-2, key)
         c = self.by_key.get(t)
         if c is None:
+            if type(key) is not str:
+                self.odd_keys = True
             name = key if type(key) is str else str(key)
             c = self.ids.get(name)
             if c is None:
                 c = self.ids[name] = len(self.names)
                 self.names.append(name)
+                self.tops.append(c)
             self.by_key[t] = c
         return c
 
@@ -808,8 +824,58 @@ def _shapes(objs: Sequence[Mapping[str, Any]]) -> list[tuple[Any, np.ndarray | N
     return _groups(list(map(tuple, objs)))
 
 
+_NOTHING = object()
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _truths_objects(
+    child: list[int], shape: tuple[Any, ...], rs: np.ndarray, cols: Iterable[Sequence[Any]], truths: Sequence[Any],
+    kept: list[tuple[np.ndarray, int]],
+) -> Iterable[tuple[int, np.ndarray, Sequence[Any]]]:
+    """The top-level columns of predictions of one shape (`rs`: their positions, and their truths'
+    in `truths`) without the objects and lists that are exactly their truth's — equal, of the same
+    type and with the same JSON text (true / 1 / 1.0 apart), all of a column checked at once —:
+    those are noted in `kept` as (positions, path code), for the caller to take the truth's leaves
+    under them instead of walking them again. Scalar columns are left whole (looking them up costs
+    no more than comparing them)."""
+    tsub = _take(truths, rs)
+    if set(map(type, tsub)) != {dict}:
+        return zip(child, repeat(rs), cols)
+    m = len(rs)
+    out: list[tuple[int, np.ndarray, Sequence[Any]]] = []
+    for cc, k, col in zip(child, shape, cols):
+        kinds = set(map(type, col))
+        if kinds <= _SCALAR_TYPES or not (kinds & {dict, list}):
+            out.append((cc, rs, col))
+            continue
+        tcol = tuple(map(dict.get, tsub, repeat(k, m), repeat(_NOTHING, m)))
+        try:
+            hit = np.fromiter(map(operator.eq, col, tcol), dtype=bool, count=m)
+        except Exception:  # too deep for ==, or a value whose == is not a truth value
+            out.append((cc, rs, col))
+            continue
+        hit &= np.fromiter(map(operator.is_, map(type, col), map(type, tcol)), dtype=bool, count=m)
+        hit &= np.fromiter(map({dict, list}.__contains__, map(type, col)), dtype=bool, count=m)
+        idx = np.flatnonzero(hit)
+        if len(idx):
+            mine, theirs = _take(col, idx), _take(tcol, idx)
+            whole = _typed_text(list(mine))
+            if whole is None or whole != _typed_text(list(theirs)):
+                hit[idx] = [a is not None and a == b for a, b in zip(map(_typed_text, mine), map(_typed_text, theirs))]
+                idx = np.flatnonzero(hit)
+        if not len(idx):
+            out.append((cc, rs, col))
+            continue
+        kept.append((rs[idx], cc))
+        if len(idx) < m:
+            miss = np.flatnonzero(~hit)
+            out.append((cc, rs[miss], _take(col, miss)))
+    return out
+
+
 def _gather_columns(
-    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable
+    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable,
+    truths: Sequence[Any] | None = None, kept: list[tuple[np.ndarray, int]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Every leaf of `objs` as (object index, path code, canonical-key code) arrays, walked by
     column rather than object by object: the objects of one shape (the same keys in the same order
@@ -822,7 +888,11 @@ def _gather_columns(
     (`1` and `"1"`): there the per-object walk's order decides which leaf a cell keeps, so None is
     returned and the caller walks object by object. So it is too when the columns come out much
     more numerous than the objects (long lists, deep nesting, objects of many shapes): a column
-    costs a few numpy calls, which only pay off over many values."""
+    costs a few numpy calls, which only pay off over many values.
+
+    Given `truths` (aligned with `objs`) and `kept`, a top-level object or list exactly its
+    truth's is not walked but noted in `kept` (`_truths_objects`); no key that is not a string
+    may have been met (`table.odd_keys`), as two keys could then share a path name."""
     n = len(objs)
     budget = 2 * n + _SLACK  # columns before the per-object walk is the cheaper one
     fast = {t: keys.by_type.setdefault(t, {}).get for t in (str, int, float, bool)}
@@ -943,7 +1013,10 @@ def _gather_columns(
                 if len(set(child)) < len(child):
                     return None
                 rows = map(dict.values, sub) if set(map(type, sub)) == {dict} else [list(v.values()) for v in sub]
-                columns.extend(zip(child, repeat(rs), zip(*rows)))
+                if c == -1 and truths is not None and kept is not None and not table.odd_keys:
+                    columns.extend(_truths_objects(child, shape, rs, zip(*rows), truths, kept))
+                else:
+                    columns.extend(zip(child, repeat(rs), zip(*rows)))
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -1007,12 +1080,24 @@ def _leaves(
         for objs, out in zip(sides[1:], parts[1:]):
             batch = objs[b0:b0 + _BATCH]
             same = _same_leaves(batch, truth)
-            if not same.any():
-                rec, path, kc = _walk(batch, flatten, table, keys)
+            other = np.flatnonzero(~same)
+            kept: list[tuple[np.ndarray, int]] = []
+            if len(other) == len(batch):
+                rec, path, kc = _walk(batch, flatten, table, keys, truth, kept)
             else:
-                other = np.flatnonzero(~same)
-                rec, path, kc = _walk(_take(batch, other) if len(other) else (), flatten, table, keys)
+                rec, path, kc = _walk(_take(batch, other), flatten, table, keys, _take(truth, other), kept) if len(other) else (_NONE_NEW,) * 3
+            if kept or len(other) < len(batch):
                 copied = same[t_rec]
+                if kept:  # the truth's leaves under the top-level keys whose value was exactly the truth's
+                    t_top = table.top_codes()[t_path]
+                    by_code: dict[int, list[np.ndarray]] = {}
+                    for at, cc in kept:
+                        by_code.setdefault(cc, []).append(other[at])
+                    for cc, ats in by_code.items():
+                        mark = np.zeros(len(batch), dtype=bool)
+                        for at in ats:
+                            mark[at] = True
+                        copied |= (t_top == cc) & mark[t_rec]
                 rec = np.concatenate([t_rec[copied], other[rec]])
                 path = np.concatenate([t_path[copied], path])
                 kc = np.concatenate([t_key[copied], kc])
@@ -1024,8 +1109,15 @@ def _leaves(
     ]  # type: ignore[misc]
 
 
-def _walk(objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    found = _gather_columns(objs, flatten, table, keys) if len(objs) else None
+def _walk(
+    objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable,
+    truths: Sequence[Any] | None = None, kept: list[tuple[np.ndarray, int]] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(object index, path code, key code) of every leaf of `objs`: by column, else object by
+    object. With `truths` and `kept`: see `_gather_columns` (nothing is kept object by object)."""
+    found = _gather_columns(objs, flatten, table, keys, truths if _dumps is not None else None, kept) if len(objs) else None
+    if found is None and kept:
+        kept.clear()
     if found is None:
         paths, kcodes = array("q"), array("q")
         counts = _gather(objs, flatten, table, keys, paths, kcodes)
