@@ -105,6 +105,7 @@ def test_the_date_shortcut_never_skips_a_date(parts):
     text = " ".join(" ".join(parts).split())
     if text and Normalizer()._date(text) is not None:
         assert text[-1].isdigit() or text[-1] == "z"
+        assert any(c in text for c in "-/. ")
 
 
 def test_dates_still_detected_after_the_shortcut():
@@ -113,3 +114,37 @@ def test_dates_still_detected_after_the_shortcut():
         assert n.key(raw) == "d:2024-01-05", raw
     assert n.key("2024-01-05T10:30:00Z") == "d:2024-01-05T10:30:00"
     assert n.key("Acme Robotics 12 Inc.") == "t:acme robotics 12 inc."
+
+
+def _slow_text(s: str) -> str:
+    import re
+    import unicodedata
+
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", s).casefold()).strip()
+
+
+TEXTS = st.lists(st.sampled_from(list("aZ 0.,$€£¥%-+eE\t\n\x0b\x1c\u00a0\u2003ﬁß İ") + ["usd", "EUR", "  ", "12"]), max_size=10).map("".join)
+
+
+@given(TEXTS | st.text(max_size=10))
+def test_the_plain_text_shortcuts_change_no_key(s: str) -> None:
+    """Plain ASCII text skips the Unicode normalisation, and text with no currency at either end
+    skips the currency pattern: the same normalised text and the same key as without them."""
+    from extracteval.core import normalize
+
+    assert normalize._normalise_text(s) == _slow_text(s)
+    for cfg in (NormalizationConfig(), NormalizationConfig(strip_currency=False)):
+        n = Normalizer(cfg)
+        text = _slow_text(s)
+        if not text:
+            continue
+        full = normalize._CURRENCY.sub("", text).strip() if cfg.strip_currency else text
+        if full.endswith("%") and cfg.strip_currency:
+            full = full[:-1].strip()
+        want = None
+        if full and normalize._NUMBER.match(full) and any(c.isdigit() for c in full):
+            try:
+                want = normalize._number_key(float(full.replace(",", "")))
+            except ValueError:
+                pass
+        assert n._number(text) == want, s

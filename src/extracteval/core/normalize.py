@@ -114,6 +114,11 @@ def key_text(key: str) -> str:
 
 
 def _normalise_text(s: str) -> str:
+    """NFKC, casefolded, runs of white space made one space, stripped."""
+    if s.isascii() and s.isprintable() and "  " not in s:
+        # the usual text: NFKC leaves ASCII as it is, casefolding it is lowering it, and its only
+        # white space is single spaces
+        return s.lower().strip()
     return _WS.sub(" ", unicodedata.normalize("NFKC", s).casefold()).strip()
 
 
@@ -244,9 +249,11 @@ class Normalizer:
             n = self._number(text)
             if n is not None:
                 return n
-        # every date shape ends in a digit (or the `z` of a UTC timestamp): a cheap test that
-        # spares names such as "acme robotics 12 inc." the pattern matching
-        if (text[-1].isdigit() or text[-1] == "z") and _HAS_DIGIT.search(text):
+        # every date shape ends in a digit (or the `z` of a UTC timestamp) and holds a `-`, `/`,
+        # `.` or space: cheap tests that spare names such as "acme robotics 12 inc." and codes
+        # such as "sku123" the pattern matching
+        if ((text[-1].isdigit() or text[-1] == "z") and ("-" in text or "/" in text or "." in text or " " in text)
+                and _HAS_DIGIT.search(text)):
             d = self._date(text)
             if d is not None:
                 return d
@@ -255,7 +262,9 @@ class Normalizer:
     def _number(self, text: str) -> str | None:
         t = text
         if self.config.strip_currency:
-            t = _CURRENCY.sub("", t).strip()
+            if t[0] in _SYMBOLS or t[-1] in _SYMBOLS or t[:3] in _CURRENCY_PREFIXES or t[-3:] in _CURRENCY_PREFIXES:
+                # (a symbol or code is stripped only at either end: other texts are spared the pattern)
+                t = _CURRENCY.sub("", t).strip()
             if t.endswith("%"):
                 t = t[:-1].strip()
         if not t or not _NUMBER.match(t) or not any(c.isdigit() for c in t):
@@ -293,6 +302,7 @@ class Normalizer:
 
 
 _CURRENCY_PREFIXES = {"usd", "eur", "gbp", "jpy", "chf", "cad", "aud"}
+_SYMBOLS = "$€£¥"
 
 
 def _canonical_json(value: Any, normalizer: Normalizer) -> Any:
