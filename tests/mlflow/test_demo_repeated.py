@@ -1,6 +1,8 @@
 """`extracteval demo` run three times against one store: every run logged by an earlier demo keeps
 its metrics, metric histories and tags exactly, and each demo's leaderboard ranks one run per model
-(the latest), listing the earlier ones as superseded."""
+(the latest), listing the earlier ones as superseded. The first demo is the session's (every
+example, `demo_run` in tests/mlflow/conftest.py), on a copy of its database; the next two run two
+of its examples."""
 
 from __future__ import annotations
 
@@ -31,26 +33,31 @@ def _snapshot(client: MlflowClient, experiment_ids: list[str]) -> dict[str, dict
 
 
 @pytest.fixture(scope="module")
-def three_demos(tmp_path_factory):
-    """The demo run three times (two examples) into one SQLite store; a snapshot after each."""
+def three_demos(tmp_path_factory, demo_run):
+    """Three demos into one SQLite store (the session's, then two of its examples twice); a
+    snapshot after each."""
+    import contextlib
+    import io
+
     from extracteval.cli import main
 
+    from .test_demo_full import _copy_store
+
+    assert demo_run.code == 0, demo_run.err[-3000:]
     tmp = tmp_path_factory.mktemp("demo-thrice")
+    _copy_store(demo_run.root / "mlflow.db", tmp / "mlflow.db")  # the later runs' artifacts go beside the session's, under new run ids
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     argv = ["demo", "--experiments", str(REPO / "experiments"), "--tracking-uri", uri, "--experiment-prefix", "extracteval-demo"]
     for name in EXAMPLES:
         argv += ["--only", name]
     client = MlflowClient(uri)
-    snapshots, outputs = [], []
-    import contextlib
-    import io
-
-    for _ in range(3):
+    ids = [client.get_experiment_by_name(e).experiment_id for e in EXAMPLES.values()]
+    snapshots, outputs = [_snapshot(client, ids)], [demo_run.out]
+    for _ in range(2):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             assert main(argv) == 0
         outputs.append(buf.getvalue())
-        ids = [client.get_experiment_by_name(e).experiment_id for e in EXAMPLES.values()]
         snapshots.append(_snapshot(client, ids))
     return client, snapshots, outputs
 
