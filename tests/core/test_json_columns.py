@@ -172,6 +172,10 @@ def test_predictions_equal_to_their_truth_score_as_if_walked(objs, kinds, flatte
     the scores are those of walking every prediction."""
     truth = {f"r{i}": o for i, o in enumerate(objs)}
     pred = {f"r{i}": (o if k == 0 else _twin(o) if k == 1 else {"z": 1}) for (i, o), k in zip(enumerate(objs), kinds)}
+    _assert_scored_as_if_walked(truth, pred, flatten)
+
+
+def _assert_scored_as_if_walked(truth, pred, flatten) -> None:
     cfg = JsonConfig(flatten=flatten)
     fast = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
     saved = semantics._dumps
@@ -222,16 +226,7 @@ def test_predictions_partly_equal_to_their_truth_score_as_if_walked(objs, choice
     (the rest is walked): the scores are those of walking every prediction whole."""
     truth = {f"r{i}": o for i, o in enumerate(objs)}
     pred = {f"r{i}": _partly(o, c) for (i, o), c in zip(enumerate(objs), choices)}
-    cfg = JsonConfig(flatten=flatten)
-    fast = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
-    saved = semantics._dumps
-    semantics._dumps = None  # every prediction walked
-    try:
-        walked = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
-    finally:
-        semantics._dumps = saved
-    assert fast.records_frame().equals(walked.records_frame())
-    assert fast.cells_frame().equals(walked.cells_frame())
+    _assert_scored_as_if_walked(truth, pred, flatten)
 
 
 def test_objects_and_lists_equal_to_the_truths_are_taken_from_them() -> None:

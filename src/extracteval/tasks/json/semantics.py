@@ -858,11 +858,8 @@ def _truths_objects(
         hit &= np.fromiter(map({dict, list}.__contains__, map(type, col)), dtype=bool, count=m)
         idx = np.flatnonzero(hit)
         if len(idx):
-            mine, theirs = _take(col, idx), _take(tcol, idx)
-            whole = _typed_text(list(mine))
-            if whole is None or whole != _typed_text(list(theirs)):
-                hit[idx] = [a is not None and a == b for a, b in zip(map(_typed_text, mine), map(_typed_text, theirs))]
-                idx = np.flatnonzero(hit)
+            hit[idx] = _same_texts(_take(col, idx), _take(tcol, idx))
+            idx = np.flatnonzero(hit)
         if not len(idx):
             out.append((cc, rs, col))
             continue
@@ -1048,13 +1045,18 @@ def _same_leaves(objs: Sequence[Any], truths: Sequence[Any]) -> np.ndarray:
                 pass
     idx = np.flatnonzero(eq)
     if len(idx):
-        mine, theirs = _take(objs, idx), _take(truths, idx)
-        # the usual case first: the equal pairs as two lists, one text each (the text of a JSON array
-        # determines each item's text); pair by pair only when those differ or one is not written
-        whole = _typed_text(list(mine))
-        if whole is None or whole != _typed_text(list(theirs)):
-            eq[idx] = [a is not None and a == b for a, b in zip(map(_typed_text, mine), map(_typed_text, theirs))]
+        eq[idx] = _same_texts(_take(objs, idx), _take(truths, idx))
     return eq
+
+
+def _same_texts(mine: Sequence[Any], theirs: Sequence[Any]) -> np.ndarray:
+    """Whether each pair (equal by `==`) has the same JSON text, a value orjson does not write
+    never. The usual case first: the two lists as two texts (the text of a JSON array determines
+    each item's text); pair by pair only when those differ or one is not written."""
+    whole = _typed_text(list(mine))
+    if whole is not None and whole == _typed_text(list(theirs)):
+        return np.ones(len(mine), dtype=bool)
+    return np.fromiter((a is not None and a == b for a, b in zip(map(_typed_text, mine), map(_typed_text, theirs))), dtype=bool, count=len(mine))
 
 
 def _typed_text(value: Any) -> bytes | None:
