@@ -197,11 +197,10 @@ class Normalizer:
                 out[i] = self.key(v)
         if todo:
             classify = self._classify_text
-            ws, nfkc = _WS.sub, unicodedata.normalize
             for i, raw in zip(todo_idx, todo):
                 k = cache.get((str, raw), _MISSING)  # the same string twice in one batch
                 if k is _MISSING:
-                    k = cache[(str, raw)] = classify(ws(" ", nfkc("NFKC", raw).casefold()).strip())
+                    k = cache[(str, raw)] = classify(_normalise_text(raw))
                 out[i] = k  # type: ignore[assignment]
         return out
 
