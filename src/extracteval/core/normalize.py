@@ -35,7 +35,12 @@ _HAS_DIGIT = re.compile(r"\d")
 _MISSING = object()
 # "1,000", "1000.0", "-3.5", "1e3", ".5"; thousands separators only in groups of three
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?$")
-_CURRENCY = re.compile(r"^(?:[$€£¥]|(?:usd|eur|gbp|jpy|chf|cad|aud)\b)\s*|\s*(?:[$€£¥]|\b(?:usd|eur|gbp|jpy|chf|cad|aud))$")
+# currency symbols and codes, stripped from either end of a number
+_SYMBOLS = "$€£¥"
+_CURRENCY_PREFIXES = {"usd", "eur", "gbp", "jpy", "chf", "cad", "aud"}
+_SYMBOL = "[" + re.escape(_SYMBOLS) + "]"
+_CODES = "(?:" + "|".join(sorted(_CURRENCY_PREFIXES)) + ")"
+_CURRENCY = re.compile(rf"^(?:{_SYMBOL}|{_CODES}\b)\s*|\s*(?:{_SYMBOL}|\b{_CODES})$")
 
 _MONTHS = (
     "jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|"
@@ -244,7 +249,7 @@ class Normalizer:
         b = _BOOLEANS.get(text)
         if b is not None:
             return b
-        if text[0].isdigit() or text[0] in "+-.$€£¥%" or text[:3] in _CURRENCY_PREFIXES:
+        if text[0].isdigit() or text[0] in "+-.%" or text[0] in _SYMBOLS or text[:3] in _CURRENCY_PREFIXES:
             n = self._number(text)
             if n is not None:
                 return n
@@ -299,9 +304,6 @@ class Normalizer:
                 return None
         return None
 
-
-_CURRENCY_PREFIXES = {"usd", "eur", "gbp", "jpy", "chf", "cad", "aud"}
-_SYMBOLS = "$€£¥"
 
 
 def _canonical_json(value: Any, normalizer: Normalizer) -> Any:

@@ -825,7 +825,7 @@ def _shapes(objs: Sequence[Mapping[str, Any]]) -> list[tuple[Any, np.ndarray | N
 
 
 _NOTHING = object()
-_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = frozenset({dict, list})
 
 
 def _truths_objects(
@@ -844,8 +844,8 @@ def _truths_objects(
     m = len(rs)
     out: list[tuple[int, np.ndarray, Sequence[Any]]] = []
     for cc, k, col in zip(child, shape, cols):
-        kinds = set(map(type, col))
-        if kinds <= _SCALAR_TYPES or not (kinds & {dict, list}):
+        kinds = tuple(map(type, col))
+        if _CONTAINERS.isdisjoint(kinds):
             out.append((cc, rs, col))
             continue
         tcol = tuple(map(dict.get, tsub, repeat(k, m), repeat(_NOTHING, m)))
@@ -854,8 +854,8 @@ def _truths_objects(
         except Exception:  # too deep for ==, or a value whose == is not a truth value
             out.append((cc, rs, col))
             continue
-        hit &= np.fromiter(map(operator.is_, map(type, col), map(type, tcol)), dtype=bool, count=m)
-        hit &= np.fromiter(map({dict, list}.__contains__, map(type, col)), dtype=bool, count=m)
+        hit &= np.fromiter(map(operator.is_, kinds, map(type, tcol)), dtype=bool, count=m)
+        hit &= np.fromiter(map(_CONTAINERS.__contains__, kinds), dtype=bool, count=m)
         idx = np.flatnonzero(hit)
         if len(idx):
             hit[idx] = _same_texts(_take(col, idx), _take(tcol, idx))
