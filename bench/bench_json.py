@@ -4,21 +4,20 @@ Compares `score_json` (flatten once, canonicalise each distinct value once, vect
 FUZZY once per distinct pair) with a naive per-record Python implementation of seed 001 (recursive
 flatten, normalise every value where it is compared, rapidfuzz on every pair), measured in the
 same run on the same data; the naive one runs on a slice (default 10k records) and its rate is
-reported as records/s. Both must agree on every per-record RQS of that slice.
+reported as records/s. Both must agree on every per-record RQS of that slice. Each side is timed
+three times in turns on fresh data, and keeps its fastest call (see `_timing.py`).
 
     python bench/bench_json.py [N_RECORDS] [N_NAIVE]
 """
 
 from __future__ import annotations
 
-import gc
 import random
-import resource
 import sys
-import time
 from typing import Any
 
 import numpy as np
+from _timing import best_of, peak_traced_mib, spread
 
 from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, score_json
 from extracteval.core.normalize import Normalizer
@@ -143,33 +142,39 @@ def main() -> None:
     numbers = [int(a) for a in sys.argv[1:] if a.isdigit()]  # bench/run.py passes task names: ignore them
     n = numbers[0] if numbers else 100_000
     n_naive = numbers[1] if len(numbers) > 1 else min(n, 10_000)
-    truth, pred = make_data(n)
-    leaves = sum(len(naive_flatten(t)) for t in list(truth.values())[:1000]) / min(n, 1000)
+    truth, pred = make_data(min(n, 1000))
+    leaves = sum(len(naive_flatten(t)) for t in truth.values()) / len(truth)
     cfg = JsonConfig(flatten=True, strategies=STRATEGIES)
     print(f"json: {n:,} records, {leaves:.1f} leaf keys per record on average, depth ≤ 3, strategies EXACT + FUZZY")
 
-    gc.collect()
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    w0, c0 = time.perf_counter(), time.process_time()
-    res = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg)
-    wall_fast, cpu_fast = time.perf_counter() - w0, time.process_time() - c0
-    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    m = res.models["m"]
-    print(f"  extracteval score_json : wall {wall_fast:6.2f} s = {n / wall_fast:8,.0f} records/s; "
-          f"CPU {cpu_fast:6.2f} s = {n / cpu_fast:8,.0f} records/s  (peak RSS {rss1 / 1024:.0f} MB, +{(rss1 - rss0) / 1024:.0f} MB)")
+    def fast_inputs() -> tuple[Any, ...]:
+        truth, pred = make_data(n)
+        return truth, [JsonPredictions(name="m", records=pred)]
 
-    ids = sorted(truth)[:n_naive]
-    w0, c0 = time.perf_counter(), time.process_time()
-    naive = [naive_score(truth[i], pred[i], STRATEGIES) for i in ids]
-    wall_naive, cpu_naive = time.perf_counter() - w0, time.process_time() - c0
-    print(f"  naive per-record Python: wall {wall_naive:6.2f} s = {n_naive / wall_naive:8,.0f} records/s; "
-          f"CPU {cpu_naive:6.2f} s = {n_naive / cpu_naive:8,.0f} records/s  (first {n_naive:,} records)")
+    def naive_inputs() -> tuple[Any, ...]:
+        truth, pred = make_data(n_naive)  # the first n_naive records of make_data(n): the same generator, in order
+        return truth, pred
+
+    def naive_all(truth: dict[str, Any], pred: dict[str, Any]) -> list[float]:
+        return [naive_score(truth[i], pred[i], STRATEGIES) for i in sorted(truth)]
+
+    fast, slow = best_of([(fast_inputs, lambda t, p: score_json(t, p, config=cfg)), (naive_inputs, naive_all)])
+    m = fast.result.models["m"]
+    print(f"  extracteval score_json : wall {fast.wall:6.2f} s = {n / fast.wall:8,.0f} records/s; "
+          f"CPU {fast.cpu:6.2f} s = {n / fast.cpu:8,.0f} records/s  (CPU s per call {spread(fast)})")
+    print(f"  naive per-record Python: wall {slow.wall:6.2f} s = {n_naive / slow.wall:8,.0f} records/s; "
+          f"CPU {slow.cpu:6.2f} s = {n_naive / slow.cpu:8,.0f} records/s  (first {n_naive:,} records; CPU s per call {spread(slow)})")
+    naive = slow.result
+    ids = [f"r{i:06d}" for i in range(n_naive)]
     fast_rqs = m.records_frame().set_index("record_id")["rqs"].loc[ids].to_numpy()
     agree = bool(np.array_equal(fast_rqs, np.asarray(naive)))
     print(f"  per-record RQS identical to the naive implementation on its {n_naive:,} records: {agree}; mean RQS {m.rqs['mean']:.4f}")
-    ratio = (n / cpu_fast) / (n_naive / cpu_naive)
-    print(f"  speed-up vs naive: {ratio:.1f}x by CPU time, {(n / wall_fast) / (n_naive / wall_naive):.1f}x by wall time   "
+    ratio = (n / fast.cpu) / (n_naive / slow.cpu)
+    print(f"  speed-up vs naive: {ratio:.1f}x by CPU time, {(n / fast.wall) / (n_naive / slow.wall):.1f}x by wall time   "
           f"(target ≥ 15x naive by CPU time: {'met' if ratio >= 15 else 'NOT met'})")
+    del fast
+    truth, preds = fast_inputs()
+    print(f"  peak traced memory of score_json on the {n:,} records: {peak_traced_mib(lambda: score_json(truth, preds, config=cfg)):.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Measured in the same run on the same data: extracteval's `score_labels` (normali
 distinct value, both views, row accuracy), scikit-learn's `precision_recall_fscore_support`
 (average=None, on labels already normalised — it does not normalise, so it does less work), and
 a naive Python loop counting one-vs-rest tp/fp/fn per label, all timed by CPU time
-(`time.process_time`, so other jobs on a shared machine do not skew the ratios). Also checks that
+(`time.process_time`, so other jobs on a shared machine do not skew the ratios), three times each
+in turns, each keeping its fastest call (see `_timing.py`; the same data every time: its labels
+are a few hundred string objects, whose hashes every call finds computed alike). Also checks that
 the per-label F1 of all three agree.
 """
 
@@ -12,11 +14,8 @@ from __future__ import annotations
 
 import random
 import resource
-import time
 
-
-def _clock() -> float:
-    return time.process_time()
+from _timing import best_of, spread
 
 N_ROWS = 200_000
 FEATURES = {"colour": 6, "size": 5, "country": 40, "status": 3, "code": 300}
@@ -69,35 +68,32 @@ def main() -> None:
     score_labels(truth.iloc[:1000], [ModelLabels(name="m", values=pred.iloc[:1000])])
     precision_recall_fscore_support(["a", "b"], ["a", "a"], average=None, zero_division=0)
 
-    t0 = _clock()
-    r = score_labels(truth, [ModelLabels(name="m", values=pred)])
-    ours = _clock() - t0
+    def sklearn(truth, pred) -> dict[str, dict[str, float]]:
+        sk = {}
+        for f in FEATURES:
+            yt = truth[f].fillna("<MISSING>").to_numpy(dtype=str)
+            yp = pred[f].fillna("<MISSING>").to_numpy(dtype=str)
+            labels = sorted(set(yt) | set(yp))
+            _, _, f1, _ = precision_recall_fscore_support(yt, yp, labels=labels, average=None, zero_division=0)
+            sk[f] = dict(zip(labels, f1))
+        return sk
+
+    data = lambda: (truth, pred)  # noqa: E731
+    t_ours, t_sk, t_naive = best_of([(data, lambda t, p: score_labels(t, [ModelLabels(name="m", values=p)])), (data, sklearn), (data, naive)])
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-    t0 = _clock()
-    sk = {}
-    for f in FEATURES:
-        yt = truth[f].fillna("<MISSING>").to_numpy(dtype=str)
-        yp = pred[f].fillna("<MISSING>").to_numpy(dtype=str)
-        labels = sorted(set(yt) | set(yp))
-        _, _, f1, _ = precision_recall_fscore_support(yt, yp, labels=labels, average=None, zero_division=0)
-        sk[f] = dict(zip(labels, f1))
-    skt = _clock() - t0
-
-    t0 = _clock()
-    nv = naive(truth, pred)
-    nt = _clock() - t0
+    r, sk, nv = t_ours.result, t_sk.result, t_naive.result
+    ours, skt, nt = t_ours.cpu, t_sk.cpu, t_naive.cpu
 
     agree = all(
         abs(r.models["m"].aligned.features[f].labels[lab]["f1"] - sk[f][lab]) < 1e-12 and abs(sk[f][lab] - nv[f][lab]) < 1e-12
         for f in FEATURES for lab in sk[f]
     )
     print(f"extracteval score_labels: {N_ROWS:,} rows × {len(FEATURES)} features in {ours:.2f} s CPU = {cells / ours / 1e6:.2f} M cells/s "
-          f"({N_ROWS / ours:,.0f} rows/s, both views + row accuracy) · peak RSS {peak_mb:,.0f} MB")
+          f"({N_ROWS / ours:,.0f} rows/s, both views + row accuracy; CPU s per call {spread(t_ours)}) · peak RSS {peak_mb:,.0f} MB")
     print(f"scikit-learn precision_recall_fscore_support (pre-normalised labels, per-label only): {skt:.2f} s "
-          f"= {cells / skt / 1e6:.2f} M cells/s · extracteval/sklearn time ratio {ours / skt:.2f}")
-    print(f"naive Python loop (casefold + per-label F1 only): {nt:.2f} s = {cells / nt / 1e6:.2f} M cells/s · "
-          f"extracteval/naive time ratio {ours / nt:.2f}")
+          f"= {cells / skt / 1e6:.2f} M cells/s ({spread(t_sk)}) · extracteval/sklearn time ratio {ours / skt:.2f}")
+    print(f"naive Python loop (casefold + per-label F1 only): {nt:.2f} s = {cells / nt / 1e6:.2f} M cells/s "
+          f"({spread(t_naive)}) · extracteval/naive time ratio {ours / nt:.2f}")
     print(f"per-label F1 identical across the three: {agree}")
 
 

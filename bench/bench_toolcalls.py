@@ -3,22 +3,22 @@
 Measured in the same run against a naive implementation of the same metrics (the seed-004 style:
 per-record `json.loads`, recursive flattening with `json.dumps` leaves, calls compared in order).
 Prints records/s (wall and CPU), the ratio to the naive version and peak memory (tracemalloc, on a
-10k-record run, so the throughput runs are not slowed by tracing). Also times the BFCL checker on
-the reference data when ../shared/data is present.
+10k-record run, so the throughput runs are not slowed by tracing). Each side is timed three times
+in turns on fresh data, and keeps its fastest call (see `_timing.py`). Also times the BFCL checker
+on the reference data when ../shared/data is present.
 """
 
 from __future__ import annotations
 
 import ast
-import gc
 import json
 import os
 import random
 import re
 import resource
-import time
-import tracemalloc
 from pathlib import Path
+
+from _timing import best_of, peak_traced_mib, spread, timed
 
 N = int(os.environ.get("BENCH_TOOLCALLS_N", "100000"))
 CITIES = ["Paris", "Oslo", "Lagos", "Lima", "Pune", "Osaka"]
@@ -183,81 +183,46 @@ def naive_toolcalls(truth: dict, out: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-_GC = {"start": 0.0, "total": 0.0, "last": 0.0}
-
-
-def _gc_clock(phase: str, info: dict) -> None:
-    if phase == "start":
-        _GC["start"] = time.process_time()
-    else:
-        _GC["total"] += time.process_time() - _GC["start"]
-
-
-def _timed(fn, *args):
-    """(result, wall s, CPU s); `_GC["last"]` is the CPU time the garbage collector took inside.
-
-    A full collection runs first, untimed (as pyperf and timeit-style harnesses do): the
-    collection owed by objects built before the call (this benchmark's data, what earlier
-    benchmarks left alive) is then not paid by whichever timed call allocates first."""
-    gc.collect()
-    _GC["total"] = 0.0
-    gc.callbacks.append(_gc_clock)
-    try:
-        w, c = time.perf_counter(), time.process_time()
-        res = fn(*args)
-        wall, cpu = time.perf_counter() - w, time.process_time() - c
-    finally:
-        gc.callbacks.remove(_gc_clock)
-    _GC["last"] = _GC["total"]
-    return res, wall, cpu
-
-
-def _peak_mib(fn, *args) -> float:
-    tracemalloc.start()
-    fn(*args)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
-
-
 def main() -> None:
     from extracteval.tasks.structured.semantics import score_structured
     from extracteval.tasks.toolcalls.semantics import score_toolcalls
 
-    print(f"records per task: {N:,}")
-    s_truth, s_out = structured_data(N)
-    res, wall, cpu = _timed(lambda: score_structured(s_truth, {"m": s_out}))
-    _, n_wall, n_cpu = _timed(naive_structured, s_truth, s_out)
-    m = res.models["m"].metrics
-    print(f"structured  extracteval {N / wall:>9,.0f} rec/s wall, {N / cpu:>9,.0f} rec/s CPU   "
-          f"naive {N / n_wall:>9,.0f} rec/s wall, {N / n_cpu:>9,.0f} rec/s CPU   speed-up (CPU) {n_cpu / cpu:.2f}x")
-    print(f"            json_valid_rate {m['json_valid_rate']:.3f} exact_match_rate {m['exact_match_rate']:.3f} field_f1 {m['field_f1']:.3f}")
-    small_t, small_o = structured_data(10_000)
-    print(f"            peak traced memory, 10k records: {_peak_mib(lambda: score_structured(small_t, {'m': small_o})):.1f} MiB")
+    print(f"records per task: {N:,}; CPU seconds of each side's three calls after its rate, the fastest one counted")
 
+    def line(label: str, fast, slow) -> None:
+        print(f"{label:<13}extracteval {N / fast.wall:>9,.0f} rec/s wall, {N / fast.cpu:>9,.0f} rec/s CPU ({spread(fast)})   "
+              f"naive {N / slow.wall:>9,.0f} rec/s wall, {N / slow.cpu:>9,.0f} rec/s CPU ({spread(slow)})   "
+              f"speed-up (CPU) {slow.cpu / fast.cpu:.2f}x")
+
+    def gc_line(fast, slow) -> None:
+        # the collector's own time inside each fastest call (each starts after a full collection)
+        print(f"             garbage collection inside the timed calls: extracteval {fast.gc_cpu:.2f} s, naive {slow.gc_cpu:.2f} s CPU")
+
+    fast, slow = best_of([(lambda: structured_data(N), lambda t, o: score_structured(t, {"m": o})),
+                          (lambda: structured_data(N), naive_structured)])
+    line("structured", fast, slow)
+    m = fast.result.models["m"].metrics
+    print(f"             json_valid_rate {m['json_valid_rate']:.3f} exact_match_rate {m['exact_match_rate']:.3f} field_f1 {m['field_f1']:.3f}")
+    small_t, small_o = structured_data(10_000)
+    print(f"             peak traced memory, 10k records: {peak_traced_mib(lambda: score_structured(small_t, {'m': small_o})):.1f} MiB")
+
+    fast, slow = best_of([(lambda: toolcall_data(N), lambda t, o: score_toolcalls(t, {"m": o})),
+                          (lambda: toolcall_data(N), naive_toolcalls)])
+    line("toolcalls", fast, slow)
+    gc_line(fast, slow)
+    m = fast.result.models["m"].metrics
     t_truth, t_out = toolcall_data(N)
-    res, wall, cpu = _timed(lambda: score_toolcalls(t_truth, {"m": t_out}))
-    gc_cpu = _GC["last"]
-    _, n_wall, n_cpu = _timed(naive_toolcalls, t_truth, t_out)
-    m = res.models["m"].metrics
-    print(f"toolcalls   extracteval {N / wall:>9,.0f} rec/s wall, {N / cpu:>9,.0f} rec/s CPU   "
-          f"naive {N / n_wall:>9,.0f} rec/s wall, {N / n_cpu:>9,.0f} rec/s CPU   speed-up (CPU) {n_cpu / cpu:.2f}x")
-    # the collector's own time inside each timed call (each starts after a full collection)
-    print(f"            garbage collection inside the timed calls: extracteval {gc_cpu:.2f} s, naive {_GC['last']:.2f} s CPU")
-    print(f"            valid_call_rate {m['valid_call_rate']:.3f} call_accuracy {m['call_accuracy']:.3f} args_f1 {m['args_f1']:.3f}"
+    print(f"             valid_call_rate {m['valid_call_rate']:.3f} call_accuracy {m['call_accuracy']:.3f} args_f1 {m['args_f1']:.3f}"
           "  (naive: calls compared in order, no optimal pairing)")
-    print(f"            {len(set(t_out.values())):,} distinct outputs, {len({repr(v) for v in t_truth.values()}):,} distinct references "
+    print(f"             {len(set(t_out.values())):,} distinct outputs, {len({repr(v) for v in t_truth.values()}):,} distinct references "
           "(each parsed/read once, and each output scored once per reference)")
     small_t, small_o = toolcall_data(10_000)
-    print(f"            peak traced memory, 10k records: {_peak_mib(lambda: score_toolcalls(small_t, {'m': small_o})):.1f} MiB")
+    print(f"             peak traced memory, 10k records: {peak_traced_mib(lambda: score_toolcalls(small_t, {'m': small_o})):.1f} MiB")
     # worst case: no output or reference repeats, so the per-distinct-value caches never hit
-    d_truth, d_out = toolcall_data(N, distinct=True)
-    _, wall, cpu = _timed(lambda: score_toolcalls(d_truth, {"m": d_out}))
-    gc_cpu = _GC["last"]
-    _, n_wall, n_cpu = _timed(naive_toolcalls, d_truth, d_out)
-    print(f"  all-distinct extracteval {N / wall:>9,.0f} rec/s wall, {N / cpu:>9,.0f} rec/s CPU   "
-          f"naive {N / n_wall:>9,.0f} rec/s wall, {N / n_cpu:>9,.0f} rec/s CPU   speed-up (CPU) {n_cpu / cpu:.2f}x")
-    print(f"            garbage collection inside the timed calls: extracteval {gc_cpu:.2f} s, naive {_GC['last']:.2f} s CPU")
+    fast, slow = best_of([(lambda: toolcall_data(N, distinct=True), lambda t, o: score_toolcalls(t, {"m": o})),
+                          (lambda: toolcall_data(N, distinct=True), naive_toolcalls)])
+    line("all-distinct", fast, slow)
+    gc_line(fast, slow)
 
     shared = Path(os.environ.get("EXTRACTEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "toolcalls" / "bfcl_v4"
     if shared.is_dir():
@@ -270,7 +235,7 @@ def main() -> None:
             a = load_bfcl_answers(shared / "possible_answer" / f"BFCL_v4_{cat}.json", q)
             entries += [BfclEntry(id=i, category=q[i].category, functions=q[i].functions, answers=a[i]) for i in q]
             results.update(load_bfcl_results(shared / "third_party_submission_glyphh-ada-1.1" / "result" / f"BFCL_v4_{cat}_result.json"))
-        score, wall, _ = _timed(lambda: score_bfcl(entries, results))
+        score, wall, _, _ = timed(lambda: score_bfcl(entries, results))
         print(f"bfcl        {len(entries)} v4 entries checked in {1000 * wall:.1f} ms ({len(entries) / wall:,.0f} entries/s), accuracy {score.call_accuracy:.3f}")
     print(f"process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; load average {os.getloadavg()[0]:.1f} "
           "(wall-clock rates drop on a shared machine; CPU rates are the comparable figure)")
