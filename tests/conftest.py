@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,26 +48,16 @@ def _no_ambient_mlflow_session() -> Any:
         yield
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _new_sqlite_stores_from_a_migrated_copy(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A new SQLite tracking store is made by MLflow running every schema migration (0.7–1.5 s on
-    the development machine), and the suite makes hundreds. In this process, the first one runs
-    them (MLflow's own `_initialize_tables`) into a template database; each later new store gets
-    that database's content through SQLite's backup API — the same tables, indexes and schema
-    version. Everything after (MLflow's schema check, every read and write) is MLflow's own code
-    on a real file; stores made by other processes (`mlflow server`, subprocess commands) are made
-    the usual way."""
-    import sqlite3
-
+@pytest.fixture(scope="session")
+def migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Path]:
+    """The path of an empty SQLite tracking store made by MLflow's own schema migrations, made once
+    per session at the first call (never to be written: copy it)."""
     import mlflow.store.db.utils as db_utils
 
-    real = db_utils._initialize_tables
+    real = db_utils._initialize_tables  # MLflow's, whatever patches a test applies later
     template = tmp_path_factory.mktemp("mlflow-schema") / "template.db"
 
-    def initialize(engine: Any) -> None:
-        database = engine.url.database if engine.dialect.name == "sqlite" else None
-        if not database or database == ":memory:":
-            return real(engine)
+    def get() -> Path:
         if not template.exists():
             import sqlalchemy
 
@@ -75,7 +66,30 @@ def _new_sqlite_stores_from_a_migrated_copy(tmp_path_factory: pytest.TempPathFac
                 real(maker)
             finally:
                 maker.dispose()
-        source = sqlite3.connect(template)
+        return template
+
+    return get
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _new_sqlite_stores_from_a_migrated_copy(migrated_store: Callable[[], Path]) -> Any:
+    """A new SQLite tracking store is made by MLflow running every schema migration (0.7–1.5 s on
+    the development machine), and the suite makes hundreds. In this process each new store gets
+    the content of `migrated_store` through SQLite's backup API instead — the same tables, indexes
+    and schema version (tests/mlflow/test_store_template.py). Everything after (MLflow's schema
+    check, every read and write) is MLflow's own code on a real file; stores made by other
+    processes (`mlflow server`, subprocess commands) are made the usual way."""
+    import sqlite3
+
+    import mlflow.store.db.utils as db_utils
+
+    real = db_utils._initialize_tables
+
+    def initialize(engine: Any) -> None:
+        database = engine.url.database if engine.dialect.name == "sqlite" else None
+        if not database or database == ":memory:":
+            return real(engine)
+        source = sqlite3.connect(migrated_store())
         raw = engine.raw_connection()
         try:
             source.backup(raw.driver_connection)

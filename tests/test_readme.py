@@ -175,10 +175,14 @@ def test_setup_commands_are_make_targets_that_exist(block: Block) -> None:
 
 
 @pytest.fixture
-def readme_workdir(tmp_path: Path) -> Path:
-    """A copy of the user-facing files, as a fresh clone would have them, with ../shared/data linked."""
+def readme_workdir(tmp_path: Path, migrated_store) -> Path:  # noqa: ANN001 - tests/conftest.py's fixture
+    """A copy of the user-facing files, as a fresh clone would have them, with ../shared/data linked,
+    and MLflow's default store `mlflow.db` in it, empty: the tables MLflow's first command there
+    would make (made once per session, copied here) — each command of a block still runs in a
+    process of its own."""
     work = tmp_path / "repo"
     work.mkdir()
+    shutil.copy(migrated_store(), work / "mlflow.db")
     for name in COPIED:
         src = REPO / name
         if src.is_dir():
@@ -209,6 +213,7 @@ def test_runnable_readme_block(block: Block, readme_workdir: Path) -> None:
     if shutil.which("extracteval", path=env["PATH"]) is None:
         pytest.skip("the extracteval command is not installed next to this Python (pip install -e .)")
     before = set(os.listdir(readme_workdir))
+    runs_before = _runs(readme_workdir / "mlflow.db")
     if block.language == "python":
         argv, stdin = [sys.executable, "-"], block.text
     else:
@@ -218,11 +223,18 @@ def test_runnable_readme_block(block: Block, readme_workdir: Path) -> None:
     assert done.returncode == 0, (f"{block.label} failed with exit code {done.returncode}\n$ "
                                   + shlex.quote(block.text) + "\n--- stdout\n" + done.stdout[-4000:] + "\n--- stderr\n" + done.stderr[-4000:])
     assert "Traceback" not in done.stderr
-    # nothing escaped the copy: the default store is the copy's own
+    # nothing escaped the copy: the default store is the copy's own, and the runs went there
     if any(w in block.text for w in ("extracteval evaluate", "extracteval demo", "mlflow run", "mlflow.models.evaluate")):
-        assert (readme_workdir / "mlflow.db").is_file()
+        assert _runs(readme_workdir / "mlflow.db") > runs_before, f"{block.label} logged no run to the copy's default store"
     left = set(os.listdir(readme_workdir)) - before - STORE
     assert not left, f"{block.label} left {sorted(left)} in the repository root; write scratch files under $(mktemp -d)"
+
+
+def _runs(db: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        return con.execute("SELECT count(*) FROM runs").fetchone()[0]
 
 
 def _slug(heading: str) -> str:
