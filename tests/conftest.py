@@ -49,41 +49,46 @@ def _no_ambient_mlflow_session() -> Any:
 
 
 @pytest.fixture(scope="session")
-def migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Path]:
-    """The path of an empty SQLite tracking store made by MLflow's own schema migrations, made once
-    per session at the first call (never to be written: copy it)."""
+def migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Path | None]:
+    """The path of an SQLite database holding exactly the tables MLflow's own schema migrations
+    make (no experiment yet), made once per session at the first call (never to be written: copy
+    it); None with an MLflow that has no such migration step to call."""
     import mlflow.store.db.utils as db_utils
 
     real = getattr(db_utils, "_initialize_tables", None)  # MLflow's, whatever patches a test applies later
-    template = tmp_path_factory.mktemp("mlflow-schema") / "template.db"
+    folder = tmp_path_factory.mktemp("mlflow-schema")
+    template = folder / "template.db"
 
-    def get() -> Path:
+    def get() -> Path | None:
+        if real is None:
+            return None
         if not template.exists():
-            if real is None:  # an MLflow without that function: its public client makes the store
-                from mlflow.tracking import MlflowClient
-
-                MlflowClient(f"sqlite:///{template}").search_experiments()
-                return template
             import sqlalchemy
 
-            maker = sqlalchemy.create_engine(f"sqlite:///{template}")
+            partial = folder / "partial.db"  # renamed once complete: a failed migration leaves no template
+            partial.unlink(missing_ok=True)
+            maker = sqlalchemy.create_engine(f"sqlite:///{partial}")
             try:
                 real(maker)
             finally:
                 maker.dispose()
+            partial.rename(template)
         return template
 
     return get
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _new_sqlite_stores_from_a_migrated_copy(migrated_store: Callable[[], Path]) -> Any:
+def _new_sqlite_stores_from_a_migrated_copy(migrated_store: Callable[[], Path | None]) -> Any:
     """A new SQLite tracking store is made by MLflow running every schema migration (0.7–1.5 s on
-    the development machine), and the suite makes hundreds. In this process each new store gets
-    the content of `migrated_store` through SQLite's backup API instead — the same tables, indexes
-    and schema version (tests/mlflow/test_store_template.py). Everything after (MLflow's schema
-    check, every read and write) is MLflow's own code on a real file; stores made by other
-    processes (`mlflow server`, subprocess commands) are made the usual way."""
+    the development machine), and the suite makes hundreds. In this process a new store — a
+    database with no table at all — gets the content of `migrated_store` through SQLite's backup
+    API instead: the same tables, indexes and schema version (tests/mlflow/test_store_template.py).
+    A database that holds tables of its own (an older MLflow schema, another program's) is left to
+    MLflow. Everything after (MLflow's schema check, every read and write) is MLflow's own code on
+    a real file. Stores made by other processes (`mlflow server`, commands run as subprocesses) are
+    made the usual way — but for the default store of the documentation blocks' copies
+    (tests/test_readme.py), copied from the same template."""
     import sqlite3
 
     import mlflow.store.db.utils as db_utils
@@ -94,10 +99,13 @@ def _new_sqlite_stores_from_a_migrated_copy(migrated_store: Callable[[], Path]) 
         return
 
     def initialize(engine: Any) -> None:
+        import sqlalchemy
+
         database = engine.url.database if engine.dialect.name == "sqlite" else None
-        if not database or database == ":memory:":
+        template = migrated_store()
+        if not database or database == ":memory:" or template is None or sqlalchemy.inspect(engine).get_table_names():
             return real(engine)
-        source = sqlite3.connect(migrated_store())
+        source = sqlite3.connect(f"{template.as_uri()}?mode=ro", uri=True)
         raw = engine.raw_connection()
         try:
             source.backup(raw.driver_connection)

@@ -23,7 +23,11 @@ def _schema(db: Path) -> tuple[list[tuple[object, ...]], list[tuple[str, ...]]]:
 
 
 def test_a_store_made_from_the_template_is_the_one_mlflow_migrates(tmp_path):
+    import mlflow.store.db.utils as db_utils
     from mlflow.tracking import MlflowClient
+
+    # the store below is made from the template, not by MLflow's migrations
+    assert "_new_sqlite_stores_from_a_migrated_copy" in db_utils._initialize_tables.__qualname__
 
     here, there = tmp_path / "here.db", tmp_path / "there.db"
     MlflowClient(f"sqlite:///{here}").create_experiment("e")
@@ -35,3 +39,18 @@ def test_a_store_made_from_the_template_is_the_one_mlflow_migrates(tmp_path):
     assert _schema(here) == (objects, version)
     with sqlite3.connect(here) as con:
         assert [r[0] for r in con.execute("SELECT name FROM experiments ORDER BY experiment_id")] == ["Default", "e"]
+
+
+def test_a_database_with_tables_of_its_own_is_left_to_mlflow(tmp_path):
+    """The template is copied only into a database with no table: one holding another program's
+    table keeps it, as MLflow keeps it."""
+    from mlflow.tracking import MlflowClient
+
+    db = tmp_path / "shared.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE mydata (x INTEGER)")
+        con.execute("INSERT INTO mydata VALUES (7)")
+    MlflowClient(f"sqlite:///{db}").create_experiment("e")
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT x FROM mydata").fetchall() == [(7,)]
+        assert con.execute("SELECT count(*) FROM experiments WHERE name = 'e'").fetchone() == (1,)
