@@ -1,7 +1,7 @@
 """Benchmark of the `json` task: 100k records of ~20 leaf keys, depth ≤ 3, EXACT + FUZZY strategies.
 
 Compares `score_json` (flatten once, canonicalise each distinct value once, vectorised buckets,
-FUZZY once per distinct pair) with a naive per-record Python implementation of seed 001 (recursive
+FUZZY once per distinct pair) with a naive per-record Python implementation of the json rules (recursive
 flatten, normalise every value where it is compared, rapidfuzz on every pair), measured in the
 same run on the same data; the naive one runs on a slice (default 10k records) and its rate is
 reported as records/s. Both must agree on every per-record RQS of that slice. Each side is timed
@@ -79,7 +79,7 @@ def make_data(n: int, seed: int = 5) -> tuple[dict[str, Any], dict[str, Any]]:
     return truth, pred
 
 
-# --- naive per-record implementation of seed 001 -----------------------------------------------
+# --- naive per-record implementation of the json rules -------------------------------------------
 
 
 def naive_flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -96,7 +96,7 @@ def naive_flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def naive_score(gt: dict[str, Any], aio: dict[str, Any], strategies: dict[str, str]) -> float:
-    """Seed 001 written the obvious way: per record, per key, normalise and compare."""
+    """The json rules written the obvious way: per record, per key, normalise and compare."""
     import re
 
     from rapidfuzz import fuzz
@@ -141,7 +141,7 @@ def naive_score(gt: dict[str, Any], aio: dict[str, Any], strategies: dict[str, s
 def main() -> None:
     numbers = [int(a) for a in sys.argv[1:] if a.isdigit()]  # bench/run.py passes task names: ignore them
     n = numbers[0] if numbers else 100_000
-    n_naive = numbers[1] if len(numbers) > 1 else min(n, 10_000)
+    n_naive = min(n, numbers[1] if len(numbers) > 1 else 10_000)
     truth, pred = make_data(min(n, 1000))
     leaves = sum(len(naive_flatten(t)) for t in truth.values()) / len(truth)
     cfg = JsonConfig(flatten=True, strategies=STRATEGIES)
