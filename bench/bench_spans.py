@@ -20,10 +20,10 @@ import random
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from _timing import peak_traced_mib
 
 WORDS = "the board of Acme Corp met in Paris on Monday to approve a $ 5 million budget for new research labs and staff".split()
 TYPES = ["PER", "ORG", "LOC", "MISC", "DATE", "MONEY", "PRODUCT", "EVENT"]
@@ -189,11 +189,7 @@ def main() -> None:
         if classification_report is not None:
             print(seqeval_agreement(gold, pred, file_exact().models["m"]))
 
-        tracemalloc.start()
-        run_full()
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        print(f"extracteval peak traced memory (exact + relaxed): {peak / 2**20:7.1f} MiB")
+        print(f"extracteval peak traced memory (exact + relaxed): {peak_traced_mib(run_full):7.1f} MiB")
 
         if classification_report is None:
             print("seqeval: not installed (pip install -e '.[bench]'); skipped")
