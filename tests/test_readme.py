@@ -5,8 +5,9 @@ The pages read: README.md and every docs/**/*.md (the MkDocs site; tests/test_do
 Markers (the info string of a fenced block, after the language):
 - `runnable`: run with `bash -e -o pipefail` (`python runnable`: with `python -`) in a fresh copy
   of the repository's user-facing files (experiments/, MLproject, …) with a fresh MLflow store
-  (the default ./mlflow.db of that copy: made by the block on the README, made already on the other pages), `../shared/data` linked next to it when present; exit
-  code 0 expected, and nothing left in the copy but that store (scratch files go to `mktemp -d`).
+  (the default ./mlflow.db of that copy: made by the block on the README, made already on the
+  other pages), `../shared/data` linked next to it when present; exit code 0 expected, and
+  nothing left in the copy but that store (scratch files go to `mktemp -d`).
   A block shown on several pages (the README's tour is also the getting-started guide's) is run
   once.
 - `setup`: `make` targets, checked with `make -n` (running them would reinstall the venv).
