@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_scale_arguments", "check_chunk_size", "scale_engine", "spark_session"]
+__all__ = ["add_scale_arguments", "check_chunk_size", "check_local_inputs", "scale_engine", "spark_session"]
 
 
 def add_scale_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,8 +51,28 @@ def scale_engine(args: argparse.Namespace) -> str:
     return "chunked" if chunk_size is not None or workers > 1 else "memory"
 
 
-def spark_session(args: argparse.Namespace) -> object:
-    """The Spark session `--spark-master` / `--spark-partitions` ask for (a clear error without pyspark)."""
-    from extracteval.spark import get_session
+def check_local_inputs(args: argparse.Namespace) -> None:
+    """Every local file of `--truth` and `--predictions [NAME=]FILE` exists (a cluster URI,
+    `scheme://…`, is the engine's to read): else the `InputError` that names it."""
+    from pathlib import Path
 
-    return get_session(getattr(args, "spark_master", None), shuffle_partitions=getattr(args, "spark_partitions", None) or 8)
+    from extracteval.io.config import parse_model_spec
+    from extracteval.io.text_files import read_error
+
+    truth = getattr(args, "truth", None)
+    paths = [str(t) for t in (truth if isinstance(truth, (list, tuple)) else [truth]) if t]
+    paths += [str(parse_model_spec(str(spec))[1]) for spec in getattr(args, "predictions", None) or []]
+    for p in paths:
+        if "://" not in p and not Path(p).exists():
+            raise read_error(Path(p), FileNotFoundError())
+
+
+def spark_session(args: argparse.Namespace) -> object:
+    """The Spark session `--spark-master` / `--spark-partitions` ask for (a clear error without
+    pyspark), started when the task first uses it: a truth or predictions file that is not there,
+    and whatever else the task checks before it reads with Spark, is reported before Spark starts
+    (seconds, and the lines its JVM prints)."""
+    from extracteval.spark import LazySession
+
+    check_local_inputs(args)
+    return LazySession(getattr(args, "spark_master", None), shuffle_partitions=getattr(args, "spark_partitions", None) or 8)

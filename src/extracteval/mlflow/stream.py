@@ -182,10 +182,10 @@ def _spark(adapter: Any, args: argparse.Namespace, workdir: Path, *, chunk_size:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from extracteval.spark import get_session
+    from extracteval.io.scale_options import spark_session
     from extracteval.spark.engine import ID, _input_error, arrow_ipc
 
-    job = adapter.spark_job(args, get_session(args.spark_master, shuffle_partitions=args.spark_partitions or 8))
+    job = adapter.spark_job(args, spark_session(args))
     result = job.run().result
     task = EvaluateChunks(job.evaluate_task or job.task, adapter)
     to_chunk = job.to_chunk

@@ -6,7 +6,7 @@ imported by `import extracteval`; `extracteval.tasks.fields.spark` imports pyspa
 
 from __future__ import annotations
 
-__all__ = ["get_session", "require_pyspark"]
+__all__ = ["LazySession", "get_session", "require_pyspark"]
 
 
 def require_pyspark() -> None:
@@ -51,3 +51,26 @@ def get_session(master: str | None = None, *, app_name: str = "extracteval", shu
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+class LazySession:
+    """The session of `get_session(master, shuffle_partitions=…)`, started at its first use.
+
+    Starting Spark takes seconds and prints the JVM's start-up lines; the command-line engines
+    hand a task this stand-in, so everything the task checks before it reads a file with Spark
+    (files that are not there, its configuration, options it cannot take) is reported at once,
+    as the error alone. Every attribute is the started session's."""
+
+    def __init__(self, master: str | None = None, *, shuffle_partitions: int | None = None) -> None:
+        require_pyspark()  # without pyspark: the install hint first, whatever else is wrong
+        self._master = master
+        self._shuffle_partitions = shuffle_partitions
+        self._session = None
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        # only for names this object lacks: the session's own attributes
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._session is None:
+            self._session = get_session(self._master, shuffle_partitions=self._shuffle_partitions)
+        return getattr(self._session, name)

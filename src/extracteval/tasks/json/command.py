@@ -92,10 +92,12 @@ def _chunked(args: argparse.Namespace, config: Any, backend: Any) -> tuple[Any, 
             raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
         if getattr(args, "output", None):
             raise InputError("--output with --engine spark is not supported for the json task yet (no per-record files); drop --output.")
-        from extracteval.tasks.json.spark import score_json_spark_files
+        from extracteval.io.scale_options import spark_session
+        from extracteval.tasks.json.spark import json_spark_job
 
-        result, inputs = score_json_spark_files(args.truth, args.predictions, config=config, similarity=backend, id_key=args.id_key,
-                                                records_mode=records_mode, master=args.spark_master, partitions=args.spark_partitions)
+        job = json_spark_job(spark_session(args), args.truth, args.predictions, config=config, similarity=backend, id_key=args.id_key,
+                             records_mode=records_mode, partitions=args.spark_partitions)
+        result, inputs = job.run().result, job.inputs
     elif chunk_size is None and workers == 1:
         return None
     else:

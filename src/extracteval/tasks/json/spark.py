@@ -21,7 +21,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 
-__all__ = ["score_json_spark_files", "json_spark_job"]
+__all__ = ["json_spark_job"]
 
 _ID = "__extracteval_id"
 
@@ -37,19 +37,6 @@ def _id_of(id_key: str):  # type: ignore[no-untyped-def]
         return _record_id(Path(source), "a line", obj, id_key)
 
     return id_of
-
-
-def score_json_spark_files(
-    truth: str | None, predictions: Sequence[str], *, config: Any, similarity: Any, id_key: str = "id", records_mode: str = "auto",
-    master: str | None = None, partitions: int | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    """`extracteval score json --engine spark` → (`ChunkedJsonResult`, `inputs` entry)."""
-    from extracteval.spark import get_session, require_pyspark
-
-    require_pyspark()  # a clear message, not an ImportError, when the extra is not installed
-    job = json_spark_job(get_session(master, shuffle_partitions=partitions or 8), truth, predictions, config=config, similarity=similarity,
-                         id_key=id_key, records_mode=records_mode, partitions=partitions)
-    return job.run().result, job.inputs
 
 
 def json_spark_job(

@@ -97,11 +97,12 @@ def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
             raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
         if args.output:
             raise InputError("--output with --engine spark is not supported for toolcalls yet (no per-record rows); drop --output.")
-        from extracteval.tasks.toolcalls.spark import score_toolcalls_spark_files
+        from extracteval.io.scale_options import spark_session
+        from extracteval.tasks.toolcalls.spark import toolcalls_spark_job
 
-        result, inputs = score_toolcalls_spark_files(args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
-                                                     master=args.spark_master, partitions=args.spark_partitions)
-        return chunked_document(result, inputs)
+        job = toolcalls_spark_job(spark_session(args), args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
+                                  partitions=args.spark_partitions)
+        return chunked_document(job.run().result, job.inputs)
     result, inputs = score_toolcalls_files(
         args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
         chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers, output=args.output,

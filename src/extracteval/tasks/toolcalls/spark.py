@@ -15,20 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["score_toolcalls_spark_files", "toolcalls_spark_job"]
-
-
-def score_toolcalls_spark_files(
-    truth: str, predictions: Sequence[str], *, config: Any, possible_answer: bool = False, master: str | None = None,
-    partitions: int | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    """`extracteval score toolcalls --engine spark`: files (local paths or cluster URIs) → the
-    local engine's `ToolCallResult` (without per-record rows) and the `inputs` entry."""
-    from extracteval.spark import get_session
-
-    job = toolcalls_spark_job(get_session(master, shuffle_partitions=partitions or 8), truth, predictions, config=config,
-                              possible_answer=possible_answer, partitions=partitions)
-    return job.run().result, job.inputs
+__all__ = ["toolcalls_spark_job"]
 
 
 def toolcalls_spark_job(spark: Any, truth: str, predictions: Sequence[str], *, config: Any, possible_answer: bool = False,

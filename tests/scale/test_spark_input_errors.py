@@ -1,0 +1,93 @@
+"""`--engine spark`, for every task of the registry: a truth, predictions or configuration file
+that is not there is reported before Spark starts — exit code 2 and the error alone, not after
+the seconds a Spark session takes to start and the lines its JVM prints. Both commands (`score`
+and `evaluate`) are checked; Spark itself is never started here (starting it fails the test), so
+no Java runtime is needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install 'extracteval[spark]' (.ci/run installs it)")
+
+from extracteval.mlflow.tasks import TASKS  # noqa: E402
+from tests.scale.engine_cases import TASK_ARGS  # noqa: E402
+
+CONFIG_OPTIONS = ("--strategies", "--weights", "--config")
+
+
+def _with_missing(args: list[str], which: str, tmp_path: Path) -> tuple[list[str], str] | None:
+    """`args` with one file replaced by a path that does not exist (same suffix), and that path;
+    None when the task's example takes no such file."""
+    out = list(args)
+    if which == "truth":
+        at = out.index("--truth") + 1
+        missing = str(tmp_path / f"no-truth{Path(out[at]).suffix}")
+        out[at] = missing
+    elif which == "predictions":
+        at = len(out) - 1 - out[::-1].index("--predictions") + 1  # the last model's file
+        name, _, file = out[at].partition("=")
+        missing = str(tmp_path / f"no-predictions{Path(file).suffix}")
+        out[at] = f"{name}={missing}"
+    else:
+        found = [i for i, a in enumerate(out) if a in CONFIG_OPTIONS]
+        if not found:
+            return None
+        at = found[0] + 1
+        missing = str(tmp_path / f"no-config{Path(out[at]).suffix}")
+        out[at] = missing
+    return out, missing
+
+
+@pytest.fixture
+def spark_never_starts(monkeypatch):
+    """Fail any start of a Spark session (the engines start theirs through `get_session`)."""
+    import extracteval.spark
+
+    started: list[str | None] = []
+
+    def refuse(master=None, **_kw):  # type: ignore[no-untyped-def]
+        started.append(master)
+        raise AssertionError("a Spark session was started before the inputs were checked")
+
+    monkeypatch.setattr(extracteval.spark, "get_session", refuse)
+    return started
+
+
+# each task's truth and predictions, and its configuration file where its example has one
+CASES = [(task, which) for task in TASKS for which in ("truth", "predictions", "config")
+         if which != "config" or set(CONFIG_OPTIONS) & set(TASK_ARGS[task])]
+
+
+@pytest.mark.parametrize("command", ["score", "evaluate"])
+@pytest.mark.parametrize(("task", "which"), CASES)
+def test_a_missing_file_is_reported_before_spark_starts(cli, tmp_path, monkeypatch, spark_never_starts, task, which, command):
+    changed = _with_missing(TASK_ARGS[task], which, tmp_path)
+    assert changed is not None
+    args, missing = changed
+    monkeypatch.chdir(tmp_path)
+    logging = ["--experiment", "x", "--tracking-uri", f"sqlite:///{tmp_path / 'store.db'}"] if command == "evaluate" else []
+    res = cli(command, task, *args, *logging, "--engine", "spark", "--spark-master", "local[2]")
+    assert spark_never_starts == [], res.err
+    assert res.code == 2, res.err
+    assert f"{missing}: file not found." in res.err, res.err
+    assert "Traceback" not in res.err
+    assert not (tmp_path / "store.db").exists()  # nothing was logged
+
+
+def test_an_evaluation_that_cannot_be_streamed_is_refused_before_spark_starts(cli, tmp_path, monkeypatch, spark_never_starts):
+    # BFCL's checker reads its question and answer files whole: `evaluate` refuses --engine spark
+    monkeypatch.chdir(tmp_path)
+    q = tmp_path / "q.json"
+    q.write_text('{"id": "simple_0", "question": "x", "function": {"name": "f", "parameters": {"type": "dict", "properties": {}}}}\n', encoding="utf-8")
+    a = tmp_path / "a.json"
+    a.write_text('{"id": "simple_0", "ground_truth": {"f": {}}}\n', encoding="utf-8")
+    r = tmp_path / "r.json"
+    r.write_text('{"id": "simple_0", "result": "[f()]"}\n', encoding="utf-8")
+    res = cli("evaluate", "toolcalls", "--checker", "bfcl", "--questions", str(q), "--truth", str(a), "--predictions", f"m={r}",
+              "--experiment", "x", "--tracking-uri", f"sqlite:///{tmp_path / 'store.db'}", "--engine", "spark")
+    assert spark_never_starts == [], res.err
+    assert res.code == 2 and "evaluate toolcalls --checker bfcl scores in memory" in res.err, res.err
+    assert not (tmp_path / "store.db").exists()
