@@ -144,6 +144,12 @@ def test_evaluate_refuses_the_scale_options_where_it_scores_in_memory(cli, tmp_p
     # every task streams its evaluation, but some inputs are scored in memory (BFCL's checker reads
     # its question and answer files whole): an option that would change how they are scored must
     # not pass silently
+    import extracteval.spark
+
+    def refuse(*_a, **_kw):  # type: ignore[no-untyped-def]
+        raise AssertionError("a Spark session was started for an evaluation refused from its arguments")
+
+    monkeypatch.setattr(extracteval.spark, "get_session", refuse)  # refused before Spark would start
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     q = tmp_path / "q.json"

@@ -76,18 +76,3 @@ def test_a_missing_file_is_reported_before_spark_starts(cli, tmp_path, monkeypat
     assert "Traceback" not in res.err
     assert not (tmp_path / "store.db").exists()  # nothing was logged
 
-
-def test_an_evaluation_that_cannot_be_streamed_is_refused_before_spark_starts(cli, tmp_path, monkeypatch, spark_never_starts):
-    # BFCL's checker reads its question and answer files whole: `evaluate` refuses --engine spark
-    monkeypatch.chdir(tmp_path)
-    q = tmp_path / "q.json"
-    q.write_text('{"id": "simple_0", "question": "x", "function": {"name": "f", "parameters": {"type": "dict", "properties": {}}}}\n', encoding="utf-8")
-    a = tmp_path / "a.json"
-    a.write_text('{"id": "simple_0", "ground_truth": {"f": {}}}\n', encoding="utf-8")
-    r = tmp_path / "r.json"
-    r.write_text('{"id": "simple_0", "result": "[f()]"}\n', encoding="utf-8")
-    res = cli("evaluate", "toolcalls", "--checker", "bfcl", "--questions", str(q), "--truth", str(a), "--predictions", f"m={r}",
-              "--experiment", "x", "--tracking-uri", f"sqlite:///{tmp_path / 'store.db'}", "--engine", "spark")
-    assert spark_never_starts == [], res.err
-    assert res.code == 2 and "evaluate toolcalls --checker bfcl scores in memory" in res.err, res.err
-    assert not (tmp_path / "store.db").exists()
