@@ -16,6 +16,22 @@ def spark():
     session.stop()
 
 
+@pytest.fixture
+def spark_never_starts(monkeypatch):
+    """Fail any start of a Spark session (the engines start theirs through `get_session`); the
+    masters asked for, for the failure message."""
+    import extracteval.spark
+
+    started: list[str | None] = []
+
+    def refuse(master=None, **_kw):  # type: ignore[no-untyped-def]
+        started.append(master)
+        raise AssertionError("a Spark session was started before the inputs were checked")
+
+    monkeypatch.setattr(extracteval.spark, "get_session", refuse)
+    return started
+
+
 @pytest.fixture(scope="session")
 def memory_store(tmp_path_factory):
     """task → the URI of a SQLite store holding `evaluate <task> TASK_ARGS[task]` run in memory

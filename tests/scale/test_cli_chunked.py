@@ -140,16 +140,10 @@ def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("args", [["--chunk-size", "5"], ["--workers", "2"], ["--engine", "spark"]])
-def test_evaluate_refuses_the_scale_options_where_it_scores_in_memory(cli, tmp_path, monkeypatch, args):
+def test_evaluate_refuses_the_scale_options_where_it_scores_in_memory(cli, tmp_path, monkeypatch, spark_never_starts, args):
     # every task streams its evaluation, but some inputs are scored in memory (BFCL's checker reads
     # its question and answer files whole): an option that would change how they are scored must
     # not pass silently
-    import extracteval.spark
-
-    def refuse(*_a, **_kw):  # type: ignore[no-untyped-def]
-        raise AssertionError("a Spark session was started for an evaluation refused from its arguments")
-
-    monkeypatch.setattr(extracteval.spark, "get_session", refuse)  # refused before Spark would start
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     q = tmp_path / "q.json"
@@ -160,6 +154,7 @@ def test_evaluate_refuses_the_scale_options_where_it_scores_in_memory(cli, tmp_p
     r.write_text('{"id": "simple_0", "result": "[f()]"}\n', encoding="utf-8")
     res = cli("evaluate", "toolcalls", "--checker", "bfcl", "--questions", str(q), "--truth", str(a), "--predictions", f"m={r}",
               "--experiment", "x", "--tracking-uri", uri, *args)
+    assert spark_never_starts == [], res.err  # refused before Spark would start
     assert res.code == 2 and "evaluate toolcalls --checker bfcl scores in memory" in res.err and "Traceback" not in res.err, res.err
     assert not (tmp_path / "store.db").exists()  # refused before anything was scored or logged
 

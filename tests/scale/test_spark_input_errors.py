@@ -18,9 +18,8 @@ from tests.scale.engine_cases import TASK_ARGS  # noqa: E402
 CONFIG_OPTIONS = ("--strategies", "--weights", "--config")
 
 
-def _with_missing(args: list[str], which: str, tmp_path: Path) -> tuple[list[str], str] | None:
-    """`args` with one file replaced by a path that does not exist (same suffix), and that path;
-    None when the task's example takes no such file."""
+def _with_missing(args: list[str], which: str, tmp_path: Path) -> tuple[list[str], str]:
+    """`args` with one file replaced by a path that does not exist (same suffix), and that path."""
     out = list(args)
     if which == "truth":
         at = out.index("--truth") + 1
@@ -32,28 +31,10 @@ def _with_missing(args: list[str], which: str, tmp_path: Path) -> tuple[list[str
         missing = str(tmp_path / f"no-predictions{Path(file).suffix}")
         out[at] = f"{name}={missing}"
     else:
-        found = [i for i, a in enumerate(out) if a in CONFIG_OPTIONS]
-        if not found:
-            return None
-        at = found[0] + 1
+        at = next(i for i, a in enumerate(out) if a in CONFIG_OPTIONS) + 1
         missing = str(tmp_path / f"no-config{Path(out[at]).suffix}")
         out[at] = missing
     return out, missing
-
-
-@pytest.fixture
-def spark_never_starts(monkeypatch):
-    """Fail any start of a Spark session (the engines start theirs through `get_session`)."""
-    import extracteval.spark
-
-    started: list[str | None] = []
-
-    def refuse(master=None, **_kw):  # type: ignore[no-untyped-def]
-        started.append(master)
-        raise AssertionError("a Spark session was started before the inputs were checked")
-
-    monkeypatch.setattr(extracteval.spark, "get_session", refuse)
-    return started
 
 
 # each task's truth and predictions, and its configuration file where its example has one
@@ -64,9 +45,7 @@ CASES = [(task, which) for task in TASKS for which in ("truth", "predictions", "
 @pytest.mark.parametrize("command", ["score", "evaluate"])
 @pytest.mark.parametrize(("task", "which"), CASES)
 def test_a_missing_file_is_reported_before_spark_starts(cli, tmp_path, monkeypatch, spark_never_starts, task, which, command):
-    changed = _with_missing(TASK_ARGS[task], which, tmp_path)
-    assert changed is not None
-    args, missing = changed
+    args, missing = _with_missing(TASK_ARGS[task], which, tmp_path)
     monkeypatch.chdir(tmp_path)
     logging = ["--experiment", "x", "--tracking-uri", f"sqlite:///{tmp_path / 'store.db'}"] if command == "evaluate" else []
     res = cli(command, task, *args, *logging, "--engine", "spark", "--spark-master", "local[2]")
@@ -75,4 +54,3 @@ def test_a_missing_file_is_reported_before_spark_starts(cli, tmp_path, monkeypat
     assert f"{missing}: file not found." in res.err, res.err
     assert "Traceback" not in res.err
     assert not (tmp_path / "store.db").exists()  # nothing was logged
-
