@@ -17,22 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.system import python_package
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 TASK_PAGES = ("fields", "json", "spans", "labels", "entities", "structured", "toolcalls")
 DOCS_PACKAGES = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
 
 
-def _missing_docs_packages() -> list[str]:
-    missing = []
+def _need_mkdocs() -> None:
+    """MkDocs, its theme and the API-reference plugin (the `docs` extra, which `make test` installs)."""
     for name in DOCS_PACKAGES:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except ModuleNotFoundError:  # a parent package is absent
-            found = False
-        if not found:
-            missing.append(name)
-    return missing
+        python_package(name, "docs")
 
 
 def _section(text: str, heading: str) -> str:
@@ -103,13 +99,11 @@ def test_every_page_is_in_the_navigation() -> None:
     assert {f"tasks/{t}.md" for t in TASK_PAGES} <= in_nav
 
 
-def test_the_docs_extra_and_ci_install_mkdocs() -> None:
+def test_the_docs_extra_names_mkdocs() -> None:
     extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     docs = {re.split(r"[\[>=<]", req)[0]: req for req in extras["docs"]}
     assert set(docs) == {"mkdocs", "mkdocs-material", "mkdocstrings"}
     assert all(">=" in req for req in docs.values()) and "[python]" in docs["mkdocstrings"]
-    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    assert re.search(r"pip install .*-e '\.\[[a-z,]*docs[a-z,]*\]'", ci), ".ci/run must install the docs extra"
 
 
 def test_make_docs_builds_the_site() -> None:
@@ -122,8 +116,7 @@ def test_make_docs_builds_the_site() -> None:
 
 
 def test_the_hook_drops_test_markers_and_includes_examples(tmp_path: Path) -> None:
-    if _missing_docs_packages():
-        pytest.skip(f"MkDocs is not installed ({', '.join(_missing_docs_packages())} missing): pip install -e '.[docs]'")
+    _need_mkdocs()
     from types import SimpleNamespace
 
     from mkdocs.exceptions import PluginError
@@ -148,9 +141,7 @@ def test_the_hook_drops_test_markers_and_includes_examples(tmp_path: Path) -> No
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     """Broken links and anchors, pages missing from the navigation, docstrings the API reference
     cannot render: each is a warning, and --strict turns warnings into a failed build."""
-    missing = _missing_docs_packages()
-    if missing:
-        pytest.skip(f"MkDocs is not installed ({', '.join(missing)} missing): pip install -e '.[docs]' (.ci/run does)")
+    _need_mkdocs()
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from extracteval.tasks.spans.schemes import SCHEMES, UnknownTagError, decode, encode_tags, get_scheme
 from extracteval.tasks.spans.semantics import corpus_from_tags, score_spans
 from tests.reference.conlleval_port import conlleval_counts
+from tests.system import python_package
 
 
 def chunks(tags: list[str], scheme: str, breaks: tuple[int, ...] = ()) -> tuple[list[tuple[int, int, str]], int]:
@@ -103,7 +104,7 @@ BIO = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 
 def _seqeval_report(y_true, y_pred, **kw) -> dict:
-    sm = pytest.importorskip("seqeval.metrics", reason="seqeval (an optional oracle, `pip install seqeval`) is not installed")
+    sm = python_package("seqeval.metrics", "test")
     return sm.classification_report(y_true, y_pred, output_dict=True, zero_division=0, **kw)
 
 
@@ -147,7 +148,7 @@ def test_conlleval_scheme_equals_seqeval_default_on_bio(sents) -> None:
 @settings(max_examples=150, deadline=None)
 @given(_bio_sentences(BIO))
 def test_iob2_equals_seqeval_strict_iob2(sents) -> None:
-    pytest.importorskip("seqeval", reason="seqeval (optional oracle) is not installed")
+    python_package("seqeval", "test")
     from seqeval.scheme import IOB2 as SEQEVAL_IOB2
 
     y_true = [[g for g, _ in s] for s in sents]
@@ -165,7 +166,7 @@ STRICT_ALPHABETS = {
 
 @pytest.mark.parametrize("scheme", sorted(STRICT_ALPHABETS))
 def test_strict_schemes_equal_seqeval_strict(scheme: str) -> None:
-    pytest.importorskip("seqeval", reason="seqeval (optional oracle) is not installed")
+    python_package("seqeval", "test")
     import seqeval.scheme
 
     @settings(max_examples=100, deadline=None)

@@ -7,15 +7,14 @@ pytest's base temporary folder (`--basetemp`), in `browser-screenshots*/`, so a 
 looked at.
 
 Needs Debian's `chromium` (`.ci/run` installs it) and the `playwright` package (the `browser`
-extra), which drives that browser: nothing downloads a browser at run time. Without either, the
-test skips and says which is missing.
+extra, which `make test` installs), which drives that browser: nothing downloads a browser at run
+time. Without Chromium the test skips, naming the package and the command that installs it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,30 +22,22 @@ import pytest
 from extracteval.core.ranking import RANKING_SPECS
 from extracteval.mlflow.descriptions import HEADLINE_SCORE, HEADLINE_WINNER, HEADLINE_WINS, fmt_value
 
+from tests.system import CHROMIUM, python_package
+
 from .conftest import MlflowServer
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run", "--disable-component-update",
          "--disable-sync", "--disable-dev-shm-usage"]
 EXPERIMENT = "extracteval-demo-contracts"
 WAIT_MS = 30_000
 
 
-def _chromium() -> str | None:
-    for c in (*CHROMIUM_CANDIDATES, shutil.which("chromium") or ""):
-        if c and Path(c).is_file():
-            return c
-    return None
-
-
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the `playwright` package is not installed (pip install -e '.[browser]')")
-    exe = _chromium()
-    if exe is None:
-        pytest.skip("Debian's `chromium` is not installed (apt-get install chromium; .ci/run installs it)")
+    sync_api = python_package("playwright.sync_api", "browser")
+    exe = CHROMIUM.require()
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=exe, args=FLAGS, headless=True)
         try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import re
 import shutil
 import subprocess
 import sys
@@ -26,23 +25,12 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.system import POSTGRESQL
+
 from .conftest import CONTRACTS, MlflowServer, _free_port
 
 N_EVALUATIONS = 20
 MODELS = ["gpt-4o-mini", "llama-3.1-8b", "regex-baseline"]
-
-
-def _postgres_bin() -> Path | None:
-    """The folder holding initdb and pg_ctl: $PATH first, then Debian's versioned folders (newest)."""
-    found = shutil.which("initdb")
-    if found and shutil.which("pg_ctl"):
-        return Path(found).resolve().parent
-    versioned = sorted(Path("/usr/lib/postgresql").glob("*/bin"),
-                       key=lambda p: [int(x) for x in re.findall(r"\d+", p.parent.name)] or [0], reverse=True)
-    for d in versioned:
-        if (d / "initdb").is_file() and (d / "pg_ctl").is_file():
-            return d
-    return None
 
 
 class PostgresCluster:
@@ -110,10 +98,7 @@ class PostgresCluster:
 
 @pytest.fixture(scope="module")
 def postgres_mlflow_server(tmp_path_factory: pytest.TempPathFactory):
-    bindir = _postgres_bin()
-    if bindir is None:
-        pytest.skip("PostgreSQL is not installed: no initdb/pg_ctl on $PATH or in /usr/lib/postgresql/*/bin "
-                    "(`.ci/run` installs the Debian package `postgresql`)")
+    bindir = Path(POSTGRESQL.require()).parent
     cluster = PostgresCluster(bindir)
     cluster.start()
     server = None

@@ -83,7 +83,7 @@ def test_bfcl_chunked_output_folder_and_decision_equal_in_memory(cli, tmp_path):
         assert (tmp_path / "chunked" / name).read_bytes() == (tmp_path / "mem" / name).read_bytes()
 
 
-def test_bfcl_refuses_spark_and_a_bad_chunk_size(cli, tmp_path):
+def test_bfcl_refuses_spark_and_a_bad_chunk_size(cli, tmp_path, pyspark_or_not):
     args = ["score", "toolcalls", "--checker", "bfcl", *_files(tmp_path, 4)]
     r = cli(*args, "--engine", "spark")
     assert r.code == 2 and "--checker bfcl runs on the local engine" in r.err

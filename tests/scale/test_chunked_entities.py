@@ -153,7 +153,7 @@ def test_cli_chunked_with_workers_equals_in_memory(cli, tmp_path):
     assert len(rec) == 2 * (len(ids) + 1) and json.loads((tmp_path / "out" / "result.json").read_text()) == json.loads(want.out)
 
 
-def test_cli_refuses_what_cannot_be_streamed(cli, tmp_path):
+def test_cli_refuses_what_cannot_be_streamed(cli, tmp_path, pyspark_or_not):
     _write(tmp_path / "t.jsonl", [{"id": "b", "entities": [{"x": 1}]}, {"id": "a", "entities": [{"x": 1}]}])
     _write(tmp_path / "p.jsonl", [{"id": "a", "entities": []}])
     (tmp_path / "p.json").write_text('[{"id": "a", "entities": []}]')

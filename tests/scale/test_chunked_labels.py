@@ -167,7 +167,7 @@ def test_cli_chunked_with_workers_equals_in_memory(cli, tmp_path, fmt):
     assert (tmp_path / "out" / "feature_metrics.csv").is_file()
 
 
-def test_cli_refuses_what_cannot_be_streamed(cli, tmp_path):
+def test_cli_refuses_what_cannot_be_streamed(cli, tmp_path, pyspark_or_not):
     (tmp_path / "t.csv").write_text("id,a\nb,x\na,y\n")
     (tmp_path / "p.json").write_text('[{"id": "a", "a": "y"}]')
     (tmp_path / "p.csv").write_text("id,a\na,y\n")

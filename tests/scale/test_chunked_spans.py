@@ -73,7 +73,7 @@ def test_cli_chunked_with_workers_equals_in_memory(cli, tmp_path):
     assert got.out == want.out
 
 
-def test_chunked_refuses_unsorted_ids_and_spark_for_token_files(cli, tmp_path):
+def test_chunked_refuses_unsorted_ids_and_spark_for_token_files(cli, tmp_path, pyspark_or_not):
     (tmp_path / "x.conll").write_text("a B-X B-X\n")
     r = cli("score", "spans", "--conll", str(tmp_path / "x.conll"), "--engine", "spark")
     assert r.code == 2 and "--engine spark reads JSONL span files" in r.err, r.err

@@ -139,8 +139,22 @@ def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeyp
     assert res.code == 2 and "pip install 'extracteval[spark]'" in res.err and "Traceback" not in res.err
 
 
+def test_engine_spark_without_java_says_how_to_install(cli, tmp_path, monkeypatch):
+    # pyspark installed, no Java runtime: pyspark would fail with its own gateway traceback
+    from tests.system import python_package
+
+    python_package("pyspark", "spark")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-java-here"))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    t = tmp_path / "t.csv"
+    t.write_text("id,a\n1,x\n", encoding="utf-8")
+    res = cli("score", "fields", "--truth", str(t), "--predictions", f"m={t}", "--engine", "spark", "--spark-master", "local[1]")
+    assert res.code == 2 and "Traceback" not in res.err, res.err
+    assert "--engine spark needs a Java 17+ runtime" in res.err and "openjdk-17-jre-headless" in res.err, res.err
+
+
 @pytest.mark.parametrize("args", [["--chunk-size", "5"], ["--workers", "2"], ["--engine", "spark"]])
-def test_evaluate_refuses_the_scale_options_where_it_scores_in_memory(cli, tmp_path, monkeypatch, spark_never_starts, args):
+def test_evaluate_refuses_the_scale_options_where_it_scores_in_memory(cli, tmp_path, monkeypatch, spark_never_starts, pyspark_or_not, args):
     # every task streams its evaluation, but some inputs are scored in memory (BFCL's checker reads
     # its question and answer files whole): an option that would change how they are scored must
     # not pass silently

@@ -3,14 +3,12 @@ and bad input is an `InputError`, not an executor stack trace. One SparkSession 
 
 from __future__ import annotations
 
-import shutil
-
 import pandas as pd
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install 'extracteval[spark]' (.ci/run installs it)")
-if shutil.which("java") is None:
-    pytest.skip("no Java runtime on PATH: Spark needs Java 17+", allow_module_level=True)
+from tests.system import require_spark
+
+require_spark()  # pyspark and a Java runtime, or the skip that names what to install
 
 from extracteval.tasks.fields.options import build_config  # noqa: E402
 from extracteval.tasks.fields.semantics import FieldsConfig, score_fields  # noqa: E402

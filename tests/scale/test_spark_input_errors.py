@@ -2,7 +2,8 @@
 that is not there is reported before Spark starts — exit code 2 and the error alone, not after
 the seconds a Spark session takes to start and the lines its JVM prints. Both commands (`score`
 and `evaluate`) are checked; Spark itself is never started here (starting it fails the test), so
-no Java runtime is needed."""
+no Java runtime is needed; each case runs with pyspark and as without it (the file's error comes
+before the install hint)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install 'extracteval[spark]' (.ci/run installs it)")
-
-from extracteval.mlflow.tasks import TASKS  # noqa: E402
-from tests.scale.engine_cases import TASK_ARGS  # noqa: E402
+from extracteval.mlflow.tasks import TASKS
+from tests.scale.engine_cases import TASK_ARGS
 
 CONFIG_OPTIONS = ("--strategies", "--weights", "--config")
 
@@ -44,7 +43,8 @@ CASES = [(task, which) for task in TASKS for which in ("truth", "predictions", "
 
 @pytest.mark.parametrize("command", ["score", "evaluate"])
 @pytest.mark.parametrize(("task", "which"), CASES)
-def test_a_missing_file_is_reported_before_spark_starts(cli, tmp_path, monkeypatch, spark_never_starts, task, which, command):
+def test_a_missing_file_is_reported_before_spark_starts(cli, tmp_path, monkeypatch, spark_never_starts, pyspark_or_not, task, which,
+                                                       command):
     args, missing = _with_missing(TASK_ARGS[task], which, tmp_path)
     monkeypatch.chdir(tmp_path)
     logging = ["--experiment", "x", "--tracking-uri", f"sqlite:///{tmp_path / 'store.db'}"] if command == "evaluate" else []

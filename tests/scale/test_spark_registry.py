@@ -5,13 +5,12 @@ in-memory document, and `evaluate <task> --engine spark` logs what the in-memory
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install 'extracteval[spark]' (.ci/run installs it)")
-if shutil.which("java") is None:
-    pytest.skip("no Java runtime on PATH: Spark needs Java 17+", allow_module_level=True)
+from tests.system import require_spark
+
+require_spark()  # pyspark and a Java runtime, or the skip that names what to install
 
 from extracteval.mlflow.tasks import TASKS  # noqa: E402
 from tests.scale.engine_cases import TASK_ARGS  # noqa: E402

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install 'extracteval[spark]' (.ci/run installs it)")
-if shutil.which("java") is None:
-    pytest.skip("no Java runtime on PATH: Spark needs Java 17+", allow_module_level=True)
+from tests.system import require_spark
+
+require_spark()  # pyspark and a Java runtime, or the skip that names what to install
 
 N = 10_000
 TEXT = "The administrator can delete inactive accounts after the session expires."

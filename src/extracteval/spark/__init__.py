@@ -6,7 +6,7 @@ imported by `import extracteval`; `extracteval.tasks.fields.spark` imports pyspa
 
 from __future__ import annotations
 
-__all__ = ["LazySession", "get_session", "require_pyspark"]
+__all__ = ["LazySession", "get_session", "require_java", "require_pyspark"]
 
 
 def require_pyspark() -> None:
@@ -19,6 +19,25 @@ def require_pyspark() -> None:
         raise InputError(
             "--engine spark needs pyspark: pip install 'extracteval[spark]' (and a Java 17+ runtime)."
         ) from None
+
+
+def require_java() -> None:
+    """Raise a clear `InputError` when no Java runtime is found ($JAVA_HOME, or `java` on the
+    PATH): pyspark starts the driver's JVM itself and would otherwise fail with its own
+    gateway traceback."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    from extracteval.errors import InputError
+
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return
+    if shutil.which("java") is None:
+        where = f"$JAVA_HOME ({home}) has no bin/java and " if home else ""
+        raise InputError(f"--engine spark needs a Java 17+ runtime: {where}no `java` command is on the PATH. "
+                         "Install one (Debian/Ubuntu: apt-get install openjdk-17-jre-headless) or set JAVA_HOME.")
 
 
 def get_session(master: str | None = None, *, app_name: str = "extracteval", shuffle_partitions: int | None = None):  # type: ignore[no-untyped-def]
@@ -37,6 +56,8 @@ def get_session(master: str | None = None, *, app_name: str = "extracteval", shu
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     if master is None and not submitted:
         master = "local[*]"
+    if not submitted:
+        require_java()
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
@@ -62,7 +83,8 @@ class LazySession:
     as the error alone. Every attribute is the started session's."""
 
     def __init__(self, master: str | None = None, *, shuffle_partitions: int | None = None) -> None:
-        require_pyspark()  # without pyspark: the install hint first, whatever else is wrong
+        # pyspark is looked for at the first use too: a refusal that names the inputs or the
+        # options (the more specific message) comes before the install hint
         self._master = master
         self._shuffle_partitions = shuffle_partitions
         self._session = None

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.spark import require_pyspark
 
 __all__ = ["json_spark_job"]
 
@@ -45,6 +46,7 @@ def json_spark_job(
 ) -> Any:
     """The `SparkJob` of `score json --engine spark` (its task: the chunked engine's `JsonTask`,
     its per-record scores carried in the ledger; `run().result`: `ChunkedJsonResult`)."""
+    require_pyspark()  # the install hint, not an ImportError, without pyspark
     from pyspark.sql import functions as F
 
     from extracteval.tasks.json.chunked import JsonTask

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.spark import require_pyspark
 
 __all__ = ["spans_spark_job"]
 
@@ -44,6 +45,7 @@ def spans_spark_job(spark: Any, args: Any) -> Any:
 
 def _spans_job(spark: Any, truth: str, predictions: Sequence[tuple[str, Path]], *, config: Any, partitions: int | None,
                inputs: dict[str, Any]) -> Any:
+    require_pyspark()  # the install hint, not an ImportError, without pyspark
     from pyspark.sql import functions as F
 
     from extracteval.tasks.spans.semantics import SpansTask
