@@ -225,6 +225,11 @@ def pyspark_or_not(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
         python_package("pyspark", "spark")
     else:
+        # what the commands import, imported first: a module imported for the first time while
+        # pyspark is hidden could keep "no pyspark" after the test
+        import extracteval.cli  # noqa: F401
+        import mlflow.models  # noqa: F401
+
         for name in [n for n in sys.modules if n == "pyspark" or n.startswith("pyspark.")]:
             monkeypatch.delitem(sys.modules, name)
         monkeypatch.setitem(sys.modules, "pyspark", None)  # makes `import pyspark` fail

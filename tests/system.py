@@ -63,9 +63,12 @@ class SystemPackage:
 
 
 def _java() -> str | None:
+    """The java Spark would run: $JAVA_HOME/bin/java when JAVA_HOME is set (even if `java` is on the
+    PATH), else the PATH's."""
     home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").exists():
-        return str(Path(home) / "bin" / "java")
+    if home:
+        java = Path(home) / "bin" / "java"
+        return str(java) if java.exists() else None
     return shutil.which("java")
 
 
@@ -94,7 +97,7 @@ def _initdb() -> str | None:
     return None
 
 
-JAVA = SystemPackage("a Java 17+ runtime (Spark runs on it)", "openjdk-17-jre-headless", _java)
+JAVA = SystemPackage("a Java 17+ runtime (Spark runs on it; $JAVA_HOME/bin/java when JAVA_HOME is set)", "default-jre-headless", _java)
 CHROMIUM = SystemPackage("Chromium (the browser test drives it; no browser is ever downloaded)", "chromium", _chromium)
 POSTGRESQL = SystemPackage("PostgreSQL (initdb and pg_ctl, for the tracking-server test)", "postgresql", _initdb)
 SYSTEM_PACKAGES = (JAVA, CHROMIUM, POSTGRESQL)

@@ -22,13 +22,14 @@ from tests.system import python_package
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 TASK_PAGES = ("fields", "json", "spans", "labels", "entities", "structured", "toolcalls")
-DOCS_PACKAGES = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
 
 
 def _need_mkdocs() -> None:
     """MkDocs, its theme and the API-reference plugin (the `docs` extra, which `make test` installs)."""
-    for name in DOCS_PACKAGES:
-        python_package(name, "docs")
+    python_package("mkdocs", "docs")
+    python_package("material", "docs")
+    python_package("mkdocstrings", "docs")
+    python_package("mkdocstrings_handlers.python", "docs")
 
 
 def _section(text: str, heading: str) -> str:

@@ -23,7 +23,7 @@ CI_RUN = REPO / ".ci" / "run"
 
 # a command that installs Python packages, however it is spelled
 PYTHON_INSTALLERS = re.compile(
-    r"(^|[\s;&|(/])(pip[0-9.]*|uv|poetry|pipx|pipenv|conda|mamba|micromamba|easy_install|virtualenv|pdm|hatch)(\s|$)"
+    r"(^|[\s;&|(/\"'`])(pip[0-9.]*|uv|uvx|poetry|pipx|pipenv|conda|mamba|micromamba|easy_install|virtualenv|pdm|hatch)(\s|$)"
     r"|-m\s+(pip|venv|ensurepip|uv)\b|setup\.py|\.venv/|site-packages|requirements[^\s]*\.txt|PYTHONPATH|PIP_")
 
 
@@ -51,10 +51,11 @@ def _ci_violations(script: str) -> list[str]:
             words = [w for w in shlex.split(target) if not w.startswith("-")]
             if words != ["test"]:
                 found.append(f"runs a make target other than `test`: {line!r}")
-        for packages in re.findall(r"apt(?:-get)?\s+install\s+([^;&|]*)", line):
-            for package in packages.split():
-                if not package.startswith(("-", '"', "$")) and package not in {p.debian for p in SYSTEM_PACKAGES}:
-                    found.append(f"installs a Debian package the suite does not name as a system requirement: {package!r}")
+        named = [w for packages in re.findall(r"apt(?:-get)?\s+install\s+([^;&|]*)", line) for w in packages.split()]
+        named += re.findall(r"(?:^|[\s;&|])apt_install\s+(\S+)", line)
+        for package in (w.strip("\"'") for w in named):
+            if not package.startswith("-") and "$" not in package and package not in {p.debian for p in SYSTEM_PACKAGES}:
+                found.append(f"installs a Debian package the suite does not name as a system requirement: {package!r}")
     if not commands or commands[-1] != "make test":
         found.append("does not end by calling `make test`")
     return found
@@ -79,6 +80,10 @@ def test_ci_installs_only_system_packages_then_runs_make_test() -> None:
     "conda install pyspark",
     "make demo",
     "PIP_EXTRA_INDEX_URL=x make test",
+    "sh -c \"pip install x\"",
+    "apt-get install -y \"python3-pyspark\"",
+    "apt_install python3-pip \"pip\"",
+    "uvx pyspark",
 ])
 def test_the_ci_guard_catches_a_python_install(line: str) -> None:
     # the guard itself can fail: each of these, added to CI's script, is reported
@@ -170,7 +175,7 @@ def test_make_test_installs_every_python_package_the_suite_imports() -> None:
     providers = metadata.packages_distributions()
     closure = _installed_closure()
     imported = _imported_by_the_suite()
-    assert {"pyspark", "playwright", "mkdocs", "seqeval", "pytest"} <= set(imported)  # the scan sees the optional ones
+    assert {"pyspark", "playwright", "mkdocs", "material", "mkdocstrings_handlers", "seqeval", "pytest"} <= set(imported)  # the optional ones are seen
     missing, uninstalled = [], []
     for module, where in sorted(imported.items()):
         dists = providers.get(module)

@@ -32,12 +32,14 @@ def require_java() -> None:
     from extracteval.errors import InputError
 
     home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").exists():
+    if home:  # Spark runs $JAVA_HOME/bin/java whenever JAVA_HOME is set, whatever the PATH holds
+        if not (Path(home) / "bin" / "java").exists():
+            raise InputError(f"--engine spark needs a Java 17+ runtime: $JAVA_HOME ({home}) has no bin/java; "
+                             "set it to a Java installation, or unset it to use the `java` on the PATH.")
         return
     if shutil.which("java") is None:
-        where = f"$JAVA_HOME ({home}) has no bin/java and " if home else ""
-        raise InputError(f"--engine spark needs a Java 17+ runtime: {where}no `java` command is on the PATH. "
-                         "Install one (Debian/Ubuntu: apt-get install openjdk-17-jre-headless) or set JAVA_HOME.")
+        raise InputError("--engine spark needs a Java 17+ runtime: no `java` command is on the PATH. "
+                         "Install one (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME.")
 
 
 def get_session(master: str | None = None, *, app_name: str = "extracteval", shuffle_partitions: int | None = None):  # type: ignore[no-untyped-def]
