@@ -19,6 +19,8 @@ from typing import Callable
 
 import pytest
 
+from extracteval.spark import java_executable
+
 WHOLE_SUITE = os.environ.get("EXTRACTEVAL_WHOLE_SUITE") == "1"
 
 
@@ -62,16 +64,6 @@ class SystemPackage:
         return found
 
 
-def _java() -> str | None:
-    """The java Spark would run: $JAVA_HOME/bin/java when JAVA_HOME is set (even if `java` is on the
-    PATH), else the PATH's."""
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        java = Path(home) / "bin" / "java"
-        return str(java) if java.exists() else None
-    return shutil.which("java")
-
-
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 
 
@@ -97,7 +89,7 @@ def _initdb() -> str | None:
     return None
 
 
-JAVA = SystemPackage("a Java 17+ runtime (Spark runs on it; $JAVA_HOME/bin/java when JAVA_HOME is set)", "default-jre-headless", _java)
+JAVA = SystemPackage("a Java 17+ runtime (Spark runs on it; $JAVA_HOME/bin/java when JAVA_HOME is set)", "default-jre-headless", java_executable)
 CHROMIUM = SystemPackage("Chromium (the browser test drives it; no browser is ever downloaded)", "chromium", _chromium)
 POSTGRESQL = SystemPackage("PostgreSQL (initdb and pg_ctl, for the tracking-server test)", "postgresql", _initdb)
 SYSTEM_PACKAGES = (JAVA, CHROMIUM, POSTGRESQL)

@@ -139,31 +139,26 @@ def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeyp
     assert res.code == 2 and "pip install 'extracteval[spark]'" in res.err and "Traceback" not in res.err
 
 
-def test_engine_spark_without_java_says_how_to_install(cli, tmp_path, monkeypatch):
-    # pyspark installed, no Java runtime: pyspark would fail with its own gateway traceback
+@pytest.mark.parametrize("java_home", [None, "no-jdk"])
+def test_engine_spark_without_java_says_so(cli, tmp_path, monkeypatch, java_home):
+    # pyspark installed, no Java runtime: pyspark would fail with its own gateway traceback. Spark
+    # runs $JAVA_HOME/bin/java whenever JAVA_HOME is set: a `java` on the PATH does not help then
     from tests.system import python_package
 
     python_package("pyspark", "spark")
-    monkeypatch.setenv("PATH", str(tmp_path / "no-java-here"))
-    monkeypatch.delenv("JAVA_HOME", raising=False)
+    if java_home is None:
+        monkeypatch.setenv("PATH", str(tmp_path / "no-java-here"))
+        monkeypatch.delenv("JAVA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("JAVA_HOME", str(tmp_path / java_home))
     t = tmp_path / "t.csv"
     t.write_text("id,a\n1,x\n", encoding="utf-8")
     res = cli("score", "fields", "--truth", str(t), "--predictions", f"m={t}", "--engine", "spark", "--spark-master", "local[1]")
     assert res.code == 2 and "Traceback" not in res.err, res.err
-    assert "--engine spark needs a Java 17+ runtime" in res.err and "default-jre-headless" in res.err, res.err
-
-
-def test_engine_spark_with_a_broken_java_home_says_so(cli, tmp_path, monkeypatch):
-    # Spark runs $JAVA_HOME/bin/java whenever JAVA_HOME is set: a `java` on the PATH does not help
-    from tests.system import python_package
-
-    python_package("pyspark", "spark")
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
-    t = tmp_path / "t.csv"
-    t.write_text("id,a\n1,x\n", encoding="utf-8")
-    res = cli("score", "fields", "--truth", str(t), "--predictions", f"m={t}", "--engine", "spark", "--spark-master", "local[1]")
-    assert res.code == 2 and "Traceback" not in res.err, res.err
-    assert f"$JAVA_HOME ({tmp_path / 'no-jdk'}) has no bin/java" in res.err, res.err
+    if java_home is None:
+        assert "--engine spark needs a Java 17+ runtime" in res.err and "default-jre-headless" in res.err, res.err
+    else:
+        assert f"$JAVA_HOME ({tmp_path / java_home}) has no bin/java" in res.err, res.err
 
 
 @pytest.mark.parametrize("args", [["--chunk-size", "5"], ["--workers", "2"], ["--engine", "spark"]])

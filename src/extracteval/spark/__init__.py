@@ -6,7 +6,7 @@ imported by `import extracteval`; `extracteval.tasks.fields.spark` imports pyspa
 
 from __future__ import annotations
 
-__all__ = ["LazySession", "get_session", "require_java", "require_pyspark"]
+__all__ = ["LazySession", "get_session", "java_executable", "require_java", "require_pyspark"]
 
 
 def require_pyspark() -> None:
@@ -21,25 +21,35 @@ def require_pyspark() -> None:
         ) from None
 
 
-def require_java() -> None:
-    """Raise a clear `InputError` when no Java runtime is found ($JAVA_HOME, or `java` on the
-    PATH): pyspark starts the driver's JVM itself and would otherwise fail with its own
-    gateway traceback."""
+def java_executable() -> str | None:
+    """The `java` Spark would start the driver's JVM with: `$JAVA_HOME/bin/java` whenever JAVA_HOME
+    is set (None when it has none, whatever the PATH holds), else the PATH's `java`."""
     import os
     import shutil
     from pathlib import Path
 
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = Path(home) / "bin" / "java"
+        return str(java) if java.exists() else None
+    return shutil.which("java")
+
+
+def require_java() -> None:
+    """Raise a clear `InputError` when `java_executable` finds none: pyspark starts the driver's
+    JVM itself and would otherwise fail with its own gateway traceback."""
+    import os
+
     from extracteval.errors import InputError
 
-    home = os.environ.get("JAVA_HOME")
-    if home:  # Spark runs $JAVA_HOME/bin/java whenever JAVA_HOME is set, whatever the PATH holds
-        if not (Path(home) / "bin" / "java").exists():
-            raise InputError(f"--engine spark needs a Java 17+ runtime: $JAVA_HOME ({home}) has no bin/java; "
-                             "set it to a Java installation, or unset it to use the `java` on the PATH.")
+    if java_executable() is not None:
         return
-    if shutil.which("java") is None:
-        raise InputError("--engine spark needs a Java 17+ runtime: no `java` command is on the PATH. "
-                         "Install one (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME.")
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        raise InputError(f"--engine spark needs a Java 17+ runtime: $JAVA_HOME ({home}) has no bin/java; "
+                         "set it to a Java installation, or unset it to use the `java` on the PATH.")
+    raise InputError("--engine spark needs a Java 17+ runtime: no `java` command is on the PATH. "
+                     "Install one (Debian/Ubuntu: apt-get install default-jre-headless) or set JAVA_HOME.")
 
 
 def get_session(master: str | None = None, *, app_name: str = "extracteval", shuffle_partitions: int | None = None):  # type: ignore[no-untyped-def]
