@@ -25,6 +25,9 @@ CI_RUN = REPO / ".ci" / "run"
 PYTHON_INSTALLERS = re.compile(
     r"(^|[\s;&|(/\"'`])(pip[0-9.]*|uv|uvx|poetry|pipx|pipenv|conda|mamba|micromamba|easy_install|virtualenv|pdm|hatch)(\s|$)"
     r"|-m\s+(pip|venv|ensurepip|uv)\b|setup\.py|\.venv/|site-packages|requirements[^\s]*\.txt|PYTHONPATH|PIP_")
+# .ci/run's own installer of a Debian package: `apt_install PACKAGE WHAT`
+APT_INSTALL = re.compile(r"(?:^|[\s;&|])apt_install\s+(\S+)")
+SYSTEM_DEBIAN = {p.debian for p in SYSTEM_PACKAGES}
 
 
 def _commands(script: str) -> list[str]:
@@ -52,9 +55,9 @@ def _ci_violations(script: str) -> list[str]:
             if words != ["test"]:
                 found.append(f"runs a make target other than `test`: {line!r}")
         named = [w for packages in re.findall(r"apt(?:-get)?\s+install\s+([^;&|]*)", line) for w in packages.split()]
-        named += re.findall(r"(?:^|[\s;&|])apt_install\s+(\S+)", line)
+        named += APT_INSTALL.findall(line)
         for package in (w.strip("\"'") for w in named):
-            if not package.startswith("-") and "$" not in package and package not in {p.debian for p in SYSTEM_PACKAGES}:
+            if not package.startswith("-") and "$" not in package and package not in SYSTEM_DEBIAN:
                 found.append(f"installs a Debian package the suite does not name as a system requirement: {package!r}")
     if not commands or commands[-1] != "make test":
         found.append("does not end by calling `make test`")
@@ -65,8 +68,8 @@ def test_ci_installs_only_system_packages_then_runs_make_test() -> None:
     script = CI_RUN.read_text(encoding="utf-8")
     assert _ci_violations(script) == []
     # the system packages it installs are the ones the suite's skips name
-    installs = {m for line in _commands(script) for m in re.findall(r"(?:^|[\s;&|])apt_install\s+(\S+)", line)}
-    assert installs == {p.debian for p in SYSTEM_PACKAGES}, installs
+    installs = {m for line in _commands(script) for m in APT_INSTALL.findall(line)}
+    assert installs == SYSTEM_DEBIAN, installs
 
 
 @pytest.mark.parametrize("line", [
