@@ -213,24 +213,36 @@ def cli(capsys: pytest.CaptureFixture[str]):
     return run
 
 
+def hide_pyspark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make this test's process look like one without pyspark: `import pyspark` (and of any of its
+    modules) fails, the modules already loaded are hidden, all put back after the test."""
+    import sys
+
+    # what the commands import, imported first: a module imported for the first time while
+    # pyspark is hidden could keep "no pyspark" after the test
+    import extracteval.cli  # noqa: F401
+    import mlflow.models  # noqa: F401
+
+    for name in [n for n in sys.modules if n == "pyspark" or n.startswith("pyspark.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # makes `import pyspark` fail
+
+
+@pytest.fixture
+def no_pyspark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test runs as on a machine without pyspark (`hide_pyspark`)."""
+    hide_pyspark(monkeypatch)
+
+
 @pytest.fixture(params=["with pyspark", "without pyspark"])
 def pyspark_or_not(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test twice: with pyspark importable (the `spark` extra, which `make test` installs)
-    and as on a machine without it (`import pyspark` fails, its loaded modules hidden). A refusal
-    of `--engine spark` that names the inputs or the options must read the same either way."""
-    import sys
-
+    and as on a machine without it (`hide_pyspark`). A refusal of `--engine spark` that names the
+    inputs or the options must read the same either way."""
     if request.param == "with pyspark":
         from tests.system import python_package
 
         python_package("pyspark", "spark")
     else:
-        # what the commands import, imported first: a module imported for the first time while
-        # pyspark is hidden could keep "no pyspark" after the test
-        import extracteval.cli  # noqa: F401
-        import mlflow.models  # noqa: F401
-
-        for name in [n for n in sys.modules if n == "pyspark" or n.startswith("pyspark.")]:
-            monkeypatch.delitem(sys.modules, name)
-        monkeypatch.setitem(sys.modules, "pyspark", None)  # makes `import pyspark` fail
+        hide_pyspark(monkeypatch)
     return str(request.param)

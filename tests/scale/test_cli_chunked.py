@@ -129,10 +129,7 @@ def test_bad_scale_options(cli, tmp_path, args, msg):
     assert res.code == 2 and msg in res.err
 
 
-def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeypatch):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "pyspark", None)  # makes `import pyspark` fail
+def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, no_pyspark):
     t = tmp_path / "t.csv"
     t.write_text("id,a\n1,x\n", encoding="utf-8")
     res = cli("score", "fields", "--truth", str(t), "--predictions", f"m={t}", "--engine", "spark")

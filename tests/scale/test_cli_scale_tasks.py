@@ -39,8 +39,7 @@ def test_chunked_and_worker_runs_never_import_pyspark(tmp_path):
 
 
 @pytest.mark.parametrize("task", ["json", "toolcalls", "spans", "structured", "labels", "entities"])
-def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, monkeypatch, task):
-    monkeypatch.setitem(sys.modules, "pyspark", None)  # makes `import pyspark` fail
+def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, no_pyspark, task):
     res = cli("score", task, *_files(tmp_path)[task], "--engine", "spark")
     assert res.code == 2 and "pip install 'extracteval[spark]'" in res.err and "Traceback" not in res.err, res.err
 

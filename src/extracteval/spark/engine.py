@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.spark import require_pyspark
 
 __all__ = ["SparkRun", "run_on_spark", "guard", "read_keyed_lines", "unmatched_ids", "join_lines", "batch_lines", "SparkJob", "lines_job", "ID"]
 
@@ -186,7 +185,6 @@ def unmatched_ids(a: Any, b: Any, limit: int = 6) -> list[str]:
 def join_lines(truth: Any, models: Sequence[Any], *, how: str = "left") -> Any:
     """`(id, tl, l0, l1, …)`: the truth's line and each model's line per id. `how="full"` keeps
     the models' ids the truth lacks (their `tl` is null), for tasks that report them."""
-    require_pyspark()  # the install hint, not an ImportError, without pyspark
     from pyspark.sql import functions as F
 
     joined = truth.select(F.col(ID), F.col("line").alias("tl"))

@@ -26,7 +26,6 @@ import pandas as pd
 
 from extracteval.tasks.fields.semantics import FieldsConfig, FieldsLedger, FieldsResult, ModelPredictions, plan_fields
 from extracteval.errors import InputError
-from extracteval.spark import require_pyspark
 
 __all__ = ["SparkFieldsResult", "join_tables", "score_fields_spark", "fields_frames_job", "fields_spark_job", "score_fields_files", "read_spark_table"]
 
@@ -112,7 +111,6 @@ def join_tables(
     every column it has) joined by id, with the ids checked (blank, duplicated; ids the truth
     lacks are an `InputError` unless `keep_extra`), and the `_Spec` that `_inputs` rebuilds each
     batch's local inputs with."""
-    require_pyspark()  # the install hint, not an ImportError, without pyspark
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
