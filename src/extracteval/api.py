@@ -11,29 +11,26 @@ Every task, one call, the numbers `extracteval score` gives::
     >>> r.records()          # per-record counts                                   # doctest: +SKIP
     >>> r.log_to_mlflow(experiment="contracts")                                    # doctest: +SKIP
 
-Inputs: the truth and each model's predictions as a DataFrame, a list of dicts (one per record)
-or a file path (CSV/TSV, JSONL, JSON, Parquet with one row per record). Records are matched by
-`id_column` (default `id`). A record is a row (`fields`, `json`, `labels`: one column per field,
-feature or key) or, for the tasks whose record is one value (`spans`, `entities`, `structured`,
-`toolcalls`), the row's only other column (a list of spans, of entities, of calls, or the raw
-output), or the whole row as an object when it has several (e.g. `{"text", "spans"}`). Each cell
-is read exactly as `mlflow.models.evaluate(..., evaluators="extracteval")` reads it, and so as the
-command line reads the file (JSON lists in text cells, ```json fences, `status` values…).
-`config`: the task's `evaluator_config` keys (`strategies`, thresholds, `status_column`…).
+Inputs: the truth and each model's predictions as a file path, a DataFrame (pandas, pyarrow or
+polars) or a list of dicts (one per record). They go through the reader of `extracteval score
+<task>` — a file as it is; a table in memory in the place of a file holding the same records — and
+the same engine, so the API gives the command line's numbers: the same ids checks, `status`
+values, JSON lists in text cells, missing and extra records. `config`: the task's
+`evaluator_config` keys (`strategies`, thresholds, `status_column`…).
 
 Importing this module imports neither mlflow nor matplotlib; `log_to_mlflow` does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["score", "tasks", "read_truth", "ScoreResult"]
+__all__ = ["score", "tasks", "ScoreResult"]
 
 def tasks() -> list[dict[str, str]]:
     """The tasks of this installation: name, MLflow model type and what the task scores."""
@@ -122,8 +119,12 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
         config: the task's options, as in `evaluator_config` (e.g. `strategies`, `bootstrap`,
             `status_column`); an unknown key is an error naming the valid ones.
 
-    A prediction for an id not in the truth is ignored with a warning (the result's `warnings`);
-    a truth record without prediction is a missing output, as in the command line.
+    Every input is read by the reader `extracteval score <task>` uses and scored by the same
+    engine, so the result is the command line's for the same records: a file path is read as
+    that file; a DataFrame, pyarrow Table or polars DataFrame as the same table in a file; a
+    list of dicts as a JSON array of those records. Predictions for ids outside the truth, truth
+    records without prediction and `status` values are treated as the command line treats them
+    for the task.
     """
     from extracteval.mlflow.tasks import check_config, get_adapter
 
@@ -135,76 +136,36 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
         named = {Path(predictions).stem if isinstance(predictions, (str, Path)) else "model": predictions}
     if not named:
         raise InputError("extracteval.score: no predictions; give {model name: predictions}.")
-    ids, targets, t_source = read_truth(truth, adapter, id_column=id_column)
-    cells: dict[str, list[Any]] = {}
-    notes: list[str] = []
-    known = set(ids)
     status_column = config.get("status_column")
-    status: dict[str, list[Any]] | None = {} if status_column is not None else None
-    for name, given in named.items():
-        p_frame, p_source = _frame(given, f"predictions of model {name!r}", id_column)
-        p_ids = _unique_ids(p_frame, p_source, id_column)
-        if status is not None:
-            if status_column not in p_frame.columns:
-                raise InputError(f"`status_column`: {p_source} has no column {status_column!r}.")
-            by_status = dict(zip(p_ids, p_frame[status_column]))
-            status[name] = [by_status.get(i) for i in ids]
-            p_frame = p_frame.drop(columns=[status_column])
-        by_id = dict(zip(p_ids, _cells(p_frame, adapter, id_column)))
-        extra = [i for i in p_ids if i not in known]
-        if extra:
-            notes.append(f"model {name!r}: {len(extra)} prediction(s) for ids not in the truth were ignored: "
-                         + ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else ""))
-        cells[name] = [by_id.get(i) for i in ids]
-    options = {k: v for k, v in config.items() if k != "status_column"}
-    extra_kw = {"status": status} if status is not None else {}
-    scored = adapter.score_frame(ids=ids, targets=targets, predictions=cells, config=options, truth_source=t_source, **extra_kw)
-    if notes:
-        scored.doc["warnings"] = [*notes, *scored.doc.get("warnings", [])]
+    # the command line's reader and scorer: files as they are, tables in memory in their place
+    t_in = _source(truth, "truth", None)
+    p_in = [(name, _source(given, f"predictions of model {name!r}", status_column)) for name, given in named.items()]
+    from extracteval.core.collector import bulk_work
+
+    with bulk_work():
+        scored = adapter.score_inputs(t_in, p_in, {k: v for k, v in config.items() if k != "status_column"}, id_column=id_column)
     return ScoreResult(task=task, models=tuple(scored.models), scored=scored, adapter=adapter)
 
 
-def read_truth(value: Any, adapter: Any, *, id_column: str = "id", delimiter: str | None = None) -> tuple[list[str], list[Any], str]:
-    """(record ids, one target cell per record, where the truth came from): a ground truth
-    (DataFrame, list of dicts or file path) read as `score` reads it; ids must be unique."""
-    frame, source = _frame(value, "truth", id_column, delimiter=delimiter)
-    return _unique_ids(frame, source, id_column), _cells(frame, adapter, id_column), source
+def _source(value: Any, what: str, status_column: str | None) -> Any:
+    """What the task's reader takes: a file path as it is, or a table in memory wrapped for the
+    readers; with `status_column`, that column becomes the `status` column the readers know."""
+    from extracteval.io.memory import InMemoryTable, in_memory
 
-
-def _unique_ids(frame: Any, source: str, id_column: str) -> list[str]:
-    """The frame's record ids as text; duplicates refused as the file readers refuse them."""
-    from extracteval.io.tables import _dup_error
-
-    ids = [str(i) for i in frame[id_column]]
-    if len(set(ids)) != len(ids):
-        _dup_error(source, ids)
-    return ids
-
-
-def _frame(value: Any, what: str, id_column: str, *, delimiter: str | None = None) -> tuple[Any, str]:
-    """A DataFrame of records with `id_column`, and where it came from."""
-    import pandas as pd
-
+    if isinstance(value, (str, Path)) and status_column is None:
+        return Path(value)
     if isinstance(value, (str, Path)):
         from extracteval.io.tables import read_table
 
-        frame, source = read_table(value, delimiter=delimiter), str(value)
-    elif isinstance(value, pd.DataFrame):
-        frame, source = value, what
-    elif isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(isinstance(r, Mapping) for r in value):
-        frame, source = pd.DataFrame([dict(r) for r in value], dtype=object), what
+        table = InMemoryTable(read_table(value), str(value))
     else:
-        raise InputError(f"{what}: expected a DataFrame, a list of dicts (one per record) or a file path, but found {type(value).__name__}.")
-    if id_column not in frame.columns:
-        cols = [str(c) for c in frame.columns][:20]
-        raise InputError(f"{source}: no {id_column!r} column; columns found: {cols}. Pass id_column=NAME if the ids are elsewhere.")
-    return frame, source
-
-
-def _cells(frame: Any, adapter: Any, id_column: str) -> list[Any]:
-    """One cell per record: the row as an object, or, for a task whose record is one value
-    (`adapter.record_is_value`) and a row with one other column than the id, that column's cell."""
-    rest = [c for c in frame.columns if c != id_column]
-    if adapter.record_is_value and len(rest) == 1:
-        return list(frame[rest[0]])
-    return frame[rest].to_dict(orient="records")
+        table = in_memory(value, what)
+        if table is None:
+            raise InputError(f"{what}: expected a DataFrame, a list of dicts (one per record) or a file path, but found {type(value).__name__}.")
+    if status_column is None or status_column == "status":
+        return table
+    frame = table.frame()
+    if status_column not in frame.columns:
+        raise InputError(f"`status_column`: {table} has no column {status_column!r}.")
+    frame = frame.drop(columns=[c for c in frame.columns if c == "status"]).rename(columns={status_column: "status"})
+    return InMemoryTable(frame, table.name)

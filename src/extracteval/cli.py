@@ -97,7 +97,10 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
             overwrite = bool(getattr(args, "overwrite", False))
             check_output_folder(output, overwrite=overwrite, whole=not hasattr(args, "overwrite"))
             token = OVERWRITE.set(overwrite)
-        return int(run(args) or 0)
+        from extracteval.core.collector import bulk_work
+
+        with bulk_work():
+            return int(run(args) or 0)
     except InputError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
         return 2

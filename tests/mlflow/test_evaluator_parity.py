@@ -266,11 +266,11 @@ def test_status_column_must_exist(store: Path) -> None:
 
 def test_reading_rules_of_one_cell() -> None:
     from extracteval.io.cells import json_list_value, record_object
-    from extracteval.io.tables import _json_list_cells
+    from extracteval.io.tables import json_list_cells
 
     assert json_list_value('["A", "B"]') == ["A", "B"]
     assert json_list_value("[not json]") == "[not json]"
-    assert _json_list_cells(['["A"]', "x", "[1"]) == {'["A"]': ["A"]}  # the CSV reader: the same rule
+    assert json_list_cells(['["A"]', "x", "[1"]) == {'["A"]': ["A"]}  # the CSV reader: the same rule
     assert record_object('```json\n{"a": 1}\n```') == ({"a": 1}, None)
     assert record_object('Sure! {"a": [1, 2]} done')[0] == {"a": [1, 2]}
     assert record_object(float("nan")) == (None, "no output")

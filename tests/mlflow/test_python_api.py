@@ -4,6 +4,7 @@ real SQLite tracking store."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -73,10 +74,30 @@ def test_several_models_are_ranked_and_the_status_column_is_read(tmp_path: Path)
     assert "gpt-4o-mini" in r.summary()
 
 
-def test_predictions_outside_the_truth_are_ignored_with_a_warning() -> None:
-    truth, pred = _paths("tickets", "keyword-rules")
-    r = extracteval.score("labels", truth, {"rules": pred}, **_config("tickets"))
-    assert any("2 prediction(s) for ids not in the truth were ignored" in w for w in r.warnings)
+@pytest.mark.parametrize("given", ["files", "frames", "lists"])
+def test_a_prediction_outside_the_truth_counts_as_on_the_command_line(given: str, tmp_path: Path, cli) -> None:
+    """A model that invents a record is charged for it in `labels`' strict view, whatever door:
+    the API gives the command line's document, which equals scikit-learn with a sentinel label
+    for the missing side (left out of `labels=`)."""
+    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+
+    truth = pd.DataFrame({"id": ["a", "b", "c", "d", "e"], "kind": ["x", "y", "x", "z", "y"]})
+    pred = pd.DataFrame({"id": ["a", "b", "c", "d", "e", "q"], "kind": ["x", "y", "y", "z", "x", "x"]})
+    truth.to_csv(tmp_path / "truth.csv", index=False)
+    pred.to_csv(tmp_path / "pred.csv", index=False)
+    code, out, _ = cli("score", "labels", "--truth", str(tmp_path / "truth.csv"), "--predictions", f"m={tmp_path / 'pred.csv'}", "--json")
+    assert code == 0
+    want = json.loads(out)["models"]["m"]
+    inputs = {"files": (tmp_path / "truth.csv", tmp_path / "pred.csv"), "frames": (truth, pred),
+              "lists": (truth.to_dict("records"), pred.to_dict("records"))}[given]
+    got = extracteval.score("labels", inputs[0], {"m": inputs[1]}).to_dict()["models"]["m"]
+    assert {**got, "source": None} == {**want, "source": None}  # the source names the file or the DataFrame
+    assert got["alignment"]["extra_rows"] == 1
+    strict = got["strict"]["features"]["kind"]
+    yt, yp = list(truth["kind"]) + ["\x00none"], list(pred["kind"])
+    p, r, f, _ = precision_recall_fscore_support(yt, yp, labels=["x", "y", "z"], average="macro", zero_division=0)
+    assert (strict["precision"], strict["recall"], strict["f1"]) == pytest.approx((p, r, f), abs=1e-12)
+    assert strict["micro_accuracy"] == pytest.approx(accuracy_score(yt, yp), abs=1e-12)
 
 
 def test_bad_input_is_a_clear_error() -> None:
@@ -133,3 +154,23 @@ def test_the_registry_module_pickles_by_name() -> None:
 
     assert pickle.loads(pickle.dumps(registry)) is registry
     assert [t["task"] for t in registry()] == list(registry.TASKS)
+
+
+def test_tables_of_every_kind_read_as_the_file(tmp_path: Path) -> None:
+    """A pyarrow Table, and pandas columns of Arrow text, nullable integers or categories, are read
+    column by column as the same table in a file: the command line's numbers."""
+    import pyarrow as pa
+
+    truth_path, pred_path = _paths("contracts", "llama-3.1-8b")
+    config = _config("contracts")
+    want = extracteval.score("fields", truth_path, {"llama": pred_path}, **config).to_dict()["models"]["llama"]
+    truth = pd.read_csv(truth_path, dtype=str, keep_default_na=False)
+    pred = pd.read_csv(pred_path, dtype=str, keep_default_na=False)
+    kinds = {
+        "pyarrow": (pa.Table.from_pandas(truth, preserve_index=False), pa.Table.from_pandas(pred, preserve_index=False)),
+        "arrow text": (truth.astype("string[pyarrow]"), pred.astype("string[pyarrow]")),
+        "categories": (truth.astype("category"), pred.astype("category")),
+    }
+    for kind, (t, p) in kinds.items():
+        got = extracteval.score("fields", t, {"llama": p}, **config).to_dict()["models"]["llama"]
+        assert {**got, "source": None} == {**want, "source": None}, kind

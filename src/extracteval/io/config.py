@@ -74,8 +74,11 @@ def logged_similarity(described: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"similarity": name, **({"similarity_options": options} if options else {})}
 
 
-def parse_model_spec(spec: str) -> tuple[str | None, Path]:
-    """`NAME=FILE` → (NAME, FILE); a bare `FILE` → (None, FILE)."""
+def parse_model_spec(spec: Any) -> tuple[str | None, Any]:
+    """`NAME=FILE` → (NAME, FILE); a bare `FILE` → (None, FILE). A (NAME, source) pair — how
+    the Python API passes a table held in memory (`io.memory.InMemoryTable`) — is taken as it is."""
+    if isinstance(spec, tuple):
+        return str(spec[0]), spec[1]
     if "=" in spec:
         name, _, file = spec.partition("=")
         name = name.strip()

@@ -85,21 +85,56 @@ def read_record_file(path: str | Path) -> list[tuple[int, Any]]:
     return out
 
 
+# lines whose repeated-key check is made at once (one count over their text, one serialisation)
+_KEY_CHECK_BATCH = 4096
+
+
 def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys: bool, streamed: bool) -> Iterator[tuple[int, Any]]:
+    """(line number, value) per non-blank line, each checked (`records`: a table row; `unique_keys`:
+    no key named twice). The repeated-key check is made for a batch of lines at once and line by
+    line only for a batch that could hold a repeat; the errors and their order are those of a
+    check line by line (a line's repeat is reported before a later line's invalid JSON)."""
+    batch: list[tuple[int, str, Any]] = []
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             value = loads(line)
         except ValueError as e:
+            _check_batch(path, batch, records=records, unique_keys=unique_keys)
             problem = (f"not valid JSON ({e}); expected one JSON object per line" if streamed
                        else f"expected one JSON object per line, but the line is not valid JSON ({e})")
             raise InputError(f"{path}: line {i}: {problem}.") from None
-        if records and isinstance(value, dict):
+        batch.append((i, line, value))
+        if len(batch) >= _KEY_CHECK_BATCH:
+            _check_batch(path, batch, records=records, unique_keys=unique_keys)
+            for n, _, v in batch:
+                yield n, v
+            batch = []
+    _check_batch(path, batch, records=records, unique_keys=unique_keys)
+    for n, _, v in batch:
+        yield n, v
+
+
+def _check_batch(path: Path, batch: list[tuple[int, str, Any]], *, records: bool, unique_keys: bool) -> None:
+    """The checks of `_line_values` over a batch of parsed lines, in line order. Every line's text
+    holds at least as many `"key":` pairs as its value (a repeated key makes it hold more), so
+    the batch can hold a repeat only where its text holds more pairs than its values: checked
+    once for the batch (`_could_repeat`), line by line only then."""
+    if not batch or not (records or unique_keys):
+        return
+    dicts = [(i, line, v) for i, line, v in batch if isinstance(v, dict)]
+    if not dicts:
+        return
+    if not (records and any("" in v for _, _, v in dicts)):
+        values = [v for _, _, v in dicts]
+        if not _could_repeat("\n".join(line for _, line, _ in dicts), values, sum(len(v) for v in values)):
+            return
+    for i, line, value in dicts:
+        if records:
             check_table_record(path, f"line {i}", line, value)
-        elif unique_keys:
+        else:
             check_record_keys(path, f"line {i}", line, value)
-        yield i, value
 
 
 _KEY_COLON = re.compile(r'"\s*:')

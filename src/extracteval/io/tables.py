@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.io.cells import json_list_value
-from extracteval.io.json_text import cap_depth, jsonl_text_values, loads, repeated_key_error, repeated_keys
+from extracteval.io.memory import is_in_memory, json_list_cells, json_list_text, json_records_frame, memory_frame, parquet_frame, text_starts  # noqa: F401 - readers' API
+from extracteval.io.json_text import jsonl_text_values, loads, repeated_key_error, repeated_keys
 from extracteval.io.text_files import check_regular_file, read_text, text_encoding
 
 __all__ = [
@@ -59,7 +59,21 @@ def csv_header(text: str, delim: str) -> list[str]:
     """The header row of CSV/TSV text, as written (the csv module's quoting rules)."""
     import csv
 
-    return next(csv.reader(io.StringIO(text, newline=""), delimiter=delim), [])
+    return next(csv.reader(_lines(text), delimiter=delim), [])
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of `text` with their endings (LF, CRLF or a lone CR), one at a time: the csv
+    module reads as many as the first row needs, with no copy of the whole text."""
+    start = 0
+    for m in _LINE_END.finditer(text):
+        yield text[start : m.end()]
+        start = m.end()
+    if start < len(text):
+        yield text[start:]
 
 
 def is_kleister(path: str | Path, text: str | None = None) -> bool:
@@ -151,6 +165,10 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
     if suffix == ".json":
         return _read_json(p, text)
     delim = delimiter or ("\t" if suffix == ".tsv" else ",")
+    fast = _arrow_csv(text, delim)
+    if fast is not None:
+        _sniff_wrong_delimiter(p, list(fast.columns), delim)
+        return fast
     try:
         frame = pd.read_csv(io.StringIO(text), sep=delim, dtype=object, keep_default_na=False, na_filter=False, engine="c")
     except pd.errors.ParserError as e:
@@ -162,29 +180,63 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
     header_duplicates(p, csv_header(text, delim))
     # one object block, JSON-list cells parsed once per distinct value: per-column pandas work
     # made a 100k-column file take minutes
+    # a cell holding a JSON list is a list: looked for column by column among the cells that
+    # start with '[', each distinct one parsed once (a 100k-column file is one object block)
     values = frame.to_numpy(dtype=object)
-    mapping = _json_list_cells(pd.unique(values.ravel()))
-    if mapping:
-        values = np.vectorize(lambda v: mapping.get(v, v) if isinstance(v, str) else v, otypes=[object])(values)
-    frame = pd.DataFrame(values, columns=frame.columns, index=frame.index, dtype=object)
-    return frame
+    starts = [text_starts(values[:, j], "[") for j in range(values.shape[1])]
+    if any(m.any() for m in starts):
+        values = values.copy()
+        for j, m in enumerate(starts):
+            if m.any():
+                values[:, j] = json_list_text(values[:, j], m)
+    return pd.DataFrame(values, columns=frame.columns, index=frame.index, dtype=object)
 
 
-def _json_list_cells(uniq: Any) -> dict[Any, Any]:
-    """Distinct cell → its list, for the distinct cells that hold a JSON list (the rule of
-    `cells.json_list_value`, which the evaluator applies to DataFrame cells)."""
-    mapping: dict[Any, Any] = {}
-    for u in uniq:
-        if isinstance(u, str):
-            parsed = json_list_value(u)
-            if parsed is not u:
-                mapping[u] = parsed
-    return mapping
+# the widest header read by Arrow's CSV reader; wider tables (one object block) by pandas'
+_ARROW_MAX_COLUMNS = 2000
+
+
+def _arrow_csv(text: str, delim: str) -> pd.DataFrame | None:
+    """CSV/TSV text read by Arrow's multi-threaded reader, with the rules of the pandas reader
+    below: every cell the text as written ('' for an empty one), a JSON-list cell a list. None
+    when the text is not a plain rectangle under a header of distinct, non-empty names (a ragged
+    row, a repeated or blank column name, no data row…): the pandas reader then reads it, and its
+    checks and messages stay those of every other irregular file."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    header = csv_header(text, delim)
+    if len(header) < 2 or len(header) > _ARROW_MAX_COLUMNS or len(set(header)) != len(header) or not all(h.strip() for h in header):
+        return None
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(text.encode("utf-8")),
+            parse_options=pacsv.ParseOptions(delimiter=delim, newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(header, pa.string()), strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False, null_values=[]),
+        )
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.column_names != header or table.num_rows == 0 or any(not pa.types.is_string(t) for t in table.schema.types):
+        return None
+    columns = {}
+    for name, col in zip(header, table.columns):
+        values = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+        starts = pc_starts(col)
+        columns[name] = json_list_text(values, starts) if starts.any() else values
+    return pd.DataFrame(columns, columns=header, dtype=object)
+
+
+def pc_starts(col: Any) -> np.ndarray:
+    """Which cells of an Arrow text column start with `[`."""
+    import pyarrow.compute as pc
+
+    return pc.starts_with(col, "[").to_numpy(zero_copy_only=False).astype(bool)
 
 
 def _parse_json_lists(col: pd.Series) -> pd.Series:
     values = col.to_numpy(dtype=object)
-    mapping = _json_list_cells(pd.unique(values))
+    mapping = json_list_cells(pd.unique(values))
     if not mapping:
         return col
     return pd.Series([mapping.get(v, v) if isinstance(v, str) else v for v in values], index=col.index, dtype=object)
@@ -218,14 +270,6 @@ def _read_json(p: Path, text: str) -> pd.DataFrame:
     return json_records_frame(obj)
 
 
-def json_records_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """JSON objects → a frame of the values as parsed: object columns from the start, so an
-    integer stays an integer when other records lack the key (no detour through float64, which
-    turned 7 into 7.0 and rounded integers above 2**53). A value nested deeper than
-    `json_text.MAX_VALUE_DEPTH` becomes its marker string (the scorers recurse into values)."""
-    return pd.DataFrame([{k: cap_depth(v) for k, v in r.items()} for r in rows], dtype=object)
-
-
 def _read_parquet(p: Path) -> pd.DataFrame:
     check_regular_file(p)
     try:
@@ -240,19 +284,6 @@ def _read_parquet(p: Path) -> pd.DataFrame:
     return parquet_frame(table)
 
 
-def parquet_frame(table: Any) -> pd.DataFrame:
-    """A pyarrow Table (or record batch) → object columns. Integers with nulls stay integers
-    (not float64), so a value reads the same whether or not other rows of its batch are null."""
-    import pyarrow as pa
-
-    frame = table.to_pandas(integer_object_nulls=True).astype(object)
-    for name, typ in zip(table.schema.names, table.schema.types):
-        # list cells (multi-valued) arrive as numpy arrays; decide by the schema, not by sampling
-        if name in frame.columns and (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
-            frame[name] = [list(v) if isinstance(v, np.ndarray) else v for v in frame[name]]
-    return frame
-
-
 @dataclass(frozen=True)
 class LoadedTable:
     """A fields-task input: wide values indexed by record id, optional status, for one model or
@@ -264,23 +295,42 @@ class LoadedTable:
     layout: str  # "wide", "long" or "kleister"
 
 
-def _require_id(p: Path, frame: pd.DataFrame, id_column: str) -> None:
+def _id_texts(p: Any, frame: pd.DataFrame, id_column: str) -> np.ndarray:
+    """The frame's ids as stripped text; a missing id column or a blank id is an `InputError`."""
     if id_column not in frame.columns:
         cols = [str(c) for c in frame.columns][:20]
-        raise InputError(f"{p}: no {id_column!r} column; columns found: {cols}. Pass --id-column NAME if the ids are in another column.")
-    ids = frame[id_column]
-    blank = ids.isna() | (ids.astype(str).str.strip() == "")
+        hint = "pass id_column=NAME" if is_in_memory(p) else "Pass --id-column NAME"
+        raise InputError(f"{p}: no {id_column!r} column; columns found: {cols}. {hint} if the ids are in another column.")
+    raw = frame[id_column].to_numpy(dtype=object)
+    if pd.api.types.infer_dtype(raw, skipna=False) == "string":
+        text = np.array([v.strip() for v in raw], dtype=object)
+    else:  # numbers, missing values: each cell's text ("" for a missing id)
+        text = np.array(["" if v is None or (isinstance(v, float) and v != v) or _is_na(v) else str(v).strip() for v in raw], dtype=object)
+    blank = text == ""
     if blank.any():
-        row = int(np.flatnonzero(blank.to_numpy())[0]) + 2
-        raise InputError(f"{p}: line {row}: column {id_column!r} is empty; every record needs an id.")
+        row = int(np.flatnonzero(blank)[0])
+        where = f"row {row + 1}" if is_in_memory(p) else f"line {row + 2}"
+        raise InputError(f"{p}: {where}: column {id_column!r} is empty; every record needs an id.")
+    return text
 
 
-def _dup_error(p: Path, ids: Iterable[Any], what: str = "record ids") -> None:
-    s = pd.Series([str(x) for x in ids])
-    dups = sorted(set(s[s.duplicated()]))
-    if dups:
-        shown = ", ".join(repr(d) for d in dups[:5]) + (" …" if len(dups) > 5 else "")
-        raise InputError(f"{p}: {what} must be unique; found {len(dups)} duplicated: {shown}.")
+def _is_na(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _dup_error(p: Any, ids: Iterable[Any], what: str = "record ids") -> None:
+    s = pd.Series(ids if isinstance(ids, (pd.Series, np.ndarray, list)) else list(ids), dtype=object)
+    if pd.api.types.infer_dtype(s, skipna=False) != "string":
+        s = pd.Series([str(x) for x in s], dtype=object)
+    repeated = s.duplicated()
+    if not repeated.any():
+        return
+    dups = sorted(set(s[repeated]))
+    shown = ", ".join(repr(d) for d in dups[:5]) + (" …" if len(dups) > 5 else "")
+    raise InputError(f"{p}: {what} must be unique; found {len(dups)} duplicated: {shown}.")
 
 
 def load_fields_table(
@@ -297,6 +347,11 @@ def load_fields_table(
     error). Long: columns `id, field, value` with optional `model` and `status`, one row per cell;
     repeated (id, field) rows form a multi-valued cell. Kleister TSV: see `read_kleister`.
     """
+    if is_in_memory(path):
+        frame = path.frame()
+        if not len(frame.columns):
+            raise InputError(f"{path}: the table has no columns; expected an {id_column!r} column and one column per field.")
+        return _loaded(path, frame, id_column)
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: file not found.")
@@ -325,9 +380,13 @@ def load_fields_table(
     frame = read_table(p, delimiter=delimiter)
     if frame.empty and len(frame.columns):
         raise InputError(f"{p}: the file has a header but no records.")
+    return _loaded(p, frame, id_column)
+
+
+def _loaded(p: Any, frame: pd.DataFrame, id_column: str) -> LoadedTable:
+    """A parsed table (a file's, or one given in memory) → wide values and status per model."""
     frame.columns = [str(c) for c in frame.columns]
-    _require_id(p, frame, id_column)
-    frame[id_column] = frame[id_column].map(lambda x: str(x).strip())
+    frame[id_column] = _id_texts(p, frame, id_column)
     if {"field", "value"} <= set(frame.columns):
         return _long(p, frame, id_column)
     if "model" in frame.columns:  # several models in one wide file: ids repeat once per model

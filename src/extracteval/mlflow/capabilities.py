@@ -42,7 +42,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("`rescore`", ("write_predictions", "read_predictions", "rescore_options")),
     Capability("`mlflow.models.evaluate`", ("build_config", "score_frame", "metrics", "records_frame")),
     Capability("`mlflow.genai` scorer", ("score_frame",), also=_genai_scorer),
-    Capability("Python API (`extracteval.score`)", ("score_frame", "record_is_value", "item_table", "records_frame")),
+    Capability("Python API (`extracteval.score`)", ("score_inputs", "item_table", "records_frame")),
 )
 
 

@@ -181,8 +181,11 @@ class ExtractevalEvaluator(ModelEvaluator):
         status_column = _status_column(config, features, adapter, task)
         if status_column is not None:
             extra["status"] = {name: list(features[status_column])}
-        scored = adapter.score_frame(ids=ids, targets=list(dataset.labels_data), predictions={name: cells}, config=task_config,
-                                     truth_source=_truth_source(dataset), **extra)
+        from extracteval.core.collector import bulk_work
+
+        with bulk_work():
+            scored = adapter.score_frame(ids=ids, targets=list(dataset.labels_data), predictions={name: cells}, config=task_config,
+                                         truth_source=_truth_source(dataset), **extra)
         for w in scored.doc.get("warnings", []):  # what `extracteval score` prints, said here too (and in the report)
             print(f"extracteval: warning: {w}", file=sys.stderr)
         if model is not None:

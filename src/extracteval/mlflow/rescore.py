@@ -12,6 +12,7 @@ against, nothing is logged. One path for every task: nothing here knows a task b
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,6 @@ def rescore_run(
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from extracteval.api import read_truth
     from extracteval.core.ranking import ranking_spec
     from extracteval.mlflow.bundle import truth_digest, write_bundle
     from extracteval.mlflow.leaderboard import _download
@@ -127,3 +127,50 @@ def rescore_run(
                              previous_truth_digest=old_digest, message=f"rescored run {run_id} against {truth}: new run {new_id} (tag extracteval.rescored_from)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_truth(value: Any, adapter: Any, *, id_column: str = "id", delimiter: str | None = None) -> tuple[list[str], list[Any], str]:
+    """(record ids, one target cell per record, where the truth came from) of the new ground
+    truth file: its rows as the cells `score_frame` reads (the logged predictions are cells);
+    ids must be unique."""
+    frame, source = _frame(value, "truth", id_column, delimiter=delimiter)
+    return _unique_ids(frame, source, id_column), _cells(frame, adapter, id_column), source
+
+
+def _unique_ids(frame: Any, source: str, id_column: str) -> list[str]:
+    """The frame's record ids as text; duplicates refused as the file readers refuse them."""
+    from extracteval.io.tables import _dup_error
+
+    ids = [str(i) for i in frame[id_column]]
+    if len(set(ids)) != len(ids):
+        _dup_error(source, ids)
+    return ids
+
+
+def _frame(value: Any, what: str, id_column: str, *, delimiter: str | None = None) -> tuple[Any, str]:
+    """A DataFrame of records with `id_column`, and where it came from."""
+    import pandas as pd
+
+    if isinstance(value, (str, Path)):
+        from extracteval.io.tables import read_table
+
+        frame, source = read_table(value, delimiter=delimiter), str(value)
+    elif isinstance(value, pd.DataFrame):
+        frame, source = value, what
+    elif isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(isinstance(r, Mapping) for r in value):
+        frame, source = pd.DataFrame([dict(r) for r in value], dtype=object), what
+    else:
+        raise InputError(f"{what}: expected a DataFrame, a list of dicts (one per record) or a file path, but found {type(value).__name__}.")
+    if id_column not in frame.columns:
+        cols = [str(c) for c in frame.columns][:20]
+        raise InputError(f"{source}: no {id_column!r} column; columns found: {cols}. Pass id_column=NAME if the ids are elsewhere.")
+    return frame, source
+
+
+def _cells(frame: Any, adapter: Any, id_column: str) -> list[Any]:
+    """One cell per record: the row as an object, or, for a task whose record is one value
+    (`adapter.record_is_value`) and a row with one other column than the id, that column's cell."""
+    rest = [c for c in frame.columns if c != id_column]
+    if adapter.record_is_value and len(rest) == 1:
+        return list(frame[rest[0]])
+    return frame[rest].to_dict(orient="records")

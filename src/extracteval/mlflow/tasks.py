@@ -83,7 +83,7 @@ class TaskAdapter(Protocol):
     # evaluator_config keys this task accepts (beyond the common ones), with a one-line meaning
     config_keys: Mapping[str, str]
     # a record is one value (a list of spans / entities / calls, a raw output) rather than a row
-    # of fields: a table with one column besides the id gives that column's cell (`api.read_truth`)
+    # of fields: a table with one column besides the id gives that column's cell (rescore's truth)
     record_is_value: bool
 
     def score_args(self, args: argparse.Namespace) -> Scored:
@@ -95,6 +95,12 @@ class TaskAdapter(Protocol):
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo)."""
+
+    def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
+        """Score the truth and each model's predictions — file paths, or tables held in memory
+        (`io.memory.InMemoryTable`; predictions as `NAME=FILE` specs or (name, source) pairs) —
+        read by the task's command-line reader, with `config` in evaluator_config keys: the door
+        of the Python API (`extracteval.score`), which therefore gives the command line's numbers."""
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         """The task's config object from evaluator_config-style options (validates them)."""

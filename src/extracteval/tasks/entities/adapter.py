@@ -145,14 +145,32 @@ class EntitiesAdapter(FeatureViewsAdapter):
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         # the steps of `score_entities.score`, keeping the truth records for the digest and dataset
-        from extracteval.tasks.entities.options import build_config, judge_counts
-        from extracteval.tasks.entities.semantics import score_entities
+        from extracteval.tasks.entities.options import build_config
         from extracteval.core.similarity import get_similarity
         from extracteval.tasks.entities.inputs import load_entities_inputs
 
         config, sim_name, sim_opts = build_config(args)
         backend = get_similarity(sim_name, **sim_opts)
         truth, preds, truth_source = load_entities_inputs(args.truth, args.predictions, id_column=args.id_column, entities_key=args.entities_key)
+        return self._score_loaded(truth, preds, truth_source, config, backend)
+
+    def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
+        """The truth and each model's predictions (`NAME=FILE` specs, or (name, table held in
+        memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
+        keys): the Python API's door."""
+        from extracteval.core.similarity import get_similarity
+        from extracteval.tasks.entities.inputs import load_entities_inputs
+
+        cfg, sim_name, sim_opts = self.build_config(config)
+        backend = get_similarity(sim_name, **sim_opts)
+        truth_map, preds, truth_source = load_entities_inputs(truth, predictions, id_column=id_column,
+                                                              entities_key=str(config.get("entities_key") or "entities"))
+        return self._score_loaded(truth_map, preds, truth_source, cfg, backend)
+
+    def _score_loaded(self, truth: Any, preds: Sequence[Any], truth_source: str, config: Any, backend: Any) -> Scored:
+        from extracteval.tasks.entities.options import judge_counts
+        from extracteval.tasks.entities.semantics import score_entities
+
         result = score_entities(truth, preds, config=config, truth_source=truth_source, similarity=backend)
         doc = result.to_dict()
         judge_counts(doc, backend)

@@ -22,7 +22,9 @@ from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.json_text import cap_depth, check_json_file_keys, jsonl_text_values, loads
+from extracteval.io.cells import plain
 from extracteval.io.config import model_files, models_in_file, parse_model_spec
+from extracteval.io.memory import is_in_memory
 from extracteval.io.tables import load_fields_table, read_table
 from extracteval.io.text_files import read_text
 
@@ -129,12 +131,21 @@ def read_entity_records(
     id_column: str = "id",
     entities_key: str = "entities",
 ) -> dict[str, list[Any]]:
-    """Record id → list of entities from a JSONL, JSON or Parquet file (see the module docstring)."""
+    """Record id → list of entities from a JSONL, JSON or Parquet file (see the module docstring),
+    or from a table held in memory (`io.memory.InMemoryTable`): a list of dicts read as a JSON
+    array, a DataFrame as a Parquet file."""
+    rows: list[tuple[str, dict[str, Any]]] = []  # (where, record)
+    if is_in_memory(path):
+        p: Any = path
+        if isinstance(path.value, list):
+            rows = [(f"record [{i}]", plain(dict(rec))) for i, rec in enumerate(path.value)]
+        else:
+            rows = [(f"row {i + 1}", {str(k): v for k, v in rec.items()}) for i, rec in enumerate(path.frame().to_dict("records"))]
+        return _entity_records(p, rows, truth=truth, id_column=id_column, entities_key=entities_key)
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in ENTITY_SUFFIXES:
         raise InputError(f"{p}: unsupported file type {p.suffix!r} for entities; expected one of {', '.join(ENTITY_SUFFIXES)}.")
-    rows: list[tuple[str, dict[str, Any]]] = []  # (where, record)
     if suffix in (".parquet", ".pq"):
         frame = read_table(p)
         rows = [(f"row {i + 1}", {str(k): _from_arrow(v) for k, v in rec.items()}) for i, rec in enumerate(frame.to_dict("records"))]
@@ -164,8 +175,13 @@ def read_entity_records(
                 if not isinstance(rec, dict):
                     raise InputError(f"{p}: line {i}: expected a JSON object with {id_column!r} and {entities_key!r}, but found {type(rec).__name__}.")
                 rows.append((f"line {i}", rec))
+    return _entity_records(p, rows, truth=truth, id_column=id_column, entities_key=entities_key)
+
+
+def _entity_records(p: Any, rows: list[tuple[str, dict[str, Any]]], *, truth: bool, id_column: str, entities_key: str) -> dict[str, list[Any]]:
+    """(where, record) pairs → record id → list of entities, each record checked."""
     if not rows:
-        raise InputError(f"{p}: the file has no records.")
+        raise InputError(f"{p}: {'no records' if is_in_memory(p) else 'the file has no records'}.")
     out: dict[str, list[Any]] = {}
     first_seen: dict[str, str] = {}
     for where, rec in rows:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from extracteval.core.jsonparse import loads_fast
 from extracteval.errors import InputError
 from extracteval.tasks.fields.records import _COUNT_KEYS, records_frame_of  # noqa: F401 - records_frame_of is this module's API too
 from extracteval.io import parquet_rows
@@ -57,6 +58,42 @@ def read_record(value: Any, *, what: str, record: str, strict: bool) -> tuple[di
             raise InputError(f"{what}: record {record!r}: the ground truth must not have a `status` key; status belongs to predictions.")
         status = status_text(obj.pop("status"))
     return {str(k): json_list_value(plain(v)) for k, v in obj.items()}, status, None
+
+
+def _record_fields(value: Any, *, what: str, record: str, strict: bool) -> tuple[dict[str, Any] | None, str, str | None]:
+    """`read_record` with a fast path for the common cells — a dict, or the text of a JSON
+    object — whose field values are left as parsed: the frame built from the records is made
+    plain column by column (`io.memory.reader_columns`: NumPy values, JSON-list text), which is
+    what `read_record` does value by value. Any other cell takes `read_record` itself."""
+    obj: Any = None
+    if type(value) is str:
+        try:
+            obj = loads_fast(value)
+        except (ValueError, RecursionError):
+            obj = None
+    elif type(value) is dict:
+        obj = value if all(type(k) is str for k in value) else {str(k): v for k, v in value.items()}
+        obj = dict(obj)  # its `status` is taken out below; the caller's dict stays as it is
+    if type(obj) is not dict:
+        return read_record(value, what=what, record=record, strict=strict)
+    status = ""
+    if "status" in obj:
+        if strict:
+            raise InputError(f"{what}: record {record!r}: the ground truth must not have a `status` key; status belongs to predictions.")
+        status = status_text(obj.pop("status"))
+    return obj, status, None
+
+
+def _wide(rows: Sequence[Mapping[str, Any]], ids: Sequence[str]) -> pd.DataFrame:
+    """Records (one dict of field values each) → one plain object column per field, indexed by id."""
+    from extracteval.io.memory import reader_columns
+
+    index = pd.Index(list(ids), name="id", dtype=object)
+    if not len(rows):
+        return pd.DataFrame(index=index)
+    frame = reader_columns(pd.DataFrame.from_records(rows))
+    frame.index = index
+    return frame
 
 
 # the largest number of pattern codes (all fields together) counted at once by `_field_patterns`
@@ -317,11 +354,24 @@ class FieldsAdapter:
         files and digesting the truth there as soon as the per-record counts are final, while
         the bootstrap still runs (see mlflow/early.py); `write_bundle` picks them up."""
         from extracteval.tasks.fields.options import build_config, chosen_fields, load_inputs
-        from extracteval.tasks.fields.semantics import score_fields
 
         truth, preds, truth_source = load_inputs(args)
-        config = build_config(args)
-        fields = chosen_fields(args)
+        return self._score_loaded(truth, preds, truth_source, build_config(args), chosen_fields(args), early=early)
+
+    def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
+        """The truth and each model's predictions (`NAME=FILE` specs, or (name, table held in
+        memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
+        keys): the Python API's door."""
+        from extracteval.tasks.fields.inputs import load_fields_inputs
+
+        truth_frame, preds, truth_source = load_fields_inputs(truth, predictions, id_column=id_column)
+        fields = config.get("fields")
+        return self._score_loaded(truth_frame, preds, truth_source, self.build_config(config), list(fields) if fields else None)
+
+    def _score_loaded(self, truth: Any, preds: Sequence[Any], truth_source: str, config: Any, fields: list[str] | None, *,
+                      early: "EarlyWork | None" = None) -> Scored:
+        from extracteval.tasks.fields.semantics import score_fields
+
         codes: dict[str | None, dict[str, Any]] = {}
         by_name = {p.name: p for p in preds}
         on_records = None if early is None else (lambda rec: _start_early(early, rec, truth, by_name, codes))
@@ -416,15 +466,14 @@ class FieldsAdapter:
 
         cfg = self.build_config(config)
         ids = frame_ids(ids, targets, predictions, truth_source, status=status)
-        truth_rows = [read_record(v, what=truth_source, record=r, strict=True)[0] for r, v in zip(ids, targets)]
-        truth = pd.DataFrame.from_records(truth_rows, index=pd.Index(ids, name="id"))
+        truth = _wide([_record_fields(v, what=truth_source, record=r, strict=True)[0] for r, v in zip(ids, targets)], ids)
         preds = []
         invalid: dict[str, list[str]] = {}
         for name, cells in predictions.items():
             given = (status or {}).get(name)
             rows, kept, statuses = [], [], []
             for i, (r, v) in enumerate(zip(ids, cells)):
-                parsed, st, problem = read_record(v, what=f"predictions of model {name!r}", record=r, strict=False)
+                parsed, st, problem = _record_fields(v, what=f"predictions of model {name!r}", record=r, strict=False)
                 g = None if given is None else given[i]
                 if isinstance(g, Mapping):  # per field (the long layout's per-cell status)
                     st = {str(k): status_text(v) or "ok" for k, v in g.items()}
@@ -438,8 +487,8 @@ class FieldsAdapter:
                 rows.append(parsed or {})
                 kept.append(r)
                 statuses.append(st)
-            index = pd.Index(kept, name="id", dtype=object)
-            frame = pd.DataFrame.from_records(rows, index=index) if rows else pd.DataFrame(index=index)
+            frame = _wide(rows, kept)
+            index = frame.index
             st_given: pd.Series | pd.DataFrame | None = pd.Series(statuses, index=index, dtype=object) if any(statuses) else None
             if any(isinstance(x, Mapping) for x in statuses):
                 st_given = pd.DataFrame.from_records([x if isinstance(x, Mapping) else dict.fromkeys(frame.columns, x or "ok") for x in statuses],

@@ -232,6 +232,21 @@ class JsonAdapter(CellPredictions):
         return self._scored(truth, preds, config, backend, truth_source, notes, include_records=include,
                             inputs={"truth": truth_source, "predictions": {p.name: p.source for p in preds}})
 
+    def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
+        """The truth and each model's predictions (`NAME=FILE` specs, or (name, table held in
+        memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
+        keys): the Python API's door."""
+        from extracteval.core.normalize import Normalizer
+        from extracteval.core.similarity import get_similarity
+        from extracteval.tasks.json.inputs import load_json_inputs
+
+        cfg, sim_name, sim_opts = self.build_config(config)
+        backend = get_similarity(sim_name, **sim_opts)
+        truth_map, preds, truth_source, notes = load_json_inputs(truth, predictions, id_key=id_column, safety_key=cfg.safety_key,
+                                                                 is_absent=Normalizer(cfg.normalization).is_absent)
+        return self._scored(truth_map, preds, cfg, backend, truth_source, notes, include_records=None,
+                            inputs={"truth": truth_source, "predictions": {p.name: p.source for p in preds}})
+
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
 
     def _streaming_options(self, args: argparse.Namespace) -> dict[str, Any]:
@@ -281,7 +296,7 @@ class JsonAdapter(CellPredictions):
         return scored_of_stream(scored, streamed)
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
-        """Score one `experiments/<name>/experiment.yaml` (the demo), as `score_json.run_experiment` does."""
+        """Score one `experiments/<name>/experiment.yaml` (the demo)."""
         ns = argparse.Namespace(
             truth=str(folder / spec["truth"]) if spec.get("truth") else None,
             predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],

@@ -28,6 +28,7 @@ import pandas as pd
 from extracteval.tasks.json.semantics import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import models_in_file, parse_model_spec
+from extracteval.io.memory import is_in_memory
 from extracteval.io.json_text import loads as _loads, check_json_file_keys, jsonl_text_values
 from extracteval.io.tables import load_fields_table
 from extracteval.io.text_files import read_text
@@ -84,6 +85,27 @@ def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
     return out
 
 
+def _memory_records(table: Any, id_key: str, safety_key: str) -> list[tuple[str, Any]] | None:
+    """(location, record) of each record of a table held in memory that is read record by record
+    (a list of dicts; a DataFrame in the pairs layout); None for a DataFrame read as a table."""
+    from extracteval.io.cells import plain
+
+    if isinstance(table.value, list):
+        if not table.value:
+            raise InputError(f"{table}: no records; expected one dict per record.")
+        return [(f"record {i}", plain(dict(r))) for i, r in enumerate(table.value, start=1)]
+    frame = table.frame()
+    keys = {str(c) for c in frame.columns} - {id_key, safety_key}
+    if not (keys & _PAIR_KEYS and keys <= _PAIR_KEYS | _PAIR_EXTRA):
+        return None
+    if not len(frame):
+        raise InputError(f"{table}: no records.")
+    # read as the rows written as JSON lines: an empty `truth` / `prediction` cell is a null (a
+    # null prediction is counted invalid), an empty optional cell (model, status, safety) no key
+    return [(f"row {i}", {str(k): v for k, v in row.items() if v is not None or k in _PAIR_KEYS})
+            for i, row in enumerate(frame.to_dict("records"), start=1)]
+
+
 def check_pair_keys(p: Path | str, where: str, obj: dict[str, Any], id_key: str, safety_key: str) -> None:
     """Refuse a record of a pairs-layout file that has keys the layout does not know."""
     extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key})
@@ -116,18 +138,29 @@ def _safety_value(p: Path, where: str, rid: str, key: str, v: Any) -> float | No
 
 
 def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety_key: str = "safety_score") -> LoadedJson:
-    """Read one truth (`role="truth"`) or predictions (`role="predictions"`) file, any layout."""
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix in _TABLE_SUFFIXES:
-        return _read_table(p, role=role, id_key=id_key, safety_key=safety_key)
-    if suffix not in _JSON_SUFFIXES:
-        raise InputError(f"{p}: unsupported file type {p.suffix!r}; expected .jsonl, .json, .csv, .tsv or .parquet.")
-    items = _iter_json_records(p)
+    """Read one truth (`role="truth"`) or predictions (`role="predictions"`) file, any layout.
+    A table held in memory (`io.memory.InMemoryTable`) is read as the same records written as a
+    file: a list of dicts as a JSON array, a DataFrame as a table — or, when its columns are
+    those of the pairs layout (`truth`, `prediction`…), as its rows written as JSON lines."""
+    if is_in_memory(path):
+        p: Any = path
+        items = _memory_records(path, id_key, safety_key)
+        if items is None:
+            return _read_table(path, role=role, id_key=id_key, safety_key=safety_key)
+    else:
+        p = Path(path)
+        suffix = p.suffix.lower()
+        if suffix in _TABLE_SUFFIXES:
+            return _read_table(p, role=role, id_key=id_key, safety_key=safety_key)
+        if suffix not in _JSON_SUFFIXES:
+            raise InputError(f"{p}: unsupported file type {p.suffix!r}; expected .jsonl, .json, .csv, .tsv or .parquet.")
+        items = _iter_json_records(p)
     first_where, first = items[0]
     if not isinstance(first, dict):
         raise InputError(f"{p}: {first_where}: expected a JSON object with an {id_key!r} key, but found {type(first).__name__}.")
-    keys = set(first) - {id_key, safety_key}
+    # the first record that holds more than its id decides the layout (a record holding only its
+    # id is a record of either layout)
+    keys = next((k for k in (set(obj) - {id_key, safety_key} for _, obj in items if isinstance(obj, dict)) if k), set())
     pairs = bool(keys & _PAIR_KEYS) and keys <= _PAIR_KEYS | _PAIR_EXTRA
     out = LoadedJson(source=str(p), layout="pairs" if pairs else "records")
     if role == "truth" and not pairs:
@@ -162,11 +195,16 @@ def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety
                     raise InputError(f"{p}: {where}: record {rid!r}: its 'truth' differs between models of the same file.")
                 out.truth[rid] = obj["truth"]
             if role == "predictions":
-                if "prediction" not in obj:
-                    raise InputError(f"{p}: {where}: record {rid!r} has no 'prediction' key.")
-                out.predictions.setdefault(model, {})[rid] = obj["prediction"]  # not an object → counted invalid
+                # no `prediction` key: no output for this record (a missing prediction); a value
+                # that is not an object (null included) is passed on and counted invalid
+                recs = out.predictions.setdefault(model, {})
+                if "prediction" in obj:
+                    recs[rid] = obj["prediction"]
         else:
-            record = {k: v for k, v in obj.items() if k != id_key and (role == "truth" or k != safety_key)}
+            record = dict(obj)  # the object minus its id (and a prediction's safety score), in key order
+            del record[id_key]
+            if role != "truth":
+                record.pop(safety_key, None)
             if role == "truth":
                 out.truth[rid] = record  # type: ignore[index]
             else:

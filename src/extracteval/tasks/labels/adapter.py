@@ -258,11 +258,25 @@ class LabelsAdapter(FeatureViewsAdapter):
         # the steps of `score_labels.score`, keeping the truth frame for the digest and dataset
         from extracteval.tasks.labels.options import build_config
         from extracteval.tasks.labels.options import chosen_features as _features
-        from extracteval.tasks.labels.semantics import score_labels
         from extracteval.tasks.entities.inputs import load_labels_inputs
 
         truth, preds, truth_source, notes = load_labels_inputs(args.truth, args.predictions, id_column=args.id_column, delimiter=args.delimiter)
-        result = score_labels(truth, preds, config=build_config(args), features=_features(args), truth_source=truth_source)
+        return self._score_loaded(truth, preds, truth_source, notes, build_config(args), _features(args))
+
+    def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
+        """The truth and each model's predictions (`NAME=FILE` specs, or (name, table held in
+        memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
+        keys): the Python API's door."""
+        from extracteval.tasks.entities.inputs import load_labels_inputs
+
+        truth_frame, preds, truth_source, notes = load_labels_inputs(truth, predictions, id_column=id_column)
+        features = config.get("features")
+        return self._score_loaded(truth_frame, preds, truth_source, notes, self.build_config(config), list(features) if features else None)
+
+    def _score_loaded(self, truth: Any, preds: Sequence[Any], truth_source: str, notes: list[str], config: Any, features: list[str] | None) -> Scored:
+        from extracteval.tasks.labels.semantics import score_labels
+
+        result = score_labels(truth, preds, config=config, features=features, truth_source=truth_source)
         doc = result.to_dict()
         doc["warnings"] = notes + doc["warnings"]
         doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}

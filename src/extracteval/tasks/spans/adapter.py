@@ -196,6 +196,27 @@ class SpansAdapter(CellPredictions):
         corpus = load(args)
         return self._scored(corpus, build_config(args, corpus.unit), truth_source(args), inputs=spans_inputs(args))
 
+    def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
+        """The truth and each model's predictions (`NAME=FILE` specs, or (name, documents held in
+        memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
+        keys): the Python API's door. JSONL documents (ids under `id`), or token (CoNLL) files
+        in the command line's default scheme (conlleval)."""
+        from dataclasses import replace
+
+        from extracteval.tasks.spans.inputs import is_jsonl, load_jsonl_corpus, load_token_corpus
+        from extracteval.tasks.spans.options import named_files
+
+        if id_column != "id":
+            raise InputError("spans: documents name their id under `id`; id_column cannot be changed for this task.")
+        preds = named_files(list(predictions), "predictions")
+        cfg = self.build_config(config)
+        if is_jsonl(truth):
+            corpus = load_jsonl_corpus(truth, preds)
+        else:
+            corpus = load_token_corpus(scheme="conlleval", truth=truth, predictions=preds, suffix=False)
+            cfg = replace(cfg, scheme="conlleval")
+        return self._scored(corpus, cfg, str(truth), inputs={"truth": str(truth), "conll": [], "predictions": [f"{n}={p}" for n, p in preds]})
+
     # ---- streaming engines (`evaluate spans --chunk-size N` / `--engine spark`, mlflow/stream.py)
 
     def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
@@ -243,7 +264,7 @@ class SpansAdapter(CellPredictions):
         return stream_scored(self.task, result, result.to_dict(), streamed, truth_source=truth_source(argparse.Namespace(**streamed.inputs)))
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
-        """Score one `experiments/<name>/experiment.yaml` (the demo), as `score_spans.run_experiment` does."""
+        """Score one `experiments/<name>/experiment.yaml` (the demo)."""
         from extracteval.tasks.spans.options import scheme_name as _scheme
 
         ns = argparse.Namespace(

@@ -28,6 +28,7 @@ from extracteval.tasks.spans.schemes import FactorizedTags, UnknownTagError, get
 from extracteval.tasks.spans.semantics import LazyTokens, SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
 from extracteval.io.json_text import check_json_file_keys, check_record_keys
+from extracteval.io.memory import is_in_memory
 from extracteval.io.text_files import read_text, read_utf8
 
 __all__ = ["TokenFile", "read_token_file", "lone_cr_as_newline", "parse_token_bytes", "token_corpus", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
@@ -36,8 +37,9 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _BREAKS = ("-DOCSTART-", "-X-")
 
 
-def is_jsonl(path: str | Path) -> bool:
-    return Path(path).suffix.lower() in JSONL_SUFFIXES
+def is_jsonl(path: Any) -> bool:
+    """A JSONL (or JSON array) document file, or documents held in memory (read as one)."""
+    return is_in_memory(path) or Path(path).suffix.lower() in JSONL_SUFFIXES
 
 
 # --------------------------------------------------------------------------------------------
@@ -535,12 +537,24 @@ def read_span_list(raw: Any, *, origin: str, key: str, doc_text: str | None) -> 
     return spans
 
 
-def _read_jsonl(path: Path, keys: Sequence[str], *, required: bool = True) -> tuple[list[_Doc], str | None]:
-    text = read_text(path)
+def _memory_records(table: Any):
+    """(number, "record N" / "row N", object) of documents held in memory: a list of dicts as a
+    JSON array, a DataFrame's rows (an empty cell reads as a null: an empty `pred` is no span)."""
+    from extracteval.io.cells import plain
+
+    if isinstance(table.value, list):
+        for i, rec in enumerate(table.value, start=1):
+            yield i, f"record {i}", plain(dict(rec)) if isinstance(rec, dict) else rec
+        return
+    for i, rec in enumerate(table.frame().to_dict("records"), start=1):
+        yield i, f"row {i}", {str(k): v for k, v in rec.items()}
+
+
+def _read_jsonl(path: Any, keys: Sequence[str], *, required: bool = True) -> tuple[list[_Doc], str | None]:
     docs: list[_Doc] = []
     seen: dict[str, str] = {}
     used_key: str | None = None
-    for n, at, rec in _records(path, text):
+    for n, at, rec in (_memory_records(path) if is_in_memory(path) else _records(path, read_text(path))):
         if not isinstance(rec, dict):
             raise InputError(f"{path}: {at}: expected a JSON object per document, but found {type(rec).__name__}.")
         if "id" not in rec or rec["id"] is None or str(rec["id"]).strip() == "":
@@ -565,7 +579,7 @@ def _read_jsonl(path: Path, keys: Sequence[str], *, required: bool = True) -> tu
     return docs, used_key
 
 
-def _id_mismatch(truth: Path, pred: Path, t_ids: set[str], p_ids: set[str]) -> None:
+def _id_mismatch(truth: Any, pred: Any, t_ids: set[str], p_ids: set[str]) -> None:
     missing = sorted(t_ids - p_ids)
     extra = sorted(p_ids - t_ids)
     if missing or extra:
@@ -580,7 +594,7 @@ def _id_mismatch(truth: Path, pred: Path, t_ids: set[str], p_ids: set[str]) -> N
 def load_jsonl_corpus(truth: str | Path, predictions: Sequence[tuple[str, str | Path]] = ()) -> SpanCorpus:
     """JSONL truth + predictions → SpanCorpus (character offsets). With no `predictions`, the
     truth file must also hold `pred` lists (one model named after the file)."""
-    tp = Path(truth)
+    tp = truth if is_in_memory(truth) else Path(truth)
     gdocs, _ = _read_jsonl(tp, ("gold", "spans"))
     if not predictions:
         pd_, key = _read_jsonl(tp, ("pred",), required=False)
@@ -594,7 +608,7 @@ def load_jsonl_corpus(truth: str | Path, predictions: Sequence[tuple[str, str | 
     for name, path in predictions:
         if name in pdocs:
             raise InputError(f"--predictions: model name {name!r} is given twice.")
-        pp = Path(path)
+        pp = path if is_in_memory(path) else Path(path)
         docs, _ = _read_jsonl(pp, ("pred", "spans"))
         _id_mismatch(tp, pp, set(index), {d.id for d in docs})
         for d in docs:

@@ -242,6 +242,15 @@ class StructuredAdapter(DecisionTrackAdapter):
         result, doc, truth, preds, backends = score_files(args)
         return self._scored(result, doc, truth, args.truth, sorted(backends), preds)
 
+    def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
+        """The reference and each model's outputs (`NAME=FILE` specs, or (name, table held in
+        memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
+        keys): the Python API's door."""
+        from extracteval.tasks.structured.pipeline import score_inputs
+
+        result, doc, ref, preds = score_inputs(truth, list(predictions), self.build_config(config), id_key=id_column)
+        return self._scored(result, doc, ref, str(truth), [], preds)
+
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------
 
     def _streaming_config(self, args: argparse.Namespace) -> Any:

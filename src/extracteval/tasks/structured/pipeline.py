@@ -31,20 +31,21 @@ def extended_backends(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def load_predictions(specs: list[str], what: str = "output") -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+def load_predictions(specs: list[Any], what: str = "output", *, id_key: str = "id") -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     from extracteval.io.config import model_files
     from extracteval.io.record_keys import OUTPUT_KEYS
     from extracteval.tasks.toolcalls.inputs import load_records
 
     files = model_files(specs)
-    return {name: load_records(path, OUTPUT_KEYS, what) for name, path in files.items()}, {name: str(path) for name, path in files.items()}
+    return ({name: load_records(path, OUTPUT_KEYS, what, id_key=id_key) for name, path in files.items()},
+            {name: str(path) for name, path in files.items()})
 
 
-def load_truth(path: str) -> dict[str, Any]:
+def load_truth(path: Any, *, id_key: str = "id") -> dict[str, Any]:
     from extracteval.tasks.structured.semantics import reference_value
     from extracteval.tasks.toolcalls.inputs import load_records
 
-    return {rid: reference_value(v, f"{path}: id {rid}") for rid, v in load_records(path, TRUTH_KEYS, "reference").items()}
+    return {rid: reference_value(v, f"{path}: id {rid}") for rid, v in load_records(path, TRUTH_KEYS, "reference", id_key=id_key).items()}
 
 
 def streaming_config(args: argparse.Namespace) -> Any:
@@ -74,6 +75,18 @@ def score_files(args: argparse.Namespace) -> tuple[Any, dict[str, Any], dict[str
     progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=getattr(args, "progress", "never"))
     result = score_structured(truth, preds, config=config_of(args), similarity=backends, progress=progress)
     return result, result_document(result, args, sources, args.truth), truth, preds, backends
+
+
+def score_inputs(truth: Any, predictions: list[Any], config: Any, *, id_key: str = "id") -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Score the truth and each model's outputs (`NAME=FILE` specs, or (name, table held in
+    memory) pairs) with a StructuredConfig, as `score_files` does: (result, result document,
+    truth, predictions)."""
+    from extracteval.tasks.structured.semantics import score_structured
+
+    ref = load_truth(truth, id_key=id_key)
+    preds, sources = load_predictions(predictions, id_key=id_key)
+    result = score_structured(ref, preds, config=config)
+    return result, result_document(result, argparse.Namespace(), sources, str(truth)), ref, preds
 
 
 def chunked_document(result: Any, inputs: dict[str, Any], *, counts: Any = None) -> dict[str, Any]:

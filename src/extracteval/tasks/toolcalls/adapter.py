@@ -119,6 +119,19 @@ class ToolcallsAdapter(DecisionTrackAdapter):
         extended = sorted({k for m in doc["models"].values() for k in m.get("extended", {})})
         return self._generic_scored(doc, result, rec, args.truth[0], extended)
 
+    def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
+        """The references and each model's outputs (`NAME=FILE` specs, or (name, table held in
+        memory) pairs) read by the command line's reader and scored by the generic checker with
+        `config` (evaluator_config keys): the Python API's door."""
+        from extracteval.tasks.structured.pipeline import load_predictions
+        from extracteval.tasks.toolcalls.pipeline import load_truth, score_generic
+
+        cfg = self.build_config(config)
+        ref, possible = load_truth(truth, bool(config.get("possible_answer", False)), id_key=id_column)
+        preds, sources = load_predictions(list(predictions), id_key=id_column)
+        doc, result, rec = score_generic(ref, possible, preds, sources, str(truth), cfg)
+        return self._generic_scored(doc, result, rec, str(truth), [])
+
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """One experiment.yaml: a `toolcalls` experiment (generic, or `checker: bfcl` with
         `questions`/`truth` lists), or the `toolcalls` track of a `structured+toolcalls` one."""
@@ -243,7 +256,7 @@ class ToolcallsAdapter(DecisionTrackAdapter):
         from extracteval.mlflow.stream import scored_of_stream
 
         run = result.result
-        doc = chunked_document(run, streamed.inputs)
+        doc = chunked_document(run, streamed.inputs, possible_answer=result.possible_answer)
         rec = {"truth": {}, "predictions": {}, "possible_answer": result.possible_answer, "config": run.config}
         scored = self._generic_scored(doc, run, rec, streamed.inputs["truth"], [], truth=streamed.truth_head)
         scored.cache["functions"] = {m: _function_rows(result.functions[m], float(run.config.zero_division)) for m in run.ranking}

@@ -149,12 +149,15 @@ class _Truth:
 
 def score_toolcalls_files(
     truth: str, predictions: list[str], *, config: Any, possible_answer: bool, chunk_size: int, workers: int = 1, output: str | None = None,
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, dict[str, Any], bool]:
     """`extracteval score toolcalls --chunk-size N [--workers W]` (generic checker): the result
-    (`ToolCallResult` without per-record rows) and the `inputs` entry of the document."""
+    (`ToolCallResult` without per-record rows), the `inputs` entry of the document and whether the
+    references were read as BFCL possible answers."""
     from extracteval.chunked import run_chunk_job
 
-    return run_chunk_job(toolcalls_chunk_job(truth, predictions, config=config, possible_answer=possible_answer, chunk_size=chunk_size), workers=workers, output=output)
+    job = toolcalls_chunk_job(truth, predictions, config=config, possible_answer=possible_answer, chunk_size=chunk_size)
+    result, inputs = run_chunk_job(job, workers=workers, output=output)
+    return result, inputs, job.task.possible_answer
 
 
 def toolcalls_chunk_job(truth: str, predictions: list[str], *, config: Any, possible_answer: bool, chunk_size: int) -> Any:

@@ -102,12 +102,12 @@ def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
 
         job = toolcalls_spark_job(spark_session(args), args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
                                   partitions=args.spark_partitions)
-        return chunked_document(job.run().result, job.inputs)
-    result, inputs = score_toolcalls_files(
+        return chunked_document(job.run().result, job.inputs, possible_answer=job.task.possible_answer)
+    result, inputs, possible = score_toolcalls_files(
         args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
         chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers, output=args.output,
     )
-    return chunked_document(result, inputs)
+    return chunked_document(result, inputs, possible_answer=possible)
 
 
 

@@ -24,7 +24,9 @@ from typing import Any
 
 from extracteval.io.record_keys import OUTPUT_KEYS
 from extracteval.errors import InputError
+from extracteval.io.cells import plain
 from extracteval.io.json_text import read_record_file
+from extracteval.io.memory import is_in_memory
 
 __all__ = [
     "BfclQuestion",
@@ -361,19 +363,29 @@ def load_records(path: str | Path, keys: Iterable[str], what: str, *, id_key: st
     """
     from extracteval.io.keyed_chunks import keyed_record
 
-    p = Path(path)
     keys = tuple(keys)
-    if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        recs = read_record_file(p)
+    recs: Iterable[tuple[str, Any]]
+    if is_in_memory(path):  # a list of dicts as a JSON array, a DataFrame as a Parquet file
+        p: Any = path
+        if isinstance(path.value, list):
+            recs = [(f"record {i}", plain(dict(r))) for i, r in enumerate(path.value, start=1)]
+        else:
+            recs = [(f"row {i}", row) for i, row in enumerate(path.frame().to_dict(orient="records"), start=1)]
+        if not recs:
+            raise InputError(f"{p}: no records.")
     else:
-        from extracteval.io.tables import read_table
+        p = Path(path)
+        if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+            recs = ((f"line {line}", rec) for line, rec in read_record_file(p))
+        else:
+            from extracteval.io.tables import read_table
 
-        frame = read_table(p)
-        recs = [(i + 2, {k: (None if v is None else v) for k, v in row.items()}) for i, row in enumerate(frame.to_dict(orient="records"))]
+            frame = read_table(p)
+            recs = [(f"line {i + 2}", row) for i, row in enumerate(frame.to_dict(orient="records"))]
     out: dict[str, Any] = {}
-    for line, rec in recs:
-        rid, key = keyed_record(p, f"line {line}", rec, keys, what, id_key=id_key)
+    for where, rec in recs:
+        rid, key = keyed_record(p, where, rec, keys, what, id_key=id_key)
         if rid in out:
-            raise InputError(f"{p}: line {line}: id {rid!r} appears twice.")
+            raise InputError(f"{p}: {where}: id {rid!r} appears twice.")
         out[rid] = rec[key]
     return out

@@ -26,43 +26,54 @@ def streaming_config(args: argparse.Namespace) -> Any:
     return ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
 
 
-def chunked_document(result: Any, inputs: dict[str, Any]) -> dict[str, Any]:
-    """The `--json` document of a streamed run of the generic checker (as `run_generic` makes it in memory)."""
+def chunked_document(result: Any, inputs: dict[str, Any], *, possible_answer: bool) -> dict[str, Any]:
+    """The `--json` document of a streamed run of the generic checker (as `score_generic` makes it
+    in memory); `possible_answer`: whether the references were read as BFCL possible answers."""
     from extracteval.tasks.structured.pipeline import chunked_document as document
     from extracteval.tasks.toolcalls.semantics import ToolCallCounts
 
-    return document(result, inputs, counts=ToolCallCounts)
+    doc = document(result, inputs, counts=ToolCallCounts)
+    doc["config"]["possible_answer"] = bool(possible_answer)
+    return doc
 
 
-def load_truth(path: str, force_possible: bool) -> tuple[dict[str, Any], bool]:
+def load_truth(path: Any, force_possible: bool, *, id_key: str = "id") -> tuple[dict[str, Any], bool]:
+    """id → reference calls of a JSONL (or JSON array) file, or of a table held in memory (a list
+    of dicts as a JSON array, a DataFrame as a table); and whether they are BFCL possible answers."""
     from extracteval.errors import InputError
     from extracteval.io.json_text import read_record_file
+    from extracteval.io.memory import is_in_memory
 
-    p = Path(path)
-    if p.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
-        raise InputError(f"{p}: tool-call references must be JSON Lines (or a JSON array) with `id` and `calls`/`ground_truth`.")
+    if is_in_memory(path):
+        p: Any = path
+        recs = ([(f"record {i}", r) for i, r in enumerate(path.value, start=1)] if isinstance(path.value, list)
+                else [(f"row {i}", r) for i, r in enumerate(path.frame().to_dict(orient="records"), start=1)])
+    else:
+        p = Path(path)
+        if p.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
+            raise InputError(f"{p}: tool-call references must be JSON Lines (or a JSON array) with `id` and `calls`/`ground_truth`.")
+        recs = [(f"line {line}", rec) for line, rec in read_record_file(p)]
     truth: dict[str, Any] = {}
     possible = force_possible
-    for line, rec in read_record_file(p):
-        if not isinstance(rec, dict) or "id" not in rec:
-            raise InputError(f"{p}: line {line}: expected an object with \"id\" and one of {', '.join(TRUTH_KEYS)}.")
+    for where, rec in recs:
+        if not isinstance(rec, dict) or id_key not in rec:
+            raise InputError(f"{p}: {where}: expected an object with \"{id_key}\" and one of {', '.join(TRUTH_KEYS)}.")
         key = next((k for k in TRUTH_KEYS if k in rec), None)
         if key is None:
-            raise InputError(f"{p}: line {line} (id {rec['id']}): no reference key; expected one of {', '.join(TRUTH_KEYS)} (found {sorted(rec)[:8]}).")
+            raise InputError(f"{p}: {where} (id {rec[id_key]}): no reference key; expected one of {', '.join(TRUTH_KEYS)} (found {sorted(rec)[:8]}).")
         if key in ("ground_truth", "possible_answer"):
             possible = True
-        rid = str(rec["id"])
+        rid = str(rec[id_key])
         if rid in truth:
-            raise InputError(f"{p}: line {line}: id {rid!r} appears twice.")
+            raise InputError(f"{p}: {where}: id {rid!r} appears twice.")
         truth[rid] = rec[key]
     return truth, possible
 
 
 def run_generic(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, Any]]:
-    from extracteval.io.decision_options import make_decision
     from extracteval.report.live_progress import LiveProgress
     from extracteval.tasks.structured.pipeline import extended_backends, load_predictions
-    from extracteval.tasks.toolcalls.semantics import ToolCallConfig, score_toolcalls
+    from extracteval.tasks.toolcalls.semantics import ToolCallConfig
     from extracteval.errors import InputError
 
     if args.questions:
@@ -73,13 +84,26 @@ def run_generic(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str
     preds, sources = load_predictions(args.predictions)
     config = ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
     progress = LiveProgress("toolcalls", ("valid_call_rate", "call_accuracy"), mode=args.progress)
-    result = score_toolcalls(truth, preds, possible_answer=possible, config=config, similarity=extended_backends(args), progress=progress)
+    return score_generic(truth, possible, preds, sources, args.truth[0], config, backends=extended_backends(args), progress=progress, args=args)
+
+
+def score_generic(truth: dict[str, Any], possible: bool, preds: dict[str, Any], sources: dict[str, str], truth_source: str, config: Any, *,
+                  backends: dict[str, Any] | None = None, progress: Any = None, args: argparse.Namespace | None = None,
+                  ) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    """The generic checker over read references and outputs: (result document, result, what the
+    MLflow adapter keeps). `args`: the command line's options (the baseline/candidate decision)."""
+    from extracteval.errors import InputError
+    from extracteval.io.decision_options import make_decision
+    from extracteval.tasks.toolcalls.semantics import score_toolcalls
+
+    result = score_toolcalls(truth, preds, possible_answer=possible, config=config, similarity=backends or {}, progress=progress)
     doc = result.to_dict()
-    doc["inputs"] = {"truth": args.truth[0], "predictions": sources}
+    doc["config"]["possible_answer"] = bool(possible)  # how the references were read: part of the configuration
+    doc["inputs"] = {"truth": truth_source, "predictions": sources}
     cols, _ = result.count_matrix(result.ranking[0]) if result.ranking else ((), None)
     doc["count_columns"] = list(cols)
     matrices = {m: result.count_matrix(m)[1] for m in result.ranking}
-    if args.baseline or args.candidate:
+    if args is not None and (args.baseline or args.candidate):
         if not (args.baseline and args.candidate):
             raise InputError("--baseline and --candidate go together; give both model names.")
         doc["decision"] = make_decision("toolcalls", tuple(cols), matrices, args, zero_division=config.zero_division).to_dict()

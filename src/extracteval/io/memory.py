@@ -1,0 +1,217 @@
+"""Inputs held in memory, read by the same readers as files.
+
+`extracteval.score(...)` and the evaluator plugin receive DataFrames, pyarrow Tables, polars
+DataFrames or lists of dicts. Each is wrapped in an `InMemoryTable` and handed to the task's own
+file reader in place of a path, so a record is read by one set of rules whatever brought it: the
+ids, the duplicate and blank-id checks, the `status` column, the `model` column, the long layout,
+extra and missing ids — everything after the parse of the file's bytes is the same code.
+
+What the parse of a file would give is made here, column by column (never row by row):
+object columns; NumPy, pandas and Arrow scalars as Python values; every missing value (None, NaN,
+pandas' NA, NaT) as None; a text cell holding a JSON list as that list (a multi-valued cell, as
+the CSV reader reads it); a NumPy array or tuple in a cell as a list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.io.cells import json_list_value
+from extracteval.io.json_text import cap_depth
+
+__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "memory_frame", "reader_columns", "json_list_text", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
+
+
+@dataclass(frozen=True, eq=False)
+class InMemoryTable:
+    """A table given in memory, named for messages (`truth`, `predictions of model 'm'`)."""
+
+    value: Any = field(repr=False)  # DataFrame, pyarrow Table, polars DataFrame, or list of dicts
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def stem(self) -> str:
+        return self.name
+
+    @property
+    def suffix(self) -> str:
+        return ""
+
+    def frame(self) -> Any:
+        """The table as a file reader's frame: object columns, plain values (module docstring)."""
+        return memory_frame(self)
+
+
+def is_in_memory(value: Any) -> bool:
+    return isinstance(value, InMemoryTable)
+
+
+def in_memory(value: Any, name: str) -> InMemoryTable | None:
+    """`value` wrapped for the readers when it is a table in memory; None for anything else."""
+    if isinstance(value, InMemoryTable):
+        return value
+    if isinstance(value, pd.DataFrame) or _is_arrow_table(value) or _is_polars(value):
+        return InMemoryTable(value, name)
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(isinstance(r, Mapping) for r in value):
+        return InMemoryTable(list(value), name)
+    return None
+
+
+def _is_arrow_table(value: Any) -> bool:
+    mod = type(value).__module__
+    return mod.startswith("pyarrow") and hasattr(value, "schema") and hasattr(value, "to_pandas")
+
+
+def _is_polars(value: Any) -> bool:
+    return type(value).__module__.startswith("polars") and hasattr(value, "to_arrow")
+
+
+def memory_frame(table: InMemoryTable) -> pd.DataFrame:
+    """A DataFrame of object columns holding what a file reader would hold (module docstring)."""
+    value, name = table.value, table.name
+
+    if isinstance(value, list):
+        frame = json_records_frame([dict(r) for r in value]) if value else pd.DataFrame()
+    elif _is_polars(value):
+        frame = parquet_frame(value.to_arrow())
+    elif _is_arrow_table(value):
+        frame = parquet_frame(value)
+    else:
+        frame = value
+    if frame.columns.has_duplicates:
+        from extracteval.errors import InputError
+
+        dup = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
+        raise InputError(f"{name}: column names must be unique; found {len(dup)} repeated: {', '.join(repr(d) for d in dup[:5])}.")
+    return reader_columns(frame)
+
+
+def reader_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame`'s columns as a reader gives them (module docstring), as a new frame of object
+    columns on a fresh row index; the column names must be unique."""
+    columns: dict[Any, Any] = {}
+    for j, c in enumerate(frame.columns):
+        columns[c] = _column_values(frame.iloc[:, j])
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(frame)), columns=list(frame.columns), dtype=object)
+
+
+def _column_values(col: Any) -> Any:
+    """One column's cells as a reader gives them (module docstring), decided by the column's type:
+    numbers and text column-wide; a column of mixed values cell by cell."""
+    dt = col.dtype
+    if isinstance(dt, np.dtype) and dt.kind in "iub":  # cannot hold a missing value
+        return col.to_numpy(dtype=object)
+    if isinstance(dt, np.dtype) and dt.kind == "f":
+        raw = col.to_numpy()
+        values = raw.astype(object)
+        values[np.isnan(raw)] = None
+        return values
+    if isinstance(dt, pd.StringDtype):  # text or missing: the column's own string kernels
+        values = col.to_numpy(dtype=object, na_value=None)
+        return json_list_text(values, col.str.startswith("[").fillna(False).to_numpy(dtype=bool))
+    values = col.to_numpy(dtype=object)
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind == "empty":
+        return np.full(len(values), None, dtype=object)
+    if kind != "string":
+        return _mixed_column(values)
+    missing = pd.isna(values)
+    if missing.any():
+        values = values.copy()
+        values[missing] = None
+    return json_list_text(values, text_starts(values, "["))
+
+
+def text_starts(values: np.ndarray, prefix: str) -> np.ndarray:
+    """Which cells of an object column are text starting with `prefix` (Arrow's kernel over the
+    column; cell by cell when the column is not text and missing values alone)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = pa.array(values, type=pa.string(), from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        return np.fromiter((type(v) is str and v.startswith(prefix) for v in values), dtype=bool, count=len(values))
+    return pc.starts_with(arr, prefix).fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def json_list_text(values: Any, starts: Any) -> Any:
+    """Text cells holding a JSON list → that list, parsed once per distinct text; `starts`: the
+    cells whose text starts with `[` (the only ones that can)."""
+    cand = np.flatnonzero(starts)
+    if not len(cand):
+        return values
+    mapping = json_list_cells(pd.unique(values[cand]))
+    if not mapping:
+        return values
+    out = values.copy()
+    out[cand] = [mapping.get(v, v) for v in values[cand]]
+    return out
+
+
+def _mixed_column(values: Any) -> Any:
+    """A column of mixed values, cell by cell: missing → None, NumPy values → Python ones,
+    JSON-list text → lists."""
+    from extracteval.io.cells import plain
+
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = json_list_value(v) if isinstance(v, str) else None if _missing(v) else plain(v)
+    return out
+
+
+def _missing(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, float):
+        return v != v
+    if isinstance(v, (list, tuple, dict, str, bytes)) or hasattr(v, "__len__"):
+        return False
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+# ---- parsed values → the frame a reader gives (for files and tables in memory alike)
+
+
+def json_list_cells(uniq: Any) -> dict[Any, Any]:
+    """Distinct cell → its list, for the distinct cells that hold a JSON list (the rule of
+    `cells.json_list_value`, which the evaluator applies to DataFrame cells)."""
+    mapping: dict[Any, Any] = {}
+    for u in uniq:
+        if isinstance(u, str):
+            parsed = json_list_value(u)
+            if parsed is not u:
+                mapping[u] = parsed
+    return mapping
+
+
+def json_records_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """JSON objects → a frame of the values as parsed: object columns from the start, so an
+    integer stays an integer when other records lack the key (no detour through float64, which
+    turned 7 into 7.0 and rounded integers above 2**53). A value nested deeper than
+    `json_text.MAX_VALUE_DEPTH` becomes its marker string (the scorers recurse into values)."""
+    return pd.DataFrame([{k: cap_depth(v) for k, v in r.items()} for r in rows], dtype=object)
+
+
+def parquet_frame(table: Any) -> pd.DataFrame:
+    """A pyarrow Table (or record batch) → object columns. Integers with nulls stay integers
+    (not float64), so a value reads the same whether or not other rows of its batch are null."""
+    import pyarrow as pa
+
+    frame = table.to_pandas(integer_object_nulls=True).astype(object)
+    for name, typ in zip(table.schema.names, table.schema.types):
+        # list cells (multi-valued) arrive as numpy arrays; decide by the schema, not by sampling
+        if name in frame.columns and (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
+            frame[name] = [list(v) if isinstance(v, np.ndarray) else v for v in frame[name]]
+    return frame

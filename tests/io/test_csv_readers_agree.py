@@ -1,0 +1,60 @@
+"""The CSV/TSV reader reads with Arrow's reader when the text is a plain rectangle, with pandas'
+otherwise: both give the same frame for every text both read (cells as written, '' for an empty
+cell, JSON-list cells as lists), whatever the quoting, line endings, delimiters and characters."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extracteval.io import tables
+
+CELL = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12),
+    st.sampled_from(["", " ", "N/A", "null", "nan", '["A", "B"]', "[1, 2]", "[not json", '"quoted"', "a,b", "a\tb", "line\nbreak",
+                     "é 名", "-0", "1e5", "  padded  "]),
+)
+
+
+def _pandas(text: str, delim: str) -> pd.DataFrame:
+    """The reader's pandas path (what every irregular file takes)."""
+    frame = pd.read_csv(io.StringIO(text), sep=delim, dtype=object, keep_default_na=False, na_filter=False, engine="c")
+    values = frame.to_numpy(dtype=object)
+    for j in range(values.shape[1]):
+        starts = tables.text_starts(values[:, j], "[")
+        if starts.any():
+            values[:, j] = tables.json_list_text(values[:, j], starts)
+    return pd.DataFrame(values, columns=frame.columns, dtype=object)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    header=st.lists(st.text(alphabet="abcdefgh_ é", min_size=1, max_size=6).filter(str.strip), min_size=1, max_size=5, unique=True),
+    rows=st.lists(st.lists(CELL, min_size=5, max_size=5), min_size=1, max_size=8),
+    delim=st.sampled_from([",", "\t", ";"]),
+    ending=st.sampled_from(["\n", "\r\n", "\r"]),
+    quoting=st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL, csv.QUOTE_NONNUMERIC]),
+)
+def test_arrow_and_pandas_read_a_csv_alike(header: list[str], rows: list[list[str]], delim: str, ending: str, quoting: int) -> None:
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter=delim, lineterminator=ending, quoting=quoting)
+    writer.writerow(header)
+    writer.writerows([r[: len(header)] for r in rows])
+    text = buf.getvalue()
+    fast = tables._arrow_csv(text, delim)
+    if fast is None:  # not a plain rectangle for Arrow: pandas reads it
+        return
+    want = _pandas(text, delim)
+    assert list(fast.columns) == list(want.columns)
+    assert fast.shape == want.shape
+    assert fast.to_numpy(dtype=object).tolist() == want.to_numpy(dtype=object).tolist()
+
+
+def test_the_fast_path_is_taken_for_a_plain_table() -> None:
+    assert tables._arrow_csv('id,a\n1,"x, y"\n2,\n', ",") is not None
+    assert tables._arrow_csv("id,a\n1,x,extra\n", ",") is None  # ragged: pandas' reader and its message
+    assert tables._arrow_csv("id,id\n1,2\n", ",") is None  # repeated name: refused by the reader's check
