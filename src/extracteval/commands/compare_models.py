@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from extracteval.io.decision_options import add_decision_arguments, make_decision, read_records
 
@@ -54,33 +53,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render_decision(d.to_dict()))
     return 0
-
-
-def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """An experiment of task `structured+toolcalls`: both tracks (JSON generation and tool calls), each with its decision.
-
-    `spec["tracks"]` maps `structured` / `toolcalls` to {truth, predictions, …}; `spec["decision"]`
-    (baseline, candidate, optional metric per track) applies to both.
-    """
-    from extracteval.errors import InputError
-    from extracteval.tasks import task_module
-
-    tracks = spec.get("tracks")
-    if not isinstance(tracks, dict) or not tracks:
-        raise InputError(f"{folder}/experiment.yaml: task structured+toolcalls needs `tracks:` with `structured` and/or `toolcalls` entries.")
-    docs: dict[str, Any] = {"task": "structured+toolcalls", "tracks": {}}
-    texts = []
-    for track in ("structured", "toolcalls"):
-        if track not in tracks:
-            continue
-        sub = dict(tracks[track])
-        dec = dict(spec.get("decision") or {})
-        metrics = dec.pop("metrics", {}) or {}
-        if track in metrics:
-            dec["metric"] = metrics[track]
-        sub.setdefault("decision", dec)
-        module = task_module(track, "command")
-        doc, text = module.run_experiment(folder, sub)
-        docs["tracks"][track] = doc
-        texts.append(f"-- {track} track\n{text}")
-    return docs, "\n\n".join(texts)

@@ -6,7 +6,6 @@ import argparse
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,20 +23,6 @@ metrics unchanged).
 The store defaults to $MLFLOW_TRACKING_URI, else ./mlflow.db (no server needed); `--no-mlflow`
 only prints. At the end: the HTML reports and PNG figures logged, and what to look at in the UI.
 """
-
-# the example tasks besides the registered ones: both tracks of a structured/tool-calling
-# comparison, run by `compare-models`
-_MULTI_TRACK = {"structured+toolcalls": "extracteval.commands.compare_models"}
-
-
-def _runner_module(task: str) -> str | None:
-    """The module with `run_experiment(folder, spec) -> (doc, text)` for an example's task."""
-    from extracteval.tasks import TASKS
-
-    if task in TASKS:
-        return TASKS[task].module("command")
-    return _MULTI_TRACK.get(task)
-
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--experiments", default="experiments", metavar="DIR", help="folder of examples (default: ./experiments)")
@@ -118,25 +103,19 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
     for spec_path in specs:
         spec = load_mapping(spec_path)
         task = spec.get("task")
-        module = _runner_module(str(task))
         name = spec.get("name", spec_path.parent.name)
-        if module is None:
+        # one evaluation per track: `structured+toolcalls` scores (and logs) the structured, then the toolcalls track
+        adapters = _adapters(str(task), spec)
+        if not adapters:
             print(f"== {name}: task {task!r} is not available in this version; skipped\n")
             continue
-        # one evaluation per track: `structured+toolcalls` logs the structured, then the toolcalls track
-        adapters = [] if args.no_mlflow else _adapters(str(task), spec)
-        adapter = adapters[0] if adapters else None
         scoreds = [(a, a.score_experiment(spec_path.parent, spec)) for a in adapters]
-        if scoreds:
-            if len(scoreds) == 1:
-                doc, text = scoreds[0][1].doc, adapter.summary(scoreds[0][1])
-            else:
-                doc = {"task": task, "tracks": {a.task: s.doc for a, s in scoreds}}
-                text = "\n\n".join(f"-- {a.task} track\n{a.summary(s)}" for a, s in scoreds)
+        if len(scoreds) == 1:
+            doc, text = scoreds[0][1].doc, adapters[0].summary(scoreds[0][1])
         else:
-            runner = import_module(module).run_experiment
-            doc, text = runner(spec_path.parent, spec)
-        print(f"== {name} ({task})" + ("" if adapter is not None or args.no_mlflow else "  [not logged: no MLflow adapter for this task yet]"))
+            doc = {"task": task, "tracks": {a.task: s.doc for a, s in scoreds}}
+            text = "\n\n".join(f"-- {a.task} track\n{a.summary(s)}" for a, s in scoreds)
+        print(f"== {name} ({task})")
         if spec.get("description"):
             print(" ".join(str(spec["description"]).split()))
         print()
@@ -149,7 +128,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
             with staged_folder(top / safe_file_name(str(name))) as staging:
                 (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
             mark_folder(top)  # the examples' folder is extracteval's too: a rerun writes into it again
-        for a, scored in scoreds:
+        for a, scored in [] if args.no_mlflow else scoreds:
             # a multi-track example: one experiment per track, so that each holds one task's runs
             label = safe_file_name(str(name)) + (f"-{a.task}" if len(scoreds) > 1 else "")
             experiment = f"{args.experiment_prefix}-{label}"

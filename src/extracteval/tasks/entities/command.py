@@ -146,14 +146,3 @@ def _write_records(result: Any, out: Path) -> None:
 
     frames = [result.models[m].records_frame().assign(model=m) for m in result.ranking]
     pd.concat(frames, ignore_index=True).to_parquet(out / "records.parquet", index=False)
-
-
-def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Score one `experiments/<name>/experiment.yaml` of task `entities`; returns (doc, terminal text)."""
-    from extracteval.tasks.entities.report import render_entities
-
-    from extracteval.tasks.entities.options import experiment_args
-
-    ns = experiment_args(folder, spec)
-    _, doc = score(ns)
-    return doc, render_entities(doc, use_colour=sys.stdout.isatty())

@@ -149,31 +149,3 @@ def write_files(result: Any, doc: dict[str, Any], out: Path, *, records_written:
     write_csv(pd.DataFrame(rows), out / "field_metrics.csv", safe=safe_csv)
     if result.records is not None and not records_written:
         result.records.to_frame().to_parquet(out / "records.parquet", index=False)
-
-
-def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Score one `experiments/<name>/experiment.yaml` of task `fields`; returns (doc, terminal text)."""
-    ns = argparse.Namespace(
-        truth=str(folder / spec["truth"]),
-        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
-        strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
-        id_column=spec.get("id_column", "id"),
-        delimiter=None,
-        keys=None,
-        fields=None,
-        fuzzy_threshold=None,
-        null_tokens=None,
-        dayfirst=bool(spec.get("dayfirst", False)),
-        zero_division=None,
-        no_ci=False,
-        resamples=None,
-        seed=None,
-    )
-    from extracteval.tasks.fields.options import build_config, load_inputs
-    from extracteval.tasks.fields.semantics import score_fields
-    from extracteval.tasks.fields.report import render_fields
-
-    truth, preds, truth_source = load_inputs(ns)
-    result = score_fields(truth, preds, config=build_config(ns), truth_source=truth_source)
-    doc = result.to_dict()
-    return doc, render_fields(doc, use_colour=sys.stdout.isatty())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def score(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """Load, score and build the `--json` document (shared by `run` and `run_experiment`)."""
+    """Load, score and build the `--json` document."""
     from extracteval.tasks.json.semantics import score_json
     from extracteval.core.normalize import Normalizer
     from extracteval.core.similarity import get_similarity
@@ -135,30 +134,3 @@ def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool
         if hasattr(result, "records_frame"):  # else the chunked engine streamed them while scoring
             result.records_frame().to_parquet(staging / "records.parquet", index=False)
             result.cells_frame().to_parquet(staging / "buckets.parquet", index=False)
-
-
-def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Score one `experiments/<name>/experiment.yaml` of task `json`; returns (doc, terminal text)."""
-    from extracteval.tasks.json.terminal import render_json
-
-    ns = argparse.Namespace(
-        truth=str(folder / spec["truth"]) if spec.get("truth") else None,
-        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
-        strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
-        similarity=spec.get("similarity"),
-        embedding_model=None,
-        judge_base_url=None,
-        judge_model=None,
-        fuzzy_threshold=None,
-        semantic_threshold=None,
-        weights=None,
-        flatten=bool(spec.get("flatten", False)),
-        id_key=spec.get("id_key", "id"),
-        safety_key=None,
-        default_safety=None,
-        null_tokens=None,
-        dayfirst=bool(spec.get("dayfirst", False)),
-        records="none",
-    )
-    _, doc = score(ns)
-    return doc, render_json(doc, use_colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))

@@ -128,18 +128,3 @@ def write_files(doc: dict[str, Any], out: Path, *, views: tuple[str, ...] = ("al
 
     (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     write_csv(pd.DataFrame(feature_rows(doc, views)), out / "feature_metrics.csv", safe=safe_csv)
-
-
-def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Score one `experiments/<name>/experiment.yaml` of task `labels`; returns (doc, terminal text)."""
-    from extracteval.tasks.labels.report import render_labels
-
-    ns = argparse.Namespace(
-        truth=str(folder / spec["truth"]),
-        predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
-        id_column=spec.get("id_column", "id"), delimiter=None, features=None, type=[], positive_label=[],
-        config=str(folder / spec["config"]) if spec.get("config") else None,
-        null_tokens=None, dayfirst=False, zero_division=None,
-    )
-    _, doc = score(ns)
-    return doc, render_labels(doc, use_colour=sys.stdout.isatty())

@@ -126,25 +126,3 @@ def write_outputs(result: Any, doc: dict[str, Any], out: Path, *, safe_csv: bool
             from extracteval.tasks.spans.figures import curve_figure
 
             curve_figure(doc).savefig(staging / "f1_vs_threshold.png")
-
-
-def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Score one `experiments/<name>/experiment.yaml` of task `spans`; returns (doc, terminal text)."""
-    from extracteval.tasks.spans.report import render_spans
-
-    ns = argparse.Namespace(
-        conll=[f"{n}={folder / p}" for n, p in spec["conll"].items()] if spec.get("conll") else None,
-        truth=str(folder / spec["truth"]) if spec.get("truth") else None,
-        predictions=[f"{name}={folder / path}" for name, path in (spec.get("predictions") or {}).items()] or None,
-        scheme=scheme_name(str(spec.get("scheme", "conlleval"))),
-        suffix=bool(spec.get("suffix", False)),
-        threshold=float(spec.get("threshold", 0.5)),
-        iou_weight=float(spec.get("iou_weight", 0.65)),
-        zero_division=0.0,
-        examples=5,
-        no_ci=False,
-        resamples=1000,
-        seed=0,
-    )
-    _, doc = score(ns)
-    return doc, render_spans(doc, use_colour=sys.stdout.isatty())

@@ -12,10 +12,7 @@ from extracteval.report.console import print_result
 from extracteval.tasks.structured.pipeline import (
     chunked_document,
     config_of,
-    load_predictions,
-    load_truth,
     render,
-    result_document,
     score_files,
     streaming_config,
     write_output,
@@ -109,21 +106,3 @@ def _run_chunked(args: argparse.Namespace, config: Any) -> dict[str, Any] | None
         result, inputs = score_structured_files(args.truth, args.predictions, config=config, chunk_size=100_000 if chunk_size is None else chunk_size,
                                                 workers=args.workers, output=args.output)
     return chunked_document(result, inputs)
-
-
-def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Score one `experiments/<name>/experiment.yaml` of task `structured`; returns (doc, text)."""
-    from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
-
-    truth = load_truth(str(folder / spec["truth"]))
-    preds, sources = load_predictions([f"{n}={folder / p}" for n, p in spec["predictions"].items()])
-    config = StructuredConfig(list_matching=spec.get("list_matching", "positional"))
-    result = score_structured(truth, preds, config=config)
-    dec = spec.get("decision") or {}
-    ns = argparse.Namespace(
-        baseline=dec.get("baseline"), candidate=dec.get("candidate"), decision_metric=dec.get("metric"),
-        recommend_threshold=dec.get("recommend_threshold", 0.15), moderate_threshold=dec.get("moderate_threshold", 0.05),
-        resamples=dec.get("resamples", 1000), seed=dec.get("seed", 0),
-    )
-    doc = result_document(result, ns, sources, str(folder / spec["truth"]))
-    return doc, render(doc)

@@ -120,21 +120,3 @@ def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any] | None
         (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
         if records is not None:  # else the chunked engine streamed records.parquet while scoring
             write_records(staging, tuple(records["columns"]), records["matrices"], records["ids"], records["extra"])
-
-
-
-
-def run_experiment(folder: Path, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Score one `experiments/<name>/experiment.yaml` of task `toolcalls`; returns (doc, text)."""
-    dec = spec.get("decision") or {}
-    ns = argparse.Namespace(
-        checker="generic", truth=[str(folder / spec["truth"])], questions=None,
-        predictions=[f"{n}={folder / p}" for n, p in spec["predictions"].items()],
-        underscore_to_dot=False, possible_answer=bool(spec.get("possible_answer", False)), value_match=spec.get("value_match", "exact"),
-        zero_division=0.0, semantic_similarity=False, llm_judge=False, similarity_option=[], pass_threshold=0.85, progress="never",
-        baseline=dec.get("baseline"), candidate=dec.get("candidate"), decision_metric=dec.get("metric"),
-        recommend_threshold=dec.get("recommend_threshold", 0.15), moderate_threshold=dec.get("moderate_threshold", 0.05),
-        resamples=dec.get("resamples", 1000), seed=dec.get("seed", 0),
-    )
-    doc, _, _ = run_generic(ns)
-    return doc, render(doc)
