@@ -114,7 +114,8 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
             `structured`, `toolcalls`).
         truth: DataFrame, list of dicts (one per record) or file path.
         predictions: a mapping model name → DataFrame / list of dicts / file path, or one of
-            those alone (named after the file, or `model`).
+            those alone: then named as `--predictions FILE` names it (after the file, or `model`
+            for data in memory), or by its `model` column when it holds several models.
         id_column: the column (key) holding record ids.
         config: the task's options, as in `evaluator_config` (e.g. `strategies`, `bootstrap`,
             `status_column`); an unknown key is an error naming the valid ones.
@@ -130,16 +131,15 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
 
     adapter = get_adapter(task)
     check_config(config, adapter.config_keys, task, where="extracteval.score", common={})
-    if isinstance(predictions, Mapping):
-        named = {str(k): v for k, v in predictions.items()}
-    else:
-        named = {Path(predictions).stem if isinstance(predictions, (str, Path)) else "model": predictions}
-    if not named:
-        raise InputError("extracteval.score: no predictions; give {model name: predictions}.")
     status_column = config.get("status_column")
     # the command line's reader and scorer: files as they are, tables in memory in their place
     t_in = _source(truth, "truth", None)
-    p_in = [(name, _source(given, f"predictions of model {name!r}", status_column)) for name, given in named.items()]
+    if isinstance(predictions, Mapping):
+        p_in: list[Any] = [(str(k), _source(v, f"predictions of model {str(k)!r}", status_column)) for k, v in predictions.items()]
+    else:  # unnamed, as `--predictions FILE`: named after the file, or by its `model` column
+        p_in = [_source(predictions, "predictions", status_column)]
+    if not p_in:
+        raise InputError("extracteval.score: no predictions; give {model name: predictions}.")
     from extracteval.core.collector import bulk_work
 
     with bulk_work():
@@ -149,23 +149,26 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
 
 def _source(value: Any, what: str, status_column: str | None) -> Any:
     """What the task's reader takes: a file path as it is, or a table in memory wrapped for the
-    readers; with `status_column`, that column becomes the `status` column the readers know."""
-    from extracteval.io.memory import InMemoryTable, in_memory
+    readers. With `status_column`, the input is read as a table whose column `status_column` is
+    the `status` column the readers know (records as rows: a status per record, in every task)."""
+    from extracteval.io.memory import InMemoryTable, in_memory, renamed
 
-    if isinstance(value, (str, Path)) and status_column is None:
-        return Path(value)
     if isinstance(value, (str, Path)):
-        from extracteval.io.tables import read_table
+        if status_column in (None, "status"):
+            return Path(value)
+        path = Path(value)
+        if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+            from extracteval.io.json_text import read_record_file
 
-        table = InMemoryTable(read_table(value), str(value))
+            table = InMemoryTable([rec for _, rec in read_record_file(path)], str(path))
+        else:
+            from extracteval.io.tables import read_table
+
+            table = InMemoryTable(read_table(path), str(path))
     else:
         table = in_memory(value, what)
         if table is None:
             raise InputError(f"{what}: expected a DataFrame, a list of dicts (one per record) or a file path, but found {type(value).__name__}.")
-    if status_column is None or status_column == "status":
+    if status_column in (None, "status"):
         return table
-    frame = table.frame()
-    if status_column not in frame.columns:
-        raise InputError(f"`status_column`: {table} has no column {status_column!r}.")
-    frame = frame.drop(columns=[c for c in frame.columns if c == "status"]).rename(columns={status_column: "status"})
-    return InMemoryTable(frame, table.name)
+    return renamed(table, status_column, "status", what="status_column")

@@ -40,3 +40,32 @@ def test_the_api_leaves_the_notebook_as_it_was() -> None:
     with pytest.raises(InputError):
         extracteval.score("labels", [{"id": "a", "k": "x"}], {"m": [{"id": "a", "k": "x"}, {"id": "a", "k": "y"}]})
     assert gc.get_threshold() == before
+
+
+def test_collection_switched_off_stays_off_and_overlapping_blocks_restore_once() -> None:
+    import threading
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(0)
+        with bulk_work():
+            assert gc.get_threshold()[0] == 0
+        gc.set_threshold(*before)
+        inside, leave = threading.Event(), threading.Event()
+
+        def other() -> None:
+            with bulk_work():
+                inside.set()
+                leave.wait(5)
+
+        t = threading.Thread(target=other)
+        t.start()
+        inside.wait(5)
+        with bulk_work():
+            pass
+        assert gc.get_threshold()[0] >= BULK_THRESHOLDS[0]  # the other thread's block is still open
+        leave.set()
+        t.join(5)
+        assert gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*before)

@@ -54,7 +54,26 @@ def test_arrow_and_pandas_read_a_csv_alike(header: list[str], rows: list[list[st
     assert fast.to_numpy(dtype=object).tolist() == want.to_numpy(dtype=object).tolist()
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.lists(st.sampled_from(["x", "1", "", '"q"', '"open', 'a"b', '""', '"a,b"', "z"]), min_size=2, max_size=2),
+                   min_size=1, max_size=6),
+    cut=st.integers(min_value=0, max_value=8),
+)
+def test_hand_written_quoting_is_read_or_refused_as_pandas_does(lines: list[list[str]], cut: int) -> None:
+    """Text no CSV writer makes — a quote left open, a quote inside a field, a file cut short —
+    is read by the fast path only when pandas reads it to the same frame."""
+    text = "id,a\n" + "".join(",".join(r) + "\n" for r in lines)
+    text = text[: max(len("id,a\n") + 1, len(text) - cut)]
+    fast = tables._arrow_csv(text, ",")
+    if fast is None:
+        return
+    want = _pandas(text, ",")  # a file pandas refuses must not reach here
+    assert fast.to_numpy(dtype=object).tolist() == want.to_numpy(dtype=object).tolist()
+
+
 def test_the_fast_path_is_taken_for_a_plain_table() -> None:
     assert tables._arrow_csv('id,a\n1,"x, y"\n2,\n', ",") is not None
     assert tables._arrow_csv("id,a\n1,x,extra\n", ",") is None  # ragged: pandas' reader and its message
     assert tables._arrow_csv("id,id\n1,2\n", ",") is None  # repeated name: refused by the reader's check
+    assert tables._arrow_csv('id,a\n1,x\n2,"z\n3,w\n', ",") is None  # a quote left open: pandas refuses the file

@@ -122,3 +122,23 @@ def test_repeated_keys_by_id() -> None:
         ('{"R1": {"a": "\\u0022:", "a": 2}}', (None, {"R1": "a"})),
     ]:
         assert repeated_keys_by_id(text, loads(text)) == want, text
+
+
+@pytest.mark.parametrize("text,first", [
+    ('{"id":"1","a":"x"}\n[1, 2]\n{"id":"3","a":"x","a":"y"}\n', "line 2: not an object"),  # the reader's own error first
+    ('{"id":"1","a":"x"}\n[1, 2]\n{bad\n', "line 2: not an object"),
+    ('{"id":"1","a":"x","a":1}\n[1, 2]\n', "line 1: the record names the key 'a' more than once"),
+])
+def test_lines_are_checked_in_batches_but_the_first_problem_is_reported_first(text: str, first: str) -> None:
+    """JSON lines are parsed and checked for repeated keys a batch at a time, yet a reader sees
+    them one by one, each before a later line's problem is raised."""
+    from extracteval.io.json_text import jsonl_text_values
+
+    def read() -> None:
+        for i, v in jsonl_text_values(Path("f.jsonl"), text, unique_keys=True):
+            if not isinstance(v, dict):
+                raise InputError(f"line {i}: not an object")
+
+    with pytest.raises(InputError) as e:
+        read()
+    assert first in str(e.value)

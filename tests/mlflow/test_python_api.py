@@ -174,3 +174,47 @@ def test_tables_of_every_kind_read_as_the_file(tmp_path: Path) -> None:
     for kind, (t, p) in kinds.items():
         got = extracteval.score("fields", t, {"llama": p}, **config).to_dict()["models"]["llama"]
         assert {**got, "source": None} == {**want, "source": None}, kind
+
+
+def test_inputs_the_command_line_reads_read_the_same_way(tmp_path: Path) -> None:
+    """A predictions table holding several models (a `model` column) given without a name, a
+    `status_column` over records, a toolcalls truth whose calls are NumPy arrays."""
+    import numpy as np
+
+    truth = pd.DataFrame({"id": ["a", "b", "c"], "kind": ["x", "y", "x"]})
+    both = pd.DataFrame({"id": ["a", "b", "c"] * 2, "kind": ["x", "y", "y", "x", "x", "x"], "model": ["m1"] * 3 + ["m2"] * 3})
+    both.to_csv(tmp_path / "both.csv", index=False)
+    for given in (both, tmp_path / "both.csv"):
+        assert set(extracteval.score("labels", truth, given).models) == {"m1", "m2"}
+    with pytest.raises(InputError, match=r"several models .* without a name"):
+        extracteval.score("labels", truth, {"x": both})
+
+    records = [{"id": "r1", "name": "Ann", "state": "error"}, {"id": "r2", "name": "Bo", "state": "ok"}]
+    got = extracteval.score("json", [{"id": "r1", "name": "Ann"}, {"id": "r2", "name": "Bob"}], {"m": records}, status_column="state")
+    assert got.to_dict()["models"]["m"]["excluded_records"] == 1
+    with pytest.raises(InputError, match="has both columns .state. and .status."):
+        extracteval.score("json", [{"id": "r1", "name": "Ann"}], {"m": [{"id": "r1", "name": "Ann", "state": "ok", "status": "ok"}]},
+                          status_column="state")
+
+    call = {"name": "f", "arguments": {"x": 1}}
+    r = extracteval.score("toolcalls", [{"id": "1", "calls": np.array([call], dtype=object)}], {"m": [{"id": "1", "output": json.dumps(call)}]})
+    assert r.metrics("m")["toolcalls/call_accuracy"] == 1.0
+
+
+def test_empty_or_idless_tables_are_refused_as_files_are() -> None:
+    with pytest.raises(InputError, match="no records"):
+        extracteval.score("fields", pd.DataFrame({"id": [], "x": []}), {"m": [{"id": "a", "x": 1}]})
+    with pytest.raises(InputError, match="no records"):
+        extracteval.score("toolcalls", [], {"m": [{"id": "1", "output": "{}"}]})
+    with pytest.raises(InputError, match='"id" is empty'):
+        extracteval.score("structured", pd.DataFrame({"id": [None, "2"], "reference": ['{"a": 1}'] * 2}),
+                          {"m": pd.DataFrame({"id": ["2"], "output": ['{"a": 1}']})})
+
+
+def test_a_polars_frame_reads_as_its_arrow_table() -> None:
+    pl = pytest.importorskip("polars", reason="polars is not installed (optional: extracteval reads a polars DataFrame via Arrow)")
+    truth = pl.DataFrame({"id": ["a", "b"], "kind": ["x", "y"]})
+    pred = pl.DataFrame({"id": ["a", "b"], "kind": ["x", "x"]})
+    want = extracteval.score("labels", truth.to_pandas(), {"m": pred.to_pandas()}).to_dict()["models"]["m"]
+    got = extracteval.score("labels", truth, {"m": pred}).to_dict()["models"]["m"]
+    assert got == want

@@ -12,6 +12,7 @@ passes; objects without cycles are freed at once as always.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,13 +22,27 @@ __all__ = ["bulk_work"]
 # generation before the next one is collected (defaults 10, 10)
 BULK_THRESHOLDS = (100_000, 50, 100)
 
+_lock = threading.Lock()
+_depth = 0  # blocks open now, in any thread: the first sets the thresholds, the last restores them
+_saved: tuple[int, ...] = ()
+
 
 @contextmanager
 def bulk_work() -> Iterator[None]:
-    """The collector at `BULK_THRESHOLDS` inside the block (never lower than the caller's own)."""
-    before = gc.get_threshold()
-    gc.set_threshold(*(max(a, b) for a, b in zip(BULK_THRESHOLDS, before)))
+    """The collector at `BULK_THRESHOLDS` inside the block (never lower than the caller's own;
+    left alone when the caller switched automatic collection off, threshold 0). Blocks may nest
+    and overlap across threads: the settings found by the first are restored by the last."""
+    global _depth, _saved
+    with _lock:
+        if _depth == 0:
+            _saved = gc.get_threshold()
+            if _saved[0] != 0:
+                gc.set_threshold(*(max(a, b) for a, b in zip(BULK_THRESHOLDS, _saved)))
+        _depth += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                gc.set_threshold(*_saved)

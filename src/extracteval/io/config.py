@@ -79,6 +79,8 @@ def parse_model_spec(spec: Any) -> tuple[str | None, Any]:
     the Python API passes a table held in memory (`io.memory.InMemoryTable`) — is taken as it is."""
     if isinstance(spec, tuple):
         return str(spec[0]), spec[1]
+    if not isinstance(spec, str):  # a path or a table in memory given without a name
+        return None, spec
     if "=" in spec:
         name, _, file = spec.partition("=")
         name = name.strip()
@@ -99,8 +101,8 @@ def models_in_file(name: str | None, path: Path, keys: Any, names: dict[str, str
     if len(keys) > 1 or "" not in keys:
         if name is not None and len(keys) > 1:
             raise InputError(
-                f"{path}: holds several models ({', '.join(sorted(keys))}) in its {column}; "
-                "give it without NAME= to score them all, or split the file."
+                f"{path}: holds several models ({', '.join(sorted(keys))}) in its {column}; give it without a name to score "
+                "them all (`--predictions FILE`, or in Python the predictions alone instead of {{name: predictions}}), or split it."
             )
         items = [(name or m, m) for m in sorted(keys)]
     else:

@@ -91,9 +91,10 @@ _KEY_CHECK_BATCH = 4096
 
 def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys: bool, streamed: bool) -> Iterator[tuple[int, Any]]:
     """(line number, value) per non-blank line, each checked (`records`: a table row; `unique_keys`:
-    no key named twice). The repeated-key check is made for a batch of lines at once and line by
-    line only for a batch that could hold a repeat; the errors and their order are those of a
-    check line by line (a line's repeat is reported before a later line's invalid JSON)."""
+    no key named twice). The lines are parsed and checked a batch at a time (the repeated-key
+    check once for the batch, line by line only where the batch could hold a repeat) and handed
+    on in order, each before a later line's problem is raised: the consumer sees what a check line
+    by line would have shown it, and raises its own errors first."""
     batch: list[tuple[int, str, Any]] = []
     for i, line in enumerate(lines, start=1):
         if not line.strip():
@@ -101,40 +102,43 @@ def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys
         try:
             value = loads(line)
         except ValueError as e:
-            _check_batch(path, batch, records=records, unique_keys=unique_keys)
+            yield from _checked(path, batch, records=records, unique_keys=unique_keys)
             problem = (f"not valid JSON ({e}); expected one JSON object per line" if streamed
                        else f"expected one JSON object per line, but the line is not valid JSON ({e})")
             raise InputError(f"{path}: line {i}: {problem}.") from None
         batch.append((i, line, value))
         if len(batch) >= _KEY_CHECK_BATCH:
-            _check_batch(path, batch, records=records, unique_keys=unique_keys)
-            for n, _, v in batch:
-                yield n, v
+            yield from _checked(path, batch, records=records, unique_keys=unique_keys)
             batch = []
-    _check_batch(path, batch, records=records, unique_keys=unique_keys)
-    for n, _, v in batch:
-        yield n, v
+    yield from _checked(path, batch, records=records, unique_keys=unique_keys)
 
 
-def _check_batch(path: Path, batch: list[tuple[int, str, Any]], *, records: bool, unique_keys: bool) -> None:
-    """The checks of `_line_values` over a batch of parsed lines, in line order. Every line's text
-    holds at least as many `"key":` pairs as its value (a repeated key makes it hold more), so
-    the batch can hold a repeat only where its text holds more pairs than its values: checked
-    once for the batch (`_could_repeat`), line by line only then."""
-    if not batch or not (records or unique_keys):
+def _checked(path: Path, batch: list[tuple[int, str, Any]], *, records: bool, unique_keys: bool) -> Iterator[tuple[int, Any]]:
+    """The batch's (line number, value) in order, each after its checks. Every line's text holds
+    at least as many `"key":` pairs as its value (a repeated key makes it hold more), so the batch
+    can hold a repeat only where its text holds more pairs than its values: checked once for the
+    batch (`_could_repeat`), line by line only then."""
+    if (records or unique_keys) and _may_fail(batch, records=records):
+        for i, line, value in batch:
+            if isinstance(value, dict):
+                if records:
+                    check_table_record(path, f"line {i}", line, value)
+                else:
+                    check_record_keys(path, f"line {i}", line, value)
+            yield i, value
         return
-    dicts = [(i, line, v) for i, line, v in batch if isinstance(v, dict)]
+    for i, _, value in batch:
+        yield i, value
+
+
+def _may_fail(batch: list[tuple[int, str, Any]], *, records: bool) -> bool:
+    dicts = [(line, v) for _, line, v in batch if isinstance(v, dict)]
     if not dicts:
-        return
-    if not (records and any("" in v for _, _, v in dicts)):
-        values = [v for _, _, v in dicts]
-        if not _could_repeat("\n".join(line for _, line, _ in dicts), values, sum(len(v) for v in values)):
-            return
-    for i, line, value in dicts:
-        if records:
-            check_table_record(path, f"line {i}", line, value)
-        else:
-            check_record_keys(path, f"line {i}", line, value)
+        return False
+    if records and any("" in v for _, v in dicts):
+        return True
+    values = [v for _, v in dicts]
+    return _could_repeat("\n".join(line for line, _ in dicts), values, sum(len(v) for v in values))
 
 
 _KEY_COLON = re.compile(r'"\s*:')

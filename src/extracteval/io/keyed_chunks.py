@@ -55,7 +55,8 @@ def keyed_record(p: str | Path, where: str, rec: Any, keys: Sequence[str], what:
         raise InputError(f"{p}: {where}: expected a JSON object with \"{id_key}\" and one of {', '.join(keys)}, but found {type(rec).__name__}.")
     if id_key not in rec:
         raise InputError(f"{p}: {where}: the record has no \"{id_key}\" key (found keys {sorted(rec)[:8]}).")
-    rid = str(rec[id_key]).strip()  # as every reader: ' 1' is the id '1'
+    raw = rec[id_key]
+    rid = "" if raw is None or (isinstance(raw, float) and raw != raw) else str(raw).strip()  # as every reader: ' 1' is the id '1'
     if not rid:
         raise InputError(f"{p}: {where}: \"{id_key}\" is empty; every record needs an id.")
     key = next((k for k in keys if k in rec), None)

@@ -24,7 +24,7 @@ import pandas as pd
 from extracteval.io.cells import json_list_value
 from extracteval.io.json_text import cap_depth
 
-__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "memory_frame", "reader_columns", "json_list_text", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
+__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "option", "renamed", "memory_frame", "memory_records", "reader_columns", "json_list_text", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,13 +33,14 @@ class InMemoryTable:
 
     value: Any = field(repr=False)  # DataFrame, pyarrow Table, polars DataFrame, or list of dicts
     name: str
+    model: str = "model"  # the model's name when the table is given without one (a file's is its stem)
 
     def __str__(self) -> str:
         return self.name
 
     @property
     def stem(self) -> str:
-        return self.name
+        return self.model
 
     @property
     def suffix(self) -> str:
@@ -65,13 +66,34 @@ def in_memory(value: Any, name: str) -> InMemoryTable | None:
     return None
 
 
+def renamed(table: InMemoryTable, old: str, new: str, *, what: str) -> InMemoryTable:
+    """`table` as a table (a list of dicts: its records as rows) with its column `old` named `new`,
+    as the readers expect it (`what`: the option that named it, for messages). A table without
+    `old`, or that has `new` too (which would be meant?), is an `InputError`."""
+    from extracteval.errors import InputError
+
+    frame = memory_frame(table)
+    if old not in frame.columns:
+        raise InputError(f"`{what}`: {table} has no column {old!r}; columns: {[str(c) for c in frame.columns][:20]}.")
+    if new in frame.columns:
+        raise InputError(f"`{what}`: {table} has both columns {old!r} and {new!r}; give one of them.")
+    return InMemoryTable(frame.rename(columns={old: new}), table.name, table.model)
+
+
+def option(source: Any, flag: str) -> str:
+    """How a message names an option for an input from `source`: the command line's flag
+    (`--id-column NAME`), or, for a table held in memory (the Python API), its keyword
+    (`id_column=NAME`)."""
+    return flag.lstrip("-").replace("-", "_") + "=NAME" if is_in_memory(source) else flag + " NAME"
+
+
 def _is_arrow_table(value: Any) -> bool:
     mod = type(value).__module__
     return mod.startswith("pyarrow") and hasattr(value, "schema") and hasattr(value, "to_pandas")
 
 
 def _is_polars(value: Any) -> bool:
-    return type(value).__module__.startswith("polars") and hasattr(value, "to_arrow")
+    return type(value).__module__.startswith("polars") and type(value).__name__ == "DataFrame" and hasattr(value, "to_arrow")
 
 
 def memory_frame(table: InMemoryTable) -> pd.DataFrame:
@@ -92,6 +114,23 @@ def memory_frame(table: InMemoryTable) -> pd.DataFrame:
         dup = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
         raise InputError(f"{name}: column names must be unique; found {len(dup)} repeated: {', '.join(repr(d) for d in dup[:5])}.")
     return reader_columns(frame)
+
+
+def memory_records(table: InMemoryTable) -> list[tuple[str, Any]]:
+    """(where, record) of each record of a table held in memory, for the readers of records
+    (JSON lines): a list of dicts as a JSON array (`record N`; NumPy values made Python ones), a
+    DataFrame as its rows written as JSON lines (`row N`; cells as `memory_frame` gives them, an
+    empty cell None). No record is an `InputError`, as an empty file is."""
+    from extracteval.errors import InputError
+    from extracteval.io.cells import plain
+
+    if isinstance(table.value, list):
+        rows = [(f"record {i}", plain(dict(r)) if isinstance(r, Mapping) else r) for i, r in enumerate(table.value, start=1)]
+    else:
+        rows = [(f"row {i}", {str(k): v for k, v in r.items()}) for i, r in enumerate(memory_frame(table).to_dict("records"), start=1)]
+    if not rows:
+        raise InputError(f"{table}: no records.")
+    return rows
 
 
 def reader_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -130,17 +169,21 @@ def _column_values(col: Any) -> Any:
     return json_list_text(values, text_starts(values, "["))
 
 
-def text_starts(values: np.ndarray, prefix: str) -> np.ndarray:
-    """Which cells of an object column are text starting with `prefix` (Arrow's kernel over the
-    column; cell by cell when the column is not text and missing values alone)."""
+def text_starts(values: Any, prefix: str) -> np.ndarray:
+    """Which cells of a column (an object array, or an Arrow text column) are text starting with
+    `prefix`: Arrow's kernel over the column; cell by cell when it is not text and missing values
+    alone."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    try:
-        arr = pa.array(values, type=pa.string(), from_pandas=True)
-    except (pa.ArrowException, TypeError, ValueError):
-        return np.fromiter((type(v) is str and v.startswith(prefix) for v in values), dtype=bool, count=len(values))
-    return pc.starts_with(arr, prefix).fill_null(False).to_numpy(zero_copy_only=False)
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        arr = values
+    else:
+        try:
+            arr = pa.array(values, type=pa.string(), from_pandas=True)
+        except (pa.ArrowException, TypeError, ValueError):
+            return np.fromiter((type(v) is str and v.startswith(prefix) for v in values), dtype=bool, count=len(values))
+    return pc.starts_with(arr, prefix).fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
 
 
 def json_list_text(values: Any, starts: Any) -> Any:

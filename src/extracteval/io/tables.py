@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.io.memory import is_in_memory, json_list_cells, json_list_text, json_records_frame, memory_frame, parquet_frame, text_starts  # noqa: F401 - readers' API
+from extracteval.io.memory import is_in_memory, option, json_list_cells, json_list_text, json_records_frame, memory_frame, parquet_frame, text_starts  # noqa: F401 - readers' API
 from extracteval.io.json_text import jsonl_text_values, loads, repeated_key_error, repeated_keys
 from extracteval.io.text_files import check_regular_file, read_text, text_encoding
 
@@ -219,19 +219,17 @@ def _arrow_csv(text: str, delim: str) -> pd.DataFrame | None:
         return None
     if table.column_names != header or table.num_rows == 0 or any(not pa.types.is_string(t) for t in table.schema.types):
         return None
+    # Arrow reads a quote left open as a field running to the end of the text, where pandas
+    # refuses the file: that field is the last row's last one, the text ends with `"` and it
+    last = table.column(table.num_columns - 1)[-1].as_py()
+    if "\n" in last or "\r" in last or text.rstrip("\r\n").endswith('"' + last):
+        return None
     columns = {}
     for name, col in zip(header, table.columns):
         values = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
-        starts = pc_starts(col)
+        starts = text_starts(col, "[")
         columns[name] = json_list_text(values, starts) if starts.any() else values
     return pd.DataFrame(columns, columns=header, dtype=object)
-
-
-def pc_starts(col: Any) -> np.ndarray:
-    """Which cells of an Arrow text column start with `[`."""
-    import pyarrow.compute as pc
-
-    return pc.starts_with(col, "[").to_numpy(zero_copy_only=False).astype(bool)
 
 
 def _parse_json_lists(col: pd.Series) -> pd.Series:
@@ -299,8 +297,7 @@ def _id_texts(p: Any, frame: pd.DataFrame, id_column: str) -> np.ndarray:
     """The frame's ids as stripped text; a missing id column or a blank id is an `InputError`."""
     if id_column not in frame.columns:
         cols = [str(c) for c in frame.columns][:20]
-        hint = "pass id_column=NAME" if is_in_memory(p) else "Pass --id-column NAME"
-        raise InputError(f"{p}: no {id_column!r} column; columns found: {cols}. {hint} if the ids are in another column.")
+        raise InputError(f"{p}: no {id_column!r} column; columns found: {cols}. Pass {option(p, '--id-column')} if the ids are in another column.")
     raw = frame[id_column].to_numpy(dtype=object)
     if pd.api.types.infer_dtype(raw, skipna=False) == "string":
         text = np.array([v.strip() for v in raw], dtype=object)
@@ -351,6 +348,8 @@ def load_fields_table(
         frame = path.frame()
         if not len(frame.columns):
             raise InputError(f"{path}: the table has no columns; expected an {id_column!r} column and one column per field.")
+        if not len(frame):
+            raise InputError(f"{path}: the table has columns but no records.")
         return _loaded(path, frame, id_column)
     p = Path(path)
     if not p.exists():

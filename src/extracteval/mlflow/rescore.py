@@ -12,7 +12,6 @@ against, nothing is logged. One path for every task: nothing here knows a task b
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,42 +128,19 @@ def rescore_run(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def read_truth(value: Any, adapter: Any, *, id_column: str = "id", delimiter: str | None = None) -> tuple[list[str], list[Any], str]:
+def read_truth(path: str, adapter: Any, *, id_column: str = "id", delimiter: str | None = None) -> tuple[list[str], list[Any], str]:
     """(record ids, one target cell per record, where the truth came from) of the new ground
     truth file: its rows as the cells `score_frame` reads (the logged predictions are cells);
     ids must be unique."""
-    frame, source = _frame(value, "truth", id_column, delimiter=delimiter)
-    return _unique_ids(frame, source, id_column), _cells(frame, adapter, id_column), source
+    from extracteval.io.tables import _dup_error, read_table
 
-
-def _unique_ids(frame: Any, source: str, id_column: str) -> list[str]:
-    """The frame's record ids as text; duplicates refused as the file readers refuse them."""
-    from extracteval.io.tables import _dup_error
-
-    ids = [str(i) for i in frame[id_column]]
-    if len(set(ids)) != len(ids):
-        _dup_error(source, ids)
-    return ids
-
-
-def _frame(value: Any, what: str, id_column: str, *, delimiter: str | None = None) -> tuple[Any, str]:
-    """A DataFrame of records with `id_column`, and where it came from."""
-    import pandas as pd
-
-    if isinstance(value, (str, Path)):
-        from extracteval.io.tables import read_table
-
-        frame, source = read_table(value, delimiter=delimiter), str(value)
-    elif isinstance(value, pd.DataFrame):
-        frame, source = value, what
-    elif isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(isinstance(r, Mapping) for r in value):
-        frame, source = pd.DataFrame([dict(r) for r in value], dtype=object), what
-    else:
-        raise InputError(f"{what}: expected a DataFrame, a list of dicts (one per record) or a file path, but found {type(value).__name__}.")
+    frame = read_table(path, delimiter=delimiter)
     if id_column not in frame.columns:
         cols = [str(c) for c in frame.columns][:20]
-        raise InputError(f"{source}: no {id_column!r} column; columns found: {cols}. Pass id_column=NAME if the ids are elsewhere.")
-    return frame, source
+        raise InputError(f"{path}: no {id_column!r} column; columns found: {cols}. Pass --id-column NAME if the ids are elsewhere.")
+    ids = [str(i) for i in frame[id_column]]
+    _dup_error(path, ids)
+    return ids, _cells(frame, adapter, id_column), str(path)
 
 
 def _cells(frame: Any, adapter: Any, id_column: str) -> list[Any]:

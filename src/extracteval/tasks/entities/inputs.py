@@ -22,9 +22,8 @@ from typing import Any
 
 from extracteval.errors import InputError
 from extracteval.io.json_text import cap_depth, check_json_file_keys, jsonl_text_values, loads
-from extracteval.io.cells import plain
 from extracteval.io.config import model_files, models_in_file, parse_model_spec
-from extracteval.io.memory import is_in_memory
+from extracteval.io.memory import is_in_memory, memory_records, option
 from extracteval.io.tables import load_fields_table, read_table
 from extracteval.io.text_files import read_text
 
@@ -136,12 +135,7 @@ def read_entity_records(
     array, a DataFrame as a Parquet file."""
     rows: list[tuple[str, dict[str, Any]]] = []  # (where, record)
     if is_in_memory(path):
-        p: Any = path
-        if isinstance(path.value, list):
-            rows = [(f"record [{i}]", plain(dict(rec))) for i, rec in enumerate(path.value)]
-        else:
-            rows = [(f"row {i + 1}", {str(k): v for k, v in rec.items()}) for i, rec in enumerate(path.frame().to_dict("records"))]
-        return _entity_records(p, rows, truth=truth, id_column=id_column, entities_key=entities_key)
+        return _entity_records(path, memory_records(path), truth=truth, id_column=id_column, entities_key=entities_key)
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in ENTITY_SUFFIXES:
@@ -187,14 +181,14 @@ def _entity_records(p: Any, rows: list[tuple[str, dict[str, Any]]], *, truth: bo
     for where, rec in rows:
         rid = rec.get(id_column)
         if rid is None or (isinstance(rid, str) and not rid.strip()) or isinstance(rid, (dict, list)):
-            raise InputError(f"{p}: {where}: expected a record id in {id_column!r} (pass --id-column NAME if it is elsewhere), "
+            raise InputError(f"{p}: {where}: expected a record id in {id_column!r} (pass {option(p, '--id-column')} if it is elsewhere), "
                              f"but found {'nothing' if rid is None else repr(rid)}; keys: {sorted(rec)[:10]}.")
         rid = str(rid).strip()
         if rid in out:
             raise InputError(f"{p}: {where}: record id {rid!r} repeats {first_seen[rid]}; record ids must be unique.")
         if entities_key not in rec and truth:
             raise InputError(f"{p}: {where}: record {rid!r}: no {entities_key!r} key (keys: {sorted(rec)[:10]}); "
-                             "pass --entities-key NAME if the list is under another key.")
+                             f"pass {option(p, '--entities-key')} if the list is under another key.")
         out[rid] = _entity_list(p, where, rid, rec.get(entities_key), entities_key, truth=truth)
         first_seen[rid] = where
     return out

@@ -28,7 +28,7 @@ import pandas as pd
 from extracteval.tasks.json.semantics import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import models_in_file, parse_model_spec
-from extracteval.io.memory import is_in_memory
+from extracteval.io.memory import is_in_memory, memory_frame, memory_records
 from extracteval.io.json_text import loads as _loads, check_json_file_keys, jsonl_text_values
 from extracteval.io.tables import load_fields_table
 from extracteval.io.text_files import read_text
@@ -88,22 +88,14 @@ def _iter_json_records(p: Path) -> list[tuple[str, Any]]:
 def _memory_records(table: Any, id_key: str, safety_key: str) -> list[tuple[str, Any]] | None:
     """(location, record) of each record of a table held in memory that is read record by record
     (a list of dicts; a DataFrame in the pairs layout); None for a DataFrame read as a table."""
-    from extracteval.io.cells import plain
-
-    if isinstance(table.value, list):
-        if not table.value:
-            raise InputError(f"{table}: no records; expected one dict per record.")
-        return [(f"record {i}", plain(dict(r))) for i, r in enumerate(table.value, start=1)]
-    frame = table.frame()
-    keys = {str(c) for c in frame.columns} - {id_key, safety_key}
-    if not (keys & _PAIR_KEYS and keys <= _PAIR_KEYS | _PAIR_EXTRA):
-        return None
-    if not len(frame):
-        raise InputError(f"{table}: no records.")
-    # read as the rows written as JSON lines: an empty `truth` / `prediction` cell is a null (a
-    # null prediction is counted invalid), an empty optional cell (model, status, safety) no key
-    return [(f"row {i}", {str(k): v for k, v in row.items() if v is not None or k in _PAIR_KEYS})
-            for i, row in enumerate(frame.to_dict("records"), start=1)]
+    if not isinstance(table.value, list):
+        keys = {str(c) for c in memory_frame(table).columns} - {id_key, safety_key}
+        if not (keys & _PAIR_KEYS and keys <= _PAIR_KEYS | _PAIR_EXTRA):
+            return None
+        # its rows as JSON lines: an empty `truth` / `prediction` cell is a null (a null
+        # prediction is counted invalid), an empty optional cell (model, status, safety) no key
+        return [(where, {k: v for k, v in row.items() if v is not None or k in _PAIR_KEYS}) for where, row in memory_records(table)]
+    return memory_records(table)
 
 
 def check_pair_keys(p: Path | str, where: str, obj: dict[str, Any], id_key: str, safety_key: str) -> None:

@@ -140,6 +140,18 @@ def _span(sp: Any, text: str | None) -> tuple[int, int, str, str | None]:
     return s, e, tag.strip(), own
 
 
+def _id_renamed(source: Any, id_column: str) -> Any:
+    """A source (a file, a table in memory, or a (name, source) pair) with its `id_column` named
+    `id`, as spans documents name their id; a file's documents must use `id` already."""
+    from extracteval.io.memory import is_in_memory, renamed
+
+    if isinstance(source, tuple):
+        return source[0], _id_renamed(source[1], id_column)
+    if not is_in_memory(source):
+        raise InputError(f"{source}: spans documents name their id under \"id\" in a file; id_column={id_column!r} applies to tables in memory.")
+    return renamed(source, id_column, "id", what="id_column")
+
+
 class SpansAdapter(CellPredictions):
     task = "spans"
     record_is_value = True
@@ -206,8 +218,8 @@ class SpansAdapter(CellPredictions):
         from extracteval.tasks.spans.inputs import is_jsonl, load_jsonl_corpus, load_token_corpus
         from extracteval.tasks.spans.options import named_files
 
-        if id_column != "id":
-            raise InputError("spans: documents name their id under `id`; id_column cannot be changed for this task.")
+        if id_column != "id":  # documents name their id under `id`: a table in memory is renamed, a file must say `id`
+            truth, predictions = _id_renamed(truth, id_column), [_id_renamed(p, id_column) for p in predictions]
         preds = named_files(list(predictions), "predictions")
         cfg = self.build_config(config)
         if is_jsonl(truth):

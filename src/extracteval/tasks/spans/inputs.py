@@ -28,7 +28,7 @@ from extracteval.tasks.spans.schemes import FactorizedTags, UnknownTagError, get
 from extracteval.tasks.spans.semantics import LazyTokens, SpanCorpus, SpanSet, corpus_from_tags
 from extracteval.errors import InputError
 from extracteval.io.json_text import check_json_file_keys, check_record_keys
-from extracteval.io.memory import is_in_memory
+from extracteval.io.memory import is_in_memory, memory_records
 from extracteval.io.text_files import read_text, read_utf8
 
 __all__ = ["TokenFile", "read_token_file", "lone_cr_as_newline", "parse_token_bytes", "token_corpus", "load_token_corpus", "load_jsonl_corpus", "is_jsonl", "JSONL_SUFFIXES"]
@@ -537,24 +537,12 @@ def read_span_list(raw: Any, *, origin: str, key: str, doc_text: str | None) -> 
     return spans
 
 
-def _memory_records(table: Any):
-    """(number, "record N" / "row N", object) of documents held in memory: a list of dicts as a
-    JSON array, a DataFrame's rows (an empty cell reads as a null: an empty `pred` is no span)."""
-    from extracteval.io.cells import plain
-
-    if isinstance(table.value, list):
-        for i, rec in enumerate(table.value, start=1):
-            yield i, f"record {i}", plain(dict(rec)) if isinstance(rec, dict) else rec
-        return
-    for i, rec in enumerate(table.frame().to_dict("records"), start=1):
-        yield i, f"row {i}", {str(k): v for k, v in rec.items()}
-
-
 def _read_jsonl(path: Any, keys: Sequence[str], *, required: bool = True) -> tuple[list[_Doc], str | None]:
     docs: list[_Doc] = []
     seen: dict[str, str] = {}
     used_key: str | None = None
-    for n, at, rec in (_memory_records(path) if is_in_memory(path) else _records(path, read_text(path))):
+    found = ((n, at, rec) for n, (at, rec) in enumerate(memory_records(path), start=1)) if is_in_memory(path) else _records(path, read_text(path))
+    for n, at, rec in found:
         if not isinstance(rec, dict):
             raise InputError(f"{path}: {at}: expected a JSON object per document, but found {type(rec).__name__}.")
         if "id" not in rec or rec["id"] is None or str(rec["id"]).strip() == "":

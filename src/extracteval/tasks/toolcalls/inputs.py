@@ -24,9 +24,8 @@ from typing import Any
 
 from extracteval.io.record_keys import OUTPUT_KEYS
 from extracteval.errors import InputError
-from extracteval.io.cells import plain
 from extracteval.io.json_text import read_record_file
-from extracteval.io.memory import is_in_memory
+from extracteval.io.memory import is_in_memory, memory_records
 
 __all__ = [
     "BfclQuestion",
@@ -365,14 +364,9 @@ def load_records(path: str | Path, keys: Iterable[str], what: str, *, id_key: st
 
     keys = tuple(keys)
     recs: Iterable[tuple[str, Any]]
-    if is_in_memory(path):  # a list of dicts as a JSON array, a DataFrame as a Parquet file
+    if is_in_memory(path):
         p: Any = path
-        if isinstance(path.value, list):
-            recs = [(f"record {i}", plain(dict(r))) for i, r in enumerate(path.value, start=1)]
-        else:
-            recs = [(f"row {i}", row) for i, row in enumerate(path.frame().to_dict(orient="records"), start=1)]
-        if not recs:
-            raise InputError(f"{p}: no records.")
+        recs = memory_records(path)
     else:
         p = Path(path)
         if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):

@@ -42,12 +42,11 @@ def load_truth(path: Any, force_possible: bool, *, id_key: str = "id") -> tuple[
     of dicts as a JSON array, a DataFrame as a table); and whether they are BFCL possible answers."""
     from extracteval.errors import InputError
     from extracteval.io.json_text import read_record_file
-    from extracteval.io.memory import is_in_memory
+    from extracteval.io.memory import is_in_memory, memory_records
 
     if is_in_memory(path):
         p: Any = path
-        recs = ([(f"record {i}", r) for i, r in enumerate(path.value, start=1)] if isinstance(path.value, list)
-                else [(f"row {i}", r) for i, r in enumerate(path.frame().to_dict(orient="records"), start=1)])
+        recs = memory_records(path)
     else:
         p = Path(path)
         if p.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
@@ -63,7 +62,10 @@ def load_truth(path: Any, force_possible: bool, *, id_key: str = "id") -> tuple[
             raise InputError(f"{p}: {where} (id {rec[id_key]}): no reference key; expected one of {', '.join(TRUTH_KEYS)} (found {sorted(rec)[:8]}).")
         if key in ("ground_truth", "possible_answer"):
             possible = True
-        rid = str(rec[id_key])
+        raw = rec[id_key]
+        rid = "" if raw is None or (isinstance(raw, float) and raw != raw) else str(raw)
+        if not rid.strip():
+            raise InputError(f"{p}: {where}: \"{id_key}\" is empty; every record needs an id.")
         if rid in truth:
             raise InputError(f"{p}: {where}: id {rid!r} appears twice.")
         truth[rid] = rec[key]
