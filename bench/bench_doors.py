@@ -18,7 +18,9 @@ engine on what was read. A door's ratio to its floor is what the door itself cos
   into columns + `score_spans`. Door: the command process.
 
 Every door and its floor must give the same primary metric (printed); intervals are off
-everywhere (`--no-ci`, `bootstrap=0`). Each side is timed three times, the sides taking turns;
+everywhere (`--no-ci`, `bootstrap=0`). The floors run with the cycle-collector settings the doors
+use (`core.collector.bulk_work`), so a door is not measured against a floor slowed by collections.
+Peak memory: each door once more in a fresh interpreter (`--peak`), its peak resident set. Each side is timed three times, the sides taking turns;
 each keeps its fastest wall time (the command's wall time is what a user waits). Sizes:
 `EXTRACTEVAL_BENCH_DOORS_SCALE` (default 1.0) multiplies every data set.
 """
@@ -59,13 +61,16 @@ def best_walls(sides: dict[str, Callable[[], Any]]) -> dict[str, tuple[float, An
     reversed every other round) and its first result."""
     import gc
 
+    from extracteval.core.collector import bulk_work
+
     out: dict[str, tuple[float, Any]] = {}
     names = list(sides)
     for r in range(REPEATS):
         for name in (names if r % 2 == 0 else names[::-1]):
             gc.collect()
             t = time.perf_counter()
-            res = sides[name]()
+            with bulk_work():  # the collector policy the doors use, for the floors too
+                res = sides[name]()
             wall = time.perf_counter() - t
             best, first = out.get(name, (float("inf"), res))
             out[name] = (min(best, wall), first)
@@ -150,7 +155,65 @@ def bench_fields() -> None:
         print(_line("`extracteval score fields` (process)", walls["cli"][0], f, 2, walls["cli"][1] == want))
         print(_line("extracteval.score on DataFrames", walls["api"][0], f, 1.5, walls["api"][1] == want))
         print(f"  peak traced memory: floor {_peak(floor):,.0f} MiB, API {_peak(api):,.0f} MiB")
+        rss = {door: _peak_rss(door, folder) for door in ("cli", "api", "plugin")}
+        print(f"  peak resident memory, each door in a fresh process: the command {rss['cli'][0]:,.0f} MiB; the API "
+              f"{rss['api'][0]:,.0f} MiB ({rss['api'][1]:,.0f} MiB of it the process and the user's frames before the call); "
+              f"the plugin, one model (1M cells) {rss['plugin'][0]:,.0f} MiB")
         _fields_plugin(frames, next(iter(ppaths)), folder)
+
+
+def _peak_rss(door: str, folder: Path) -> tuple[float, float]:
+    """(peak resident memory, resident memory before the door is called) in MiB of one door on
+    the `fields` files in `folder`, run alone in a fresh interpreter (`bench_doors.py --peak DOOR
+    FOLDER`): what the user's process holds (the API's process holds the user's frames too)."""
+    done = subprocess.run([sys.executable, __file__, "--peak", door, str(folder)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"--peak {door} exited {done.returncode}: {done.stderr[-2000:]}")
+    values = [float(x) for x in done.stdout.strip().splitlines()[-2:]]
+    return values[-1], (values[0] if len(values) == 2 else 0.0)
+
+
+def _run_peak(door: str, folder: Path) -> None:
+    """`--peak`: run one door on the files `_fields_files` wrote into `folder`, print the peak RSS."""
+    import contextlib
+    import io
+
+    tpath, ppaths = folder / "truth.csv", {p.stem: p for p in sorted(folder.glob("*.csv")) if p.stem != "truth"}
+    if door == "cli":
+        from extracteval.cli import main as cli_main
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli_main(["score", "fields", "--truth", str(tpath), *[a for m, p in ppaths.items() for a in ("--predictions", f"{m}={p}")],
+                      "--no-ci", "--json"])
+    elif door == "api":
+        import extracteval
+
+        frames = {m: _read_csv_strings(p) for m, p in ppaths.items()}
+        truth = _read_csv_strings(tpath)
+        print(_vm("VmRSS"))  # what the user's frames hold before the API is called
+        extracteval.score("fields", truth, frames, bootstrap=0).to_dict()
+    else:
+        import mlflow
+        import orjson
+
+        truth, pred = _read_csv_strings(tpath), _read_csv_strings(next(iter(ppaths.values())))
+        rows = lambda df: [orjson.dumps({k: v for k, v in zip(df.columns[1:], r) if v is not None}).decode()  # noqa: E731
+                           for r in df.drop(columns="id").itertuples(index=False)]
+        data = pd.DataFrame({"id": truth["id"], "truth": rows(truth), "output": rows(pred)})
+        del truth, pred
+        mlflow.set_tracking_uri(f"sqlite:///{folder / 'peak.db'}")
+        with mlflow.start_run():
+            mlflow.models.evaluate(data=data, targets="truth", predictions="output", model_type="extraction-fields",
+                                   evaluators="extracteval", evaluator_config={"id_column": "id", "bootstrap": 0, "figures": False})
+    # VmHWM, not getrusage's ru_maxrss: Linux keeps ru_maxrss across fork and exec, so a child of
+    # this benchmark would report the parent's peak (the data sets it holds)
+    print(_vm("VmHWM"))
+
+
+def _vm(key: str) -> float:
+    """A line of /proc/self/status in MiB (`VmHWM`: the peak resident set; `VmRSS`: now)."""
+    status = Path("/proc/self/status").read_text()
+    return int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith(key + ":"))) / 1024
 
 
 def _peak(fn: Callable[[], Any]) -> float:
@@ -295,6 +358,9 @@ def bench_spans() -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--peak"]:
+        _run_peak(sys.argv[2], Path(sys.argv[3]))
+        return
     wanted = {a for a in sys.argv[1:] if a in ("fields", "json", "spans")}
     for name, fn in (("fields", bench_fields), ("json", bench_json), ("spans", bench_spans)):
         if not wanted or name in wanted:
