@@ -203,25 +203,12 @@ def json_list_text(values: Any, starts: Any) -> Any:
 def _mixed_column(values: Any) -> Any:
     """A column of mixed values, cell by cell: missing → None, NumPy values → Python ones,
     JSON-list text → lists."""
-    from extracteval.io.cells import plain
+    from extracteval.io.cells import is_empty, plain
 
     out = np.empty(len(values), dtype=object)
-    for i, v in enumerate(values):
-        out[i] = json_list_value(v) if isinstance(v, str) else None if _missing(v) else plain(v)
+    for i, v in enumerate(values):  # a text cell is never missing here: the CSV reader keeps '' as ''
+        out[i] = json_list_value(v) if isinstance(v, str) else None if is_empty(v) else plain(v)
     return out
-
-
-def _missing(v: Any) -> bool:
-    if v is None:
-        return True
-    if isinstance(v, float):
-        return v != v
-    if isinstance(v, (list, tuple, dict, str, bytes)) or hasattr(v, "__len__"):
-        return False
-    try:
-        return bool(pd.isna(v))
-    except (TypeError, ValueError):
-        return False
 
 
 # ---- parsed values → the frame a reader gives (for files and tables in memory alike)
