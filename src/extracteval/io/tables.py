@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
+from extracteval.io.cells import is_empty
 from extracteval.io.memory import is_in_memory, option, json_list_cells, json_list_text, json_records_frame, memory_frame, parquet_frame, text_starts  # noqa: F401 - readers' API
 from extracteval.io.json_text import jsonl_text_values, loads, repeated_key_error, repeated_keys
 from extracteval.io.text_files import check_regular_file, read_text, text_encoding
@@ -178,10 +179,9 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
         raise InputError(f"{p}: the file is empty; expected a header line with an 'id' column.") from None
     _sniff_wrong_delimiter(p, [str(c) for c in frame.columns], delim)
     header_duplicates(p, csv_header(text, delim))
-    # one object block, JSON-list cells parsed once per distinct value: per-column pandas work
-    # made a 100k-column file take minutes
     # a cell holding a JSON list is a list: looked for column by column among the cells that
-    # start with '[', each distinct one parsed once (a 100k-column file is one object block)
+    # start with '[', each distinct one parsed once (one object block: per-column pandas work made
+    # a 100k-column file take minutes)
     values = frame.to_numpy(dtype=object)
     starts = [text_starts(values[:, j], "[") for j in range(values.shape[1])]
     if any(m.any() for m in starts):
@@ -226,18 +226,14 @@ def _arrow_csv(text: str, delim: str) -> pd.DataFrame | None:
         return None
     columns = {}
     for name, col in zip(header, table.columns):
-        values = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
-        starts = text_starts(col, "[")
-        columns[name] = json_list_text(values, starts) if starts.any() else values
+        columns[name] = json_list_text(np.asarray(col.to_numpy(zero_copy_only=False), dtype=object), text_starts(col, "["))
     return pd.DataFrame(columns, columns=header, dtype=object)
 
 
 def _parse_json_lists(col: pd.Series) -> pd.Series:
     values = col.to_numpy(dtype=object)
-    mapping = json_list_cells(pd.unique(values))
-    if not mapping:
-        return col
-    return pd.Series([mapping.get(v, v) if isinstance(v, str) else v for v in values], index=col.index, dtype=object)
+    out = json_list_text(values, text_starts(values, "["))
+    return col if out is values else pd.Series(out, index=col.index, dtype=object)
 
 
 def _read_jsonl(p: Path, text: str) -> pd.DataFrame:
@@ -302,20 +298,13 @@ def _id_texts(p: Any, frame: pd.DataFrame, id_column: str) -> np.ndarray:
     if pd.api.types.infer_dtype(raw, skipna=False) == "string":
         text = np.array([v.strip() for v in raw], dtype=object)
     else:  # numbers, missing values: each cell's text ("" for a missing id)
-        text = np.array(["" if v is None or (isinstance(v, float) and v != v) or _is_na(v) else str(v).strip() for v in raw], dtype=object)
+        text = np.array(["" if is_empty(v) else str(v).strip() for v in raw], dtype=object)
     blank = text == ""
     if blank.any():
         row = int(np.flatnonzero(blank)[0])
         where = f"row {row + 1}" if is_in_memory(p) else f"line {row + 2}"
         raise InputError(f"{p}: {where}: column {id_column!r} is empty; every record needs an id.")
     return text
-
-
-def _is_na(v: Any) -> bool:
-    try:
-        return bool(pd.isna(v))
-    except (TypeError, ValueError):
-        return False
 
 
 def _dup_error(p: Any, ids: Iterable[Any], what: str = "record ids") -> None:
