@@ -59,15 +59,13 @@ class ChunkJob:
     inputs: dict[str, Any]
 
 
-def run_chunk_job(job: ChunkJob, *, workers: int = 1, output: str | None = None) -> tuple[Any, dict[str, Any]]:
-    """`score <task> --chunk-size N [--workers W] [--output DIR]` of a task whose chunk task has
-    `keep_records`: the result and the document's `inputs` entry; with `output`, the per-record
-    rows streamed to `DIR/records.parquet`."""
+def run_chunk_job(job: ChunkJob, *, workers: int = 1, folder: Path | None = None) -> tuple[Any, dict[str, Any]]:
+    """`score <task> --chunk-size N [--workers W]` of a task whose chunk task has `keep_records`:
+    the result and the document's `inputs` entry; with `folder` (`--output`'s staging folder),
+    the per-record rows streamed to `folder`/records.parquet."""
     from dataclasses import replace
 
-    from extracteval.io.outputs import make_output_folder
-
-    records_path = make_output_folder(output) / "records.parquet" if output else None
+    records_path = None if folder is None else folder / "records.parquet"
     result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
     return result, job.inputs
 

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = score_sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(p)
         _add_overwrite(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=_score)
     for name, (module, help_text) in COMMANDS.items():
         mod = import_module(f"extracteval.commands.{module}")
         p = sub.add_parser(name, help=help_text, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -54,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
             _add_overwrite(p)
         p.set_defaults(_run=mod.run)
     return parser
+
+
+def _score(args: argparse.Namespace) -> int:
+    """`score <task>`: one runner for every task (`commands/score.py`), imported when it runs."""
+    from extracteval.commands.score import run
+
+    return run(args)
 
 
 # commands whose --output is a results folder replaced as a whole (an evaluation's local copy):

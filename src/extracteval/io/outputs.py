@@ -196,6 +196,11 @@ def staged_folder(out: Path | str, *, replace: bool = False) -> Iterator[Path]:
         with _sigint_deferred():
             try:
                 parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError) as e:  # a file where a folder of the path should be
+                raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
+            except OSError as e:
+                raise output_error(out, e) from None
+            try:
                 staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
                 os.chmod(staging, 0o777 & ~_umask())  # mkdtemp's 0700 would become the output folder's mode
             except OSError as e:

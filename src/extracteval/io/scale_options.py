@@ -67,6 +67,14 @@ def check_local_inputs(args: argparse.Namespace) -> None:
             raise read_error(Path(p), FileNotFoundError())
 
 
+def refuse_spark_output(args: argparse.Namespace, task: str) -> None:
+    """--output with --engine spark, for a task whose Spark job gives no per-record rows."""
+    if getattr(args, "output", None):
+        from extracteval.errors import InputError
+
+        raise InputError(f"--output with --engine spark is not supported for the {task} task (no per-record rows from Spark); drop --output.")
+
+
 def spark_session(args: argparse.Namespace) -> object:
     """The Spark session `--spark-master` / `--spark-partitions` ask for (a clear error without
     pyspark), started when the task first uses it: a truth or predictions file that is not there,

@@ -44,7 +44,8 @@ class Scored:
         result: the task's result object (frozen dataclass with `to_dict()`).
         doc: `result.to_dict()` plus `inputs`; the `--json` document and `result.json`.
         models: model names in ranking order (best first).
-        truth: the ground truth as a DataFrame (logged as the MLflow dataset input, digested).
+        truth: the ground truth as a DataFrame (logged as the MLflow dataset input, digested);
+            given as a function making it, it is made when first read (`score` never reads it).
         truth_source: where the truth came from (a path, or `dataframe`).
         config: the task's effective configuration (becomes params and the config digest).
         generation: decoding settings per model when predictions came from a model.
@@ -60,6 +61,23 @@ class Scored:
     generation: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # derived values computed once per evaluation (e.g. per-item intervals), keyed by the adapter
     cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+def _truth(self: Scored) -> "pd.DataFrame":
+    value = self.__dict__["_truth"]
+    if callable(value):
+        value = value()
+        self.__dict__["_truth"] = value
+    return value
+
+
+def _set_truth(self: Scored, value: Any) -> None:  # the dataclass's __init__ (and `replace`) only
+    self.__dict__["_truth"] = value
+
+
+# `Scored.truth`: a DataFrame, or a function making one when it is first read (the dataclass's
+# __init__ assigns the field through this property)
+Scored.truth = property(_truth, _set_truth)  # type: ignore[assignment,method-assign]
 
 
 @dataclass(frozen=True, kw_only=True)

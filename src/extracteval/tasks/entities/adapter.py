@@ -118,7 +118,7 @@ class EntitiesAdapter(FeatureViewsAdapter):
     # ---- scoring ---------------------------------------------------------------------------
 
     def _scored(self, result: Any, doc: dict[str, Any], truth: Mapping[str, Sequence[Any]], truth_source: str, preds: Sequence[Any]) -> Scored:
-        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=truth_frame(truth),
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=lambda: truth_frame(truth),
                         truth_source=truth_source, config=doc["config"])
         scored.cache["predictions"] = {p.name: p.records for p in preds}  # logged for `extracteval rescore`
         return scored

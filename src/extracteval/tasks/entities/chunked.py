@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,7 @@ import pandas as pd
 
 from extracteval.chunked import ChunkScore
 
-__all__ = ["EntitiesTask", "score_entities_files", "entities_chunk_job"]
+__all__ = ["EntitiesTask", "entities_chunk_job"]
 
 
 @dataclass(frozen=True)
@@ -66,22 +65,6 @@ def _fresh(backend: Any) -> Any:
     b = copy.copy(backend)
     b._cache = {}
     return b
-
-
-def score_entities_files(
-    truth: str, predictions: list[str], *, config: Any, similarity: Any, chunk_size: int, workers: int = 1,
-    id_column: str = "id", entities_key: str = "entities", records_path: str | Path | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    """(EntitiesResult, inputs) of JSONL files sorted by id, streamed `chunk_size` records at a
-    time; per-record rows streamed to `records_path` (Parquet) when given."""
-    from dataclasses import replace
-
-    from extracteval.chunked import run_chunks
-
-    job = entities_chunk_job(truth, predictions, config=config, similarity=similarity, chunk_size=chunk_size, id_column=id_column,
-                             entities_key=entities_key)
-    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
-    return result, job.inputs
 
 
 def entities_chunk_job(truth: str, predictions: list[str], *, config: Any, similarity: Any, chunk_size: int, id_column: str = "id",

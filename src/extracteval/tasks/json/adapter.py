@@ -215,8 +215,8 @@ class JsonAdapter(CellPredictions):
     # ---- scoring -------------------------------------------------------------------------------
 
     def score_args(self, args: argparse.Namespace) -> Scored:
-        """Exactly what `extracteval score json` computes (tasks.json.command.score), keeping
-        the ground truth for the dataset input."""
+        """`extracteval score json` in memory (its command runs this), keeping the ground truth
+        for the dataset input."""
         from extracteval.tasks.json.options import build_config
         from extracteval.core.normalize import Normalizer
         from extracteval.core.similarity import get_similarity
@@ -310,19 +310,17 @@ class JsonAdapter(CellPredictions):
 
     def _scored(self, truth: Mapping[str, Any], preds: Sequence[Any], config: Any, backend: Any, truth_source: str, notes: Sequence[str],
                 *, include_records: bool | None, inputs: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> Scored:
+        from extracteval.tasks.json.options import with_judge
         from extracteval.tasks.json.semantics import score_json
 
         result = score_json(truth, preds, config=config, similarity=backend, truth_source=truth_source)
         doc = result.to_dict(include_records=include_records)
         doc["warnings"] = [*notes, *doc["warnings"]]
-        judge = getattr(backend, "failure_reasons", None)
-        if judge is not None:
-            doc["config"]["similarity"]["semantic"]["calls"] = backend.calls
-            doc["config"]["similarity"]["semantic"]["failures"] = dict(judge)
+        with_judge(doc, backend)
         doc["inputs"] = dict(inputs)
         if extra:
             doc.update(extra)
-        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=_truth_frame(truth),
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=lambda: _truth_frame(truth),
                         truth_source=truth_source, config=doc["config"])
         scored.cache["predictions"] = {p.name: p for p in preds}  # logged for `extracteval rescore`
         return scored

@@ -23,7 +23,7 @@ import pandas as pd
 
 from extracteval.chunked import ChunkJob, ChunkScore, row_matrix
 
-__all__ = ["JsonTask", "ChunkedJsonResult", "score_json_files", "json_chunk_job"]
+__all__ = ["JsonTask", "ChunkedJsonResult", "json_chunk_job"]
 
 
 def _text_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -116,34 +116,13 @@ def finalise_json(ledger: Any, cfg: Any, record_rows: Callable[[], np.ndarray] |
     return ChunkedJsonResult(result=json_result(ledger, cfg, rows), records=ledger.records)
 
 
-def score_json_files(
-    truth: str | None,
-    predictions: list[str],
-    *,
-    config: Any,
-    similarity: Any,
-    chunk_size: int,
-    workers: int = 1,
-    id_key: str = "id",
-    records_mode: str = "auto",
-    output: str | None = None,
-) -> tuple[ChunkedJsonResult, dict[str, Any]]:
-    """`extracteval score json --chunk-size N [--workers W]`: JSONL files streamed by id, chunks
-    scored (in `workers` processes), per-record rows streamed to `output`/records.parquet and
-    buckets.parquet. Returns the result and the `inputs` entry of the document."""
-    from extracteval.chunked import run_chunks
-    from extracteval.io.outputs import make_output_folder
+def scaled_document(result: Any, inputs: dict[str, Any], records_mode: str, backend: Any) -> dict[str, Any]:
+    """The document of the chunked and Spark engines (per-record entries as `--records` asks)."""
+    from extracteval.tasks.json.options import with_judge
 
-    job = json_chunk_job(truth, predictions, config=config, similarity=similarity, chunk_size=chunk_size, workers=workers, id_key=id_key,
-                         records_mode=records_mode)
-    task = job.task
-    paths = None
-    if output:
-        out = make_output_folder(output)
-        paths = {"records": out / "records.parquet", "buckets": out / "buckets.parquet"}
-        task = replace(task, keep_records=True)
-    result, _ = run_chunks(task, job.chunks, workers=workers, records_path=paths)
-    return result, job.inputs
+    doc = result.to_dict(include_records={"auto": None, "all": True, "none": False}[records_mode])
+    doc["inputs"] = inputs
+    return with_judge(doc, backend)
 
 
 def json_chunk_job(

@@ -274,12 +274,11 @@ class LabelsAdapter(FeatureViewsAdapter):
         return self._score_loaded(truth_frame, preds, truth_source, notes, self.build_config(config), list(features) if features else None)
 
     def _score_loaded(self, truth: Any, preds: Sequence[Any], truth_source: str, notes: list[str], config: Any, features: list[str] | None) -> Scored:
+        from extracteval.tasks.labels.chunked import labels_document
         from extracteval.tasks.labels.semantics import score_labels
 
         result = score_labels(truth, preds, config=config, features=features, truth_source=truth_source)
-        doc = result.to_dict()
-        doc["warnings"] = notes + doc["warnings"]
-        doc["inputs"] = {"truth": truth_source, "predictions": {p.name: p.source for p in preds}}
+        doc = labels_document(result, notes, {"truth": truth_source, "predictions": {p.name: p.source for p in preds}})
         return self._scored(result, doc, truth, truth_source, preds)
 
     # ---- streaming engines (mlflow/stream.py) ----------------------------------------------

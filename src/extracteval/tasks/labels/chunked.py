@@ -25,7 +25,7 @@ import numpy as np
 from extracteval.io.scale_options import check_chunk_size
 from extracteval.chunked import ChunkScore
 
-__all__ = ["LabelsChunkLedger", "LabelsTask", "score_labels_files", "labels_chunk_job"]
+__all__ = ["LabelsChunkLedger", "LabelsTask", "labels_chunk_job"]
 
 
 @dataclass(frozen=True)
@@ -78,17 +78,12 @@ class LabelsTask:
         return result, notes
 
 
-def score_labels_files(
-    truth: str, predictions: list[str], *, config: Any, features: list[str] | None, chunk_size: int, workers: int = 1,
-    id_column: str = "id", delimiter: str | None = None,
-) -> tuple[Any, list[str], dict[str, Any]]:
-    """(LabelsResult, notes, inputs) of files streamed `chunk_size` records at a time (wide
-    CSV/TSV/JSONL/Parquet files sorted by id: `io.chunks`)."""
-    from extracteval.chunked import run_chunks
-
-    job = labels_chunk_job(truth, predictions, config=config, features=features, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter)
-    (result, notes), _ = run_chunks(job.task, job.chunks, workers=workers)
-    return result, notes, job.inputs
+def labels_document(result: Any, notes: list[str], inputs: dict[str, Any]) -> dict[str, Any]:
+    """The result document: the reading notes before the scoring warnings, and the inputs."""
+    doc = result.to_dict()
+    doc["warnings"] = notes + doc["warnings"]
+    doc["inputs"] = inputs
+    return doc
 
 
 def labels_chunk_job(truth: str, predictions: list[str], *, config: Any, features: list[str] | None, chunk_size: int,

@@ -200,7 +200,7 @@ class SpansAdapter(CellPredictions):
     # ---- scoring -------------------------------------------------------------------------------
 
     def score_args(self, args: argparse.Namespace) -> Scored:
-        """Exactly what `extracteval score spans` computes (tasks.spans.command.score)."""
+        """`extracteval score spans` in memory (its command runs this)."""
         from extracteval.tasks.spans.options import load_corpus as load
         from extracteval.tasks.spans.options import spans_config as build_config
         from extracteval.tasks.spans.options import spans_inputs, truth_source
@@ -298,7 +298,7 @@ class SpansAdapter(CellPredictions):
         if extra:
             for k, v in extra.items():
                 doc[k] = [*doc[k], *v] if k == "warnings" else v
-        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=_truth_frame(corpus),
+        scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=lambda: _truth_frame(corpus),
                         truth_source=truth_source, config=doc["config"])
         scored.cache["corpus"] = corpus
         return scored

@@ -337,8 +337,10 @@ class StructuredAdapter(DecisionTrackAdapter):
                 preds: Mapping[str, Mapping[str, Any]]) -> Scored:
         from extracteval.tasks.structured.semantics import canonical_text
 
-        ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else sorted(truth)
-        frame = pd.DataFrame({"reference": [canonical_text(truth[i]) for i in ids]}, index=pd.Index(ids, name="id"))
+        def frame() -> pd.DataFrame:
+            ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else sorted(truth)
+            return pd.DataFrame({"reference": [canonical_text(truth[i]) for i in ids]}, index=pd.Index(ids, name="id"))
+
         config = {**doc["config"], "extended": list(extended)}
         scored = Scored(task=self.task, result=result, doc=doc, models=tuple(result.ranking), truth=frame, truth_source=str(truth_source), config=config)
         scored.cache["predictions"] = preds  # logged for `extracteval rescore`

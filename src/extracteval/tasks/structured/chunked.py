@@ -22,7 +22,7 @@ import pandas as pd
 
 from extracteval.chunked import ChunkScore
 
-__all__ = ["StructuredTask", "score_structured_files", "structured_chunk_job"]
+__all__ = ["StructuredTask", "structured_chunk_job"]
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,6 @@ def _truth_value(p: Path, line: int, rid: str, rec: dict[str, Any], key: str) ->
     from extracteval.tasks.structured.semantics import reference_value
 
     return reference_value(rec[key], f"{p}: id {rid}")
-
-
-def score_structured_files(
-    truth: str, predictions: list[str], *, config: Any, chunk_size: int, workers: int = 1, output: str | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    from extracteval.chunked import run_chunk_job
-
-    return run_chunk_job(structured_chunk_job(truth, predictions, config=config, chunk_size=chunk_size), workers=workers, output=output)
 
 
 def structured_chunk_job(truth: str, predictions: list[str], *, config: Any, chunk_size: int) -> Any:

@@ -5,8 +5,6 @@ folder. The command (`score structured`) and the MLflow adapter both run it."""
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Any
 
 from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
@@ -128,20 +126,6 @@ def result_document(result: Any, args: argparse.Namespace, sources: dict[str, st
         matrices = {m: result.count_matrix(m)[1] for m in result.ranking}
         doc["decision"] = make_decision(result.task, tuple(cols), matrices, args, zero_division=result.config.zero_division).to_dict()
     return doc
-
-
-def write_output(out: Path, result: Any, doc: dict[str, Any]) -> None:
-    from extracteval.io.decision_options import write_records
-    from extracteval.io.outputs import staged_folder
-    from extracteval.tasks.structured.semantics import record_columns
-
-    with staged_folder(out) as staging:
-        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
-        matrices = {m: result.count_matrix(m)[1] for m in result.ranking}
-        cols = tuple(doc["count_columns"])
-        ids = record_columns(result.records[result.ranking[0]])["id"] if result.ranking else []
-        extra = {m: [{"error": e} for e in record_columns(result.records[m])["error"]] for m in result.ranking}
-        write_records(staging, cols, matrices, ids, extra)
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -275,11 +275,15 @@ class ToolcallsAdapter(DecisionTrackAdapter):
                           key_config=rec["config"], ranking=tuple(result.ranking))
         # in result.json too: how the references were read is part of the configuration a rescore rebuilds
         doc["config"]["possible_answer"] = run.possible_answer
-        if truth is None:
+        def frame() -> pd.DataFrame:
             ids = [r.id for r in result.records[result.ranking[0]]] if result.ranking else sorted(run.truth)
-            truth = _truth_frame(run.truth, ids, run.possible_answer)
+            return _truth_frame(run.truth, ids, run.possible_answer)
+
         config = {**doc["config"], "checker": "generic", "possible_answer": run.possible_answer, "extended": list(extended)}
-        return Scored(task=self.task, result=run, doc=doc, models=run.ranking, truth=truth, truth_source=str(truth_source), config=config)
+        scored = Scored(task=self.task, result=run, doc=doc, models=run.ranking, truth=frame if truth is None else truth, truth_source=str(truth_source),
+                        config=config)
+        scored.cache["score_records"] = rec  # the per-record counts `score --output` writes
+        return scored
 
     def _bfcl_scored(self, doc: dict[str, Any], scores: Mapping[str, Any], rec: Mapping[str, Any]) -> Scored:
         from extracteval.tasks.toolcalls.semantics import ToolCallConfig
@@ -288,18 +292,23 @@ class ToolcallsAdapter(DecisionTrackAdapter):
         truth = {e.id: list(e.answers) for e in entries}
         run = ToolcallRun(checker="bfcl", generic=rec["generic"], truth=truth, predictions=rec["predictions"], possible_answer=True,
                           key_config=ToolCallConfig(), ranking=tuple(doc["ranking"]), bfcl=dict(scores), categories={e.id: e.category for e in entries})
-        frame = pd.DataFrame(
-            {"category": [e.category for e in entries], "ground_truth": [_canonical(list(e.answers)) for e in entries],
-             "functions": [_canonical(list(e.functions)) for e in entries]},
-            index=pd.Index([e.id for e in entries], name="id"),
-        )
+
+        def frame() -> pd.DataFrame:
+            return pd.DataFrame(
+                {"category": [e.category for e in entries], "ground_truth": [_canonical(list(e.answers)) for e in entries],
+                 "functions": [_canonical(list(e.functions)) for e in entries]},
+                index=pd.Index([e.id for e in entries], name="id"),
+            )
+
         inputs = doc["inputs"]
         source = ", ".join(inputs["truth"])
         # which models had '.' → '_' name mangling is a property of each model's API, not of the
         # scoring: it stays out of the config digest so runs of function-calling and prompt models
         # rank together (it is a param of each model run instead)
         config = {**{k: v for k, v in doc["config"].items() if k != "underscore_to_dot"}, "checker": "bfcl", "categories": list(doc["categories"])}
-        return Scored(task=self.task, result=run, doc=doc, models=run.ranking, truth=frame, truth_source=source, config=config)
+        scored = Scored(task=self.task, result=run, doc=doc, models=run.ranking, truth=frame, truth_source=source, config=config)
+        scored.cache["score_records"] = rec  # the per-record counts `score --output` writes
+        return scored
 
     # ---- per-function counts -------------------------------------------------------------------
 

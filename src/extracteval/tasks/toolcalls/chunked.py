@@ -37,7 +37,7 @@ import pandas as pd
 from extracteval.chunked import ChunkScore
 
 __all__ = ["ToolCallsTask", "ToolCallsEvaluateTask", "ToolCallsEvaluation", "record_table", "toolcalls_chunk_job",
-           "score_toolcalls_files", "BfclLedger", "BfclTask", "score_bfcl_chunked"]
+           "BfclLedger", "BfclTask", "score_bfcl_chunked"]
 
 @dataclass(frozen=True)
 class ToolCallsTask:
@@ -145,19 +145,6 @@ class _Truth:
                 "the first record decides the layout: pass --possible-answer to read every record as possible answers."
             )
         return rec[key]
-
-
-def score_toolcalls_files(
-    truth: str, predictions: list[str], *, config: Any, possible_answer: bool, chunk_size: int, workers: int = 1, output: str | None = None,
-) -> tuple[Any, dict[str, Any], bool]:
-    """`extracteval score toolcalls --chunk-size N [--workers W]` (generic checker): the result
-    (`ToolCallResult` without per-record rows), the `inputs` entry of the document and whether the
-    references were read as BFCL possible answers."""
-    from extracteval.chunked import run_chunk_job
-
-    job = toolcalls_chunk_job(truth, predictions, config=config, possible_answer=possible_answer, chunk_size=chunk_size)
-    result, inputs = run_chunk_job(job, workers=workers, output=output)
-    return result, inputs, job.task.possible_answer
 
 
 def toolcalls_chunk_job(truth: str, predictions: list[str], *, config: Any, possible_answer: bool, chunk_size: int) -> Any:

@@ -3,12 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
-from typing import Any
-
-from extracteval.tasks.toolcalls.pipeline import chunked_document, render, run_bfcl, run_generic, streaming_config
-from extracteval.report.console import print_result
 
 HELP = "predicted tool calls vs reference calls; BFCL-compatible checker with --checker bfcl"
 DESCRIPTION = """\
@@ -57,66 +51,3 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--possible-answer", action="store_true", help="generic: read the truth as BFCL possible answers (automatic for a `ground_truth` key)")
     p.add_argument("--value-match", choices=("exact", "normalized"), default="exact", help="generic: compare argument leaves as canonical JSON (default) or normalised values")
     add_track_arguments(p)
-
-
-def run(args: argparse.Namespace) -> int:
-    chunked = _run_chunked(args)
-    if chunked is not None:
-        doc = chunked
-    else:
-        doc, result, records = (run_bfcl(args) if args.checker == "bfcl" else run_generic(args))
-    if args.output and chunked is not None:  # records.parquet was streamed while scoring
-        _write_output(Path(args.output), doc, None)
-    elif args.output:
-        _write_output(Path(args.output), doc, records)
-    print_result(doc, as_json=args.json, render=render, output=args.output,
-                 written=("result.json", "records.parquet" if chunked is not None else "records.jsonl"), default=None)
-    return 0
-
-
-def _run_chunked(args: argparse.Namespace) -> dict[str, Any] | None:
-    """--chunk-size / --workers (docs/scale.md): the generic checker's document, or None (in
-    memory, or the BFCL checker, whose `run_bfcl` scores in chunks itself)."""
-    from extracteval.errors import InputError
-
-    chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
-    if workers < 1:
-        raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
-    spark = getattr(args, "engine", "local") == "spark"
-    if chunk_size is None and workers == 1 and not spark:
-        return None
-    if args.checker == "bfcl":  # read whole, scored in chunks by `run_bfcl`
-        if spark:
-            raise InputError("--checker bfcl runs on the local engine; drop --engine spark (--chunk-size/--workers score it in chunks).")
-        return None
-    config = streaming_config(args)
-    from extracteval.tasks.toolcalls.chunked import score_toolcalls_files
-
-    if spark:
-        if chunk_size is not None or workers != 1:
-            raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
-        if args.output:
-            raise InputError("--output with --engine spark is not supported for toolcalls yet (no per-record rows); drop --output.")
-        from extracteval.io.scale_options import spark_session
-        from extracteval.tasks.toolcalls.spark import toolcalls_spark_job
-
-        job = toolcalls_spark_job(spark_session(args), args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
-                                  partitions=args.spark_partitions)
-        return chunked_document(job.run().result, job.inputs, possible_answer=job.task.possible_answer)
-    result, inputs, possible = score_toolcalls_files(
-        args.truth[0], args.predictions, config=config, possible_answer=args.possible_answer,
-        chunk_size=100_000 if chunk_size is None else chunk_size, workers=workers, output=args.output,
-    )
-    return chunked_document(result, inputs, possible_answer=possible)
-
-
-
-
-def _write_output(out: Path, doc: dict[str, Any], records: dict[str, Any] | None) -> None:
-    from extracteval.io.decision_options import write_records
-    from extracteval.io.outputs import staged_folder
-
-    with staged_folder(out) as staging:
-        (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
-        if records is not None:  # else the chunked engine streamed records.parquet while scoring
-            write_records(staging, tuple(records["columns"]), records["matrices"], records["ids"], records["extra"])

@@ -1,0 +1,67 @@
+"""`extracteval score <task>`: every task scored the same way.
+
+The engine is chosen once from the scale options (`io.scale_options.scale_engine`). In memory,
+the task's adapter scores the options exactly as `evaluate`, the Python API and the evaluator
+plugin do (`score_args`); with --chunk-size/--workers the task's chunked engine
+(`tasks.<task>.engines.chunked`), with --engine spark its Spark job (`tasks.<task>.engines.spark`).
+The files `--output` gets are written into a staging folder (`io.outputs.staged_folder`) — the
+streaming engines stream their per-record rows there too — and moved into place only when
+complete; the task's `outputs` module writes them and renders the terminal report.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def run(args: argparse.Namespace) -> int:
+    from extracteval.io.scale_options import scale_engine
+    from extracteval.report.console import print_result
+    from extracteval.tasks import task_module
+
+    task = args.task
+    engine = scale_engine(args)
+    if engine == "chunked" and getattr(task_module(task, "engines"), "reads_whole", lambda _args: False)(args):
+        engine = "memory"  # the task reads these files whole and works through them in chunks itself
+    outputs = task_module(task, "outputs")
+    safe_csv = getattr(args, "safe_csv", True)
+    with _staged(getattr(args, "output", None)) as staging:
+        if engine == "memory":
+            from extracteval.mlflow.tasks import get_adapter
+
+            scored = get_adapter(task).score_args(args)
+            result, doc = scored.result, scored.doc
+        else:
+            scored = None
+            result, doc = _scaled(task, args, engine, staging)
+        written = () if staging is None else outputs.write(result, doc, staging, scored=scored, safe_csv=safe_csv)
+    print_result(doc, as_json=args.json, render=outputs.render, output=args.output, written=written)
+    return 0
+
+
+def _scaled(task: str, args: argparse.Namespace, engine: str, folder: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The streaming engines: (result, document); per-record rows streamed into `folder`."""
+    from extracteval.tasks import task_module
+
+    if engine == "spark":
+        from extracteval.io.scale_options import spark_session
+
+        return task_module(task, "engines").spark(args, spark_session(args), folder=folder)
+    chunk_size = getattr(args, "chunk_size", None)
+    return task_module(task, "engines").chunked(args, chunk_size=100_000 if chunk_size is None else chunk_size, workers=getattr(args, "workers", 1),
+                                                folder=folder)
+
+
+@contextmanager
+def _staged(output: str | None) -> Iterator[Path | None]:
+    if not output:
+        yield None
+        return
+    from extracteval.io.outputs import staged_folder
+
+    with staged_folder(Path(output)) as staging:
+        yield staging
