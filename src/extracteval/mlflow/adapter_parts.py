@@ -160,3 +160,33 @@ def closing_sections(warnings: Sequence[str], config: Any, *, then: Sequence[Sec
     out += then
     out.append(Section(title="Configuration", text=json.dumps(config, indent=2, ensure_ascii=False, default=str)))
     return out
+
+
+def rescore_options(adapter: Any, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The evaluator_config options that rebuild a logged run's configuration (its result.json's
+    `config`), for `adapter.build_config`: every key of the task's `config_keys` the logged
+    config holds, the normaliser's keys from its `normalization`, the similarity backend from
+    its description, and the adapter's `logged_keys` ({where in the document: option}, where is
+    `a.b` inside `config`, or `/name` at the document's top, e.g. the fields a run scored)."""
+    from extracteval.io.config import logged_similarity
+
+    cfg = doc.get("config") or {}
+    keys = adapter.config_keys
+    opts = {k: cfg[k] for k in keys if k not in ("similarity", "similarity_options") and cfg.get(k) is not None}
+    norm = cfg.get("normalization") or {}
+    opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in keys and norm.get(k) is not None})
+    similarity = cfg.get("similarity")
+    if "similarity" in keys and isinstance(similarity, Mapping):
+        opts.update(logged_similarity(similarity.get("semantic")))
+    for where, key in getattr(adapter, "logged_keys", {}).items():
+        if where.startswith("/"):
+            value = doc.get(where[1:])
+            if value:
+                opts[key] = list(value)
+            continue
+        value: Any = cfg
+        for part in where.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is not None:
+            opts[key] = value
+    return opts

@@ -25,6 +25,19 @@ class Capability:
     also: Callable[[str], bool] | None = None
 
 
+def _module_has(part: str, *names: str) -> Callable[[str], bool]:
+    """The task's module `part` is there and defines `names` (the `score` command's outputs and
+    streaming engines are modules of the task, beside its adapter)."""
+
+    def check(task: str) -> bool:
+        from extracteval.tasks import present
+
+        mod = present(task, part)
+        return mod is not None and all(callable(getattr(mod, n, None)) for n in names)
+
+    return check
+
+
 def _genai_scorer(task: str) -> bool:
     from extracteval.mlflow.genai import scorer_tasks
 
@@ -32,9 +45,9 @@ def _genai_scorer(task: str) -> bool:
 
 
 CAPABILITIES: tuple[Capability, ...] = (
-    Capability("`score` in memory", ("score_args", "score_experiment", "summary")),
-    Capability("`score --chunk-size/--workers`", ("chunk_job",)),
-    Capability("`--engine spark`", ("spark_job",)),
+    Capability("`score` in memory", ("score_args", "score_experiment", "summary"), also=_module_has("outputs", "write", "render")),
+    Capability("`score --chunk-size/--workers`", ("chunk_job",), also=_module_has("engines", "chunked")),
+    Capability("`--engine spark`", ("spark_job",), also=_module_has("engines", "spark")),
     # every task streams its evaluation through the one path of mlflow/stream.py
     Capability("`evaluate` streamed / Spark", ("chunk_job", "spark_job", "chunk_outputs", "scored_from_chunks")),
     Capability("`leaderboard` intervals", ("interval_metrics", "record_counts", "count_metric")),

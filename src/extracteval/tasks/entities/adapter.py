@@ -30,7 +30,7 @@ from extracteval.errors import InputError
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, given_options, task_config
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, given_options, task_config, rescore_options
 from extracteval.tasks.labels.adapter import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
@@ -132,16 +132,8 @@ class EntitiesAdapter(FeatureViewsAdapter):
         write_prediction_cells({str(r): list(v) for r, v in records.items()}, path)
         return True
 
-    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        from extracteval.io.config import logged_similarity
-
-        cfg = doc.get("config") or {}
-        norm = cfg.get("normalization") or {}
-        opts = {k: cfg[k] for k in ("features", "key_fields", "weights", "strategies", "default_strategy", "types", "match_threshold",
-                                     "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division") if cfg.get(k) is not None}
-        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
-        opts.update(logged_similarity((cfg.get("similarity") or {}).get("semantic")))
-        return opts
+    # evaluator_config options from a logged run's result.json (`extracteval rescore`): written once
+    rescore_options = rescore_options
 
     def score_args(self, args: argparse.Namespace) -> Scored:
         # the steps of `score_entities.score`, keeping the truth records for the digest and dataset

@@ -18,7 +18,7 @@ from extracteval.io import parquet_rows
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.io.parquet_rows import row_group_ids
 from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, given_options, is_winner,
-                                              parent_head, rank_metrics, task_config, winner_kind_metrics, winners_table)
+                                              parent_head, rank_metrics, task_config, winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, write_predictions_parquet
 from extracteval.tasks.fields.inputs import frame_to_predictions
@@ -633,15 +633,9 @@ class FieldsAdapter:
                       for r, same, row in zip(st.index, uniform, st.to_numpy(dtype=object).tolist())}
         return LoggedPredictions(cells=cells, status=status)
 
-    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        cfg = doc.get("config") or {}
-        norm = cfg.get("normalization") or {}
-        opts = {k: cfg[k] for k in ("strategies", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "min_records",
-                                     "bootstrap", "confidence", "seed") if k in cfg}
-        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
-        if doc.get("fields"):
-            opts["fields"] = list(doc["fields"])  # the fields the run scored (a `--fields` choice too)
-        return opts
+    # evaluator_config options from a logged run's result.json (`extracteval rescore`): written once
+    rescore_options = rescore_options
+    logged_keys = {"/fields": "fields"}  # the fields the run scored (a `--fields` choice too)
 
     def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
         """The parent run's CSV artifacts: the leaderboard and the winner of every field."""

@@ -26,7 +26,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
-                                              winner_kind_metrics, winners_table)
+                                              winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
@@ -334,17 +334,9 @@ class JsonAdapter(CellPredictions):
         write_prediction_cells(_prediction_cells(p, str((scored.config.get("safety_score") or {}).get("key") or "safety_score")), path)
         return True
 
-    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        from extracteval.io.config import logged_similarity
-
-        cfg = doc.get("config") or {}
-        norm = cfg.get("normalization") or {}
-        safety = cfg.get("safety_score") or {}
-        opts = {k: cfg[k] for k in ("strategies", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "weights", "clamp", "flatten") if k in cfg}
-        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
-        opts.update({k: safety[v] for k, v in (("default_safety", "default"), ("safety_key", "key")) if v in safety})
-        opts.update(logged_similarity((cfg.get("similarity") or {}).get("semantic")))
-        return opts
+    # evaluator_config options from a logged run's result.json (`extracteval rescore`): written once
+    rescore_options = rescore_options
+    logged_keys = {"safety_score.default": "default_safety", "safety_score.key": "safety_key"}
 
     def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
         """(JsonConfig, similarity backend name, backend options) from evaluator_config options."""

@@ -32,7 +32,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
 from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
-                                              winner_kind_metrics, winners_table)
+                                              winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -348,14 +348,9 @@ class LabelsAdapter(FeatureViewsAdapter):
         write_prediction_cells(_label_cells(values), path)
         return True
 
-    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        cfg = doc.get("config") or {}
-        norm = cfg.get("normalization") or {}
-        opts = {k: cfg[k] for k in ("types", "positive_labels", "zero_division") if cfg.get(k) is not None}
-        opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in norm})
-        if doc.get("features"):
-            opts["features"] = list(doc["features"])  # the features the run scored (a `--features` choice too)
-        return opts
+    # evaluator_config options from a logged run's result.json (`extracteval rescore`): written once
+    rescore_options = rescore_options
+    logged_keys = {"/features": "features"}  # the features the run scored (a `--features` choice too)
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.tasks.labels.semantics import LabelsConfig

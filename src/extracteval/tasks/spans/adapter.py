@@ -25,7 +25,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner, parent_head,
-                                              rank_metrics, task_config, winner_kind_metrics, winners_table)
+                                              rank_metrics, task_config, winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
@@ -313,12 +313,9 @@ class SpansAdapter(CellPredictions):
         write_prediction_cells(_prediction_cells(corpus, model), path)
         return True
 
-    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        cfg = doc.get("config") or {}
-        opts = {k: cfg[k] for k in ("threshold", "iou_weight", "zero_division", "bootstrap", "confidence", "seed") if k in cfg}
-        if "max_examples" in cfg:
-            opts["examples"] = cfg["max_examples"]
-        return opts
+    # evaluator_config options from a logged run's result.json (`extracteval rescore`): written once
+    rescore_options = rescore_options
+    logged_keys = {"max_examples": "examples"}
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
         from extracteval.tasks.spans.semantics import SpansConfig

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, given_options, parent_head, rank_metrics, task_config, winner_kind_metrics
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, given_options, parent_head, rank_metrics, task_config, winner_kind_metrics, rescore_options
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -350,9 +350,8 @@ class StructuredAdapter(DecisionTrackAdapter):
         """Per record, the model's raw output as scored (text or object)."""
         return write_raw_outputs(scored.cache.get("predictions", {}).get(model), path)
 
-    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        cfg = doc.get("config") or {}
-        return {k: cfg[k] for k in ("list_matching", "value_match", "zero_division") if cfg.get(k) is not None}
+    # evaluator_config options from a logged run's result.json (`extracteval rescore`): written once
+    rescore_options = rescore_options
 
     # ---- metrics -------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
-                                              winner_kind_metrics, winners_table)
+                                              winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.tasks.structured.adapter import (
     DecisionTrackAdapter,
@@ -262,11 +262,8 @@ class ToolcallsAdapter(DecisionTrackAdapter):
         scored.cache["functions"] = {m: _function_rows(result.functions[m], float(run.config.zero_division)) for m in run.ranking}
         return scored_of_stream(scored, streamed)
 
-    def rescore_options(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        cfg = doc.get("config") or {}
-        opts = {k: cfg[k] for k in ("value_match", "zero_division") if cfg.get(k) is not None}
-        opts["possible_answer"] = bool(cfg.get("possible_answer", False))
-        return opts
+    # evaluator_config options from a logged run's result.json (`extracteval rescore`): written once
+    rescore_options = rescore_options
 
     def _generic_scored(self, doc: dict[str, Any], result: Any, rec: Mapping[str, Any], truth_source: str, extended: Sequence[str],
                         truth: pd.DataFrame | None = None) -> Scored:
