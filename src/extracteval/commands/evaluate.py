@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from extracteval.io.common_options import add_tracking_uri_argument
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pathlib import Path
 
     from extracteval.mlflow.bundle import Bundle
     from extracteval.mlflow.upload import UploadResult

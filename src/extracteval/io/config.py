@@ -11,7 +11,7 @@ from typing import Any
 from extracteval.errors import InputError
 from extracteval.io.text_files import read_text
 
-__all__ = ["load_mapping", "parse_model_spec", "models_in_file", "safe_file_name", "similarity_settings"]
+__all__ = ["load_mapping", "parse_model_spec", "models_in_file", "safe_file_name", "similarity_settings", "similarity_of", "options_of", "given_options", "task_config"]
 
 
 def load_mapping(path: str | Path) -> dict[str, Any]:
@@ -53,6 +53,23 @@ def similarity_settings(raw: Mapping[str, Any], *, source: str, default: str = "
     if "api_key" in options:
         raise InputError(f"{source}: do not put API keys in configs; set EXTRACTEVAL_JUDGE_API_KEY instead.")
     return name, dict(options)
+
+
+def similarity_of(config: Mapping[str, Any], base: tuple[str, Mapping[str, Any]] = ("lexical", {}), *, source: str = "evaluator_config",
+                  ) -> tuple[str, dict[str, Any]]:
+    """The similarity backend (name, options) of a task's options: `base` (a strategies or weights
+    file's), its name replaced by `similarity`, its options by `similarity_options` (checked as
+    `similarity_settings` checks them), and the command line's --embedding-model,
+    --judge-base-url and --judge-model set as the backend's `model_path`, `base_url`, `model`."""
+    name, opts = str(base[0]), dict(base[1])
+    if config.get("similarity"):
+        name = str(config["similarity"])
+    if config.get("similarity_options") is not None:
+        opts = similarity_settings(config, source=source)[1]
+    for flag, key in (("embedding_model", "model_path"), ("judge_base_url", "base_url"), ("judge_model", "model")):
+        if config.get(flag):
+            opts[key] = config[flag]
+    return name, opts
 
 
 def logged_similarity(described: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -154,3 +171,67 @@ def normalization_flags(args: Any) -> dict[str, Any]:
     """The normalisation options of the command line's `--null-tokens A,B` and `--dayfirst`, read
     as `normalization_keys` reads them (a flag not given sets nothing)."""
     return normalization_keys({"null_tokens": getattr(args, "null_tokens", None), "dayfirst": True if getattr(args, "dayfirst", False) else None})
+
+
+def options_of(options: Any) -> Mapping[str, Any]:
+    """The one options mapping a task's `build_config` reads: evaluator_config keys as given,
+    or the command line's parsed options, whose destinations are the same names — a flag not
+    given (None, or False for an on/off flag) is absent, `--no-ci` is `bootstrap: 0` and
+    `--resamples N` is `bootstrap: N`."""
+    import argparse
+
+    if not isinstance(options, argparse.Namespace):
+        return options
+    opts = {k: v for k, v in vars(options).items() if not k.startswith("_") and v is not None and v is not False}
+    resamples = opts.pop("resamples", None)
+    if opts.pop("no_ci", False):
+        opts["bootstrap"] = 0
+    elif resamples is not None:
+        opts["bootstrap"] = resamples
+    return opts
+
+
+def listed(value: Any) -> list[str] | None:
+    """A list option (`fields`, `features`) given as a list or as comma-separated text
+    (`--fields a,b`); None when not given or empty."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = [str(v).strip() for v in items if str(v).strip()]
+    return out or None
+
+
+def given_options(config: Mapping[str, Any], keys: Sequence[str], *, numbers: Sequence[str] = ()) -> dict[str, Any]:
+    """The evaluator_config options among `keys` that are given (not None); those in `numbers`
+    read as floats, a clear error naming the option otherwise."""
+    from extracteval.errors import InputError
+
+    opts = {k: config[k] for k in keys if config.get(k) is not None}
+    for k in numbers:
+        if k in opts:
+            try:
+                opts[k] = float(opts[k])
+            except (TypeError, ValueError):
+                raise InputError(f"evaluator_config `{k}`: expected a number in [0, 1], but got {opts[k]!r}.") from None
+    return opts
+
+
+def task_config(cls: Any, opts: dict[str, Any], config: Mapping[str, Any] | None = None, *, normalization: Mapping[str, Any] | None = None,
+                errors: tuple[type[Exception], ...] = (TypeError,), where: str = "evaluator_config") -> Any:
+    """A task's configuration `cls(**opts)` from evaluator_config options. With `config`, its
+    normaliser keys (`null_tokens`, `dayfirst`, …) over `normalization` (those read from a
+    strategies file) become `opts["normalization"]`. A wrongly typed option is an `InputError`
+    (`where`: what its message names as the options' source)."""
+    from extracteval.errors import InputError
+
+    if config is not None:
+        from extracteval.core.normalize import NormalizationConfig
+        from extracteval.io.config import normalization_keys
+
+        norm = {**(normalization or {}), **normalization_keys(config)}
+        if norm:
+            opts["normalization"] = NormalizationConfig(**norm)
+    try:
+        return cls(**opts)
+    except errors as e:
+        raise InputError(f"{where}: {e}") from None

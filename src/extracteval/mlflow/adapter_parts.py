@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from extracteval.io.config import given_options, task_config  # noqa: F401  (the adapters import them from here too)
 from extracteval.mlflow.tasks import Section
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,41 +25,6 @@ __all__ = ["given_options", "task_config", "frame_ids", "WINNER_KINDS", "is_winn
            "adjacent_ranks_section", "closing_sections"]
 
 WINNER_KINDS = ("sole", "shared", "universal", "none")
-
-
-def given_options(config: Mapping[str, Any], keys: Sequence[str], *, numbers: Sequence[str] = ()) -> dict[str, Any]:
-    """The evaluator_config options among `keys` that are given (not None); those in `numbers`
-    read as floats, a clear error naming the option otherwise."""
-    from extracteval.errors import InputError
-
-    opts = {k: config[k] for k in keys if config.get(k) is not None}
-    for k in numbers:
-        if k in opts:
-            try:
-                opts[k] = float(opts[k])
-            except (TypeError, ValueError):
-                raise InputError(f"evaluator_config `{k}`: expected a number in [0, 1], but got {opts[k]!r}.") from None
-    return opts
-
-
-def task_config(cls: Any, opts: dict[str, Any], config: Mapping[str, Any] | None = None, *, normalization: Mapping[str, Any] | None = None,
-                errors: tuple[type[Exception], ...] = (TypeError,)) -> Any:
-    """A task's configuration `cls(**opts)` from evaluator_config options. With `config`, its
-    normaliser keys (`null_tokens`, `dayfirst`, …) over `normalization` (those read from a
-    strategies file) become `opts["normalization"]`. A wrongly typed option is an `InputError`."""
-    from extracteval.errors import InputError
-
-    if config is not None:
-        from extracteval.core.normalize import NormalizationConfig
-        from extracteval.io.config import normalization_keys
-
-        norm = {**(normalization or {}), **normalization_keys(config)}
-        if norm:
-            opts["normalization"] = NormalizationConfig(**norm)
-    try:
-        return cls(**opts)
-    except errors as e:
-        raise InputError(f"evaluator_config: {e}") from None
 
 
 def frame_ids(ids: Sequence[Any], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], truth_source: str, *,

@@ -297,7 +297,7 @@ def leaderboard_note(result: Any, key: str | None = None) -> str:
                      f"{fmt_diff(spec, float(d['high'])).split()[0]}] — " if d.get("low") is not None and d.get("confidence") else ""
                 lines.append(f"- {_md(c.get('higher'))} vs {_md(c.get('lower'))}: {diff}{ci}**{c.get('verdict', '')}**")
         if g.superseded:
-            lines += ["", f"Not ranked (superseded by a later run of the same model, truth and config): "
+            lines += ["", "Not ranked (superseded by a later run of the same model, truth and config): "
                       + ", ".join(f"{_md(s.model)} (`{s.run_id[:8]}` → `{s.superseded_by[:8]}`)" for s in g.superseded[:20])
                       + (f" and {len(g.superseded) - 20} more" if len(g.superseded) > 20 else "")]
         lines.append("")

@@ -33,7 +33,7 @@ from extracteval.core.bootstrap import Interval
 from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.errors import InputError
 from extracteval.mlflow.descriptions import HEADLINE_WINNER, headline, leaderboard_note
-from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download, _local_artifact
+from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download
 
 __all__ = [
     "TrackingStoreLeaderboard",

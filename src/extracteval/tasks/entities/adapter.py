@@ -30,7 +30,7 @@ from extracteval.errors import InputError
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, given_options, task_config, rescore_options
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, rescore_options
 from extracteval.tasks.labels.adapter import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
@@ -102,7 +102,7 @@ class EntitiesAdapter(FeatureViewsAdapter):
     config_keys: Mapping[str, str] = {
         "features": "score only these entity fields (list)",
         "key_fields": "fields the alignment similarity uses (list; default: weighted fields, else all)",
-        "weights": "alignment weight per key field: mapping {field: weight} or a JSON/YAML file path",
+        "weights": "alignment weight per key field: mapping {field: weight}, or a JSON/YAML weights file (read as `--weights FILE` reads it, with every option it holds)",
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|SEMANTIC|IGNORE} or a JSON/YAML file path",
         "types": "per-field value type: mapping {field: auto|category|text|number|date}",
         "match_threshold": "minimum weighted similarity of a matched pair (0.5)",
@@ -224,28 +224,9 @@ class EntitiesAdapter(FeatureViewsAdapter):
 
     def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
         """(EntitiesConfig, similarity backend name, backend options) from evaluator_config options."""
-        from extracteval.tasks.entities.semantics import EntitiesConfig
-        from extracteval.core.strategies import parse_strategy_map
-        from extracteval.io.config import load_mapping, similarity_settings
+        from extracteval.tasks.entities.options import build_config
 
-        opts: dict[str, Any] = {}
-        for k in ("weights", "strategies", "types"):
-            v = config.get(k)
-            if v is None:
-                continue
-            if isinstance(v, str) and k != "types":
-                raw = load_mapping(v)
-                v = raw[k] if isinstance(raw.get(k), dict) else raw
-            if not isinstance(v, Mapping):
-                raise InputError(f"evaluator_config `{k}`: expected a mapping of field to value, but got {type(v).__name__}.")
-            opts[k] = parse_strategy_map(dict(v), source=f"evaluator_config `{k}`") if k == "strategies" else dict(v)
-        for k in ("features", "key_fields"):
-            v = config.get(k)
-            if v is not None:
-                opts[k] = [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
-        opts.update(given_options(config, ("default_strategy", "match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division")))
-        sim_name, sim_opts = similarity_settings(config, source="evaluator_config")
-        return task_config(EntitiesConfig, opts, config), sim_name, sim_opts
+        return build_config(config)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

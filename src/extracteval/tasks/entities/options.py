@@ -1,6 +1,6 @@
-"""The `entities` task's options: a --weights file and the command line's flags → `EntitiesConfig`,
-the similarity backend and its options; the judge's counts in a result; the backend of a streamed
-run. The command and the MLflow adapter (evaluate, rescore, the streaming engines) read them here."""
+"""The `entities` task's options → `EntitiesConfig`, the similarity backend and its options (one
+translation for the command line's parsed options and evaluator_config keys, which are the same
+names); the judge's counts in a result; the backend of a streamed run."""
 
 from __future__ import annotations
 
@@ -16,81 +16,90 @@ _WEIGHTS_KEYS = {"weights", "strategies", "types", "key_fields", "features", "ma
                  "similarity_options"}
 
 
-def _csv(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [x.strip() for x in value.split(",") if x.strip()]
-
-
-def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
-    """EntitiesConfig, similarity backend name and its options (as `score json`) from --weights /
-    --strategies files overlaid with explicit options."""
-    from extracteval.tasks.entities.semantics import EntitiesConfig
-    from extracteval.core.normalize import NormalizationConfig
+def _weights_file(path: str) -> tuple[dict[str, Any], dict[str, Any], tuple[str, dict[str, Any]]]:
+    """A --weights file: a plain map {field: weight}, or the structured form holding the other
+    options too (weights, types, strategies, key_fields, features, thresholds, similarity, null
+    tokens) → (EntitiesConfig options, normaliser options, similarity backend)."""
     from extracteval.core.strategies import parse_strategy_map
     from extracteval.errors import InputError
     from extracteval.io.config import load_mapping, similarity_settings
 
+    raw = load_mapping(path)
+    structured = (any(isinstance(v, (dict, list)) for v in raw.values())
+                  or bool(set(raw) & {"match_threshold", "fuzzy_threshold", "semantic_threshold"})
+                  or isinstance(raw.get("similarity"), str))
+    if not structured:
+        return {"weights": raw}, {}, ("lexical", {})
+    unknown = sorted(set(raw) - _WEIGHTS_KEYS)
+    if unknown:
+        raise InputError(f"{path}: unknown keys {unknown}; expected some of {sorted(_WEIGHTS_KEYS)}.")
+    opts: dict[str, Any] = {}
+    for k in ("weights", "types"):
+        if k in raw:
+            if not isinstance(raw[k], dict):
+                raise InputError(f"{path}: {k!r} must be a mapping of field to value, but found {type(raw[k]).__name__}.")
+            opts[k] = raw[k]
+    if "strategies" in raw:
+        opts["strategies"] = parse_strategy_map(raw["strategies"], source=f"{path}: strategies")
+    for k in ("key_fields", "features"):
+        if k in raw:
+            if not isinstance(raw[k], list):
+                raise InputError(f"{path}: {k!r} must be a list of field names, but found {type(raw[k]).__name__}.")
+            opts[k] = [str(x) for x in raw[k]]
+    opts.update({k: raw[k] for k in ("match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division") if k in raw})
+    norm: dict[str, Any] = {}
+    if "null_tokens" in raw:
+        norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
+    if "dayfirst" in raw:
+        norm["dayfirst"] = bool(raw["dayfirst"])
+    return opts, norm, similarity_settings(raw, source=str(path))
+
+
+def build_config(options: Any) -> tuple[Any, str, dict[str, Any]]:
+    """(EntitiesConfig, similarity backend name, backend options) of the task's options —
+    evaluator_config keys, or the command line's parsed options under the same names
+    (`io.config.options_of`): the one translation for every door. `weights` and `strategies` may
+    name files: a weights file is read with every option it holds, and the options given beside
+    it override them (strategies add to its strategies)."""
+    from extracteval.core.strategies import parse_strategy_map
+    from extracteval.errors import InputError
+    from extracteval.io.config import given_options, load_mapping, options_of, similarity_of, task_config
+    from extracteval.tasks.entities.semantics import EntitiesConfig
+
+    config = options_of(options)
     opts: dict[str, Any] = {}
     norm: dict[str, Any] = {}
-    sim_name, sim_opts = "lexical", {}
-    if args.weights:
-        raw = load_mapping(args.weights)
-        structured = (any(isinstance(v, (dict, list)) for v in raw.values())
-                      or bool(set(raw) & {"match_threshold", "fuzzy_threshold", "semantic_threshold"})
-                      or isinstance(raw.get("similarity"), str))
-        if structured:
-            unknown = sorted(set(raw) - _WEIGHTS_KEYS)
-            if unknown:
-                raise InputError(f"{args.weights}: unknown keys {unknown}; expected some of {sorted(_WEIGHTS_KEYS)}.")
-            for k in ("weights", "types"):
-                if k in raw and not isinstance(raw[k], dict):
-                    raise InputError(f"{args.weights}: {k!r} must be a mapping of field to value, but found {type(raw[k]).__name__}.")
-            if "weights" in raw:
-                opts["weights"] = raw["weights"]
-            if "types" in raw:
-                opts["types"] = raw["types"]
-            if "strategies" in raw:
-                opts["strategies"] = parse_strategy_map(raw["strategies"], source=f"{args.weights}: strategies")
-            for k in ("key_fields", "features"):
-                if k in raw:
-                    if not isinstance(raw[k], list):
-                        raise InputError(f"{args.weights}: {k!r} must be a list of field names, but found {type(raw[k]).__name__}.")
-                    opts[k] = [str(x) for x in raw[k]]
-            for k in ("match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division"):
-                if k in raw:
-                    opts[k] = raw[k]
-            sim_name, sim_opts = similarity_settings(raw, source=str(args.weights))
-            if "null_tokens" in raw:
-                norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
-            if "dayfirst" in raw:
-                norm["dayfirst"] = bool(raw["dayfirst"])
-        else:
-            opts["weights"] = raw
-    if args.strategies:
-        opts["strategies"] = {**opts.get("strategies", {}), **parse_strategy_map(load_mapping(args.strategies), source=str(args.strategies))}
-    if args.key_fields is not None:
-        opts["key_fields"] = _csv(args.key_fields)
-    if args.features is not None:
-        opts["features"] = _csv(args.features)
-    for k in ("match_threshold", "fuzzy_threshold", "semantic_threshold", "zero_division"):
-        v = getattr(args, k, None)
+    file_sim: tuple[str, dict[str, Any]] = ("lexical", {})
+    weights = config.get("weights")
+    weights_file = str(weights) if isinstance(weights, (str, Path)) else None
+    if weights_file is not None:
+        opts, norm, file_sim = _weights_file(weights_file)
+    elif weights is not None:
+        if not isinstance(weights, Mapping):
+            raise InputError(f"evaluator_config `weights`: expected a mapping of field to value, but got {type(weights).__name__}.")
+        opts["weights"] = dict(weights)
+    for k in ("strategies", "types"):
+        v = config.get(k)
+        if v is None:
+            continue
+        source = f"evaluator_config `{k}`"
+        if isinstance(v, (str, Path)) and k == "strategies":
+            source, raw = str(v), load_mapping(v)
+            v = raw[k] if isinstance(raw.get(k), dict) else raw
+        if not isinstance(v, Mapping):
+            raise InputError(f"{source}: expected a mapping of field to value, but got {type(v).__name__}.")
+        given = parse_strategy_map(dict(v), source=source) if k == "strategies" else dict(v)
+        opts[k] = {**opts.get(k, {}), **given}
+    for k in ("features", "key_fields"):
+        v = config.get(k)
         if v is not None:
-            opts[k] = v
-    from extracteval.io.config import normalization_flags  # here: --help loads no pandas
-
-    norm.update(normalization_flags(args))
-    if norm:
-        opts["normalization"] = NormalizationConfig(**norm)
-    if getattr(args, "similarity", None):
-        sim_name = args.similarity
-    for flag, key in (("embedding_model", "model_path"), ("judge_base_url", "base_url"), ("judge_model", "model")):
-        if getattr(args, flag, None):
-            sim_opts[key] = getattr(args, flag)
+            opts[k] = [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else list(v)
+    opts.update(given_options(config, ("default_strategy", "match_threshold", "fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "zero_division")))
+    sim_name, sim_opts = similarity_of(config, file_sim)
     try:
-        return EntitiesConfig(**opts), sim_name, sim_opts
+        return task_config(EntitiesConfig, opts, config, normalization=norm), sim_name, sim_opts
     except InputError as e:
-        raise InputError(f"{args.weights}: {e}" if args.weights and "weight" in str(e) else str(e)) from None
+        raise InputError(f"{weights_file}: {e}" if weights_file and "weight" in str(e) else str(e)) from None
 
 
 def judge_counts(doc: dict[str, Any], backend: Any) -> None:

@@ -17,8 +17,8 @@ from extracteval.tasks.fields.records import _COUNT_KEYS, records_frame_of  # no
 from extracteval.io import parquet_rows
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.io.parquet_rows import row_group_ids
-from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, given_options, is_winner,
-                                              parent_head, rank_metrics, task_config, winner_kind_metrics, winners_table, rescore_options)
+from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner,
+                                              parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, write_predictions_parquet
 from extracteval.tasks.fields.inputs import frame_to_predictions
@@ -363,10 +363,10 @@ class FieldsAdapter:
         memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
         keys): the Python API's door."""
         from extracteval.tasks.fields.inputs import load_fields_inputs
+        from extracteval.tasks.fields.options import chosen_fields
 
         truth_frame, preds, truth_source = load_fields_inputs(truth, predictions, id_column=id_column)
-        fields = config.get("fields")
-        return self._score_loaded(truth_frame, preds, truth_source, self.build_config(config), list(fields) if fields else None)
+        return self._score_loaded(truth_frame, preds, truth_source, self.build_config(config), chosen_fields(config))
 
     def _score_loaded(self, truth: Any, preds: Sequence[Any], truth_source: str, config: Any, fields: list[str] | None, *,
                       early: "EarlyWork | None" = None) -> Scored:
@@ -436,24 +436,9 @@ class FieldsAdapter:
         return self.score_args(ns)
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.fields.semantics import FieldsConfig
-        from extracteval.tasks.fields.options import strategy_file_options
-        from extracteval.core.strategies import parse_strategy_map
+        from extracteval.tasks.fields.options import build_config
 
-        opts: dict[str, Any] = {}
-        norm: dict[str, Any] = {}
-        strategies = config.get("strategies")
-        if isinstance(strategies, (str, Path)):
-            # a strategies file: read as `--strategies FILE` reads it (its thresholds and null
-            # tokens too); the other keys of evaluator_config override it
-            opts, norm = strategy_file_options(str(strategies))
-        elif strategies is not None:
-            if not isinstance(strategies, Mapping):
-                raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
-            opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
-        opts.update(given_options(config, ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence",
-                                           "seed", "min_records")))
-        return task_config(FieldsConfig, opts, config, normalization=norm)
+        return build_config(config)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

@@ -1,9 +1,11 @@
-"""The `fields` task's options as the command line and the MLflow layer give them (an
-`argparse.Namespace`): arguments → inputs, strategy files and `FieldsConfig`."""
+"""The `fields` task's options → inputs, strategy files and `FieldsConfig`: one translation for
+the command line's parsed options and evaluator_config keys (the same names)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
@@ -43,34 +45,33 @@ def strategy_file_options(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return opts, norm
 
 
-def build_config(args: argparse.Namespace) -> Any:
-    """FieldsConfig from a --strategies file overlaid with explicit command-line options."""
+def build_config(options: Any) -> Any:
+    """FieldsConfig from the task's options — evaluator_config keys, or the command line's parsed
+    options under the same names (`io.config.options_of`): the one translation for every door. A
+    strategies file (`strategies` as a path) is read as `--strategies FILE` reads it (its
+    thresholds and null tokens too); the other options override it."""
+    from extracteval.core.strategies import parse_strategy_map
+    from extracteval.io.config import given_options, options_of, task_config
     from extracteval.tasks.fields.semantics import FieldsConfig
-    from extracteval.core.normalize import NormalizationConfig
 
+    config = options_of(options)
     opts: dict[str, Any] = {}
     norm: dict[str, Any] = {}
-    if args.strategies:
-        opts, norm = strategy_file_options(args.strategies)
-    if args.fuzzy_threshold is not None:
-        opts["fuzzy_threshold"] = args.fuzzy_threshold
-    if args.zero_division is not None:
-        opts["zero_division"] = args.zero_division
-    from extracteval.io.config import normalization_flags  # here: --help loads no pandas
-
-    norm.update(normalization_flags(args))
-    if args.no_ci:
-        opts["bootstrap"] = 0
-    elif args.resamples is not None:
-        opts["bootstrap"] = args.resamples
-    if args.seed is not None:
-        opts["seed"] = args.seed
-    if norm:
-        opts["normalization"] = NormalizationConfig(**norm)
-    return FieldsConfig(**opts)
+    strategies = config.get("strategies")
+    if isinstance(strategies, (str, Path)):
+        opts, norm = strategy_file_options(str(strategies))
+    elif strategies is not None:
+        if not isinstance(strategies, Mapping):
+            raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
+        opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
+    opts.update(given_options(config, ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence",
+                                       "seed", "min_records")))
+    return task_config(FieldsConfig, opts, config, normalization=norm)
 
 
-def chosen_fields(args: argparse.Namespace) -> list[str] | None:
-    """The fields `--fields a,b` asks for (None: every field of the truth)."""
-    given = getattr(args, "fields", None)
-    return [f.strip() for f in given.split(",") if f.strip()] if given else None
+def chosen_fields(options: Any) -> list[str] | None:
+    """The fields the options ask for (`--fields a,b`, or evaluator_config `fields`); None: every
+    field of the truth."""
+    from extracteval.io.config import listed, options_of
+
+    return listed(options_of(options).get("fields"))

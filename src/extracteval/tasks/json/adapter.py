@@ -17,7 +17,6 @@ import argparse
 import json
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,8 +24,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
-                                              winner_kind_metrics, winners_table, rescore_options)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
@@ -201,7 +199,7 @@ class JsonAdapter(CellPredictions):
         "strategies": "per-field strategy: mapping {field or path: EXACT|FUZZY|SEMANTIC|IGNORE} or a JSON/YAML file path",
         "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",
         "semantic_threshold": "SEMANTIC match threshold in [0, 1] (0.80)",
-        "weights": "RQS weights {accuracy, completeness, hallucination, safety} (0.45/0.25/0.15/0.15)",
+        "weights": "RQS weights {accuracy, completeness, hallucination, safety} (0.45/0.25/0.15/0.15); added to a strategies file's weights",
         "clamp": "RQS interval [low, high] ([0, 1])",
         "flatten": "classify nested paths (a.b, items[0]) instead of top-level keys (false)",
         "default_safety": "safety score of a record without one (1.0)",
@@ -340,43 +338,9 @@ class JsonAdapter(CellPredictions):
 
     def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
         """(JsonConfig, similarity backend name, backend options) from evaluator_config options."""
-        from extracteval.tasks.json.semantics import JsonConfig, RQSWeights
-        from extracteval.core.strategies import parse_strategy_map
-        from extracteval.tasks.json.options import strategy_file_options
-        from extracteval.io.config import similarity_settings
+        from extracteval.tasks.json.options import build_config
 
-        opts: dict[str, Any] = {}
-        norm: dict[str, Any] = {}
-        strategies = config.get("strategies")
-        file_sim: tuple[str, dict[str, Any]] | None = None
-        if isinstance(strategies, (str, Path)):
-            # a strategies file: read as `--strategies FILE` reads it (thresholds, weights and
-            # similarity backend too); the other keys of evaluator_config override it
-            opts, norm, *file_sim = strategy_file_options(strategies)
-            if "weights" in opts:
-                opts["weights"] = RQSWeights(**opts["weights"])
-        elif strategies is not None:
-            if not isinstance(strategies, Mapping):
-                raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
-            opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
-        opts.update(given_options(config, ("fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "default_safety", "safety_key")))
-        if config.get("flatten") is not None:
-            opts["flatten"] = bool(config["flatten"])
-        if config.get("clamp") is not None:
-            opts["clamp"] = tuple(config["clamp"]) if isinstance(config["clamp"], (list, tuple)) else config["clamp"]
-        weights = config.get("weights")
-        if weights is not None:
-            if not isinstance(weights, Mapping):
-                raise InputError(f"evaluator_config `weights`: expected a mapping such as {{'accuracy': 0.45}}, but got {type(weights).__name__}.")
-            bad = sorted(set(weights) - {"accuracy", "completeness", "hallucination", "safety"})
-            if bad:
-                raise InputError(f"evaluator_config `weights`: unknown RQS weights {bad}; expected accuracy, completeness, hallucination, safety.")
-            opts["weights"] = RQSWeights(**dict(weights))
-        if file_sim is not None and config.get("similarity") is None and config.get("similarity_options") is None:
-            sim_name, sim_opts = file_sim[0], dict(file_sim[1])
-        else:
-            sim_name, sim_opts = similarity_settings(config, source="evaluator_config")
-        return task_config(JsonConfig, opts, config, normalization=norm), sim_name, sim_opts
+        return build_config(config)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

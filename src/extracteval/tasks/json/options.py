@@ -1,10 +1,11 @@
-"""The `json` task's options: a strategies file and the command line's flags → its configuration
-(`JsonConfig`, similarity backend and options). The command, the MLflow adapter (evaluate,
-`evaluator_config`, rescore) and the streaming engines read them here, the same way."""
+"""The `json` task's options → its configuration (`JsonConfig`, similarity backend and options):
+one translation for the command line's parsed options (a strategies file, --weights, …) and
+evaluator_config keys, which are the same names."""
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 __all__ = ["CONFIG_KEYS", "strategy_file_options", "build_config", "with_judge"]
@@ -73,43 +74,49 @@ def strategy_file_options(path: Any) -> tuple[dict[str, Any], dict[str, Any], st
     return opts, norm, sim_name, sim_opts
 
 
-def build_config(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
-    """JsonConfig, similarity backend name and its options from --strategies overlaid with flags."""
+def build_config(options: Any) -> tuple[Any, str, dict[str, Any]]:
+    """(JsonConfig, similarity backend name, backend options) of the task's options —
+    evaluator_config keys, or the command line's parsed options under the same names
+    (`io.config.options_of`): the one translation for every door. A strategies file (`strategies`
+    as a path) is read as `--strategies FILE` reads it (thresholds, weights and similarity backend
+    too); the options given beside it override it, and `weights` adds to its weights."""
+    from extracteval.core.strategies import parse_strategy_map
+    from extracteval.errors import InputError
+    from extracteval.io.config import given_options, options_of, similarity_of, task_config
     from extracteval.tasks.json.semantics import JsonConfig, RQSWeights
-    from extracteval.core.normalize import NormalizationConfig
 
+    config = options_of(options)
     opts: dict[str, Any] = {}
     norm: dict[str, Any] = {}
-    sim_name, sim_opts = "lexical", {}
-    if args.strategies:
-        opts, norm, sim_name, sim_opts = strategy_file_options(args.strategies)
-    for flag, key in (("fuzzy_threshold", "fuzzy_threshold"), ("semantic_threshold", "semantic_threshold"),
-                      ("default_safety", "default_safety"), ("safety_key", "safety_key")):
-        v = getattr(args, flag, None)
-        if v is not None:
-            opts[key] = v
-    if getattr(args, "flatten", False):
-        opts["flatten"] = True
-    if getattr(args, "weights", None):
-        w = dict(opts.get("weights", {}))
-        w.update(_parse_weights(args.weights))
-        opts["weights"] = w
+    file_sim: tuple[str, dict[str, Any]] = ("lexical", {})
+    strategies = config.get("strategies")
+    if isinstance(strategies, (str, Path)):
+        opts, norm, *sim = strategy_file_options(strategies)
+        file_sim = (sim[0], sim[1])
+    elif strategies is not None:
+        if not isinstance(strategies, Mapping):
+            raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
+        opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
+    opts.update(given_options(config, ("fuzzy_threshold", "semantic_threshold", "fuzzy_scorer", "default_safety", "safety_key")))
+    if config.get("flatten") is not None:
+        opts["flatten"] = bool(config["flatten"])
+    if config.get("clamp") is not None:
+        opts["clamp"] = tuple(config["clamp"]) if isinstance(config["clamp"], (list, tuple)) else config["clamp"]
+    weights = config.get("weights")
+    if isinstance(weights, str):
+        weights = _parse_weights(weights)
+    elif weights is not None:
+        if not isinstance(weights, Mapping):
+            raise InputError(f"evaluator_config `weights`: expected a mapping such as {{'accuracy': 0.45}}, but got {type(weights).__name__}.")
+        bad = sorted(set(weights) - {"accuracy", "completeness", "hallucination", "safety"})
+        if bad:
+            raise InputError(f"evaluator_config `weights`: unknown RQS weights {bad}; expected accuracy, completeness, hallucination, safety.")
+    if weights is not None:
+        opts["weights"] = {**opts.get("weights", {}), **dict(weights)}
     if "weights" in opts:
         opts["weights"] = RQSWeights(**opts["weights"])
-    from extracteval.io.config import normalization_flags  # here: --help loads no pandas
-
-    norm.update(normalization_flags(args))
-    if norm:
-        opts["normalization"] = NormalizationConfig(**norm)
-    if getattr(args, "similarity", None):
-        sim_name = args.similarity
-    if getattr(args, "embedding_model", None):
-        sim_opts["model_path"] = args.embedding_model
-    if getattr(args, "judge_base_url", None):
-        sim_opts["base_url"] = args.judge_base_url
-    if getattr(args, "judge_model", None):
-        sim_opts["model"] = args.judge_model
-    return JsonConfig(**opts), sim_name, sim_opts
+    sim_name, sim_opts = similarity_of(config, file_sim)
+    return task_config(JsonConfig, opts, config, normalization=norm), sim_name, sim_opts
 
 
 def with_judge(doc: dict[str, Any], backend: Any) -> dict[str, Any]:

@@ -31,8 +31,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
-                                              winner_kind_metrics, winners_table, rescore_options)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -268,10 +267,10 @@ class LabelsAdapter(FeatureViewsAdapter):
         memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
         keys): the Python API's door."""
         from extracteval.tasks.entities.inputs import load_labels_inputs
+        from extracteval.tasks.labels.options import chosen_features as _features
 
         truth_frame, preds, truth_source, notes = load_labels_inputs(truth, predictions, id_column=id_column)
-        features = config.get("features")
-        return self._score_loaded(truth_frame, preds, truth_source, notes, self.build_config(config), list(features) if features else None)
+        return self._score_loaded(truth_frame, preds, truth_source, notes, self.build_config(config), _features(config))
 
     def _score_loaded(self, truth: Any, preds: Sequence[Any], truth_source: str, notes: list[str], config: Any, features: list[str] | None) -> Scored:
         from extracteval.tasks.labels.chunked import labels_document
@@ -333,7 +332,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         ns = argparse.Namespace(
             truth=str(folder / spec["truth"]),
             predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
-            id_column=spec.get("id_column", "id"), delimiter=None, features=None, type=[], positive_label=[],
+            id_column=spec.get("id_column", "id"), delimiter=None, features=None, types=[], positive_labels=[],
             config=str(folder / spec["config"]) if spec.get("config") else None,
             null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
         )
@@ -353,18 +352,9 @@ class LabelsAdapter(FeatureViewsAdapter):
     logged_keys = {"/features": "features"}  # the features the run scored (a `--features` choice too)
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.labels.semantics import LabelsConfig
+        from extracteval.tasks.labels.options import build_config
 
-        opts: dict[str, Any] = {}
-        for k in ("types", "positive_labels"):
-            v = config.get(k)
-            if v is None:
-                continue
-            if not isinstance(v, Mapping):
-                raise InputError(f"evaluator_config `{k}`: expected a mapping of feature to value, but got {type(v).__name__}.")
-            opts[k] = dict(v)
-        opts.update(given_options(config, ("zero_division",)))
-        return task_config(LabelsConfig, opts, config)
+        return build_config(config)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

@@ -32,9 +32,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id column (default: id)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default: ',' for .csv, tab for .tsv)")
     p.add_argument("--features", metavar="A,B", help="score only these features (default: every truth column)")
-    p.add_argument("--type", action="append", default=[], metavar="FEATURE=TYPE",
+    p.add_argument("--type", dest="types", action="append", default=[], metavar="FEATURE=TYPE",
                    help="value type of a feature: auto (default), category, text, number, date (repeatable)")
-    p.add_argument("--positive-label", action="append", default=[], metavar="FEATURE=LABEL",
+    p.add_argument("--positive-label", dest="positive_labels", action="append", default=[], metavar="FEATURE=LABEL",
                    help="report this label's one-vs-rest metrics for the feature (binary) instead of the macro average")
     p.add_argument("--config", metavar="FILE", help='JSON/YAML: {"types": {…}, "positive_labels": {…}, "null_tokens": […], "dayfirst": …, "zero_division": …}')
     add_normalization_arguments(p, null_meaning="missing")

@@ -1,75 +1,84 @@
-"""The `labels` task's options: a --config file and the command line's flags → `LabelsConfig` and
-the features to score. The command and the MLflow adapter (evaluate, rescore, the streaming
-engines) read them here, the same way."""
+"""The `labels` task's options → `LabelsConfig` and the features to score: one translation for
+the command line's parsed options (a --config file, --type, --positive-label, …) and
+evaluator_config keys, which are the same names."""
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["build_config", "chosen_features"]
 
 
-def _pairs(items: list[str], option: str) -> dict[str, str]:
+def _pairs(value: Any, option: str) -> dict[str, Any]:
+    """A {feature: value} option: a mapping (evaluator_config, a --config file), or the command
+    line's repeated FEATURE=VALUE items."""
     from extracteval.errors import InputError
 
-    out: dict[str, str] = {}
-    for item in items:
-        k, sep, v = item.partition("=")
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if not option.startswith("--"):
+        raise InputError(f"{option}: expected a mapping of feature to value, but got {type(value).__name__}.")
+    out: dict[str, Any] = {}
+    for item in value:
+        k, sep, v = str(item).partition("=")
         if not sep or not k.strip():
             raise InputError(f"{option} {item!r}: expected FEATURE=VALUE.")
         out[k.strip()] = v.strip()
     return out
 
 
-def build_config(args: argparse.Namespace) -> Any:
-    """LabelsConfig from a --config file overlaid with explicit command-line options."""
-    from extracteval.tasks.labels.semantics import LabelsConfig
-    from extracteval.core.normalize import NormalizationConfig
+_FILE_KEYS = ("types", "positive_labels", "null_tokens", "dayfirst", "zero_division", "features")
+
+
+def _config_file(path: str) -> dict[str, Any]:
+    """The --config file: its keys checked, as the options they stand for."""
     from extracteval.errors import InputError
     from extracteval.io.config import load_mapping
 
-    opts: dict[str, Any] = {"types": {}, "positive_labels": {}}
-    norm: dict[str, Any] = {}
-    if args.config:
-        raw = load_mapping(args.config)
-        allowed = {"types", "positive_labels", "null_tokens", "dayfirst", "zero_division", "features"}
-        unknown = sorted(set(raw) - allowed)
-        if unknown:
-            raise InputError(f"{args.config}: unknown keys {unknown}; expected some of {sorted(allowed)}.")
-        for k in ("types", "positive_labels"):
-            if k in raw:
-                if not isinstance(raw[k], dict):
-                    raise InputError(f"{args.config}: {k!r} must be a mapping of feature to value, but found {type(raw[k]).__name__}.")
-                opts[k].update({str(f): v for f, v in raw[k].items()})
-        if "null_tokens" in raw:
-            if not isinstance(raw["null_tokens"], list):
-                raise InputError(f"{args.config}: 'null_tokens' must be a list of strings.")
-            norm["null_tokens"] = frozenset(str(t).strip().casefold() for t in raw["null_tokens"])
-        if "dayfirst" in raw:
-            norm["dayfirst"] = bool(raw["dayfirst"])
-        if "zero_division" in raw:
-            opts["zero_division"] = raw["zero_division"]
-    opts["types"].update(_pairs(args.type, "--type"))
-    opts["positive_labels"].update(_pairs(args.positive_label, "--positive-label"))
-    from extracteval.io.config import normalization_flags  # here: --help loads no pandas
-
-    norm.update(normalization_flags(args))
-    if args.zero_division is not None:
-        opts["zero_division"] = args.zero_division
-    if norm:
-        opts["normalization"] = NormalizationConfig(**norm)
-    return LabelsConfig(**opts)
+    raw = load_mapping(path)
+    unknown = sorted(set(raw) - set(_FILE_KEYS))
+    if unknown:
+        raise InputError(f"{path}: unknown keys {unknown}; expected some of {sorted(_FILE_KEYS)}.")
+    for k in ("types", "positive_labels"):
+        if k in raw and not isinstance(raw[k], dict):
+            raise InputError(f"{path}: {k!r} must be a mapping of feature to value, but found {type(raw[k]).__name__}.")
+    if "null_tokens" in raw and not isinstance(raw["null_tokens"], list):
+        raise InputError(f"{path}: 'null_tokens' must be a list of strings.")
+    return raw
 
 
-def chosen_features(args: argparse.Namespace) -> list[str] | None:
-    """The features `--features` (or the --config file's `features`) names; None for every column."""
-    if args.features:
-        return [f.strip() for f in args.features.split(",") if f.strip()]
-    if args.config:
-        from extracteval.io.config import load_mapping
+def build_config(options: Any) -> Any:
+    """LabelsConfig from the task's options — evaluator_config keys, or the command line's parsed
+    options under the same names (`io.config.options_of`): the one translation for every door.
+    A --config file (`config`) is read first; the options given beside it add to its `types` and
+    `positive_labels` and override its other keys."""
+    from extracteval.io.config import given_options, options_of, task_config
+    from extracteval.tasks.labels.semantics import LabelsConfig
 
-        raw = load_mapping(args.config).get("features")
+    import argparse
+
+    config = options_of(options)
+    command_line = isinstance(options, argparse.Namespace)
+    base = _config_file(config["config"]) if config.get("config") else {}
+    opts: dict[str, Any] = {}
+    for key, flag in (("types", "--type"), ("positive_labels", "--positive-label")):
+        given = config.get(key)
+        option = flag if command_line else f"evaluator_config `{key}`"
+        opts[key] = {**_pairs(base.get(key) or {}, key), **(_pairs(given, option) if given is not None else {})}
+    opts.update(given_options({**base, **config}, ("zero_division",)))
+    return task_config(LabelsConfig, opts, {**{k: base[k] for k in ("null_tokens", "dayfirst") if k in base}, **config})
+
+
+def chosen_features(options: Any) -> list[str] | None:
+    """The features the options name (`--features a,b`, evaluator_config `features`, else the
+    --config file's `features`); None for every column."""
+    from extracteval.io.config import listed, load_mapping, options_of
+
+    config = options_of(options)
+    given = listed(config.get("features"))
+    if given is None and config.get("config"):
+        raw = load_mapping(config["config"]).get("features")
         if raw is not None:
             return [str(f) for f in raw]
-    return None
+    return given

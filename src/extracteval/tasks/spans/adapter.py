@@ -25,7 +25,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner, parent_head,
-                                              rank_metrics, task_config, winner_kind_metrics, winners_table, rescore_options)
+                                              rank_metrics, winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
@@ -202,7 +202,7 @@ class SpansAdapter(CellPredictions):
     def score_args(self, args: argparse.Namespace) -> Scored:
         """`extracteval score spans` in memory (its command runs this)."""
         from extracteval.tasks.spans.options import load_corpus as load
-        from extracteval.tasks.spans.options import spans_config as build_config
+        from extracteval.tasks.spans.options import build_config
         from extracteval.tasks.spans.options import spans_inputs, truth_source
 
         corpus = load(args)
@@ -318,15 +318,9 @@ class SpansAdapter(CellPredictions):
     logged_keys = {"max_examples": "examples"}
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.spans.semantics import SpansConfig
+        from extracteval.tasks.spans.options import build_config
 
-        iou = config.get("iou_weight", 0.65)
-        return task_config(SpansConfig, dict(
-            threshold=config.get("threshold", 0.5), iou_weight=iou,
-            text_weight=round(1.0 - float(iou), 12) if isinstance(iou, (int, float)) and not isinstance(iou, bool) else iou,
-            zero_division=config.get("zero_division", 0.0), max_examples=config.get("examples", 5),
-            bootstrap=config.get("bootstrap", 1000), confidence=config.get("confidence", 0.95), seed=config.get("seed", 0),
-        ), errors=(TypeError, ValueError))
+        return build_config(config)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

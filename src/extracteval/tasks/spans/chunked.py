@@ -16,14 +16,14 @@ def spans_chunk_job(args: Any, *, chunk_size: int) -> Any:
     from extracteval.chunked import ChunkJob
     from extracteval.tasks.spans.semantics import SpansTask
     from extracteval.tasks.spans.chunks import iter_token_chunks, open_spans_stream
-    from extracteval.tasks.spans.options import check_token_inputs, named_files, spans_config, spans_inputs
+    from extracteval.tasks.spans.options import check_token_inputs, named_files, build_config, spans_inputs
 
     token_files = check_token_inputs(args)
     if token_files:
         files = {"conll": token_files} if args.conll else {"truth": args.truth, "predictions": token_files}
         chunks: Any = iter_token_chunks(scheme=args.scheme, suffix=args.suffix, chunk_size=chunk_size, **files)
-        config = spans_config(args, "token")
+        config = build_config(args, "token")
     else:
         chunks = open_spans_stream(args.truth, named_files(args.predictions or [], "--predictions"), chunk_size=chunk_size).chunks()
-        config = spans_config(args, "char")
+        config = build_config(args, "char")
     return ChunkJob(task=SpansTask(config=config), chunks=chunks, inputs=spans_inputs(args))

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEME_NAMES", "scheme_name", "named_files", "load_corpus", "spans_config", "spans_inputs", "truth_source"]
+__all__ = ["SCHEME_NAMES", "scheme_name", "named_files", "load_corpus", "build_config", "spans_inputs", "truth_source"]
 
 SCHEME_NAMES = ("conlleval", "IOB2", "IOE2", "IOBES", "BILOU")
 
@@ -87,22 +87,22 @@ def truth_source(args: argparse.Namespace) -> str:
     return str(args.truth) if args.truth else (args.conll or [""])[0].rpartition("=")[2]
 
 
-def spans_config(args: argparse.Namespace, unit: str) -> Any:
-    """The `SpansConfig` of the options (`unit`: `token` or `char`, which decides whether the
-    scheme is part of it); an invalid value is an `InputError`."""
+def build_config(options: Any, unit: str = "char") -> Any:
+    """The `SpansConfig` of the task's options — evaluator_config keys, or the command line's
+    parsed options under the same names (`io.config.options_of`): the one translation for every
+    door. `unit` (`token` or `char`) decides whether the token scheme (`scheme`, `suffix`) is part
+    of it; an invalid value is an `InputError`."""
+    from extracteval.io.config import options_of, task_config
     from extracteval.tasks.spans.semantics import SpansConfig
-    from extracteval.errors import InputError
 
-    try:
-        return SpansConfig(
-            threshold=args.threshold,
-            iou_weight=args.iou_weight,
-            text_weight=round(1.0 - args.iou_weight, 12),
-            scheme=(args.scheme + (" (suffix tags)" if args.suffix else "")) if unit == "token" else None,
-            zero_division=args.zero_division,
-            max_examples=args.examples,
-            bootstrap=0 if args.no_ci else args.resamples,
-            seed=args.seed,
-        )
-    except ValueError as e:
-        raise InputError(f"spans options: {e}") from None
+    config = options_of(options)
+    iou = config.get("iou_weight", 0.65)
+    scheme = None
+    if unit == "token":
+        scheme = config.get("scheme", "conlleval") + (" (suffix tags)" if config.get("suffix") else "")
+    return task_config(SpansConfig, dict(
+        threshold=config.get("threshold", 0.5), iou_weight=iou,
+        text_weight=round(1.0 - float(iou), 12) if isinstance(iou, (int, float)) and not isinstance(iou, bool) else iou,
+        scheme=scheme, zero_division=config.get("zero_division", 0.0), max_examples=config.get("examples", 5),
+        bootstrap=config.get("bootstrap", 1000), confidence=config.get("confidence", 0.95), seed=config.get("seed", 0),
+    ), errors=(TypeError, ValueError), where="spans options" if isinstance(options, argparse.Namespace) else "evaluator_config")

@@ -35,11 +35,11 @@ def _id_of(source: str, rec: Any) -> str:
 def spans_spark_job(spark: Any, args: Any) -> Any:
     """The `SparkJob` of `score spans` / `evaluate spans --engine spark` (`args`: their parsed
     options; `run().result` is the `SpansResult`)."""
-    from extracteval.tasks.spans.options import check_token_inputs, named_files, spans_config, spans_inputs
+    from extracteval.tasks.spans.options import check_token_inputs, named_files, build_config, spans_inputs
 
     if check_token_inputs(args):
         raise InputError("--engine spark reads JSONL span files; score token files with --chunk-size/--workers, or in memory.")
-    return _spans_job(spark, args.truth, named_files(args.predictions or [], "--predictions"), config=spans_config(args, "char"),
+    return _spans_job(spark, args.truth, named_files(args.predictions or [], "--predictions"), config=build_config(args, "char"),
                       partitions=args.spark_partitions, inputs=spans_inputs(args))
 
 

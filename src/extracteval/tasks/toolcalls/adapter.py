@@ -30,8 +30,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, given_options, is_winner, parent_head, rank_metrics, task_config,
-                                              winner_kind_metrics, winners_table, rescore_options)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.tasks.structured.adapter import (
     DecisionTrackAdapter,
@@ -159,13 +158,9 @@ class ToolcallsAdapter(DecisionTrackAdapter):
         return self._generic_scored(doc, result, rec, ns.truth[0], [])
 
     def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.toolcalls.semantics import ToolCallConfig
+        from extracteval.tasks.toolcalls.pipeline import build_config
 
-        opts = given_options(config, ("value_match", "zero_division"), numbers=("zero_division",))
-        pa = config.get("possible_answer", False)
-        if not isinstance(pa, (bool, np.bool_)):
-            raise InputError(f"evaluator_config `possible_answer`: expected true or false, but got {pa!r}.")
-        return task_config(ToolCallConfig, opts)
+        return build_config(config)
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

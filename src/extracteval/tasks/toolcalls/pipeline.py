@@ -15,7 +15,6 @@ def streaming_config(args: argparse.Namespace) -> Any:
     """The ToolCallConfig of a streamed run of the generic checker (--chunk-size/--workers/--engine
     spark), refusing what needs every record in memory."""
     from extracteval.tasks.structured.pipeline import refuse_in_memory_options
-    from extracteval.tasks.toolcalls.semantics import ToolCallConfig
     from extracteval.errors import InputError
 
     refuse_in_memory_options(args)
@@ -23,7 +22,24 @@ def streaming_config(args: argparse.Namespace) -> Any:
         raise InputError("--questions is for --checker bfcl; the generic checker reads references from --truth only.")
     if len(args.truth) != 1:
         raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
-    return ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
+    return build_config(args)
+
+
+def build_config(options: Any) -> Any:
+    """The ToolCallConfig of the task's options — evaluator_config keys, or the command line's
+    parsed options under the same names (`io.config.options_of`): the one translation for every
+    door (`possible_answer`, how the references are read, is checked here and read by the readers)."""
+    import numpy as np
+
+    from extracteval.errors import InputError
+    from extracteval.io.config import given_options, options_of, task_config
+    from extracteval.tasks.toolcalls.semantics import ToolCallConfig
+
+    config = options_of(options)
+    pa = config.get("possible_answer", False)
+    if not isinstance(pa, (bool, np.bool_)):
+        raise InputError(f"evaluator_config `possible_answer`: expected true or false, but got {pa!r}.")
+    return task_config(ToolCallConfig, given_options(config, ("value_match", "zero_division", "pass_threshold"), numbers=("zero_division", "pass_threshold")))
 
 
 def chunked_document(result: Any, inputs: dict[str, Any], *, possible_answer: bool) -> dict[str, Any]:
@@ -75,7 +91,6 @@ def load_truth(path: Any, force_possible: bool, *, id_key: str = "id") -> tuple[
 def run_generic(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, Any]]:
     from extracteval.report.live_progress import LiveProgress
     from extracteval.tasks.structured.pipeline import extended_backends, load_predictions
-    from extracteval.tasks.toolcalls.semantics import ToolCallConfig
     from extracteval.errors import InputError
 
     if args.questions:
@@ -84,7 +99,7 @@ def run_generic(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str
         raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
     truth, possible = load_truth(args.truth[0], args.possible_answer)
     preds, sources = load_predictions(args.predictions)
-    config = ToolCallConfig(value_match=args.value_match, zero_division=args.zero_division, pass_threshold=args.pass_threshold)
+    config = build_config(args)
     progress = LiveProgress("toolcalls", ("valid_call_rate", "call_accuracy"), mode=args.progress)
     return score_generic(truth, possible, preds, sources, args.truth[0], config, backends=extended_backends(args), progress=progress, args=args)
 
