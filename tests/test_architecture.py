@@ -168,5 +168,5 @@ def test_every_registered_task_is_one_package_with_the_contract_modules() -> Non
 
     for task, spec in TASKS.items():
         folder = SRC / "tasks" / (spec.package or task)
-        missing = [part for part in ("adapter", "command", "contract", "engines", "outputs", "scorer") if not (folder / f"{part}.py").is_file()]
+        missing = [part for part in ("adapter", "command", "contract", "engines", "options", "outputs", "scorer") if not (folder / f"{part}.py").is_file()]
         assert not missing, f"task {task!r}: {folder} lacks {missing}"

@@ -167,11 +167,6 @@ def normalization_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     return norm
 
 
-def normalization_flags(args: Any) -> dict[str, Any]:
-    """The normalisation options of the command line's `--null-tokens A,B` and `--dayfirst`, read
-    as `normalization_keys` reads them (a flag not given sets nothing)."""
-    return normalization_keys({"null_tokens": getattr(args, "null_tokens", None), "dayfirst": True if getattr(args, "dayfirst", False) else None})
-
 
 def options_of(options: Any) -> Mapping[str, Any]:
     """The one options mapping a task's `build_config` reads: evaluator_config keys as given,

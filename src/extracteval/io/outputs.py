@@ -151,17 +151,6 @@ def mark_folder(folder: Path) -> None:
         encoding="utf-8")
 
 
-def make_output_folder(out: Path | str) -> Path:
-    """`--output DIR` for files streamed into it as they are scored (no staging: the chunked
-    engines' Parquet files are written through temporary siblings renamed into place)."""
-    out = check_output_folder(out, overwrite=OVERWRITE.get())
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        mark_folder(out)
-    except OSError as e:
-        raise InputError(f"{out}: cannot create the output folder ({e.strerror or e}).") from None
-    return out
-
 
 def output_error(out: Path, e: BaseException) -> OutputError:
     """The user-facing error for a failed write into `out`, naming the folder and the cause."""

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from extracteval.mlflow.keys import KeyMap
 
-__all__ = ["given_options", "task_config", "frame_ids", "WINNER_KINDS", "is_winner", "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
+__all__ = ["given_options", "task_config", "build_config", "rescore_options", "frame_ids", "WINNER_KINDS", "is_winner", "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
            "adjacent_ranks_section", "closing_sections"]
 
 WINNER_KINDS = ("sole", "shared", "universal", "none")
@@ -156,3 +156,11 @@ def rescore_options(adapter: Any, doc: Mapping[str, Any]) -> dict[str, Any]:
         if value is not None:
             opts[key] = value
     return opts
+
+
+def build_config(adapter: Any, config: Mapping[str, Any]) -> Any:
+    """The task's configuration from evaluator_config options: its `options.build_config`, the one
+    translation the command line uses too (an adapter's `build_config = build_config`)."""
+    from extracteval.tasks import task_module
+
+    return task_module(adapter.task, "options").build_config(config)

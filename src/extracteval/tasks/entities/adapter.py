@@ -30,7 +30,7 @@ from extracteval.errors import InputError
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, rescore_options
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, rescore_options, build_config
 from extracteval.tasks.labels.adapter import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
@@ -222,11 +222,8 @@ class EntitiesAdapter(FeatureViewsAdapter):
         ns = experiment_args(folder, spec)
         return self.score_args(ns)
 
-    def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
-        """(EntitiesConfig, similarity backend name, backend options) from evaluator_config options."""
-        from extracteval.tasks.entities.options import build_config
-
-        return build_config(config)
+    # the task's configuration from evaluator_config options: its options.build_config, as the command line
+    build_config = build_config
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

@@ -18,7 +18,7 @@ from extracteval.io import parquet_rows
 from extracteval.io.cells import json_list_value, plain, record_object, status_text
 from extracteval.io.parquet_rows import row_group_ids
 from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner,
-                                              parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options)
+                                              parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, write_predictions_parquet
 from extracteval.tasks.fields.inputs import frame_to_predictions
@@ -435,10 +435,8 @@ class FieldsAdapter:
         )
         return self.score_args(ns)
 
-    def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.fields.options import build_config
-
-        return build_config(config)
+    # the task's configuration from evaluator_config options: its options.build_config, as the command line
+    build_config = build_config
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

@@ -24,7 +24,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
@@ -336,11 +336,8 @@ class JsonAdapter(CellPredictions):
     rescore_options = rescore_options
     logged_keys = {"safety_score.default": "default_safety", "safety_score.key": "safety_key"}
 
-    def build_config(self, config: Mapping[str, Any]) -> tuple[Any, str, dict[str, Any]]:
-        """(JsonConfig, similarity backend name, backend options) from evaluator_config options."""
-        from extracteval.tasks.json.options import build_config
-
-        return build_config(config)
+    # the task's configuration from evaluator_config options: its options.build_config, as the command line
+    build_config = build_config
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

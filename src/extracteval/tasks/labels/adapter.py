@@ -31,7 +31,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -351,10 +351,8 @@ class LabelsAdapter(FeatureViewsAdapter):
     rescore_options = rescore_options
     logged_keys = {"/features": "features"}  # the features the run scored (a `--features` choice too)
 
-    def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.labels.options import build_config
-
-        return build_config(config)
+    # the task's configuration from evaluator_config options: its options.build_config, as the command line
+    build_config = build_config
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,

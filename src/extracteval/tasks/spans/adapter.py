@@ -25,7 +25,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner, parent_head,
-                                              rank_metrics, winner_kind_metrics, winners_table, rescore_options)
+                                              rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
@@ -317,10 +317,8 @@ class SpansAdapter(CellPredictions):
     rescore_options = rescore_options
     logged_keys = {"max_examples": "examples"}
 
-    def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.spans.options import build_config
-
-        return build_config(config)
+    # the task's configuration from evaluator_config options: its options.build_config, as the command line
+    build_config = build_config
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

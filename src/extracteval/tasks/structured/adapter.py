@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, parent_head, rank_metrics, winner_kind_metrics, rescore_options
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, parent_head, rank_metrics, winner_kind_metrics, rescore_options, build_config
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
@@ -303,10 +303,8 @@ class StructuredAdapter(DecisionTrackAdapter):
         doc = result_document(result, decision_namespace(sub.get("decision") or {}), sources, truth_path)
         return self._scored(result, doc, truth, truth_path, [], preds)
 
-    def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.structured.pipeline import build_config
-
-        return build_config(config)
+    # the task's configuration from evaluator_config options: its options.build_config, as the command line
+    build_config = build_config
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

@@ -50,18 +50,10 @@ def streaming_config(args: argparse.Namespace) -> Any:
     """The StructuredConfig of a streamed run (--chunk-size/--workers/--engine spark), refusing
     what needs every record in memory."""
     refuse_in_memory_options(args)
+    from extracteval.tasks.structured.options import build_config
+
     return build_config(args)
 
-
-def build_config(options: Any) -> Any:
-    """The StructuredConfig of the task's options — evaluator_config keys, or the command line's
-    parsed options under the same names (`io.config.options_of`): the one translation for every door."""
-    from extracteval.io.config import given_options, options_of, task_config
-    from extracteval.tasks.structured.semantics import StructuredConfig
-
-    config = options_of(options)
-    return task_config(StructuredConfig, given_options(config, ("list_matching", "value_match", "zero_division", "pass_threshold"),
-                                                       numbers=("zero_division", "pass_threshold")))
 
 
 def score_files(args: argparse.Namespace) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -74,6 +66,8 @@ def score_files(args: argparse.Namespace) -> tuple[Any, dict[str, Any], dict[str
     preds, sources = load_predictions(args.predictions)
     backends = extended_backends(args)
     progress = LiveProgress("structured", ("json_valid_rate", "exact_match_rate"), mode=getattr(args, "progress", "never"))
+    from extracteval.tasks.structured.options import build_config
+
     result = score_structured(truth, preds, config=build_config(args), similarity=backends, progress=progress)
     return result, result_document(result, args, sources, args.truth), truth, preds, backends
 

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.tasks.structured.adapter import (
     DecisionTrackAdapter,
@@ -157,10 +157,8 @@ class ToolcallsAdapter(DecisionTrackAdapter):
         doc, result, rec = run_generic(ns)
         return self._generic_scored(doc, result, rec, ns.truth[0], [])
 
-    def build_config(self, config: Mapping[str, Any]) -> Any:
-        from extracteval.tasks.toolcalls.pipeline import build_config
-
-        return build_config(config)
+    # the task's configuration from evaluator_config options: its options.build_config, as the command line
+    build_config = build_config
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str

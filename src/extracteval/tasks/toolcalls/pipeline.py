@@ -22,24 +22,10 @@ def streaming_config(args: argparse.Namespace) -> Any:
         raise InputError("--questions is for --checker bfcl; the generic checker reads references from --truth only.")
     if len(args.truth) != 1:
         raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
+    from extracteval.tasks.toolcalls.options import build_config
+
     return build_config(args)
 
-
-def build_config(options: Any) -> Any:
-    """The ToolCallConfig of the task's options — evaluator_config keys, or the command line's
-    parsed options under the same names (`io.config.options_of`): the one translation for every
-    door (`possible_answer`, how the references are read, is checked here and read by the readers)."""
-    import numpy as np
-
-    from extracteval.errors import InputError
-    from extracteval.io.config import given_options, options_of, task_config
-    from extracteval.tasks.toolcalls.semantics import ToolCallConfig
-
-    config = options_of(options)
-    pa = config.get("possible_answer", False)
-    if not isinstance(pa, (bool, np.bool_)):
-        raise InputError(f"evaluator_config `possible_answer`: expected true or false, but got {pa!r}.")
-    return task_config(ToolCallConfig, given_options(config, ("value_match", "zero_division", "pass_threshold"), numbers=("zero_division", "pass_threshold")))
 
 
 def chunked_document(result: Any, inputs: dict[str, Any], *, possible_answer: bool) -> dict[str, Any]:
@@ -99,6 +85,8 @@ def run_generic(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str
         raise InputError("the generic checker takes one --truth file; several --truth files are for --checker bfcl categories.")
     truth, possible = load_truth(args.truth[0], args.possible_answer)
     preds, sources = load_predictions(args.predictions)
+    from extracteval.tasks.toolcalls.options import build_config
+
     config = build_config(args)
     progress = LiveProgress("toolcalls", ("valid_call_rate", "call_accuracy"), mode=args.progress)
     return score_generic(truth, possible, preds, sources, args.truth[0], config, backends=extended_backends(args), progress=progress, args=args)
