@@ -24,22 +24,33 @@ def run(args: argparse.Namespace) -> int:
     from extracteval.tasks import task_module
 
     task = args.task
-    engine = scale_engine(args)
-    if engine == "chunked" and getattr(task_module(task, "engines"), "reads_whole", lambda _args: False)(args):
+    engines, outputs = task_module(task, "engines"), task_module(task, "outputs")
+    unit = getattr(engines, "chunk_unit", lambda _args: "records")(args) if getattr(args, "chunk_size", None) is not None else "records"
+    engine = scale_engine(args, unit)
+    if engine == "chunked" and getattr(engines, "reads_whole", lambda _args: False)(args):
         engine = "memory"  # the task reads these files whole and works through them in chunks itself
-    outputs = task_module(task, "outputs")
-    safe_csv = getattr(args, "safe_csv", True)
-    with _staged(getattr(args, "output", None)) as staging:
-        if engine == "memory":
-            from extracteval.mlflow.tasks import get_adapter
+    output = getattr(args, "output", None)
+    if engine == "spark" and output and not getattr(engines, "SPARK_OUTPUT", True):
+        from extracteval.errors import InputError
 
-            scored = get_adapter(task).score_args(args)
-            result, doc = scored.result, scored.doc
-        else:
-            scored = None
+        raise InputError(f"--output with --engine spark is not supported for the {task} task (no per-record rows from Spark); drop --output.")
+    getattr(engines, "refuse", lambda _args, _engine: None)(args, engine)
+    safe_csv = getattr(args, "safe_csv", True)
+    written: tuple[str, ...] = ()
+    if engine == "memory":  # the output folder is made once the scores are there
+        from extracteval.mlflow.tasks import get_adapter
+
+        scored = get_adapter(task).score_args(args)
+        with _staged(output) as staging:
+            if staging is not None:
+                written = outputs.write(scored.result, scored.doc, staging, scored=scored, safe_csv=safe_csv)
+        doc = scored.doc
+    else:  # the streaming engines write their per-record rows into the staging folder as they score
+        with _staged(output) as staging:
             result, doc = _scaled(task, args, engine, staging)
-        written = () if staging is None else outputs.write(result, doc, staging, scored=scored, safe_csv=safe_csv)
-    print_result(doc, as_json=args.json, render=outputs.render, output=args.output, written=written)
+            if staging is not None:
+                written = outputs.write(result, doc, staging, safe_csv=safe_csv)
+    print_result(doc, as_json=args.json, render=outputs.render, output=output, written=written)
     return 0
 
 

@@ -58,12 +58,13 @@ def similarity_settings(raw: Mapping[str, Any], *, source: str, default: str = "
 def similarity_of(config: Mapping[str, Any], base: tuple[str, Mapping[str, Any]] = ("lexical", {}), *, source: str = "evaluator_config",
                   ) -> tuple[str, dict[str, Any]]:
     """The similarity backend (name, options) of a task's options: `base` (a strategies or weights
-    file's), its name replaced by `similarity`, its options by `similarity_options` (checked as
-    `similarity_settings` checks them), and the command line's --embedding-model,
-    --judge-base-url and --judge-model set as the backend's `model_path`, `base_url`, `model`."""
+    file's), its name replaced by `similarity` (the file's options kept only for the file's
+    backend), its options by `similarity_options` (checked as `similarity_settings` checks them),
+    and the command line's --embedding-model, --judge-base-url and --judge-model set as the
+    backend's `model_path`, `base_url`, `model`."""
     name, opts = str(base[0]), dict(base[1])
-    if config.get("similarity"):
-        name = str(config["similarity"])
+    if config.get("similarity") and str(config["similarity"]) != name:
+        name, opts = str(config["similarity"]), {}
     if config.get("similarity_options") is not None:
         opts = similarity_settings(config, source=source)[1]
     for flag, key in (("embedding_model", "model_path"), ("judge_base_url", "base_url"), ("judge_model", "model")):
@@ -171,13 +172,14 @@ def normalization_keys(config: Mapping[str, Any]) -> dict[str, Any]:
 def options_of(options: Any) -> Mapping[str, Any]:
     """The one options mapping a task's `build_config` reads: evaluator_config keys as given,
     or the command line's parsed options, whose destinations are the same names — a flag not
-    given (None, or False for an on/off flag) is absent, `--no-ci` is `bootstrap: 0` and
-    `--resamples N` is `bootstrap: N`."""
+    given (None, False for an on/off flag, empty text — but `--null-tokens ''`, no null tokens) is
+    absent, `--no-ci` is `bootstrap: 0` and `--resamples N` is `bootstrap: N`."""
     import argparse
 
     if not isinstance(options, argparse.Namespace):
         return options
-    opts = {k: v for k, v in vars(options).items() if not k.startswith("_") and v is not None and v is not False}
+    opts = {k: v for k, v in vars(options).items()
+            if not k.startswith("_") and v is not None and v is not False and (v != "" or k == "null_tokens")}
     resamples = opts.pop("resamples", None)
     if opts.pop("no_ci", False):
         opts["bootstrap"] = 0

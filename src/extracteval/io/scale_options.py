@@ -30,9 +30,10 @@ def check_chunk_size(chunk_size: int, unit: str = "records") -> None:
         raise InputError(f"Expected --chunk-size to be a positive number of {unit}, but got {chunk_size}.")
 
 
-def scale_engine(args: argparse.Namespace) -> str:
+def scale_engine(args: argparse.Namespace, unit: str = "records") -> str:
     """Which engine the scale options ask for: "memory", "chunked" (--chunk-size / --workers) or
-    "spark" (--engine spark), with the options checked together (each one's error names it)."""
+    "spark" (--engine spark), with the options checked together (each one's error names it;
+    `unit`: what --chunk-size counts)."""
     from extracteval.errors import InputError
 
     chunk_size, workers = getattr(args, "chunk_size", None), getattr(args, "workers", 1)
@@ -41,7 +42,7 @@ def scale_engine(args: argparse.Namespace) -> str:
     if workers < 1:
         raise InputError(f"Expected --workers to be ≥ 1, but got {workers}.")
     if chunk_size is not None and chunk_size < 1:
-        raise InputError(f"Expected --chunk-size to be a positive number of records, but got {chunk_size}.")
+        raise InputError(f"Expected --chunk-size to be a positive number of {unit}, but got {chunk_size}.")
     if getattr(args, "engine", "local") == "spark":
         if chunk_size is not None or workers != 1:
             raise InputError("--chunk-size/--workers are for the local engine; with --engine spark use --spark-partitions N.")
@@ -65,14 +66,6 @@ def check_local_inputs(args: argparse.Namespace) -> None:
     for p in paths:
         if "://" not in p and not Path(p).exists():
             raise read_error(Path(p), FileNotFoundError())
-
-
-def refuse_spark_output(args: argparse.Namespace, task: str) -> None:
-    """--output with --engine spark, for a task whose Spark job gives no per-record rows."""
-    if getattr(args, "output", None):
-        from extracteval.errors import InputError
-
-        raise InputError(f"--output with --engine spark is not supported for the {task} task (no per-record rows from Spark); drop --output.")
 
 
 def spark_session(args: argparse.Namespace) -> object:

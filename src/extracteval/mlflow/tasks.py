@@ -75,9 +75,14 @@ def _set_truth(self: Scored, value: Any) -> None:  # the dataclass's __init__ (a
     self.__dict__["_truth"] = value
 
 
+def _state(self: Scored) -> dict[str, Any]:  # pickled with the truth made (a function made here may not pickle)
+    return {**self.__dict__, "_truth": self.truth}
+
+
 # `Scored.truth`: a DataFrame, or a function making one when it is first read (the dataclass's
 # __init__ assigns the field through this property)
 Scored.truth = property(_truth, _set_truth)  # type: ignore[assignment,method-assign]
+Scored.__getstate__ = _state  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+# the Spark job gives no per-record rows: `score --engine spark --output` is refused before any work
+SPARK_OUTPUT = False
+
 
 def chunked(args: Any, *, chunk_size: int, workers: int, folder: Path | None) -> tuple[Any, dict[str, Any]]:
     """`score entities --chunk-size/--workers`: JSONL files sorted by id, streamed `chunk_size`
@@ -30,11 +33,9 @@ def chunked(args: Any, *, chunk_size: int, workers: int, folder: Path | None) ->
 
 def spark(args: Any, spark: Any, *, folder: Path | None) -> tuple[Any, dict[str, Any]]:
     """`score entities --engine spark` (no per-record rows: --output is refused)."""
-    from extracteval.io.scale_options import refuse_spark_output
     from extracteval.tasks.entities.options import build_config, streaming_similarity
     from extracteval.tasks.entities.spark import entities_spark_job
 
-    refuse_spark_output(args, "entities")
     config, sim_name, sim_opts = build_config(args)
     job = entities_spark_job(spark, args.truth, args.predictions, config=config, similarity=streaming_similarity(sim_name, sim_opts),
                              id_column=args.id_column, entities_key=args.entities_key, partitions=args.spark_partitions)

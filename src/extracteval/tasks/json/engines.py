@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+# the Spark job gives no per-record rows: `score --engine spark --output` is refused before any work
+SPARK_OUTPUT = False
+
 
 def chunked(args: Any, *, chunk_size: int, workers: int, folder: Any) -> tuple[Any, dict[str, Any]]:
     """`score json --chunk-size/--workers`: JSONL files streamed by id, chunks scored (in
@@ -34,12 +37,10 @@ def chunked(args: Any, *, chunk_size: int, workers: int, folder: Any) -> tuple[A
 def spark(args: Any, spark: Any, *, folder: Path | None) -> tuple[Any, dict[str, Any]]:
     """`score json --engine spark` (no per-record files: --output is refused)."""
     from extracteval.core.similarity import get_similarity
-    from extracteval.io.scale_options import refuse_spark_output
     from extracteval.tasks.json.chunked import scaled_document
     from extracteval.tasks.json.options import build_config
     from extracteval.tasks.json.spark import json_spark_job
 
-    refuse_spark_output(args, "json")
     config, sim_name, sim_opts = build_config(args)
     backend = get_similarity(sim_name, **sim_opts)
     records_mode = getattr(args, "records", "auto") or "auto"

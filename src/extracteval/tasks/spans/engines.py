@@ -24,13 +24,27 @@ def chunked(args: Any, *, chunk_size: int, workers: int, folder: Any) -> tuple[A
 
 def spark(args: Any, spark: Any, *, folder: Path | None) -> tuple[Any, dict[str, Any]]:
     """`score spans --engine spark`: JSONL span files (token files are scored in memory or in chunks)."""
-    from extracteval.errors import InputError
-    from extracteval.tasks.spans.options import check_token_inputs, spans_inputs
+    from extracteval.tasks.spans.options import spans_inputs
     from extracteval.tasks.spans.spark import spans_spark_job
 
-    if check_token_inputs(args):
-        raise InputError("--engine spark reads JSONL span files; score token files with --chunk-size/--workers, or in memory.")
     result = spans_spark_job(spark, args).run().result
     doc = result.to_dict()
     doc["inputs"] = spans_inputs(args)
     return result, doc
+
+
+def chunk_unit(args: Any) -> str:
+    """What --chunk-size counts: sentences of token files, else documents (records)."""
+    from extracteval.tasks.spans.options import check_token_inputs
+
+    return "sentences" if check_token_inputs(args) else "records"
+
+
+def refuse(args: Any, engine: str) -> None:
+    """What the chosen engine cannot do, refused before any work."""
+    from extracteval.tasks.spans.options import check_token_inputs
+
+    if engine == "spark" and check_token_inputs(args):
+        from extracteval.errors import InputError
+
+        raise InputError("--engine spark reads JSONL span files; score token files with --chunk-size/--workers, or in memory.")

@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+# the Spark job gives no per-record rows: `score --engine spark --output` is refused before any work
+SPARK_OUTPUT = False
+
 
 def chunked(args: Any, *, chunk_size: int, workers: int, folder: Path | None) -> tuple[Any, dict[str, Any]]:
     """`score structured --chunk-size/--workers`: JSONL files sorted by id, streamed
@@ -23,11 +26,9 @@ def chunked(args: Any, *, chunk_size: int, workers: int, folder: Path | None) ->
 
 def spark(args: Any, spark: Any, *, folder: Path | None) -> tuple[Any, dict[str, Any]]:
     """`score structured --engine spark` (no per-record rows: --output is refused)."""
-    from extracteval.io.scale_options import refuse_spark_output
     from extracteval.tasks.structured.pipeline import chunked_document, streaming_config
     from extracteval.tasks.structured.spark import structured_spark_job
 
-    refuse_spark_output(args, "structured")
     job = structured_spark_job(spark, args.truth, args.predictions, config=streaming_config(args), partitions=args.spark_partitions)
     result = job.run().result
     return result, chunked_document(result, job.inputs)

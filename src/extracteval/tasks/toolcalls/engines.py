@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+# the Spark job gives no per-record rows: `score --engine spark --output` is refused before any work
+SPARK_OUTPUT = False
+
 
 def reads_whole(args: Any) -> bool:
     """--checker bfcl reads its files whole and checks the entries --chunk-size at a time itself
@@ -30,15 +33,18 @@ def chunked(args: Any, *, chunk_size: int, workers: int, folder: Path | None) ->
 
 def spark(args: Any, spark: Any, *, folder: Any) -> tuple[Any, dict[str, Any]]:
     """`score toolcalls --engine spark` (generic checker; no per-record rows: --output is refused)."""
-    from extracteval.errors import InputError
-    from extracteval.io.scale_options import refuse_spark_output
     from extracteval.tasks.toolcalls.pipeline import chunked_document, streaming_config
     from extracteval.tasks.toolcalls.spark import toolcalls_spark_job
 
-    if getattr(args, "checker", "generic") == "bfcl":
-        raise InputError("--checker bfcl runs on the local engine; drop --engine spark (--chunk-size/--workers score it in chunks).")
-    refuse_spark_output(args, "toolcalls")
     job = toolcalls_spark_job(spark, args.truth[0], args.predictions, config=streaming_config(args), possible_answer=args.possible_answer,
                               partitions=args.spark_partitions)
     result = job.run().result
     return result, chunked_document(result, job.inputs, possible_answer=job.task.possible_answer)
+
+
+def refuse(args: Any, engine: str) -> None:
+    """What the chosen engine cannot do, refused before any work."""
+    if engine == "spark" and getattr(args, "checker", "generic") == "bfcl":
+        from extracteval.errors import InputError
+
+        raise InputError("--checker bfcl runs on the local engine; drop --engine spark (--chunk-size/--workers score it in chunks).")
