@@ -47,24 +47,21 @@ def run(args: argparse.Namespace) -> int:
         doc = scored.doc
     else:  # the streaming engines write their per-record rows into the staging folder as they score
         with _staged(output) as staging:
-            result, doc = _scaled(task, args, engine, staging)
+            result, doc = _scaled(engines, args, engine, staging)
             if staging is not None:
                 written = outputs.write(result, doc, staging, safe_csv=safe_csv)
     print_result(doc, as_json=args.json, render=outputs.render, output=output, written=written)
     return 0
 
 
-def _scaled(task: str, args: argparse.Namespace, engine: str, folder: Path | None) -> tuple[Any, dict[str, Any]]:
-    """The streaming engines: (result, document); per-record rows streamed into `folder`."""
-    from extracteval.tasks import task_module
-
+def _scaled(engines: Any, args: argparse.Namespace, engine: str, folder: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The task's streaming engine (its `engines` module): (result, document); per-record rows streamed into `folder`."""
     if engine == "spark":
         from extracteval.io.scale_options import spark_session
 
-        return task_module(task, "engines").spark(args, spark_session(args), folder=folder)
+        return engines.spark(args, spark_session(args), folder=folder)
     chunk_size = getattr(args, "chunk_size", None)
-    return task_module(task, "engines").chunked(args, chunk_size=100_000 if chunk_size is None else chunk_size, workers=getattr(args, "workers", 1),
-                                                folder=folder)
+    return engines.chunked(args, chunk_size=100_000 if chunk_size is None else chunk_size, workers=getattr(args, "workers", 1), folder=folder)
 
 
 @contextmanager

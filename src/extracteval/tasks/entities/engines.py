@@ -15,19 +15,16 @@ def chunked(args: Any, *, chunk_size: int, workers: int, folder: Path | None) ->
     """`score entities --chunk-size/--workers`: JSONL files sorted by id, streamed `chunk_size`
     records at a time, scored in `workers` processes; per-record rows streamed to
     `folder`/records.parquet."""
-    from dataclasses import replace
-
-    from extracteval.chunked import run_chunks
+    from extracteval.chunked import run_chunk_job
     from extracteval.tasks.entities.chunked import entities_chunk_job
     from extracteval.tasks.entities.options import build_config, streaming_similarity
 
     config, sim_name, sim_opts = build_config(args)
     job = entities_chunk_job(args.truth, args.predictions, config=config, similarity=streaming_similarity(sim_name, sim_opts),
                              chunk_size=chunk_size, id_column=args.id_column, entities_key=args.entities_key)
-    records_path = None if folder is None else folder / "records.parquet"
-    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
+    result, inputs = run_chunk_job(job, workers=workers, folder=folder)
     doc = result.to_dict()
-    doc["inputs"] = job.inputs
+    doc["inputs"] = inputs
     return result, doc
 
 

@@ -10,22 +10,19 @@ from typing import Any
 def chunked(args: Any, *, chunk_size: int, workers: int, folder: Any) -> tuple[Any, dict[str, Any]]:
     """`score fields --chunk-size/--workers`: files streamed by id, chunks scored (in `workers`
     processes), ledgers merged; per-record rows streamed to `folder`/records.parquet."""
-    from dataclasses import replace
-
-    from extracteval.chunked import run_chunks
+    from extracteval.chunked import run_chunk_job
     from extracteval.tasks.fields.chunks import args_chunk_job
 
-    job = args_chunk_job(args, chunk_size=chunk_size)
-    records_path = None if folder is None else folder / "records.parquet"
-    result, _ = run_chunks(replace(job.task, keep_records=records_path is not None), job.chunks, workers=workers, records_path=records_path)
+    result, inputs = run_chunk_job(args_chunk_job(args, chunk_size=chunk_size), workers=workers, folder=folder)
     doc = result.to_dict()
-    doc["inputs"] = job.inputs
+    doc["inputs"] = inputs
     return result, doc
 
 
 def spark(args: Any, spark: Any, *, folder: Any) -> tuple[Any, dict[str, Any]]:
     """`score fields --engine spark`; the per-record rows written to `folder`/records.parquet by Spark."""
     from extracteval.tasks.fields.spark import args_spark_job
+
     job = args_spark_job(args, spark)
     run = job.run()
     if folder is not None:
