@@ -279,6 +279,21 @@ def test_reading_rules_of_one_cell() -> None:
     assert obj is None and why
 
 
+def test_record_cells_become_columns_as_a_files_reader_gives_them() -> None:
+    """The evaluator's cells go straight into one column per field: fields in the order they
+    first appear, None where a record lacks one, an integer still an integer beside a record
+    without it (no detour through float), JSON-list text a list, equal texts held once."""
+    adapter = get_adapter("fields")
+    truth = ['{"a": 7, "b": "x"}', '{"b": "x", "c": "[\\"P\\", \\"Q\\"]"}', {"c": ["R"], "a": 2**60 + 1}]
+    scored = adapter.score_frame(ids=["1", "2", "3"], targets=truth, predictions={"m": truth}, config={"bootstrap": 0}, truth_source="t")
+    frame = scored.truth
+    assert list(frame.columns) == ["a", "b", "c"] and list(frame.index) == ["1", "2", "3"]
+    assert frame["a"].tolist() == [7, None, 2**60 + 1] and type(frame.loc["1", "a"]) is int
+    assert frame["c"].tolist() == [None, ["P", "Q"], ["R"]]
+    assert frame.loc["1", "b"] is frame.loc["2", "b"]  # one text object for the two equal cells
+    assert scored.result.models["m"].overall["f1"] == 1.0
+
+
 def test_genai_scorer_reads_the_same_cells(store: Path, tmp_path: Path) -> None:
     """The `mlflow.genai` scorer, one row at a time on the same `row.to_dict()` cells (status key
     included), sums to the command line's micro counts."""

@@ -84,16 +84,49 @@ def _record_fields(value: Any, *, what: str, record: str, strict: bool) -> tuple
     return obj, status, None
 
 
-def _wide(rows: Sequence[Mapping[str, Any]], ids: Sequence[str]) -> pd.DataFrame:
-    """Records (one dict of field values each) → one plain object column per field, indexed by id."""
-    from extracteval.io.memory import reader_columns
+class _Columns:
+    """Records (one dict of field values each) gathered straight into one column per field, so
+    that no record's dict outlives its row: the memory held is the columns' cells, as when a file
+    is read column by column. Columns come in the order their fields first appear, a field a
+    record lacks is None there, and the values are made plain column by column at the end
+    (`io.memory.reader_columns`: NumPy values, JSON-list text, missing values) — what
+    `read_record` does value by value. Equal texts are kept once (a field holds few distinct
+    values: currencies, dates, names), as a file's reader keeps them."""
 
-    index = pd.Index(list(ids), name="id", dtype=object)
-    if not len(rows):
-        return pd.DataFrame(index=index)
-    frame = reader_columns(pd.DataFrame.from_records(rows))
-    frame.index = index
-    return frame
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.columns: dict[str, list[Any]] = {}
+        self.ids: list[str] = []
+        self.texts: dict[str, str] = {}
+
+    def add(self, record: str, values: Mapping[str, Any] | None) -> None:
+        row = len(self.ids)
+        self.ids.append(record)
+        if not values:
+            return
+        columns, texts = self.columns, self.texts
+        for name, value in values.items():
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = [None] * self.capacity
+            column[row] = texts.setdefault(value, value) if type(value) is str else value
+
+    def frame(self) -> pd.DataFrame:
+        """One plain object column per field, indexed by id."""
+        from extracteval.io.memory import reader_columns
+
+        n = len(self.ids)
+        index = pd.Index(self.ids, name="id", dtype=object)
+        cells = {}
+        for name in list(self.columns):
+            column = self.columns.pop(name)  # each column freed once it is a frame's
+            cells[name] = np.fromiter(column[:n] if n < len(column) else column, dtype=object, count=n)
+            del column
+        if not cells:
+            return pd.DataFrame(index=index)
+        frame = reader_columns(pd.DataFrame(cells, dtype=object, copy=False))
+        frame.index = index
+        return frame
 
 
 # the largest number of pattern codes (all fields together) counted at once by `_field_patterns`
@@ -449,12 +482,16 @@ class FieldsAdapter:
 
         cfg = self.build_config(config)
         ids = frame_ids(ids, targets, predictions, truth_source, status=status)
-        truth = _wide([_record_fields(v, what=truth_source, record=r, strict=True)[0] for r, v in zip(ids, targets)], ids)
+        truth_columns = _Columns(len(ids))
+        for r, v in zip(ids, targets):
+            truth_columns.add(r, _record_fields(v, what=truth_source, record=r, strict=True)[0])
+        truth = truth_columns.frame()
+        del truth_columns
         preds = []
         invalid: dict[str, list[str]] = {}
         for name, cells in predictions.items():
             given = (status or {}).get(name)
-            rows, kept, statuses = [], [], []
+            columns, statuses = _Columns(len(ids)), []
             for i, (r, v) in enumerate(zip(ids, cells)):
                 parsed, st, problem = _record_fields(v, what=f"predictions of model {name!r}", record=r, strict=False)
                 g = None if given is None else given[i]
@@ -467,10 +504,10 @@ class FieldsAdapter:
                     parsed = {}
                 elif parsed is None and not st:
                     continue  # no output: the record has no prediction, as when a file lacks it
-                rows.append(parsed or {})
-                kept.append(r)
+                columns.add(r, parsed)
                 statuses.append(st)
-            frame = _wide(rows, kept)
+            frame = columns.frame()
+            del columns
             index = frame.index
             st_given: pd.Series | pd.DataFrame | None = pd.Series(statuses, index=index, dtype=object) if any(statuses) else None
             if any(isinstance(x, Mapping) for x in statuses):
