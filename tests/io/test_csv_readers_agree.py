@@ -77,3 +77,30 @@ def test_the_fast_path_is_taken_for_a_plain_table() -> None:
     assert tables._arrow_csv("id,a\n1,x,extra\n", ",") is None  # ragged: pandas' reader and its message
     assert tables._arrow_csv("id,id\n1,2\n", ",") is None  # repeated name: refused by the reader's check
     assert tables._arrow_csv('id,a\n1,x\n2,"z\n3,w\n', ",") is None  # a quote left open: pandas refuses the file
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), CELL), min_size=1, max_size=40), repeat=st.integers(1, 80), chunks=st.integers(1, 3))
+def test_arrow_texts_are_the_columns_texts_with_equal_texts_shared(texts: list[str | None], repeat: int, chunks: int) -> None:
+    import pyarrow as pa
+
+    from extracteval.io.memory import arrow_texts
+
+    cells = texts * repeat
+    step = -(-len(cells) // chunks)
+    column = pa.chunked_array([pa.array(cells[i:i + step], type=pa.string()) for i in range(0, len(cells), step)], type=pa.string())
+    got = arrow_texts(column)
+    assert got.dtype == object and got.tolist() == cells
+    assert all(type(v) is str for v in got if v is not None)
+    if len(cells) >= 1024 and len(set(cells)) <= len(cells) // 2:  # one object per distinct text
+        assert len({id(v) for v in got if v is not None}) == len({v for v in cells if v is not None})
+
+
+def test_a_long_table_with_repeated_cells_reads_alike_both_ways() -> None:
+    rows = [[f"r{i}", ["EUR", "USD", ""][i % 3], '["A", "B"]' if i % 7 == 0 else f"v{i % 11}"] for i in range(3000)]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([["id", "currency", "x"], *rows])
+    fast = tables._arrow_csv(buf.getvalue(), ",")
+    assert fast is not None
+    pd.testing.assert_frame_equal(fast, _pandas(buf.getvalue(), ","))
+    assert fast.loc[0, "currency"] is fast.loc[3, "currency"]

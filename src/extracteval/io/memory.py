@@ -24,7 +24,7 @@ import pandas as pd
 from extracteval.io.cells import json_list_value
 from extracteval.io.json_text import cap_depth
 
-__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "option", "renamed", "memory_frame", "memory_records", "reader_columns", "json_list_text", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
+__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "option", "renamed", "memory_frame", "memory_records", "reader_columns", "json_list_text", "arrow_texts", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +154,12 @@ def _column_values(col: Any) -> Any:
         values[np.isnan(raw)] = None
         return values
     if isinstance(dt, pd.StringDtype):  # text or missing: the column's own string kernels
-        values = col.to_numpy(dtype=object, na_value=None)
+        if dt.storage == "pyarrow":
+            import pyarrow as pa
+
+            values = arrow_texts(pa.array(col.array))
+        else:
+            values = col.to_numpy(dtype=object, na_value=None)
         return json_list_text(values, col.str.startswith("[").fillna(False).to_numpy(dtype=bool))
     values = col.to_numpy(dtype=object)
     kind = pd.api.types.infer_dtype(values, skipna=True)
@@ -167,6 +172,25 @@ def _column_values(col: Any) -> Any:
         values = values.copy()
         values[missing] = None
     return json_list_text(values, text_starts(values, "["))
+
+
+def arrow_texts(column: Any) -> np.ndarray:
+    """An Arrow text column as an object array of its texts (None where null). A column of few
+    distinct texts (a currency, a date, a name) makes one text object per distinct text, shared
+    by its cells, instead of one per cell: the memory of the cells as a file's bytes hold them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if len(arr) >= 1024:
+        encoded = pc.dictionary_encode(arr)
+        distinct = len(encoded.dictionary)
+        if distinct <= len(arr) // 2:
+            texts = np.empty(distinct + 1, dtype=object)
+            texts[:distinct] = encoded.dictionary.to_pylist()
+            texts[distinct] = None
+            return texts.take(encoded.indices.fill_null(distinct).to_numpy())
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def text_starts(values: Any, prefix: str) -> np.ndarray:
