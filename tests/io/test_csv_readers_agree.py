@@ -102,5 +102,7 @@ def test_a_long_table_with_repeated_cells_reads_alike_both_ways() -> None:
     csv.writer(buf, lineterminator="\n").writerows([["id", "currency", "x"], *rows])
     fast = tables._arrow_csv(buf.getvalue(), ",")
     assert fast is not None
-    pd.testing.assert_frame_equal(fast, _pandas(buf.getvalue(), ","))
-    assert fast.loc[0, "currency"] is fast.loc[3, "currency"]
+    pd.testing.assert_frame_equal(fast.astype(object), _pandas(buf.getvalue(), ","))
+    # a column of text alone stays Arrow's strings; one with JSON-list cells is Python values, equal texts one object
+    assert isinstance(fast["currency"].dtype, pd.StringDtype) and fast["x"].dtype == object
+    assert fast.loc[1, "x"] is fast.loc[12, "x"]

@@ -9,7 +9,9 @@ extra and missing ids — everything after the parse of the file's bytes is the 
 What the parse of a file would give is made here, column by column (never row by row):
 object columns; NumPy, pandas and Arrow scalars as Python values; every missing value (None, NaN,
 pandas' NA, NaT) as None; a text cell holding a JSON list as that list (a multi-valued cell, as
-the CSV reader reads it); a NumPy array or tuple in a cell as a list.
+the CSV reader reads it); a NumPy array or tuple in a cell as a list. A column of Arrow strings
+with no JSON-list cell stays Arrow's strings (missing cells null), as the CSV reader keeps a
+column of text alone: the scorers factorise it without one Python object per cell.
 """
 
 from __future__ import annotations
@@ -135,11 +137,13 @@ def memory_records(table: InMemoryTable) -> list[tuple[str, Any]]:
 
 def reader_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame`'s columns as a reader gives them (module docstring), as a new frame of object
-    columns on a fresh row index; the column names must be unique."""
+    columns (Arrow strings for a column of text alone) on a fresh row index; the column names
+    must be unique."""
     columns: dict[Any, Any] = {}
     for j, c in enumerate(frame.columns):
-        columns[c] = _column_values(frame.iloc[:, j])
-    return pd.DataFrame(columns, index=pd.RangeIndex(len(frame)), columns=list(frame.columns), dtype=object)
+        values = _column_values(frame.iloc[:, j])
+        columns[c] = values.reset_index(drop=True) if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(frame)), columns=list(frame.columns))
 
 
 def _column_values(col: Any) -> Any:
@@ -154,13 +158,17 @@ def _column_values(col: Any) -> Any:
         values[np.isnan(raw)] = None
         return values
     if isinstance(dt, pd.StringDtype):  # text or missing: the column's own string kernels
+        starts = col.str.startswith("[").fillna(False).to_numpy(dtype=bool)
         if dt.storage == "pyarrow":
             import pyarrow as pa
 
-            values = arrow_texts(pa.array(col.array))
+            arrow = pa.array(col.array)
+            if not starts.any():  # text alone: the Arrow column itself, missing cells null
+                return pd.Series(pd.arrays.ArrowStringArray(arrow))
+            values = arrow_texts(arrow)
         else:
             values = col.to_numpy(dtype=object, na_value=None)
-        return json_list_text(values, col.str.startswith("[").fillna(False).to_numpy(dtype=bool))
+        return json_list_text(values, starts)
     values = col.to_numpy(dtype=object)
     kind = pd.api.types.infer_dtype(values, skipna=True)
     if kind == "empty":

@@ -198,7 +198,10 @@ _ARROW_MAX_COLUMNS = 2000
 
 def _arrow_csv(text: str, delim: str) -> pd.DataFrame | None:
     """CSV/TSV text read by Arrow's multi-threaded reader, with the rules of the pandas reader
-    below: every cell the text as written ('' for an empty one), a JSON-list cell a list. None
+    below: every cell the text as written ('' for an empty one), a JSON-list cell a list. A column
+    of text alone stays Arrow's strings (pandas' Arrow-backed string dtype: the scorers factorise
+    it in Arrow, with no Python object per cell); a column with JSON-list cells is Python values,
+    one text object per distinct text. None
     when the text is not a plain rectangle under a header of distinct, non-empty names (a ragged
     row, a repeated or blank column name, no data row…): the pandas reader then reads it, and its
     checks and messages stay those of every other irregular file."""
@@ -226,8 +229,12 @@ def _arrow_csv(text: str, delim: str) -> pd.DataFrame | None:
         return None
     columns = {}
     for name, col in zip(header, table.columns):
-        columns[name] = json_list_text(arrow_texts(col), text_starts(col, "["))
-    return pd.DataFrame(columns, columns=header, dtype=object)
+        starts = text_starts(col, "[")
+        if starts.any():
+            columns[name] = pd.Series(json_list_text(arrow_texts(col), starts), dtype=object)
+        else:  # text alone: the Arrow column itself, as pandas' Arrow-backed strings
+            columns[name] = pd.Series(pd.arrays.ArrowStringArray(col.combine_chunks()))
+    return pd.DataFrame(columns, columns=header)
 
 
 def _parse_json_lists(col: pd.Series) -> pd.Series:
