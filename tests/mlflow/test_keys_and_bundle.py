@@ -239,7 +239,7 @@ def _row_labels(fig) -> list[str]:
 
 def test_fields_figures_of_many_fields_show_the_fields_with_most_errors():
     from extracteval.tasks.fields.adapter import ADAPTER
-    from extracteval.tasks.structured.adapter import FIGURE_ITEMS
+    from extracteval.mlflow.adapter_parts import FIGURE_ITEMS
 
     n = FIGURE_ITEMS + 60
     wrong = {f"f{j:03d}": 1 + j % 7 for j in range(0, n, 2)}  # every other field has errors: 50 fields

@@ -25,7 +25,23 @@ from typing import Any
 
 from extracteval.io.json_text import cap_depth, loads
 
-__all__ = ["is_empty", "plain", "json_list_value", "record_object", "status_text"]
+__all__ = ["is_missing", "is_empty", "plain", "json_list_value", "record_object", "status_text"]
+
+
+def is_missing(value: Any) -> bool:
+    """None, NaN, pd.NA, NaT: an empty cell (a list or dict is never missing; neither is text,
+    even blank: see `is_empty`)."""
+    if value is None:
+        return True
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(value, (Mapping, list, tuple, np.ndarray, str, bytes)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def is_empty(value: Any) -> bool:

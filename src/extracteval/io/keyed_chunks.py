@@ -1,7 +1,7 @@
-"""JSONL files of `{"id": …, "<key>": value}` records (the `toolcalls` and `structured` tasks)
-→ chunks aligned by id, in bounded memory.
+"""Files of `{"id": …, "<key>": value}` records (the `toolcalls` and `structured` tasks): read
+whole (`load_records`), or, for JSONL, as chunks aligned by id, in bounded memory.
 
-Each record is read as `tasks.toolcalls.inputs.load_records` reads it (the value of the first present
+Each record of a chunk is read as `load_records` reads it (the value of the first present
 key among the task's keys, the id as `str(record["id"])`). Only JSONL streams (`.jsonl`,
 `.ndjson`): a JSON array, CSV or Parquet file is read whole by the in-memory engine.
 
@@ -15,7 +15,7 @@ for these tasks: they travel with the chunk that is open when they are met and a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +24,10 @@ from extracteval.io.scale_options import check_chunk_size
 from extracteval.errors import InputError
 from extracteval.io.id_order import check_id_order
 from extracteval.io.config import model_files
-from extracteval.io.json_text import jsonl_values
+from extracteval.io.json_text import jsonl_values, read_record_file
 from extracteval.io.text_files import check_regular_file
 
-__all__ = ["KeyedChunk", "keyed_record", "iter_keyed", "KeyedStream", "jsonl_stream_files", "open_keyed_stream"]
+__all__ = ["load_records", "KeyedChunk", "keyed_record", "iter_keyed", "KeyedStream", "jsonl_stream_files", "open_keyed_stream"]
 
 
 @dataclass(frozen=True)
@@ -149,3 +149,33 @@ def open_keyed_stream(
     return KeyedStream(truth=str(truth), models=models, chunk_size=chunk_size, truth_keys=tuple(truth_keys),
                        output_keys=tuple(output_keys), truth_value=truth_value)
 
+
+def load_records(path: str | Path, keys: Iterable[str], what: str, *, id_key: str = "id") -> dict[str, Any]:
+    """id → value of the first present key among `keys`, from JSONL / JSON / CSV / Parquet.
+
+    Values are kept as read: strings stay strings (a structured model's raw output), objects stay
+    objects. Missing keys and duplicate ids are errors naming the file and line.
+    """
+    from extracteval.io.memory import is_in_memory, memory_records
+
+    keys = tuple(keys)
+    recs: Iterable[tuple[str, Any]]
+    if is_in_memory(path):
+        p: Any = path
+        recs = memory_records(path)
+    else:
+        p = Path(path)
+        if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+            recs = ((f"line {line}", rec) for line, rec in read_record_file(p))
+        else:
+            from extracteval.io.tables import read_table
+
+            frame = read_table(p)
+            recs = [(f"line {i + 2}", row) for i, row in enumerate(frame.to_dict(orient="records"))]
+    out: dict[str, Any] = {}
+    for where, rec in recs:
+        rid, key = keyed_record(p, where, rec, keys, what, id_key=id_key)
+        if rid in out:
+            raise InputError(f"{p}: {where}: id {rid!r} appears twice.")
+        out[rid] = rec[key]
+    return out

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from extracteval.mlflow.keys import KeyMap
 
-__all__ = ["given_options", "task_config", "build_config", "rescore_options", "frame_ids", "WINNER_KINDS", "is_winner", "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
+__all__ = ["FIGURE_ITEMS", "worst_items", "given_options", "task_config", "build_config", "rescore_options", "frame_ids", "WINNER_KINDS", "is_winner", "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
            "adjacent_ranks_section", "closing_sections"]
 
 WINNER_KINDS = ("sole", "shared", "universal", "none")
@@ -164,3 +164,25 @@ def build_config(adapter: Any, config: Mapping[str, Any]) -> Any:
     from extracteval.tasks import task_module
 
     return task_module(adapter.task, "options").build_config(config)
+
+
+FIGURE_ITEMS = 40
+
+
+def worst_items(table: pd.DataFrame, item: str, limit: int = FIGURE_ITEMS) -> tuple[pd.DataFrame, str]:
+    """At most `limit` items for a per-item figure: those with errors (FP + FN summed over the
+    models), the most first (and on top); and a title note when items were left out. (Every
+    item stays in the CSV, the MLflow table and the metrics; a figure of 400 one-call functions
+    says nothing and takes seconds to draw.)"""
+    names = list(dict.fromkeys(table[item])) if len(table) else []
+    if len(names) <= limit:
+        return table, ""
+    errors = table.groupby(item, sort=False)[["fp", "fn"]].sum().sum(axis=1)
+    wrong = [n for n in names if float(errors.get(n, 0)) > 0]
+    if not wrong:
+        keep = set(names[:limit])
+        return table[table[item].isin(keep)], f" (first {limit} of {len(names)}; none has errors)"
+    order = {n: i for i, n in enumerate(sorted(wrong, key=lambda n: (-float(errors.get(n, 0)), str(n)))[:limit])}
+    kept = table[table[item].isin(order)]
+    kept = kept.iloc[kept[item].map(order).to_numpy().argsort(kind="stable")]  # the most errors on top
+    return kept, f" ({len(order)} of {len(names)}: most errors)"

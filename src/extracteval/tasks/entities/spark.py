@@ -25,7 +25,7 @@ def entities_spark_job(
     from extracteval.io.config import model_files
     from extracteval.tasks.entities.chunks import EntitiesChunk, entity_record_id
     from extracteval.tasks.entities.inputs import _entity_list
-    from extracteval.tasks.json.inputs import _loads
+    from extracteval.io.json_text import loads as _loads
     from extracteval.spark.engine import ID, guard, lines_job
 
     def id_of(source: str, rec: Any, is_truth: bool) -> str:

@@ -682,7 +682,7 @@ class FieldsAdapter:
     def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
         from extracteval.report.figures import confusion_heatmap, item_f1_bars
 
-        from extracteval.tasks.structured.adapter import worst_items
+        from extracteval.mlflow.adapter_parts import worst_items
 
         frames = [self.item_table(scored, m) for m in models]
         table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.io.cells import is_empty, record_object, status_text
+from extracteval.io.cells import is_empty, is_missing, record_object, status_text
 from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
@@ -48,18 +48,6 @@ def _truth_frame(truth: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame({"truth": [_canonical(by_id[i]) for i in ids]}, index=pd.Index(ids, name="id"))
 
 
-def _is_missing(value: Any) -> bool:
-    """None, NaN, pd.NA, NaT: an empty cell (a list or dict is never missing)."""
-    if value is None:
-        return True
-    if isinstance(value, (Mapping, list, tuple, np.ndarray, str, bytes)):
-        return False
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def _parse_object(value: Any, *, what: str, record: str, strict: bool) -> Any:
     """A cell → a JSON object. Truth must be one (strict: InputError naming the record); a model
     output that is not one is returned as is, and the scorer counts it as an invalid prediction."""
@@ -82,7 +70,7 @@ def _parse_object(value: Any, *, what: str, record: str, strict: bool) -> Any:
             return obj
         raise InputError(f"{what}: record {record!r}: expected a JSON object, but found a JSON {type(obj).__name__}.")
     if strict:
-        if _is_missing(value):
+        if is_missing(value):
             raise InputError(f"{what}: record {record!r}: the ground truth is empty; expected a JSON object (dict or JSON string).")
         raise InputError(f"{what}: record {record!r}: expected a JSON object (dict or JSON string), but found {type(value).__name__}.")
     return value
@@ -152,7 +140,7 @@ def read_prediction(value: Any, safety_key: str) -> tuple[Any, str, float | None
         status = status_text(obj.get("status"))
         safety = obj.get(safety_key)
         inner = obj["prediction"]
-        if _is_missing(inner):
+        if is_missing(inner):
             return _NO_OUTPUT, status, None
         obj, _problem = record_object(inner)
         if obj is None:
@@ -160,7 +148,7 @@ def read_prediction(value: Any, safety_key: str) -> tuple[Any, str, float | None
     if isinstance(obj, dict) and safety_key in obj:
         obj = dict(obj)
         safety = obj.pop(safety_key)
-    if safety is not None and _is_missing(safety):
+    if safety is not None and is_missing(safety):
         safety = None
     return obj, status, safety
 

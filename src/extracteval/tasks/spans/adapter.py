@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.io.cells import is_missing
 from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner, parent_head,
                                               rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
@@ -30,7 +31,6 @@ from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
 from extracteval.tasks.spans.records import chunk_rows, count_frame, expand_chunk_rows
-from extracteval.tasks.json.adapter import _is_missing
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
 __all__ = ["ADAPTER", "SpansAdapter"]
@@ -90,7 +90,7 @@ def _parse_json(value: Any) -> Any:
 def _cell_spans(value: Any, list_keys: Sequence[str]) -> tuple[str | None, Any]:
     """(document text or None, raw list of spans) of one cell: a list of spans, or an object
     {"text"?, "<list key>": [...]}, either possibly as a JSON string. Raises ValueError."""
-    if _is_missing(value):
+    if is_missing(value):
         return None, _NO_SPANS
     obj = _parse_json(value)
     if isinstance(obj, np.ndarray):

@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, parent_head, rank_metrics, winner_kind_metrics, rescore_options, build_config
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, worst_items, parent_head, rank_metrics, winner_kind_metrics, rescore_options, build_config
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
-__all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table", "worst_items"]
+__all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table"]
 
 RATES = ("json_valid_rate", "strict_json_valid_rate", "json_extracted_rate", "exact_match_rate", "field_precision", "field_recall", "field_f1")
 _COUNTS = {"records": "records", "valid": "valid_count", "strict_valid": "strict_valid_count", "extracted": "extracted_count", "exact": "exact_count",
@@ -127,28 +127,6 @@ def percent_table(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
         if c in out.columns:
             out[c] = [None if v is None or (isinstance(v, float) and np.isnan(v)) else f"{100 * float(v):.1f}%" for v in out[c]]
     return out
-
-
-FIGURE_ITEMS = 40
-
-
-def worst_items(table: pd.DataFrame, item: str, limit: int = FIGURE_ITEMS) -> tuple[pd.DataFrame, str]:
-    """At most `limit` items for a per-item figure: those with errors (FP + FN summed over the
-    models), the most first (and on top); and a title note when items were left out. (Every
-    item stays in the CSV, the MLflow table and the metrics; a figure of 400 one-call functions
-    says nothing and takes seconds to draw.)"""
-    names = list(dict.fromkeys(table[item])) if len(table) else []
-    if len(names) <= limit:
-        return table, ""
-    errors = table.groupby(item, sort=False)[["fp", "fn"]].sum().sum(axis=1)
-    wrong = [n for n in names if float(errors.get(n, 0)) > 0]
-    if not wrong:
-        keep = set(names[:limit])
-        return table[table[item].isin(keep)], f" (first {limit} of {len(names)}; none has errors)"
-    order = {n: i for i, n in enumerate(sorted(wrong, key=lambda n: (-float(errors.get(n, 0)), str(n)))[:limit])}
-    kept = table[table[item].isin(order)]
-    kept = kept.iloc[kept[item].map(order).to_numpy().argsort(kind="stable")]  # the most errors on top
-    return kept, f" ({len(order)} of {len(names)}: most errors)"
 
 
 def plain(value: Any) -> Any:

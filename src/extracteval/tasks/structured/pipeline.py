@@ -32,7 +32,7 @@ def extended_backends(args: argparse.Namespace) -> dict[str, Any]:
 def load_predictions(specs: list[Any], what: str = "output", *, id_key: str = "id") -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     from extracteval.io.config import model_files
     from extracteval.io.record_keys import OUTPUT_KEYS
-    from extracteval.tasks.toolcalls.inputs import load_records
+    from extracteval.io.keyed_chunks import load_records
 
     files = model_files(specs)
     return ({name: load_records(path, OUTPUT_KEYS, what, id_key=id_key) for name, path in files.items()},
@@ -41,7 +41,7 @@ def load_predictions(specs: list[Any], what: str = "output", *, id_key: str = "i
 
 def load_truth(path: Any, *, id_key: str = "id") -> dict[str, Any]:
     from extracteval.tasks.structured.semantics import reference_value
-    from extracteval.tasks.toolcalls.inputs import load_records
+    from extracteval.io.keyed_chunks import load_records
 
     return {rid: reference_value(v, f"{path}: id {rid}") for rid, v in load_records(path, TRUTH_KEYS, "reference", id_key=id_key).items()}
 

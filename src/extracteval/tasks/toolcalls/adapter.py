@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, worst_items, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.tasks.structured.adapter import (
     DecisionTrackAdapter,
@@ -42,7 +42,6 @@ from extracteval.tasks.structured.adapter import (
     percent_table,
     plain,
     track_spec,
-    worst_items,
     write_raw_outputs,
 )
 from extracteval.mlflow.tasks import Scored, Section, shared_config_keys

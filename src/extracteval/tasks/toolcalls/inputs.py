@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 from extracteval.io.record_keys import OUTPUT_KEYS
 from extracteval.errors import InputError
 from extracteval.io.json_text import read_record_file
-from extracteval.io.memory import is_in_memory, memory_records
+from extracteval.io.keyed_chunks import load_records  # noqa: F401 - the task's reader of whole files
 
 __all__ = [
     "BfclQuestion",
@@ -351,35 +350,4 @@ def load_bfcl_results(path: str | Path) -> dict[str, Any]:
         if "result" not in rec:
             raise InputError(f"{p}: line {line} (id {rid}): no \"result\" key; expected BFCL result records {{\"id\", \"result\"}}.")
         out[rid] = rec["result"]
-    return out
-
-
-def load_records(path: str | Path, keys: Iterable[str], what: str, *, id_key: str = "id") -> dict[str, Any]:
-    """id → value of the first present key among `keys`, from JSONL / JSON / CSV / Parquet.
-
-    Values are kept as read: strings stay strings (a structured model's raw output), objects stay
-    objects. Missing keys and duplicate ids are errors naming the file and line.
-    """
-    from extracteval.io.keyed_chunks import keyed_record
-
-    keys = tuple(keys)
-    recs: Iterable[tuple[str, Any]]
-    if is_in_memory(path):
-        p: Any = path
-        recs = memory_records(path)
-    else:
-        p = Path(path)
-        if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-            recs = ((f"line {line}", rec) for line, rec in read_record_file(p))
-        else:
-            from extracteval.io.tables import read_table
-
-            frame = read_table(p)
-            recs = [(f"line {i + 2}", row) for i, row in enumerate(frame.to_dict(orient="records"))]
-    out: dict[str, Any] = {}
-    for where, rec in recs:
-        rid, key = keyed_record(p, where, rec, keys, what, id_key=id_key)
-        if rid in out:
-            raise InputError(f"{p}: {where}: id {rid!r} appears twice.")
-        out[rid] = rec[key]
     return out

@@ -34,7 +34,7 @@ def toolcalls_spark_job(spark: Any, truth: str, predictions: Sequence[str], *, c
                           truth_value=lambda source, rid, rec, key: rec[key], partitions=partitions)
     if not possible_answer:
         def answer_keys(batches):  # type: ignore[no-untyped-def]
-            from extracteval.tasks.json.inputs import _loads
+            from extracteval.io.json_text import loads as _loads
 
             for pdf in batches:
                 found = {keyed_record(truth, "a line", _loads(line), TOOLCALL_TRUTH_KEYS, "reference")[1]
