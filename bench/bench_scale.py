@@ -113,9 +113,9 @@ def measure(mode: str, truth: str, pred: str, chunk: int, workers: int) -> dict:
         from extracteval.chunked import run_chunks
         from extracteval.tasks.fields.chunked import FieldsTask
         from extracteval.tasks.fields.semantics import plan_fields
-        from extracteval.tasks.fields.chunks import open_fields_stream
+        from extracteval.io.wide_tables import open_table_stream
 
-        stream = open_fields_stream(truth, [f"model={pred}"], chunk_size=chunk)
+        stream = open_table_stream(truth, [f"model={pred}"], chunk_size=chunk)
         plan = plan_fields(stream.truth_fields, stream.models, config=cfg, truth_source=stream.truth_source)
         result, _ = run_chunks(FieldsTask(plan), stream.chunks(), workers=workers)
     else:

@@ -175,11 +175,6 @@ REMAINING_TASK_IMPORTS: set[tuple[str, str]] = {
     ("extracteval.tasks.entities.semantics", "extracteval.tasks.labels.semantics"),
     ("extracteval.tasks.labels.adapter", "extracteval.tasks.entities.inputs"),
     ("extracteval.tasks.labels.chunked", "extracteval.tasks.entities.inputs"),
-    # the wide tables `labels` reads as `fields` does
-    ("extracteval.tasks.labels.chunked", "extracteval.tasks.fields.chunks"),
-    ("extracteval.tasks.labels.spark", "extracteval.tasks.fields.chunked"),
-    ("extracteval.tasks.labels.spark", "extracteval.tasks.fields.semantics"),
-    ("extracteval.tasks.labels.spark", "extracteval.tasks.fields.spark"),
     # the decision track of `structured`, which `toolcalls` shares
     ("extracteval.tasks.toolcalls.adapter", "extracteval.tasks.structured.adapter"),
     ("extracteval.tasks.toolcalls.adapter", "extracteval.tasks.structured.pipeline"),

@@ -143,7 +143,7 @@ def test_model_files_names_models_and_refuses_a_name_given_twice(tmp_path):
     from extracteval.errors import InputError
     from extracteval.io.config import model_files
     from extracteval.tasks.entities.chunks import open_entities_stream
-    from extracteval.tasks.fields.chunks import open_fields_stream
+    from extracteval.io.wide_tables import open_table_stream
     from extracteval.tasks.json.chunks import open_json_stream
     from extracteval.io.keyed_chunks import open_keyed_stream
 
@@ -158,7 +158,7 @@ def test_model_files_names_models_and_refuses_a_name_given_twice(tmp_path):
     for p in ("1.jsonl", "2.jsonl"):
         (tmp_path / p).write_text('{"id": "1"}\n')
     opens = [
-        lambda: open_fields_stream(tmp_path / "t.csv", [s.replace(".jsonl", ".csv") for s in twice], chunk_size=10),
+        lambda: open_table_stream(tmp_path / "t.csv", [s.replace(".jsonl", ".csv") for s in twice], chunk_size=10),
         lambda: open_entities_stream(str(tmp_path / "t.jsonl"), twice, chunk_size=10),
         lambda: open_json_stream(tmp_path / "t.jsonl", twice, chunk_size=10),
         lambda: open_keyed_stream(str(tmp_path / "t.jsonl"), twice, chunk_size=10, truth_keys=["x"], output_keys=["y"], truth_value=lambda *a: None),

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
-from extracteval.tasks.fields.chunked import FieldsChunk, FieldsTask
+from extracteval.io.wide_tables import TableChunk
+from extracteval.tasks.fields.chunked import FieldsTask
 from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, fields_ledger, fields_result, plan_fields, score_fields
 from extracteval.core.strategies import Strategy
 
@@ -35,7 +36,7 @@ def datasets(draw):
     return truth, preds
 
 
-def chunk_split(truth: pd.DataFrame, preds: list[ModelPredictions], size: int) -> list[FieldsChunk]:
+def chunk_split(truth: pd.DataFrame, preds: list[ModelPredictions], size: int) -> list[TableChunk]:
     order = sorted(truth.index)
     out = []
     for a in range(0, len(order), size):
@@ -44,7 +45,7 @@ def chunk_split(truth: pd.DataFrame, preds: list[ModelPredictions], size: int) -
         for p in preds:
             keep = [i for i in p.values.index if i in set(ids)]
             sub.append(ModelPredictions(name=p.name, values=p.values.loc[keep], status=None if p.status is None else p.status.loc[keep], source=p.source))
-        out.append(FieldsChunk(truth=truth.loc[ids], predictions=sub))
+        out.append(TableChunk(truth=truth.loc[ids], predictions=sub))
     return out
 
 
@@ -165,7 +166,7 @@ def test_a_prediction_id_missing_from_the_truth_chunk_is_an_input_error():
 
     truth = pd.DataFrame({"a": ["1", "2"]}, index=["1", "2"])
     plan = plan_fields(["a"], {"m": "m.csv"}, config=FieldsConfig(bootstrap=0))
-    chunk = FieldsChunk(truth=truth, predictions=[ModelPredictions(name="m", values=pd.DataFrame({"a": ["1"]}, index=["9"]), source="m.csv")])
+    chunk = TableChunk(truth=truth, predictions=[ModelPredictions(name="m", values=pd.DataFrame({"a": ["1"]}, index=["9"]), source="m.csv")])
     with pytest.raises(InputError, match=r"m\.csv: 1 record id\(s\) are not in the ground truth.*'9'"):
         run_chunks(FieldsTask(plan), [chunk])
 
@@ -177,7 +178,7 @@ def test_chunks_survive_the_trip_to_a_worker_unchanged():
     idx = pd.Index(["a", "b", "c"], dtype=object, name="id")
     truth = pd.DataFrame({"x": ["1", None, ""], "y": [["A", "B"], "z", float("nan")], "z": [1, 2.5, None]}, index=idx, dtype=object)
     status = pd.DataFrame({"x": ["ok", "error", ""]}, index=idx, dtype=object)
-    chunk = FieldsChunk(truth=truth, predictions=[ModelPredictions(name="m", values=truth, status=status, source="m.csv")])
+    chunk = TableChunk(truth=truth, predictions=[ModelPredictions(name="m", values=truth, status=status, source="m.csv")])
     back = pickle.loads(pickle.dumps(chunk))
     assert back.truth.index.tolist() == ["a", "b", "c"] and back.truth.index.name == "id"
     assert back.truth["y"].tolist()[:2] == [["A", "B"], "z"] and back.truth["z"].tolist()[:2] == [1, 2.5]

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
-from extracteval.tasks.fields.chunked import FieldsChunk
+from extracteval.io.wide_tables import TableChunk
 from extracteval.tasks.labels.chunked import LabelsTask
 from extracteval.tasks.fields.semantics import ModelPredictions
 from extracteval.tasks.labels.semantics import FEATURE_TYPES, LabelsConfig, ModelLabels, score_labels
@@ -83,11 +83,11 @@ def split(truth, preds, size, drop_empty_columns=False):
     last = None
     for k in range(0, len(ids), size):
         part = truth.iloc[k : k + size]
-        yield FieldsChunk(truth=frame(part), predictions=models(last, ids[min(k + size, len(ids)) - 1]))
+        yield TableChunk(truth=frame(part), predictions=models(last, ids[min(k + size, len(ids)) - 1]))
         last = ids[min(k + size, len(ids)) - 1]
     tail = models(last, None)
     if any(len(p.values) for p in tail):
-        yield FieldsChunk(truth=truth.iloc[:0], predictions=tail)
+        yield TableChunk(truth=truth.iloc[:0], predictions=tail)
 
 
 def outcome(fn):

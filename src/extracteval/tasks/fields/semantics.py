@@ -26,6 +26,7 @@ from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wi
 from extracteval.core.similarity import FuzzySimilarity
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
+from extracteval.io.wide_tables import ModelPredictions
 
 __all__ = [
     "FieldsConfig",
@@ -115,23 +116,6 @@ class FieldsConfig:
             "confidence": self.confidence,
             "seed": self.seed,
         }
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelPredictions:
-    """One model's predictions, wide: index = record id, one column per field.
-
-    Attributes:
-        name: model name, unique among the models compared.
-        values: cell values; lists/tuples are multi-valued cells.
-        status: per-record (Series) or per-cell (DataFrame) `ok` / `pending` / `error`; None = all ok.
-        source: where the predictions came from (a file name), used in messages.
-    """
-
-    name: str
-    values: pd.DataFrame
-    status: pd.Series | pd.DataFrame | None = None
-    source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -91,10 +91,10 @@ def labels_chunk_job(truth: str, predictions: list[str], *, config: Any, feature
     """The `ChunkJob` of `score labels --chunk-size`: wide files sorted by id, merged by id."""
     from extracteval.chunked import ChunkJob
     from extracteval.tasks.labels.semantics import resolve_features
-    from extracteval.tasks.fields.chunks import open_fields_stream
+    from extracteval.io.wide_tables import open_table_stream
 
     check_chunk_size(chunk_size)
-    stream = open_fields_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter, trailing_extras=True)
+    stream = open_table_stream(truth, predictions, chunk_size=chunk_size, id_column=id_column, delimiter=delimiter, trailing_extras=True)
     feats = resolve_features(stream.truth_fields, features, config, stream.truth_source)
     task = LabelsTask(config=config, features=tuple(feats), truth_source=stream.truth_source, sources=dict(stream.models))
     return ChunkJob(task=task, chunks=stream.chunks(), inputs={"truth": stream.truth_source, "predictions": dict(stream.models)})

@@ -1,5 +1,5 @@
-"""The `labels` task on Spark: the same wide tables as `fields` (CSV/TSV, JSONL, Parquet read by
-`tasks.fields.spark.read_spark_table`, joined by `tasks.fields.spark.join_tables`, each batch rebuilt as the
+"""The `labels` task on Spark: wide tables (CSV/TSV, JSONL, Parquet read by
+`spark.tables.read_spark_tables`, joined by `spark.tables.join_tables`, each batch rebuilt as the
 local readers give it), predicted ids the truth lacks kept (strict-view errors, as locally), and
 the chunked engine's `LabelsTask`, so the document is the local engine's."""
 
@@ -18,13 +18,12 @@ def labels_spark_job(
     delimiter: str | None = None, partitions: int | None = None,
 ) -> Any:
     """The `SparkJob` of `score labels --engine spark` (its `run().result`: (LabelsResult, notes))."""
-    from extracteval.tasks.fields.chunked import FieldsChunk
+    from extracteval.io.wide_tables import ModelPredictions, TableChunk
     from extracteval.tasks.labels.chunked import LabelsTask
-    from extracteval.tasks.fields.semantics import ModelPredictions
     from extracteval.tasks.labels.semantics import resolve_features
     from extracteval.errors import InputError
     from extracteval.spark.engine import SparkJob
-    from extracteval.tasks.fields.spark import _inputs, join_tables, read_spark_tables
+    from extracteval.spark.tables import chunk_inputs, join_tables, read_spark_tables
 
     truth = str(truth)
     tdf, preds, sources, text = read_spark_tables(spark, truth, predictions, delimiter=delimiter)
@@ -34,12 +33,12 @@ def labels_spark_job(
     joined, spec = join_tables(tdf, preds, columns=[c for c in tdf.columns if c != id_column], models=list(sources), id_column=id_column, truth_source=truth, sources=sources,
                                text_columns=text, partitions=partitions, keep_extra=True)
 
-    def to_chunk(pdf: pd.DataFrame) -> FieldsChunk:
-        t, p = _inputs(pdf, spec)
-        return FieldsChunk(truth=t, predictions=p)
+    def to_chunk(pdf: pd.DataFrame) -> TableChunk:
+        t, p = chunk_inputs(pdf, spec)
+        return TableChunk(truth=t, predictions=p)
 
-    def empty_chunk() -> FieldsChunk:
-        return FieldsChunk(truth=pd.DataFrame({f: [] for f in feats}, dtype=object),
+    def empty_chunk() -> TableChunk:
+        return TableChunk(truth=pd.DataFrame({f: [] for f in feats}, dtype=object),
                            predictions=[ModelPredictions(name=m.name, values=pd.DataFrame(columns=list(m.columns), dtype=object), source=sources[m.name])
                                         for m in spec.models])
 
