@@ -72,7 +72,7 @@ def naive(truth, pred, cfg) -> dict:
     import numpy as np
     from rapidfuzz import fuzz
 
-    from extracteval.tasks.labels.semantics import LabelEncoder
+    from extracteval.core.feature_views import LabelEncoder
     from extracteval.core.matching import max_matching
 
     enc = LabelEncoder("auto", cfg.normalization)

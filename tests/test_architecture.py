@@ -167,14 +167,6 @@ def test_only_the_registry_names_the_task_packages() -> None:
 # (importing module, imported module) of two different task packages, still to move into a shared
 # module below both; the list may only shrink
 REMAINING_TASK_IMPORTS: set[tuple[str, str]] = {
-    # the feature views of `labels`, on which `entities` builds, and the labels' reader kept in `entities`
-    ("extracteval.tasks.entities.adapter", "extracteval.tasks.labels.adapter"),
-    ("extracteval.tasks.entities.inputs", "extracteval.tasks.labels.semantics"),
-    ("extracteval.tasks.entities.outputs", "extracteval.tasks.labels.outputs"),
-    ("extracteval.tasks.entities.report", "extracteval.tasks.labels.report"),
-    ("extracteval.tasks.entities.semantics", "extracteval.tasks.labels.semantics"),
-    ("extracteval.tasks.labels.adapter", "extracteval.tasks.entities.inputs"),
-    ("extracteval.tasks.labels.chunked", "extracteval.tasks.entities.inputs"),
     # the decision track of `structured`, which `toolcalls` shares
     ("extracteval.tasks.toolcalls.adapter", "extracteval.tasks.structured.adapter"),
     ("extracteval.tasks.toolcalls.adapter", "extracteval.tasks.structured.pipeline"),

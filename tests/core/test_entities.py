@@ -18,7 +18,8 @@ from extracteval.tasks.entities.semantics import (
     align_entities,
     score_entities,
 )
-from extracteval.tasks.labels.semantics import MISSING, feature_ledger, feature_metrics
+from extracteval.core.feature_views import MISSING, feature_metrics
+from extracteval.tasks.labels.semantics import feature_ledger
 from extracteval.errors import InputError
 
 

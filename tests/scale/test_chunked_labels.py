@@ -18,7 +18,7 @@ from extracteval.tasks.labels.chunked import LabelsTask
 from extracteval.tasks.fields.semantics import ModelPredictions
 from extracteval.tasks.labels.semantics import FEATURE_TYPES, LabelsConfig, ModelLabels, score_labels
 from extracteval.errors import InputError
-from extracteval.tasks.entities.inputs import not_predictions
+from extracteval.tasks.labels.inputs import not_predictions
 
 # True / "true" under `category` and 1 / "1" clash in text: their display labels keep the type
 # prefix only if both occur somewhere in the data set

@@ -18,7 +18,7 @@ def render(doc: dict[str, Any]) -> str:
 def write(result: Any, doc: dict[str, Any], out: Path, *, scored: Any = None, safe_csv: bool = True) -> tuple[str, ...]:
     """The files, into an existing (staging) folder; records.parquet is left to the chunked
     engine (`scored` None), which streamed it there while scoring."""
-    from extracteval.tasks.labels.outputs import write_files
+    from extracteval.report.feature_views import write_files
 
     write_files(doc, out, views=("matched", "strict"), safe_csv=safe_csv)
     if scored is not None:

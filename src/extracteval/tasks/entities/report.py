@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from extracteval.report.terminal import percent, table
-from extracteval.tasks.labels.report import feature_table, warning_lines
+from extracteval.report.feature_views import feature_table, warning_lines
 
 __all__ = ["render_entities"]
 

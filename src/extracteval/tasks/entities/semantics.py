@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.core.counts import Counts, ratios
-from extracteval.tasks.labels.semantics import (
+from extracteval.core.feature_views import (
     _MISSING_KEY,
     FeatureLedger,
     FeatureViewsResult,

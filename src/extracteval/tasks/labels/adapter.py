@@ -14,15 +14,14 @@ The unprefixed keys are the strict view because the task ranks on it (a model ca
 by answering few rows), and the leaderboard (`core/leaderboard.RANKING_SPECS["labels"]`) reads
 `labels/macro/f1`, `labels/micro_accuracy`, `labels/row_accuracy` and `feature/<f>/f1|precision|recall`.
 
-The view helpers here (`view_metrics_keys`, `feature_item_rows`, `ranking_rows`) are shared
-with the `entities` adapter, whose results carry the same per-feature views.
+The view helpers (`view_metrics_keys`, `feature_item_rows`, …) and the adapters' base
+`FeatureViewsAdapter` are `mlflow.feature_views`, shared with the `entities` adapter, whose
+results carry the same per-feature views.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,151 +30,13 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
+from extracteval.mlflow.feature_views import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table, label_rows
+from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
 
-__all__ = ["ADAPTER", "LabelsAdapter", "FeatureViewsAdapter", "view_metrics_keys", "feature_item_rows"]
-
-FEATURE_METRIC_KEYS = ("precision", "recall", "f1", "specificity", "micro_accuracy")
-
-
-# ---- helpers shared with the entities adapter ------------------------------------------------
-
-
-def view_metrics_keys(view: Any, keys: KeyMap, *, totals_prefix: str, feature_prefix: str = "") -> dict[str, float]:
-    """Metrics of one `ViewMetrics`: `<totals_prefix>/macro/…`, `…/micro_accuracy`, `…/row_accuracy`,
-    `…/rows`, `…/correct_rows`, and `<feature_prefix>feature/<f>/…` per feature."""
-    out: dict[str, float] = {}
-    for k in ("precision", "recall", "f1", "specificity"):
-        out[f"{totals_prefix}/macro/{k}"] = float(view.totals[k])
-    out[f"{totals_prefix}/micro_accuracy"] = float(view.totals["micro_accuracy"])
-    out[f"{totals_prefix}/row_accuracy"] = float(view.row_accuracy)
-    out[f"{totals_prefix}/rows"] = float(view.rows)
-    out[f"{totals_prefix}/correct_rows"] = float(view.correct_rows)
-    for fname, fm in view.features.items():
-        for k in FEATURE_METRIC_KEYS:
-            out[keys.key(f"{feature_prefix}feature", fname, k)] = float(getattr(fm, k))
-        out[keys.key(f"{feature_prefix}feature", fname, "rows")] = float(fm.rows)
-        out[keys.key(f"{feature_prefix}feature", fname, "correct")] = float(fm.correct)
-    return out
-
-
-def feature_item_rows(result: Any, models: Sequence[str], *, ranked_view: str, other_view: str) -> pd.DataFrame:
-    """One row per model and feature: the ranked (strict) view's metrics, the other view's F1 and
-    micro accuracy beside them, whether the model won the feature, and the feature's flags."""
-    rows = []
-    for m in models:
-        mr = result.models[m]
-        ranked, other = getattr(mr, ranked_view), getattr(mr, other_view)
-        for fname, fm in ranked.features.items():
-            om = other.features[fname]
-            w = result.feature_winners.get(fname)
-            rows.append({
-                "model": m, "feature": fname, "view": ranked_view, "mode": fm.mode, "positive_label": fm.positive_label,
-                **{k: float(getattr(fm, k)) for k in FEATURE_METRIC_KEYS},
-                "rows": fm.rows, "correct": fm.correct, "labels": len(fm.labels),
-                f"{other_view}_f1": float(om.f1), f"{other_view}_precision": float(om.precision), f"{other_view}_recall": float(om.recall),
-                f"{other_view}_micro_accuracy": float(om.micro_accuracy), f"{other_view}_rows": om.rows,
-                "winner": is_winner(w, m),
-                "flags": ";".join(fm.flags),
-            })
-    return pd.DataFrame(rows)
-
-
-def label_rows(result: Any, models: Sequence[str], views: Sequence[str]) -> pd.DataFrame:
-    """One row per model, view, feature and label: the one-vs-rest counts and ratios."""
-    rows = []
-    for m in models:
-        for view in views:
-            for fname, fm in getattr(result.models[m], view).features.items():
-                for label, v in fm.labels.items():
-                    rows.append({"model": m, "view": view, "feature": fname, "label": label, **v})
-    return pd.DataFrame(rows)
-
-
-def f1_figures(scored: Scored, item_table: pd.DataFrame, models: Sequence[str], *, other_view: str) -> dict[str, Any]:
-    """Per-feature F1 bars of the strict view (the ranked one) and of the other view."""
-    from extracteval.report.figures import item_f1_bars
-
-    who = f" — {models[0]}" if len(models) == 1 else ""
-    other = item_table.rename(columns={"f1": "strict_f1"}).rename(columns={f"{other_view}_f1": "f1"})[["model", "feature", "f1"]] if len(item_table) else item_table
-    return {
-        "feature_f1.png": item_f1_bars(item_table, item="feature", title=f"{scored.task}: per-feature F1, strict view{who}"),
-        f"feature_f1_{other_view}.png": item_f1_bars(other, item="feature", title=f"{scored.task}: per-feature F1, {other_view} view{who}"),
-    }
-
-
-class FeatureViewsAdapter(CellPredictions):
-    """What the `labels` and `entities` adapters share: both results hold, per model, a strict
-    view (the ranked one) and a second view (`other_view`: `aligned` rows, `matched` entity
-    pairs) of per-feature one-vs-rest metrics, feature winners on the strict view's F1, and a
-    rank. A subclass names its metric prefix and second view, gives its `ranking_table` and
-    `parent_model_metrics` (the parent run's headline numbers of one model), and adds what only
-    it has."""
-
-    prefix: str  # `labels` / `entities`: the totals' metric prefix
-    other_view: str  # `aligned` / `matched`
-    other_view_note: str  # the per-feature section's title note on the second view
-
-    def item_names(self, scored: Scored) -> Sequence[str]:
-        return list(scored.result.features)
-
-    def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        return label_count_metric(f"{self.prefix}/", metric, columns, params)
-
-    def view_metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
-        """Both views' metrics (`<prefix>/…`, `feature/<f>/…`; `<other>/<prefix>/…`,
-        `<other>/feature/<f>/…`) and the model's rank and feature wins."""
-        m = scored.result.models[model]
-        out = view_metrics_keys(m.strict, keys, totals_prefix=self.prefix)
-        out.update(view_metrics_keys(getattr(m, self.other_view), keys, totals_prefix=f"{self.other_view}/{self.prefix}",
-                                     feature_prefix=f"{self.other_view}/"))
-        out.update(rank_metrics(rank=m.rank, wins=m.feature_wins, items_scored=len(scored.result.features), items="features"))
-        return out
-
-    def comparison_metrics(self, scored: Scored, keys: KeyMap) -> dict[str, float]:
-        r = scored.result
-        out = parent_head(keys, ranking=r.ranking, ranks={m: r.models[m].rank for m in r.ranking},
-                          wins={m: r.models[m].feature_wins for m in r.ranking}, items="features", n_items=len(r.features))
-        for m in r.ranking:
-            out.update(self.parent_model_metrics(scored, m, keys))
-        out.update(winner_kind_metrics((w.kind for w in r.feature_winners.values()), "feature_winners"))
-        return out
-
-    def item_table(self, scored: Scored, model: str | None) -> pd.DataFrame:
-        return feature_item_rows(scored.result, scored.models if model is None else (model,), ranked_view="strict", other_view=self.other_view)
-
-    def comparison_tables(self, scored: Scored) -> dict[str, pd.DataFrame]:
-        return {
-            "leaderboard": self.ranking_table(scored, scored.models),
-            "feature_winners": winners_table(scored.result.feature_winners, "feature"),
-            "label_metrics": label_rows(scored.result, scored.models, ("strict", self.other_view)),
-        }
-
-    def figures(self, scored: Scored, models: Sequence[str]) -> dict[str, Any]:
-        table = feature_item_rows(scored.result, models, ranked_view="strict", other_view=self.other_view)
-        return f1_figures(scored, table, models, other_view=self.other_view)
-
-    def view_sections(self, scored: Scored, models: Sequence[str], ranking: Section) -> list[Section]:
-        """The ranking, the views, the feature winners and the per-feature metrics."""
-        out = [ranking, Section(title="Views", items=[f"{k}: {v}" for k, v in scored.doc["views"].items()])]
-        if len(models) > 1:
-            out.append(Section(title="Feature winners (strict view)", table=winners_table(scored.result.feature_winners, "feature")))
-        out.append(Section(title=f"Per-feature metrics (strict view; {self.other_view_note} beside it)",
-                           table=feature_item_rows(scored.result, models, ranked_view="strict", other_view=self.other_view)))
-        return out
-
-
-def json_param(value: Any, *, limit: int = 5000, what: str = "entries") -> str:
-    s = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    n = len(value) if hasattr(value, "__len__") else 0
-    return s if len(s) <= limit else f"{n} {what}; see extracteval/result.json (config)"
-
-
-def is_blank(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
+__all__ = ["ADAPTER", "LabelsAdapter"]
 
 
 # ---- cells of a DataFrame --------------------------------------------------------------------
@@ -257,7 +118,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         # the steps of `score_labels.score`, keeping the truth frame for the digest and dataset
         from extracteval.tasks.labels.options import build_config
         from extracteval.tasks.labels.options import chosen_features as _features
-        from extracteval.tasks.entities.inputs import load_labels_inputs
+        from extracteval.tasks.labels.inputs import load_labels_inputs
 
         truth, preds, truth_source, notes = load_labels_inputs(args.truth, args.predictions, id_column=args.id_column, delimiter=args.delimiter)
         return self._score_loaded(truth, preds, truth_source, notes, build_config(args), _features(args))
@@ -266,7 +127,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         """The truth and each model's predictions (`NAME=FILE` specs, or (name, table held in
         memory) pairs) read by the command line's reader, scored with `config` (evaluator_config
         keys): the Python API's door."""
-        from extracteval.tasks.entities.inputs import load_labels_inputs
+        from extracteval.tasks.labels.inputs import load_labels_inputs
         from extracteval.tasks.labels.options import chosen_features as _features
 
         truth_frame, preds, truth_source, notes = load_labels_inputs(truth, predictions, id_column=id_column)
@@ -305,7 +166,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         from types import SimpleNamespace
 
         from extracteval.tasks.labels.semantics import ModelLabels
-        from extracteval.tasks.entities.inputs import not_predictions
+        from extracteval.tasks.labels.inputs import not_predictions
 
         chunk = chunk.materialised()
         preds = []
@@ -570,45 +431,6 @@ def _normalization(config: Mapping[str, Any]) -> Any:
         if k in names:
             kw[k] = frozenset(v) if isinstance(v, (list, tuple, set, frozenset)) else v
     return NormalizationConfig(**kw)
-
-
-def _short(v: Any) -> str:
-    s = repr(v)
-    return s if len(s) <= 60 else s[:57] + "…"
-
-
-def label_count_table(ids: Any, features: Any, labels: Any, kinds: Any, values: Any = None, *, rows: tuple[Any, Any]) -> Any:
-    """A `RecordCountTable` of one-vs-rest counts: (record id, feature, label, tp|fp|fn) entries
-    counting `values` (1 each by default), plus `rows` = (record id, feature) per row of the view."""
-    from extracteval.core.record_counts import RecordCountTable, column
-
-    r_ids, r_feat = rows
-    names = [column(f, lab, k) for f, lab, k in zip(features, labels, kinds)] + [column(f, "rows") for f in r_feat]
-    counts = np.ones(len(ids), dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)
-    return RecordCountTable.from_long(np.concatenate([np.asarray(ids, dtype=object), np.asarray(r_ids, dtype=object)]), names,
-                                      np.concatenate([counts, np.ones(len(r_ids), dtype=np.int64)]))
-
-
-def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-    """`<prefix>macro/f1|precision|recall` (mean over features of the macro over observed labels,
-    or of the positive label's value) and `<prefix>micro_accuracy` (mean over features of tp / rows)
-    from `label_count_table` columns; None for another metric."""
-    from extracteval.core.record_counts import label_accuracy_metric, label_macro_metric
-    from extracteval.mlflow.intervals import zero_division_param
-
-    zd = zero_division_param(params)
-    try:
-        positive = json.loads(params.get("positive_labels") or "{}")
-    except ValueError:
-        positive = {}
-    leaf = metric.removeprefix(prefix)
-    if not metric.startswith(prefix):
-        return None
-    if leaf in ("macro/f1", "macro/precision", "macro/recall"):
-        return label_macro_metric(columns, leaf.split("/")[1], positive=positive if isinstance(positive, dict) else {}, zero_division=zd)
-    if leaf == "micro_accuracy":
-        return label_accuracy_metric(columns)
-    return None
 
 
 ADAPTER = LabelsAdapter()

@@ -50,7 +50,7 @@ class LabelsTask:
 
     def score_chunk(self, chunk: Any) -> ChunkScore:
         from extracteval.tasks.labels.semantics import ModelLabels, labels_ledger
-        from extracteval.tasks.entities.inputs import not_predictions
+        from extracteval.tasks.labels.inputs import not_predictions
 
         chunk = chunk.materialised()
         models, dropped = [], {}

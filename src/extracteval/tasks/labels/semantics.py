@@ -27,10 +27,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from extracteval.core.counts import Counts, ratios
-from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
-from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_by_metrics
+from extracteval.core.normalize import NormalizationConfig, key_text
 from extracteval.errors import InputError
+from extracteval.core.feature_views import (  # noqa: F401 - the task's API too
+    MISSING,
+    FEATURE_TYPES,
+    VIEWS,
+    _MISSING_KEY,
+    checked_types,
+    ModelLabels,
+    LabelEncoder,
+    display_labels,
+    FeatureLedger,
+    ledger_from_codes,
+    FeatureMetrics,
+    feature_metrics,
+    ViewMetrics,
+    view_metrics,
+    RankedFeatures,
+    ONE_MODEL_NOTE,
+    rank_on_strict_view,
+    FeatureViewsResult,
+    check_model_names,
+)
 
 __all__ = [
     "MISSING",
@@ -56,30 +75,9 @@ __all__ = [
     "labels_result",
 ]
 
-MISSING = "<MISSING>"
-FEATURE_TYPES = ("auto", "category", "text", "number", "date")
-# the two views every result carries, with the sentence that says what each one is
-VIEWS = {
-    "aligned": "rows present in both truth and predictions only",
-    "strict": "every row of either side; a row missing from one side counts as an error",
-}
-_MISSING_KEY = "\x00missing"  # sorts first; cannot collide with a canonical key (those start "t:", "n:", …)
-
 
 # ---------------------------------------------------------------------------------------------
 # configuration and inputs
-
-
-def checked_types(types: Mapping[Any, Any], item: str) -> dict[str, str]:
-    """Per-`item` value types (`auto`, `category`, …) with names as text and types in lower
-    case; an unknown type is refused by name."""
-    out = {}
-    for k, v in types.items():
-        t = str(v).strip().lower()
-        if t not in FEATURE_TYPES:
-            raise InputError(f"type of {item} {k!r}: expected one of {', '.join(FEATURE_TYPES)}, but got {v!r}.")
-        out[str(k)] = t
-    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,201 +119,6 @@ class LabelsConfig:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelLabels:
-    """One model's predictions, wide: index = record id, one column per feature."""
-
-    name: str
-    values: pd.DataFrame
-    source: str = ""
-
-
-# ---------------------------------------------------------------------------------------------
-# label encoding: values → canonical label keys → display labels
-
-
-@dataclass
-class LabelEncoder:
-    """Canonical label keys of one feature, cached per distinct value.
-
-    `auto` uses the shared normaliser (numbers, booleans, dates detected); `category`/`text` apply
-    text rules only; `number`/`date` keep a value that does not parse as normalised text and
-    remember it as unparsable. Absent values get the key of `<MISSING>`.
-
-    Examples:
-        >>> enc = LabelEncoder("number")
-        >>> enc.key("1,000") == enc.key(1000.0), enc.key("abc") == enc.key("xyz"), enc.key(None) == enc.key("n/a")
-        (True, False, True)
-    """
-
-    type: str = "auto"
-    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
-    unparsable: set[str] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        if self.type not in FEATURE_TYPES:
-            raise InputError(f"feature type: expected one of {', '.join(FEATURE_TYPES)}, but got {self.type!r}.")
-        typed = self.type not in ("category", "text")
-        self._norm = Normalizer(replace(self.normalization, detect_types=typed))
-        self._text = Normalizer(replace(self.normalization, detect_types=False))
-
-    def key(self, value: Any) -> str:
-        k = self._norm.key(value)
-        if k is None:
-            return _MISSING_KEY
-        want = {"number": "n", "date": "d"}.get(self.type)
-        if want is not None and key_type(k) != want:
-            # Not a number/date: compare as text, so two different unparsable values differ.
-            tk = self._text.key(value if not isinstance(value, (list, dict, tuple)) else str(value))
-            k = tk if tk is not None else _MISSING_KEY
-            if k != _MISSING_KEY:
-                self.unparsable.add(k)
-        return k
-
-    def encode(self, columns: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[str]]:
-        """Label codes of several aligned or unaligned columns into one shared, sorted key table."""
-        sizes = [len(c) for c in columns]
-        stacked = np.concatenate([np.asarray(c, dtype=object) for c in columns]) if columns else np.zeros(0, dtype=object)
-        try:
-            codes, uniques = _factorize(stacked)
-        except TypeError:  # lists/dicts in cells: key them one by one
-            stacked = np.where(pd.isna(stacked), None, stacked)
-            keys_per_cell = [self.key(v) for v in stacked]
-            codes, uniques = pd.factorize(np.asarray(keys_per_cell, dtype=object))
-            ukeys = [str(u) for u in uniques]
-        else:
-            # a missing cell of any kind (None, NaN, pd.NA, NaT) is <MISSING>; the columns come
-            # as they are (no per-cell replacement), so missing values left as distinct values
-            # by the factorisation are found here, once per distinct value
-            na = np.fromiter((pd.isna(u) is True for u in uniques), dtype=bool, count=len(uniques))
-            if na.any():
-                keep = np.flatnonzero(~na)
-                renumber = np.full(len(uniques) + 1, -1, dtype=np.int64)  # the last slot: code -1 stays -1
-                renumber[keep] = np.arange(len(keep))
-                codes = renumber[codes]
-                uniques = [uniques[k] for k in keep]
-            ukeys = [self.key(u) for u in uniques]
-        table = sorted(set(ukeys) | ({_MISSING_KEY} if (codes < 0).any() else set()))
-        pos = {k: i for i, k in enumerate(table)}
-        lut = np.array([pos[k] for k in ukeys] + [pos.get(_MISSING_KEY, -1)], dtype=np.int64)
-        label_codes = lut[codes]  # code -1 (NaN/None) picks the last entry: <MISSING>
-        out, start = [], 0
-        for s in sizes:
-            out.append(label_codes[start : start + s])
-            start += s
-        return out, table
-
-
-# values of one of these kinds that compare equal have the same canonical key
-_ONE_KIND = frozenset({"string", "empty", "integer", "floating", "boolean", "bytes"})
-
-
-def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
-    """`pd.factorize`, except that values of different Python types never share a code.
-
-    `True == 1` and `1e20 == 10**20` in Python, so a plain factorize gives them one code, keyed
-    by whichever came first (`b:true` or `n:1`): the labels then depended on the row order, and
-    a chunk of the data could label a value differently from the whole.
-    """
-    if pd.api.types.infer_dtype(values, skipna=True) in _ONE_KIND:
-        codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        return codes, list(uniques)
-    kinds = pd.factorize(np.fromiter((type(v).__qualname__ for v in values), dtype=object, count=len(values)))[0]
-    codes = np.full(len(values), -1, dtype=np.int64)
-    uniques: list[Any] = []
-    for k in range(int(kinds.max()) + 1 if len(kinds) else 0):
-        idx = np.flatnonzero(kinds == k)
-        c, u = pd.factorize(values[idx], use_na_sentinel=True)
-        codes[idx] = np.where(c >= 0, c + len(uniques), -1)
-        uniques.extend(u)
-    return codes, uniques
-
-
-def display_labels(keys: Sequence[str]) -> list[str]:
-    """Human labels of canonical keys: the text after the type prefix, `<MISSING>` for absent;
-    a key whose text clashes with another's keeps its type prefix so labels stay distinct."""
-    texts = [MISSING if k == _MISSING_KEY else key_text(k) for k in keys]
-    seen: dict[str, int] = {}
-    for t in texts:
-        seen[t] = seen.get(t, 0) + 1
-    return [t if seen[t] == 1 or k == _MISSING_KEY else k for t, k in zip(texts, keys)]
-
-
-# ---------------------------------------------------------------------------------------------
-# the ledger: one-vs-rest counts per label
-
-
-@dataclass(frozen=True, kw_only=True)
-class FeatureLedger:
-    """One-vs-rest counts of one feature in one view: per label tp, fp, fn, tn (a `Counts`,
-    `cells` = rows of the view, `exact` = rows whose prediction equals the truth), plus the row
-    totals. Mergeable: `a + b` scores the union of two disjoint sets of rows.
-
-    Examples:
-        >>> a = feature_ledger(["x", "y"], ["x", "x"])
-        >>> b = feature_ledger(["z"], ["z"])
-        >>> (a + b).per_label["x"].tn, (a + b).rows, (a + b).correct
-        (1, 3, 2)
-    """
-
-    per_label: Mapping[str, Counts]
-    rows: int
-    correct: int
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(self.per_label)
-
-    def __add__(self, other: FeatureLedger) -> FeatureLedger:
-        if not isinstance(other, FeatureLedger):
-            return NotImplemented
-        merged: dict[str, Counts] = {}
-        for label in sorted(set(self.per_label) | set(other.per_label)):
-            # a label unseen in one part is a true negative for every row of that part
-            a = self.per_label.get(label, Counts(tn=self.rows, cells=self.rows, exact=self.correct))
-            b = other.per_label.get(label, Counts(tn=other.rows, cells=other.rows, exact=other.correct))
-            merged[label] = a + b
-        return FeatureLedger(per_label=merged, rows=self.rows + other.rows, correct=self.correct + other.correct)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "correct": self.correct, "per_label": {k: v.to_dict() for k, v in self.per_label.items()}}
-
-
-def ledger_from_codes(
-    truth: np.ndarray,
-    pred: np.ndarray,
-    labels: Sequence[str],
-    *,
-    missing_truth: np.ndarray | None = None,
-    extra_pred: np.ndarray | None = None,
-) -> FeatureLedger:
-    """The ledger from integer label codes (into `labels`).
-
-    `truth`/`pred` are aligned pairs. `missing_truth` holds the truth labels of rows that have no
-    prediction (each: an FN of its label, never a TP), `extra_pred` the predicted labels of rows
-    that have no truth (each: an FP of its label). Labels that occur in none of these are left
-    out (the "observed labels" of scikit-learn).
-    """
-    n_lab = len(labels)
-    t = np.asarray(truth, dtype=np.int64)
-    p = np.asarray(pred, dtype=np.int64)
-    miss = np.zeros(0, dtype=np.int64) if missing_truth is None else np.asarray(missing_truth, dtype=np.int64)
-    extra = np.zeros(0, dtype=np.int64) if extra_pred is None else np.asarray(extra_pred, dtype=np.int64)
-    cm = np.bincount(t * n_lab + p, minlength=n_lab * n_lab).reshape(n_lab, n_lab) if n_lab else np.zeros((0, 0), dtype=np.int64)
-    tp = np.diag(cm).copy()
-    fp = cm.sum(axis=0) - tp + np.bincount(extra, minlength=n_lab)
-    fn = cm.sum(axis=1) - tp + np.bincount(miss, minlength=n_lab)
-    rows = len(t) + len(miss) + len(extra)
-    tn = rows - tp - fp - fn
-    correct = int(tp.sum())
-    observed = np.flatnonzero((tp + fp + fn) > 0)
-    per_label = {
-        labels[i]: Counts(tp=int(tp[i]), fp=int(fp[i]), fn=int(fn[i]), tn=int(tn[i]), cells=rows, exact=correct)
-        for i in observed
-    }
-    return FeatureLedger(per_label=dict(sorted(per_label.items())), rows=rows, correct=correct)
-
-
 def feature_ledger(
     truth: Sequence[Any],
     pred: Sequence[Any],
@@ -332,187 +135,7 @@ def feature_ledger(
 
 
 # ---------------------------------------------------------------------------------------------
-# metrics
-
-
-@dataclass(frozen=True, kw_only=True)
-class FeatureMetrics:
-    """Metrics of one feature in one view.
-
-    `precision`, `recall`, `f1`, `specificity` are the macro average over observed labels, or
-    the positive label's one-vs-rest values when `positive_label` is set (`mode` says which);
-    `micro_accuracy` = rows whose prediction equals the truth / rows of the view.
-    """
-
-    mode: str
-    positive_label: str | None
-    precision: float
-    recall: float
-    f1: float
-    specificity: float
-    micro_accuracy: float
-    rows: int
-    correct: int
-    labels: Mapping[str, Mapping[str, float | int]]
-    flags: tuple[str, ...] = ()
-
-    def score(self) -> Score:
-        return Score(f1=self.f1, precision=self.precision, recall=self.recall)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "positive_label": self.positive_label,
-            "precision": self.precision,
-            "recall": self.recall,
-            "f1": self.f1,
-            "specificity": self.specificity,
-            "micro_accuracy": self.micro_accuracy,
-            "rows": self.rows,
-            "correct": self.correct,
-            "labels": {k: dict(v) for k, v in self.labels.items()},
-            "flags": list(self.flags),
-        }
-
-
-def feature_metrics(ledger: FeatureLedger, *, positive_label: str | None = None, zero_division: float = 0.0) -> FeatureMetrics:
-    """Per-label one-vs-rest ratios, their macro average (or the positive label's) and micro accuracy.
-
-    Examples:
-        >>> m = feature_metrics(feature_ledger(["cat", "dog", "dog"], ["cat", "cat", "dog"]))
-        >>> round(m.f1, 4), round(m.micro_accuracy, 4)
-        (0.6667, 0.6667)
-    """
-    labels = list(ledger.per_label)
-    c = [ledger.per_label[k] for k in labels]
-    tp, fp, fn, tn = (np.array([getattr(x, a) for x in c], dtype=np.int64) for a in ("tp", "fp", "fn", "tn"))
-    r = ratios(tp, fp, fn, tn, zero_division=zero_division)
-    neg = tn + fp  # specificity = tn / (tn + fp); undefined for a label present in every row
-    spec = np.divide(tn, neg, out=np.full(len(labels), float(zero_division)), where=neg > 0)
-    per = {
-        k: {
-            "tp": int(tp[i]), "fp": int(fp[i]), "fn": int(fn[i]), "tn": int(tn[i]), "support": int(tp[i] + fn[i]),
-            "precision": float(r["precision"][i]), "recall": float(r["recall"][i]),
-            "f1": float(r["f1"][i]), "specificity": float(spec[i]),
-        }
-        for i, k in enumerate(labels)
-    }
-    micro = ledger.correct / ledger.rows if ledger.rows else float(zero_division)
-    flags: list[str] = []
-    if ledger.rows == 0:
-        flags.append("no_rows")
-    if positive_label is not None:
-        if positive_label in per:
-            v = per[positive_label]
-            p_, r_, f_, s_ = v["precision"], v["recall"], v["f1"], v["specificity"]
-        else:
-            # the positive label occurs nowhere in this view: nothing to find, nothing found wrongly
-            flags.append("positive_label_not_observed")
-            z = float(zero_division)
-            p_, r_, f_, s_ = z, z, z, (1.0 if ledger.rows else z)
-        return FeatureMetrics(
-            mode="binary", positive_label=positive_label, precision=p_, recall=r_, f1=f_, specificity=s_,
-            micro_accuracy=micro, rows=ledger.rows, correct=ledger.correct, labels=per, flags=tuple(flags),
-        )
-    if not labels:
-        z = float(zero_division)
-        return FeatureMetrics(mode="macro", positive_label=None, precision=z, recall=z, f1=z, specificity=z,
-                              micro_accuracy=micro, rows=ledger.rows, correct=ledger.correct, labels={}, flags=tuple(flags))
-    return FeatureMetrics(
-        mode="macro", positive_label=None,
-        precision=float(np.mean(r["precision"])), recall=float(np.mean(r["recall"])),
-        f1=float(np.mean(r["f1"])), specificity=float(np.mean(spec)),
-        micro_accuracy=micro, rows=ledger.rows, correct=ledger.correct, labels=per, flags=tuple(flags),
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class ViewMetrics:
-    """One view (`aligned` or `strict`): per-feature metrics, totals = mean over features, and
-    `row_accuracy` = rows whose every feature is correct / rows of the view (0.0 with no rows)."""
-
-    name: str
-    description: str
-    features: Mapping[str, FeatureMetrics]
-    totals: Mapping[str, float]
-    row_accuracy: float
-    rows: int
-    correct_rows: int
-
-    def score(self) -> Score:
-        return Score(f1=self.totals["f1"], precision=self.totals["precision"], recall=self.totals["recall"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "description": self.description,
-            "rows": self.rows,
-            "correct_rows": self.correct_rows,
-            "row_accuracy": self.row_accuracy,
-            "totals": dict(self.totals),
-            "features": {k: v.to_dict() for k, v in self.features.items()},
-        }
-
-
-_TOTAL_KEYS = ("precision", "recall", "f1", "specificity", "micro_accuracy")
-
-
-def view_metrics(
-    name: str,
-    ledgers: Mapping[str, FeatureLedger],
-    *,
-    correct_rows: int,
-    rows: int,
-    positive_labels: Mapping[str, str | None] | None = None,
-    zero_division: float = 0.0,
-    description: str | None = None,
-) -> ViewMetrics:
-    """Feature metrics of every feature, totals (arithmetic mean over features) and row accuracy."""
-    pos = positive_labels or {}
-    feats = {f: feature_metrics(led, positive_label=pos.get(f), zero_division=zero_division) for f, led in ledgers.items()}
-    if feats:
-        totals = {k: float(np.mean([getattr(m, k) for m in feats.values()])) for k in _TOTAL_KEYS}
-    else:
-        totals = {k: float(zero_division) for k in _TOTAL_KEYS}
-    return ViewMetrics(
-        name=name, description=description or VIEWS.get(name, name), features=feats, totals=totals,
-        row_accuracy=correct_rows / rows if rows else 0.0, rows=rows, correct_rows=correct_rows,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
 # results
-
-
-@dataclass(frozen=True, kw_only=True)
-class RankedFeatures:
-    """A model's place among the others on the strict view (the `labels` and `entities` results
-    rank the same way): its rank and tier, and the features it won."""
-
-    rank: int
-    tier: str
-    tier_colour: str
-    feature_wins: float
-    features_won: tuple[str, ...]
-
-    def ranking_dict(self) -> dict[str, Any]:
-        return {"rank": self.rank, "tier": self.tier, "tier_colour": self.tier_colour, "feature_wins": self.feature_wins,
-                "feature_wins_display": format_wins(self.feature_wins), "features_won": list(self.features_won)}
-
-
-ONE_MODEL_NOTE = "only one model: every feature is a universal tie, so no feature wins are awarded."
-
-
-def rank_on_strict_view(task: str, strict: Mapping[str, ViewMetrics], features: Sequence[str]) -> tuple[dict[str, FieldWinner], list[tuple[str, RankedFeatures]]]:
-    """The feature winners on the strict view's per-feature F1 (then precision, recall), and the
-    models in rank order with their `RankedFeatures`: ranked on the strict view's macro F1, then
-    precision, recall and feature wins."""
-    names = sorted(strict)
-    winners = field_winners({f: {m: strict[m].features[f].score() for m in names} for f in features})
-    wins = field_wins(winners, names)
-    ranked = rank_by_metrics(task, {m: {f"{task}/macro/{k}": float(strict[m].totals[k]) for k in ("f1", "precision", "recall")} for m in names}, wins)
-    return winners, [(r.model, RankedFeatures(rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
-                                              features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners)))
-                     for r in ranked]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -539,32 +162,6 @@ class LabelsModelResult(RankedFeatures):
             "unparsable_predictions": dict(self.unparsable),
             "aligned": self.aligned.to_dict(),
             "strict": self.strict.to_dict(),
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class FeatureViewsResult:
-    """What the `labels` and `entities` results share: models ranked on the strict view of
-    per-feature metrics, with feature winners, warnings and the configuration."""
-
-    task: str
-    n_records: int
-    features: tuple[str, ...]
-    models: Mapping[str, Any]  # model → its result (a `RankedFeatures` with `to_dict()`)
-    ranking: tuple[str, ...]
-    feature_winners: Mapping[str, FieldWinner]
-    warnings: tuple[str, ...]
-    config: Mapping[str, Any]
-
-    def document(self, views: Mapping[str, str], *, before: Mapping[str, Any] | None = None,
-                 after: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The `--json` document: `before` goes after the features, `after` after the winners."""
-        return {
-            "task": self.task, "n_records": self.n_records, "features": list(self.features), **(before or {}),
-            "views": dict(views), "ranked_by": "strict view: mean F1 over features, then precision, recall, feature wins, name",
-            "ranking": list(self.ranking), "models": {m: self.models[m].to_dict() for m in self.ranking},
-            "feature_winners": {k: v.to_dict() for k, v in self.feature_winners.items()}, **(after or {}),
-            "warnings": list(self.warnings), "config": dict(self.config),
         }
 
 
@@ -601,17 +198,6 @@ def check_models(predictions: Sequence[ModelLabels]) -> None:
     if not predictions:
         raise InputError("no predictions: give at least one model's predictions.")
     check_model_names(predictions)
-
-
-def check_model_names(predictions: Sequence[Any]) -> None:
-    """Refuse an empty model name and a name given twice (each model's `name` and `source`)."""
-    seen: set[str] = set()
-    for p in predictions:
-        if not p.name or not str(p.name).strip():
-            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
-        if p.name in seen:
-            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
-        seen.add(p.name)
 
 
 def resolve_features(columns: Sequence[str], features: Sequence[str] | None, cfg: LabelsConfig, truth_source: str) -> list[str]:
