@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from extracteval.io.common_options import add_result_arguments
+from extracteval.io.decision_track import add_track_arguments
 
 HELP = "JSON outputs vs reference JSON: validity, exact match, flattened field P/R/F1"
 DESCRIPTION = """\
@@ -33,21 +33,3 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_track_arguments(p)
 
 
-def add_track_arguments(p: argparse.ArgumentParser) -> None:
-    """The options `score structured` and `score toolcalls` share: zero division, the extended
-    metrics, progress, the baseline-vs-candidate decision, output and scale."""
-    from extracteval.io.decision_options import add_decision_arguments
-    from extracteval.report.live_progress import add_progress_argument
-
-    p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
-    add_extended_arguments(p)
-    add_progress_argument(p)
-    add_decision_arguments(p)
-    add_result_arguments(p, writes="result.json and records.jsonl (per-record counts)", safe_csv=False)
-
-
-def add_extended_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--semantic-similarity", action="store_true", help="also score with the `embedding` similarity backend (pass ≥ threshold)")
-    p.add_argument("--llm-judge", action="store_true", help="also score with the `llm_judge` backend (1–7 rubric / 7, pass ≥ threshold)")
-    p.add_argument("--similarity-option", action="append", default=[], metavar="KEY=VALUE", help="option passed to the similarity backends (repeatable)")
-    p.add_argument("--pass-threshold", type=float, default=0.85, metavar="X", help="pass mark of the extended metrics (default 0.85)")

@@ -7,36 +7,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from extracteval.io.decision_track import (  # noqa: F401 - the task's API too
+    extended_backends,
+    id_warnings,
+    load_predictions,
+    refuse_in_memory_options,
+    track_document,
+)
 from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
-
-
-def extended_backends(args: argparse.Namespace) -> dict[str, Any]:
-    """`--semantic-similarity` / `--llm-judge` → {metric name: backend}, resolved by name."""
-    from extracteval.core.similarity import get_similarity
-    from extracteval.errors import InputError
-
-    options: dict[str, str] = {}
-    for item in args.similarity_option or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--similarity-option {item!r}: expected KEY=VALUE.")
-        options[key.strip()] = value
-    out = {}
-    if args.semantic_similarity:
-        out["semantic_similarity"] = get_similarity("embedding", **options)
-    if args.llm_judge:
-        out["judge_score"] = get_similarity("llm_judge", **options)
-    return out
-
-
-def load_predictions(specs: list[Any], what: str = "output", *, id_key: str = "id") -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    from extracteval.io.config import model_files
-    from extracteval.io.record_keys import OUTPUT_KEYS
-    from extracteval.io.keyed_chunks import load_records
-
-    files = model_files(specs)
-    return ({name: load_records(path, OUTPUT_KEYS, what, id_key=id_key) for name, path in files.items()},
-            {name: str(path) for name, path in files.items()})
 
 
 def load_truth(path: Any, *, id_key: str = "id") -> dict[str, Any]:
@@ -53,7 +31,6 @@ def streaming_config(args: argparse.Namespace) -> Any:
     from extracteval.tasks.structured.options import build_config
 
     return build_config(args)
-
 
 
 def score_files(args: argparse.Namespace) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -84,28 +61,11 @@ def score_inputs(truth: Any, predictions: list[Any], config: Any, *, id_key: str
     return result, result_document(result, argparse.Namespace(), sources, str(truth)), ref, preds
 
 
-def chunked_document(result: Any, inputs: dict[str, Any], *, counts: Any = None) -> dict[str, Any]:
-    """The `--json` document of a streamed run (as `result_document` makes it in memory);
-    `counts`: the dataclass of the per-record counts (default `StructuredCounts`)."""
-    from dataclasses import fields
-
+def chunked_document(result: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The `--json` document of a streamed run (as `result_document` makes it in memory)."""
     from extracteval.tasks.structured.semantics import StructuredCounts
 
-    doc = result.to_dict()
-    doc["inputs"] = inputs
-    doc["count_columns"] = [f.name for f in fields(counts or StructuredCounts)] if result.ranking else []
-    return doc
-
-
-def refuse_in_memory_options(args: argparse.Namespace) -> None:
-    """Streamed runs (--chunk-size/--workers/--engine spark) refuse the options that need every
-    record in memory."""
-    from extracteval.errors import InputError
-
-    given = [flag for flag, on in (("--semantic-similarity", args.semantic_similarity), ("--llm-judge", args.llm_judge),
-                                   ("--baseline/--candidate", bool(args.baseline or args.candidate))) if on]
-    if given:
-        raise InputError(f"{given[0]} needs every record in memory; drop --chunk-size/--workers/--engine spark to use it (documentation: Scale).")
+    return track_document(result, inputs, counts=StructuredCounts)
 
 
 def result_document(result: Any, args: argparse.Namespace, sources: dict[str, str], truth_source: str) -> dict[str, Any]:
@@ -164,12 +124,3 @@ def closing_lines(doc: dict[str, Any]) -> list[str]:
     return id_warnings(doc) + (["", render_decision(doc["decision"])] if "decision" in doc else [])
 
 
-def id_warnings(doc: dict[str, Any]) -> list[str]:
-    out = []
-    for name in doc["ranking"]:
-        m = doc["models"][name]
-        if m.get("missing_ids"):
-            out.append(f"warning: {name} has no output for {len(m['missing_ids'])} record(s) (counted invalid), e.g. {', '.join(m['missing_ids'][:3])}")
-        if m.get("extra_ids"):
-            out.append(f"warning: {name} has {len(m['extra_ids'])} output(s) for ids not in the truth (ignored), e.g. {', '.join(m['extra_ids'][:3])}")
-    return out

@@ -32,7 +32,7 @@ import pandas as pd
 from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, worst_items, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
-from extracteval.tasks.structured.adapter import (
+from extracteval.mlflow.decision_track import (
     DecisionTrackAdapter,
     decision_metrics,
     decision_namespace,
@@ -121,7 +121,7 @@ class ToolcallsAdapter(DecisionTrackAdapter):
         """The references and each model's outputs (`NAME=FILE` specs, or (name, table held in
         memory) pairs) read by the command line's reader and scored by the generic checker with
         `config` (evaluator_config keys): the Python API's door."""
-        from extracteval.tasks.structured.pipeline import load_predictions
+        from extracteval.io.decision_track import load_predictions
         from extracteval.tasks.toolcalls.pipeline import load_truth, score_generic
 
         cfg = self.build_config(config)
@@ -580,7 +580,7 @@ def _function_rows(counts: Mapping[str, Mapping[str, int]], zd: float) -> dict[s
 
 
 def _canonical(value: Any) -> str:
-    from extracteval.tasks.structured.semantics import canonical_text
+    from extracteval.core.decision_track import canonical_text
 
     return canonical_text(value)
 

@@ -36,7 +36,7 @@ examples:
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from extracteval.tasks.structured.command import add_track_arguments
+    from extracteval.io.decision_track import add_track_arguments
 
     p.add_argument("--checker", choices=("generic", "bfcl"), default="generic", help="generic metrics (default) or BFCL-compatible verdicts")
     p.add_argument("--truth", action="append", required=True, metavar="FILE",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from extracteval.tasks.structured.semantics import leaf_key
+from extracteval.core.decision_track import leaf_key
 from extracteval.tasks.toolcalls.semantics import (
     add_function_counts,
     RefCall,

@@ -14,7 +14,7 @@ from extracteval.io.record_keys import TOOLCALL_TRUTH_KEYS as TRUTH_KEYS
 def streaming_config(args: argparse.Namespace) -> Any:
     """The ToolCallConfig of a streamed run of the generic checker (--chunk-size/--workers/--engine
     spark), refusing what needs every record in memory."""
-    from extracteval.tasks.structured.pipeline import refuse_in_memory_options
+    from extracteval.io.decision_track import refuse_in_memory_options
     from extracteval.errors import InputError
 
     refuse_in_memory_options(args)
@@ -31,10 +31,10 @@ def streaming_config(args: argparse.Namespace) -> Any:
 def chunked_document(result: Any, inputs: dict[str, Any], *, possible_answer: bool) -> dict[str, Any]:
     """The `--json` document of a streamed run of the generic checker (as `score_generic` makes it
     in memory); `possible_answer`: whether the references were read as BFCL possible answers."""
-    from extracteval.tasks.structured.pipeline import chunked_document as document
+    from extracteval.io.decision_track import track_document
     from extracteval.tasks.toolcalls.semantics import ToolCallCounts
 
-    doc = document(result, inputs, counts=ToolCallCounts)
+    doc = track_document(result, inputs, counts=ToolCallCounts)
     doc["config"]["possible_answer"] = bool(possible_answer)
     return doc
 
@@ -76,7 +76,7 @@ def load_truth(path: Any, force_possible: bool, *, id_key: str = "id") -> tuple[
 
 def run_generic(args: argparse.Namespace) -> tuple[dict[str, Any], Any, dict[str, Any]]:
     from extracteval.report.live_progress import LiveProgress
-    from extracteval.tasks.structured.pipeline import extended_backends, load_predictions
+    from extracteval.io.decision_track import extended_backends, load_predictions
     from extracteval.errors import InputError
 
     if args.questions:
@@ -230,7 +230,7 @@ def render(doc: dict[str, Any]) -> str:
             out.append(f"{name}: formats " + ", ".join(f"{k} {v}" for k, v in m["formats"].items()))
             for ex in m["invalid_examples"][:2]:
                 out.append(f"  invalid (id {ex['id']}): {ex['error']}")
-        from extracteval.tasks.structured.pipeline import id_warnings
+        from extracteval.io.decision_track import id_warnings
 
         out += id_warnings(doc)
     if "decision" in doc:

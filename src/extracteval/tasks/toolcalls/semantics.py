@@ -56,7 +56,7 @@ from extracteval.core.counts import ratios
 from extracteval.core.jsonparse import _LONG_DIGITS, loads_fast
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import rank_by_metrics
-from extracteval.tasks.structured.semantics import (
+from extracteval.core.decision_track import (
     PASS_THRESHOLD,
     _EXAMPLES,
     ExtendedScores,
