@@ -88,7 +88,7 @@ class RecordCountTable:
 
 
 def _natural(ids: Sequence[str]) -> list[str]:
-    from extracteval.io.id_order import natural_key
+    from extracteval.core.id_order import natural_key
 
     return sorted(ids, key=natural_key)
 
