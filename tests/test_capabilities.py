@@ -58,3 +58,23 @@ def cli_run(capsys: pytest.CaptureFixture[str]):
         return code, capsys.readouterr().out
 
     return run
+
+
+def _protocol_members() -> set[str]:
+    from extracteval.mlflow.tasks import TaskAdapter
+
+    return {n for n in vars(TaskAdapter) if not n.startswith("_")} | set(TaskAdapter.__annotations__)
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_every_adapter_has_what_the_adapter_protocol_declares(task: str) -> None:
+    members = _protocol_members()
+    assert {"score_frame", "chunk_job", "ranking_table", "interval_metrics"} <= members  # the protocol was read
+    adapter = get_adapter(task)
+    assert sorted(m for m in members if not hasattr(adapter, m)) == [], f"{task}'s adapter lacks members of TaskAdapter"
+
+
+def test_the_adapter_protocol_declares_what_every_adapter_provides() -> None:
+    """A public member every adapter has is part of the contract: the protocol documents it."""
+    shared = set.intersection(*({n for n in dir(get_adapter(t)) if not n.startswith("_")} for t in TASKS))
+    assert sorted(shared - _protocol_members()) == []

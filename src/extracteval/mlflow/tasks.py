@@ -97,7 +97,11 @@ class Section:
 
 
 class TaskAdapter(Protocol):
-    """What one task provides to the MLflow layer. See `task_fields.FieldsAdapter`."""
+    """What one task provides to the MLflow layer: every member below, on every task's adapter
+    (`tasks/<task>/adapter.py`; `tests/test_capabilities.py` holds each adapter to this list).
+
+    Optional class attributes: `starts_early = True` (see `score_args`), and `logged_keys`
+    ({where in a logged document: option}, read by `adapter_parts.rescore_options`)."""
 
     task: str
     model_type: str
@@ -114,7 +118,7 @@ class TaskAdapter(Protocol):
 
         An adapter whose class sets `starts_early = True` also takes `score_args(args, early=…)`
         (an `early.EarlyWork`) and starts its big artifacts there while it still scores; see
-        `task_fields.FieldsAdapter` and mlflow/early.py."""
+        the `fields` adapter and mlflow/early.py."""
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         """Score one `experiments/<name>/experiment.yaml` (the demo)."""
@@ -149,6 +153,24 @@ class TaskAdapter(Protocol):
         configuration a logged `result.json` document (`doc`, its `config` in particular) was
         scored with."""
 
+    # ---- the streamed `evaluate` (`--chunk-size`, `--engine spark`; mlflow/stream.py)
+
+    def chunk_job(self, args: argparse.Namespace, *, chunk_size: int) -> Any:
+        """The `chunked.ChunkJob` of `evaluate <task> --chunk-size N`: the chunk task and the
+        chunks of the files of `args`, as `score <task> --chunk-size` reads them."""
+
+    def spark_job(self, args: argparse.Namespace, spark: Any) -> Any:
+        """The `spark.engine.SparkJob` of `evaluate <task> --engine spark`."""
+
+    def chunk_outputs(self, task: Any, chunk: Any, score: Any) -> Any:
+        """What `evaluate` logs of one chunk: (its truth rows, {artifact: {model: rows}}), the
+        rows exactly as the in-memory run writes them."""
+
+    def scored_from_chunks(self, result: Any, streamed: Any) -> Scored:
+        """The `Scored` of a streamed evaluation, from the merged result and what was streamed."""
+
+    # ---- results
+
     def item_names(self, scored: Scored) -> Sequence[str]:
         """Names that appear inside metric keys (fields / tags / features)."""
 
@@ -160,6 +182,9 @@ class TaskAdapter(Protocol):
 
     def comparison_tables(self, scored: Scored) -> dict[str, "pd.DataFrame"]:
         """CSV artifacts of the parent run (`leaderboard`, `field_winners`, …), name → table."""
+
+    def ranking_table(self, scored: Scored, models: Sequence[str]) -> "pd.DataFrame":
+        """The `leaderboard` table of these models: one row each, in ranking order."""
 
     def item_table(self, scored: Scored, model: str | None) -> "pd.DataFrame":
         """Per-item metrics (one row per model and item); `model=None` for every model."""
