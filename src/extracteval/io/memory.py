@@ -26,7 +26,7 @@ import pandas as pd
 from extracteval.io.cells import json_list_value
 from extracteval.io.json_text import cap_depth
 
-__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "option", "renamed", "memory_frame", "memory_records", "reader_columns", "json_list_text", "arrow_texts", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
+__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "option", "renamed", "memory_frame", "memory_records", "reader_columns", "json_list_text", "arrow_text_column", "arrow_texts", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,13 +162,8 @@ def _column_values(col: Any) -> Any:
         if dt.storage == "pyarrow":
             import pyarrow as pa
 
-            arrow = pa.array(col.array)
-            if not starts.any():  # text alone: the Arrow column itself, missing cells null
-                return pd.Series(pd.arrays.ArrowStringArray(arrow))
-            values = arrow_texts(arrow)
-        else:
-            values = col.to_numpy(dtype=object, na_value=None)
-        return json_list_text(values, starts)
+            return arrow_text_column(pa.array(col.array), starts)
+        return json_list_text(col.to_numpy(dtype=object, na_value=None), starts)
     values = col.to_numpy(dtype=object)
     kind = pd.api.types.infer_dtype(values, skipna=True)
     if kind == "empty":
@@ -180,6 +175,17 @@ def _column_values(col: Any) -> Any:
         values = values.copy()
         values[missing] = None
     return json_list_text(values, text_starts(values, "["))
+
+
+def arrow_text_column(column: Any, starts: np.ndarray) -> pd.Series:
+    """An Arrow text column as a reader gives it (`starts`: its cells starting with `[`): text
+    alone stays Arrow's strings (missing cells null); a column with JSON-list cells is Python
+    values, one text object per distinct text."""
+    import pyarrow as pa
+
+    if not starts.any():
+        return pd.Series(pd.arrays.ArrowStringArray(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column))
+    return pd.Series(json_list_text(arrow_texts(column), starts), dtype=object)
 
 
 def arrow_texts(column: Any) -> np.ndarray:

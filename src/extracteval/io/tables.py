@@ -18,7 +18,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty
-from extracteval.io.memory import is_in_memory, option, arrow_texts, json_list_cells, json_list_text, json_records_frame, memory_frame, parquet_frame, text_starts  # noqa: F401 - readers' API
+from extracteval.io.memory import is_in_memory, option, arrow_text_column, arrow_texts, json_list_cells, json_list_text, json_records_frame, memory_frame, parquet_frame, text_starts  # noqa: F401 - readers' API
 from extracteval.io.json_text import jsonl_text_values, loads, repeated_key_error, repeated_keys
 from extracteval.io.text_files import check_regular_file, read_text, text_encoding
 
@@ -229,11 +229,7 @@ def _arrow_csv(text: str, delim: str) -> pd.DataFrame | None:
         return None
     columns = {}
     for name, col in zip(header, table.columns):
-        starts = text_starts(col, "[")
-        if starts.any():
-            columns[name] = pd.Series(json_list_text(arrow_texts(col), starts), dtype=object)
-        else:  # text alone: the Arrow column itself, as pandas' Arrow-backed strings
-            columns[name] = pd.Series(pd.arrays.ArrowStringArray(col.combine_chunks()))
+        columns[name] = arrow_text_column(col, text_starts(col, "["))
     return pd.DataFrame(columns, columns=header)
 
 
