@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.jsonparse import FAST_PARSER, loads_fast
+from extracteval.core.jsonparse import FAST_PARSER, has_long_digits, loads_fast
 from extracteval.tasks.structured.semantics import StructuredConfig, parse_json_output, score_structured
 from extracteval.tasks.toolcalls.semantics import parse_calls, score_toolcalls
 from extracteval.io.json_text import loads
@@ -60,6 +60,17 @@ EDGE_CASES = [
 @pytest.mark.parametrize("text", EDGE_CASES, ids=range(len(EDGE_CASES)))
 def test_loads_fast_gives_what_json_loads_gives(text):
     assert _outcome(loads_fast, text) == _outcome(json.loads, text)
+    # a record-sized text takes the other way to the C parser (scanned as bytes): the same answers
+    padded = " " * 120 + text
+    assert _outcome(loads_fast, padded) == _outcome(json.loads, padded)
+
+
+@pytest.mark.parametrize("pad", [0, 50, 95, 96, 97, 400])
+def test_a_run_of_nineteen_digits_is_found_in_short_and_long_texts(pad):
+    for digits, want in [("1" * 18, False), ("1" * 19, True), ("9" * 18 + "0", True), ("1" * 18 + "a1", False)]:
+        text = " " * pad + f'{{"n": {digits}, "s": "\u00e9 é \ud800"}}'
+        assert has_long_digits(text) is want, (pad, digits)
+    assert has_long_digits("é" * 200 + "0" * 19) and not has_long_digits("\ud800" * 50 + "1" * 18)
 
 
 def test_lone_surrogate_character_and_big_integers_are_read_as_json_reads_them():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -99,6 +100,9 @@ REPEATS = [
     ('{"records": [{"id": 1}, {"id": 2, "k": "x", "k": "y"}]}', True, {1: "k"}),
     ('[{"id": 1, "v": {"k": 1, "k": 2}}]', False, {}),  # inside a value: the last key wins
     ('[{"id": 1, "v": "\\":\\":"}, {"id": 2}]', False, {}),
+    ('[{"id": 1, "t": "12:30", "id": 1}]', False, {0: "id"}),  # colons inside strings
+    ('[{"id": 1, "t": "a:b:c"}, {"id": 2, "t": ":", "t": ":"}]', False, {1: "t"}),
+    ('[{"id": 1, "id": 2, "s": "\\u003a"}]', False, {0: "id"}),  # an escaped colon leaves room for a repeat
 ]
 
 
@@ -142,3 +146,33 @@ def test_lines_are_checked_in_batches_but_the_first_problem_is_reported_first(te
     with pytest.raises(InputError) as e:
         read()
     assert first in str(e.value)
+
+
+def test_thousands_of_lines_keep_their_numbers_exact_values_and_first_problem() -> None:
+    """Lines are parsed a batch at a time by the C parser where it reads them as the standard
+    parser would; a batch with a blank line, a number beyond 64 bits or a repeated key is still
+    read line by line with its line numbers, and the first invalid line is the error."""
+    from extracteval.io.json_text import jsonl_text_values
+
+    lines = [f'{{"id": "r{i}", "a": "t:{i}"}}' for i in range(1, 9001)]
+    lines[4499] = "   "  # line 4500: blank
+    lines[4699] = '{"id": "r4700", "n": 123456789012345678901}'  # beyond 64 bits: an exact integer
+    lines[6099] = '{"id": "r6100", "a": 1, "a": 2}'
+    text = "\n".join(lines)
+    got = []
+    with pytest.raises(InputError) as e:
+        for i, v in jsonl_text_values(Path("f.jsonl"), text, unique_keys=True):
+            got.append((i, v))
+    assert "line 6100: the record names the key 'a' more than once" in str(e.value)
+    assert [i for i, _ in got] == [i for i in range(1, 6100) if i != 4500]
+    assert dict(got)[4700]["n"] == 123456789012345678901 and type(dict(got)[4700]["n"]) is int
+    assert dict(got)[8 * 512] == {"id": "r4096", "a": "t:4096"}
+    lines[6099] = '{"id": "r6100", "a": 1}'
+    lines[8999] = '{"id": "r9000", "a": NaN}'  # read as the standard parser reads it
+    lines[8499] = '{"id": "r8500", "a": }'
+    with pytest.raises(InputError) as e:
+        list(jsonl_text_values(Path("f.jsonl"), "\n".join(lines), unique_keys=True))
+    assert "f.jsonl: line 8500: expected one JSON object per line, but the line is not valid JSON" in str(e.value)
+    lines[8499] = '{"id": "r8500"}'
+    last = list(jsonl_text_values(Path("f.jsonl"), "\n".join(lines), unique_keys=True))[-1]
+    assert last[0] == 9000 and math.isnan(last[1]["a"])

@@ -12,10 +12,11 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from extracteval.core.jsonparse import FAST_PARSER, loads_fast
+from extracteval.core.jsonparse import FAST_PARSER, has_long_digits, loads_fast
 from extracteval.errors import InputError
 
 __all__ = ["loads", "jsonl_values", "jsonl_text_values", "read_record_file", "cap_depth", "MAX_VALUE_DEPTH", "check_record_keys", "check_json_file_keys", "repeated_keys"]
@@ -95,8 +96,42 @@ def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys
     check once for the batch, line by line only where the batch could hold a repeat) and handed
     on in order, each before a later line's problem is raised: the consumer sees what a check line
     by line would have shown it, and raises its own errors first."""
+    it = iter(lines)
+    first = 1
+    while True:
+        chunk = list(islice(it, _KEY_CHECK_BATCH))
+        if not chunk:
+            return
+        whole = _parse_whole(chunk)
+        if whole is None:  # a blank line, invalid JSON, or a text the C parser could read otherwise
+            yield from _line_by_line(path, chunk, first, records=records, unique_keys=unique_keys, streamed=streamed)
+        else:
+            text, values = whole
+            batch = list(zip(range(first, first + len(chunk)), chunk, values))
+            yield from _checked(path, batch, records=records, unique_keys=unique_keys, text=text)
+        first += len(chunk)
+
+
+def _parse_whole(chunk: list[str]) -> tuple[str, list[Any]] | None:
+    """(the lines joined, each line's value) when the C parser reads every line as `json.loads`
+    would: no line blank or invalid, none holding a number orjson could read otherwise (checked
+    once over the joined text); None otherwise."""
+    if not FAST_PARSER:
+        return None
+    import orjson
+
+    text = "\n".join(chunk)
+    if has_long_digits(text):
+        return None
+    try:
+        return text, [orjson.loads(line) for line in chunk]
+    except orjson.JSONDecodeError:  # blank, invalid, NaN, a lone surrogate, deeper than orjson reads
+        return None
+
+
+def _line_by_line(path: Path, chunk: list[str], first: int, *, records: bool, unique_keys: bool, streamed: bool) -> Iterator[tuple[int, Any]]:
     batch: list[tuple[int, str, Any]] = []
-    for i, line in enumerate(lines, start=1):
+    for i, line in enumerate(chunk, start=first):
         if not line.strip():
             continue
         try:
@@ -107,18 +142,15 @@ def _line_values(path: Path, lines: Iterable[str], *, records: bool, unique_keys
                        else f"expected one JSON object per line, but the line is not valid JSON ({e})")
             raise InputError(f"{path}: line {i}: {problem}.") from None
         batch.append((i, line, value))
-        if len(batch) >= _KEY_CHECK_BATCH:
-            yield from _checked(path, batch, records=records, unique_keys=unique_keys)
-            batch = []
     yield from _checked(path, batch, records=records, unique_keys=unique_keys)
 
 
-def _checked(path: Path, batch: list[tuple[int, str, Any]], *, records: bool, unique_keys: bool) -> Iterator[tuple[int, Any]]:
-    """The batch's (line number, value) in order, each after its checks. Every line's text holds
-    at least as many `"key":` pairs as its value (a repeated key makes it hold more), so the batch
-    can hold a repeat only where its text holds more pairs than its values: checked once for the
-    batch (`_could_repeat`), line by line only then."""
-    if (records or unique_keys) and _may_fail(batch, records=records):
+def _checked(path: Path, batch: list[tuple[int, str, Any]], *, records: bool, unique_keys: bool, text: str | None = None) -> Iterator[tuple[int, Any]]:
+    """The batch's (line number, value) in order, each after its checks. A parser drops a repeated
+    key, so a batch can hold a repeat only where its text holds more than its values account for:
+    checked once for the batch (`_could_repeat`; `text` the batch's lines joined, when known),
+    line by line only then."""
+    if (records or unique_keys) and _may_fail(batch, records=records, text=text):
         for i, line, value in batch:
             if isinstance(value, dict):
                 if records:
@@ -131,17 +163,20 @@ def _checked(path: Path, batch: list[tuple[int, str, Any]], *, records: bool, un
         yield i, value
 
 
-def _may_fail(batch: list[tuple[int, str, Any]], *, records: bool) -> bool:
-    dicts = [(line, v) for _, line, v in batch if isinstance(v, dict)]
-    if not dicts:
+def _may_fail(batch: list[tuple[int, str, Any]], *, records: bool, text: str | None = None) -> bool:
+    if text is not None and all(type(v) is dict for _, _, v in batch):
+        values = [v for _, _, v in batch]
+    else:
+        dicts = [(line, v) for _, line, v in batch if isinstance(v, dict)]
+        values = [v for _, v in dicts]
+        text = "\n".join(line for line, _ in dicts)
+    if not values:
         return False
-    if records and any("" in v for _, v in dicts):
+    if records and any("" in v for v in values):
         return True
-    values = [v for _, v in dicts]
-    return _could_repeat("\n".join(line for line, _ in dicts), values, sum(len(v) for v in values))
+    return _could_repeat(text, values, sum(len(v) for v in values))
 
 
-_KEY_COLON = re.compile(r'"\s*:')
 
 
 def _keys_in(value: Any) -> int:
@@ -158,48 +193,41 @@ def _keys_in(value: Any) -> int:
 
 
 def _could_repeat(text: str, value: Any, own_keys: int, *, outer_keys: int = 0) -> bool:
-    """Whether `text` could name a key twice: it has more `"key":` pairs than `value` parsed from
-    it has keys (first `own_keys`, the cheap count of the records' own keys, then every nested
-    key counted too; `outer_keys` the keys of a wrapper around `value`). A repeat is dropped by
-    the parser, so the text then holds a pair more. Text scans and a C serialiser only: no
-    Python work per value on the usual path."""
-    pairs_in_text = text.count('":')
-    if '" ' in text or '"\t' in text or '"\n' in text or '"\r' in text:  # whitespace before a colon is allowed
-        pairs_in_text += len(_SPACED_KEY_COLON.findall(text))
-    pairs_in_text -= outer_keys
-    return pairs_in_text > own_keys and pairs_in_text > _pairs_in_value(text, value)
+    """Whether `text` could name a key twice (`value` parsed from it; `own_keys` a cheap count of
+    the records' own keys; `outer_keys` the keys of a wrapper around `value`). A parser drops a
+    repeated key's earlier pair, colon and all, so the text then holds more colons than the value
+    accounts for: one per key plus those written inside its strings. Text scans and a C
+    serialiser only: no Python work per value on the usual path. Where the text has `\\u`
+    escapes (a colon or a quote may hide in one, leaving room for a repeat), its `"key":` pairs
+    are counted against the value's keys instead."""
+    if "\\u" in text:
+        pairs = text.count('":') + len(_SPACED_KEY_COLON.findall(text)) - outer_keys
+        return pairs > own_keys and pairs > _keys_in(value)
+    colons = text.count(":") - outer_keys
+    return colons > own_keys and colons > _colons_in_value(value)
 
 
 _SPACED_KEY_COLON = re.compile(r'"[ \t\n\r]+:')
 
 
-def _pairs_in_value(text: str, value: Any) -> int:
-    """At most the `"key":` pairs `text` holds when it names no key twice: `value`'s keys, plus the
-    `":` its strings hold (`\\":` in the text; counted in `text` too). Serialised by orjson (C;
-    its compact output escapes a quote as `\\"`, as the text does); counted key by key where
-    orjson does not write the value. When the text has `\\u` escapes (a quote or a colon may
-    hide in one), the keys only: then the text may hold fewer `":` in strings than the value."""
-    if "\\u" in text:
-        return _keys_in(value)
+def _colons_in_value(value: Any) -> int:
+    """The colons `value` written as JSON holds: one per key, plus those inside its strings (keys
+    included). Serialised by orjson (C), which writes a colon as it is; walked where orjson does
+    not write the value."""
     if FAST_PARSER:
         import orjson
 
         try:
-            return orjson.dumps(value).count(b'":')
+            return orjson.dumps(value).count(b":")
         except (TypeError, ValueError):  # an integer beyond 64 bits, nesting deeper than orjson writes
             pass
-    return _keys_in(value) + _quote_colons_in(value)
-
-
-def _quote_colons_in(value: Any) -> int:
-    """How many `":` the strings in `value` hold (each is `\\":` in JSON text)."""
     n, stack = 0, [value]
     while stack:
         x = stack.pop()
         if isinstance(x, str):
-            n += x.count('":')
+            n += x.count(":")
         elif isinstance(x, dict):
-            n += sum(k.count('":') for k in x)
+            n += len(x) + sum(k.count(":") for k in x)
             stack.extend(x.values())
         elif isinstance(x, list):
             stack.extend(x)

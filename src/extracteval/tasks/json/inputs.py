@@ -154,9 +154,9 @@ def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety
     # id is a record of either layout)
     keys = next((k for k in (set(obj) - {id_key, safety_key} for _, obj in items if isinstance(obj, dict)) if k), set())
     pairs = bool(keys & _PAIR_KEYS) and keys <= _PAIR_KEYS | _PAIR_EXTRA
-    out = LoadedJson(source=str(p), layout="pairs" if pairs else "records")
-    if role == "truth" and not pairs:
-        out.truth = {}
+    if not pairs:
+        return _read_records_layout(p, items, role=role, id_key=id_key, safety_key=safety_key, owned=not is_in_memory(path))
+    out = LoadedJson(source=str(p), layout="pairs")
     seen: dict[tuple[str, str], str] = {}
     for where, obj in items:
         if not isinstance(obj, dict):
@@ -165,50 +165,84 @@ def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety
         if "__value__" in obj:
             raise InputError(f"{p}: {where}: expected a JSON object as the record, but found {type(obj['__value__']).__name__}.")
         model = ""
-        if pairs:
-            check_pair_keys(p, where, obj, id_key, safety_key)
-            if "model" in obj:
-                model = str(obj["model"])
+        check_pair_keys(p, where, obj, id_key, safety_key)
+        if "model" in obj:
+            model = str(obj["model"])
         dup = seen.get((model, rid))
         if dup:
             raise InputError(f"{p}: {where}: record id {rid!r} appears twice (first at {dup})" + (f" for model {model!r}." if model else "."))
         seen[(model, rid)] = where
         out.where[rid] = where
-        if pairs:
-            if role == "truth" or "truth" in obj:
-                if "truth" not in obj:
-                    raise InputError(f"{p}: {where}: record {rid!r} has no 'truth' key; the ground truth needs one per record.")
-                if not isinstance(obj["truth"], dict):
-                    raise InputError(f"{p}: {where}: record {rid!r}: 'truth' must be a JSON object, but found {type(obj['truth']).__name__}.")
-                if out.truth is None:
-                    out.truth = {}
-                prev = out.truth.get(rid)
-                if prev is not None and _canon(prev) != _canon(obj["truth"]):
-                    raise InputError(f"{p}: {where}: record {rid!r}: its 'truth' differs between models of the same file.")
-                out.truth[rid] = obj["truth"]
-            if role == "predictions":
-                # no `prediction` key: no output for this record (a missing prediction); a value
-                # that is not an object (null included) is passed on and counted invalid
-                recs = out.predictions.setdefault(model, {})
-                if "prediction" in obj:
-                    recs[rid] = obj["prediction"]
-        else:
-            record = dict(obj)  # the object minus its id (and a prediction's safety score), in key order
-            del record[id_key]
-            if role != "truth":
-                record.pop(safety_key, None)
-            if role == "truth":
-                out.truth[rid] = record  # type: ignore[index]
-            else:
-                out.predictions.setdefault("", {})[rid] = record
-        if role == "predictions" and pairs and obj.get("status") is not None:
-            out.status.setdefault(model, {})[rid] = str(obj["status"])
-        if role == "predictions" and safety_key in obj:
-            s = _safety_value(p, where, rid, safety_key, obj[safety_key])
-            if s is not None:
-                out.safety.setdefault(model, {})[rid] = s
+        if role == "truth" or "truth" in obj:
+            if "truth" not in obj:
+                raise InputError(f"{p}: {where}: record {rid!r} has no 'truth' key; the ground truth needs one per record.")
+            if not isinstance(obj["truth"], dict):
+                raise InputError(f"{p}: {where}: record {rid!r}: 'truth' must be a JSON object, but found {type(obj['truth']).__name__}.")
+            if out.truth is None:
+                out.truth = {}
+            prev = out.truth.get(rid)
+            if prev is not None and _canon(prev) != _canon(obj["truth"]):
+                raise InputError(f"{p}: {where}: record {rid!r}: its 'truth' differs between models of the same file.")
+            out.truth[rid] = obj["truth"]
+        if role == "predictions":
+            # no `prediction` key: no output for this record (a missing prediction); a value
+            # that is not an object (null included) is passed on and counted invalid
+            recs = out.predictions.setdefault(model, {})
+            if "prediction" in obj:
+                recs[rid] = obj["prediction"]
+            if obj.get("status") is not None:
+                out.status.setdefault(model, {})[rid] = str(obj["status"])
+            if safety_key in obj:
+                s = _safety_value(p, where, rid, safety_key, obj[safety_key])
+                if s is not None:
+                    out.safety.setdefault(model, {})[rid] = s
     if role == "predictions" and not out.predictions:
         out.predictions[""] = {}
+    return out
+
+
+_ABSENT = object()
+
+
+def _read_records_layout(p: Any, items: list[tuple[str, Any]], *, role: str, id_key: str, safety_key: str, owned: bool) -> LoadedJson:
+    """The records layout: each record the object minus its id (and a prediction's safety score),
+    in key order. `owned`: the objects were parsed here and are taken as they are (their id
+    popped); a caller's objects are copied."""
+    out = LoadedJson(source=str(p), layout="records")
+    records: dict[str, Any] = {}
+    where_of = out.where
+    truth = role == "truth"
+    safety = out.safety.setdefault("", {}) if not truth else None
+    for where, obj in items:
+        if type(obj) is not dict:
+            if not isinstance(obj, dict):
+                raise InputError(f"{p}: {where}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
+        rid = obj.get(id_key, _ABSENT)
+        if type(rid) is str and rid and not rid[0].isspace() and not rid[-1].isspace():
+            pass  # the usual id: a string without surrounding spaces
+        else:
+            rid = _record_id(p, where, obj, id_key)
+        if "__value__" in obj:
+            raise InputError(f"{p}: {where}: expected a JSON object as the record, but found {type(obj['__value__']).__name__}.")
+        dup = where_of.get(rid)
+        if dup:
+            raise InputError(f"{p}: {where}: record id {rid!r} appears twice (first at {dup}).")
+        where_of[rid] = where
+        record = obj if owned else dict(obj)
+        del record[id_key]
+        if not truth:
+            v = record.pop(safety_key, _ABSENT)
+            if v is not _ABSENT:
+                s = _safety_value(p, where, rid, safety_key, v)
+                if s is not None:
+                    safety[rid] = s  # type: ignore[index]
+        records[rid] = record
+    if truth:
+        out.truth = records
+    else:
+        out.predictions[""] = records
+        if not safety:
+            del out.safety[""]
     return out
 
 

@@ -53,7 +53,7 @@ import numpy as np
 
 from extracteval.tasks.toolcalls.bfcl import _simple_calls, parse_python_calls
 from extracteval.core.counts import ratios
-from extracteval.core.jsonparse import _LONG_DIGITS, loads_fast
+from extracteval.core.jsonparse import has_long_digits, loads_fast
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.core.decision_track import (
@@ -1085,7 +1085,7 @@ def _output_entry(raw: str, key_fn: Callable[[Any], str | None]) -> Any:
         got = _orjson_value(fast)
         if type(got) is tuple:
             return got
-        if _LONG_DIGITS.search(text) is None:
+        if not has_long_digits(text):
             value = fast  # what loads_fast reads: orjson's value
     if value is _NO_VALUE:
         try:
