@@ -170,9 +170,20 @@ def test_tables_of_every_kind_read_as_the_file(tmp_path: Path) -> None:
     def empty_missing(path: Path, dtype: str) -> pd.DataFrame:
         return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values=[""])
 
+    def in_chunks(df: pd.DataFrame) -> pd.DataFrame:  # Arrow text held in several chunks, as Arrow's readers leave it
+        k = len(df) // 3
+        return pd.DataFrame({c: pd.arrays.ArrowStringArray(pa.chunked_array([pa.array(df[c].iloc[:k], pa.string()), pa.array(df[c].iloc[k:], pa.string())]))
+                             for c in df.columns})
+
+    def table_in_chunks(df: pd.DataFrame) -> pa.Table:
+        t = pa.Table.from_pandas(df, preserve_index=False)
+        return pa.concat_tables([t.slice(0, 5), t.slice(5)])
+
     kinds = {
         "pyarrow": (pa.Table.from_pandas(truth, preserve_index=False), pa.Table.from_pandas(pred, preserve_index=False)),
+        "pyarrow, in chunks": (table_in_chunks(truth), table_in_chunks(pred)),
         "arrow text": (truth.astype("string[pyarrow]"), pred.astype("string[pyarrow]")),
+        "arrow text in chunks": (in_chunks(truth), in_chunks(pred)),
         # the empty cells missing (null in Arrow, NaN in pandas' default text dtype), as pandas reads a file by default
         "arrow text, empty cells missing (null)": (empty_missing(truth_path, "string[pyarrow]"), empty_missing(pred_path, "string[pyarrow]")),
         "pandas' text, empty cells missing (NaN)": (empty_missing(truth_path, "str"), empty_missing(pred_path, "str")),

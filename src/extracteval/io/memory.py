@@ -183,8 +183,8 @@ def arrow_text_column(column: Any, starts: np.ndarray) -> pd.Series:
     values, one text object per distinct text."""
     import pyarrow as pa
 
-    if not starts.any():
-        return pd.Series(pd.arrays.ArrowStringArray(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column))
+    if not starts.any():  # the column's own buffers, chunks and all: no copy of its text
+        return pd.Series(pd.arrays.ArrowStringArray(column if isinstance(column, (pa.Array, pa.ChunkedArray)) else pa.array(column)))
     return pd.Series(json_list_text(arrow_texts(column), starts), dtype=object)
 
 
