@@ -11,11 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.core.ledger import Ledger
+
 __all__ = ["Counts", "Ratios", "ratios"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Counts:
+class Counts(Ledger):
     """Mergeable confusion counts for one (model, field) or any larger group.
 
     Attributes:
@@ -38,16 +40,6 @@ class Counts:
     cells: int = 0
     exact: int = 0
 
-    def __add__(self, other: Counts) -> Counts:
-        if not isinstance(other, Counts):
-            return NotImplemented
-        return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
-
-    def __radd__(self, other: Any) -> Counts:
-        # lets sum(list_of_counts) start from 0
-        if other == 0:
-            return self
-        return NotImplemented
 
     def ratios(self, *, zero_division: float = 0.0) -> Ratios:
         r = ratios(self.tp, self.fp, self.fn, self.tn, zero_division=zero_division)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.core.counts import Counts, ratios
+from extracteval.core.ledger import Ledger, merge, whole
 from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
 from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_by_metrics
 from extracteval.errors import InputError
@@ -172,8 +173,18 @@ def display_labels(keys: Sequence[str]) -> list[str]:
     return [t if seen[t] == 1 or k == _MISSING_KEY else k for t, k in zip(texts, keys)]
 
 
+def _per_label(a: FeatureLedger, b: FeatureLedger) -> dict[str, Counts]:
+    """Per label of either part: a label unseen in one part is a true negative for each of its rows."""
+    out: dict[str, Counts] = {}
+    for label in sorted(set(a.per_label) | set(b.per_label)):
+        x = a.per_label.get(label, Counts(tn=a.rows, cells=a.rows, exact=a.correct))
+        y = b.per_label.get(label, Counts(tn=b.rows, cells=b.rows, exact=b.correct))
+        out[label] = x + y
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
-class FeatureLedger:
+class FeatureLedger(Ledger):
     """One-vs-rest counts of one feature in one view: per label tp, fp, fn, tn (a `Counts`,
     `cells` = rows of the view, `exact` = rows whose prediction equals the truth), plus the row
     totals. Mergeable: `a + b` scores the union of two disjoint sets of rows.
@@ -185,7 +196,7 @@ class FeatureLedger:
         (1, 3, 2)
     """
 
-    per_label: Mapping[str, Counts]
+    per_label: Mapping[str, Counts] = merge(whole(lambda a, b, _: _per_label(a, b)))
     rows: int
     correct: int
 
@@ -193,16 +204,6 @@ class FeatureLedger:
     def labels(self) -> tuple[str, ...]:
         return tuple(self.per_label)
 
-    def __add__(self, other: FeatureLedger) -> FeatureLedger:
-        if not isinstance(other, FeatureLedger):
-            return NotImplemented
-        merged: dict[str, Counts] = {}
-        for label in sorted(set(self.per_label) | set(other.per_label)):
-            # a label unseen in one part is a true negative for every row of that part
-            a = self.per_label.get(label, Counts(tn=self.rows, cells=self.rows, exact=self.correct))
-            b = other.per_label.get(label, Counts(tn=other.rows, cells=other.rows, exact=other.correct))
-            merged[label] = a + b
-        return FeatureLedger(per_label=merged, rows=self.rows + other.rows, correct=self.correct + other.correct)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": self.rows, "correct": self.correct, "per_label": {k: v.to_dict() for k, v in self.per_label.items()}}

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from extracteval.chunked import ChunkScore
+from extracteval.core.ledger import Ledger, merge
 
 __all__ = ["in_id_order", "RowsInLedger"]
 
@@ -25,18 +26,19 @@ def in_id_order(df: Any, id_column: str, partitions: int | None) -> Any:
     return df.repartitionByRange(parts, id_column).sortWithinPartitions(id_column)
 
 
+def _concatenated(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    """Per-record rows in record order; None once a part has none."""
+    return None if a is None or b is None else np.concatenate([a, b])
+
+
 @dataclass(frozen=True)
-class _Rows:
+class _Rows(Ledger):
     ledger: Any
-    rows: np.ndarray | None
+    rows: np.ndarray | None = merge(_concatenated)
 
     @property
     def n_records(self) -> int:
         return int(getattr(self.ledger, "n_records", 0))
-
-    def __add__(self, o: _Rows) -> _Rows:
-        rows = None if self.rows is None or o.rows is None else np.concatenate([self.rows, o.rows])
-        return _Rows(self.ledger + o.ledger, rows)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ weighted mean → one `max_matching` per record.
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.core.ledger import Ledger, by_key, first_given, keep, merge, smallest, sorted_union, union, updated, whole
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.feature_views import (
     _MISSING_KEY,
@@ -903,65 +903,43 @@ def _exact_sum(x: np.ndarray) -> int:
     return total
 
 
-def _first(a: Sequence[Any], b: Sequence[Any], k: int) -> tuple[Any, ...]:
-    return tuple(a[:k]) + tuple(b[: max(k - len(a), 0)])
+# each kind's first examples in record order, as many as the ledger keeps (its `max_examples`)
+_FIRST_EXAMPLES = whole(lambda a, b, name: {n: (tuple(x) + tuple(b.examples[n]))[: a.max_examples] for n, x in a.examples.items()})
 
 
 @dataclass(frozen=True, kw_only=True)
-class EntitiesModelLedger:
+class EntitiesModelLedger(Ledger):
     """One model's counts over a set of records (see `EntitiesLedger`)."""
 
-    matched: Mapping[str, FeatureLedger]  # feature → counts keyed by canonical label key
-    strict: Mapping[str, FeatureLedger]
+    matched: Mapping[str, FeatureLedger] = merge(by_key())  # feature → counts keyed by canonical label key
+    strict: Mapping[str, FeatureLedger] = merge(by_key())
     presence: Counts  # tp matched, fp extra, fn missed, tn records both empty, cells records
     invalid: int
     correct_rows: int
     sim_sum: int  # Σ similarity of matched pairs, exactly (`_exact_sum`)
     missing_recs: int
-    missing_ids: tuple[str, ...]  # the smallest few
+    missing_ids: tuple[str, ...] = merge(smallest(_SHOWN_IDS))  # the smallest few
     extra_recs: int
-    extra_ids: tuple[str, ...]
-    examples: Mapping[str, tuple[Any, ...]]  # the first few, in record order
-    invalid_first: str | None
-    unknown_keys: frozenset[str]
-    max_examples: int
-
-    def __add__(self, o: EntitiesModelLedger) -> EntitiesModelLedger:
-        k = self.max_examples
-        return EntitiesModelLedger(
-            matched={f: x + o.matched[f] for f, x in self.matched.items()},
-            strict={f: x + o.strict[f] for f, x in self.strict.items()},
-            presence=self.presence + o.presence, invalid=self.invalid + o.invalid, correct_rows=self.correct_rows + o.correct_rows,
-            sim_sum=self.sim_sum + o.sim_sum,
-            missing_recs=self.missing_recs + o.missing_recs, missing_ids=tuple(heapq.nsmallest(_SHOWN_IDS, self.missing_ids + o.missing_ids)),
-            extra_recs=self.extra_recs + o.extra_recs, extra_ids=tuple(heapq.nsmallest(_SHOWN_IDS, self.extra_ids + o.extra_ids)),
-            examples={n: _first(x, o.examples[n], k) for n, x in self.examples.items()},
-            invalid_first=self.invalid_first if self.invalid_first is not None else o.invalid_first,
-            unknown_keys=self.unknown_keys | o.unknown_keys, max_examples=k,
-        )
+    extra_ids: tuple[str, ...] = merge(smallest(_SHOWN_IDS))
+    examples: Mapping[str, tuple[Any, ...]] = merge(_FIRST_EXAMPLES)  # the first few, in record order
+    invalid_first: str | None = merge(first_given)
+    unknown_keys: frozenset[str] = merge(union)
+    max_examples: int = merge(keep)
 
 
 @dataclass(frozen=True, kw_only=True)
-class EntitiesLedger:
+class EntitiesLedger(Ledger):
     """Counts of a set of records, mergeable with `+` (disjoint sets of record ids, added in id
     order so that the first examples stay the first)."""
 
     n_records: int  # ground-truth records
-    gold_fields: tuple[str, ...]  # fields of the gold entities (sorted)
+    gold_fields: tuple[str, ...] = merge(sorted_union)  # fields of the gold entities (sorted)
     gold_entities: int
-    keys: Mapping[str, frozenset[str]]  # field → canonical keys seen on any side
-    gold_missing: Mapping[str, int]  # field → gold entities without it
-    semantic: Mapping[str, Mapping[tuple[str, str], bool]]  # SEMANTIC field → distinct key pair scored → the backend failed
-    models: Mapping[str, EntitiesModelLedger]
-
-    def __add__(self, o: EntitiesLedger) -> EntitiesLedger:
-        return EntitiesLedger(
-            n_records=self.n_records + o.n_records, gold_fields=tuple(sorted(set(self.gold_fields) | set(o.gold_fields))),
-            gold_entities=self.gold_entities + o.gold_entities, keys={f: x | o.keys[f] for f, x in self.keys.items()},
-            gold_missing={f: x + o.gold_missing[f] for f, x in self.gold_missing.items()},
-            semantic={f: {**x, **o.semantic[f]} for f, x in self.semantic.items()},
-            models={m: x + o.models[m] for m, x in self.models.items()},
-        )
+    keys: Mapping[str, frozenset[str]] = merge(by_key(union))  # field → canonical keys seen on any side
+    gold_missing: Mapping[str, int] = merge(by_key())  # field → gold entities without it
+    # SEMANTIC field → distinct key pair scored → the backend failed
+    semantic: Mapping[str, Mapping[tuple[str, str], bool]] = merge(by_key(updated))
+    models: Mapping[str, EntitiesModelLedger] = merge(by_key())
 
 
 def entities_ledger(

@@ -20,6 +20,7 @@ from extracteval.core.bootstrap import (
     Interval, PairComparison, bootstrap_macro_f1_patterns, field_patterns, merge_field_patterns, merge_patterns, record_patterns,
 )
 from extracteval.core.counts import Counts, ratios
+from extracteval.core.ledger import Ledger, by_key, joint, keep, merge, ordered_union, same, smallest, whole
 from extracteval.core.matching import max_matching
 from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
 from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_by_metrics
@@ -659,8 +660,28 @@ def plan_fields(
 _LEDGER_COLUMNS = ("tp", "fp", "fn", "tn", "excluded", "cells", "exact")
 
 
+def _merged_examples(a: FieldsLedger, b: FieldsLedger) -> dict[tuple[str, str], dict[str, tuple[Mapping[str, Any], ...]]]:
+    """Per (model, field) and kind, the examples of the smallest record ids, as many as kept."""
+    out: dict[tuple[str, str], dict[str, tuple[Mapping[str, Any], ...]]] = {}
+    for key in a.examples.keys() | b.examples.keys():
+        x, y = a.examples.get(key, {}), b.examples.get(key, {})
+        kinds = {}
+        for kind in (*KINDS, "excluded"):
+            both = [*x.get(kind, ()), *y.get(kind, ())]
+            if both:
+                kinds[kind] = tuple(sorted(both, key=lambda e: e["record_id"])[: a.max_examples])
+        out[key] = kinds
+    return out
+
+
+# the distinct per-record count rows and their frequencies, merged together (frequencies added)
+_PATTERNS = joint(lambda a, b: merge_patterns([(a.patterns, a.freq), (b.patterns, b.freq)]), "patterns", "freq")
+_FIELD_PATTERNS = joint(lambda a, b: merge_field_patterns([(a.field_patterns, a.field_freq), (b.field_patterns, b.field_freq)]),
+                        "field_patterns", "field_freq")
+
+
 @dataclass(frozen=True, kw_only=True)
-class FieldsLedger:
+class FieldsLedger(Ledger):
     """Everything `fields_result` needs from a set of records, mergeable with `+`.
 
     Attributes:
@@ -679,52 +700,19 @@ class FieldsLedger:
             records have each (a few per field): what the per-field intervals resample.
     """
 
-    models: tuple[str, ...]
-    fields: tuple[str, ...]
+    models: tuple[str, ...] = merge(same)
+    fields: tuple[str, ...] = merge(same)
     counts: np.ndarray
-    examples: Mapping[tuple[str, str], Mapping[str, tuple[Mapping[str, Any], ...]]]
-    missing: Mapping[str, int]
-    missing_ids: Mapping[str, tuple[str, ...]]
-    columns: Mapping[str, tuple[Any, ...]]
+    examples: Mapping[tuple[str, str], Mapping[str, tuple[Mapping[str, Any], ...]]] = merge(whole(lambda a, b, _: _merged_examples(a, b)))
+    missing: Mapping[str, int] = merge(by_key())
+    missing_ids: Mapping[str, tuple[str, ...]] = merge(by_key(smallest(5, distinct=True)))
+    columns: Mapping[str, tuple[Any, ...]] = merge(by_key(ordered_union))
     n_records: int
-    patterns: np.ndarray | None
-    freq: np.ndarray | None
-    field_patterns: np.ndarray
-    field_freq: np.ndarray
-    max_examples: int
-
-    def __add__(self, other: FieldsLedger) -> FieldsLedger:
-        if not isinstance(other, FieldsLedger):
-            return NotImplemented
-        if (self.models, self.fields) != (other.models, other.fields):
-            raise ValueError("cannot merge ledgers of different models or fields.")
-        k = self.max_examples
-        examples: dict[tuple[str, str], dict[str, tuple[Mapping[str, Any], ...]]] = {}
-        for key in self.examples.keys() | other.examples.keys():
-            a, b = self.examples.get(key, {}), other.examples.get(key, {})
-            merged = {}
-            for kind in (*KINDS, "excluded"):
-                both = [*a.get(kind, ()), *b.get(kind, ())]
-                if both:
-                    merged[kind] = tuple(sorted(both, key=lambda e: e["record_id"])[:k])
-            examples[key] = merged
-        patterns, freq = merge_patterns([(self.patterns, self.freq), (other.patterns, other.freq)])
-        fpat, ffreq = merge_field_patterns([(self.field_patterns, self.field_freq), (other.field_patterns, other.field_freq)])
-        return FieldsLedger(
-            models=self.models,
-            fields=self.fields,
-            counts=self.counts + other.counts,
-            examples=examples,
-            missing={m: self.missing[m] + other.missing[m] for m in self.models},
-            missing_ids={m: tuple(sorted({*self.missing_ids[m], *other.missing_ids[m]})[:5]) for m in self.models},
-            columns={m: tuple(dict.fromkeys([*self.columns[m], *other.columns[m]])) for m in self.models},
-            n_records=self.n_records + other.n_records,
-            patterns=patterns,
-            freq=freq,
-            field_patterns=fpat,
-            field_freq=ffreq,
-            max_examples=k,
-        )
+    patterns: np.ndarray | None = merge(_PATTERNS)
+    freq: np.ndarray | None = merge(_PATTERNS)
+    field_patterns: np.ndarray = merge(_FIELD_PATTERNS)
+    field_freq: np.ndarray = merge(_FIELD_PATTERNS)
+    max_examples: int = merge(keep)
 
 
 def fields_ledger(

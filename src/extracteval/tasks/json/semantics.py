@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.core.ledger import Ledger, add_counts, by_key, counted_first, intersection, keep, merge, union, whole
 from extracteval.core.normalize import NormalizationConfig, Normalizer, _number_key, int_text
 from extracteval.core.ranking import TIER_COLOURS, rank_by_metrics, tier
 from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
@@ -217,33 +218,20 @@ class RecordScore:
         }
 
 
-def _add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
-    """Two mappings of counts summed key by key."""
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) + v
-    return out
+_add_counts = by_key(add_counts)  # two mappings of counts summed key by key
 
 
 @dataclass(frozen=True, kw_only=True)
-class FieldAccuracy:
+class FieldAccuracy(Ledger):
     """One field (key or path pattern) of one model, summed over records."""
 
-    field: str
-    counts: Mapping[str, int]
+    field: str = merge(keep)
+    counts: Mapping[str, int] = merge(_add_counts)
     scored: int
     matched: int
     ignored: int
     similarity_failures: int
-    strategies: Mapping[str, int]
-
-    def __add__(self, o: FieldAccuracy) -> FieldAccuracy:
-        """The field's counts over the records of both (the chunk engine's merge)."""
-        return FieldAccuracy(
-            field=self.field, counts=_add_counts(self.counts, o.counts), scored=self.scored + o.scored, matched=self.matched + o.matched,
-            ignored=self.ignored + o.ignored, similarity_failures=self.similarity_failures + o.similarity_failures,
-            strategies=_add_counts(self.strategies, o.strategies),
-        )
+    strategies: Mapping[str, int] = merge(_add_counts)
 
     @property
     def accuracy(self) -> float | None:
@@ -1799,42 +1787,31 @@ _KEEP_IDS = 5  # ids a warning names
 
 
 @dataclass(frozen=True)
-class _ModelLedger:
-    source: str
-    fields: Mapping[str, FieldAccuracy]
-    buckets: Mapping[str, int]
+class _ModelLedger(Ledger):
+    source: str = merge(keep)
+    fields: Mapping[str, FieldAccuracy] = merge(by_key())
+    buckets: Mapping[str, int] = merge(_add_counts)
     scored: int
     matched: int
     similarity_failures: int
     safety_given: int
-    missing: tuple[int, tuple[str, ...]]  # count, first ids
-    invalid: tuple[int, tuple[tuple[str, str], ...]]  # count, first (id, type)
-    excluded: tuple[int, tuple[str, ...]]
+    missing: tuple[int, tuple[str, ...]] = merge(counted_first(_KEEP_IDS))  # count, first ids
+    invalid: tuple[int, tuple[tuple[str, str], ...]] = merge(counted_first(_KEEP_IDS))  # count, first (id, type)
+    excluded: tuple[int, tuple[str, ...]] = merge(counted_first(_KEEP_IDS))
 
-    def __add__(self, o: _ModelLedger) -> _ModelLedger:
-        fields = dict(self.fields)
-        for f, c in o.fields.items():
-            fields[f] = fields[f] + c if f in fields else c
 
-        def cat(a: tuple[int, tuple[Any, ...]], b: tuple[int, tuple[Any, ...]]) -> tuple[int, tuple[Any, ...]]:
-            return a[0] + b[0], (a[1] + b[1])[:_KEEP_IDS]
-
-        return _ModelLedger(
-            source=self.source,
-            fields=fields,
-            buckets=_add_counts(self.buckets, o.buckets),
-            scored=self.scored + o.scored,
-            matched=self.matched + o.matched,
-            similarity_failures=self.similarity_failures + o.similarity_failures,
-            safety_given=self.safety_given + o.safety_given,
-            missing=cat(self.missing, o.missing),
-            invalid=cat(self.invalid, o.invalid),
-            excluded=cat(self.excluded, o.excluded),
-        )
+def _kept_records(a: JsonLedger, b: JsonLedger) -> dict[str, tuple[dict[str, Any], ...]] | None:
+    """The per-record listing of both parts while both keep one and it stays within the limit."""
+    if a.records is None or b.records is None:
+        return None
+    n = a.n_records + b.n_records
+    if a.records_limit is not None and n * max(1, len(a.models)) > a.records_limit:
+        return None
+    return {m: a.records[m] + b.records[m] for m in a.records}
 
 
 @dataclass(frozen=True)
-class JsonLedger:
+class JsonLedger(Ledger):
     """Counts of some records, mergeable by `+` in record order: per model and field the bucket /
     scored / matched / strategy counts, per model the bucket totals (over the records in its
     aggregates), and the ids named by the warnings (the first five of each kind). `records`
@@ -1842,28 +1819,12 @@ class JsonLedger:
     not). The per-record scores the means are taken over travel beside it (`JsonCount.rows`)."""
 
     n_records: int
-    fields: frozenset[str]
-    models: Mapping[str, _ModelLedger]
-    unused_strategies: frozenset[str]
-    config: Mapping[str, Any]
-    records: Mapping[str, tuple[dict[str, Any], ...]] | None = None
-    records_limit: int | None = None  # None: keep every record (--records all)
-
-    def __add__(self, o: JsonLedger) -> JsonLedger:
-        records = None
-        if self.records is not None and o.records is not None:
-            n = self.n_records + o.n_records
-            if self.records_limit is None or n * max(1, len(self.models)) <= self.records_limit:
-                records = {m: self.records[m] + o.records[m] for m in self.records}
-        return JsonLedger(
-            n_records=self.n_records + o.n_records,
-            fields=self.fields | o.fields,
-            models={m: self.models[m] + o.models[m] for m in self.models},
-            unused_strategies=self.unused_strategies & o.unused_strategies,
-            config=self.config,
-            records=records,
-            records_limit=self.records_limit,
-        )
+    fields: frozenset[str] = merge(union)
+    models: Mapping[str, _ModelLedger] = merge(by_key())
+    unused_strategies: frozenset[str] = merge(intersection)
+    config: Mapping[str, Any] = merge(keep)
+    records: Mapping[str, tuple[dict[str, Any], ...]] | None = merge(whole(lambda a, b, _: _kept_records(a, b)), default=None)
+    records_limit: int | None = merge(keep, default=None)  # None: keep every record (--records all)
 
 
 def _sorted_fields(names: frozenset[str], flatten: bool) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.core.ledger import Ledger, by_key, merge
 from extracteval.io.scale_options import check_chunk_size
 from extracteval.chunked import ChunkScore
 
@@ -29,16 +30,13 @@ __all__ = ["LabelsChunkLedger", "LabelsTask", "labels_chunk_job"]
 
 
 @dataclass(frozen=True)
-class LabelsChunkLedger:
+class LabelsChunkLedger(Ledger):
     labels: Any  # tasks.labels.semantics.LabelsLedger
-    dropped: Mapping[str, int]  # model → rows with status pending/error (not predictions)
+    dropped: Mapping[str, int] = merge(by_key())  # model → rows with status pending/error (not predictions)
 
     @property
     def n_records(self) -> int:
         return self.labels.n_records
-
-    def __add__(self, o: LabelsChunkLedger) -> LabelsChunkLedger:
-        return LabelsChunkLedger(labels=self.labels + o.labels, dropped={m: k + o.dropped[m] for m, k in self.dropped.items()})
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.core.ledger import Ledger, by_key, merge, smallest, union
 from extracteval.core.normalize import NormalizationConfig, key_text
 from extracteval.errors import InputError
 from extracteval.core.feature_views import (  # noqa: F401 - the task's API too
@@ -275,35 +276,25 @@ def _smallest(ids: Any, more: Sequence[str] = ()) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelLedger:
+class ModelLedger(Ledger):
     """One model's counts over a set of records: per view and feature a `FeatureLedger` keyed by
     canonical label key, the row counts, the smallest unaligned ids (for the warnings), predicted
     values that do not parse (number/date features) and the feature columns the predictions have."""
 
-    aligned: Mapping[str, FeatureLedger]
-    strict: Mapping[str, FeatureLedger]
+    aligned: Mapping[str, FeatureLedger] = merge(by_key())
+    strict: Mapping[str, FeatureLedger] = merge(by_key())
     aligned_rows: int
     missing_rows: int
     extra_rows: int
     correct_rows: int
-    missing_ids: tuple[str, ...]
-    extra_ids: tuple[str, ...]
-    unparsable: Mapping[str, int]
-    columns: frozenset[str]
-
-    def __add__(self, o: ModelLedger) -> ModelLedger:
-        return ModelLedger(
-            aligned={f: led + o.aligned[f] for f, led in self.aligned.items()},
-            strict={f: led + o.strict[f] for f, led in self.strict.items()},
-            aligned_rows=self.aligned_rows + o.aligned_rows, missing_rows=self.missing_rows + o.missing_rows,
-            extra_rows=self.extra_rows + o.extra_rows, correct_rows=self.correct_rows + o.correct_rows,
-            missing_ids=_smallest(o.missing_ids, self.missing_ids), extra_ids=_smallest(o.extra_ids, self.extra_ids),
-            unparsable={f: k + o.unparsable[f] for f, k in self.unparsable.items()}, columns=self.columns | o.columns,
-        )
+    missing_ids: tuple[str, ...] = merge(smallest(_SHOWN_IDS))
+    extra_ids: tuple[str, ...] = merge(smallest(_SHOWN_IDS))
+    unparsable: Mapping[str, int] = merge(by_key())
+    columns: frozenset[str] = merge(union)
 
 
 @dataclass(frozen=True, kw_only=True)
-class LabelsLedger:
+class LabelsLedger(Ledger):
     """Counts of a set of truth records and predicted rows, mergeable with `+` (disjoint sets).
 
     `keys` holds per feature every canonical label key seen on any side (the label table),
@@ -312,19 +303,10 @@ class LabelsLedger:
     """
 
     n_records: int
-    keys: Mapping[str, frozenset[str]]
-    truth_missing: Mapping[str, int]
-    unparsable_truth: Mapping[str, int]
-    models: Mapping[str, ModelLedger]
-
-    def __add__(self, o: LabelsLedger) -> LabelsLedger:
-        return LabelsLedger(
-            n_records=self.n_records + o.n_records,
-            keys={f: k | o.keys[f] for f, k in self.keys.items()},
-            truth_missing={f: k + o.truth_missing[f] for f, k in self.truth_missing.items()},
-            unparsable_truth={f: k + o.unparsable_truth[f] for f, k in self.unparsable_truth.items()},
-            models={m: led + o.models[m] for m, led in self.models.items()},
-        )
+    keys: Mapping[str, frozenset[str]] = merge(by_key(union))
+    truth_missing: Mapping[str, int] = merge(by_key())
+    unparsable_truth: Mapping[str, int] = merge(by_key())
+    models: Mapping[str, ModelLedger] = merge(by_key())
 
 
 def labels_ledger(

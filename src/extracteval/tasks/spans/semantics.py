@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from extracteval.core.ledger import Ledger, add_counts, by_key, either, elementwise, keep, merge, union, whole
 from extracteval.core.bootstrap import Interval, PairComparison, bootstrap_macro_f1
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.matching import max_matching
@@ -1011,65 +1012,46 @@ def document_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | Non
     return out
 
 
-def _add(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> dict[Any, Any]:
-    """Sum two mappings of counts (ints or tuples of ints) key by key."""
-    out = dict(a)
-    for k, v in b.items():
-        if k not in out:
-            out[k] = v
-        elif isinstance(v, tuple):
-            out[k] = tuple(x + y for x, y in zip(out[k], v))
-        else:
-            out[k] = out[k] + v
-    return out
+# each kind's first examples, as many as the ledger keeps (its `k`)
+_EXAMPLES_BY_KIND = whole(lambda a, b, name: {kind: (v + b.examples[kind])[: a.k] for kind, v in a.examples.items()})
 
 
 @dataclass(frozen=True)
-class _ModelLedger:
-    modes: Mapping[str, Mapping[str, tuple[int, int, int]]]  # mode → tag → (tp, fp, fn)
-    curve: tuple[tuple[int, int, int], ...]  # per curve threshold
-    errors: Mapping[str, int]
-    examples: Mapping[str, tuple[dict[str, Any], ...]]
-    confusions: Mapping[tuple[str, str], int]
-    text_fallback: bool
-    k: int  # examples kept per error kind
+class _ModelLedger(Ledger):
+    modes: Mapping[str, Mapping[str, tuple[int, int, int]]] = merge(by_key(by_key(add_counts)))  # mode → tag → (tp, fp, fn)
+    curve: tuple[tuple[int, int, int], ...] = merge(elementwise(add_counts))  # per curve threshold
+    errors: Mapping[str, int] = merge(by_key(add_counts))
+    examples: Mapping[str, tuple[dict[str, Any], ...]] = merge(_EXAMPLES_BY_KIND)
+    confusions: Mapping[tuple[str, str], int] = merge(by_key(add_counts))
+    text_fallback: bool = merge(either)
+    k: int = merge(keep)  # examples kept per error kind
 
-    def __add__(self, o: _ModelLedger) -> _ModelLedger:
-        return _ModelLedger(
-            modes={m: _add(self.modes[m], o.modes[m]) for m in self.modes},
-            curve=tuple(tuple(x + y for x, y in zip(a, b)) for a, b in zip(self.curve, o.curve)),  # type: ignore[misc]
-            errors=_add(self.errors, o.errors),
-            examples={k: (v + o.examples[k])[: self.k] for k, v in self.examples.items()},
-            confusions=_add(self.confusions, o.confusions),
-            text_fallback=self.text_fallback or o.text_fallback,
-            k=self.k,
-        )
+
+def _add_tokens(a: int | None, b: int | None) -> int | None:
+    """Token counts, None where no part counts tokens (character spans)."""
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def _first_ill_formed(a: Mapping[str, str | None], b: Mapping[str, str | None]) -> dict[str, str | None]:
+    """Per annotator, where its first dropped chunk lies: the earlier part's when it has one."""
+    return {w: a.get(w) or b.get(w) for w in {*a, *b}}
 
 
 @dataclass(frozen=True)
-class SpansLedger:
+class SpansLedger(Ledger):
     """Counts of a run of documents. Token files add: tokens, per model the tokens whose gold and
     predicted tags are equal, per annotator (`gold` or a model) the chunks a strict scheme dropped
     and where the first one lies (the earliest chunk's: documents come in file order)."""
 
     n_documents: int
     n_gold: int
-    tags: frozenset[str]
-    models: Mapping[str, _ModelLedger]
-    unit: str = "char"
-    n_tokens: int | None = None  # None: the documents carry no token count (character spans)
-    token_correct: Mapping[str, int] = field(default_factory=dict)
-    ill_formed: Mapping[str, int] = field(default_factory=dict)
-    first_ill_formed: Mapping[str, str | None] = field(default_factory=dict)
-
-    def __add__(self, o: SpansLedger) -> SpansLedger:
-        return SpansLedger(
-            n_documents=self.n_documents + o.n_documents, n_gold=self.n_gold + o.n_gold, tags=self.tags | o.tags,
-            models={m: self.models[m] + o.models[m] for m in self.models}, unit=self.unit,
-            n_tokens=None if self.n_tokens is None and o.n_tokens is None else (self.n_tokens or 0) + (o.n_tokens or 0),
-            token_correct=_add(self.token_correct, o.token_correct), ill_formed=_add(self.ill_formed, o.ill_formed),
-            first_ill_formed={w: self.first_ill_formed.get(w) or o.first_ill_formed.get(w) for w in {*self.first_ill_formed, *o.first_ill_formed}},
-        )
+    tags: frozenset[str] = merge(union)
+    models: Mapping[str, _ModelLedger] = merge(by_key())
+    unit: str = merge(keep, default="char")
+    n_tokens: int | None = merge(_add_tokens, default=None)  # None: the documents carry no token count (character spans)
+    token_correct: Mapping[str, int] = merge(by_key(add_counts), default_factory=dict)
+    ill_formed: Mapping[str, int] = merge(by_key(add_counts), default_factory=dict)
+    first_ill_formed: Mapping[str, str | None] = merge(_first_ill_formed, default_factory=dict)
 
 
 @dataclass(frozen=True)

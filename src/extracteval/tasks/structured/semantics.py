@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from extracteval.core.counts import ratios
+from extracteval.core.ledger import Ledger, add_counts, always, by_key, merge
 from extracteval.core.jsonparse import _orjson
 from extracteval.errors import InputError
 from extracteval.core.decision_track import (  # noqa: F401 - the task's API too
@@ -234,7 +235,7 @@ class StructuredConfig:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class StructuredCounts:
+class StructuredCounts(Ledger):
     """Mergeable counts of the structured task (records and flattened-field confusion counts)."""
 
     records: int = 0
@@ -246,15 +247,6 @@ class StructuredCounts:
     fp: int = 0
     fn: int = 0
 
-    def __add__(self, other: StructuredCounts) -> StructuredCounts:
-        if not isinstance(other, StructuredCounts):
-            return NotImplemented
-        return StructuredCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
-
-    def __radd__(self, other: Any) -> StructuredCounts:
-        if other == 0:
-            return self
-        return NotImplemented
 
     def metrics(self, *, zero_division: float = 0.0) -> dict[str, float]:
         n = self.records
@@ -771,36 +763,23 @@ def count_structured(
 
 
 @dataclass(frozen=True)
-class _ModelLedger:
+class _ModelLedger(Ledger):
     counts: StructuredCounts
-    fields: Mapping[str, tuple[int, int, int]]  # path → (tp, fp, fn)
-    missing: tuple[str, ...]
+    fields: Mapping[str, tuple[int, int, int]] = merge(by_key(add_counts))  # path → (tp, fp, fn)
+    missing: tuple[str, ...]  # in the order of the parts (put in natural order once, at the end)
     extra: tuple[str, ...]
-    invalid_examples: tuple[dict[str, Any], ...]  # the first few in natural id order
-    merged: bool = False  # added up from several counts: the ids are put in natural order once, at the end
-
-    def __add__(self, o: _ModelLedger) -> _ModelLedger:
-        f = dict(self.fields)
-        for g, (tp, fp, fn) in o.fields.items():
-            a = f.get(g, (0, 0, 0))
-            f[g] = (a[0] + tp, a[1] + fp, a[2] + fn)
-        return _ModelLedger(
-            counts=self.counts + o.counts, fields=f, missing=self.missing + o.missing, extra=self.extra + o.extra,
-            invalid_examples=first_by_id(self.invalid_examples + o.invalid_examples, _EXAMPLES),
-            merged=True,
-        )
+    # the first few in natural id order
+    invalid_examples: tuple[dict[str, Any], ...] = merge(lambda a, b: first_by_id(a + b, _EXAMPLES))
+    merged: bool = merge(always(True), default=False)  # added up from several counts: the ids are put in natural order once, at the end
 
 
 @dataclass(frozen=True)
-class StructuredLedger:
+class StructuredLedger(Ledger):
     """Counts of some records, mergeable by `+`: per model the `StructuredCounts`, the per-path
     (tp, fp, fn), and the ids the result lists (missing, extra, the first invalid examples)."""
 
     n_records: int
-    models: Mapping[str, _ModelLedger]
-
-    def __add__(self, o: StructuredLedger) -> StructuredLedger:
-        return StructuredLedger(n_records=self.n_records + o.n_records, models={m: self.models[m] + o.models[m] for m in self.models})
+    models: Mapping[str, _ModelLedger] = merge(by_key())
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from extracteval.core.ledger import Ledger, add_counts, by_key, keep, merge, ordered
+
 
 __all__ = [
     "Verdict",
@@ -694,22 +696,17 @@ def _no_description(checker: str, answer: Mapping[str, Any]) -> Verdict:
 
 
 @dataclass(frozen=True, kw_only=True)
-class BfclCategoryScore:
+class BfclCategoryScore(Ledger):
     """Accuracy of one model on one BFCL category, as BFCL's score file states it."""
 
-    category: str
+    category: str = merge(keep)
     correct_count: int
     total_count: int
-    failed_ids: tuple[str, ...]
+    failed_ids: tuple[str, ...] = merge(ordered(entry_sort_key))
 
     @property
     def accuracy(self) -> float:
         return self.correct_count / self.total_count if self.total_count else 0.0
-
-    def __add__(self, o: BfclCategoryScore) -> BfclCategoryScore:
-        return BfclCategoryScore(category=self.category, correct_count=self.correct_count + o.correct_count,
-                                 total_count=self.total_count + o.total_count,
-                                 failed_ids=tuple(sorted(self.failed_ids + o.failed_ids, key=entry_sort_key)))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -721,7 +718,7 @@ class BfclCategoryScore:
 
 
 @dataclass(frozen=True, kw_only=True)
-class BfclModelScore:
+class BfclModelScore(Ledger):
     """One model's BFCL verdicts: overall `call_accuracy`, per category, and each failure's reason.
 
     `dotted_name_entries` / `underscored_name_entries`: entries where the model called a described
@@ -729,38 +726,21 @@ class BfclModelScore:
     forbid dots make it); they tell whether `underscore_to_dot` fits the model.
     """
 
-    model: str
+    model: str = merge(keep)
     correct_count: int
     total_count: int
-    failed_ids: tuple[str, ...]
-    categories: dict[str, BfclCategoryScore]
-    failures: dict[str, Verdict]
-    missing_ids: tuple[str, ...]
-    error_types: dict[str, int]
-    underscore_to_dot: bool = False
+    failed_ids: tuple[str, ...] = merge(ordered(entry_sort_key))
+    categories: dict[str, BfclCategoryScore] = merge(by_key(sort=True))
+    failures: dict[str, Verdict] = merge(lambda a, b: {i: v for i, v in sorted({**a, **b}.items(), key=lambda kv: entry_sort_key(kv[0]))})
+    missing_ids: tuple[str, ...] = merge(ordered(entry_sort_key))
+    error_types: dict[str, int] = merge(by_key(add_counts, sort=True))
+    underscore_to_dot: bool = merge(keep, default=False)
     dotted_name_entries: int = 0
     underscored_name_entries: int = 0
 
     @property
     def call_accuracy(self) -> float:
         return self.correct_count / self.total_count if self.total_count else 0.0
-
-    def __add__(self, o: BfclModelScore) -> BfclModelScore:
-        """The score of both sets of entries (disjoint ids), as `score_bfcl` gives it for them together."""
-        cats = {c: self.categories[c] + o.categories[c] if c in self.categories and c in o.categories else self.categories.get(c) or o.categories[c]
-                for c in sorted({*self.categories, *o.categories})}
-        failures = {**self.failures, **o.failures}
-        order = sorted(failures, key=entry_sort_key)
-        types = dict(self.error_types)
-        for k, n in o.error_types.items():
-            types[k] = types.get(k, 0) + n
-        return BfclModelScore(
-            model=self.model, correct_count=self.correct_count + o.correct_count, total_count=self.total_count + o.total_count,
-            failed_ids=tuple(order), categories=cats, failures={i: failures[i] for i in order},
-            missing_ids=tuple(sorted(self.missing_ids + o.missing_ids, key=entry_sort_key)), error_types=dict(sorted(types.items())),
-            underscore_to_dot=self.underscore_to_dot, dotted_name_entries=self.dotted_name_entries + o.dotted_name_entries,
-            underscored_name_entries=self.underscored_name_entries + o.underscored_name_entries,
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

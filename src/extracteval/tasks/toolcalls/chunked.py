@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.chunked import ChunkScore
+from extracteval.core.ledger import Ledger, by_key, merge
 
 __all__ = ["ToolCallsTask", "ToolCallsEvaluateTask", "ToolCallsEvaluation", "record_table", "toolcalls_chunk_job",
            "BfclLedger", "BfclTask", "score_bfcl_chunked"]
@@ -179,16 +180,12 @@ class BfclChunk:
 
 
 @dataclass(frozen=True)
-class BfclLedger:
+class BfclLedger(Ledger):
     """Per model: BFCL's verdicts (`BfclModelScore`, mergeable) and the generic checker's counts."""
 
-    scores: Mapping[str, Any]
-    generic: Mapping[str, Any]  # ToolCallCounts
+    scores: Mapping[str, Any] = merge(by_key())
+    generic: Mapping[str, Any] = merge(by_key())  # ToolCallCounts
     n_records: int
-
-    def __add__(self, o: BfclLedger) -> BfclLedger:
-        return BfclLedger(scores={m: self.scores[m] + o.scores[m] for m in self.scores},
-                          generic={m: self.generic[m] + o.generic[m] for m in self.generic}, n_records=self.n_records + o.n_records)
 
 
 @dataclass(frozen=True)

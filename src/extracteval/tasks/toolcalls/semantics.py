@@ -44,13 +44,14 @@ import marshal
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from itertools import islice
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
+from extracteval.core.ledger import Ledger, add_counts, always, by_key, merge, union
 from extracteval.tasks.toolcalls.bfcl import _simple_calls, parse_python_calls
 from extracteval.core.counts import ratios
 from extracteval.core.jsonparse import has_long_digits, loads_fast
@@ -592,7 +593,7 @@ class ToolCallConfig:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ToolCallCounts:
+class ToolCallCounts(Ledger):
     """Mergeable counts of the tool-call task."""
 
     records: int = 0
@@ -607,15 +608,6 @@ class ToolCallCounts:
     fp: int = 0
     fn: int = 0
 
-    def __add__(self, other: ToolCallCounts) -> ToolCallCounts:
-        if not isinstance(other, ToolCallCounts):
-            return NotImplemented
-        return ToolCallCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
-
-    def __radd__(self, other: Any) -> ToolCallCounts:
-        if other == 0:
-            return self
-        return NotImplemented
 
     def metrics(self, *, zero_division: float = 0.0) -> dict[str, float]:
         def rate(a: int, b: int) -> float:
@@ -1411,54 +1403,32 @@ def count_toolcalls(
 
 
 @dataclass(frozen=True)
-class _ModelLedger:
+class _ModelLedger(Ledger):
     counts: ToolCallCounts
-    formats: Mapping[str, int]
-    failed: tuple[str, ...]
+    formats: Mapping[str, int] = merge(by_key())
+    failed: tuple[str, ...]  # in the order of the parts (put in natural order once, at the end)
     missing: tuple[str, ...]
     extra: tuple[str, ...]
-    invalid_examples: tuple[dict[str, Any], ...]  # the first few in natural id order
-    functions: Mapping[str | None, tuple[int, ...]] = field(default_factory=dict)  # `named_function_counts` (evaluate only)
-    merged: bool = False  # added up from several counts: the ids are put in natural order once, at the end
-
-    def __add__(self, o: _ModelLedger) -> _ModelLedger:
-        formats = dict(self.formats)
-        for k, v in o.formats.items():
-            formats[k] = formats.get(k, 0) + v
-        return _ModelLedger(
-            counts=self.counts + o.counts,
-            formats=formats,
-            failed=self.failed + o.failed,
-            missing=self.missing + o.missing,
-            extra=self.extra + o.extra,
-            invalid_examples=first_by_id(self.invalid_examples + o.invalid_examples, _EXAMPLES),
-            functions=add_function_counts(self.functions, o.functions) if o.functions else self.functions,
-            merged=True,
-        )
+    # the first few in natural id order
+    invalid_examples: tuple[dict[str, Any], ...] = merge(lambda a, b: first_by_id(a + b, _EXAMPLES))
+    # `named_function_counts` (evaluate only)
+    functions: Mapping[str | None, tuple[int, ...]] = merge(lambda a, b: add_function_counts(a, b) if b else a, default_factory=dict)
+    merged: bool = merge(always(True), default=False)  # added up from several counts: the ids are put in natural order once, at the end
 
 
-def add_function_counts(a: Mapping[str | None, tuple[int, ...]], b: Mapping[str | None, tuple[int, ...]]) -> dict[str | None, tuple[int, ...]]:
-    """The per-name counts of two sets of records (`functions.named_function_counts`), added."""
-    out = dict(a)
-    for n, c in b.items():
-        have = out.get(n)
-        out[n] = c if have is None else tuple(x + y for x, y in zip(have, c))
-    return out
+# the per-name counts of two sets of records (`functions.named_function_counts`), added
+add_function_counts = by_key(add_counts)
 
 
 @dataclass(frozen=True)
-class ToolCallsLedger:
+class ToolCallsLedger(Ledger):
     """Counts of some records, mergeable by `+`: per model the `ToolCallCounts` (every metric is a
     ratio of them), the output formats, the ids the result lists (failed, missing, extra, the
     first invalid examples) and, for `evaluate`, the counts per function name."""
 
     n_records: int
-    models: Mapping[str, _ModelLedger]
-    function_names: frozenset[str] = frozenset()  # the reference's function names (evaluate only)
-
-    def __add__(self, o: ToolCallsLedger) -> ToolCallsLedger:
-        return ToolCallsLedger(n_records=self.n_records + o.n_records, models={m: self.models[m] + o.models[m] for m in self.models},
-                               function_names=self.function_names | o.function_names)
+    models: Mapping[str, _ModelLedger] = merge(by_key())
+    function_names: frozenset[str] = merge(union, default=frozenset())  # the reference's function names (evaluate only)
 
 
 @dataclass(frozen=True)
