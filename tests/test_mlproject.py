@@ -233,7 +233,7 @@ def test_mlflow_run_records_what_each_entry_point_created_offline_against_a_temp
     """Real `mlflow run … --env-manager local` of the three entry points; then the project runs
     MLflow opened are checked against what the store holds: their experiment, their params
     (no shell quotes, optional ones only when given), the run ids and headline metrics recorded."""
-    from extracteval.core.leaderboard import RANKING_SPECS
+    from extracteval.tasks import RANKING_SPECS
 
     project = tmp_path / "project"
     project.mkdir()

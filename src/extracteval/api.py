@@ -59,7 +59,7 @@ class ScoreResult:
 
     def metrics(self, model: str | None = None) -> dict[str, float]:
         """The metrics a model's MLflow run gets (keys as logged); `model=None`: the best one."""
-        from extracteval.core.ranking import ranking_spec
+        from extracteval.tasks import ranking_spec
         from extracteval.mlflow.bundle import alone, metric_keys, model_run_metrics
         from extracteval.mlflow.descriptions import headline_metrics
 

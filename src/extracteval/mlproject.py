@@ -209,7 +209,7 @@ def read_headlines(created: Sequence[CreatedRuns], client: Any) -> list[CreatedR
     What cannot be read stays None."""
     from dataclasses import replace
 
-    from extracteval.core.leaderboard import RANKING_SPECS
+    from extracteval.tasks import RANKING_SPECS
 
     out = []
     for c in created:

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from extracteval.core.bootstrap import bootstrap_macro_f1
-from extracteval.core.leaderboard import RunSummary, build_leaderboard, paired_record_matrix
+from extracteval.core.leaderboard import RunSummary, paired_record_matrix
+from extracteval.mlflow.leaderboard import rank_runs as build_leaderboard
 from extracteval.errors import InputError
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from extracteval.core.ranking import RANKING_SPECS
+from extracteval.tasks import RANKING_SPECS
 from extracteval.mlflow.descriptions import HEADLINE_SCORE, HEADLINE_WINNER, HEADLINE_WINS, fmt_value
 
 from tests.system import CHROMIUM, python_package

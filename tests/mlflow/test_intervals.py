@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from mlflow.tracking import MlflowClient
 
 from extracteval.core.bootstrap import bootstrap_counts
-from extracteval.core.ranking import RANKING_SPECS
+from extracteval.tasks import RANKING_SPECS
 from extracteval.core.record_counts import RecordCountTable, paired_counts, rate_metric
 from extracteval.mlflow.tasks import TASKS, get_adapter
 

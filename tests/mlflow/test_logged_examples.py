@@ -21,7 +21,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from extracteval.core.decision import DecisionThresholds, verdict_for, verdict_text
-from extracteval.core.leaderboard import RANKING_SPECS
+from extracteval.tasks import RANKING_SPECS
 from extracteval.core.ranking import format_wins
 from tests.test_readme import readme_blocks
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from extracteval.core.ranking import RANKING_SPECS, rank_by_metrics
+from extracteval.core.ranking import rank_by_metrics
+from extracteval.tasks import RANKING_SPECS
 from extracteval.mlflow.tasks import TASKS as REGISTRY
 from tests.mlflow.test_logged_examples import REPO, TRACKS, _main
 

@@ -98,7 +98,9 @@ def test_leaderboard_keys_are_logged():
     """RANKING_SPECS["entities"] reads keys the adapter logs, and the leaderboard ranks as `score
     entities` does: by the strict view's macro F1. Entity F1 alone would put mistral-7b (finds more
     line items) above layout-ocr-v2 (gets more of them right): pinned, so the choice is deliberate."""
-    from extracteval.core.leaderboard import RANKING_SPECS, RunSummary, build_leaderboard
+    from extracteval.core.leaderboard import RunSummary
+    from extracteval.mlflow.leaderboard import rank_runs as build_leaderboard
+    from extracteval.tasks import RANKING_SPECS
     from extracteval.io.config import load_mapping
     from extracteval.mlflow.keys import KeyMap
     from extracteval.mlflow.tasks import get_adapter

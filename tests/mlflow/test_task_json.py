@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from extracteval.core.leaderboard import RANKING_SPECS
+from extracteval.tasks import RANKING_SPECS
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import is_valid_key
 

@@ -105,7 +105,9 @@ def test_evaluate_tickets_logs_the_score_numbers(cli, sqlite_uri, tmp_path, monk
 
 def test_leaderboard_from_logged_metrics_agrees_with_score():
     """RANKING_SPECS["labels"] reads keys the adapter logs, and ranks the example as `score` does."""
-    from extracteval.core.leaderboard import RANKING_SPECS, RunSummary, build_leaderboard
+    from extracteval.core.leaderboard import RunSummary
+    from extracteval.mlflow.leaderboard import rank_runs as build_leaderboard
+    from extracteval.tasks import RANKING_SPECS
     from extracteval.io.config import load_mapping
     from extracteval.mlflow.keys import KeyMap
     from extracteval.mlflow.tasks import get_adapter

@@ -221,7 +221,7 @@ as they were."""
 def look_at(prefix: str, tasks: Mapping[str, list[str]]) -> str:
     """The closing hint: where to click, and each logged task's own metric keys (its primary
     metric and its per-item key, from the task's ranking declaration)."""
-    from extracteval.core.ranking import ranking_spec
+    from extracteval.tasks import ranking_spec
 
     lines = []
     for task, examples in tasks.items():

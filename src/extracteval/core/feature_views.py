@@ -21,7 +21,7 @@ import pandas as pd
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.ledger import Ledger, merge, whole
 from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
-from extracteval.core.ranking import FieldWinner, Score, field_winners, field_wins, format_wins, rank_by_metrics
+from extracteval.core.ranking import FieldWinner, RankingSpec, Score, field_winners, field_wins, format_wins, rank_by_metrics
 from extracteval.errors import InputError
 
 __all__ = ["MISSING", "FEATURE_TYPES", "VIEWS", "checked_types", "ModelLabels", "LabelEncoder", "display_labels", "FeatureLedger",
@@ -407,14 +407,14 @@ class RankedFeatures:
 ONE_MODEL_NOTE = "only one model: every feature is a universal tie, so no feature wins are awarded."
 
 
-def rank_on_strict_view(task: str, strict: Mapping[str, ViewMetrics], features: Sequence[str]) -> tuple[dict[str, FieldWinner], list[tuple[str, RankedFeatures]]]:
+def rank_on_strict_view(spec: RankingSpec, strict: Mapping[str, ViewMetrics], features: Sequence[str]) -> tuple[dict[str, FieldWinner], list[tuple[str, RankedFeatures]]]:
     """The feature winners on the strict view's per-feature F1 (then precision, recall), and the
     models in rank order with their `RankedFeatures`: ranked on the strict view's macro F1, then
     precision, recall and feature wins."""
     names = sorted(strict)
     winners = field_winners({f: {m: strict[m].features[f].score() for m in names} for f in features})
     wins = field_wins(winners, names)
-    ranked = rank_by_metrics(task, {m: {f"{task}/macro/{k}": float(strict[m].totals[k]) for k in ("f1", "precision", "recall")} for m in names}, wins)
+    ranked = rank_by_metrics(spec, {m: {f"{spec.task}/macro/{k}": float(strict[m].totals[k]) for k in ("f1", "precision", "recall")} for m in names}, wins)
     return winners, [(r.model, RankedFeatures(rank=r.rank, tier=r.tier, tier_colour=r.tier_colour, feature_wins=wins[r.model],
                                               features_won=tuple(f for f, w in winners.items() if w.win_share > 0 and r.model in w.winners)))
                      for r in ranked]

@@ -3,7 +3,7 @@
 Pure: the MLflow layer turns tracking-store runs into `RunSummary` objects (metrics by their
 logged key) and per-record tables; this module groups runs by the digests of their truth and config,
 refuses unfair comparisons, finds item winners (fields, tags, features…), ranks by the task's
-declaration in `core.ranking.RANKING_SPECS` (as the task ranks its own models), and attaches
+ranking declaration (`rankings`: the registry's `RANKING_SPECS`, as the task ranks its own models), and attaches
 paired-bootstrap intervals when per-record results are available.
 """
 
@@ -18,7 +18,6 @@ import numpy as np
 
 from extracteval.core.bootstrap import Interval
 from extracteval.core.ranking import (
-    RANKING_SPECS,
     TIER_COLOURS,
     FieldWinner,
     RankingSpec,
@@ -28,13 +27,12 @@ from extracteval.core.ranking import (
     field_wins,
     format_wins,
     ranking_key,
-    ranking_spec,
     tier,
 )
 from extracteval.errors import InputError
 
 __all__ = [
-    "RunSummary", "RankingSpec", "RANKING_SPECS", "LeaderboardEntry", "SupersededRun", "LeaderboardGroup", "Leaderboard", "build_leaderboard",
+    "RunSummary", "RankingSpec", "LeaderboardEntry", "SupersededRun", "LeaderboardGroup", "Leaderboard", "build_leaderboard",
     "latest_per_model",
     "RecordCounts", "as_record_counts", "paired_record_matrix", "with_intervals",
 ]
@@ -223,6 +221,7 @@ def latest_per_model(runs: Sequence[RunSummary]) -> tuple[list[RunSummary], list
 def build_leaderboard(
     runs: Sequence[RunSummary],
     *,
+    rankings: Mapping[str, RankingSpec],
     task: str | None = None,
     group_by_truth: bool = False,
     intervals: Mapping[str, Interval] | None = None,
@@ -239,6 +238,7 @@ def build_leaderboard(
 
     Args:
         runs: the runs to compare (one model each).
+        rankings: task → its ranking declaration (`extracteval.tasks.RANKING_SPECS`).
         task: the task to rank; required when the runs hold several tasks.
         group_by_truth: rank each (truth digest, config digest) group separately instead of
             refusing to compare runs scored against different truth or config.
@@ -262,7 +262,9 @@ def build_leaderboard(
     runs = [r for r in runs if r.task == task]
     if not runs:
         raise InputError(f"no runs of task {task!r} (tasks found: {', '.join(tasks)}).")
-    spec = ranking_spec(task)
+    spec = rankings.get(task)
+    if spec is None:
+        raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(rankings))}.")
     if metric is not None and metric != spec.primary:
         known = sorted({k for r in runs for k in r.metrics if not spec.item_prefix or not k.startswith(spec.item_prefix)})
         if not any(metric in r.metrics for r in runs):

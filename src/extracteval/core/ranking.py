@@ -3,10 +3,11 @@
 Inputs are plain numbers, so the same functions rank models scored in one process and runs read
 back from an MLflow tracking store.
 
-`RANKING_SPECS` maps each task to the one declaration of its primary metric and tie-breaks
-(`RANKING` in the task's `contract` module): the task's own ranking (`score`, the report, the
-parent run), `extracteval leaderboard`, the default metric of `extracteval compare` /
-`compare-models` / `--baseline --candidate`, and the run descriptions all read it. `rank_by_metrics` ranks a task's models by it.
+A `RankingSpec` is a task's one declaration of its primary metric and tie-breaks (`RANKING` in the
+task's `contract` module, read through the registry: `extracteval.tasks.RANKING_SPECS`): the
+task's own ranking (`score`, the report, the parent run), `extracteval leaderboard`, the default
+metric of `extracteval compare` / `compare-models` / `--baseline --candidate`, and the run
+descriptions all read it. `rank_by_metrics` ranks a task's models by it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from typing import Any
 __all__ = [
     "TOLERANCE",
     "RankingSpec",
-    "RANKING_SPECS",
-    "ranking_spec",
     "ranking_key",
     "rank_by_metrics",
     "Score",
@@ -253,43 +252,6 @@ class RankingSpec:
                 "lower_is_better": sorted(self.lower_is_better), "item_wins": self.item_wins, "rule": self.rule()}
 
 
-class _RegisteredRankings(Mapping[str, RankingSpec]):
-    """Task → its `RankingSpec`, as each registered task declares it (`tasks/<task>/contract.py`),
-    read from the registry when first used."""
-
-    def __init__(self) -> None:
-        self._specs: dict[str, RankingSpec] | None = None
-
-    def _load(self) -> dict[str, RankingSpec]:
-        if self._specs is None:
-            from extracteval.tasks import parts
-
-            self._specs = {t: m.RANKING for t, m in parts("contract").items()}
-        return self._specs
-
-    def __getitem__(self, task: str) -> RankingSpec:
-        return self._load()[task]
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._load())
-
-    def __len__(self) -> int:
-        return len(self._load())
-
-
-RANKING_SPECS: Mapping[str, RankingSpec] = _RegisteredRankings()
-
-
-def ranking_spec(task: str) -> RankingSpec:
-    """The ranking declaration of `task`; an error listing the tasks that have one."""
-    from extracteval.errors import InputError
-
-    spec = RANKING_SPECS.get(task)
-    if spec is None:
-        raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(RANKING_SPECS))}.")
-    return spec
-
-
 def ranking_key(spec: RankingSpec, metrics: Mapping[str, float], wins: float = 0.0) -> tuple[float, ...]:
     """The comparison key of one model (larger is better at every position)."""
     key = [float(metrics[spec.primary])]
@@ -302,7 +264,7 @@ def ranking_key(spec: RankingSpec, metrics: Mapping[str, float], wins: float = 0
 
 
 def rank_by_metrics(
-    spec: RankingSpec | str, metrics: Mapping[str, Mapping[str, float]], wins: Mapping[str, float] | None = None, *, tol: float = TOLERANCE
+    spec: RankingSpec, metrics: Mapping[str, Mapping[str, float]], wins: Mapping[str, float] | None = None, *, tol: float = TOLERANCE
 ) -> list[RankedModel]:
     """Rank models by the task's declaration: `metrics[model][key]` for the declared keys.
 
@@ -310,12 +272,12 @@ def rank_by_metrics(
     `recall` the first two tie-breaks (0.0 when the task has fewer).
 
     Example:
+        >>> spec = RankingSpec(task="fields", primary="overall/f1", label="F1", tie_breaks=("overall/precision", "overall/recall"))
         >>> ms = {"A": {"overall/f1": 0.5, "overall/precision": 0.5, "overall/recall": 0.5},
         ...       "B": {"overall/f1": 0.8, "overall/precision": 2/3, "overall/recall": 1.0}}
-        >>> [r.model for r in rank_by_metrics("fields", ms)]
+        >>> [r.model for r in rank_by_metrics(spec, ms)]
         ['B', 'A']
     """
-    spec = ranking_spec(spec) if isinstance(spec, str) else spec
     wins = wins or {}
     for m, vals in metrics.items():
         missing = [k for k in spec.keys if k not in vals]

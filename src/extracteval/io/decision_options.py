@@ -15,7 +15,7 @@ __all__ = ["default_metric", "add_decision_arguments", "make_decision", "write_r
 def default_metric(task: str) -> str:
     """The decision's default metric: the task's primary metric (its name without the task prefix,
     `field_f1` for structured, `call_accuracy` for toolcalls), as `compare` and the leaderboard use."""
-    from extracteval.core.ranking import ranking_spec
+    from extracteval.tasks import ranking_spec
 
     return ranking_spec(task).primary.split("/", 1)[1]
 

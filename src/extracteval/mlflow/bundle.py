@@ -32,7 +32,8 @@ from extracteval.io.config import safe_file_name
 from extracteval.io.outputs import check_output_folder, staged_folder, write_csv
 from extracteval.mlflow.early import settled
 from extracteval.mlflow.keys import KeyMap
-from extracteval.core.ranking import RankingSpec, ranking_spec
+from extracteval.core.ranking import RankingSpec
+from extracteval.tasks import ranking_spec
 from extracteval.mlflow.tasks import Scored, Section, TaskAdapter
 from extracteval.report.console import json_default
 

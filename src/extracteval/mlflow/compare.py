@@ -1,7 +1,7 @@
 """Baseline run vs candidate run, read from the tracking store: gap, fine-tuning verdict, paired interval.
 
 gap = metric(baseline) − metric(candidate) from the runs' logged metrics (default metric: the
-task's primary one, `core.ranking.RANKING_SPECS`); the verdict and its wording of
+task's primary one, `extracteval.tasks.RANKING_SPECS`); the verdict and its wording of
 `core.decision.decision_fields` (as `score --baseline/--candidate` and `compare-models`); the paired-bootstrap interval of the gap from the runs'
 per-record Parquet artifacts, resampling the record ids of either run, for every metric the
 task's per-record counts determine (`TaskAdapter.interval_metrics`; generic code in
@@ -115,7 +115,7 @@ def compare_runs(
     """The baseline-vs-candidate decision for two tracked runs; see the module docstring."""
     from mlflow.tracking import MlflowClient
 
-    from extracteval.core.ranking import RANKING_SPECS
+    from extracteval.tasks import RANKING_SPECS
     from extracteval.mlflow.upload import default_tracking_uri
 
     thresholds = thresholds or DecisionThresholds()

@@ -2,7 +2,7 @@
 
 The MLflow UI opens a run on its Overview, whose *Description* is the first thing on it that a
 person reads. Every run extracteval writes gets one built here, from task-agnostic data only: the
-run's logged metrics, the task's ranking declaration (`core.ranking.RANKING_SPECS`: primary metric,
+run's logged metrics, the task's ranking declaration (`extracteval.tasks.RANKING_SPECS`: primary metric,
 tie-breaks, item prefix) and the few common parts of a result document (tier, adjacent-rank
 verdicts). No task has its own copy.
 

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.core.bootstrap import Interval
-from extracteval.core.leaderboard import RANKING_SPECS, Leaderboard, RunSummary, build_leaderboard, with_intervals
+from extracteval.core.leaderboard import Leaderboard, RunSummary, build_leaderboard, with_intervals
+from extracteval.tasks import RANKING_SPECS
 from extracteval.errors import InputError
 from extracteval.mlflow.descriptions import HEADLINE_WINNER, headline, leaderboard_note
 from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download
@@ -40,6 +41,7 @@ __all__ = [
     "TrackedRun",
     "search_model_runs",
     "run_summary",
+    "rank_runs",
     "build_tracking_leaderboard",
     "record_intervals",
     "write_outputs",
@@ -118,6 +120,11 @@ class TrackingStoreLeaderboard:
             "leaderboard_key": self.leaderboard_key,
         })
         return doc
+
+
+def rank_runs(runs: Sequence[RunSummary], **options: Any) -> Leaderboard:
+    """`core.leaderboard.build_leaderboard` with each task's registered ranking declaration."""
+    return build_leaderboard(runs, rankings=RANKING_SPECS, **options)
 
 
 def _client(tracking_uri: str | None) -> Any:
@@ -400,7 +407,7 @@ def build_tracking_leaderboard(
     summaries = _summaries(raw, uri)
     runs = {r.info.run_id: TrackedRun(run_id=r.info.run_id, run_name=r.info.run_name or "", artifact_uri=r.info.artifact_uri,
                                       tags=dict(r.data.tags), params=dict(r.data.params)) for r in raw}
-    lb = build_leaderboard(summaries, task=task, group_by_truth=group_by_truth, metric=metric, all_runs=all_runs)
+    lb = rank_runs(summaries, task=task, group_by_truth=group_by_truth, metric=metric, all_runs=all_runs)
     t_rank, c_rank = time.perf_counter(), time.process_time()
     notes: list[str] = []
     if ci:

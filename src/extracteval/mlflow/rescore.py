@@ -63,7 +63,7 @@ def rescore_run(
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from extracteval.core.ranking import ranking_spec
+    from extracteval.tasks import ranking_spec
     from extracteval.mlflow.bundle import truth_digest, write_bundle
     from extracteval.mlflow.leaderboard import _download
     from extracteval.mlflow.tasks import get_adapter

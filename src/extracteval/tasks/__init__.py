@@ -4,7 +4,8 @@ Each task is one package, `extracteval.tasks.<task>`, holding everything about i
 (`semantics`), file readers (`inputs`, `chunks`), options (`options`), chunk engine (`chunked`),
 Spark glue (`spark`), command-line glue (`command`), MLflow adapter (`adapter`) and report
 sections. The engines, the MLflow layer, the leaderboard, `compare` and `rescore` know the tasks
-only through `TASKS` below. Adding a task is one folder and one line here.
+only through `TASKS` below. Adding a task is one folder and one line here. Each task's ranking
+declaration (`RANKING` in its `contract` module) is read here too: `RANKING_SPECS`, `ranking_spec`.
 
 Importing this module is cheap: the task packages are imported when first asked for.
 
@@ -15,11 +16,16 @@ each available task's name, MLflow model type and what it scores (`listing()`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-__all__ = ["TaskSpec", "TASKS", "task_module", "present", "parts", "listing"]
+if TYPE_CHECKING:
+    from extracteval.core.ranking import RankingSpec
+
+__all__ = ["TaskSpec", "TASKS", "task_module", "present", "parts", "listing", "RANKING_SPECS", "ranking_spec"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,42 @@ def present(task: str, part: str) -> ModuleType | None:
 def parts(part: str) -> dict[str, ModuleType]:
     """Task → its module `part`, for every registered task that has it, in registry order."""
     return {t: m for t in TASKS if (m := present(t, part)) is not None}
+
+
+class _RegisteredRankings(Mapping[str, "RankingSpec"]):
+    """Task → its `RankingSpec`, as each registered task declares it (`tasks/<task>/contract.py`),
+    read when first used."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, RankingSpec] | None = None
+
+    def _load(self) -> dict[str, RankingSpec]:
+        if self._specs is None:
+            self._specs = {t: m.RANKING for t, m in parts("contract").items()}
+        return self._specs
+
+    def __getitem__(self, task: str) -> RankingSpec:
+        return self._load()[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+# task → its ranking declaration: the primary metric and tie-breaks wherever its models are ranked
+RANKING_SPECS: Mapping[str, RankingSpec] = _RegisteredRankings()
+
+
+def ranking_spec(task: str) -> RankingSpec:
+    """The ranking declaration of `task`; an error listing the tasks that have one."""
+    from extracteval.errors import InputError
+
+    spec = RANKING_SPECS.get(task)
+    if spec is None:
+        raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(RANKING_SPECS))}.")
+    return spec
 
 
 def listing() -> list[dict[str, str]]:

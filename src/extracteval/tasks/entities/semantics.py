@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.tasks.entities.contract import RANKING
 from extracteval.core.ledger import Ledger, by_key, first_given, keep, merge, smallest, sorted_union, union, updated, whole
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.feature_views import (
@@ -1096,7 +1097,7 @@ def entities_result(
             "examples": {n: [dict(e) for e in x] for n, x in led.examples.items()},
         }
 
-    winners, ranked = rank_on_strict_view("entities", {m: results[m]["views"]["strict"] for m in names}, plan.scored)
+    winners, ranked = rank_on_strict_view(RANKING, {m: results[m]["views"]["strict"] for m in names}, plan.scored)
     models: dict[str, EntitiesModelResult] = {}
     for m, place in ranked:
         d = results[m]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.tasks.fields.contract import RANKING
 from extracteval.core.bootstrap import (
     Interval, PairComparison, bootstrap_macro_f1_patterns, field_patterns, merge_field_patterns, merge_patterns, record_patterns,
 )
@@ -909,7 +910,7 @@ def fields_result(
 
     winners = field_winners({f: {m: model_fields[m][f].score() for m in model_names} for f in scored})
     wins = field_wins(winners, model_names)
-    ranked = rank_by_metrics("fields", {m: {f"overall/{k}": overall[m][k] for k in ("f1", "precision", "recall")} for m in model_names}, wins)
+    ranked = rank_by_metrics(RANKING, {m: {f"overall/{k}": overall[m][k] for k in ("f1", "precision", "recall")} for m in model_names}, wins)
     ranking = tuple(r.model for r in ranked)
 
     intervals: dict[str, Interval] = {}

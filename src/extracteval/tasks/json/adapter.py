@@ -8,7 +8,7 @@ similarity_failures|missing_records|invalid_predictions|excluded_records`,
 `field/<name>/accuracy|completeness|scored|matched|<bucket>`, `wins/field_wins`,
 `wins/fields_scored`, `ranking/rank`. The task computes no intervals, so there are no CI bounds.
 Field winners are decided on per-field accuracy, exactly as the cross-run leaderboard decides
-them from `field/<name>/accuracy` (`core.leaderboard.RANKING_SPECS["json"]`).
+them from `field/<name>/accuracy` (`RANKING` in `contract.py`).
 """
 
 from __future__ import annotations

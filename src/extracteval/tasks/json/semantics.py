@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.tasks.json.contract import RANKING
 from extracteval.core.ledger import Ledger, add_counts, by_key, counted_first, intersection, keep, merge, union, whole
 from extracteval.core.normalize import NormalizationConfig, Normalizer, _number_key, int_text
 from extracteval.core.ranking import TIER_COLOURS, rank_by_metrics, tier
@@ -1444,7 +1445,7 @@ def rank_models(means: Mapping[str, Mapping[str, float]], cfg: JsonConfig) -> tu
 
     The best attainable RQS is a + c + s (hallucination only subtracts), clamped: 0.85 with the
     default weights, so the tier (excellent ≥ 90%, good ≥ 70%) is the share of that maximum."""
-    ranked = rank_by_metrics("json", {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
+    ranked = rank_by_metrics(RANKING, {m: {"rqs/mean": v["rqs"], "json/accuracy": v["accuracy"], "json/completeness": v["completeness"],
                                           "json/hallucination": v["hallucination"]} for m, v in means.items()})
     best = _best_attainable(cfg)
     return [(r, tier(means[r.model]["rqs"] / best if best > 0 else means[r.model]["rqs"])) for r in ranked], best

@@ -11,7 +11,7 @@ Metric keys (one run per model; `<f>` = a feature name, sanitised by `KeyMap`)::
     wins/field_wins, wins/features_scored, ranking/rank
 
 The unprefixed keys are the strict view because the task ranks on it (a model cannot look good
-by answering few rows), and the leaderboard (`core/leaderboard.RANKING_SPECS["labels"]`) reads
+by answering few rows), and the leaderboard (`RANKING` in `contract.py`) reads
 `labels/macro/f1`, `labels/micro_accuracy`, `labels/row_accuracy` and `feature/<f>/f1|precision|recall`.
 
 The view helpers (`view_metrics_keys`, `feature_item_rows`, …) and the adapters' base

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from extracteval.tasks.labels.contract import RANKING
 from extracteval.core.ledger import Ledger, by_key, merge, smallest, union
 from extracteval.core.normalize import NormalizationConfig, key_text
 from extracteval.errors import InputError
@@ -481,7 +482,7 @@ def labels_result(
                                    rows=led.aligned_rows + led.missing_rows + led.extra_rows, positive_labels=positive, zero_division=zd),
         }
 
-    winners, ranked = rank_on_strict_view("labels", {m: views[m]["strict"] for m in names}, feats)
+    winners, ranked = rank_on_strict_view(RANKING, {m: views[m]["strict"] for m in names}, feats)
     models: dict[str, LabelsModelResult] = {}
     for m, place in ranked:
         led = ledger.models[m]

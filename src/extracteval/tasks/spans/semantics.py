@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from extracteval.tasks.spans.contract import RANKING
 from extracteval.core.ledger import Ledger, add_counts, by_key, either, elementwise, keep, merge, union, whole
 from extracteval.core.bootstrap import Interval, PairComparison, bootstrap_macro_f1
 from extracteval.core.counts import Counts, ratios
@@ -1134,7 +1135,7 @@ chunk engine, and of `score_spans` over the corpus as one chunk). `tags`: their 
     winners = field_winners(by_tag) if len(models) > 1 else {}
     wins = field_wins(winners, list(models))
     overall = {m: {f"spans/exact/micro/{k}": float(getattr(ms.exact.micro, k)) for k in ("f1", "precision", "recall")} for m, ms in models.items()}
-    ranked = rank_by_metrics("spans", overall, wins)
+    ranked = rank_by_metrics(RANKING, overall, wins)
     order = [r.model for r in ranked]
     pairs = list(zip(order, order[1:]))
     cis: dict[str, Any] = {}

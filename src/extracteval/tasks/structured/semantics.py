@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.tasks.structured.contract import RANKING
 from extracteval.core.counts import ratios
 from extracteval.core.ledger import Ledger, add_counts, always, by_key, merge
 from extracteval.core.jsonparse import _orjson
@@ -835,7 +836,7 @@ def ranked_result(results: Mapping[str, StructuredModelResult], *, config: Struc
     winners = field_winners({g: s for g, s in field_scores.items() if len(s) == len(models)})
     wins = field_wins(winners, models)
     overall = {m: {f"structured/{k}": float(v) for k, v in results[m].metrics.items()} for m in models}
-    ranked = rank_by_metrics("structured", overall, wins)
+    ranked = rank_by_metrics(RANKING, overall, wins)
     placed = {r.model: replace(results[r.model], rank=r.rank, tier=r.tier, field_wins=r.field_wins) for r in ranked}
     return StructuredResult(
         task="structured",

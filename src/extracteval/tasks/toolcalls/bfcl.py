@@ -57,6 +57,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from extracteval.tasks.toolcalls.contract import RANKING
 from extracteval.core.ledger import Ledger, add_counts, by_key, keep, merge, ordered
 
 
@@ -905,7 +906,7 @@ def bfcl_document(
     mangling notes, and their counts per kind."""
     from extracteval.core.ranking import rank_by_metrics
 
-    ranked = rank_by_metrics("toolcalls", {m: {**{f"toolcalls/{k}": float(v) for k, v in generic_metrics[m].items()},
+    ranked = rank_by_metrics(RANKING, {m: {**{f"toolcalls/{k}": float(v) for k, v in generic_metrics[m].items()},
                                                "toolcalls/call_accuracy": float(scores[m].call_accuracy)} for m in scores})
     ranking = [r.model for r in ranked]
     warnings = [w.to_dict() for w in data_warnings] + [{"kind": "name_mangling", "model": m, "message": msg}

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.tasks.toolcalls.contract import RANKING
 from extracteval.core.ledger import Ledger, add_counts, always, by_key, merge, union
 from extracteval.tasks.toolcalls.bfcl import _simple_calls, parse_python_calls
 from extracteval.core.counts import ratios
@@ -1469,7 +1470,7 @@ def ranked_result(results: Mapping[str, ToolCallModelResult], *, config: ToolCal
                   records: Mapping[str, tuple[Any, ...]]) -> ToolCallResult:
     """The result of every model's counts, ranked by the task's declaration (call accuracy first),
     each model with its rank: the in-memory score and the chunk engine's finalisation end here."""
-    order = [r.model for r in rank_by_metrics("toolcalls", {m: {f"toolcalls/{k}": float(v) for k, v in results[m].metrics.items()} for m in results})]
+    order = [r.model for r in rank_by_metrics(RANKING, {m: {f"toolcalls/{k}": float(v) for k, v in results[m].metrics.items()} for m in results})]
     ranked = {m: replace(results[m], rank=rank) for rank, m in enumerate(order, start=1)}
     return ToolCallResult(task="toolcalls", config=config, n_records=n_records, ranking=tuple(order), models={m: ranked[m] for m in results},
                           records=dict(records))
