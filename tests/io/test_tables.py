@@ -166,3 +166,27 @@ def test_model_files_names_models_and_refuses_a_name_given_twice(tmp_path):
     for open_stream in opens:
         with pytest.raises(InputError, match=r"model 'm' is given twice \(.* and .*\); each model needs a unique NAME"):
             open_stream()
+
+
+@pytest.mark.parametrize("ids", [
+    ["r2", "r10", " r1", "r3\u3000", "\x1cr4", "r5\t"],  # unsorted, spaces Python strips (ideographic, file separator)
+    [f"r{i:03d}" for i in range(50)],  # ascending: the sorted-file shortcut
+])
+def test_text_ids_read_in_arrow_as_the_cell_by_cell_reading_reads_them(tmp_path, ids):
+    """A table's text ids are stripped and checked in Arrow: the same ids, the same index type
+    and the same errors as read one cell at a time."""
+    import pandas as pd
+
+    path = tmp_path / "t.csv"
+    path.write_text("id,x\n" + "".join(f'"{i}",v\n' for i in ids), encoding="utf-8")
+    got = load_fields_table(path).values[""]
+    assert got.index.tolist() == [i.strip() for i in ids]
+    from extracteval.io.memory import in_memory
+
+    frame = pd.read_csv(path, dtype=object, keep_default_na=False).astype(object)  # Python texts, read one by one
+    cell_by_cell = load_fields_table(in_memory(frame, "t")).values[""]
+    assert got.index.dtype == cell_by_cell.index.dtype and got.index.tolist() == cell_by_cell.index.tolist()
+    for bad, message in ((ids[:2] + [ids[0]], "record ids must be unique"), (ids[:2] + ["  "], "is empty")):
+        path.write_text("id,x\n" + "".join(f'"{i}",v\n' for i in bad), encoding="utf-8")
+        with pytest.raises(InputError, match=message):
+            load_fields_table(path)

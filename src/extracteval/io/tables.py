@@ -310,6 +310,36 @@ def _id_texts(p: Any, frame: pd.DataFrame, id_column: str) -> np.ndarray:
     return text
 
 
+# what `str.strip()` strips: every character Python counts as whitespace
+_WHITESPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+
+
+def _arrow_ids(frame: pd.DataFrame, id_column: str) -> Any:
+    """The id column as `_id_texts` gives it, computed in Arrow, when it is a column of Arrow
+    text with no missing, blank or repeated id (the usual file): None otherwise, and the
+    cell-by-cell reading then finds what is wrong and says so."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = frame.get(id_column)
+    arr = getattr(getattr(col, "array", None), "_pa_array", None)
+    if not isinstance(arr, pa.ChunkedArray) or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) or arr.null_count:
+        return None
+    stripped = pc.utf8_trim(arr, characters=_WHITESPACE)
+    n = len(stripped)
+    if n == 0 or pc.any(pc.equal(stripped, "")).as_py():
+        return None
+    # each id once: at once where they ascend (a sorted file), else by counting the distinct ones
+    ascending = n == 1 or pc.all(pc.greater(stripped.slice(1), stripped.slice(0, n - 1))).as_py()
+    if not ascending and pc.count_distinct(stripped).as_py() != n:
+        return None
+    # the dtype a column of Python texts takes (pandas' `str`, Arrow-backed, from pandas 3 on)
+    dtype = pd.Series(np.array(["a"], dtype=object)).dtype
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        return pd.arrays.ArrowStringArray(stripped, dtype=dtype)
+    return stripped.to_numpy()
+
+
 def _dup_error(p: Any, ids: Iterable[Any], what: str = "record ids") -> None:
     s = pd.Series(ids if isinstance(ids, (pd.Series, np.ndarray, list)) else list(ids), dtype=object)
     if pd.api.types.infer_dtype(s, skipna=False) != "string":
@@ -377,12 +407,16 @@ def load_fields_table(
 def _loaded(p: Any, frame: pd.DataFrame, id_column: str) -> LoadedTable:
     """A parsed table (a file's, or one given in memory) → wide values and status per model."""
     frame.columns = [str(c) for c in frame.columns]
-    frame[id_column] = _id_texts(p, frame, id_column)
+    ids = _arrow_ids(frame, id_column)
+    if ids is not None:  # text ids in Arrow, each once: checked and stripped there
+        frame[id_column] = ids
+    else:
+        frame[id_column] = _id_texts(p, frame, id_column)
     if {"field", "value"} <= set(frame.columns):
         return _long(p, frame, id_column)
     if "model" in frame.columns:  # several models in one wide file: ids repeat once per model
         _dup_error(p, frame["model"].astype(str) + " / " + frame[id_column], "(model, record id) pairs")
-    else:
+    elif ids is None:
         _dup_error(p, frame[id_column])
     frame = frame.set_index(id_column)
     status = None
