@@ -190,10 +190,10 @@ class FeatureLedger(Ledger):
     totals. Mergeable: `a + b` scores the union of two disjoint sets of rows.
 
     Examples:
-        >>> a = feature_ledger(["x", "y"], ["x", "x"])
-        >>> b = feature_ledger(["z"], ["z"])
-        >>> (a + b).per_label["x"].tn, (a + b).rows, (a + b).correct
-        (1, 3, 2)
+        >>> a = FeatureLedger(per_label={"x": Counts(tp=1, cells=1, exact=1)}, rows=1, correct=1)
+        >>> b = FeatureLedger(per_label={"z": Counts(tp=1, cells=1, exact=1)}, rows=1, correct=1)
+        >>> (a + b).per_label["x"].tn, (a + b).per_label["z"].tn, (a + b).rows, (a + b).correct
+        (1, 1, 2, 2)
     """
 
     per_label: Mapping[str, Counts] = merge(whole(lambda a, b, _: _per_label(a, b)))
@@ -288,7 +288,9 @@ def feature_metrics(ledger: FeatureLedger, *, positive_label: str | None = None,
     """Per-label one-vs-rest ratios, their macro average (or the positive label's) and micro accuracy.
 
     Examples:
-        >>> m = feature_metrics(feature_ledger(["cat", "dog", "dog"], ["cat", "cat", "dog"]))
+        >>> cat = Counts(tp=1, fp=1, tn=1, cells=3, exact=2)  # truth cat, dog, dog; predicted cat, cat, dog
+        >>> dog = Counts(tp=1, fn=1, tn=1, cells=3, exact=2)
+        >>> m = feature_metrics(FeatureLedger(per_label={"cat": cat, "dog": dog}, rows=3, correct=2))
         >>> round(m.f1, 4), round(m.micro_accuracy, 4)
         (0.6667, 0.6667)
     """
