@@ -121,7 +121,7 @@ def main() -> None:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     from mlflow.tracking import MlflowClient
 
-    from extracteval.mlflow.leaderboard import build_tracking_leaderboard, log_leaderboard, write_outputs
+    from extracteval.mlflow.tracking_leaderboard import build_tracking_leaderboard, log_leaderboard, write_outputs
 
     root = Path(tempfile.mkdtemp(prefix="extracteval-bench-lb-"))
     try:

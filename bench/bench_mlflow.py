@@ -69,7 +69,7 @@ class _Clock:
 def _one(n: int, f: int, root: Path, bootstrap: int) -> dict[str, float]:
     from extracteval.tasks.fields.semantics import FieldsConfig, score_fields
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.tasks import Scored, get_adapter
+    from extracteval.mlflow.adapters import Scored, get_adapter
     from extracteval.mlflow.upload import upload_bundle
 
     adapter = get_adapter("fields")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from extracteval.mlflow.capabilities import CAPABILITIES, Capability, capability_matrix, provides, render_matrix
-from extracteval.mlflow.tasks import TASKS, get_adapter
+from extracteval.mlflow.adapters import TASKS, get_adapter
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,7 @@ def cli_run(capsys: pytest.CaptureFixture[str]):
 
 
 def _protocol_members() -> set[str]:
-    from extracteval.mlflow.tasks import TaskAdapter
+    from extracteval.mlflow.adapters import TaskAdapter
 
     return {n for n in vars(TaskAdapter) if not n.startswith("_")} | set(TaskAdapter.__annotations__)
 

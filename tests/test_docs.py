@@ -62,7 +62,7 @@ def test_each_task_page_lists_every_option_of_its_command(task: str) -> None:
 
 
 def test_the_evaluator_page_lists_every_config_key() -> None:
-    from extracteval.mlflow.tasks import COMMON_CONFIG_KEYS, TASKS, get_adapter
+    from extracteval.mlflow.adapters import COMMON_CONFIG_KEYS, TASKS, get_adapter
 
     page = (DOCS / "mlflow" / "evaluator.md").read_text(encoding="utf-8")
     config = _section(page, "Configuration")

@@ -36,7 +36,7 @@ import pytest
 
 import extracteval
 from extracteval.errors import InputError
-from extracteval.mlflow.tasks import get_adapter
+from extracteval.mlflow.adapters import get_adapter
 from extracteval.report.console import json_default
 from extracteval.tasks import TASKS
 from tests.conftest import run_cli

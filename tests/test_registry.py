@@ -34,9 +34,9 @@ def broken_task(monkeypatch: pytest.MonkeyPatch, tmp_path):  # noqa: ANN201
 
 
 def test_a_task_without_a_package_is_left_out_of_every_capability(ghost_task: None) -> None:
-    from extracteval.core.ranking import _RegisteredRankings
+    from extracteval.tasks import _RegisteredRankings
     from extracteval.mlflow.genai import scorer_tasks
-    from extracteval.mlflow.tasks import available_tasks, get_adapter
+    from extracteval.mlflow.adapters import available_tasks, get_adapter
 
     assert present("ghost", "adapter") is None and present("ghost", "command") is None
     for part in ("adapter", "command", "contract", "scorer"):

@@ -127,7 +127,7 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     records without prediction and `status` values are treated as the command line treats them
     for the task.
     """
-    from extracteval.mlflow.tasks import check_config, get_adapter
+    from extracteval.mlflow.adapters import check_config, get_adapter
 
     adapter = get_adapter(task)
     check_config(config, adapter.config_keys, task, where="extracteval.score", common={})

@@ -325,7 +325,7 @@ def test_an_id_padded_with_spaces_is_the_id(cli, tmp_path: Path, reader: Reader)
 
 
 def test_every_registered_task_has_readers() -> None:
-    from extracteval.mlflow.tasks import available_tasks
+    from extracteval.mlflow.adapters import available_tasks
 
     covered = {r.spec.task for r in READERS + TOKEN_READERS}
     assert covered == set(available_tasks()), f"tasks without a reader in the catalogue: {set(available_tasks()) - covered}"

@@ -52,7 +52,7 @@ def test_config_file_names_the_backend(cli, commands, tmp_path, task):
 
 @pytest.mark.parametrize("task", ["json", "entities"])
 def test_evaluator_config_similarity_options_are_checked(task):
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter(task)
     _, name, opts = adapter.build_config({"similarity": "fuzzy", "similarity_options": {"scorer": "ratio"}})

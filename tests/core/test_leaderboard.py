@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from extracteval.core.bootstrap import bootstrap_macro_f1
-from extracteval.core.leaderboard import RunSummary, paired_record_matrix
-from extracteval.mlflow.leaderboard import rank_runs as build_leaderboard
+from extracteval.core.run_ranking import RunSummary, paired_record_matrix
+from extracteval.mlflow.tracking_leaderboard import rank_runs as build_leaderboard
 from extracteval.errors import InputError
 
 
@@ -51,7 +51,7 @@ def test_planted_ties_give_the_documented_ranks():
 
 def test_intervals_attached_after_ranking_equal_ranking_with_them():
     from extracteval.core.bootstrap import Interval
-    from extracteval.core.leaderboard import with_intervals
+    from extracteval.core.run_ranking import with_intervals
 
     def iv(lo, hi):
         return Interval(estimate=(lo + hi) / 2, low=lo, high=hi, confidence=0.95, resamples=100)

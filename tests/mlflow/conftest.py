@@ -226,7 +226,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     read it; neither writes to those experiments."""
     import shutil
 
-    from extracteval.mlflow.tasks import TASKS as REGISTRY
+    from extracteval.mlflow.adapters import TASKS as REGISTRY
     from tests.mlflow.test_logged_examples import TRACKS, _main
 
     root = tmp_path_factory.mktemp("primary-metric")

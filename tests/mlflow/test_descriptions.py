@@ -156,8 +156,8 @@ def test_names_cannot_break_the_markdown() -> None:
 def test_a_leaderboard_description_says_which_runs_were_superseded_and_how_runs_were_grouped() -> None:
     from types import SimpleNamespace
 
-    from extracteval.core.leaderboard import RunSummary
-    from extracteval.mlflow.leaderboard import rank_runs as build_leaderboard
+    from extracteval.core.run_ranking import RunSummary
+    from extracteval.mlflow.tracking_leaderboard import rank_runs as build_leaderboard
     from extracteval.mlflow.descriptions import leaderboard_note
 
     def run(rid: str, model: str, truth: str, f1: float, start: int) -> RunSummary:

@@ -29,7 +29,7 @@ def _early_dirs(parent: Path) -> list[Path]:
 def test_local_copy_written_early_is_the_one_written_after_the_scoring(cli, tmp_path, contracts_args):
     from extracteval.cli import build_parser
     from extracteval.mlflow.bundle import load_bundle, write_bundle
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     uri = f"sqlite:///{tmp_path / 'm.db'}"
     code, out, err = cli("evaluate", "fields", *contracts_args, "--experiment", "e", "--tracking-uri", uri, "--output", str(tmp_path / "early"))

@@ -22,7 +22,7 @@ mlflow = pytest.importorskip("mlflow")
 
 from extracteval.errors import InputError  # noqa: E402
 from extracteval.mlflow.bundle import write_bundle  # noqa: E402
-from extracteval.mlflow.tasks import get_adapter  # noqa: E402
+from extracteval.mlflow.adapters import get_adapter  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 EXP = REPO / "experiments"

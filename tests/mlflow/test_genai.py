@@ -113,7 +113,7 @@ _PRIMARY = {"json": "rqs", "structured": "field_f1", "toolcalls": "call_correct"
 def _whole(task: str) -> dict[str, float]:
     """The task's own metrics of all rows scored at once, by the adapter the evaluator plugin uses."""
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     a = get_adapter(task)
     rows = _TASK_ROWS[task]
@@ -168,7 +168,7 @@ def test_genai_evaluate_logs_the_tasks_own_micro_metrics(task, sqlite_uri, tmp_p
 
 def test_scorer_refuses_a_task_without_per_row_meaning(monkeypatch):
     from extracteval.errors import InputError
-    from extracteval.mlflow import tasks
+    from extracteval import tasks
     from extracteval.mlflow.genai import extraction_scorer
 
     import sys

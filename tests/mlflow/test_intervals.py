@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 from extracteval.core.bootstrap import bootstrap_counts
 from extracteval.tasks import RANKING_SPECS
 from extracteval.core.record_counts import RecordCountTable, paired_counts, rate_metric
-from extracteval.mlflow.tasks import TASKS, get_adapter
+from extracteval.mlflow.adapters import TASKS, get_adapter
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_metrics_from_per_record_counts_equal_the_logged_metrics(task: str, stor
 
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_leaderboard_intervals_for_every_task(task: str, store: str) -> None:
-    from extracteval.mlflow.leaderboard import build_tracking_leaderboard
+    from extracteval.mlflow.tracking_leaderboard import build_tracking_leaderboard
 
     lb = build_tracking_leaderboard(experiment=f"primary-{task}", tracking_uri=store, resamples=200, seed=3)
     doc = lb.to_dict()
@@ -115,7 +115,7 @@ def test_runs_without_the_counts_get_a_note(task: str, store: str, tmp_path: Pat
     """A run logged before the counts were written (here: its per-record artifact without the
     count columns): intervals are skipped with a note, the ranking and the decision still come."""
     from extracteval.mlflow.compare import compare_runs
-    from extracteval.mlflow.leaderboard import build_tracking_leaderboard
+    from extracteval.mlflow.tracking_leaderboard import build_tracking_leaderboard
 
     client = MlflowClient(store)
     src = _children(client, task)[:2]

@@ -57,7 +57,7 @@ def test_truth_digest_ignores_row_and_column_order_but_not_content():
 
 def test_registry_lists_every_spec_model_type_and_reports_missing_tasks_clearly():
     from extracteval.errors import InputError
-    from extracteval.mlflow.tasks import MODEL_TYPES, TASKS, available_tasks, get_adapter, task_for_model_type
+    from extracteval.mlflow.adapters import MODEL_TYPES, TASKS, available_tasks, get_adapter, task_for_model_type
 
     assert set(MODEL_TYPES) == {s.model_type for s in TASKS.values()}
     assert "fields" in available_tasks()
@@ -74,7 +74,7 @@ def test_registry_lists_every_spec_model_type_and_reports_missing_tasks_clearly(
 
 def test_bundle_is_complete_and_reloadable(tmp_path):
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("fields")
     truth = [{"vendor": "A", "total": "1"}, {"vendor": "B", "total": None}, {"vendor": "C", "total": "3"}]
@@ -113,7 +113,7 @@ def test_a_run_of_one_model_claims_no_rank(tmp_path):
     # ranked against nothing, a single run has no `ranking/rank`; the children of a comparison
     # keep the rank they got among the models scored together
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("fields")
     truth = [{"vendor": "A", "total": "1"}, {"vendor": "B", "total": "2"}]
@@ -156,7 +156,7 @@ def test_field_intervals_agree_with_a_direct_record_bootstrap():
 def test_cli_and_package_import_neither_mlflow_nor_matplotlib():
     code = (
         "import sys, extracteval, extracteval.cli; extracteval.cli.build_parser();"
-        "import extracteval.mlflow.tasks, extracteval.mlflow.keys, extracteval.report.figures, extracteval.report.html;"
+        "import extracteval.mlflow.adapters, extracteval.mlflow.keys, extracteval.report.figures, extracteval.report.html;"
         "bad = [m for m in ('mlflow', 'matplotlib', 'sklearn') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -177,7 +177,7 @@ def test_evaluate_bad_input_exits_2_without_traceback(cli, tmp_path, contracts_a
 
 
 def test_html_report_renders_percentages_and_escapes_everything():
-    from extracteval.mlflow.tasks import Section
+    from extracteval.mlflow.adapters import Section
     from extracteval.report.html import render_report
 
     table = pd.DataFrame({"model": ["<b>m</b>"], "f1": [0.83333], "field_wins": [1.5], "tp": [3]})
@@ -208,9 +208,9 @@ def test_figures_for_other_tasks_render_one_artist_per_model():
 def test_docstring_examples_run():
     import doctest
 
-    import extracteval.core.leaderboard as core_leaderboard
+    import extracteval.core.run_ranking as core_leaderboard
     import extracteval.mlflow.keys as keys
-    import extracteval.mlflow.leaderboard as mlflow_leaderboard
+    import extracteval.mlflow.tracking_leaderboard as mlflow_leaderboard
 
     for module in (keys, core_leaderboard, mlflow_leaderboard):
         result = doctest.testmod(module)
@@ -220,7 +220,7 @@ def test_docstring_examples_run():
 def _many_fields_scored(n_fields: int, wrong: dict[str, int]):
     """A fields evaluation of 20 records × n_fields; field → number of records the model gets wrong."""
     from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
-    from extracteval.mlflow.tasks import Scored
+    from extracteval.mlflow.adapters import Scored
 
     ids = [f"r{i:02d}" for i in range(20)]
     truth = pd.DataFrame({f"f{j:03d}": [f"v{i}" for i in range(20)] for j in range(n_fields)}, index=ids)
@@ -400,7 +400,7 @@ def test_in_memory_field_intervals_come_from_the_patterns_counted_while_scoring(
     (no second pass over the per-record counts), and they are the intervals of those counts."""
     from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
     from extracteval.tasks.fields.adapter import FieldsAdapter, _field_f1_intervals
-    from extracteval.mlflow.tasks import Scored
+    from extracteval.mlflow.adapters import Scored
 
     rng = np.random.default_rng(2)
     ids = [f"r{i:03d}" for i in range(150)]

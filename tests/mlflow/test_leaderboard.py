@@ -323,7 +323,7 @@ def test_compare_refuses_different_truth(cli, tmp_path, store):
 
 
 def test_html_escapes_every_user_string():
-    from extracteval.report.leaderboard import render_html
+    from extracteval.report.leaderboard_views import render_html
 
     evil = '<script>alert("x")</script>'
     entry = {"run_id": evil, "model": evil, "rank": 1, "score": 0.5, "tie_breaks": {}, "overall": {"f1": 0.5, "precision": 0.5, "recall": 0.5, "accuracy": 0.5},
@@ -340,7 +340,7 @@ def test_html_escapes_every_user_string():
 
 def test_logging_failure_keeps_the_ranking(cli, six_run_store, monkeypatch):
     _, uri, _, _, exp_name = six_run_store
-    import extracteval.mlflow.leaderboard as lbmod
+    import extracteval.mlflow.tracking_leaderboard as lbmod
 
     def fail(*a, **k):
         raise ConnectionError("Connection refused")
@@ -387,7 +387,7 @@ def test_leaderboard_csv_neutralises_formula_model_names(cli, tmp_path, store):
 
 
 def _coded_matrix(counts):
-    from extracteval.core.leaderboard import paired_record_matrix
+    from extracteval.core.run_ranking import paired_record_matrix
 
     ids, arrays = paired_record_matrix({"x": counts})
     return ids, arrays["x"]
@@ -397,7 +397,7 @@ def test_parquet_reader_codes_match_the_dataframe_path(tmp_path):
     # the leaderboard reads artifacts as Parquet dictionary codes; row groups carry their own
     # dictionaries, and a repeated (record, field) row is summed: the result must be exactly the
     # DataFrame path's (what `compare` and earlier versions use)
-    from extracteval.mlflow.leaderboard import _read_record_counts
+    from extracteval.mlflow.tracking_leaderboard import _read_record_counts
 
     rng = np.random.default_rng(2)
     n = 300
@@ -417,7 +417,7 @@ def test_parquet_reader_codes_match_the_dataframe_path(tmp_path):
 
 
 def test_parquet_reader_unusual_files(tmp_path):
-    from extracteval.mlflow.leaderboard import _read_record_counts
+    from extracteval.mlflow.tracking_leaderboard import _read_record_counts
 
     # integer record ids and float counts: the DataFrame conversions (astype(str), …) decide
     odd = pd.DataFrame({"record_id": [1, 2, 2], "field": ["a", "b", "a"], "tp": [1.0, 0, 1], "fp": [0.0, 1, 0], "fn": [0.0, 0, 1], "tn": [0.0, 0, 0]})

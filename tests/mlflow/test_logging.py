@@ -130,7 +130,7 @@ def test_every_example_round_trips_through_the_store(spec, task, tracking_uri, t
     the dataset input."""
     from extracteval.io.config import load_mapping
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.tasks import available_tasks, get_adapter
+    from extracteval.mlflow.adapters import available_tasks, get_adapter
     from extracteval.mlflow.upload import upload_bundle
 
     cfg = load_mapping(spec)

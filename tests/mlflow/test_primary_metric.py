@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.tasks import RANKING_SPECS
-from extracteval.mlflow.tasks import TASKS as REGISTRY
+from extracteval.mlflow.adapters import TASKS as REGISTRY
 from tests.mlflow.test_logged_examples import REPO, TRACKS, _main
 
 
@@ -44,7 +44,7 @@ def _report(client: MlflowClient, run_id: str, dst: Path) -> str:
 @pytest.mark.parametrize("task", sorted(REGISTRY))
 def test_report_leaderboard_and_compare_use_the_declared_metric(task: str, evaluated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from extracteval.mlflow.compare import compare_runs
-    from extracteval.mlflow.leaderboard import build_tracking_leaderboard
+    from extracteval.mlflow.tracking_leaderboard import build_tracking_leaderboard
 
     uri, root = evaluated
     monkeypatch.chdir(root)

@@ -64,7 +64,7 @@ def test_a_figure_of_hundreds_of_rows_stays_within_the_pixel_budget() -> None:
 
 
 def test_the_leaderboard_heat_map_is_big_enough_to_read_with_a_colour_bar() -> None:
-    from extracteval.report.leaderboard import item_heatmap
+    from extracteval.report.leaderboard_views import item_heatmap
 
     items = [f"field_with_a_long_name_{i}" for i in range(7)]
     entries = [{"model": f"model-{r}", "run_id": f"r{r}"} for r in range(3)]
@@ -84,7 +84,7 @@ def test_the_leaderboard_heat_map_is_big_enough_to_read_with_a_colour_bar() -> N
 
 
 def test_report_tables_scroll_inside_the_viewer_and_list_errors_first() -> None:
-    from extracteval.mlflow.tasks import Section
+    from extracteval.mlflow.adapters import Section
     from extracteval.report.html import render_report
 
     ex = pd.DataFrame([{"kind": "tp", "correct": True, "record_id": "a"}, {"kind": "fn", "correct": False, "record_id": "b"},
@@ -99,7 +99,7 @@ def test_report_tables_scroll_inside_the_viewer_and_list_errors_first() -> None:
 
 def test_rates_are_percentages_in_every_table() -> None:
     from extracteval.report.html import render_report
-    from extracteval.mlflow.tasks import Section
+    from extracteval.mlflow.adapters import Section
 
     t = pd.DataFrame([{"model": "m", "call_accuracy": 0.95, "json_valid_rate": 0.5, "rqs_mean": 0.828, "count": 3.0}])
     page = render_report(title="t", sections=[Section(title="x", table=t)])

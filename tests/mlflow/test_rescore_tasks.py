@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
-from extracteval.mlflow.tasks import TASKS
+from extracteval.mlflow.adapters import TASKS
 
 REPO = Path(__file__).resolve().parents[2]
 EXP = REPO / "experiments"

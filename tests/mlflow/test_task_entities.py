@@ -98,12 +98,12 @@ def test_leaderboard_keys_are_logged():
     """RANKING_SPECS["entities"] reads keys the adapter logs, and the leaderboard ranks as `score
     entities` does: by the strict view's macro F1. Entity F1 alone would put mistral-7b (finds more
     line items) above layout-ocr-v2 (gets more of them right): pinned, so the choice is deliberate."""
-    from extracteval.core.leaderboard import RunSummary
-    from extracteval.mlflow.leaderboard import rank_runs as build_leaderboard
+    from extracteval.core.run_ranking import RunSummary
+    from extracteval.mlflow.tracking_leaderboard import rank_runs as build_leaderboard
     from extracteval.tasks import RANKING_SPECS
     from extracteval.io.config import load_mapping
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("entities")
     scored = adapter.score_experiment(INVOICES, load_mapping(INVOICES / "experiment.yaml"))
@@ -192,7 +192,7 @@ def test_truth_digest_ignores_entity_and_record_order():
 def test_bad_input_names_the_record(sqlite_uri, tmp_path):
     import mlflow
 
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("entities")
     with pytest.raises(InputError, match=r"record 'b': expected a list of entity objects \(or its JSON string\), but found invalid JSON"):
@@ -224,7 +224,7 @@ def test_record_and_entity_order_do_not_change_metrics():
     import random
 
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("entities")
     df = _invoice_frame()
@@ -247,7 +247,7 @@ def test_evaluator_config_takes_a_semantic_strategy_and_similarity_backend(sqlit
 
     from extracteval.tasks.entities.semantics import EntitiesConfig, ModelEntities, score_entities
     from extracteval.core.similarity import FuzzySimilarity
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     gold = {f"inv{i}": [{"description": f"steel bolt m{i}", "amount": "1.00"}, {"description": f"hex nut m{i}", "amount": "2.00"}]
             for i in range(6)}

@@ -105,12 +105,12 @@ def test_evaluate_tickets_logs_the_score_numbers(cli, sqlite_uri, tmp_path, monk
 
 def test_leaderboard_from_logged_metrics_agrees_with_score():
     """RANKING_SPECS["labels"] reads keys the adapter logs, and ranks the example as `score` does."""
-    from extracteval.core.leaderboard import RunSummary
-    from extracteval.mlflow.leaderboard import rank_runs as build_leaderboard
+    from extracteval.core.run_ranking import RunSummary
+    from extracteval.mlflow.tracking_leaderboard import rank_runs as build_leaderboard
     from extracteval.tasks import RANKING_SPECS
     from extracteval.io.config import load_mapping
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("labels")
     scored = adapter.score_experiment(TICKETS, load_mapping(TICKETS / "experiment.yaml"))
@@ -176,7 +176,7 @@ def test_evaluator_plugin_static_dataset(sqlite_uri, tmp_path):
 
 def test_one_label_per_record():
     """A target that is one label (not an object) is scored as the feature `label_name`."""
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("labels")
     scored = adapter.score_frame(
@@ -189,7 +189,7 @@ def test_one_label_per_record():
 
 
 def test_model_type_default_is_entities_and_task_picks_labels():
-    from extracteval.mlflow.tasks import task_for_model_type
+    from extracteval.mlflow.adapters import task_for_model_type
 
     assert task_for_model_type("extraction-entities") == "entities"
     assert task_for_model_type("extraction-entities", "labels") == "labels"
@@ -200,7 +200,7 @@ def test_model_type_default_is_entities_and_task_picks_labels():
 def test_bad_input_names_the_record(sqlite_uri, tmp_path):
     import mlflow
 
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("labels")
     with pytest.raises(InputError, match=r"record 'b': expected an object of feature labels like the first record, but found str"):
@@ -234,7 +234,7 @@ def test_odd_feature_names_are_sanitised_and_escaped(tmp_path):
     and the name and values escaped in report.html."""
     from extracteval.mlflow.bundle import write_bundle
     from extracteval.mlflow.keys import is_valid_key
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("labels")
     odd = "<script>alert(1)</script>"
@@ -255,7 +255,7 @@ def test_row_order_does_not_change_metrics_or_records():
     import random
 
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("labels")
     df = _tickets_frame()

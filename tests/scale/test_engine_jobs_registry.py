@@ -11,7 +11,7 @@ import pytest
 
 from extracteval.chunked import ChunkJob, run_chunks
 from extracteval.cli import build_parser
-from extracteval.mlflow.tasks import TASKS, get_adapter
+from extracteval.mlflow.adapters import TASKS, get_adapter
 from tests.scale.engine_cases import TASK_ARGS
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from extracteval.mlflow.tasks import TASKS
+from extracteval.mlflow.adapters import TASKS
 from tests.scale.engine_cases import TASK_ARGS
 from tests.scale.stores import assert_same_stores, evaluate_task
 

@@ -75,7 +75,7 @@ def test_streamed_json_evaluation_logs_and_reports_what_the_in_memory_one_does(c
 def test_streamed_json_rqs_histogram_reads_the_streamed_records(tmp_path):
     from extracteval.cli import build_parser
     from extracteval.mlflow.stream import score_streamed
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     args = build_parser().parse_args(["evaluate", "json", *_generated(tmp_path, 25, 8), "--experiment", "e"])
     adapter = get_adapter("json")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from extracteval.mlflow.tasks import TASKS
+from extracteval.mlflow.adapters import TASKS
 from tests.scale.engine_cases import TASK_ARGS
 
 CONFIG_OPTIONS = ("--strategies", "--weights", "--config")

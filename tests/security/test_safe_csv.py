@@ -97,7 +97,7 @@ def test_entities_output_csv_is_neutralised(cli, tmp_path: Path) -> None:
 
 def test_mlflow_bundle_csv_is_neutralised(tmp_path: Path) -> None:
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter("fields")
     field = HOSTILE[0]

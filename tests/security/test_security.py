@@ -100,7 +100,7 @@ XSS = ['<script>alert("x")</script>', '"><img src=x onerror=alert(1)>', "javascr
 def test_html_report_escapes_names_and_values() -> None:
     import pandas as pd
 
-    from extracteval.mlflow.tasks import Section
+    from extracteval.mlflow.adapters import Section
     from extracteval.report.html import render_report
 
     table = pd.DataFrame({XSS[0]: [XSS[1], XSS[3]], "model": [XSS[2], XSS[0]]})

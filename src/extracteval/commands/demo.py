@@ -157,9 +157,9 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
     return DemoOutcome(exit_code=1 if failed else 0, examples=examples)
 
 
-def _adapter(task: str):  # noqa: ANN202 - an extracteval.mlflow.tasks.TaskAdapter or None
+def _adapter(task: str):  # noqa: ANN202 - an extracteval.mlflow.adapters.TaskAdapter or None
     from extracteval.errors import InputError
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     try:
         return get_adapter(task)

@@ -83,7 +83,7 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
 
     from extracteval.mlflow.bundle import write_bundle
     from extracteval.mlflow.early import EarlyWork
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
     from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
 
     engine = _scale_engine(args)

@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
     from extracteval.errors import InputError
     from extracteval.io.outputs import staged_folder
-    from extracteval.mlflow.leaderboard import build_tracking_leaderboard, log_leaderboard, write_outputs
-    from extracteval.report.leaderboard import render_terminal
+    from extracteval.mlflow.tracking_leaderboard import build_tracking_leaderboard, log_leaderboard, write_outputs
+    from extracteval.report.leaderboard_views import render_terminal
 
     if args.resamples < 1:
         raise InputError(f"--resamples: expected a positive integer, but got {args.resamples}.")

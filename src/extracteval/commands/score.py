@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     safe_csv = getattr(args, "safe_csv", True)
     written: tuple[str, ...] = ()
     if engine == "memory":  # the output folder is made once the scores are there
-        from extracteval.mlflow.tasks import get_adapter
+        from extracteval.mlflow.adapters import get_adapter
 
         scored = get_adapter(task).score_args(args)
         with _staged(output) as staging:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from extracteval.io.config import given_options, task_config  # noqa: F401  (the adapters import them from here too)
-from extracteval.mlflow.tasks import Section
+from extracteval.mlflow.adapters import Section
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

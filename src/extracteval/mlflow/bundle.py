@@ -34,7 +34,7 @@ from extracteval.mlflow.early import settled
 from extracteval.mlflow.keys import KeyMap
 from extracteval.core.ranking import RankingSpec
 from extracteval.tasks import ranking_spec
-from extracteval.mlflow.tasks import Scored, Section, TaskAdapter
+from extracteval.mlflow.adapters import Scored, Section, TaskAdapter
 from extracteval.report.console import json_default
 
 __all__ = ["Bundle", "RunPlan", "write_bundle", "load_bundle", "truth_digest", "config_digest", "BUNDLE_FORMAT"]

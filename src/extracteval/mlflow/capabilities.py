@@ -1,7 +1,7 @@
 """What each task can do, read from the task registry: the capability matrix.
 
 A capability is written once, over the task contract (the adapter protocol of
-`extracteval.mlflow.tasks`); a task has it when its adapter provides every member the capability
+`extracteval.mlflow.adapters`); a task has it when its adapter provides every member the capability
 uses. The matrix is read from the adapters themselves, never from a list kept by hand, so a task
 added to `TASKS` without a member shows "no" in `extracteval tasks` and fails the registry test
 (tests/test_capabilities.py), which also runs each capability on every task.
@@ -61,7 +61,7 @@ CAPABILITIES: tuple[Capability, ...] = (
 
 def capability_matrix() -> dict[str, dict[str, bool]]:
     """capability label → task → whether the task's adapter provides it (tasks in registry order)."""
-    from extracteval.mlflow.tasks import available_tasks, get_adapter
+    from extracteval.mlflow.adapters import available_tasks, get_adapter
 
     adapters = {t: get_adapter(t) for t in available_tasks()}
     return {cap.label: {t: provides(a, cap) and (cap.also is None or cap.also(t)) for t, a in adapters.items()} for cap in CAPABILITIES}

@@ -88,7 +88,7 @@ def _resolve(client: Any, ref: str, experiment: str | None) -> Any:
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise InputError(f"experiment {experiment!r} not found.")
-    from extracteval.mlflow.leaderboard import _quote, search_model_runs
+    from extracteval.mlflow.tracking_leaderboard import _quote, search_model_runs
 
     found = search_model_runs(client, exp.experiment_id, filter_string=f"attributes.run_name = {_quote(ref)}")
     if not found:
@@ -156,7 +156,7 @@ def compare_runs(
     if notes and "no paired interval" in notes[-1]:
         return RunComparison(**out, notes=tuple(notes))
     from extracteval.mlflow.intervals import paired_intervals, read_run_counts
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     tb_, tc_ = (read_run_counts(str(task_b), r.info.artifact_uri, r.data.params, uri) for r in (b, c))
     if tb_ is None or tc_ is None:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
-from extracteval.mlflow.tasks import Section
+from extracteval.mlflow.adapters import Section
 
 __all__ = ["track_spec", "decision_namespace", "decision_metrics", "decision_params", "decision_table", "decision_sections", "percent_table",
            "plain", "write_raw_outputs", "DecisionTrackAdapter"]

@@ -268,7 +268,7 @@ def comparison_note(*, task: str, spec: RankingSpec, models: Sequence[str], metr
 
 
 def leaderboard_note(result: Any, key: str | None = None) -> str:
-    """A leaderboard run's description (`result`: `mlflow.leaderboard.TrackingStoreLeaderboard`;
+    """A leaderboard run's description (`result`: `mlflow.tracking_leaderboard.TrackingStoreLeaderboard`;
     `key`: the `leaderboard/<time>-<id>` prefix its rank metrics were written under)."""
     lb = result.leaderboard
     spec = lb.spec

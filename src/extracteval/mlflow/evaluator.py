@@ -29,7 +29,7 @@ from typing import Any
 from mlflow.models.evaluation.base import EvaluationResult, ModelEvaluator
 
 from extracteval.errors import InputError
-from extracteval.mlflow.tasks import COMMON_CONFIG_KEYS, MODEL_TYPES, check_config, get_adapter, task_for_model_type
+from extracteval.mlflow.adapters import COMMON_CONFIG_KEYS, MODEL_TYPES, check_config, get_adapter, task_for_model_type
 
 __all__ = ["ExtractevalEvaluator", "COMMON_CONFIG_KEYS", "check_config", "predict_in_batches"]
 
@@ -222,7 +222,7 @@ def _running_named_evaluators() -> bool:
 def unsupported_model_type(model_type: Any) -> str:
     """The refusal of a model type extracteval does not score: the accepted ones, the task
     each one scores, and how to pass options beside other evaluators."""
-    from extracteval.mlflow.tasks import TASKS
+    from extracteval.mlflow.adapters import TASKS
 
     def tasks_of(mt: str) -> str:
         names = [t for t, spec in TASKS.items() if spec.model_type == mt]

@@ -16,7 +16,7 @@ import pandas as pd
 from extracteval.mlflow.adapter_parts import (is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions
-from extracteval.mlflow.tasks import Scored, Section
+from extracteval.mlflow.adapters import Scored, Section
 
 __all__ = ["FEATURE_METRIC_KEYS", "view_metrics_keys", "feature_item_rows", "label_rows", "f1_figures", "FeatureViewsAdapter", "json_param",
            "is_blank", "label_count_table", "label_count_metric"]

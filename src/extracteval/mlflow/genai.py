@@ -55,7 +55,7 @@ def _row_specs() -> dict[str, RowSpec]:
 
 def scorer_tasks() -> list[str]:
     """Tasks usable as `mlflow.genai` scorers (those with a per-row meaning)."""
-    from extracteval.mlflow.tasks import available_tasks
+    from extracteval.mlflow.adapters import available_tasks
 
     return [t for t in available_tasks() if t in _row_specs()]
 
@@ -98,7 +98,7 @@ def extraction_scorer(task: str = "fields", config: Mapping[str, Any] | None = N
 
     from extracteval.mlflow.evaluator import check_config
     from extracteval.mlflow.keys import KeyMap
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter(task)
     spec = _row_spec(task)

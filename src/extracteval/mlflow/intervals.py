@@ -72,7 +72,7 @@ def read_run_counts(task: str, artifact_uri: str, params: Mapping[str, str], tra
     per-record artifact or its artifact lacks the counts."""
     import tempfile
 
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter(task)
     direct = _local_artifact(artifact_uri, RECORDS_ARTIFACT)
@@ -109,7 +109,7 @@ def paired_intervals(
     determine `metric`. `params`: the runs' params (zero_division, …; one evaluation's)."""
     from extracteval.core.bootstrap import bootstrap_counts
     from extracteval.core.record_counts import paired_counts
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     rec, columns, arrays = paired_counts(tables)
     statistic = get_adapter(task).count_metric(metric, columns, params)

@@ -65,8 +65,8 @@ def rescore_run(
 
     from extracteval.tasks import ranking_spec
     from extracteval.mlflow.bundle import truth_digest, write_bundle
-    from extracteval.mlflow.leaderboard import _download
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.tracking_leaderboard import _download
+    from extracteval.mlflow.adapters import get_adapter
     from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
 
     uri = tracking_uri or default_tracking_uri()

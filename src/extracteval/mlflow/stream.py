@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from extracteval.chunked import ChunkJob, ChunkScore
-from extracteval.mlflow.tasks import Scored
+from extracteval.mlflow.adapters import Scored
 
 __all__ = ["HEAD_ROWS", "ChunkJob", "Streamed", "EvaluateChunks", "score_streamed", "scored_of_stream", "stream_scored"]
 

@@ -115,7 +115,7 @@ def render_report(
     Args:
         title: page heading (escaped).
         subtitle: one line under it (escaped).
-        sections: `extracteval.mlflow.tasks.Section` objects (title + table / text / items).
+        sections: `extracteval.mlflow.adapters.Section` objects (title + table / text / items).
         figures: name → PNG bytes, embedded as data: URIs.
         meta: key → value lines shown under the title (run ids, digests, version).
     """

@@ -32,7 +32,7 @@ from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, rescore_options, build_config
 from extracteval.mlflow.feature_views import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
-from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
+from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys
 
 __all__ = ["ADAPTER", "EntitiesAdapter", "truth_frame"]
 

@@ -22,7 +22,7 @@ from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_se
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, write_predictions_parquet
 from extracteval.tasks.fields.inputs import frame_to_predictions
-from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
+from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys, strategies_param
 
 if TYPE_CHECKING:  # pragma: no cover
     from extracteval.mlflow.early import EarlyWork
@@ -344,9 +344,9 @@ class FieldsAdapter:
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: tp, fp, fn, tn of every field (columns (field, count)), from the
         per-record artifact's dictionary-encoded rows (read without a pandas frame)."""
-        from extracteval.core.leaderboard import COUNT_COLUMNS
+        from extracteval.core.run_ranking import COUNT_COLUMNS
         from extracteval.core.record_counts import RecordCountTable, column
-        from extracteval.mlflow.leaderboard import _read_record_counts
+        from extracteval.mlflow.tracking_leaderboard import _read_record_counts
 
         rc = _read_record_counts(Path(path))
         if rc is None:

@@ -27,7 +27,7 @@ from extracteval.io.cells import is_empty, is_missing, record_object, status_tex
 from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
-from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys, strategies_param
+from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys, strategies_param
 
 __all__ = ["ADAPTER", "JsonAdapter"]
 

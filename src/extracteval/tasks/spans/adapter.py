@@ -31,7 +31,7 @@ from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
 from extracteval.tasks.spans.records import chunk_rows, count_frame, expand_chunk_rows
-from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
+from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys
 
 __all__ = ["ADAPTER", "SpansAdapter"]
 

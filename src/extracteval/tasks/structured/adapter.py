@@ -37,7 +37,7 @@ from extracteval.mlflow.decision_track import (  # noqa: F401 - the task's API t
     DecisionTrackAdapter,
 )
 from extracteval.mlflow.predictions_file import prediction_cells_frame
-from extracteval.mlflow.tasks import Scored, Section, run_params, shared_config_keys
+from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys
 
 __all__ = ["ADAPTER", "StructuredAdapter", "track_spec", "decision_metrics", "decision_params", "decision_table", "percent_table"]
 

@@ -44,7 +44,7 @@ from extracteval.mlflow.decision_track import (
     track_spec,
     write_raw_outputs,
 )
-from extracteval.mlflow.tasks import Scored, Section, shared_config_keys
+from extracteval.mlflow.adapters import Scored, Section, shared_config_keys
 
 __all__ = ["ADAPTER", "ToolcallsAdapter", "ToolcallRun"]
 

@@ -5,7 +5,7 @@ they ask an adapter to score (from CLI arguments or from a DataFrame), to turn a
 MLflow metrics under the documented metric keys, into a per-item table (per field / tag / feature), a
 per-record table for Parquet, figures and report sections. Adding a task is one adapter module
 and one line in `TASKS`; nothing else changes. Adapters are imported when first asked for, so
-`import extracteval.mlflow.tasks` is cheap.
+`import extracteval.mlflow.adapters` is cheap.
 """
 
 from __future__ import annotations

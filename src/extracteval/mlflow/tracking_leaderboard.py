@@ -2,9 +2,9 @@
 
 `TrackingStoreLeaderboard` reads every extracteval run of an experiment with ONE paginated
 `search_runs` call (model runs only: parent comparison runs and earlier leaderboard runs are
-skipped), turns each into a `core.leaderboard.RunSummary` (item names restored from the run's
+skipped), turns each into a `core.run_ranking.RunSummary` (item names restored from the run's
 `extracteval/metric_keys.json` only when a key segment may have been sanitised), ranks them with
-`core.leaderboard.build_leaderboard` (fairness by truth/config digest, the task's ranking tie-breaks, item
+`core.run_ranking.build_leaderboard` (fairness by truth/config digest, the task's ranking tie-breaks, item
 winners) and, when asked, attaches paired-bootstrap intervals computed from the runs'
 per-record Parquet artifacts (downloaded only for the groups that get intervals). By default only
 the latest run of each model name per truth/config group is ranked (by start time); the earlier
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.core.bootstrap import Interval
-from extracteval.core.leaderboard import Leaderboard, RunSummary, build_leaderboard, with_intervals
+from extracteval.core.run_ranking import Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.tasks import RANKING_SPECS
 from extracteval.errors import InputError
 from extracteval.mlflow.descriptions import HEADLINE_WINNER, headline, leaderboard_note
@@ -123,7 +123,7 @@ class TrackingStoreLeaderboard:
 
 
 def rank_runs(runs: Sequence[RunSummary], **options: Any) -> Leaderboard:
-    """`core.leaderboard.build_leaderboard` with each task's registered ranking declaration."""
+    """`core.run_ranking.build_leaderboard` with each task's registered ranking declaration."""
     return build_leaderboard(runs, rankings=RANKING_SPECS, **options)
 
 
@@ -274,7 +274,7 @@ def _read_record_counts(path: Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from extracteval.core.leaderboard import RecordCounts
+    from extracteval.core.run_ranking import RecordCounts
 
     try:
         pf = pq.ParquetFile(path, read_dictionary=_RECORD_COLUMNS[:2], pre_buffer=False)  # a small file: one pass, no prefetch
@@ -339,7 +339,7 @@ def record_intervals(
     runs' per-record counts (`tables`: run id → `RecordCountTable`): per group, a paired
     bootstrap over the record ids of the group's runs."""
     from extracteval.mlflow.intervals import paired_intervals
-    from extracteval.mlflow.tasks import get_adapter
+    from extracteval.mlflow.adapters import get_adapter
 
     metric = lb.spec.primary
     notes: list[str] = []
@@ -411,7 +411,7 @@ def build_tracking_leaderboard(
     t_rank, c_rank = time.perf_counter(), time.process_time()
     notes: list[str] = []
     if ci:
-        from extracteval.mlflow.tasks import get_adapter
+        from extracteval.mlflow.adapters import get_adapter
 
         wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
         # artifacts are read only when the ranking metric has intervals at all
@@ -444,7 +444,7 @@ def write_outputs(result: TrackingStoreLeaderboard, out: Path, *, figures: bool 
 
     from extracteval.io.outputs import staged_folder, write_csv
     from extracteval.report.figures import png_bytes
-    from extracteval.report.leaderboard import item_heatmap, overall_chart, ranking_rows, render_html, winner_rows
+    from extracteval.report.leaderboard_views import item_heatmap, overall_chart, ranking_rows, render_html, winner_rows
 
     out = Path(out)
     doc = result.to_dict()
