@@ -35,6 +35,34 @@ def test_keymap_is_one_to_one_and_order_independent(names, rnd):
     assert KeyMap.build(shuffled).segments == km.segments
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=1000), min_size=1, max_size=6, unique=True)
+       | st.lists(st.text(alphabet=st.sampled_from("aé(/)~ "), min_size=150, max_size=400), min_size=1, max_size=6, unique=True))
+def test_names_of_any_length_and_script_give_keys_mlflow_accepts(names):
+    """Names of 1-1,000 characters of every Unicode class (and long names that differ only past
+    the cut or by characters a key cannot hold): one key each, each one MLflow's own check accepts."""
+    from mlflow.utils.validation import _validate_metric_name
+
+    km = KeyMap.build(names)
+    assert len({km.segment(n) for n in names}) == len(names)
+    for n in names:
+        for prefix, suffix in (("field", ("exact_match_rate", "ci_high")), ("models", ("overall/f1",))):
+            k = km.key(prefix, n, *suffix)
+            assert is_valid_key(k) and len(k) <= MAX_KEY_LENGTH
+            _validate_metric_name(k)
+
+
+def test_a_long_name_and_its_collisions_keep_one_key_each():
+    long_a, long_b = "a" * 200, "a" * 199 + "b"  # the same first 151 characters
+    km = KeyMap.build([long_a, long_b, "a(b)", "a[b]"])
+    assert km.segment(long_a) != km.segment(long_b) and len(km.segment(long_a)) == 160
+    assert km.segment(long_a) == "a" * 151 + "-" + km.segment(long_a)[-8:]
+    # a name written exactly as another's shortened key keeps it; the changed name takes a longer digest
+    taken = km.segment("a(b)")
+    again = KeyMap.build(["a(b)", "a[b]", taken])
+    assert again.segment(taken) == taken and len({again.segment(n) for n in ("a(b)", "a[b]", taken)}) == 3
+
+
 def test_sanitising_examples():
     assert sanitize_segment("party") == "party"
     assert sanitize_segment("Vertrag/Parteien") == "Vertrag_Parteien"
@@ -42,7 +70,7 @@ def test_sanitising_examples():
     assert sanitize_segment("<script>alert(1)</script>") == "_script_alert_1_script_"
     km = KeyMap.build(["a(b)", "a[b]", "a_b_"])
     assert km.segment("a_b_") == "a_b_"  # unchanged names keep their key
-    assert km.segment("a(b)") != km.segment("a[b]") and km.segment("a(b)").startswith("a_b_~")
+    assert km.segment("a(b)") != km.segment("a[b]") and km.segment("a(b)").startswith("a_b_-")
 
 
 def test_truth_digest_ignores_row_and_column_order_but_not_content():

@@ -523,3 +523,23 @@ def test_interrupted_upload_keeps_the_copy_and_says_how_to_resume(cli, sqlite_ur
     code, out, err = cli("evaluate", "--resume-from", str(kept))
     assert code == 0, err
     assert MlflowClient(sqlite_uri).get_run(state["runs"]["parent"]).info.status == "FINISHED"
+
+
+def test_fields_with_names_too_long_or_colliding_for_mlflow_are_logged(cli, sqlite_uri, tmp_path, monkeypatch):
+    """A field name of 200 characters and two names that sanitise alike are logged under keys
+    MLflow accepts, each with its own; `metric_keys.json` maps each key back to its name."""
+    monkeypatch.chdir(tmp_path)
+    long_name, odd = "Vertragsparteien " * 12 + "und Dritte", ("a(b)", "a[b]")
+    header = ",".join(["id", f'"{long_name}"', *odd])
+    (tmp_path / "t.csv").write_text(f"{header}\n1,x,1,2\n2,y,3,4\n", encoding="utf-8")
+    (tmp_path / "p.csv").write_text(f"{header}\n1,x,1,9\n2,z,3,4\n", encoding="utf-8")
+    code, out, err = cli("evaluate", "fields", "--truth", "t.csv", "--predictions", "m=p.csv", "--no-ci", "--experiment", "long-names",
+                         "--tracking-uri", sqlite_uri)
+    assert code == 0, err
+    run_id = _runs(out)[1]["m"]
+    client = MlflowClient(sqlite_uri)
+    metrics = client.get_run(run_id).data.metrics
+    field_keys = {k.split("/")[1] for k in metrics if k.startswith("field/") and k.endswith("/f1")}
+    assert len(field_keys) == 3 and all(is_valid_key(f"field/{k}/f1") for k in field_keys)
+    names = json.loads(Path(client.download_artifacts(run_id, "extracteval/metric_keys.json", str(tmp_path))).read_text())["names"]
+    assert {n["name"] for n in names} >= {long_name, *odd} and {n["key"] for n in names} >= field_keys

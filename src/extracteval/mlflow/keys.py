@@ -3,10 +3,11 @@
 MLflow accepts metric and param keys matching `^[/\\w.\\- :]*$`, at most 250 characters, that do
 not change under `posixpath.normpath` (no `..`, no `//`, no leading `/`). A field may be called
 anything (`<script>`, `Parteien/Vertrag`, 300 characters of prose), so each *name segment* is
-sanitised on its own; the `/` separators between segments stay meaningful. Names that had to
-change and would collide with another name get a short digest of the original appended, so the
-mapping is one-to-one and independent of input order. The original ↔ key map is logged as an
-artifact so nothing is lost.
+sanitised on its own; the `/` separators between segments stay meaningful. A name longer than
+160 characters keeps its first 151 and ends with `-` and 8 hex digits of its SHA-256; names that had
+to change and would collide with another name get the same digest suffix (longer where even that
+would collide), so the mapping is one-to-one and independent of input order. The original ↔ key
+map is logged as an artifact so nothing is lost.
 """
 
 from __future__ import annotations
@@ -27,18 +28,25 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.\- ]+")
 _VALID = re.compile(r"^[/\w.\- :]*$")
 
 
-def _digest(name: str) -> str:
-    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+def _digest(name: str, width: int = 8) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:width]
+
+
+def _with_digest(segment: str, name: str, width: int = 8) -> str:
+    """`segment` cut to leave room for `-` and `width` hex digits of the original name's digest."""
+    return segment[: MAX_SEGMENT_LENGTH - width - 1].rstrip() + "-" + _digest(name, width)
 
 
 def sanitize_segment(name: str) -> str:
-    """One path segment of a metric key: unsafe characters → `_`, never `.`/`..`/empty, bounded."""
-    s = _UNSAFE.sub("_", str(name)).strip()
-    if s in ("", ".", "..") or s.startswith("."):
-        s = "_" + s
-    if len(s) > MAX_SEGMENT_LENGTH:
-        s = s[: MAX_SEGMENT_LENGTH - 9].rstrip() + "~" + _digest(str(name))
-    return s
+    """One path segment of a metric key: unsafe characters → `_`, never `.`/`..`/empty, at most
+    160 characters (a longer one is cut and ends with `-` and its digest)."""
+    s = _clean(str(name))
+    return _with_digest(s, str(name)) if len(s) > MAX_SEGMENT_LENGTH else s
+
+
+def _clean(name: str) -> str:
+    s = _UNSAFE.sub("_", name).strip()
+    return "_" + s if s in ("", ".", "..") or s.startswith(".") else s
 
 
 def is_valid_key(key: str) -> bool:
@@ -78,7 +86,18 @@ class KeyMap:
                 continue
             # a collision: every name that was changed gets its digest; an unchanged name keeps its key
             for n in group:
-                out[n] = s if n == s else f"{s[: MAX_SEGMENT_LENGTH - 9]}~{_digest(n)}"
+                out[n] = s if n == s else _with_digest(s, n)
+        # a digest-suffixed segment may still equal another name's segment: the changed names of
+        # such a group take a longer digest, then the whole one
+        for width in (16, 64):
+            taken: dict[str, list[str]] = {}
+            for n, s in out.items():
+                taken.setdefault(s, []).append(n)
+            clashes = [n for group in taken.values() if len(group) > 1 for n in group if n != out[n]]
+            if not clashes:
+                break
+            for n in clashes:
+                out[n] = _with_digest(_clean(n), n, width)
         return cls(segments=out)
 
     def segment(self, name: str) -> str:

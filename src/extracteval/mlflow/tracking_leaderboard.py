@@ -58,7 +58,7 @@ SKIPPED_ROLES = frozenset({"comparison", LEADERBOARD_ROLE})
 SEARCH_PAGE = 1000
 MAX_TAG_LENGTH = 5000
 # a segment that sanitising may have produced (it may also be the name itself)
-_MAYBE_SANITISED = re.compile(r"[_~]")
+_MAYBE_SANITISED = re.compile(r"_|-[0-9a-f]{8,64}$")  # a character changed to `_`, or a long or clashing name's digest
 
 
 @dataclass(frozen=True, kw_only=True)
