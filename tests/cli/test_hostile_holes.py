@@ -52,7 +52,7 @@ def test_a_damaged_sqlite_store_is_one_sentence_and_the_results_are_kept(cli, tm
     state = json.loads((out / "state.json").read_text())
     assert state["status"] == "FAILED" and state["runs"] == {}
     db.rename(tmp_path / "bad.db.damaged")  # what the message says to do; then the resume it prints
-    r = cli("evaluate", "--resume-from", str(out))
+    r = cli("evaluate", "--resume-from", str(out), "--tracking-uri", f"sqlite:///{db}")
     assert r.code == 0, r.err
     state = json.loads((out / "state.json").read_text())
     run = MlflowClient(f"sqlite:///{db}").get_run(state["runs"]["single"])

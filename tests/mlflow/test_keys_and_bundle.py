@@ -445,3 +445,51 @@ def test_in_memory_field_intervals_come_from_the_patterns_counted_while_scoring(
         want = _field_f1_intervals(result.records.counts[m], resamples=300, confidence=0.95, seed=4, zero_division=0.0)
         assert np.array_equal(got, want, equal_nan=True), m
     assert score_fields(truth, preds, config=FieldsConfig(bootstrap=0)).field_patterns is None
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda m: m["runs"][0].update(key="../../victim"), "is not one extracteval writes"),
+    (lambda m: m["runs"][0].update(key="/etc"), "is not one extracteval writes"),
+    (lambda m: m["runs"][0].update(parent="elsewhere"), "do not describe a run of this folder"),
+    (lambda m: m.update(runs="all"), "must be a non-empty list"),
+    (lambda m: m["runs"][0].update(tags=["x"]), "'tags' must be a JSON object"),
+])
+def test_a_results_folder_is_untrusted_input(tmp_path, change, message):
+    """`--resume-from` reads only the run folders extracteval writes, inside the folder: a changed
+    manifest (a run key `../../victim`, an absolute path, an unknown parent) is refused before
+    anything is read or sent."""
+    from extracteval.errors import InputError
+
+    victim = tmp_path / "victim" / "artifacts"
+    victim.mkdir(parents=True)
+    (victim / "secret.txt").write_text("not yours")
+    (tmp_path / "victim" / "metrics.json").write_text("{}")
+    bundle = tmp_path / "b" / "bundle"
+    (bundle / "runs" / "single").mkdir(parents=True)
+    (bundle / "runs" / "single" / "metrics.json").write_text("{}")
+    manifest = {"format": "extracteval-bundle/1", "runs": [{"key": "single", "role": "single", "run_name": "m", "parent": None,
+                                                           "model": "m", "tags": {}, "params": {}}]}
+    from extracteval.mlflow.bundle import BUNDLE_FORMAT
+
+    manifest["format"] = BUNDLE_FORMAT
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    assert load_bundle(bundle).runs[0].key == "single"
+    change(manifest)
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match=message):
+        load_bundle(bundle)
+
+
+def test_a_results_folder_with_a_symbolic_link_is_refused(tmp_path):
+    from extracteval.errors import InputError
+    from extracteval.mlflow.bundle import BUNDLE_FORMAT
+
+    bundle = tmp_path / "bundle"
+    arts = bundle / "runs" / "single" / "artifacts"
+    arts.mkdir(parents=True)
+    (bundle / "runs" / "single" / "metrics.json").write_text("{}")
+    (arts / "passwd").symlink_to("/etc/passwd")
+    (bundle / "manifest.json").write_text(json.dumps({"format": BUNDLE_FORMAT, "runs": [
+        {"key": "single", "role": "single", "run_name": "m", "parent": None, "model": "m", "tags": {}, "params": {}}]}))
+    with pytest.raises(InputError, match="symbolic link"):
+        load_bundle(bundle)

@@ -398,7 +398,10 @@ def test_failed_upload_marks_run_failed_and_resume_completes_it(cli, sqlite_uri,
     assert first.info.status == "FAILED"
     monkeypatch.undo()
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    # the folder names its store, but a folder may come from anyone: the user says where to log
     code, out, err = cli("evaluate", "--resume-from", str(out_dir))
+    assert code == 2 and f"--tracking-uri {sqlite_uri}" in err and "Traceback" not in err
+    code, out, err = cli("evaluate", "--resume-from", str(out_dir), "--tracking-uri", sqlite_uri)
     assert code == 0, err
     state2 = json.loads((out_dir / "state.json").read_text())
     assert state2["status"] == "UPLOADED" and state2["runs"]["parent"] == state["runs"]["parent"]
@@ -460,7 +463,7 @@ def test_server_stopped_mid_evaluation_then_resume(cli, mlflow_server, contracts
     assert state["status"] == "FAILED" and state["runs"]["parent"] == stopped[0]
 
     mlflow_server.start()
-    code, out, err = cli("evaluate", "--resume-from", str(out_dir))
+    code, out, err = cli("evaluate", "--resume-from", str(out_dir), "--tracking-uri", mlflow_server.url)
     assert code == 0, err
     client = MlflowClient(mlflow_server.url)
     state = json.loads((out_dir / "state.json").read_text())
@@ -520,7 +523,7 @@ def test_interrupted_upload_keeps_the_copy_and_says_how_to_resume(cli, sqlite_ur
     assert MlflowClient(sqlite_uri).get_run(state["runs"]["parent"]).info.status == "KILLED"
     monkeypatch.undo()
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    code, out, err = cli("evaluate", "--resume-from", str(kept))
+    code, out, err = cli("evaluate", "--resume-from", str(kept), "--tracking-uri", sqlite_uri)
     assert code == 0, err
     assert MlflowClient(sqlite_uri).get_run(state["runs"]["parent"]).info.status == "FINISHED"
 

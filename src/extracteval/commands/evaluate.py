@@ -44,7 +44,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     from extracteval.tasks import parts
 
     p.add_argument("--resume-from", metavar="DIR", help="log the results kept in DIR by a failed `evaluate` (no rescoring)")
-    p.add_argument("--tracking-uri", dest="resume_tracking_uri", metavar="URI", help="with --resume-from: tracking store to log to (default: the one of the failed attempt)")
+    p.add_argument("--tracking-uri", dest="resume_tracking_uri", metavar="URI", help="with --resume-from: tracking store to log to (default: MLflow's default store; a folder whose first attempt "
+                   "named another store asks you to give it here)")
     sub = p.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
     for task, mod in parts("command").items():
         tp = sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -201,13 +202,31 @@ def _resume(args: argparse.Namespace) -> int:
     if state.get("status") == "UPLOADED" and not args.resume_tracking_uri:
         print(f"{bundle.path}: already logged to {state.get('tracking_uri')} (runs {', '.join(state['runs'].values())}); nothing to do.")
         return 0
+    uri = args.resume_tracking_uri or _resume_store(bundle)
     try:
-        result = upload_bundle(bundle, tracking_uri=args.resume_tracking_uri)
+        result = upload_bundle(bundle, tracking_uri=uri)
     except UploadError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
         return 1
     _print_runs(bundle, result, bundle.manifest.get("experiment") or "extracteval")
     return 0
+
+
+def _resume_store(bundle: "Bundle") -> str:
+    """The store a resumed upload logs to without `--tracking-uri`: the default one. A results
+    folder names the store of its first attempt, but it may come from anyone: where that differs
+    from the default, the user confirms it by giving it."""
+    from extracteval.errors import InputError
+    from extracteval.mlflow.upload import default_tracking_uri
+
+    default = default_tracking_uri()
+    named = bundle.manifest.get("tracking_uri")
+    if isinstance(named, str) and named and named != default:
+        shown = named if named.isprintable() else repr(named)  # no control character reaches the terminal
+        raise InputError(f"{bundle.path}: this evaluation was to be logged to {shown}, not to the default store ({default}). "
+                         f"A results folder may come from anyone, so extracteval logs only where you say: to log it there, run "
+                         f"`extracteval evaluate --resume-from {bundle.path} --tracking-uri {shown}` (or give another store).")
+    return default
 
 
 def _print_runs(bundle: "Bundle", result: "UploadResult", experiment: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -486,9 +487,40 @@ def load_bundle(path: str | Path) -> Bundle:
         manifest = json.loads(mf.read_text(encoding="utf-8"))
     except ValueError as e:
         raise InputError(f"{mf}: not valid JSON ({e}).") from None
-    if manifest.get("format") != BUNDLE_FORMAT:
-        raise InputError(f"{mf}: format {manifest.get('format')!r} is not {BUNDLE_FORMAT!r}.")
-    for r in manifest["runs"]:
-        if not (p / "runs" / r["key"] / "metrics.json").is_file():
-            raise InputError(f"{p}: run {r['key']!r} has no metrics.json; the folder is incomplete.")
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise InputError(f"{mf}: format {found!r} is not {BUNDLE_FORMAT!r}.")
+    _check_runs(p, mf, manifest.get("runs"))
     return Bundle(path=p, manifest=manifest)
+
+
+# the run keys `write_bundle` gives: a results folder may come from anyone, so nothing else names
+# a folder to read (`../x` or an absolute path would send another folder's files to the store)
+_RUN_KEY = re.compile(r"single|parent|model-[1-9][0-9]{0,5}")
+_ROLES = {"single", "comparison", "model"}
+
+
+def _check_runs(p: Path, mf: Path, runs: Any) -> None:
+    """The manifest's runs as `write_bundle` writes them, each folder a real one inside the bundle."""
+    if not isinstance(runs, list) or not runs:
+        raise InputError(f"{mf}: \"runs\" must be a non-empty list of runs, but found {type(runs).__name__}.")
+    keys = [r.get("key") if isinstance(r, dict) else None for r in runs]
+    for i, (r, key) in enumerate(zip(runs, keys)):
+        where = f"{mf}: runs[{i}]"
+        if not isinstance(key, str) or not _RUN_KEY.fullmatch(key):
+            raise InputError(f"{where}: the run key {key!r} is not one extracteval writes (single, parent, model-1, …); "
+                             "the folder was changed after it was written.")
+        if r.get("role") not in _ROLES or (r.get("parent") is not None and r.get("parent") not in keys):
+            raise InputError(f"{where}: role {r.get('role')!r} / parent {r.get('parent')!r} do not describe a run of this folder.")
+        for name in ("run_name", "tags", "params"):
+            want = str if name == "run_name" else dict
+            if not isinstance(r.get(name), want):
+                raise InputError(f"{where}: {name!r} must be a {'text' if want is str else 'JSON object'}.")
+        run_dir = p / "runs" / key
+        if not (run_dir / "metrics.json").is_file():
+            raise InputError(f"{p}: run {key!r} has no metrics.json; the folder is incomplete.")
+        for q in [run_dir, *run_dir.rglob("*")]:
+            if q.is_symlink():
+                raise InputError(f"{q}: a symbolic link in a results folder; extracteval writes none, and would upload what it points to.")
+    if len(set(keys)) != len(keys):
+        raise InputError(f"{mf}: a run key appears twice.")

@@ -76,7 +76,7 @@ def upload_bundle(
     """Log every run of `bundle` to the tracking store and return the run ids.
 
     Args:
-        tracking_uri: store to log to (default: the bundle's, else `default_tracking_uri()`).
+        tracking_uri: store to log to (default: `default_tracking_uri()`; never the one the bundle names).
         experiment: experiment name (default: the bundle's; created when missing).
         into_run: log a single-run bundle into this existing run (the `mlflow.evaluate` case);
             the caller owns that run's lifecycle, so it is neither created nor terminated here.
@@ -123,7 +123,7 @@ def _upload(
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
     m = bundle.manifest
-    uri = tracking_uri or m.get("tracking_uri") or default_tracking_uri()
+    uri = tracking_uri or default_tracking_uri()  # never the manifest's own: a results folder may come from anyone
     exp_name = experiment or m.get("experiment") or "extracteval"
     state = bundle.read_state()
     state.setdefault("runs", {})
@@ -221,7 +221,7 @@ def _upload(
         bundle.write_state(state)
         raise UploadError(
             f"Logging to {uri} was interrupted {current}. The complete results are kept in {bundle.path}; "
-            f"to log them, run: {_resume_command(bundle, uri if tracking_uri else None)}"
+            f"to log them, run: {_resume_command(bundle, uri)}"
         ) from None
     except Exception as e:  # noqa: BLE001 - any store failure becomes one clear, resumable error
         reason, advice = diagnose(e, uri)
@@ -233,7 +233,7 @@ def _upload(
         note = "" if marked or not created else " The runs created so far could not be marked FAILED, because the store did not answer."
         raise UploadError(
             f"Logging to {uri} failed {current}: {reason}.{note} The complete results are kept in {bundle.path}. "
-            + advice.format(cmd=_resume_command(bundle, uri if tracking_uri else None))
+            + advice.format(cmd=_resume_command(bundle, uri))
         ) from e
     models = {p.model: state["runs"][p.key] for p in bundle.runs if p.model is not None}
     return UploadResult(tracking_uri=uri, experiment_id=str(exp_id), run_ids=dict(state["runs"]), models=models)
