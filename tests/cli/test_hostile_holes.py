@@ -249,3 +249,24 @@ def test_every_command_refuses_a_folder_it_did_not_write(cli, tmp_path: Path, mo
     assert len(lines) == 1 and f"(a link to {foreign})" in lines[0] and "not written by extracteval" in lines[0], r.err
     assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign", "link"]
+
+
+def test_what_a_user_adds_to_a_results_folder_is_never_removed(cli, tmp_path: Path) -> None:
+    """`score --output` then `evaluate --output` into the same folder (and back): each run replaces
+    or removes only what extracteval wrote there (listed in the folder's marker); a user's notes
+    and sub-folder beside the results stay."""
+    out = tmp_path / "results"
+    assert cli("score", "fields", *ONE_MODEL, "--output", str(out)).code == 0
+    (out / "NOTES.txt").write_text("my notes")
+    (out / "mine").mkdir()
+    (out / "mine" / "keep.csv").write_text("a,b\n")
+    r = cli("evaluate", "fields", *ONE_MODEL, "--no-figures", "--experiment", "e", "--tracking-uri", f"sqlite:///{tmp_path / 's.db'}",
+            "--output", str(out))
+    assert r.code == 0, r.err
+    assert (out / "NOTES.txt").read_text() == "my notes" and (out / "mine" / "keep.csv").is_file()
+    assert (out / "manifest.json").is_file() and not (out / "field_metrics.csv").exists()  # the score run's files were extracteval's
+    listed = set(json.loads((out / ".extracteval-output").read_text())["files"])
+    assert {"manifest.json", "runs", "state.json"} <= listed and not listed & {"NOTES.txt", "mine"}
+    assert cli("score", "fields", *ONE_MODEL, "--output", str(out)).code == 0
+    assert (out / "NOTES.txt").read_text() == "my notes" and (out / "mine" / "keep.csv").is_file()
+    assert {"manifest.json", "result.json"} <= set(json.loads((out / ".extracteval-output").read_text())["files"])

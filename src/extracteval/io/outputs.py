@@ -141,14 +141,27 @@ def check_output_folder(out: Path | str, *, overwrite: bool = False, whole: bool
     return target
 
 
-def mark_folder(folder: Path) -> None:
-    """Write extracteval's marker file into `folder` (see the module's notes)."""
+def mark_folder(folder: Path, files: Sequence[str] | None = None) -> None:
+    """Write extracteval's marker file into `folder` (see the module's notes); `files`: the
+    entries of the folder extracteval wrote (the only ones a later run may replace or remove)."""
     from extracteval import __version__
 
-    (folder / MARKER).write_text(
-        json.dumps({"written_by": "extracteval", "version": __version__,
-                    "note": "this folder holds extracteval results; extracteval may write into it again without --overwrite"}) + "\n",
-        encoding="utf-8")
+    doc: dict[str, Any] = {"written_by": "extracteval", "version": __version__,
+                           "note": "this folder holds extracteval results; extracteval may write into it again without --overwrite"}
+    if files is not None:
+        doc["files"] = sorted(set(files) | {MARKER})
+    (folder / MARKER).write_text(json.dumps(doc) + "\n", encoding="utf-8")
+
+
+def _ours(folder: Path) -> set[str]:
+    """The entries of `folder` its marker lists as extracteval's (none for a folder without a
+    list: only entries of the same names are then replaced)."""
+    try:
+        doc = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    files = doc.get("files") if isinstance(doc, dict) else None
+    return {f for f in files if isinstance(f, str) and f and "/" not in f and f not in (".", "..")} if isinstance(files, list) else set()
 
 
 
@@ -168,10 +181,11 @@ def output_error(out: Path, e: BaseException) -> OutputError:
 def staged_folder(out: Path | str, *, replace: bool = False) -> Iterator[Path]:
     """Yield an empty temporary folder beside `out`; on success move what was written into `out`.
 
-    Without `replace`, each file written replaces the file of that name in `out` and anything else
-    already in `out` stays (an earlier run's files, or with `--overwrite` a user's folder holding
-    other things). With `replace=True` (a folder entirely ours, like an evaluation bundle) `out` is
-    swapped whole. A folder not written by extracteval is refused (`check_output_folder`); a link
+    Each entry written replaces the entry of that name in `out` (a sub-folder whole) and anything
+    else already in `out` stays (an earlier run's files, or with `--overwrite` a user's folder
+    holding other things). With `replace=True` (an evaluation bundle) the entries an earlier run
+    of extracteval wrote there (listed in its marker) and this one does not are removed as well;
+    what a user added beside them is never touched. A folder not written by extracteval is refused (`check_output_folder`); a link
     is resolved and the folder it points to written. The marker file is written with the results.
     On any error or interrupt the temporary folder is removed and `out` is untouched; an OSError
     while writing becomes an `OutputError` (exit code 1) naming `out`.
@@ -196,9 +210,14 @@ def staged_folder(out: Path | str, *, replace: bool = False) -> Iterator[Path]:
                 raise output_error(out, e) from None
         try:
             yield staging
-            mark_folder(staging)
+            written = {e.name for e in staging.iterdir()}
+            ours = _ours(out) if out.is_dir() else set()
+            # what extracteval wrote there before and is still there stays listed (without
+            # `replace` it is kept; with it, removed below)
+            kept = set() if replace else {n for n in ours if os.path.lexists(out / n)}
+            mark_folder(staging, written | kept)
             with _sigint_deferred():  # a Ctrl-C here would leave a half-moved folder
-                _commit(staging, out, replace=replace)
+                _commit(staging, out, replace=replace, ours=ours)
         except OSError as e:
             raise output_error(out, e) from None
     finally:
@@ -212,7 +231,10 @@ def _umask() -> int:
     return mask
 
 
-def _commit(staging: Path, out: Path, *, replace: bool) -> None:
+def _commit(staging: Path, out: Path, *, replace: bool, ours: frozenset[str] | set[str] = frozenset()) -> None:
+    """Move the staged entries into `out`. With `replace`, the entries extracteval wrote there
+    before (`ours`, from the marker) that this run does not write again are removed too; an
+    entry it did not write (a user's notes beside the results) is never touched."""
     if out.is_dir() and not any(out.iterdir()):
         out.rmdir()
     if not out.exists():
@@ -221,9 +243,10 @@ def _commit(staging: Path, out: Path, *, replace: bool) -> None:
     trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.absolute().parent))
     try:
         if replace:
-            os.rename(out, trash / "old")
-            os.rename(staging, out)
-            return
+            written = {e.name for e in staging.iterdir()}
+            for name in sorted(ours - written):
+                if os.path.lexists(out / name):
+                    os.rename(out / name, trash / name)
         for entry in sorted(staging.iterdir()):
             target = out / entry.name
             if entry.is_dir() and target.is_dir() and not target.is_symlink():

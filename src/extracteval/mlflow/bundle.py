@@ -386,9 +386,9 @@ def write_bundle(
             "runs": [p.to_dict() for p in plans],
         }
         (staging / "manifest.json").write_text(_dumps(manifest, indent=2), encoding="utf-8")
-    bundle = Bundle(path=out, manifest=manifest)
-    bundle.write_state({"runs": {}, "status": "PENDING", "error": None})
-    return bundle
+        # written with the rest, so that the folder's marker lists it as extracteval's
+        (staging / "state.json").write_text(_dumps({"runs": {}, "status": "PENDING", "error": None}, indent=2), encoding="utf-8")
+    return Bundle(path=out, manifest=manifest)
 
 
 def _subtitle(scored: Scored) -> str:
