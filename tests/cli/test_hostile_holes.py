@@ -270,3 +270,21 @@ def test_what_a_user_adds_to_a_results_folder_is_never_removed(cli, tmp_path: Pa
     assert cli("score", "fields", *ONE_MODEL, "--output", str(out)).code == 0
     assert (out / "NOTES.txt").read_text() == "my notes" and (out / "mine" / "keep.csv").is_file()
     assert {"manifest.json", "result.json"} <= set(json.loads((out / ".extracteval-output").read_text())["files"])
+
+
+def test_a_sqlite_file_of_another_application_is_not_made_a_store(cli, tmp_path: Path) -> None:
+    """A SQLite database that is not MLflow's, given as the tracking store, is refused before any
+    work (exit 2), left byte for byte as it was: MLflow would add its tables to it."""
+    import sqlite3
+
+    db = tmp_path / "crm.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE customers (id INTEGER, name TEXT)")
+        con.execute("INSERT INTO customers VALUES (1, 'Ann')")
+    before = db.read_bytes()
+    for argv in (("evaluate", "fields", *ONE_MODEL, "--experiment", "e", "--tracking-uri", f"sqlite:///{db}"),
+                 ("leaderboard", "--experiment", "e", "--tracking-uri", f"sqlite:///{db}")):
+        r = cli(*argv)
+        assert r.code == 2 and "another application's database" in r.err and "'customers'" in r.err, r.err
+        assert "Traceback" not in r.err and db.read_bytes() == before
+    assert not list(tmp_path.glob("*.db-journal"))

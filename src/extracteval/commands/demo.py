@@ -183,9 +183,9 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[st
     import tempfile
 
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
+    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
-    uri = tracking_uri or default_tracking_uri()
+    uri = store_uri(tracking_uri)
     out = Path(tempfile.mkdtemp(prefix="extracteval-demo-"))
     bundle = write_bundle(scored, adapter, out, experiment=experiment, tracking_uri=uri)
     try:

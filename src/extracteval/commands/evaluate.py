@@ -85,13 +85,13 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
     from extracteval.mlflow.bundle import write_bundle
     from extracteval.mlflow.early import EarlyWork
     from extracteval.mlflow.adapters import get_adapter
-    from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
+    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
     engine = _scale_engine(args)
     adapter = get_adapter(args._evaluate_task)
     # a task's `configure` may not offer --output/--json; the MLflow layer does not depend on them
     output, as_json = getattr(args, "output", None), bool(getattr(args, "json", False))
-    uri = args.tracking_uri or default_tracking_uri()
+    uri = store_uri(args.tracking_uri)
     streamed = None
     # in memory: the adapter may start the local copy's big files while it still scores
     early = EarlyWork(Path(output).absolute().parent if output else None, warm=[_logging_imports(uri, figures=not args.no_figures)]) \
@@ -195,14 +195,14 @@ def _scale_engine(args: argparse.Namespace) -> str | None:
 
 def _resume(args: argparse.Namespace) -> int:
     from extracteval.mlflow.bundle import load_bundle
-    from extracteval.mlflow.upload import UploadError, upload_bundle
+    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
     bundle = load_bundle(args.resume_from)
     state = bundle.read_state()
     if state.get("status") == "UPLOADED" and not args.resume_tracking_uri:
         print(f"{bundle.path}: already logged to {state.get('tracking_uri')} (runs {', '.join(state['runs'].values())}); nothing to do.")
         return 0
-    uri = args.resume_tracking_uri or _resume_store(bundle)
+    uri = store_uri(args.resume_tracking_uri or _resume_store(bundle))
     try:
         result = upload_bundle(bundle, tracking_uri=uri)
     except UploadError as e:

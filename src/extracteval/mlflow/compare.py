@@ -116,10 +116,10 @@ def compare_runs(
     from mlflow.tracking import MlflowClient
 
     from extracteval.tasks import RANKING_SPECS
-    from extracteval.mlflow.upload import default_tracking_uri
+    from extracteval.mlflow.upload import store_uri
 
     thresholds = thresholds or DecisionThresholds()
-    uri = tracking_uri or default_tracking_uri()
+    uri = store_uri(tracking_uri)
     client = MlflowClient(tracking_uri=uri)
     b, c = _resolve(client, baseline, experiment), _resolve(client, candidate, experiment)
     if b.info.run_id == c.info.run_id:

@@ -67,9 +67,9 @@ def rescore_run(
     from extracteval.mlflow.bundle import truth_digest, write_bundle
     from extracteval.mlflow.tracking_leaderboard import _download
     from extracteval.mlflow.adapters import get_adapter
-    from extracteval.mlflow.upload import UploadError, default_tracking_uri, upload_bundle
+    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
-    uri = tracking_uri or default_tracking_uri()
+    uri = store_uri(tracking_uri)
     client = MlflowClient(tracking_uri=uri)
     try:
         run = client.get_run(run_id)

@@ -130,9 +130,9 @@ def rank_runs(runs: Sequence[RunSummary], **options: Any) -> Leaderboard:
 def _client(tracking_uri: str | None) -> Any:
     from mlflow.tracking import MlflowClient
 
-    from extracteval.mlflow.upload import default_tracking_uri
+    from extracteval.mlflow.upload import store_uri
 
-    uri = tracking_uri or default_tracking_uri()
+    uri = store_uri(tracking_uri)
     return MlflowClient(tracking_uri=uri), uri
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from extracteval.mlflow.bundle import Bundle
 
-__all__ = ["UploadError", "UploadResult", "upload_bundle", "METRICS_PER_CALL", "default_tracking_uri", "ui_hint"]
+__all__ = ["UploadError", "UploadResult", "upload_bundle", "METRICS_PER_CALL", "default_tracking_uri", "store_uri", "ui_hint"]
 
 METRICS_PER_CALL = 1000
 PARAMS_TAGS_PER_CALL = 100
@@ -52,6 +52,48 @@ def default_tracking_uri() -> str:
     if env:
         return env
     return f"sqlite:///{Path.cwd() / 'mlflow.db'}"
+
+
+# the tables every MLflow SQLite store has (its schema version, experiments and runs)
+_MLFLOW_TABLES = {"alembic_version", "experiments", "runs"}
+
+
+def store_uri(given: str | None) -> str:
+    """The tracking store a command logs to or reads: `given`, else MLflow's default; refused
+    (InputError) when it names a SQLite file holding another application's database, to which
+    MLflow would add its tables without a word."""
+    uri = given or default_tracking_uri()
+    db = _sqlite_path(uri)
+    if db:
+        check_sqlite_store(db)
+    return uri
+
+
+def check_sqlite_store(db: str) -> None:
+    """Refuse a SQLite file that holds tables but is not an MLflow store (read only, nothing
+    written). A missing or empty file is a new store; a damaged one is reported when opened."""
+    import sqlite3
+    from pathlib import Path
+    from urllib.request import pathname2url
+
+    from extracteval.errors import InputError
+
+    p = Path(db)
+    try:
+        if not p.is_file() or p.stat().st_size == 0:
+            return
+        con = sqlite3.connect(f"file:{pathname2url(str(p.resolve()))}?mode=ro", uri=True)
+        try:
+            tables = sorted(r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))
+        finally:
+            con.close()
+    except (OSError, sqlite3.Error):
+        return
+    if tables and not _MLFLOW_TABLES <= set(tables):
+        shown = ", ".join(repr(t) for t in tables[:5]) + (" …" if len(tables) > 5 else "")
+        raise InputError(f"{db}: this SQLite file is another application's database (tables {shown}), not an MLflow tracking "
+                         "store; extracteval does not add MLflow's tables to it. Choose another file with --tracking-uri "
+                         "sqlite:///PATH (a new file becomes a store).")
 
 
 def ui_hint(tracking_uri: str) -> str:
@@ -123,7 +165,7 @@ def _upload(
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
     m = bundle.manifest
-    uri = tracking_uri or default_tracking_uri()  # never the manifest's own: a results folder may come from anyone
+    uri = store_uri(tracking_uri)  # never the manifest's own: a results folder may come from anyone
     exp_name = experiment or m.get("experiment") or "extracteval"
     state = bundle.read_state()
     state.setdefault("runs", {})
