@@ -288,3 +288,15 @@ def test_a_sqlite_file_of_another_application_is_not_made_a_store(cli, tmp_path:
         assert r.code == 2 and "another application's database" in r.err and "'customers'" in r.err, r.err
         assert "Traceback" not in r.err and db.read_bytes() == before
     assert not list(tmp_path.glob("*.db-journal"))
+
+
+@pytest.mark.parametrize("typed", ["\\t", "tab", "\t"])
+def test_a_tab_delimiter_typed_as_written_is_a_tab_and_longer_ones_are_refused(cli, tmp_path: Path, typed: str) -> None:
+    table = tmp_path / "t.txt"
+    table.write_text("id\tx\n1\ta\n2\tb\n", encoding="utf-8")
+    r = cli("score", "fields", "--truth", str(table), "--predictions", f"m={table}", "--no-ci", "--delimiter", typed, "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["models"]["m"]["fields"]["x"]["f1"] == 1.0
+    for bad in (";;", "", '"'):
+        r = cli("score", "fields", "--truth", str(table), "--predictions", f"m={table}", "--no-ci", "--delimiter", bad)
+        assert r.code == 2 and "--delimiter: expected one character" in r.err and "Traceback" not in r.err, r.err

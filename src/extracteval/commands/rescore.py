@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from extracteval.io.common_options import add_tracking_uri_argument
+from extracteval.io.common_options import add_delimiter_argument, add_tracking_uri_argument
 
 HELP = "re-score a logged run's predictions against edited ground truth (new linked run)"
 DESCRIPTION = """\
@@ -28,7 +28,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", required=True, metavar="RUN_ID", help="the model run to rescore")
     p.add_argument("--truth", required=True, metavar="FILE", help="the edited ground truth (the formats of the task's `score --truth`, one record per row)")
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id column of the truth file (default: id)")
-    p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default: detected)")
+    add_delimiter_argument(p, default="detected")
     p.add_argument("--output", metavar="DIR", help="keep the local copy of the new run's results here")
     p.add_argument("--no-figures", action="store_true", help="skip the figures of the new run")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")

@@ -24,6 +24,22 @@ def add_bootstrap_arguments(p: Any, *, resampled: str = "", defaults: bool = Tru
     p.add_argument("--seed", type=int, default=0 if defaults else None, metavar="N", help="bootstrap seed (default 0)")
 
 
+_DELIMITER_NAMES = {"\\t": "\t", "tab": "\t", "TAB": "\t", "\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": " "}
+
+
+def delimiter_argument(value: str) -> str:
+    """`--delimiter`: one character; `\\t` typed literally (or `tab`) is a tab. Anything else is
+    the command line's error (exit 2), before a file is read."""
+    char = _DELIMITER_NAMES.get(value, value)
+    if len(char) != 1 or char in "\"\r\n":
+        raise argparse.ArgumentTypeError(f"expected one character (or \\t / tab for a tab), but found {value!r}")
+    return char
+
+
+def add_delimiter_argument(p: Any, *, default: str) -> None:
+    p.add_argument("--delimiter", metavar="CHAR", type=delimiter_argument, help=f"CSV delimiter, one character; \\t or tab for a tab (default: {default})")
+
+
 def add_tracking_uri_argument(p: Any) -> None:
     """--tracking-uri of the commands that read or write an MLflow tracking store."""
     p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from extracteval.io.common_options import add_bootstrap_arguments, add_normalization_arguments, add_result_arguments
+from extracteval.io.common_options import add_delimiter_argument, add_bootstrap_arguments, add_normalization_arguments, add_result_arguments
 
 HELP = "field-level P/R/F1/accuracy per model, field winners and ranking"
 DESCRIPTION = """\
@@ -26,7 +26,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="a model's predictions (repeat for several models); a bare FILE takes names from its `model` column or file name")
     p.add_argument("--strategies", metavar="FILE", help='JSON/YAML: {"field": "EXACT|FUZZY|IGNORE", …} or {"strategies": {…}, "fuzzy_threshold": …}')
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id column (default: id)")
-    p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default: ',' for .csv, tab for .tsv)")
+    add_delimiter_argument(p, default="',' for .csv, tab for .tsv")
     p.add_argument("--keys", metavar="FILE", help="Kleister in.tsv(.xz): document names and the keys asked of each")
     p.add_argument("--fields", metavar="A,B", help="score only these fields")
     p.add_argument("--fuzzy-threshold", type=float, metavar="X", help="FUZZY match threshold (default 0.85)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from extracteval.io.common_options import add_normalization_arguments, add_result_arguments
+from extracteval.io.common_options import add_delimiter_argument, add_normalization_arguments, add_result_arguments
 
 HELP = "per-feature one-vs-rest P/R/F1/specificity, micro accuracy and row accuracy"
 DESCRIPTION = """\
@@ -30,7 +30,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--predictions", action="append", required=True, metavar="NAME=FILE",
                    help="a model's predictions (repeat per model); a bare FILE is named after its `model` column or file name")
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id column (default: id)")
-    p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default: ',' for .csv, tab for .tsv)")
+    add_delimiter_argument(p, default="',' for .csv, tab for .tsv")
     p.add_argument("--features", metavar="A,B", help="score only these features (default: every truth column)")
     p.add_argument("--type", dest="types", action="append", default=[], metavar="FEATURE=TYPE",
                    help="value type of a feature: auto (default), category, text, number, date (repeatable)")
