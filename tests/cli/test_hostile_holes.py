@@ -300,3 +300,18 @@ def test_a_tab_delimiter_typed_as_written_is_a_tab_and_longer_ones_are_refused(c
     for bad in (";;", "", '"'):
         r = cli("score", "fields", "--truth", str(table), "--predictions", f"m={table}", "--no-ci", "--delimiter", bad)
         assert r.code == 2 and "--delimiter: expected one character" in r.err and "Traceback" not in r.err, r.err
+
+
+@pytest.mark.parametrize("command", [
+    ("evaluate", "fields", *ONE_MODEL),
+    ("leaderboard",),
+    ("compare", "--baseline", "run-a", "--candidate", "run-b"),
+])
+@pytest.mark.parametrize("name", ["", "  ", "bad\x1b[31mname"])
+def test_an_empty_or_unprintable_experiment_name_is_refused(cli, tmp_path: Path, command, name: str) -> None:
+    """An empty `--experiment` logged silently to a default experiment; now it is the command
+    line's error, before any work or any store is opened."""
+    db = tmp_path / "s.db"
+    r = cli(*command, "--experiment", name, "--tracking-uri", f"sqlite:///{db}")
+    assert r.code == 2 and "--experiment: expected an experiment name" in r.err and "\x1b" not in r.err, r.err
+    assert not db.exists()

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from extracteval.io.common_options import add_bootstrap_arguments, add_tracking_uri_argument
+from extracteval.io.common_options import experiment_name, add_bootstrap_arguments, add_tracking_uri_argument
 
 HELP = "baseline run vs candidate run from the tracking store: gap, verdict, paired interval"
 DESCRIPTION = """\
@@ -31,7 +31,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", required=True, metavar="RUN", help="the reference run (e.g. the hosted LLM)")
     p.add_argument("--candidate", required=True, metavar="RUN", help="the run under decision (e.g. the local SLM)")
     p.add_argument("--metric", metavar="KEY", help="metric key of the gap (default: the task's primary metric)")
-    p.add_argument("--experiment", metavar="NAME", help="look RUN up by run name or model name in this experiment")
+    p.add_argument("--experiment", type=experiment_name, metavar="NAME", help="look RUN up by run name or model name in this experiment")
     p.add_argument("--recommend-threshold", type=float, default=0.15, metavar="X", help="gap above which fine-tuning is recommended (default 0.15)")
     p.add_argument("--moderate-threshold", type=float, default=0.05, metavar="X", help="gap from which the difference is moderate (default 0.05)")
     add_bootstrap_arguments(p)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from extracteval.io.common_options import add_tracking_uri_argument
+from extracteval.io.common_options import experiment_name, add_tracking_uri_argument
 
 if TYPE_CHECKING:  # pragma: no cover
 
@@ -54,7 +54,7 @@ def configure(p: argparse.ArgumentParser) -> None:
             if action.dest == "output":
                 action.help = "keep the complete local copy of the results here (default: a temporary folder, removed after a successful upload)"
         g = tp.add_argument_group(_MLFLOW_OPTIONS_HELP)
-        g.add_argument("--experiment", required=True, metavar="NAME", help="MLflow experiment (created when missing)")
+        g.add_argument("--experiment", type=experiment_name, required=True, metavar="NAME", help="MLflow experiment (created when missing)")
         g.add_argument("--run-name", metavar="NAME", help="name of the run (the parent run when several models are compared)")
         add_tracking_uri_argument(g)
         g.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from extracteval.io.common_options import add_bootstrap_arguments, add_tracking_uri_argument
+from extracteval.io.common_options import experiment_name, add_bootstrap_arguments, add_tracking_uri_argument
 from extracteval.io.outputs import add_safe_csv_argument
 
 HELP = "rank the model runs of an MLflow experiment (latest per model): tie-breaks, field winners, fairness, intervals"
@@ -49,7 +49,7 @@ examples:
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--experiment", required=True, metavar="NAME", help="MLflow experiment whose runs are ranked")
+    p.add_argument("--experiment", type=experiment_name, required=True, metavar="NAME", help="MLflow experiment whose runs are ranked")
     p.add_argument("--filter", metavar="EXPR", help="MLflow search filter AND-ed to the run selection (e.g. \"params.seed = '0'\")")
     p.add_argument("--task", metavar="TASK", help="rank runs of this task only (needed when the experiment holds several)")
     p.add_argument("--metric", metavar="KEY", help="rank by this metric key instead of the task's primary metric (e.g. micro/f1)")

@@ -40,6 +40,16 @@ def add_delimiter_argument(p: Any, *, default: str) -> None:
     p.add_argument("--delimiter", metavar="CHAR", type=delimiter_argument, help=f"CSV delimiter, one character; \\t or tab for a tab (default: {default})")
 
 
+def experiment_name(value: str) -> str:
+    """`--experiment`: a name with something in it (an empty one would log to a default
+    experiment without a word) and no control character."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected an experiment name, but found an empty one")
+    if not value.isprintable():
+        raise argparse.ArgumentTypeError(f"expected an experiment name of printable characters, but found {value!r}")
+    return value
+
+
 def add_tracking_uri_argument(p: Any) -> None:
     """--tracking-uri of the commands that read or write an MLflow tracking store."""
     p.add_argument("--tracking-uri", metavar="URI", help="tracking store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
