@@ -190,3 +190,19 @@ def test_text_ids_read_in_arrow_as_the_cell_by_cell_reading_reads_them(tmp_path,
         path.write_text("id,x\n" + "".join(f'"{i}",v\n' for i in bad), encoding="utf-8")
         with pytest.raises(InputError, match=message):
             load_fields_table(path)
+
+
+def test_a_configuration_file_naming_a_key_twice_is_refused(tmp_path):
+    """YAML and JSON parsers keep the last of two equal keys without a word; a strategies or
+    weights file that does so is refused, naming the key (and the YAML line). A merge key may
+    still override, as YAML says."""
+    (tmp_path / "s.yaml").write_text("strategies:\n  name: FUZZY\n  amount: NUMERIC\n  name: EXACT\n")
+    with pytest.raises(InputError, match=r"s.yaml: line 4: the key 'name' appears twice"):
+        load_mapping(tmp_path / "s.yaml")
+    (tmp_path / "s.json").write_text('{"strategies": {"name": "FUZZY", "name": "EXACT"}}')
+    with pytest.raises(InputError, match=r"the key 'name' appears twice"):
+        load_mapping(tmp_path / "s.json")
+    (tmp_path / "m.yaml").write_text("base: &b\n  a: 1\nother:\n  <<: *b\n  a: 2\n")
+    assert load_mapping(tmp_path / "m.yaml") == {"base": {"a": 1}, "other": {"a": 2}}
+    (tmp_path / "ok.yaml").write_text("strategies: {name: FUZZY, amount: NUMERIC}\n")
+    assert load_mapping(tmp_path / "ok.yaml") == {"strategies": {"name": "FUZZY", "amount": "NUMERIC"}}

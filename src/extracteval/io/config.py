@@ -25,16 +25,57 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
 
         try:
             obj = yaml.safe_load(text)
+            repeated = _repeated_yaml_key(yaml.compose(text, Loader=yaml.SafeLoader))
         except yaml.YAMLError as e:
             raise InputError(f"{p}: not valid YAML ({e}).") from None
+        if repeated is not None:
+            raise InputError(f"{p}: line {repeated[1]}: the key {repeated[0]!r} appears twice in one mapping; give each key once.")
     else:
         try:
-            obj = json.loads(text)
+            obj = json.loads(text, object_pairs_hook=_unique_pairs)
+        except _RepeatedKey as e:
+            raise InputError(f"{p}: the key {e.key!r} appears twice in one object; give each key once.") from None
         except ValueError as e:
             raise InputError(f"{p}: not valid JSON ({e}); YAML files need a .yaml or .yml suffix.") from None
     if not isinstance(obj, dict):
         raise InputError(f"{p}: expected a mapping at the top level, but found {type(obj).__name__}.")
     return obj
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: Any, line: int | None = None) -> None:
+        super().__init__(key)
+        self.key, self.line = key, line
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _RepeatedKey(k)
+        out[k] = v
+    return out
+
+
+def _repeated_yaml_key(root: Any) -> tuple[str, int] | None:
+    """(a key a mapping of the YAML node tree names twice, its line), or None. YAML parsers keep
+    the last value without a word; a merge (`<<`) may override keys, as YAML says."""
+    import yaml
+
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    if key_node.value in seen:
+                        return key_node.value, key_node.start_mark.line + 1
+                    seen.add(key_node.value)
+                stack.extend((key_node, value_node))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return None
 
 
 def similarity_settings(raw: Mapping[str, Any], *, source: str, default: str = "lexical") -> tuple[str, dict[str, Any]]:
