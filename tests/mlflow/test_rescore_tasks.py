@@ -124,3 +124,20 @@ def test_rescore_equals_evaluate_on_the_edited_truth(cli: Any, store: str, tmp_p
     assert got != old.data.metrics  # the edit changed the scores, so the comparison above means something
     primary = next(iter(out["new"]))
     assert out["new"][primary] == pytest.approx(got[primary]) and out["old"][primary] == pytest.approx(old.data.metrics[primary])
+
+
+@pytest.mark.parametrize("damage", [b"{not json", b"[1, 2]", b'{"config": "x"}'])
+def test_a_damaged_result_artifact_is_a_clear_error(cli: Any, store: str, tmp_path: Path, damage: bytes) -> None:
+    """A run whose logged `result.json` was damaged (or replaced) is refused with exit 2 naming the
+    run and the artifact, never a traceback; nothing new is logged."""
+    from urllib.parse import unquote, urlparse
+
+    folder, truth_name, *_ = CASES["fields"]
+    run_id = _evaluate(cli, store, "fields", EXP / folder / truth_name, "rescore-damaged")
+    client = MlflowClient(store)
+    artifacts = Path(unquote(urlparse(client.get_run(run_id).info.artifact_uri).path))
+    (artifacts / "extracteval" / "result.json").write_bytes(damage)
+    before = len(client.search_runs([client.get_run(run_id).info.experiment_id]))
+    code, out, err = cli("rescore", "--run", run_id, "--truth", str(EXP / folder / truth_name), "--tracking-uri", store, "--json")
+    assert code == 2 and f"--run {run_id}" in err and "result.json" in err and "Traceback" not in err, err
+    assert len(client.search_runs([client.get_run(run_id).info.experiment_id])) == before

@@ -94,7 +94,14 @@ def rescore_run(
         r = _download(run.info.artifact_uri, RESULT_ARTIFACT, uri, str(tmp))
         if r is None or not r.is_file():
             raise InputError(f"--run {run_id}: the run has no {RESULT_ARTIFACT} artifact; its configuration is unknown.")
-        doc = json.loads(r.read_text(encoding="utf-8"))
+        try:
+            doc = json.loads(r.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise InputError(f"--run {run_id}: the run's {RESULT_ARTIFACT} artifact is not valid JSON ({e}); its configuration "
+                             "cannot be read back. Evaluate the model again against the new truth instead.") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
+            raise InputError(f"--run {run_id}: the run's {RESULT_ARTIFACT} artifact is not an extracteval result (expected a JSON "
+                             "object with a `config` object).")
         logged = adapter.read_predictions(p, source=f"run {run_id} {PREDICTIONS_ARTIFACT}")
         ids, targets, truth_source = read_truth(str(truth), adapter, id_column=id_column, delimiter=delimiter)
         cells, status, extra = logged.for_ids(ids)
