@@ -105,14 +105,20 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
             check_output_folder(output, overwrite=overwrite, whole=not hasattr(args, "overwrite"))
             token = OVERWRITE.set(overwrite)
         from extracteval.core.collector import bulk_work
+        from extracteval.report.terminal import SafeStream
 
-        with bulk_work():
-            return int(run(args) or 0)
+        stdout = sys.stdout
+        sys.stdout = SafeStream(stdout)  # type: ignore[assignment]  # what it prints holds names and values from the inputs
+        try:
+            with bulk_work():
+                return int(run(args) or 0)
+        finally:
+            sys.stdout = stdout
     except InputError as e:
-        print(f"extracteval: error: {e}", file=sys.stderr)
+        print(f"extracteval: error: {_safe(str(e))}", file=sys.stderr)
         return 2
     except OutputError as e:
-        print(f"extracteval: error: {e}", file=sys.stderr)
+        print(f"extracteval: error: {_safe(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("extracteval: interrupted", file=sys.stderr)
@@ -124,6 +130,12 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
             from extracteval.io.outputs import OVERWRITE
 
             OVERWRITE.reset(token)
+
+
+def _safe(message: str) -> str:
+    from extracteval.report.terminal import terminal_safe
+
+    return terminal_safe(message, colours=False)
 
 
 def leave(code: int) -> NoReturn:

@@ -315,3 +315,28 @@ def test_an_empty_or_unprintable_experiment_name_is_refused(cli, tmp_path: Path,
     r = cli(*command, "--experiment", name, "--tracking-uri", f"sqlite:///{db}")
     assert r.code == 2 and "--experiment: expected an experiment name" in r.err and "\x1b" not in r.err, r.err
     assert not db.exists()
+
+
+def test_names_reach_the_terminal_with_their_control_characters_written_out(cli, tmp_path: Path) -> None:
+    """A model or file name carrying escape sequences (clear the screen, retitle the window, set
+    the clipboard) is printed with them written out (`\\u001b`), in the report and in error messages;
+    colours, where the terminal has them, are the only escape sequences printed."""
+    table = tmp_path / "t.csv"
+    table.write_text("id,x\n1,a\n2,b\n", encoding="utf-8")
+    hostile = "m\x1b[2J\x1b]0;pwned\x07\x9bx"
+    r = cli("score", "fields", "--truth", str(table), "--predictions", f"{hostile}={table}", "--predictions", f"n={table}", "--no-ci")
+    assert r.code == 0, r.err
+    assert "\x1b" not in r.out and "\x07" not in r.out and "\x9b" not in r.out
+    assert "m\\u001b[2J\\u001b]0;pwned\\u0007\\u009bx" in r.out
+    r = cli("score", "fields", "--truth", str(tmp_path / "missing\x1b]0;t\x07.csv"), "--predictions", f"n={table}", "--no-ci")
+    assert r.code == 2 and "\x1b" not in r.err and "\\u001b]0;t\\u0007" in r.err, r.err
+    r = cli("score", "fields", "--truth", str(table), "--predictions", f"{hostile}={table}", "--no-ci", "--json")
+    assert r.code == 0 and json.loads(r.out)["ranking"] == [hostile]  # the JSON document keeps the name exactly
+
+
+def test_terminal_safe_keeps_colours_only_where_asked() -> None:
+    from extracteval.report.terminal import colour, terminal_safe
+
+    green = colour("ok", "green", True)
+    assert terminal_safe(green) == green and terminal_safe(green, colours=False) == "\\u001b[32mok\\u001b[0m"
+    assert terminal_safe("a\tb\nc\rd\x00") == "a\tb\nc\\u000dd\\u0000"

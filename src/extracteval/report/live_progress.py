@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from extracteval.report.terminal import terminal_safe
+
 __all__ = ["LiveProgress", "add_progress_argument"]
 
 
@@ -56,7 +58,7 @@ class LiveProgress:
         if done != total and done != 1 and now - self._last < self.interval:
             return
         self._last = now
-        text = self.line(done, total, model, metrics)
+        text = terminal_safe(self.line(done, total, model, metrics), colours=False)  # a model name's escapes written out
         if self.tty:
             end = "\n" if done == total else ""
             self.stream.write("\r\x1b[2K" + text + end)

@@ -2,11 +2,42 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 
-__all__ = ["table", "percent", "colour", "comparison_line"]
+__all__ = ["table", "percent", "colour", "comparison_line", "terminal_safe", "SafeStream"]
+
+# C0 and C1 control characters but the line break and the tab; a colour sequence (SGR: ESC [ n m)
+# is let through where colours are (they only colour text), any other escape sequence is not
+_CONTROL = re.compile(r"\x1b\[[0-9;]{0,16}m|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str, *, colours: bool = True) -> str:
+    """`text` with every control character a name or value could carry written out (`\\u001b`), so
+    that no file, model or field name can move the cursor, retitle the window, set the clipboard
+    or hide a line; colour sequences are kept where `colours`."""
+    def shown(m: re.Match[str]) -> str:
+        s = m.group()
+        if len(s) > 1:  # a colour sequence
+            return s if colours else "\\u001b" + s[1:]
+        return f"\\u{ord(s):04x}"  # as JSON writes it: a `--json` document stays valid and exact
+
+    return _CONTROL.sub(shown, text)
+
+
+class SafeStream:
+    """A text stream that writes `terminal_safe` text to the stream it wraps."""
+
+    def __init__(self, stream: TextIO, *, colours: bool = True) -> None:
+        self._stream, self._colours = stream, colours
+
+    def write(self, text: str) -> int:
+        return self._stream.write(terminal_safe(text, colours=self._colours))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 _ANSI = {"green": "32", "yellow": "33", "red": "31", "blue": "34", "bold": "1", "dim": "2"}
 
@@ -25,6 +56,9 @@ def colour(text: str, name: str | None, enabled: bool) -> str:
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, align: str | None = None, colours: Sequence[Sequence[str | None]] | None = None, use_colour: bool = False) -> str:
     """A left/right aligned text table. `align` has one letter per column: `l` or `r`."""
     align = align or "l" * len(headers)
+    # names and values written out before the columns are measured (the stream would lengthen them after)
+    headers = [terminal_safe(str(h), colours=False) for h in headers]
+    rows = [[terminal_safe(str(c), colours=False) for c in r] for r in rows]
     widths = [len(h) for h in headers]
     for r in rows:
         for i, cell in enumerate(r):
