@@ -45,6 +45,7 @@ RULES = {
     "by_key(union)": (L.by_key(L.union), st.dictionaries(st.sampled_from("pq"), sets, max_size=2)),
     "by_key(updated)": (L.by_key(L.updated), st.dictionaries(st.sampled_from("pq"), counts, max_size=2)),
     "first": (L.first(3), ids),
+    "first_each": (L.first_each(2), st.dictionaries(st.sampled_from("pq"), ids, max_size=2)),
     "counted_first": (L.counted_first(3), st.tuples(ints, ids)),
     "smallest": (L.smallest(3), ids),
     "smallest, distinct": (L.smallest(3, distinct=True), ids),

@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = [
     "Ledger", "merge", "whole", "joint", "add", "add_counts", "keep", "same", "union", "intersection", "either", "first_given",
-    "always", "by_key", "first", "counted_first", "smallest", "ordered", "ordered_union", "sorted_union", "updated", "elementwise",
+    "always", "by_key", "first", "first_each", "counted_first", "smallest", "ordered", "ordered_union", "sorted_union", "updated", "elementwise",
 ]
 
 Rule = Callable[[Any, Any], Any]
@@ -172,12 +172,28 @@ def by_key(rule: Rule = add, *, sort: bool = False) -> Rule:
     return merge_maps
 
 
+def _first(a: Sequence[Any], b: Sequence[Any], n: int) -> tuple[Any, ...]:
+    return (tuple(a) + tuple(b))[:n]
+
+
+def _limited(merge_with: Callable[[Any, Any, int], Any], n: int | str) -> Any:
+    """A rule `merge_with(mine, theirs, limit)`, the limit a number or the name of the ledger's
+    field holding it."""
+    if isinstance(n, str):
+        return whole(lambda left, right, name: merge_with(getattr(left, name), getattr(right, name), getattr(left, n)))
+    return lambda a, b: merge_with(a, b, n)
+
+
 def first(n: int | str) -> Any:
     """The first `n` items in record order (`n`: a number, or the name of the ledger's field
     holding it)."""
-    if isinstance(n, str):
-        return whole(lambda left, right, name: (getattr(left, name) + getattr(right, name))[: getattr(left, n)])
-    return lambda a, b: (a + b)[:n]
+    return _limited(_first, n)
+
+
+def first_each(n: int | str) -> Any:
+    """Mappings of kind → items in record order: each kind's first `n` (a number, or the name of
+    the ledger's field holding it), a kind one part lacks as the other holds it."""
+    return _limited(lambda a, b, limit: by_key(lambda x, y: _first(x, y, limit))(a, b), n)
 
 
 def counted_first(n: int) -> Rule:

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.tasks.entities.contract import RANKING
-from extracteval.core.ledger import Ledger, by_key, first_given, keep, merge, smallest, sorted_union, union, updated, whole
+from extracteval.core.ledger import Ledger, by_key, first_each, first_given, keep, merge, smallest, sorted_union, union, updated
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.feature_views import (
     _MISSING_KEY,
@@ -904,8 +904,6 @@ def _exact_sum(x: np.ndarray) -> int:
     return total
 
 
-# each kind's first examples in record order, as many as the ledger keeps (its `max_examples`)
-_FIRST_EXAMPLES = whole(lambda a, b, name: {n: (tuple(x) + tuple(b.examples[n]))[: a.max_examples] for n, x in a.examples.items()})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -922,7 +920,7 @@ class EntitiesModelLedger(Ledger):
     missing_ids: tuple[str, ...] = merge(smallest(_SHOWN_IDS))  # the smallest few
     extra_recs: int
     extra_ids: tuple[str, ...] = merge(smallest(_SHOWN_IDS))
-    examples: Mapping[str, tuple[Any, ...]] = merge(_FIRST_EXAMPLES)  # the first few, in record order
+    examples: Mapping[str, tuple[Any, ...]] = merge(first_each("max_examples"))  # the first few, in record order
     invalid_first: str | None = merge(first_given)
     unknown_keys: frozenset[str] = merge(union)
     max_examples: int = merge(keep)

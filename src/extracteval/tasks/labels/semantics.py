@@ -272,8 +272,8 @@ def score_labels(
 _SHOWN_IDS = 5
 
 
-def _smallest(ids: Any, more: Sequence[str] = ()) -> tuple[str, ...]:
-    return tuple(heapq.nsmallest(_SHOWN_IDS, [*more, *ids]))
+def _smallest(ids: Any) -> tuple[str, ...]:
+    return tuple(heapq.nsmallest(_SHOWN_IDS, ids))
 
 
 @dataclass(frozen=True, kw_only=True)

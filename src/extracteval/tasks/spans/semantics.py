@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from extracteval.tasks.spans.contract import RANKING
-from extracteval.core.ledger import Ledger, add_counts, by_key, either, elementwise, keep, merge, union, whole
+from extracteval.core.ledger import Ledger, add_counts, by_key, either, elementwise, first_each, keep, merge, union
 from extracteval.core.bootstrap import Interval, PairComparison, bootstrap_macro_f1
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.matching import max_matching
@@ -1013,16 +1013,12 @@ def document_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | Non
     return out
 
 
-# each kind's first examples, as many as the ledger keeps (its `k`)
-_EXAMPLES_BY_KIND = whole(lambda a, b, name: {kind: (v + b.examples[kind])[: a.k] for kind, v in a.examples.items()})
-
-
 @dataclass(frozen=True)
 class _ModelLedger(Ledger):
     modes: Mapping[str, Mapping[str, tuple[int, int, int]]] = merge(by_key(by_key(add_counts)))  # mode → tag → (tp, fp, fn)
     curve: tuple[tuple[int, int, int], ...] = merge(elementwise(add_counts))  # per curve threshold
     errors: Mapping[str, int] = merge(by_key(add_counts))
-    examples: Mapping[str, tuple[dict[str, Any], ...]] = merge(_EXAMPLES_BY_KIND)
+    examples: Mapping[str, tuple[dict[str, Any], ...]] = merge(first_each("k"))  # each kind's first, as many as `k`
     confusions: Mapping[tuple[str, str], int] = merge(by_key(add_counts))
     text_fallback: bool = merge(either)
     k: int = merge(keep)  # examples kept per error kind

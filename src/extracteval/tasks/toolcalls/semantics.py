@@ -1413,7 +1413,7 @@ class _ModelLedger(Ledger):
     # the first few in natural id order
     invalid_examples: tuple[dict[str, Any], ...] = merge(lambda a, b: first_by_id(a + b, _EXAMPLES))
     # `named_function_counts` (evaluate only)
-    functions: Mapping[str | None, tuple[int, ...]] = merge(lambda a, b: add_function_counts(a, b) if b else a, default_factory=dict)
+    functions: Mapping[str | None, tuple[int, ...]] = merge(by_key(add_counts), default_factory=dict)
     merged: bool = merge(always(True), default=False)  # added up from several counts: the ids are put in natural order once, at the end
 
 
