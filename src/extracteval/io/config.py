@@ -43,9 +43,9 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
 
 
 class _RepeatedKey(Exception):
-    def __init__(self, key: Any, line: int | None = None) -> None:
+    def __init__(self, key: Any) -> None:
         super().__init__(key)
-        self.key, self.line = key, line
+        self.key = key
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

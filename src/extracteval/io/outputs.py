@@ -212,12 +212,13 @@ def staged_folder(out: Path | str, *, replace: bool = False) -> Iterator[Path]:
             yield staging
             written = {e.name for e in staging.iterdir()}
             ours = _ours(out) if out.is_dir() else set()
-            # what extracteval wrote there before and is still there stays listed (without
-            # `replace` it is kept; with it, removed below)
-            kept = set() if replace else {n for n in ours if os.path.lexists(out / n)}
+            # what extracteval wrote there before and this run does not write again: with
+            # `replace` removed, else kept (and still listed while it is there)
+            earlier = ours - written - {MARKER}
+            kept = set() if replace else {n for n in earlier if os.path.lexists(out / n)}
             mark_folder(staging, written | kept)
             with _sigint_deferred():  # a Ctrl-C here would leave a half-moved folder
-                _commit(staging, out, replace=replace, ours=ours)
+                _commit(staging, out, remove=earlier if replace else set())
         except OSError as e:
             raise output_error(out, e) from None
     finally:
@@ -231,10 +232,10 @@ def _umask() -> int:
     return mask
 
 
-def _commit(staging: Path, out: Path, *, replace: bool, ours: frozenset[str] | set[str] = frozenset()) -> None:
-    """Move the staged entries into `out`. With `replace`, the entries extracteval wrote there
-    before (`ours`, from the marker) that this run does not write again are removed too; an
-    entry it did not write (a user's notes beside the results) is never touched."""
+def _commit(staging: Path, out: Path, *, remove: set[str]) -> None:
+    """Move the staged entries into `out`, and remove from it the entries `remove` names (what
+    extracteval wrote there before and no longer writes); an entry it did not write (a user's
+    notes beside the results) is never touched."""
     if out.is_dir() and not any(out.iterdir()):
         out.rmdir()
     if not out.exists():
@@ -242,11 +243,9 @@ def _commit(staging: Path, out: Path, *, replace: bool, ours: frozenset[str] | s
         return
     trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.absolute().parent))
     try:
-        if replace:
-            written = {e.name for e in staging.iterdir()}
-            for name in sorted(ours - written):
-                if os.path.lexists(out / name):
-                    os.rename(out / name, trash / name)
+        for name in sorted(remove):
+            if os.path.lexists(out / name):
+                os.rename(out / name, trash / name)
         for entry in sorted(staging.iterdir()):
             target = out / entry.name
             if entry.is_dir() and target.is_dir() and not target.is_symlink():

@@ -6,6 +6,7 @@ expected and what was found.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from collections.abc import Iterable, Iterator
@@ -310,8 +311,12 @@ def _id_texts(p: Any, frame: pd.DataFrame, id_column: str) -> np.ndarray:
     return text
 
 
-# what `str.strip()` strips: every character Python counts as whitespace
-_WHITESPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+@functools.cache
+def _arrow_id_rules() -> tuple[str, Any]:
+    """(what `str.strip()` strips: every character Python counts as whitespace, the dtype a column
+    of Python texts takes: pandas' Arrow-backed `str` from pandas 3 on), worked out once, when
+    first needed."""
+    return "".join(chr(c) for c in range(0x3001) if chr(c).isspace()), pd.Series(np.array(["a"], dtype=object)).dtype
 
 
 def _arrow_ids(frame: pd.DataFrame, id_column: str) -> Any:
@@ -325,7 +330,8 @@ def _arrow_ids(frame: pd.DataFrame, id_column: str) -> Any:
     arr = getattr(getattr(col, "array", None), "_pa_array", None)
     if not isinstance(arr, pa.ChunkedArray) or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) or arr.null_count:
         return None
-    stripped = pc.utf8_trim(arr, characters=_WHITESPACE)
+    whitespace, dtype = _arrow_id_rules()
+    stripped = pc.utf8_trim(arr, characters=whitespace)
     n = len(stripped)
     if n == 0 or pc.any(pc.equal(stripped, "")).as_py():
         return None
@@ -333,8 +339,6 @@ def _arrow_ids(frame: pd.DataFrame, id_column: str) -> Any:
     ascending = n == 1 or pc.all(pc.greater(stripped.slice(1), stripped.slice(0, n - 1))).as_py()
     if not ascending and pc.count_distinct(stripped).as_py() != n:
         return None
-    # the dtype a column of Python texts takes (pandas' `str`, Arrow-backed, from pandas 3 on)
-    dtype = pd.Series(np.array(["a"], dtype=object)).dtype
     if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
         return pd.arrays.ArrowStringArray(stripped, dtype=dtype)
     return stripped.to_numpy()

@@ -30,11 +30,11 @@ def terminal_safe(text: str, *, colours: bool = True) -> str:
 class SafeStream:
     """A text stream that writes `terminal_safe` text to the stream it wraps."""
 
-    def __init__(self, stream: TextIO, *, colours: bool = True) -> None:
-        self._stream, self._colours = stream, colours
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
 
     def write(self, text: str) -> int:
-        return self._stream.write(terminal_safe(text, colours=self._colours))
+        return self._stream.write(terminal_safe(text))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -210,17 +210,14 @@ def _read_records_layout(p: Any, items: list[tuple[str, Any]], *, role: str, id_
     popped); a caller's objects are copied."""
     out = LoadedJson(source=str(p), layout="records")
     records: dict[str, Any] = {}
+    safety: dict[str, float] = {}
     where_of = out.where
     truth = role == "truth"
-    safety = out.safety.setdefault("", {}) if not truth else None
     for where, obj in items:
-        if type(obj) is not dict:
-            if not isinstance(obj, dict):
-                raise InputError(f"{p}: {where}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
+        if not isinstance(obj, dict):
+            raise InputError(f"{p}: {where}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
         rid = obj.get(id_key, _ABSENT)
-        if type(rid) is str and rid and not rid[0].isspace() and not rid[-1].isspace():
-            pass  # the usual id: a string without surrounding spaces
-        else:
+        if not (type(rid) is str and rid and not rid[0].isspace() and not rid[-1].isspace()):  # else the usual id, as it is
             rid = _record_id(p, where, obj, id_key)
         if "__value__" in obj:
             raise InputError(f"{p}: {where}: expected a JSON object as the record, but found {type(obj['__value__']).__name__}.")
@@ -235,14 +232,14 @@ def _read_records_layout(p: Any, items: list[tuple[str, Any]], *, role: str, id_
             if v is not _ABSENT:
                 s = _safety_value(p, where, rid, safety_key, v)
                 if s is not None:
-                    safety[rid] = s  # type: ignore[index]
+                    safety[rid] = s
         records[rid] = record
     if truth:
         out.truth = records
     else:
         out.predictions[""] = records
-        if not safety:
-            del out.safety[""]
+        if safety:
+            out.safety[""] = safety
     return out
 
 
