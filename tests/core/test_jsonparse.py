@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.core.jsonparse import FAST_PARSER, has_long_digits, loads_fast
+from extracteval.core.jsonparse import FAST_PARSER, loads_fast, may_misread_numbers
+from extracteval.core.normalize import ExactFloat, Normalizer
 from extracteval.tasks.structured.semantics import StructuredConfig, parse_json_output, score_structured
 from extracteval.tasks.toolcalls.semantics import parse_calls, score_toolcalls
 from extracteval.io.json_text import loads
@@ -29,6 +30,8 @@ def _typed(v):
         return ("list", [_typed(x) for x in v])
     if isinstance(v, float) and math.isnan(v):
         return ("float", "nan")
+    if type(v) is ExactFloat:  # a float that also keeps its text: as a float, json.loads' value
+        return ("float", float(v))
     return (type(v).__name__, v)
 
 
@@ -66,11 +69,30 @@ def test_loads_fast_gives_what_json_loads_gives(text):
 
 
 @pytest.mark.parametrize("pad", [0, 50, 95, 96, 97, 400])
-def test_a_run_of_nineteen_digits_is_found_in_short_and_long_texts(pad):
-    for digits, want in [("1" * 18, False), ("1" * 19, True), ("9" * 18 + "0", True), ("1" * 18 + "a1", False)]:
+def test_a_long_number_is_found_in_short_and_long_texts(pad):
+    cases = [("1" * 15, False), ("1" * 16, True), ("9" * 18 + "0", True), ("1" * 14 + "a1", False),
+             ("1.23456789012345", True), ("1.2345678901234", False), ("1e400", True), ("1E-300", True), ("1e+99", False),
+             ("2.5e12", False), ("0.000000000000001", True)]
+    for digits, want in cases:
         text = " " * pad + f'{{"n": {digits}, "s": "\u00e9 é \ud800"}}'
-        assert has_long_digits(text) is want, (pad, digits)
-    assert has_long_digits("é" * 200 + "0" * 19) and not has_long_digits("\ud800" * 50 + "1" * 18)
+        assert may_misread_numbers(text) is want, (pad, digits)
+    assert may_misread_numbers("é" * 200 + "0" * 16) and not may_misread_numbers("\ud800" * 50 + "1" * 15)
+
+
+@pytest.mark.parametrize("pad", [0, 120])
+def test_numbers_a_float_cannot_hold_keep_their_exact_value(pad):
+    """Two different decimals never read as one number, and each keeps its value to the digit."""
+    n = Normalizer()
+    pairs = [("1.00000000000000001", "1.0"), ("0.10000000000000000001", "0.1"), ("1e400", "9e999"),
+             ("-1e400", "-1e401"), ("1e-400", "0"), ("9007199254740993.0", "9007199254740992.0"),
+             ("123456789012345678.5", "123456789012345678.25")]
+    for a, b in pairs:
+        va, vb = loads_fast(" " * pad + f"[{a}]")[0], loads_fast(" " * pad + f"[{b}]")[0]
+        assert isinstance(va, float) and va == float(a)  # still a float, equal to json.loads' value
+        assert n.key(va) != n.key(vb), (a, b)
+        assert n.key(va) == n.key(a), a  # the same key as the number's text
+    plain = loads_fast(" " * pad + "[0.1, 2.5e12, 3.141592653589793]")
+    assert [type(v) for v in plain] == [float, float, float]  # a float holds these exactly: plain floats
 
 
 def test_lone_surrogate_character_and_big_integers_are_read_as_json_reads_them():

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.core.normalize import int_text
+from extracteval.core.normalize import ExactFloat, float_key, int_key, number_text_key
 
 __all__ = ["PASS_THRESHOLD", "leaf_key", "flatten", "flat_keys", "ExtendedScores", "extended_scores", "canonical_text", "paused_gc"]
 
@@ -24,6 +24,10 @@ __all__ = ["PASS_THRESHOLD", "leaf_key", "flatten", "flat_keys", "ExtendedScores
 # Keys of absent leaves start with NUL: they take part in exact match, not in field counting.
 _ABSENT_NULL, _ABSENT_OBJ, _ABSENT_ARR = "\x00null", "\x00{}", "\x00[]"
 
+
+# integers written as their decimal text: the normaliser's key of a number (which writes a power
+# of ten beyond this many zeros as `1e+40`)
+_PLAIN_INT = 10**40
 
 PASS_THRESHOLD = 0.85  # the OpenAI cookbook's pass mark for similarity and judge scores
 
@@ -45,16 +49,15 @@ def leaf_key(v: Any) -> str:
     if t is bool:
         return "b:1" if v else "b:0"
     if t is int:
-        try:
-            return "n:" + str(v)
-        except ValueError:  # too many digits to write in decimal
-            return "n:" + int_text(v)
+        return "n:" + str(v) if -_PLAIN_INT < v < _PLAIN_INT else int_key(v)
     if t is float:
         if v != v:
             return _ABSENT_NULL
         if v.is_integer() and abs(v) < 1e16:
             return "n:" + str(int(v))
-        return "n:" + repr(v)
+        return float_key(v)  # type: ignore[return-value]
+    if t is ExactFloat:  # a number a float could not hold: by its exact value
+        return number_text_key(v.text)  # type: ignore[return-value]
     if v is None:
         return _ABSENT_NULL
     if isinstance(v, dict):
@@ -188,10 +191,7 @@ def _flat_walk(out: dict[str, str], path: str, v: Any, present_only: bool, stric
                 if not present_only:
                     out[cp] = _ABSENT_OBJ if tx is dict else _ABSENT_ARR
         elif tx is int:
-            try:
-                out[cp] = "n:" + str(x)
-            except ValueError:  # too many digits to write in decimal
-                out[cp] = "n:" + int_text(x)
+            out[cp] = "n:" + str(x) if -_PLAIN_INT < x < _PLAIN_INT else int_key(x)
             if not -10_000_000_000_000_000 < x < 10_000_000_000_000_000:
                 flags |= _REF_NO_SHORTCUT
         elif tx is float:
@@ -206,7 +206,7 @@ def _flat_walk(out: dict[str, str], path: str, v: Any, present_only: bool, stric
                     if strict and not -9.2e18 < x < 9.2e18:
                         raise _LossyNumber
                     flags |= _REF_NO_SHORTCUT
-                out[cp] = "n:" + repr(x)
+                out[cp] = float_key(x)  # type: ignore[assignment]
         elif tx is bool:
             out[cp] = "b:1" if x else "b:0"
             flags |= _REF_BOOL

@@ -11,6 +11,8 @@ text, so two different unparsable values are never equal.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -41,6 +43,10 @@ VIEWS = {
     "strict": "every row of either side; a row missing from one side counts as an error",
 }
 
+
+# a number written with a leading zero (`007`, `00.5`) or a zero ending its fraction (`1.10`): under
+# `auto` a class of its own, as written, not the number it reads as
+_CODE = re.compile(r"^\s*[+-]?(?:0\d+(?:\.\d*)?|\d+\.\d*[1-9]0+)\s*$")
 
 _MISSING_KEY = "\x00missing"  # sorts first; cannot collide with a canonical key (those start "t:", "n:", …)
 
@@ -88,10 +94,17 @@ class LabelEncoder:
         if self.type not in FEATURE_TYPES:
             raise InputError(f"feature type: expected one of {', '.join(FEATURE_TYPES)}, but got {self.type!r}.")
         typed = self.type not in ("category", "text")
-        self._norm = Normalizer(replace(self.normalization, detect_types=typed))
+        if typed:
+            self._norm = Normalizer(self.normalization)
+        else:  # a class may well be called `None` or `-`: only the tokens the user listed mean missing
+            self._norm = Normalizer(replace(self.normalization, detect_types=False, null_tokens=self.normalization.listed_null_tokens))
         self._text = Normalizer(replace(self.normalization, detect_types=False))
 
     def key(self, value: Any) -> str:
+        if self.type == "auto" and type(value) is str and _CODE.match(value):
+            # `007` or `1.10` is a code (a version, a postcode), not the number 7 or 1.1
+            k = self._text.key(value)
+            return _MISSING_KEY if k is None else k
         k = self._norm.key(value)
         if k is None:
             return _MISSING_KEY

@@ -1,15 +1,19 @@
-"""`json.loads` semantics at the speed of a C parser.
+"""`json.loads` semantics at the speed of a C parser, with numbers at their exact value.
 
-`loads_fast(text)` gives exactly what `json.loads(text)` gives — the same value, or the same
-`ValueError` — but parses with orjson where orjson is sure to agree, which is nearly every model
-output and every record of a file. Where it could differ it steps aside and `json.loads` runs:
+`loads_fast(text)` gives what `json.loads(text)` gives — the same value, or the same
+`ValueError` — except that a number a float cannot hold exactly (more than 15 significant digits,
+or beyond a float's range: `1.00000000000000001`, `1e400`) is an `ExactFloat`, a float that keeps
+its text, so that different numbers never read as one. It parses with orjson where orjson is sure
+to agree, which is nearly every model output and every record of a file. Where it could differ it
+steps aside and the standard parser runs:
 
 * orjson refuses `NaN`, `Infinity`, `-Infinity` and numbers too large for a float (`1e400`),
   which `json.loads` reads as floats; it refuses lone surrogates (`"\\ud800"`, or a lone
   surrogate character in the text), which `json.loads` keeps; it refuses nesting deeper than
   1,024 levels: each refusal falls back to `json.loads`;
 * orjson silently reads an integer beyond 64 bits as a float, where `json.loads` keeps the exact
-  integer: a text with a run of 19 or more digits never reaches orjson;
+  integer, and any parser reads a long decimal as the nearest float: a text with a run of 16 or
+  more digits (and points), or a three-digit exponent, never reaches orjson;
 * a repeated key keeps its last value in both, at the position of its first occurrence.
 
 Every error comes from `json.loads`, so messages and positions stay the same.
@@ -21,30 +25,42 @@ import json
 import re
 from typing import Any
 
+from extracteval.core.normalize import exact_float
+
 try:  # a dependency; the standard parser alone gives the same results, only slower
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised only without orjson installed
     _orjson = None
 
-__all__ = ["loads_fast", "has_long_digits", "FAST_PARSER"]
+__all__ = ["loads_fast", "loads_exact", "may_misread_numbers", "FAST_PARSER"]
 
 FAST_PARSER = _orjson is not None
-# an integer orjson would turn into a float has at least 19 digits (-2**63 - 1, 2**64)
-_LONG_DIGITS = re.compile("[0-9]" * 19)  # spelled out: faster to scan for than [0-9]{19}
-# a long text is scanned as bytes with every digit made a "0" (one C pass, several times faster
-# than the pattern on a record-sized text; slower than it on a short one)
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_LONG_RUN = b"0" * 19
+# A number orjson or a float may read otherwise than written has a run of 16 or more digits (and
+# points: 16 significant digits, or an integer beyond 64 bits) or a three-digit exponent.
+_LONG_NUMBER = re.compile(r"[0-9][0-9.]{15}|[eE][+-]?[0-9]{3}")
+# a long text is scanned as bytes with every digit and point made a "0" (one C pass, several
+# times faster than the pattern on a record-sized text; slower than it on a short one)
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789.", b"0000000000")
+_LONG_RUN = b"0" * 16
+_EXPONENT = re.compile(rb"[eE][+-]?000")
 _SHORT = 96
 _std_loads = json.loads
+loads_exact = json.JSONDecoder(parse_float=exact_float).decode  # `json.loads`, floats exact
 
 
-def has_long_digits(text: str) -> bool:
-    """Whether `text` holds a run of 19 or more ASCII digits: where an integer may be too large
-    for 64 bits (orjson would read it as a float)."""
+def may_misread_numbers(text: str) -> bool:
+    """Whether `text` may hold a number that orjson, or a float, would read otherwise than written:
+    a run of 16 or more ASCII digits and points, or an exponent of three digits."""
     if len(text) < _SHORT:
-        return _LONG_DIGITS.search(text) is not None
-    return _LONG_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO)
+        return _LONG_NUMBER.search(text) is not None
+    raw = text.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO)
+    return _LONG_RUN in raw or _EXPONENT.search(raw) is not None
+
+
+def _std(text: Any) -> Any:
+    if type(text) is str and not text.startswith("\ufeff"):  # (json.loads' own message for a BOM)
+        return loads_exact(text)
+    return _std_loads(text)
 
 
 if _orjson is not None:
@@ -52,28 +68,29 @@ if _orjson is not None:
     _FastError = _orjson.JSONDecodeError
 
     def loads_fast(text: str) -> Any:
-        """`json.loads(text)` (same value, same errors), parsed by orjson where it agrees."""
+        """`json.loads(text)` (same value, same errors; numbers exact), parsed by orjson where it agrees."""
         if type(text) is str:
             if len(text) < _SHORT:
-                if _LONG_DIGITS.search(text) is None:
+                if _LONG_NUMBER.search(text) is None:
                     try:
                         return _fast(text)
                     except _FastError:
                         pass
-                return _std_loads(text)
+                return _std(text)
             try:
                 raw = text.encode()
             except UnicodeEncodeError:  # a lone surrogate, which orjson refuses
-                return _std_loads(text)
-            if _LONG_RUN not in raw.translate(_DIGITS_TO_ZERO):
+                return _std(text)
+            zeroed = raw.translate(_DIGITS_TO_ZERO)
+            if _LONG_RUN not in zeroed and _EXPONENT.search(zeroed) is None:
                 try:
                     return _fast(raw)
                 except _FastError:
                     pass
-        return _std_loads(text)
+        return _std(text)
 
 else:  # pragma: no cover
 
     def loads_fast(text: str) -> Any:
-        """`json.loads(text)`."""
-        return _std_loads(text)
+        """`json.loads(text)`, numbers exact."""
+        return _std(text)

@@ -10,21 +10,28 @@ few thousand parses.
 from __future__ import annotations
 
 import json
-import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
 __all__ = [
     "DEFAULT_NULL_TOKENS",
+    "ExactFloat",
     "Normalizer",
     "NormalizationConfig",
     "key_text",
     "key_type",
+    "decimal_key",
+    "exact_float",
+    "float_key",
+    "int_key",
+    "number_key",
+    "number_text_key",
 ]
 
 DEFAULT_NULL_TOKENS: frozenset[str] = frozenset({"not present", "n/a", "na", "none", "null", "-"})
@@ -92,16 +99,26 @@ class NormalizationConfig:
         dayfirst: read `01/02/2024` as 1 February (True) or January 2 (False, default).
         strip_currency: drop `$`, `€`, `USD`… around numbers and a trailing `%`.
         detect_types: parse numbers, booleans and dates; when False only text rules apply.
+        fold_text: the text rules (NFKC, case folded, runs of white space as one space); when
+            False a text is compared exactly as written, white space around it aside (an id).
     """
 
     null_tokens: frozenset[str] = DEFAULT_NULL_TOKENS
     dayfirst: bool = False
     strip_currency: bool = True
     detect_types: bool = True
+    fold_text: bool = True
+
+    @property
+    def listed_null_tokens(self) -> frozenset[str]:
+        """The null tokens the user listed (none when they are the defaults): the only ones a
+        category's values are checked against, where `None` or `-` may well be a class."""
+        return frozenset() if self.null_tokens is DEFAULT_NULL_TOKENS else self.null_tokens
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "null_tokens": sorted(self.null_tokens),
+            "null_tokens_listed": self.null_tokens is not DEFAULT_NULL_TOKENS,
             "dayfirst": self.dayfirst,
             "strip_currency": self.strip_currency,
             "detect_types": self.detect_types,
@@ -139,12 +156,127 @@ def int_text(v: int) -> str:
     return ("-0x" if v < 0 else "0x") + format(abs(v), "x")
 
 
-def _number_key(x: float) -> str:
-    if math.isinf(x):
+# Numbers are keyed by their exact decimal value: sign, significant digits and power of ten, written
+# plainly while that takes at most this many zeros (`1000`, `0.005`), else as `1.5e+400`.
+_PLAIN_ZEROS = 40
+# a number's text: sign, digits with an optional fraction, an optional exponent of a sane length
+_DECIMAL_TEXT = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d{1,18}))?")
+
+
+def decimal_key(negative: bool, digits: str, exponent: int) -> str:
+    """The canonical key of the number ±`digits`×10^`exponent` (`digits`: ASCII digits, maybe
+    with leading or trailing zeros). Equal values, however written, get one key; different values
+    never share one.
+
+    Example:
+        >>> decimal_key(False, "1500", -3), decimal_key(True, "00012", 1), decimal_key(False, "5", 400)
+        ('n:1.5', 'n:-120', 'n:5e+400')
+    """
+    digits = digits.lstrip("0")
+    if not digits:
+        return "n:0"
+    significant = digits.rstrip("0")
+    exponent += len(digits) - len(significant)
+    sign = "-" if negative else ""
+    n = len(significant)
+    if 0 <= exponent <= _PLAIN_ZEROS:
+        return f"n:{sign}{significant}{'0' * exponent}"
+    if -_PLAIN_ZEROS <= exponent < 0:
+        point = n + exponent
+        if point > 0:
+            return f"n:{sign}{significant[:point]}.{significant[point:]}"
+        if point >= -_PLAIN_ZEROS:
+            return f"n:{sign}0.{'0' * -point}{significant}"
+    mantissa = significant[0] + ("." + significant[1:] if n > 1 else "")
+    return f"n:{sign}{mantissa}e{n - 1 + exponent:+d}"
+
+
+def number_text_key(text: str) -> str | None:
+    """The key of a number written in decimal (`12`, `-0.50`, `1.5e3`, `.5`; no thousands
+    separators), exactly as written; None when the text is not such a number."""
+    m = _DECIMAL_TEXT.fullmatch(text)
+    if m is None:
+        return None
+    sign, whole, fraction, exp = m.groups()
+    fraction = fraction or ""
+    if not whole and not fraction:
+        return None
+    return decimal_key(sign == "-", whole + fraction, int(exp or 0) - len(fraction))
+
+
+def int_key(v: int) -> str:
+    """The key of an integer of any size (the same as its decimal text's)."""
+    if v.bit_length() < _INT_TEXT_BITS:
+        return decimal_key(v < 0, str(abs(v)), 0)
+    t = Decimal(v).as_tuple()  # beyond Python's limit for writing integers in decimal
+    return decimal_key(bool(t.sign), "".join(map(str, t.digits)), int(t.exponent))
+
+
+def float_key(x: float) -> str | None:
+    """The key of a binary float: the value of the shortest decimal text that reads back as it
+    (`0.1` is 0.1, as written); infinities key as `inf`/`-inf`, NaN is absent (None)."""
+    if x != x:
+        return None
+    if x in (_INF, -_INF):
         return "n:inf" if x > 0 else "n:-inf"
-    if x == int(x) and abs(x) < 1e16:
-        return f"n:{int(x)}"
-    return f"n:{x!r}"
+    if x.is_integer() and -1e15 < x < 1e15:
+        return decimal_key(x < 0, str(abs(int(x))), 0)
+    return number_text_key(repr(float(x)))
+
+
+_INF = float("inf")
+
+
+class ExactFloat(float):
+    """A float that keeps the decimal text it was read from, where the float alone would lose
+    that text's value (more significant digits than a float holds, or beyond its range):
+    `1.00000000000000001` and `1e400` stay what they say. It is a float everywhere else."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, text: str) -> ExactFloat:
+        obj = super().__new__(cls, text)
+        obj.text = text
+        return obj
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is ExactFloat:
+            return number_text_key(self.text) == number_text_key(other.text)
+        return float.__eq__(self, other)  # type: ignore[operator]
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = float.__hash__
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ExactFloat, (self.text,))
+
+
+# messages name a value's type by its class name: this one is a float to the user
+ExactFloat.__name__ = ExactFloat.__qualname__ = "float"
+
+
+def exact_float(text: str) -> float:
+    """A JSON number with a fraction or exponent: a float, or an `ExactFloat` where the float
+    would not hold the text's exact value."""
+    x = float(text)
+    if number_text_key(text) == float_key(x):
+        return x
+    return ExactFloat(text)
+
+
+def number_key(value: Any) -> str | None:
+    """The key of a Python number (int, float, `ExactFloat`, numpy scalar); None for NaN."""
+    if type(value) is ExactFloat:
+        return number_text_key(value.text)
+    if isinstance(value, (int, np.integer)):
+        return int_key(int(value))
+    return float_key(float(value))
 
 
 @dataclass
@@ -173,7 +305,7 @@ class Normalizer:
             return None
         if isinstance(value, (list, tuple, dict, set)):
             return self._structured_key(value)
-        cache_key = (type(value), value)
+        cache_key = (ExactFloat, value.text) if type(value) is ExactFloat else (type(value), value)
         try:
             return self._cache[cache_key]
         except KeyError:
@@ -202,10 +334,11 @@ class Normalizer:
                 out[i] = self.key(v)
         if todo:
             classify = self._classify_text
+            fold = self.config.fold_text
             for i, raw in zip(todo_idx, todo):
                 k = cache.get((str, raw), _MISSING)  # the same string twice in one batch
                 if k is _MISSING:
-                    k = cache[(str, raw)] = classify(_normalise_text(raw))
+                    k = cache[(str, raw)] = classify(_normalise_text(raw)) if fold else self._string_key(raw)
                 out[i] = k  # type: ignore[assignment]
         return out
 
@@ -218,13 +351,14 @@ class Normalizer:
 
     def _compute(self, value: Any) -> str | None:
         if isinstance(value, bool) or isinstance(value, np.bool_):
+            if not self.config.detect_types:
+                return self._string_key("true" if value else "false")
             return "b:true" if value else "b:false"
-        if isinstance(value, (int, np.integer)):
-            return _number_key(float(value)) if abs(int(value)) < 2**53 else "n:" + int_text(int(value))
-        if isinstance(value, (float, np.floating)):
-            if math.isnan(value):
-                return None
-            return _number_key(float(value))
+        if isinstance(value, (int, np.integer, float, np.floating)):
+            if not self.config.detect_types:  # text rules only: the number's own text
+                k = number_key(value)
+                return None if k is None else self._string_key(key_text(k))
+            return number_key(value)
         if isinstance(value, datetime):
             if (value.hour, value.minute, value.second, value.microsecond) == (0, 0, 0, 0):
                 return "d:" + value.date().isoformat()
@@ -238,6 +372,9 @@ class Normalizer:
         return self._string_key(value)
 
     def _string_key(self, raw: str) -> str | None:
+        if not self.config.fold_text:
+            text = raw.strip()
+            return None if not text or _normalise_text(text) in self.config.null_tokens else "t:" + text
         return self._classify_text(_normalise_text(raw))
 
     def _classify_text(self, text: str) -> str | None:
@@ -273,10 +410,7 @@ class Normalizer:
                 t = t[:-1].strip()
         if not t or not _NUMBER.match(t) or not any(c.isdigit() for c in t):
             return None
-        try:
-            return _number_key(float(t.replace(",", "")))
-        except ValueError:
-            return None
+        return number_text_key(t.replace(",", ""))
 
     def _date(self, text: str) -> str | None:
         for kind, pattern in _DATE_SHAPES:

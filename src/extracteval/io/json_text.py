@@ -16,7 +16,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from extracteval.core.jsonparse import FAST_PARSER, has_long_digits, loads_fast
+from extracteval.core.normalize import exact_float
+from extracteval.core.jsonparse import FAST_PARSER, loads_fast, may_misread_numbers
 from extracteval.errors import InputError
 
 __all__ = ["loads", "jsonl_values", "jsonl_text_values", "read_record_file", "cap_depth", "MAX_VALUE_DEPTH", "check_record_keys", "check_json_file_keys", "repeated_keys"]
@@ -121,7 +122,7 @@ def _parse_whole(chunk: list[str]) -> tuple[str, list[Any]] | None:
     import orjson
 
     text = "\n".join(chunk)
-    if has_long_digits(text):
+    if may_misread_numbers(text):
         return None
     try:
         return text, [orjson.loads(line) for line in chunk]
@@ -355,7 +356,7 @@ def _loads_iterative(s: str) -> Any:
             else:
                 m = _NUMBER.match(s, i)
                 if m and m.end() > i:
-                    value = float(m.group()) if (m.group(2) or m.group(3)) else int(m.group())
+                    value = exact_float(m.group()) if (m.group(2) or m.group(3)) else int(m.group())
                     i = m.end()
                 else:
                     for lit, v in _CONSTANTS.items():

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from extracteval.io.json_text import _loads_iterative, loads
+from extracteval.core.jsonparse import loads_exact
+from extracteval.core.normalize import exact_float
 
 __all__ = ["ParsedOutput", "parse_json_output", "parse_json_text", "first_fence_body", "loads_any_depth", "loads_std_any_depth", "JSON_START"]
 
@@ -46,7 +48,7 @@ def _first_json(text: str) -> Any:
     last_close = max(text.rfind("}"), text.rfind("]"))
     if last_close < 0:
         raise ValueError("no JSON object or array found")
-    dec = json.JSONDecoder()
+    dec = json.JSONDecoder(parse_float=exact_float)
     for m in re.finditer(r"[\[{]", text):
         if m.start() >= last_close:
             break
@@ -127,7 +129,7 @@ def first_fence_body(text: str) -> str | None:
 def loads_std_any_depth(text: str) -> Any:
     """`loads_any_depth` for a text orjson has already refused: `json` straight away."""
     try:
-        return json.loads(text)
+        return loads_exact(text) if not text.startswith("\ufeff") else json.loads(text)
     except RecursionError:
         return _loads_iterative(text)
 

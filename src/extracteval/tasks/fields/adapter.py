@@ -370,6 +370,7 @@ class FieldsAdapter:
         return (item_macro_metric if view == "overall" else prf_metric)(columns, which, zero_division=zero_division_param(params))
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
+        "types": "per-field value type: mapping {field: auto|text|id}; text: text rules only, id: exactly as written (auto)",
         "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",
         "bootstrap": "bootstrap resamples for intervals; 0 = off (1000)",
         "confidence": "interval coverage (0.95)",

@@ -28,12 +28,14 @@ def strategy_file_options(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     norm: dict[str, Any] = {}
     raw = load_mapping(path)
     if "strategies" in raw and isinstance(raw["strategies"], dict):
-        allowed = {"strategies", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division"}
+        allowed = {"strategies", "types", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "null_tokens", "dayfirst", "zero_division"}
         unknown = sorted(set(raw) - allowed)
         if unknown:
             raise InputError(f"{path}: unknown keys {unknown}; expected some of {sorted(allowed)}.")
         opts["strategies"] = parse_strategy_map(raw["strategies"], source=str(path))
-        for k in ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division"):
+        if "types" in raw and not isinstance(raw["types"], dict):
+            raise InputError(f"{path}: 'types' must be a mapping of field to type (auto, text or id), but found {type(raw['types']).__name__}.")
+        for k in ("types", "default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division"):
             if k in raw:
                 opts[k] = raw[k]
         if "null_tokens" in raw:
@@ -64,6 +66,11 @@ def build_config(options: Any) -> Any:
         if not isinstance(strategies, Mapping):
             raise InputError(f"evaluator_config `strategies`: expected a mapping {{field: strategy}} or a file path, but got {type(strategies).__name__}.")
         opts["strategies"] = parse_strategy_map(dict(strategies), source="evaluator_config `strategies`")
+    if config.get("types") is not None:  # beside the strategies file's, field by field
+        types = config["types"]
+        if not isinstance(types, Mapping):
+            raise InputError(f"evaluator_config `types`: expected a mapping {{field: auto|text|id}}, but got {type(types).__name__}.")
+        opts["types"] = {**opts.get("types", {}), **types}
     opts.update(given_options(config, ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence",
                                        "seed", "min_records")))
     return task_config(FieldsConfig, opts, config, normalization=norm)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ __all__ = [
 STATUSES = ("ok", "pending", "error", "skipped")
 KINDS = ("tp", "fp", "fn", "tn", "wrong")  # "wrong" = a wrong value, counted FP and FN
 _OK, _PENDING, _ERROR, _SKIPPED = 0, 1, 2, 3
+VALUE_TYPES = ("auto", "text", "id")  # how a field's values are read (FieldsConfig.types)
 _STATUS_CODE = {"ok": _OK, "": _OK, "pending": _PENDING, "error": _ERROR, "skipped": _SKIPPED}
 
 
@@ -61,6 +62,10 @@ class FieldsConfig:
 
     Attributes:
         strategies: per-field strategy; fields not listed use `default_strategy` (EXACT).
+        types: per-field value type: `auto` (the default: numbers, booleans, dates and currency
+            recognised, so `007` = `7` and `$5` = `5.00`), `text` (text rules only: NFKC, case,
+            white space) or `id` (compared exactly as written, white space around it aside). The
+            null tokens mean missing under every type.
         fuzzy_threshold: FUZZY match when rapidfuzz similarity ≥ this (0–1).
         fuzzy_scorer: rapidfuzz scorer name (`ratio`, `token_sort_ratio`, …).
         normalization: null tokens, day-first dates, currency stripping.
@@ -73,6 +78,7 @@ class FieldsConfig:
     """
 
     strategies: Mapping[str, Strategy] = field(default_factory=dict)
+    types: Mapping[str, str] = field(default_factory=dict)
     default_strategy: Strategy = Strategy.EXACT
     fuzzy_threshold: float = 0.85
     fuzzy_scorer: str = "ratio"
@@ -95,6 +101,15 @@ class FieldsConfig:
             raise InputError(f"Expected `bootstrap` to be ≥ 0 resamples, but got {self.bootstrap!r}.")
         object.__setattr__(self, "strategies", {str(k): get_strategy(v, where=f"strategy of field {k!r}") for k, v in self.strategies.items()})
         object.__setattr__(self, "default_strategy", get_strategy(self.default_strategy, where="default_strategy"))
+        if not isinstance(self.types, Mapping):
+            raise InputError(f"Expected `types` to be a mapping of field to type ({', '.join(VALUE_TYPES)}), but got {type(self.types).__name__}.")
+        types = {}
+        for fname, t in self.types.items():
+            name = str(t).strip().lower() if isinstance(t, str) else t
+            if name not in VALUE_TYPES:
+                raise InputError(f"type of field {fname!r}: expected one of {', '.join(VALUE_TYPES)}, but got {t!r}.")
+            types[str(fname)] = name
+        object.__setattr__(self, "types", types)
         for fname, s in self.strategies.items():
             if s is Strategy.SEMANTIC:
                 raise InputError(
@@ -105,9 +120,17 @@ class FieldsConfig:
     def strategy_for(self, fname: str) -> Strategy:
         return self.strategies.get(fname, self.default_strategy)
 
+    def normalization_for(self, fname: str) -> NormalizationConfig:
+        """The value rules of one field, by its type."""
+        t = self.types.get(fname, "auto")
+        if t == "auto":
+            return self.normalization
+        return replace(self.normalization, detect_types=False, fold_text=t != "id")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "strategies": {k: v.value for k, v in sorted(self.strategies.items())},
+            "types": dict(sorted(self.types.items())),
             "default_strategy": self.default_strategy.value,
             "fuzzy_threshold": self.fuzzy_threshold,
             "fuzzy_scorer": self.fuzzy_scorer,
@@ -770,7 +793,7 @@ def fields_ledger(
         aligned.append((p, values, codes))
         model_indexers.append(model_indexer)
 
-    normalizer = Normalizer(cfg.normalization)
+    normalizers: dict[NormalizationConfig, Normalizer] = {}
     sim = FuzzySimilarity(scorer=cfg.fuzzy_scorer)
     model_names = [a[0].name for a in aligned]
     per_record = {m: np.zeros((n, len(scored), 5), dtype=np.int32) for m in model_names}
@@ -782,6 +805,8 @@ def fields_ledger(
             _column_codes(v, fname, idx, None if keep_codes is None else keep_codes.setdefault(p.name, {}))
             for (p, v, _), idx in zip(aligned, model_indexers)
         ]
+        rules = cfg.normalization_for(fname)
+        normalizer = normalizers.get(rules) or normalizers.setdefault(rules, Normalizer(rules))
         enc = _encode(cols, normalizer)
         counts = _classify_field(enc, cfg.strategy_for(fname), sim, cfg.fuzzy_threshold)
         for mi, (p, _, status_codes) in enumerate(aligned):

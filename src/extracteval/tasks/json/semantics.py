@@ -31,7 +31,7 @@ import pandas as pd
 
 from extracteval.tasks.json.contract import RANKING
 from extracteval.core.ledger import Ledger, add_counts, by_key, counted_first, intersection, keep, merge, union, whole
-from extracteval.core.normalize import NormalizationConfig, Normalizer, _number_key, int_text
+from extracteval.core.normalize import NormalizationConfig, Normalizer, float_key, int_key
 from extracteval.core.ranking import TIER_COLOURS, rank_by_metrics, tier
 from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
 from extracteval.core.strategies import Strategy, get_strategy
@@ -654,11 +654,11 @@ class _KeyTable:
             if tv is str:
                 key = self._str_key(v)
             elif tv is int:
-                key = _number_key(float(v)) if abs(v) < 2**53 else "n:" + int_text(v)
+                key = int_key(v)
             elif v != v:  # NaN is absent, and never cached (it is not equal to itself)
                 return -1
             else:
-                key = _number_key(v)
+                key = float_key(v)
             c = self._key_code(key)
             self.by_type.setdefault(tv, {})[v] = c
             return c

@@ -87,9 +87,11 @@ class LabelsConfig:
     """Options of the `labels` task.
 
     Attributes:
-        types: per-feature type: `auto` (numbers, booleans and dates detected; the default),
-            `category`/`text` (text rules only: NFKC, casefold, whitespace), `number`, `date`
-            (values that do not parse stay text and are counted as `unparsable`).
+        types: per-feature type: `auto` (numbers, booleans and dates detected; the default;
+            a number written as a code, `007` or `1.10`, stays a class of its own),
+            `category`/`text` (text rules only: NFKC, casefold, whitespace; only the null tokens
+            the user listed mean missing), `number`, `date` (values that do not parse stay text
+            and are counted as `unparsable`).
         positive_labels: per-feature label whose one-vs-rest metrics become the feature's
             headline metrics (binary reporting); other features are macro-averaged over labels.
         normalization: null tokens, day-first dates, currency stripping.

@@ -40,7 +40,7 @@ import numpy as np
 from extracteval.tasks.structured.contract import RANKING
 from extracteval.core.counts import ratios
 from extracteval.core.ledger import Ledger, add_counts, always, by_key, merge
-from extracteval.core.jsonparse import _orjson
+from extracteval.core.jsonparse import _orjson, may_misread_numbers
 from extracteval.errors import InputError
 from extracteval.core.decision_track import (  # noqa: F401 - the task's API too
     PASS_THRESHOLD,
@@ -1050,6 +1050,8 @@ def _score_model_exact(
                             from_orjson = True
                         except fast_error:
                             pass
+                        if from_orjson and may_misread_numbers(text):  # a number a float would round: read exactly
+                            value, from_orjson = missing, False
                 elif c == "`":
                     # a fenced output: the body of its first fence, what `parse_json_text` reads
                     # first, read by orjson (else all of it by `parse_json_text`)
@@ -1061,6 +1063,8 @@ def _score_model_exact(
                             text = body
                         except fast_error:
                             pass
+                        if from_orjson and may_misread_numbers(body):  # a number a float would round: read exactly
+                            value, from_orjson, extracted, text = missing, False, False, raw.strip()
         if not from_orjson:
             if raw is missing:
                 error = "no output for this id"

@@ -55,11 +55,12 @@ from extracteval.tasks.toolcalls.contract import RANKING
 from extracteval.core.ledger import Ledger, add_counts, always, by_key, merge, union
 from extracteval.tasks.toolcalls.bfcl import _simple_calls, parse_python_calls
 from extracteval.core.counts import ratios
-from extracteval.core.jsonparse import has_long_digits, loads_fast
+from extracteval.core.jsonparse import loads_fast, may_misread_numbers
 from extracteval.core.matching import max_matching
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.core.decision_track import (
     PASS_THRESHOLD,
+    _PLAIN_INT,
     _EXAMPLES,
     ExtendedScores,
     extended_scores,
@@ -68,7 +69,6 @@ from extracteval.core.decision_track import (
     leaf_key,
     paused_gc,
 )
-from extracteval.core.normalize import int_text
 from extracteval.io.id_order import first_by_id, natural_ids, natural_sorted
 from extracteval.io.model_output import ParsedOutput, loads_std_any_depth, parse_json_output, parse_json_text
 from extracteval.errors import InputError
@@ -468,10 +468,7 @@ def _scalar_keys(args: dict[str, Any], *, floats: bool = False, last_first: bool
         if t is str:
             lk = "s:" + v
         elif t is int:
-            try:
-                lk = "n:" + str(v)
-            except ValueError:  # too many digits to write in decimal
-                lk = "n:" + int_text(v)
+            lk = "n:" + str(v) if -_PLAIN_INT < v < _PLAIN_INT else leaf_key(v)
         elif t is bool:
             lk = "b:1" if v else "b:0"
         elif t is float and floats:
@@ -1078,7 +1075,7 @@ def _output_entry(raw: str, key_fn: Callable[[Any], str | None]) -> Any:
         got = _orjson_value(fast)
         if type(got) is tuple:
             return got
-        if not has_long_digits(text):
+        if not may_misread_numbers(text):
             value = fast  # what loads_fast reads: orjson's value
     if value is _NO_VALUE:
         try:
