@@ -1,3 +1,3 @@
-from extracteval.cli import leave, main
+from extracteval.cli import console
 
-leave(main())
+console()

@@ -7,10 +7,12 @@ Sub-commands live in `extracteval.commands.*`; each module exposes `configure(pa
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from importlib import import_module
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from extracteval import __version__
 from extracteval.tasks import parts
@@ -96,6 +98,7 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
     from extracteval.errors import InputError, OutputError
 
     token = None
+    previous_term = _terminate_as_interrupt()
     try:
         output = getattr(args, "output", None)
         if output:  # refused before any work, a link named with the folder it points to
@@ -130,12 +133,41 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
             from extracteval.io.outputs import OVERWRITE
 
             OVERWRITE.reset(token)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _terminate_as_interrupt() -> Any:
+    """SIGTERM (a scheduler stopping the job, `kill`) ends a command as Ctrl-C does: what it was
+    writing is cleaned up, the store is left usable, the exit status is 130. Returns the handler
+    it replaced (None off the main thread, where signals cannot be caught)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupted)
 
 
 def _safe(message: str) -> str:
     from extracteval.report.terminal import terminal_safe
 
     return terminal_safe(message, colours=False)
+
+
+def console() -> NoReturn:
+    """The `extracteval` command (and `python -m extracteval`): `main`, then `leave` with its code.
+    Once the command's work is done, a late Ctrl-C or SIGTERM (while the interpreter shuts down)
+    no longer turns a finished run into a killed one."""
+    try:
+        code = main()
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except KeyboardInterrupt:  # between the command's end and the line above
+        code = 130
+    leave(code)
 
 
 def leave(code: int) -> NoReturn:
@@ -163,4 +195,4 @@ def leave(code: int) -> NoReturn:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    leave(main())
+    console()

@@ -59,8 +59,10 @@ def _plant_previous(out: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("previous", [False, True], ids=["new-folder", "existing-folder"])
-def test_sigint_mid_run_leaves_the_previous_state(tmp_path: Path, previous: bool) -> None:
+@pytest.mark.parametrize("previous,sig", [(False, signal.SIGINT), (True, signal.SIGINT), (True, signal.SIGTERM)],
+                         ids=["new-folder", "existing-folder", "existing-folder-sigterm"])
+def test_sigint_mid_run_leaves_the_previous_state(tmp_path: Path, previous: bool, sig: signal.Signals) -> None:
+    """Ctrl-C, or SIGTERM (a scheduler stopping the job): the same clean end, exit status 130."""
     truth, pred = _data(tmp_path, 20_000)
     parent = tmp_path / "results"
     parent.mkdir()
@@ -81,7 +83,7 @@ def test_sigint_mid_run_leaves_the_previous_state(tmp_path: Path, previous: bool
         time.sleep(0.005)
     # at once: the first of 40 chunks is being scored (a pause here, stretched by a loaded machine,
     # could outlast the whole run)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err, err

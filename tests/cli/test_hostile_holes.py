@@ -340,3 +340,41 @@ def test_terminal_safe_keeps_colours_only_where_asked() -> None:
     green = colour("ok", "green", True)
     assert terminal_safe(green) == green and terminal_safe(green, colours=False) == "\\u001b[32mok\\u001b[0m"
     assert terminal_safe("a\tb\nc\rd\x00") == "a\tb\nc\\u000dd\\u0000"
+
+
+def test_examples_whose_names_differ_only_by_characters_a_file_name_cannot_hold_keep_their_own_outputs(cli, tmp_path: Path) -> None:
+    """`a/b` and `a_b` (and `a b`) are three examples: three result folders, three experiment names."""
+    import shutil
+
+    from extracteval.io.config import distinct_file_name
+
+    root = tmp_path / "experiments"
+    for folder, name in (("one", "a/b"), ("two", "a_b"), ("three", "a b")):
+        shutil.copytree(CONTRACTS, root / folder)
+        spec = (root / folder / "experiment.yaml").read_text(encoding="utf-8")
+        (root / folder / "experiment.yaml").write_text(spec.replace("name: contracts", f"name: {json.dumps(name)}"), encoding="utf-8")
+    r = cli("demo", "--experiments", str(root), "--no-mlflow", "--output", str(tmp_path / "out"))
+    assert r.code == 0, r.err
+    folders = sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir())
+    assert len(folders) == 3 and "a_b" in folders, folders
+    assert len({distinct_file_name(n) for n in ("a/b", "a_b", "a b", "a\\b", "a:b")}) == 5
+
+
+def test_an_unreachable_server_is_tried_again_with_a_word_each_time_then_given_up(cli, tmp_path: Path, monkeypatch) -> None:
+    """Not minutes of silence: each new try is announced, and after the last the results are kept
+    with the command that logs them later."""
+    pytest.importorskip("mlflow")
+    import time
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")  # pauses of 1 s and 2 s
+    url = f"http://127.0.0.1:{_free_port()}"
+    started = time.monotonic()
+    r = cli("evaluate", "fields", *ONE_MODEL, "--no-figures", "--experiment", "nowhere", "--tracking-uri", url)
+    took = time.monotonic() - started
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    waits = [ln for ln in r.err.splitlines() if "does not answer" in ln]
+    assert waits == [f"extracteval: the tracking server {url} does not answer (connection refused); trying again in 1 s (try 2 of 3)",
+                     f"extracteval: the tracking server {url} does not answer (connection refused); trying again in 2 s (try 3 of 3)"], r.err
+    m = UPLOAD_FAILURE.match(_error_lines(r.err)[0])
+    assert m and "not reachable" in m["reason"] and "while connecting to the tracking server" in _error_lines(r.err)[0], r.err
+    assert 3 <= took < 60, took

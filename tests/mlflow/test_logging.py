@@ -516,7 +516,7 @@ def test_interrupted_upload_keeps_the_copy_and_says_how_to_resume(cli, sqlite_ur
 
     monkeypatch.setattr(LocalArtifactRepository, "log_artifacts", interrupt)
     code, out, err = cli("evaluate", "fields", *contracts_args, "--experiment", "interrupted", "--tracking-uri", sqlite_uri, "--no-ci")
-    assert code == 1 and "interrupted" in err and "--resume-from" in err
+    assert code == 130 and "interrupted" in err and "--resume-from" in err
     kept = Path(re.search(r"--resume-from (\S+)", err).group(1))
     state = json.loads((kept / "state.json").read_text())
     assert state["status"] == "INTERRUPTED"

@@ -79,7 +79,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
     import json
 
     from extracteval.errors import InputError
-    from extracteval.io.config import load_mapping, safe_file_name
+    from extracteval.io.config import distinct_file_name, load_mapping
 
     root = Path(args.experiments)
     if not root.is_dir():
@@ -125,12 +125,12 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
             from extracteval.io.outputs import check_output_folder, mark_folder, staged_folder
 
             top = check_output_folder(args.output, overwrite=getattr(args, "overwrite", False))
-            with staged_folder(top / safe_file_name(str(name))) as staging:
+            with staged_folder(top / distinct_file_name(str(name))) as staging:
                 (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
             mark_folder(top)  # the examples' folder is extracteval's too: a rerun writes into it again
         for a, scored in [] if args.no_mlflow else scoreds:
             # a multi-track example: one experiment per track, so that each holds one task's runs
-            label = safe_file_name(str(name)) + (f"-{a.task}" if len(scoreds) > 1 else "")
+            label = distinct_file_name(str(name)) + (f"-{a.task}" if len(scoreds) > 1 else "")
             experiment = f"{args.experiment_prefix}-{label}"
             uri, run_ids = _log(a, scored, experiment, args.tracking_uri)
             failed += run_ids is None
@@ -183,7 +183,7 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[st
     import tempfile
 
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
+    from extracteval.mlflow.upload import UploadError, UploadInterrupted, store_uri, upload_bundle
 
     uri = store_uri(tracking_uri)
     out = Path(tempfile.mkdtemp(prefix="extracteval-demo-"))
@@ -192,6 +192,8 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[st
         result = upload_bundle(bundle, tracking_uri=uri, experiment=experiment)
     except UploadError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
+        if isinstance(e, UploadInterrupted):
+            raise KeyboardInterrupt from None
         return uri, None
     shutil.rmtree(out, ignore_errors=True)
     runs = {p.key: p for p in bundle.runs}

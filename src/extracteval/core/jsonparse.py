@@ -40,9 +40,9 @@ FAST_PARSER = _orjson is not None
 _LONG_NUMBER = re.compile(r"[0-9][0-9.]{15}|[eE][+-]?[0-9]{3}")
 # a long text is scanned as bytes with every digit and point made a "0" (one C pass, several
 # times faster than the pattern on a record-sized text; slower than it on a short one)
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789.", b"0000000000")
+# (and `E` made `e`, `+` made `-`, so that two plain searches find any three-digit exponent)
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789.E+", b"0000000000e-")
 _LONG_RUN = b"0" * 16
-_EXPONENT = re.compile(rb"[eE][+-]?000")
 _SHORT = 96
 _std_loads = json.loads
 loads_exact = json.JSONDecoder(parse_float=exact_float).decode  # `json.loads`, floats exact
@@ -54,7 +54,7 @@ def may_misread_numbers(text: str) -> bool:
     if len(text) < _SHORT:
         return _LONG_NUMBER.search(text) is not None
     raw = text.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO)
-    return _LONG_RUN in raw or _EXPONENT.search(raw) is not None
+    return _LONG_RUN in raw or b"e000" in raw or b"e-000" in raw
 
 
 def _std(text: Any) -> Any:
@@ -82,7 +82,7 @@ if _orjson is not None:
             except UnicodeEncodeError:  # a lone surrogate, which orjson refuses
                 return _std(text)
             zeroed = raw.translate(_DIGITS_TO_ZERO)
-            if _LONG_RUN not in zeroed and _EXPONENT.search(zeroed) is None:
+            if _LONG_RUN not in zeroed and b"e000" not in zeroed and b"e-000" not in zeroed:
                 try:
                     return _fast(raw)
                 except _FastError:

@@ -195,6 +195,19 @@ def safe_file_name(name: str, *, max_len: int = 120) -> str:
     return s[:max_len]
 
 
+def distinct_file_name(name: str, *, max_len: int = 120) -> str:
+    """`safe_file_name`, made distinct for every `name`: a name that is not a safe file name as
+    it is (`a/b`, which would become `a_b`) gets a digest of itself appended (`a_b-1c9f0e2d`), so
+    that two names differing only by characters a file name cannot hold never share a file."""
+    import hashlib
+
+    s = safe_file_name(name, max_len=max_len)
+    if s == name:
+        return s
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{s[: max_len - 9]}-{digest}"
+
+
 def normalization_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     """The normalisation options of an `evaluator_config`-style mapping: `null_tokens` (a list or
     comma-separated text; stripped, casefolded) and `dayfirst`, where given."""

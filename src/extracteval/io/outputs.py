@@ -257,15 +257,16 @@ def _commit(staging: Path, out: Path, *, remove: set[str]) -> None:
 
 @contextmanager
 def _sigint_deferred() -> Iterator[None]:
-    """Hold SIGINT during the renames, then raise KeyboardInterrupt if one arrived."""
+    """Hold SIGINT and SIGTERM during the renames, then raise KeyboardInterrupt if one arrived."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if received:
         raise KeyboardInterrupt

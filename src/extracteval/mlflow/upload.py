@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from extracteval.mlflow.bundle import Bundle
 
-__all__ = ["UploadError", "UploadResult", "upload_bundle", "METRICS_PER_CALL", "default_tracking_uri", "store_uri", "ui_hint"]
+__all__ = ["UploadError", "UploadInterrupted", "UploadResult", "upload_bundle", "METRICS_PER_CALL", "default_tracking_uri", "store_uri", "ui_hint"]
 
 METRICS_PER_CALL = 1000
 PARAMS_TAGS_PER_CALL = 100
@@ -30,6 +30,11 @@ PARAMS_TAGS_PER_CALL = 100
 
 class UploadError(RuntimeError):
     """The tracking store could not take the results; the local copy is complete."""
+
+
+class UploadInterrupted(UploadError):
+    """Ctrl-C or SIGTERM while logging; the local copy is complete. Its message says how to log
+    it; the command then ends as interrupted (exit status 130)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +99,102 @@ def check_sqlite_store(db: str) -> None:
         raise InputError(f"{db}: this SQLite file is another application's database (tables {shown}), not an MLflow tracking "
                          "store; extracteval does not add MLflow's tables to it. Choose another file with --tracking-uri "
                          "sqlite:///PATH (a new file becomes a store).")
+
+
+# pauses between tries to reach a tracking server that does not answer: about 15 s in all, each
+# announced, then the results are kept for a later `--resume-from` (MLflow's own retries would
+# wait minutes without a word)
+_SERVER_PAUSES = (1, 2, 4, 8)
+
+
+def wait_for_server(uri: str, *, say: Callable[[str], None] | None = None, connect_timeout: float = 5.0) -> None:
+    """Return once an http(s) tracking server accepts a connection; try again after each of
+    `_SERVER_PAUSES` (as many as MLFLOW_HTTP_REQUEST_MAX_RETRIES allows), saying so on standard
+    error; then raise ConnectionError. Other stores, and servers reached through a proxy, are left
+    to MLflow."""
+    import os
+    import socket
+    import sys
+    import time
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    if parts.scheme in getproxies() and not proxy_bypass(parts.hostname):
+        return
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        retries = max(0, int(os.environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES", len(_SERVER_PAUSES))))
+    except ValueError:
+        return
+    pauses = _SERVER_PAUSES[:retries]
+    if say is None:
+        from extracteval.report.terminal import terminal_safe
+
+        def tell(line: str) -> None:
+            print(terminal_safe(line, colours=False), file=sys.stderr, flush=True)
+    else:
+        tell = say
+    for attempt in range(len(pauses) + 1):
+        try:
+            socket.create_connection((parts.hostname, port), timeout=connect_timeout).close()
+            return
+        except OSError as e:
+            why = "connection timed out" if isinstance(e, TimeoutError) else "connection refused" if isinstance(e, ConnectionRefusedError) \
+                else f"connection refused: {e.strerror or e}"
+        if attempt == len(pauses):
+            raise ConnectionError(f"{why} (tried {attempt + 1} times over {sum(pauses)} s)")
+        tell(f"extracteval: the tracking server {uri} does not answer ({why}); trying again in {pauses[attempt]} s "
+             f"(try {attempt + 2} of {len(pauses) + 1})")
+        time.sleep(pauses[attempt])
+
+
+def new_sqlite_store(uri: str) -> None:
+    """Create the schema of a new SQLite store (a file that does not exist, or is empty) aside,
+    then move it into place whole: an interrupt or a failure while MLflow creates its tables
+    leaves either no store or a complete one, never a half-built file every later run fails on.
+    Other stores, and an MLflow without its table-creation step, are left to MLflow."""
+    import os
+    from pathlib import Path
+
+    db = _sqlite_path(uri)
+    if not db:
+        return
+    target = Path(db).absolute()
+    try:
+        if target.exists() and (not target.is_file() or target.stat().st_size > 0):
+            return
+    except OSError:
+        return  # MLflow reports the store when it opens it
+    try:
+        import mlflow.store.db.utils as db_utils
+        import sqlalchemy
+    except ImportError:  # pragma: no cover - MLflow without SQLAlchemy stores
+        return
+    create_tables = getattr(db_utils, "_initialize_tables", None)
+    if create_tables is None:  # pragma: no cover - an MLflow that builds its schema otherwise
+        return
+    partial = target.with_name(f".{target.name}.extracteval-{os.getpid()}.partial")
+    try:
+        engine = sqlalchemy.create_engine(f"sqlite:///{partial}")
+        try:
+            create_tables(engine)
+        finally:
+            engine.dispose()
+        if target.exists():  # the empty file named as the store
+            os.replace(partial, target)
+        else:
+            try:
+                os.link(partial, target)  # never over a store another run has just made
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links
+                if not target.exists():
+                    os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def ui_hint(tracking_uri: str) -> str:
@@ -176,6 +277,11 @@ def _upload(
     current = "while opening the tracking store"
     try:
         # inside the try: opening a SQLite store reads the file (a damaged one fails here)
+        current = "while connecting to the tracking server"
+        wait_for_server(uri)
+        current = "while creating the tracking store"
+        new_sqlite_store(uri)
+        current = "while opening the tracking store"
         client = MlflowClient(tracking_uri=uri)
         current = "while looking up the experiment"
         step("experiment")
@@ -257,15 +363,10 @@ def _upload(
         state["uploaded_ms"] = int(time.time() * 1000)
         bundle.write_state(state)
     except KeyboardInterrupt:
-        _mark_failed(client, created, status="KILLED")
-        state["status"] = "INTERRUPTED"
-        state["error"] = f"interrupted {current}"
-        bundle.write_state(state)
-        raise UploadError(
-            f"Logging to {uri} was interrupted {current}. The complete results are kept in {bundle.path}; "
-            f"to log them, run: {_resume_command(bundle, uri)}"
-        ) from None
+        _interrupted(bundle, state, client, created, uri, current)
     except Exception as e:  # noqa: BLE001 - any store failure becomes one clear, resumable error
+        if _caused_by_interrupt(e):  # SQLAlchemy's clean-up after the interrupt failed in turn
+            _interrupted(bundle, state, client, created, uri, current)
         reason, advice = diagnose(e, uri)
         marked = _mark_failed(client, created)
         _forget_engine(uri)
@@ -279,6 +380,29 @@ def _upload(
         ) from e
     models = {p.model: state["runs"][p.key] for p in bundle.runs if p.model is not None}
     return UploadResult(tracking_uri=uri, experiment_id=str(exp_id), run_ids=dict(state["runs"]), models=models)
+
+
+def _interrupted(bundle: Bundle, state: dict[str, Any], client: Any, created: list[str], uri: str, current: str) -> NoReturn:
+    _mark_failed(client, created, status="KILLED")
+    state["status"] = "INTERRUPTED"
+    state["error"] = f"interrupted {current}"
+    bundle.write_state(state)
+    raise UploadInterrupted(
+        f"Logging to {uri} was interrupted {current}. The complete results are kept in {bundle.path}; "
+        f"to log them, run: {_resume_command(bundle, uri)}"
+    ) from None
+
+
+def _caused_by_interrupt(e: BaseException) -> bool:
+    """Whether a Ctrl-C or SIGTERM is what `e` arose from (an error raised while handling it)."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _experiment_id(client: Any, name: str, uri: str) -> str:
@@ -310,9 +434,9 @@ def _artifact_location(uri: str, experiment: str) -> str | None:
     db = Path(uri[len("sqlite:///"):])
     if str(db) in ("", ":memory:"):
         return None
-    from extracteval.io.config import safe_file_name
+    from extracteval.io.config import distinct_file_name
 
-    return (db.resolve().parent / "mlartifacts" / safe_file_name(experiment)).as_uri()
+    return (db.resolve().parent / "mlartifacts" / distinct_file_name(experiment)).as_uri()
 
 
 def _resume_command(bundle: Bundle, uri: str | None) -> str:

@@ -52,6 +52,13 @@ __all__ = [
 STATUSES = ("ok", "pending", "error", "skipped")
 KINDS = ("tp", "fp", "fn", "tn", "wrong")  # "wrong" = a wrong value, counted FP and FN
 _OK, _PENDING, _ERROR, _SKIPPED = 0, 1, 2, 3
+def _some(names: list[Any], limit: int = 20) -> str:
+    """A list of names for a warning: all of a short one, else the first `limit` and how many more."""
+    if len(names) <= limit:
+        return repr(names)
+    return f"{names[:limit]!r} and {len(names) - limit:,} more"
+
+
 VALUE_TYPES = ("auto", "text", "id")  # how a field's values are read (FieldsConfig.types)
 _STATUS_CODE = {"ok": _OK, "": _OK, "pending": _PENDING, "error": _ERROR, "skipped": _SKIPPED}
 
@@ -884,12 +891,13 @@ def fields_result(
                 f"model {m!r}: {ledger.missing[m]} ground-truth record(s) have no prediction and count as empty predictions: {shown}"
             )
         columns = ledger.columns[m]
-        unknown_cols = [c for c in columns if str(c) not in all_fields]
+        known, present = set(all_fields), set(columns)  # sets: a file of 100,000 columns is not 10^10 comparisons
+        unknown_cols = [c for c in columns if str(c) not in known]
         if unknown_cols and not plan.fields_given:
-            warnings.append(f"model {m!r}: columns not in the ground truth are ignored: {unknown_cols}")
-        absent_cols = [f for f in scored if f not in columns]
+            warnings.append(f"model {m!r}: columns not in the ground truth are ignored: {_some(unknown_cols)}")
+        absent_cols = [f for f in scored if f not in present]
         if absent_cols:
-            warnings.append(f"model {m!r}: fields missing from the predictions count as empty predictions: {absent_cols}")
+            warnings.append(f"model {m!r}: fields missing from the predictions count as empty predictions: {_some(absent_cols)}")
 
     # ledgers and ratios
     zd = cfg.zero_division
