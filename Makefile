@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# the package and every Python package the test suite uses (the `dev` extra: test, spark, browser, docs)
+# the package and every Python package the test suite uses (the `dev` extra: test, spark, browser, docs, lint)
 DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test bench docs clean

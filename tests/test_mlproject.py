@@ -243,7 +243,8 @@ def test_mlflow_run_records_what_each_entry_point_created_offline_against_a_temp
         shutil.copytree(REPO / "experiments" / example, project / "experiments" / example)
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     # no MLFLOW_* of this process (an earlier test may have left MLFLOW_EXPERIMENT_ID set) reaches mlflow run
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}, "MLFLOW_TRACKING_URI": uri, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}, "MLFLOW_TRACKING_URI": uri,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
            # offline: no proxy or index lookups may be needed
            "PIP_NO_INDEX": "1", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}

@@ -108,7 +108,7 @@ def test_make_test_installs_the_dev_extra_and_runs_the_whole_suite() -> None:
     assert re.search(r"pip install .*-e '\.\[dev\]'", done.stdout), done.stdout
     assert re.search(r"EXTRACTEVAL_WHOLE_SUITE=1 \S*python -m pytest", done.stdout), done.stdout
     extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    assert extras["dev"] == ["extracteval[test,spark,browser,docs]"]
+    assert extras["dev"] == ["extracteval[test,spark,browser,docs,lint]"]
 
 
 def _canonical(name: str) -> str:

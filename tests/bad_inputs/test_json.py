@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -74,20 +73,25 @@ CASES = [
     Case("duplicate ids predictions", rows("pred", duplicate_first), Bad("{pred}", "R1", "duplicate")),
     Case("id missing in predictions", rows("pred", drop_first), Ok(_check(missing_records=1))),
     Case("id missing in truth", rows("truth", drop_first), Bad("{pred}", "not in the ground truth", "R1")),
-    Case("NaN in truth", json_text_edit("truth", lambda t: t.replace("100.5", "NaN")), Ok(_check(hallucination=lambda h: h > 0)), behaviour="NaN in the truth is an absent value (null); a predicted value there counts as a hallucination"),
+    Case("NaN in truth", json_text_edit("truth", lambda t: t.replace("100.5", "NaN")), Ok(_check(hallucination=lambda h: h > 0)),
+         behaviour="NaN in the truth is an absent value (null); a predicted value there counts as a hallucination"),
     Case("NaN in prediction", _pred_value("amount", float("nan")), Ok(_accuracy_below_clean)),
     Case("Infinity in prediction", _pred_value("amount", float("inf")), Ok(_accuracy_below_clean)),
     Case("1 MB string", _pred_value("name", "x" * 1_000_000), Ok(_accuracy_below_clean), extra=("--similarity", "fuzzy")),
     Case("100k keys in a prediction", _pred_value("extra", wide()), Ok(_check(hallucination=lambda h: h > 0))),
     # 10k, not 100k, top-level keys: each is a reported field and the pretty-printed --json of
     # 100k fields alone takes ~20 s (linear; Python's indenting encoder)
-    Case("10k hallucinated top-level keys", rows("pred", lambda rs: [{**r, "prediction": {**r["prediction"], **wide(10_000)}} if i == 0 else r for i, r in enumerate(rs)]), Ok(_check(hallucination=lambda h: h > 0))),
+    Case("10k hallucinated top-level keys", rows("pred", lambda rs: [{**r, "prediction": {**r["prediction"], **wide(10_000)}} if i == 0 else r for i, r in enumerate(rs)]),
+         Ok(_check(hallucination=lambda h: h > 0))),
     Case("10,000-deep nesting in prediction", json_text_edit("pred", lambda t: t.replace('"London"', deep(), 1)), Ok(_accuracy_below_clean)),
     Case("10,000-deep nesting in truth", json_text_edit("truth", lambda t: t.replace('"London"', deep(), 1)), Ok()),
-    Case("duplicate keys in prediction", json_text_edit("pred", lambda t: t.replace('"name": "Ada Lovelace"', '"name": "Ada Lovelace", "name": "Bob"', 1)), Ok(_check(matched=10)), behaviour="last key wins (as in JSON.parse and json.loads)"),
-    Case("duplicate keys in truth", json_text_edit("truth", lambda t: t.replace('"name": "Ada Lovelace"', '"name": "Ada Lovelace", "name": "Bob"', 1)), Bad("{truth}", "line 1", "'name'", "more than once"),
+    Case("duplicate keys in prediction", json_text_edit("pred", lambda t: t.replace('"name": "Ada Lovelace"', '"name": "Ada Lovelace", "name": "Bob"', 1)), Ok(_check(matched=10)),
+         behaviour="last key wins (as in JSON.parse and json.loads)"),
+    Case("duplicate keys in truth", json_text_edit("truth", lambda t: t.replace('"name": "Ada Lovelace"', '"name": "Ada Lovelace", "name": "Bob"', 1)),
+         Bad("{truth}", "line 1", "'name'", "more than once"),
          behaviour="a record naming a key twice is refused (inside a predicted value, the last key wins)"),
-    Case("prediction is a refusal string", rows("pred", lambda rs: [{**r, "prediction": "I cannot help"} if i == 0 else r for i, r in enumerate(rs)]), Ok(_check(invalid_predictions=1))),
+    Case("prediction is a refusal string", rows("pred", lambda rs: [{**r, "prediction": "I cannot help"} if i == 0 else r for i, r in enumerate(rs)]),
+         Ok(_check(invalid_predictions=1))),
     Case("prediction is a list", rows("pred", lambda rs: [{**r, "prediction": ["x"]} if i == 0 else r for i, r in enumerate(rs)]), Ok(_check(invalid_predictions=1))),
     Case("fuzzy threshold above 1", None, Bad("fuzzy", "1.5"), extra=("--fuzzy-threshold", "1.5")),
     Case("semantic threshold below 0", None, Bad("semantic", "-1"), extra=("--semantic-threshold", "-1")),

@@ -102,14 +102,16 @@ def _no(doc: dict) -> None:
 
 STRUCTURED_CASES = [
     *_common(STRUCTURED),
-    Case("duplicate keys in output", _output('{"order_id": "WRONG", "order_id": "A-1", "currency": "EUR", "items": [{"sku": "X", "qty": 1}]}'), Ok(_counts(exact=4)), behaviour="last key wins"),
+    Case("duplicate keys in output", _output('{"order_id": "WRONG", "order_id": "A-1", "currency": "EUR", "items": [{"sku": "X", "qty": 1}]}'), Ok(_counts(exact=4)),
+         behaviour="last key wins"),
     # 10k keys: 100k work (~11 s) but every key is a reported field and the indented --json dominates
     Case("10k keys in output", _output(json.dumps({**REFS[0], **wide(10_000)})), Ok(_counts(fp=10_000))),
     Case("pass threshold above 1", None, Bad("threshold", "1.5"), extra=("--pass-threshold", "1.5")),
 ]
 TOOLCALL_CASES = [
     *_common(TOOLCALLS),
-    Case("duplicate keys in arguments", _output('[{"name": "get_weather", "arguments": {"city": "Paris", "city": "Berlin", "unit": "celsius"}}]'), Ok(_counts(correct_records=4)), behaviour="last key wins"),
+    Case("duplicate keys in arguments", _output('[{"name": "get_weather", "arguments": {"city": "Paris", "city": "Berlin", "unit": "celsius"}}]'), Ok(_counts(correct_records=4)),
+         behaviour="last key wins"),
     Case("100k arguments", _output(json.dumps([{"name": "get_weather", "arguments": {"city": "Berlin", "unit": "celsius", **wide()}}])), Ok(_counts(fp=100_000))),
     Case("unknown checker", None, Bad("checker", "bogus"), extra=("--checker", "bogus")),
 ]

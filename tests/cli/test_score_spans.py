@@ -27,7 +27,8 @@ def jsonl_files(tmp_path: Path) -> tuple[Path, Path, Path]:
         tmp_path / "truth.jsonl",
         [
             {"id": "r2", "text": EX2, "gold": [_span(EX2, "administrator", "Main_actor"), _span(EX2, "delete", "Action"), _span(EX2, "inactive accounts", "Entity")]},
-            {"id": "r3", "text": EX3, "gold": [_span(EX3, "If the session expires", "Condition"), _span(EX3, "system", "Main_actor"), _span(EX3, "notify", "Action"), _span(EX3, "user", "Entity")]},
+            {"id": "r3", "text": EX3,
+             "gold": [_span(EX3, "If the session expires", "Condition"), _span(EX3, "system", "Main_actor"), _span(EX3, "notify", "Action"), _span(EX3, "user", "Entity")]},
         ],
     )
     llm = _write_jsonl(

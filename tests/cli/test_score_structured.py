@@ -23,7 +23,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 def files(tmp_path: Path) -> dict[str, Path]:
     truth = write_jsonl(tmp_path / "truth.jsonl", [{"id": f"r{i}", "reference": {"name": f"n{i}", "items": [i, i + 1]}} for i in range(20)])
     llm = write_jsonl(tmp_path / "llm.jsonl", [{"id": f"r{i}", "output": json.dumps({"name": f"n{i}", "items": [i, i + 1]})} for i in range(20)])
-    slm = write_jsonl(tmp_path / "slm.jsonl", [{"id": f"r{i}", "output": ("```json\n" + json.dumps({"name": f"n{i}", "items": [i, i + 1]}) + "\n```") if i % 3 else '{"name": '} for i in range(20)])
+    slm = write_jsonl(tmp_path / "slm.jsonl",
+                      [{"id": f"r{i}", "output": ("```json\n" + json.dumps({"name": f"n{i}", "items": [i, i + 1]}) + "\n```") if i % 3 else '{"name": '} for i in range(20)])
     return {"truth": truth, "llm": llm, "slm": slm, "dir": tmp_path}
 
 

@@ -123,7 +123,8 @@ def test_text_without_a_call_is_unreadable(text: str) -> None:
 
 
 _names = st.sampled_from(["f", "get_weather", " g ", "", "  "])
-_args = st.dictionaries(st.sampled_from(["a", "b", "city", "x.y", ""]), st.one_of(st.none(), st.integers(), st.text(max_size=3), st.floats(), st.just([1, {"k": None}])), max_size=4)
+_args = st.dictionaries(st.sampled_from(["a", "b", "city", "x.y", ""]), st.one_of(st.none(), st.integers(), st.text(max_size=3), st.floats(), st.just([1, {"k": None}])),
+                        max_size=4)
 _call = st.one_of(
     st.fixed_dictionaries({"name": _names, "arguments": _args}),
     st.fixed_dictionaries({"name": _names, "arguments": st.one_of(st.none(), st.just("{}"), st.just([]))}),
@@ -180,7 +181,10 @@ def _render(calls, shape, args_as):
     if shape == "three_keys":
         return json.dumps([{"name": n, "arguments": a, "id": 1} for n, a in calls])
     if shape == "python":
-        return "[" + ", ".join(f"{n.strip() or 'f'}(" + ", ".join(f"{k}={v!r}" for k, v in (a if isinstance(a, dict) else {}).items() if k.isidentifier()) + ")" for n, a in calls) + "]"
+        def call(n: str, a: object) -> str:
+            return f"{n.strip() or 'f'}(" + ", ".join(f"{k}={v!r}" for k, v in (a if isinstance(a, dict) else {}).items() if k.isidentifier()) + ")"
+
+        return "[" + ", ".join(call(n, a) for n, a in calls) + "]"
     return json.dumps({"choices": [{"message": {"tool_calls": [{"function": {"name": n, "arguments": a}} for n, a in calls]}}]})
 
 

@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 import pytest

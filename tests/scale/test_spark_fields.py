@@ -10,7 +10,6 @@ from tests.system import require_spark
 
 require_spark()  # pyspark and a Java runtime, or the skip that names what to install
 
-from extracteval.tasks.fields.options import build_config  # noqa: E402
 from extracteval.tasks.fields.semantics import FieldsConfig, score_fields  # noqa: E402
 from extracteval.core.strategies import Strategy  # noqa: E402
 from extracteval.errors import InputError  # noqa: E402

@@ -26,7 +26,8 @@ import pandas as pd
 from extracteval.io.cells import json_list_value
 from extracteval.io.json_text import cap_depth
 
-__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "option", "renamed", "memory_frame", "memory_records", "reader_columns", "json_list_text", "arrow_text_column", "arrow_texts", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
+__all__ = ["InMemoryTable", "in_memory", "is_in_memory", "option", "renamed", "memory_frame", "memory_records", "reader_columns",
+           "json_list_text", "arrow_text_column", "arrow_texts", "text_starts", "json_list_cells", "json_records_frame", "parquet_frame"]
 
 
 @dataclass(frozen=True, eq=False)

@@ -19,7 +19,9 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty
-from extracteval.io.memory import is_in_memory, option, arrow_text_column, arrow_texts, json_list_cells, json_list_text, json_records_frame, memory_frame, parquet_frame, text_starts  # noqa: F401 - readers' API
+from extracteval.io.memory import (  # noqa: F401 - readers' API
+    arrow_text_column, arrow_texts, is_in_memory, json_list_cells, json_list_text, json_records_frame, memory_frame, option, parquet_frame, text_starts,
+)
 from extracteval.io.json_text import jsonl_text_values, loads, repeated_key_error, repeated_keys
 from extracteval.io.text_files import check_regular_file, read_text, text_encoding
 

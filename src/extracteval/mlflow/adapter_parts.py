@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from extracteval.mlflow.keys import KeyMap
 
-__all__ = ["FIGURE_ITEMS", "worst_items", "given_options", "task_config", "build_config", "rescore_options", "frame_ids", "WINNER_KINDS", "is_winner", "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
+__all__ = ["FIGURE_ITEMS", "worst_items", "given_options", "task_config", "build_config", "rescore_options", "frame_ids", "WINNER_KINDS", "is_winner",
+           "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
            "adjacent_ranks_section", "closing_sections"]
 
 WINNER_KINDS = ("sole", "shared", "universal", "none")

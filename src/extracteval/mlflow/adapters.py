@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from extracteval.mlflow.keys import KeyMap
     from extracteval.mlflow.predictions_file import LoggedPredictions
 
-__all__ = ["COMMON_CONFIG_KEYS", "shared_config_keys", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section", "get_adapter", "task_for_model_type", "available_tasks", "run_params", "strategies_param"]
+__all__ = ["COMMON_CONFIG_KEYS", "shared_config_keys", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section",
+           "get_adapter", "task_for_model_type", "available_tasks", "run_params", "strategies_param"]
 
 
 # the exact model_types of the MLflow contract; the first task listed for a model_type is its default

@@ -265,7 +265,8 @@ def _artifacts(run_id: str, bundle: Any) -> dict[str, Any]:
     )
     from mlflow.tracking.artifact_utils import get_artifact_uri
 
-    kinds = {".json": JsonEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".parquet": ParquetEvaluationArtifact, ".html": TextEvaluationArtifact, ".png": ImageEvaluationArtifact}
+    kinds = {".json": JsonEvaluationArtifact, ".csv": CsvEvaluationArtifact, ".parquet": ParquetEvaluationArtifact, ".html": TextEvaluationArtifact,
+             ".png": ImageEvaluationArtifact}
     out: dict[str, Any] = {}
     rdir = bundle.run_dir("single")
     for p in sorted((rdir / "artifacts").rglob("*")):

@@ -206,7 +206,9 @@ def render_html(doc: Mapping[str, Any], figures: Mapping[str, bytes] | None = No
             wins = f"Won {format_wins(e['field_wins'])} of {e['items_scored']}"
             cells.append(f"<td>{_e(wins)}</td>")
             cells.append(f"<td class=\"num\">{_e(_ci_text(e.get('ci')))}</td>")
-            cells.append("<td></td>" if c is None else f"<td>{_e(c['verdict'])} (Δ {100 * c['difference']['estimate']:+.1f}, CI [{100 * c['difference']['low']:+.1f}, {100 * c['difference']['high']:+.1f}])</td>")
+            d = None if c is None else c["difference"]
+            cells.append("<td></td>" if c is None else
+                         f"<td>{_e(c['verdict'])} (Δ {100 * d['estimate']:+.1f}, CI [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}])</td>")
             cells.append(f"<td><code>{_e(e['run_id'])}</code></td>")
             parts.append("<tr>" + "".join(cells) + "</tr>")
         parts.append("</table>")

@@ -53,7 +53,8 @@ def colour(text: str, name: str | None, enabled: bool) -> str:
     return f"\x1b[{_ANSI[name]}m{text}\x1b[0m"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, align: str | None = None, colours: Sequence[Sequence[str | None]] | None = None, use_colour: bool = False) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, align: str | None = None, colours: Sequence[Sequence[str | None]] | None = None,
+          use_colour: bool = False) -> str:
     """A left/right aligned text table. `align` has one letter per column: `l` or `r`."""
     align = align or "l" * len(headers)
     # names and values written out before the columns are measured (the stream would lengthen them after)

@@ -1,4 +1,5 @@
-"""The `entities` task as an `mlflow.genai` scorer: one row's feedback (`entity_f1/precision/recall`, `accuracy`, counts; afterwards `entities/…_entities`, `entities/micro_accuracy`)."""
+"""The `entities` task as an `mlflow.genai` scorer: one row's feedback (`entity_f1/precision/recall`, `accuracy`, counts;
+afterwards `entities/…_entities`, `entities/micro_accuracy`)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,8 @@ def render_fields(doc: dict[str, Any], *, use_colour: bool = False) -> str:
         if w is None:
             label, badge = "-", None
         elif w["kind"] in ("sole", "shared"):
-            label = ", ".join(w["winners"]) + f" ({w['kind']}, {format_wins(w['win_share'])} win{'s' if w['win_share'] != 1 else ''} each)" if w["kind"] == "shared" else w["winners"][0] + " (sole)"
+            each = f" ({w['kind']}, {format_wins(w['win_share'])} win{'s' if w['win_share'] != 1 else ''} each)"
+            label = ", ".join(w["winners"]) + each if w["kind"] == "shared" else w["winners"][0] + " (sole)"
             badge = w["badge"]
         elif w["kind"] == "universal":
             label, badge = "all tie (no wins)", w["badge"]

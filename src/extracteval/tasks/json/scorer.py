@@ -1,4 +1,5 @@
-"""The `json` task as an `mlflow.genai` scorer: one row's feedback (`rqs`, `completeness`, `hallucination`, `accuracy`, `safety`, bucket counts; afterwards `rqs/mean…max`, `json/…` means, `json/buckets/…` sums)."""
+"""The `json` task as an `mlflow.genai` scorer: one row's feedback (`rqs`, `completeness`, `hallucination`, `accuracy`, `safety`,
+bucket counts; afterwards `rqs/mean…max`, `json/…` means, `json/buckets/…` sums)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The `structured` task as an `mlflow.genai` scorer: one row's feedback (`field_f1/precision/recall`, `json_valid`, `exact_match`, … counts; afterwards `structured/…_rate`, field P/R/F1)."""
+"""The `structured` task as an `mlflow.genai` scorer: one row's feedback (`field_f1/precision/recall`, `json_valid`, `exact_match`,
+… counts; afterwards `structured/…_rate`, field P/R/F1)."""
 
 from __future__ import annotations
 

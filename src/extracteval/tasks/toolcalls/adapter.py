@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from extracteval.errors import InputError
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, worst_items, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, worst_items, is_winner, parent_head, rank_metrics, winner_kind_metrics,
+                                              winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.decision_track import (
     DecisionTrackAdapter,

@@ -196,7 +196,8 @@ _PY_CALL_HEAD = re.compile(rf"[ \t]*({_PY_NAME}(?:\.{_PY_NAME})*)[ \t]*\([ \t]*"
 # one keyword argument with a plain literal value, the blanks after it, and a comma with the
 # blanks after that when one follows
 _PY_KWARG = re.compile(
-    rf"({_PY_NAME})[ \t]*=[ \t]*(?:'([^'\\\n\r\x00]*)'|\"([^\"\\\n\r\x00]*)\"|(-?(?:0|[1-9][0-9]{{0,80}})(?:\.[0-9]{{1,80}})?(?:[eE][+-]?[0-9]{{1,3}})?)|(True|False|None))[ \t]*(,[ \t]*)?"
+    rf"({_PY_NAME})[ \t]*=[ \t]*(?:'([^'\\\n\r\x00]*)'|\"([^\"\\\n\r\x00]*)\""
+    rf"|(-?(?:0|[1-9][0-9]{{0,80}})(?:\.[0-9]{{1,80}})?(?:[eE][+-]?[0-9]{{1,3}})?)|(True|False|None))[ \t]*(,[ \t]*)?"
 )
 _PY_CONSTANTS = {"True": True, "False": False, "None": None}
 _PY_RESERVED = frozenset(keyword.kwlist) | {"__debug__"}  # names no call or argument may have

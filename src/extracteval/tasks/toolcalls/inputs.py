@@ -108,7 +108,8 @@ def _answer_list(p: Path, line: int, rid: str, gt: Any, question: BfclQuestion |
     elif isinstance(gt, list):
         items = gt
     else:
-        raise InputError(f"{p}: line {line} (id {rid}): \"ground_truth\" must be a list of {{function: {{param: [values]}}}} objects (v4) or an object (v1), but found {type(gt).__name__}.")
+        raise InputError(f"{p}: line {line} (id {rid}): \"ground_truth\" must be a list of {{function: {{param: [values]}}}} objects (v4) "
+                         f"or an object (v1), but found {type(gt).__name__}.")
     for k, item in enumerate(items):
         if not isinstance(item, dict) or len(item) != 1:
             raise InputError(f"{p}: line {line} (id {rid}): ground_truth[{k}] must be an object with exactly one function name, but found {json.dumps(item)[:80]}.")

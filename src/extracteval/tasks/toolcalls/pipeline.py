@@ -221,7 +221,8 @@ def render(doc: dict[str, Any]) -> str:
         rows = []
         for name in doc["ranking"]:
             m = models[name]
-            rows.append([f"#{m['rank']}", name] + [percent(m[k]) for k in ("valid_call_rate", "name_match_rate", "args_exact_rate", "args_precision", "args_recall", "args_f1", "call_accuracy")]
+            rates = ("valid_call_rate", "name_match_rate", "args_exact_rate", "args_precision", "args_recall", "args_f1", "call_accuracy")
+            rows.append([f"#{m['rank']}", name] + [percent(m[k]) for k in rates]
                         + [f"{m['extended'][k]['mean']:.3f} ({percent(m['extended'][k]['pass_rate'])})" if k in m["extended"] else "-" for k in ext_keys])
         out.append(table(headers, rows, align="ll" + "r" * (len(headers) - 2)))
         out.append("")

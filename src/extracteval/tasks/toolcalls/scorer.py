@@ -1,4 +1,5 @@
-"""The `toolcalls` task as an `mlflow.genai` scorer: one row's feedback (`call_correct`, `valid_call`, `args_f1/precision/recall`, counts; afterwards `toolcalls/call_accuracy`, rates, args P/R/F1)."""
+"""The `toolcalls` task as an `mlflow.genai` scorer: one row's feedback (`call_correct`, `valid_call`, `args_f1/precision/recall`,
+counts; afterwards `toolcalls/call_accuracy`, rates, args P/R/F1)."""
 
 from __future__ import annotations
 
