@@ -546,3 +546,48 @@ def test_fields_with_names_too_long_or_colliding_for_mlflow_are_logged(cli, sqli
     assert len(field_keys) == 3 and all(is_valid_key(f"field/{k}/f1") for k in field_keys)
     names = json.loads(Path(client.download_artifacts(run_id, "extracteval/metric_keys.json", str(tmp_path))).read_text())["names"]
     assert {n["name"] for n in names} >= {long_name, *odd} and {n["key"] for n in names} >= field_keys
+
+
+def test_plugin_runs_of_different_models_rank_as_those_models(cli, sqlite_uri, tmp_path, capsys):
+    """Without `model_name`, a plugin run's model is named after the run: two runs of two models
+    rank as two models (not one model "output" whose better run is superseded by the weaker one),
+    and a single-model call prints no universal-tie warning."""
+    import mlflow
+
+    df = _frame()
+    worse = df.assign(output=[json.dumps({**json.loads(t), "vendor": "?"}) if i % 2 else o
+                              for i, (t, o) in enumerate(zip(df["truth"], df["output"]))])
+    mlflow.set_tracking_uri(sqlite_uri)
+    try:
+        _use_experiment("plugin-names", tmp_path)
+        for name, data in (("strong-llm", df), ("weak-llm", worse)):
+            with mlflow.start_run(run_name=name):
+                mlflow.models.evaluate(data=data, targets="truth", predictions="output", model_type="extraction-fields",
+                                       evaluators="extracteval", evaluator_config={"id_column": "id", "bootstrap": 0})
+    finally:
+        mlflow.set_tracking_uri("")
+    assert "universal tie" not in capsys.readouterr().err
+    code, out, err = cli("leaderboard", "--experiment", "plugin-names", "--tracking-uri", sqlite_uri, "--json", "--no-log", "--no-ci")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [m["model"] for m in doc["ranking"]] == ["strong-llm", "weak-llm"] and doc.get("n_superseded", 0) == 0, doc["ranking"]
+
+
+def test_runs_of_one_model_name_but_different_run_names_are_said_to_be_ranked_as_one(cli, sqlite_uri, tmp_path):
+    """Runs logged under one model name (as plugin runs were before: "output") by runs named
+    differently: the leaderboard says which run it ranked and how to tell them apart."""
+    import mlflow
+
+    mlflow.set_tracking_uri(sqlite_uri)
+    try:
+        _use_experiment("one-name", tmp_path)
+        for run_name in ("first-model", "second-model"):
+            with mlflow.start_run(run_name=run_name):
+                mlflow.models.evaluate(data=_frame(), targets="truth", predictions="output", model_type="extraction-fields",
+                                       evaluators="extracteval", evaluator_config={"id_column": "id", "bootstrap": 0, "model_name": "output"})
+    finally:
+        mlflow.set_tracking_uri("")
+    code, out, err = cli("leaderboard", "--experiment", "one-name", "--tracking-uri", sqlite_uri, "--json", "--no-log", "--no-ci")
+    assert code == 0, err
+    said = [w for w in json.loads(out)["warnings"] if "both score a model named 'output'" in w]
+    assert said and "'first-model'" in said[0] and "'second-model'" in said[0] and "model_name" in said[0], json.loads(out)["warnings"]

@@ -298,6 +298,15 @@ def build_leaderboard(
         out_groups.append(replace(group, superseded=tuple(superseded)))
     if ranked == 1:
         warnings.append("only one run ranked: every item is a universal tie, so no wins are awarded.")
+    by_id = {r.run_id: r for r in runs}
+    for _, superseded in selected.values():
+        for s in superseded:
+            newer = by_id[s.superseded_by]
+            if s.run_name and newer.run_name and s.run_name != newer.run_name and s.model not in (s.run_name, newer.run_name):
+                # two runs named differently that log one model name: perhaps two models logged under a default name
+                warnings.append(f"runs {s.run_name!r} and {newer.run_name!r} both score a model named {s.model!r}: the later one is ranked and "
+                                f"the earlier one shown as superseded. If they are different models, give each its name "
+                                f"(evaluator_config model_name, or --predictions NAME=FILE), or rank every run with --all-runs.")
     return Leaderboard(task=task, spec=spec, groups=tuple(out_groups), warnings=tuple(warnings), all_runs=all_runs)
 
 

@@ -257,7 +257,7 @@ def task_for_model_type(model_type: str, requested: str | None = None) -> str:
 COMMON_CONFIG_KEYS: Mapping[str, str] = {
     "task": "task among those sharing the model_type (`labels` for extraction-entities)",
     "id_column": "feature column holding record ids (default: `id` when present, else the row number)",
-    "model_name": "name of the model in results and reports (default: the predictions column, or `model`)",
+    "model_name": "name of the model in results and reports (default: the MLflow run's name, else the model URI or the predictions column, else `model`)",
     "batch_size": "rows per model call when predicting (default 64)",
     "generation": "decoding settings of the model (temperature, top_p, …), logged as params",
     "output": "folder for the local copy of the results (default: a temporary folder, removed after upload)",

@@ -168,13 +168,13 @@ class ExtractevalEvaluator(ModelEvaluator):
             if not dataset.has_predictions:
                 raise InputError("give either a model or predictions=COLUMN (the column holding each record's model output).")
             cells = list(dataset.predictions_data)
-            default_name = dataset.predictions_name or "predictions"
+            default_name = _run_name(run_id) or dataset.predictions_name or "predictions"
         else:
             batch_size = int(config.get("batch_size", 64))
             if batch_size < 1:
                 raise InputError(f"evaluator_config `batch_size`: expected a positive integer, but got {batch_size}.")
             cells = predict_in_batches(model, features, batch_size=batch_size, column=predictions)
-            default_name = "model"
+            default_name = _run_name(run_id) or _model_uri(model) or "model"
         name = str(config.get("model_name") or default_name)
         task_config = {k: v for k, v in config.items() if k in adapter.config_keys and k != "status_column"}
         extra: dict[str, Any] = {}
@@ -187,7 +187,8 @@ class ExtractevalEvaluator(ModelEvaluator):
             scored = adapter.score_frame(ids=ids, targets=list(dataset.labels_data), predictions={name: cells}, config=task_config,
                                          truth_source=_truth_source(dataset), **extra)
         for w in scored.doc.get("warnings", []):  # what `extracteval score` prints, said here too (and in the report)
-            print(f"extracteval: warning: {w}", file=sys.stderr)
+            if not w.startswith("only one model:"):  # one model per plugin call: that tie is no news here
+                print(f"extracteval: warning: {w}", file=sys.stderr)
         if model is not None:
             gen = _generation_settings(model, config)
             if gen:
@@ -202,6 +203,25 @@ class ExtractevalEvaluator(ModelEvaluator):
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
         return EvaluationResult(metrics=metrics, artifacts=artifacts, run_id=run_id)
+
+
+def _run_name(run_id: str | None) -> str | None:
+    """The name of the MLflow run being evaluated (what the user called it), None when it has none."""
+    if not run_id:
+        return None
+    try:
+        from mlflow.tracking import MlflowClient
+
+        return MlflowClient().get_run(run_id).info.run_name or None
+    except Exception:  # noqa: BLE001 - a store that cannot say: the next default
+        return None
+
+
+def _model_uri(model: Any) -> str | None:
+    """Where a logged model was loaded from (`runs:/…/model`, `models:/name/1`), when it says."""
+    meta = getattr(model, "metadata", None)
+    uri = getattr(meta, "model_uri", None) or getattr(model, "model_uri", None)
+    return str(uri) if uri else None
 
 
 def _running_named_evaluators() -> bool:
