@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.digest import truth_digest
-from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, _column_codes, score_fields
+from extracteval.tasks.fields.semantics import FieldsConfig, ModelPredictions, score_fields
+from extracteval.tasks.fields.counting import _column_codes
 from extracteval.mlflow.early import EarlyWork
 
 
@@ -99,7 +100,7 @@ def test_an_error_after_the_background_work_started_stops_it_and_removes_its_fol
 
 
 def test_on_records_gets_the_final_counts_before_the_bootstrap(monkeypatch):
-    from extracteval.tasks.fields import semantics as core_fields
+    from extracteval.tasks.fields import ledger as core_fields  # where the count patterns are taken
 
     rng = np.random.default_rng(3)
     ids = [f"r{i}" for i in range(40)]
