@@ -490,7 +490,8 @@ def test_records_with_no_entities_on_both_sides_are_true_negatives():
 def test_fast_paths_give_the_same_result_as_the_general_ones(monkeypatch):
     # the dense pair table and the mixed-radix sort key are shortcuts for few distinct values;
     # np.unique and lexsort are the general paths, taken when the tables or keys would be too big
-    import extracteval.tasks.entities.semantics as ent
+    import extracteval.tasks.entities.counting as counting
+    import extracteval.tasks.entities.matching as matching
 
     rng = random.Random(7)
     words = ["bolt", "nut", "washer", "bolt m8", "nut m8", "hex bolt", None]
@@ -501,13 +502,13 @@ def test_fast_paths_give_the_same_result_as_the_general_ones(monkeypatch):
             for k, v in truth.items()}
     cfg = EntitiesConfig(strategies={"item": "FUZZY", "note": "SEMANTIC"})
     fast = score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg).to_dict()
-    monkeypatch.setattr(ent, "_DENSE_PAIRS", 0)
-    monkeypatch.setattr(ent, "_RADIX_LIMIT", 0)
+    monkeypatch.setattr(matching, "_DENSE_PAIRS", 0)
+    monkeypatch.setattr(counting, "_RADIX_LIMIT", 0)
     assert score_entities(truth, [ModelEntities(name="m", records=pred)], config=cfg).to_dict() == fast
 
 
 def test_field_columns_read_absent_fields_as_missing_on_both_paths():
-    from extracteval.tasks.entities.semantics import _columns
+    from extracteval.tasks.entities.counting import _columns
 
     view = [{"a": 1, "b": "x"}, {}, {"b": None, "c": [1, 2]}, {"a": float("nan")}]
     fast, slow = _columns(view, ["a", "b", "c"]), _columns(view, ["a", "b", "c"], fast=False)

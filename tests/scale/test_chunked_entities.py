@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
 from extracteval.tasks.entities.chunked import EntitiesTask
-from extracteval.tasks.entities.semantics import EntitiesConfig, ModelEntities, _exact_sum, gold_fields_of, plan_entities, score_entities
+from extracteval.tasks.entities.semantics import EntitiesConfig, ModelEntities, gold_fields_of, plan_entities, score_entities
+from extracteval.tasks.entities.ledger import _exact_sum
 from extracteval.core.similarity import LexicalSimilarity
 from extracteval.errors import InputError
 from extracteval.tasks.entities.chunks import EntitiesChunk
