@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.counts import Counts
-from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet, SpansConfig, curve_thresholds, overlapping_pairs, score_spans, span_counts
+from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet, SpansConfig, curve_thresholds, score_spans, span_counts
+from extracteval.tasks.spans.matching import overlapping_pairs
 from tests.core.spans_helpers import char_corpus, find, spanset
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extracteval.chunked import run_chunks
-from extracteval.tasks.spans.semantics import SpansTask
+from extracteval.tasks.spans.ledger import SpansTask
 from extracteval.tasks.spans.semantics import SpansConfig, score_spans
 from extracteval.tasks.spans.chunks import SpanDoc, chunk_corpus
 

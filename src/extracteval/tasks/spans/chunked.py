@@ -14,7 +14,7 @@ def spans_chunk_job(args: Any, *, chunk_size: int) -> Any:
     options): JSONL documents sorted by id, N at a time, or token files N sentences at a time
     (`tasks.spans.chunks.iter_token_chunks`); `inputs` as the in-memory evaluation names them."""
     from extracteval.chunked import ChunkJob
-    from extracteval.tasks.spans.semantics import SpansTask
+    from extracteval.tasks.spans.ledger import SpansTask
     from extracteval.tasks.spans.chunks import iter_token_chunks, open_spans_stream
     from extracteval.tasks.spans.options import check_token_inputs, named_files, build_config, spans_inputs
 

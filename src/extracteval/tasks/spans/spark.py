@@ -48,7 +48,7 @@ def _spans_job(spark: Any, truth: str, predictions: Sequence[tuple[str, Path]], 
     require_pyspark()  # the install hint, not an ImportError, without pyspark
     from pyspark.sql import functions as F
 
-    from extracteval.tasks.spans.semantics import SpansTask
+    from extracteval.tasks.spans.ledger import SpansTask
     from extracteval.tasks.spans.chunks import _doc, chunk_corpus
     from extracteval.tasks.spans.inputs import is_jsonl
     from extracteval.spark.engine import SparkJob
