@@ -99,6 +99,9 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
 
     token = None
     previous_term = _terminate_as_interrupt()
+    previous_hook = sys.unraisablehook
+    if previous_term is not None:
+        sys.unraisablehook = _interrupt_again(previous_hook)
     try:
         output = getattr(args, "output", None)
         if output:  # refused before any work, a link named with the folder it points to
@@ -135,10 +138,25 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
             OVERWRITE.reset(token)
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
+            sys.unraisablehook = previous_hook
 
 
 def _interrupted(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def _interrupt_again(hook: Callable[[Any], None]) -> Callable[[Any], None]:
+    """An interrupt that lands in a clean-up Python cannot raise from (a weak reference's
+    callback, a `__del__`) would be printed there as an ignored exception, with a traceback, and
+    lost: it is delivered again instead, to land in the command's own code a moment later."""
+
+    def handle(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            signal.raise_signal(signal.SIGTERM)  # our handler: KeyboardInterrupt, outside that clean-up
+            return
+        hook(unraisable)
+
+    return handle
 
 
 def _terminate_as_interrupt() -> Any:

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.tasks.structured.semantics import reference_walk, flat_keys, score_structured, score_structured_record
+from extracteval.tasks.structured.semantics import flat_keys, score_structured, score_structured_record
+from extracteval.tasks.structured.counting import reference_walk
 
 # (reference, raw output) pairs where `==` and the canonical keys may disagree
 HAZARDS = [

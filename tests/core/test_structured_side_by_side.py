@@ -14,18 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.tasks.structured.semantics import (
-    StructuredConfig,
-    StructuredCounts,
-    StructuredRecords,
-    compare_flat,
-    record_columns,
-    flat_keys,
-    generic_path,
-    reference_walk,
-    score_structured,
-    score_structured_record,
-)
+from extracteval.tasks.structured.semantics import (StructuredConfig, StructuredCounts, StructuredRecords, record_columns, flat_keys, generic_path,
+                                                    score_structured, score_structured_record)
+from extracteval.tasks.structured.counting import compare_flat, reference_walk
 
 _leaf = st.one_of(
     st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, 1.0, -0.0, 0.5, 1e16, 10**16, 2**63, 2**70, float("nan"), float("inf")]),

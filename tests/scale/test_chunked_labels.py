@@ -109,14 +109,15 @@ def test_chunked_document_is_byte_identical(data, size, drop):
 
 
 def test_display_labels_are_resolved_over_the_whole_data_set():
-    # `True` and "true" (category) both read "true": each chunk alone would label its one value
-    # "true", the whole data set must keep the type prefixes apart
-    truth = pd.DataFrame({"a": [True, "true"]}, index=["r1", "r2"], dtype=object)
+    # an object and a text that reads as the object's canonical form (category) both read
+    # '{"a": "t:1"}': each chunk alone would label its one value so, the whole data set must keep
+    # the type prefixes apart
+    truth = pd.DataFrame({"a": [{"a": 1}, '{"a": "t:1"}']}, index=["r1", "r2"], dtype=object)
     preds = {"m": (truth.copy(), None)}
     cfg = LabelsConfig(types={"a": "category"})
     task = LabelsTask(config=cfg, features=("a",), truth_source="t.csv", sources={"m": "m.csv"})
     (got, _), _ = run_chunks(task, split(truth, preds, 1))
-    assert list(got.models["m"].strict.features["a"].labels) == ["b:true", "t:true"]
+    assert list(got.models["m"].strict.features["a"].labels) == ['j:{"a": "t:1"}', 't:{"a": "t:1"}']
     assert json.dumps(got.to_dict()) == json.dumps(in_memory(truth, preds, cfg)[0].to_dict())
 
 

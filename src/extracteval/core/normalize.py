@@ -111,14 +111,13 @@ class NormalizationConfig:
 
     @property
     def listed_null_tokens(self) -> frozenset[str]:
-        """The null tokens the user listed (none when they are the defaults): the only ones a
+        """The null tokens the user listed (none while they are the defaults): the only ones a
         category's values are checked against, where `None` or `-` may well be a class."""
-        return frozenset() if self.null_tokens is DEFAULT_NULL_TOKENS else self.null_tokens
+        return frozenset() if self.null_tokens == DEFAULT_NULL_TOKENS else self.null_tokens
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "null_tokens": sorted(self.null_tokens),
-            "null_tokens_listed": self.null_tokens is not DEFAULT_NULL_TOKENS,
             "dayfirst": self.dayfirst,
             "strip_currency": self.strip_currency,
             "detect_types": self.detect_types,

@@ -141,8 +141,7 @@ def rescore_options(adapter: Any, doc: Mapping[str, Any]) -> dict[str, Any]:
     keys = adapter.config_keys
     opts = {k: cfg[k] for k in keys if k not in ("similarity", "similarity_options") and cfg.get(k) is not None}
     norm = cfg.get("normalization") or {}
-    opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in keys and norm.get(k) is not None
-                 and (k != "null_tokens" or norm.get("null_tokens_listed", True))})  # the defaults stay the defaults
+    opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in keys and norm.get(k) is not None})
     similarity = cfg.get("similarity")
     if "similarity" in keys and isinstance(similarity, Mapping):
         opts.update(logged_similarity(similarity.get("semantic")))

@@ -155,7 +155,8 @@ class StructuredAdapter(DecisionTrackAdapter):
     ) -> Scored:
         """Per record: the reference JSON (object, array or JSON text; must parse) and each
         model's raw output (string or object; malformed output is counted invalid, never raised)."""
-        from extracteval.tasks.structured.semantics import reference_value, score_structured
+        from extracteval.tasks.structured.semantics import score_structured
+        from extracteval.tasks.structured.alignment import reference_value
 
         cfg = self.build_config(config)
         ids = frame_ids(ids, targets, predictions, truth_source)

@@ -1,6 +1,6 @@
 """The `structured` task on the chunk driver.
 
-Each chunk is counted by the task's one count (`tasks.structured.semantics.count_structured`) into a ledger:
+Each chunk is counted by the task's one count (`tasks.structured.result.count_structured`) into a ledger:
 per model the `StructuredCounts` (the core's own mergeable counts) and the per-field (tp, fp, fn)
 counts, plus the ids the document lists (missing, extra, and the five first invalid examples in
 natural id order). Ledgers add up; ratios, field winners and the ranking are computed once from
@@ -31,7 +31,8 @@ class StructuredTask:
     keep_records: bool = False
 
     def score_chunk(self, chunk: Any) -> ChunkScore:
-        from extracteval.tasks.structured.semantics import StructuredCounts, count_structured, record_columns
+        from extracteval.tasks.structured.semantics import StructuredCounts, record_columns
+        from extracteval.tasks.structured.result import count_structured
 
         count = count_structured(chunk.truth, chunk.predictions, config=self.config)
         records = None
@@ -51,14 +52,14 @@ class StructuredTask:
 
     def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
         """The result of the merged counts, by the same `structured_result` as the in-memory score."""
-        from extracteval.tasks.structured.semantics import structured_result
+        from extracteval.tasks.structured.result import structured_result
 
         return structured_result(ledger, self.config)
 
 
 def _truth_value(p: Path, line: int, rid: str, rec: dict[str, Any], key: str) -> Any:
     """As `score structured` reads a reference: a string holding JSON is parsed."""
-    from extracteval.tasks.structured.semantics import reference_value
+    from extracteval.tasks.structured.alignment import reference_value
 
     return reference_value(rec[key], f"{p}: id {rid}")
 

@@ -18,7 +18,7 @@ from extracteval.io.record_keys import STRUCTURED_TRUTH_KEYS as TRUTH_KEYS
 
 
 def load_truth(path: Any, *, id_key: str = "id") -> dict[str, Any]:
-    from extracteval.tasks.structured.semantics import reference_value
+    from extracteval.tasks.structured.alignment import reference_value
     from extracteval.io.keyed_chunks import load_records
 
     return {rid: reference_value(v, f"{path}: id {rid}") for rid, v in load_records(path, TRUTH_KEYS, "reference", id_key=id_key).items()}
