@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.tasks.structured.semantics import flat_keys, leaf_key
-from extracteval.tasks.toolcalls import semantics as tc
-from extracteval.tasks.toolcalls.semantics import _present_keys, parse_calls, reference_calls, score_toolcall_record, score_toolcalls
+from extracteval.tasks.toolcalls import parsing as tc  # the reading of outputs, internals included
+from extracteval.tasks.toolcalls.semantics import ToolCallConfig, parse_calls, reference_calls, score_toolcall_record, score_toolcalls
+from extracteval.tasks.toolcalls.references import _present_keys
 from extracteval.errors import InputError
 
 OUTPUTS = [
@@ -215,7 +216,7 @@ def _case(draw):
 def test_the_direct_reading_scores_as_the_general_path(cases, value_match) -> None:
     truth = {str(k): ref for k, (ref, _) in enumerate(cases)}
     preds = {str(k): out for k, (_, out) in enumerate(cases)}
-    config = tc.ToolCallConfig(value_match=value_match)
+    config = ToolCallConfig(value_match=value_match)
     key_fn = config.key_fn()
     res = score_toolcalls(truth, {"m": preds}, config=config)
     for rec in res.records["m"]:

@@ -50,7 +50,8 @@ class ToolCallsTask:
     keep_records: bool = False
 
     def score_chunk(self, chunk: Any) -> ChunkScore:
-        from extracteval.tasks.toolcalls.semantics import ToolCallCounts, count_toolcalls
+        from extracteval.tasks.toolcalls.semantics import ToolCallCounts
+        from extracteval.tasks.toolcalls.result import count_toolcalls
 
         count = count_toolcalls(chunk.truth, chunk.predictions, possible_answer=self.possible_answer, config=self.config)
         records = None
@@ -67,7 +68,7 @@ class ToolCallsTask:
         return ChunkScore(ledger=count.ledger, records=records)
 
     def finalise(self, ledger: Any, *, record_rows: Callable[[], np.ndarray] | None) -> Any:
-        from extracteval.tasks.toolcalls.semantics import toolcalls_result
+        from extracteval.tasks.toolcalls.result import toolcalls_result
 
         return toolcalls_result(ledger, self.config)
 
@@ -107,7 +108,7 @@ class ToolCallsEvaluateTask(ToolCallsTask):
     def score_chunk(self, chunk: Any) -> ChunkScore:
         from extracteval.io.id_order import natural_key
         from extracteval.tasks.toolcalls.functions import named_function_counts
-        from extracteval.tasks.toolcalls.semantics import _read_references, count_toolcalls
+        from extracteval.tasks.toolcalls.result import _read_references, count_toolcalls
 
         count = count_toolcalls(chunk.truth, chunk.predictions, possible_answer=self.possible_answer, config=self.config)
         key_fn = self.config.key_fn()

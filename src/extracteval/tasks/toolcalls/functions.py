@@ -18,15 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from extracteval.core.decision_track import leaf_key
-from extracteval.tasks.toolcalls.semantics import (
-    add_function_counts,
-    RefCall,
-    ToolCallRecord,
-    _compare,
-    _pred_keys,
-    _present_keys,
-    parse_calls,
-)
+from extracteval.tasks.toolcalls.semantics import RefCall, ToolCallRecord, parse_calls
+from extracteval.tasks.toolcalls.ledger import add_function_counts
+from extracteval.tasks.toolcalls.counting import _compare, _pred_keys
+from extracteval.tasks.toolcalls.references import _present_keys
 from extracteval.tasks.toolcalls.contract import OTHER_FUNCTIONS  # declared beside the ranking that excludes it
 
 __all__ = ["FUNCTION_COUNT_KEYS", "OTHER_FUNCTIONS", "function_counts", "named_function_counts", "pool_functions", "add_function_counts"]
