@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import extracteval.tasks.structured.semantics as structured
+import extracteval.tasks.structured.model_counts as structured  # where a model's outputs are parsed
 from extracteval.core.normalize import int_text
 from extracteval.tasks.json.semantics import JsonPredictions, score_json
 from extracteval.tasks.structured.semantics import flat_keys, leaf_key, score_structured

@@ -15,8 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.normalize import Normalizer
-from extracteval.tasks.json import semantics
-from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, _gather, _gather_columns, _KeyTable, _leaves, _PathTable, score_json
+from extracteval.tasks.json import leaves  # the walk of objects, its tuning constants included
+from extracteval.tasks.json.semantics import JsonConfig, JsonPredictions, score_json
+from extracteval.tasks.json.leaves import _gather, _gather_columns, _leaves
+from extracteval.tasks.json.paths import _KeyTable, _PathTable
 
 # keys as JSON gives them, plus the integer 1 (whose path name "1" collides with the key "1"); not
 # True next to 1: equal as dict keys, both walks name such a key by whichever they meet first
@@ -71,12 +73,12 @@ def test_the_column_walk_gives_the_leaves_of_the_object_walk(objs: list[Mapping]
     # as score_json calls it: by batches (the per-object walk where columns would be tiny)
     assert _named(t2, k2, *_leaves([objs], flatten, t2, k2)[0]) == expected
     # the column walk itself, however small its columns
-    slack, semantics._SLACK = semantics._SLACK, 10**9
+    slack, leaves._SLACK = leaves._SLACK, 10**9
     try:
         t3, k3 = _PathTable(), _KeyTable(Normalizer())
         found = _gather_columns(objs, flatten, t3, k3)
     finally:
-        semantics._SLACK = slack
+        leaves._SLACK = slack
     if found is None:  # two keys of one object share a path name: `_leaves` walks object by object
         assert any(len(set(map(str, o))) < len(o) for o in _mappings(objs))
         return
@@ -90,7 +92,7 @@ def test_successive_batches_through_the_same_tables(batches: list[list[Mapping]]
     # known whole (looked up at once), then partly new again, in any order
     t1, k1 = _PathTable(), _KeyTable(Normalizer())
     t2, k2 = _PathTable(), _KeyTable(Normalizer())
-    slack, semantics._SLACK = semantics._SLACK, 10**9
+    slack, leaves._SLACK = leaves._SLACK, 10**9
     try:
         for objs in batches:
             expected = _named(t1, k1, *_by_object(objs, flatten, t1, k1))
@@ -99,7 +101,7 @@ def test_successive_batches_through_the_same_tables(batches: list[list[Mapping]]
                 found = _by_object(objs, flatten, t2, k2)
             assert _named(t2, k2, *found) == expected
     finally:
-        semantics._SLACK = slack
+        leaves._SLACK = slack
 
 
 def test_a_known_column_then_new_values_then_known_again() -> None:
@@ -118,13 +120,13 @@ def test_a_known_column_then_new_values_then_known_again() -> None:
 
 
 def test_batches_and_colliding_names(monkeypatch) -> None:
-    monkeypatch.setattr(semantics, "_BATCH", 2)
+    monkeypatch.setattr(leaves, "_BATCH", 2)
     truth = {f"r{i}": {"a": i % 3 == 0, "b": [1, 1.0, True, None, float("nan")], "c": {"x": i}} for i in range(7)}
     truth["r5"] = {1: "one", "1": "uno", "a": True}  # both keys are the path "1"
     pred = {k: {**v, "a": 1} for k, v in truth.items()}
     cfg = JsonConfig(flatten=True)
     res = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg)
-    monkeypatch.setattr(semantics, "_BATCH", 1_000)
+    monkeypatch.setattr(leaves, "_BATCH", 1_000)
     ref = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg)
     a, b = res.models["m"].records_frame(), ref.models["m"].records_frame()
     assert a.equals(b)
@@ -178,12 +180,12 @@ def test_predictions_equal_to_their_truth_score_as_if_walked(objs, kinds, flatte
 def _assert_scored_as_if_walked(truth, pred, flatten) -> None:
     cfg = JsonConfig(flatten=flatten)
     fast = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
-    saved = semantics._dumps
-    semantics._dumps = None  # every prediction walked
+    saved = leaves._dumps
+    leaves._dumps = None  # every prediction walked
     try:
         walked = score_json(truth, [JsonPredictions(name="m", records=pred)], config=cfg).models["m"]
     finally:
-        semantics._dumps = saved
+        leaves._dumps = saved
     assert fast.records_frame().equals(walked.records_frame())
     assert fast.cells_frame().equals(walked.cells_frame())
 
@@ -235,17 +237,17 @@ def test_objects_and_lists_equal_to_the_truths_are_taken_from_them() -> None:
     truth = [{"a": {"x": 1, "y": [True, "s"]}, "b": [1.5, {"z": None}], "c": "same", "d": {"k": 1}}] * 40
     pred = [{"a": {"x": 1, "y": [True, "s"]}, "b": [1.5, {"z": None}], "c": "other", "d": {"k": True}}] * 40
     table, keys = _PathTable(), _KeyTable(Normalizer())
-    semantics._walk(truth, True, table, keys)
+    leaves._walk(truth, True, table, keys)
     kept: list = []
-    rec, path, kc = semantics._walk(pred, True, table, keys, truth, kept)
+    rec, path, kc = leaves._walk(pred, True, table, keys, truth, kept)
     assert sorted(table.names[cc] for _, cc in kept) == ["a", "b"]
     assert all(len(at) == 40 for at, _ in kept)
     assert sorted({table.names[p] for p in path}) == ["c", "d.k"]  # only these are walked
     t2, k2 = _PathTable(), _KeyTable(Normalizer())
     t2.odd_keys = True  # a key that is not a string was met: nothing is taken
-    semantics._walk(truth, True, t2, k2)
+    leaves._walk(truth, True, t2, k2)
     kept.clear()
-    semantics._walk(pred, True, t2, k2, truth, kept)
+    leaves._walk(pred, True, t2, k2, truth, kept)
     assert kept == []
     # and the whole: the same leaves as walking the predictions object by object
     t3, k3 = _PathTable(), _KeyTable(Normalizer())

@@ -450,7 +450,7 @@ def test_pending_and_error_records_are_excluded_from_aggregates() -> None:
 
 
 def test_chunked_scoring_equals_one_chunk(monkeypatch) -> None:
-    import extracteval.tasks.json.semantics as jc
+    import extracteval.tasks.json.counting as jc  # where records are cut into chunks
 
     rng = random.Random(9)
     truth, preds_a, preds_b = {}, {}, {}

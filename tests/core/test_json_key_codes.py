@@ -8,7 +8,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.tasks.json.semantics import _KeyTable
+from extracteval.tasks.json.paths import _KeyTable
 from extracteval.core.normalize import NormalizationConfig, Normalizer
 
 SCALARS = st.one_of(

@@ -83,7 +83,7 @@ def test_chunked_document_is_byte_identical(data, size, ci, records):
 
 def test_auto_listing_stops_being_kept_past_the_limit(monkeypatch):
     """`auto` keeps the per-record listing only while it may be shown (bounded memory)."""
-    import extracteval.tasks.json.semantics as jc
+    import extracteval.tasks.json.config as jc  # where the limit is kept
 
     monkeypatch.setattr(jc, "_RECORD_LIMIT", 6)
     truth = {f"r{i}": {"a": i} for i in range(4)}

@@ -54,7 +54,8 @@ class JsonTask:
     keep_records: bool = False
 
     def score_chunk(self, chunk: Any) -> ChunkScore:
-        from extracteval.tasks.json.semantics import _RECORD_LIMIT, count_json
+        from extracteval.tasks.json.counting import count_json
+        from extracteval.tasks.json.config import _RECORD_LIMIT
 
         count = count_json(chunk.truth, chunk.predictions, config=self.config, similarity=self.similarity, fuzzy_similarity=self.fuzzy,
                            truth_source=chunk.truth_source)
@@ -88,7 +89,7 @@ class ChunkedJsonResult:
         return int(self.result.n_records)
 
     def to_dict(self, *, include_records: bool | None = None) -> dict[str, Any]:
-        from extracteval.tasks.json.semantics import _RECORD_LIMIT
+        from extracteval.tasks.json.config import _RECORD_LIMIT
 
         r = self.result
         if include_records is None:
@@ -110,7 +111,7 @@ class ChunkedJsonResult:
 def finalise_json(ledger: Any, cfg: Any, record_rows: Callable[[], np.ndarray] | None) -> ChunkedJsonResult:
     """The merged ledger's result (`json_result`, as the in-memory score ends), with the
     per-record listing the ledger kept."""
-    from extracteval.tasks.json.semantics import json_result
+    from extracteval.tasks.json.result import json_result
 
     rows = row_matrix(record_rows()) if record_rows is not None else np.zeros((0, 6 * len(ledger.models)))
     return ChunkedJsonResult(result=json_result(ledger, cfg, rows), records=ledger.records)

@@ -1,0 +1,489 @@
+"""The `json` task's count: chunks of records scored together — every leaf bucketed (extra, truth null, both
+present …), compared by its strategy (EXACT on key codes, FUZZY and SEMANTIC on distinct text pairs), and RQS per
+record — into a `JsonCount`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from extracteval.core.normalize import Normalizer
+from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
+from extracteval.errors import InputError
+
+from extracteval.tasks.json.config import (BUCKETS, FieldAccuracy, JsonConfig, JsonPredictions, _BOTH, _Cells, _EXTRA, _GT_NULL_HAS, _MISSING, _NULL_BOTH,
+                                           _STRATEGIES, _STRATEGY_CODE, _S_EXACT, _S_FUZZY, _S_IGNORE, _S_SEMANTIC)
+from extracteval.tasks.json.paths import _KeyTable, _PathTable, _configured_strategy, _pattern, auto_strategy
+from extracteval.tasks.json.leaves import _leaves
+from extracteval.tasks.json.result import JsonCount, _ModelCount, _best_attainable
+
+
+_NO_RECORD = object()
+
+
+_CHUNK = 10_000  # records scored together: bounds the memory of the vectorised steps
+
+
+def _similarity_scores(
+    backend: SimilarityBackend, pair_ids: np.ndarray, key_list: Sequence[str], n_keys: int, what: str
+) -> np.ndarray:
+    """Similarity of every distinct (truth key, prediction key) pair, one batched call."""
+    upairs, inv = np.unique(pair_ids, return_inverse=True)
+    gi, ai = np.divmod(upairs, n_keys)
+    texts_a = [key_list[i][2:] for i in gi]
+    texts_b = [key_list[i][2:] for i in ai]
+    raw = np.asarray(backend.similarity(texts_a, texts_b), dtype=np.float64).ravel()
+    if raw.shape[0] != len(upairs):
+        raise InputError(
+            f"{what} similarity backend {getattr(backend, 'name', backend)!r} returned {raw.shape[0]} scores for {len(upairs)} pairs."
+        )
+    return raw[inv]
+
+
+class _Positions(Mapping[str, int]):
+    """Record id → position in the sorted ids, built on first use (safety scores, statuses and
+    unknown ids need it; plain predictions do not)."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+        self._pos: dict[str, int] | None = None
+
+    @property
+    def pos(self) -> dict[str, int]:
+        if self._pos is None:
+            self._pos = dict(zip(self.order, range(len(self.order))))
+        return self._pos
+
+    def __getitem__(self, rid: str) -> int:
+        return self.pos[rid]
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self.pos
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.pos)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
+@dataclass(frozen=True)
+class _ModelInput:
+    """One model's predictions aligned to the sorted truth ids (internal)."""
+
+    meta: JsonPredictions
+    objs: list[Mapping[str, Any]]
+    safety: np.ndarray
+    given: int
+    flags: dict[str, tuple[str, ...]]
+    excluded: np.ndarray
+
+
+def _model_input(p: JsonPredictions, order: list[str], pos: Mapping[str, int], cfg: JsonConfig, truth_source: str) -> _ModelInput:
+    """Align one model's records to the truth: empty objects for missing or invalid predictions
+    (flagged), validated safety scores and statuses."""
+    n = len(order)
+    what = p.source or f"predictions of model {p.name!r}"
+    records = p.records
+    if type(records) is dict and set(map(type, records)) <= {str}:
+        recs: Mapping[str, Any] = records  # the usual case: the ids are strings already
+    else:
+        recs = {str(k): v for k, v in records.items()}
+    objs: list[Mapping[str, Any]]
+    in_order = len(recs) == n and list(recs) == order
+    if in_order:  # the predictions in id order already (every truth id found): no look-up per id
+        objs = list(recs.values())
+    else:
+        objs = list(map(recs.get, order, repeat(_NO_RECORD)))
+    # every prediction id is a truth id when as many truth ids found one as there are predictions
+    if not in_order and n - sum(map(operator.is_, objs, repeat(_NO_RECORD))) != len(recs):
+        extra = sorted(recs.keys() - pos.keys())
+        shown = ", ".join(repr(x) for x in extra[:5]) + (" …" if len(extra) > 5 else "")
+        raise InputError(
+            f"{what}: {len(extra)} record id(s) are not in the ground truth ({truth_source}): {shown}. "
+            "Every prediction must have a ground-truth record."
+        )
+    flags: dict[str, list[str]] = {}
+    if set(map(type, objs)) != {dict}:  # some record is missing, or not an object
+        for i, (rid, obj) in enumerate(zip(order, objs)):
+            if obj is _NO_RECORD:
+                objs[i] = {}
+                flags[rid] = ["missing_prediction"]
+            elif type(obj) is not dict and not isinstance(obj, Mapping):
+                objs[i] = {}
+                flags[rid] = [f"invalid_prediction:{type(obj).__name__}"]
+    safety = np.full(n, cfg.default_safety)
+    given = 0
+    for rid, s in (p.safety or {}).items():
+        rid = str(rid)
+        if rid not in pos:
+            continue
+        if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)) or not 0.0 <= float(s) <= 1.0:
+            raise InputError(f"{what}: record {rid!r}: `{cfg.safety_key}` must be a number in [0, 1], but found {s!r}.")
+        safety[pos[rid]] = float(s)
+        given += 1
+    excluded = np.zeros(n, dtype=bool)
+    for rid, st in (p.status or {}).items():
+        rid = str(rid)
+        key = "" if st is None else str(st).strip().lower()
+        if key not in ("", "ok", "pending", "error"):
+            raise InputError(f"{what}: record {rid!r}: `status` must be one of ok, pending, error (or empty), but found {st!r}.")
+        if key in ("pending", "error") and rid in pos:
+            excluded[pos[rid]] = True
+            flags.setdefault(rid, []).append(f"excluded:{key}")
+    return _ModelInput(meta=p, objs=objs, safety=safety, given=given, flags={k: tuple(v) for k, v in flags.items()}, excluded=excluded)
+
+
+def _score_chunk(
+    t_id: np.ndarray,
+    t_key: np.ndarray,
+    a_id: np.ndarray,
+    a_key: np.ndarray,
+    *,
+    nc: int,
+    n_paths: int,
+    keys: list[str],
+    override: np.ndarray,
+    auto: np.ndarray,
+    key_type: np.ndarray,
+    safety: np.ndarray,
+    excluded: np.ndarray,
+    cfg: JsonConfig,
+    fuzzy: SimilarityBackend,
+    similarity: SimilarityBackend,
+) -> tuple[dict[str, np.ndarray], tuple[Any, ...], int, _Cells]:
+    """Phases 0–4 for one chunk of `nc` records of one model.
+
+    Leaves are identified by `record * n_paths + path code` (truth `t_*`, prediction `a_*`).
+    Returns the per-record arrays, the per-path-code counts (excluded records left out), the
+    number of similarity failures and the per-cell listing (record index local to the chunk).
+    """
+    n_keys = max(1, len(keys))
+    w = cfg.weights
+    lo, hi = cfg.clamp
+    if nc * n_paths <= 4 * (len(t_id) + len(a_id)) + 1024:
+        # dense id space (the usual case): scatter both sides, no sort needed
+        gk_all = np.full(nc * n_paths, -2, dtype=np.int64)
+        ak_all = np.full(nc * n_paths, -2, dtype=np.int64)
+        gk_all[t_id] = t_key
+        ak_all[a_id] = a_key
+        u = np.flatnonzero((gk_all != -2) | (ak_all != -2))
+        gk, ak = gk_all[u], ak_all[u]
+        del gk_all, ak_all
+    else:  # sparse (e.g. long lists flattened): ids are unique within each side, sort and merge
+        u = np.concatenate([t_id, a_id])
+        u.sort()
+        if len(u) > 1:
+            u = u[np.concatenate([[True], u[1:] != u[:-1]])]
+        gk = np.full(len(u), -2, dtype=np.int64)
+        ak = np.full(len(u), -2, dtype=np.int64)
+        gk[np.searchsorted(u, t_id)] = t_key
+        ak[np.searchsorted(u, a_id)] = a_key
+    rec, pc = np.divmod(u, n_paths)
+    del u
+    g_in, a_in = gk != -2, ak != -2
+    g_val, a_val = gk >= 0, ak >= 0
+    cls = np.full(len(rec), _NULL_BOTH, dtype=np.int8)
+    cls[~g_in & a_in] = _EXTRA
+    cls[g_in & ~g_val & a_val] = _GT_NULL_HAS
+    cls[g_val & ~a_val] = _MISSING
+    both = g_val & a_val
+    cls[both] = _BOTH
+
+    strat = np.full(len(rec), -1, dtype=np.int8)
+    ov = override[pc[both]]
+    strat[both] = np.where(ov >= 0, ov, auto[gk[both]])
+    score = np.full(len(rec), np.nan)
+    equal = both & (gk == ak)
+    score[equal] = 1.0
+    score[both & ~equal & (strat == _S_EXACT)] = 0.0
+    for code, backend, label in ((_S_FUZZY, fuzzy, "FUZZY"), (_S_SEMANTIC, similarity, "SEMANTIC")):
+        cand = both & ~equal & (strat == code)
+        if not cand.any():
+            continue
+        idx = np.flatnonzero(cand)
+        g_t, a_t = key_type[gk[idx]], key_type[ak[idx]]
+        # numbers, booleans and dates are never "nearly" equal: only text or JSON goes to a backend
+        textual = np.isin(g_t, ("t", "j")) | np.isin(a_t, ("t", "j"))
+        score[idx[~textual]] = 0.0
+        ti = idx[textual]
+        if len(ti):
+            score[ti] = _similarity_scores(backend, gk[ti] * n_keys + ak[ti], keys, n_keys, label)
+    thr = np.where(strat == _S_SEMANTIC, cfg.semantic_threshold, np.where(strat == _S_FUZZY, cfg.fuzzy_threshold, 1.0))
+    with np.errstate(invalid="ignore"):
+        matched = both & (score >= thr - 1e-12)
+    del thr
+    scorable = both & (strat != _S_IGNORE)
+    failures = scorable & np.isnan(score)
+
+    # one bincount per grouping: (record, class), then the scored / matched subsets
+    by_cls = np.bincount(rec * 5 + cls, minlength=nc * 5).reshape(nc, 5)
+    cnt = {
+        "extra_keys": by_cls[:, _EXTRA],
+        "gt_null_aio_has_value": by_cls[:, _GT_NULL_HAS],
+        "gt_non_null": by_cls[:, _MISSING] + by_cls[:, _BOTH],
+        "aio_missing_or_null": by_cls[:, _MISSING],
+        "both_non_null": by_cls[:, _BOTH],
+    }
+    total = by_cls.sum(axis=1)
+    n_scored = np.bincount(rec[scorable], minlength=nc)
+    n_matched = np.bincount(rec[scorable & matched], minlength=nc)
+    completeness = np.divide(cnt["both_non_null"], cnt["gt_non_null"], out=np.ones(nc), where=cnt["gt_non_null"] > 0)
+    halluc = np.divide(cnt["extra_keys"] + cnt["gt_null_aio_has_value"], total, out=np.zeros(nc), where=total > 0)
+    accuracy = np.divide(n_matched, n_scored, out=np.ones(nc), where=n_scored > 0)
+    rqs = np.clip(w.accuracy * accuracy + w.completeness * completeness + w.safety * safety - w.hallucination * halluc, lo, hi)
+    # 12 decimals: the worked example's 0.45 + 0.1875 + 0.15 − 0.05 is 0.7375, not 0.73749999999999993
+    rqs = np.round(rqs, 12)
+    per_record = {
+        "rqs": rqs, "completeness": completeness, "hallucination": halluc, "accuracy": accuracy,
+        "total_keys": total, "scored": n_scored, "matched": n_matched, **cnt,
+    }
+
+    # per raw path code (mapped to fields once all paths are known); excluded records left out
+    keep = ~excluded[rec] if excluded.any() else np.ones(len(rec), dtype=bool)
+    kb = both & keep
+    fields = (
+        n_paths,
+        np.bincount((pc * 5 + cls)[keep], minlength=n_paths * 5).reshape(n_paths, 5),
+        np.bincount(pc[scorable & keep], minlength=n_paths),
+        np.bincount(pc[scorable & matched & keep], minlength=n_paths),
+        np.bincount(pc[failures & keep], minlength=n_paths),
+        np.bincount(pc[kb] * 4 + strat[kb], minlength=n_paths * 4).reshape(n_paths, 4),
+    )
+    cells = _Cells(
+        rec=rec.astype(np.int32),
+        path=pc.astype(np.int32),
+        cls=cls,
+        strategy=strat,
+        score=np.where(both, score, np.nan),
+        matched=matched,
+    )
+    return per_record, fields, int((failures & keep).sum()), cells
+
+
+def count_json(
+    truth: Mapping[str, Any],
+    predictions: Sequence[JsonPredictions],
+    *,
+    config: JsonConfig,
+    similarity: SimilarityBackend | None = None,
+    fuzzy_similarity: SimilarityBackend | None = None,
+    truth_source: str = "truth",
+) -> JsonCount:
+    """The four phases of every record of `truth` for every model (the arguments of `score_json`):
+    per-record and per-cell scores and the per-field counts, before any mean or ranking. The
+    in-memory score reduces the count of all records; the chunked and Spark engines add up the
+    ledgers of the counts of their chunks and reduce them the same way (`json_result`)."""
+    cfg = config
+    if not predictions:
+        raise InputError("no predictions: give at least one model's predictions.")
+    seen: set[str] = set()
+    for p in predictions:
+        if not isinstance(p.name, str) or not p.name.strip():
+            raise InputError(f"{p.source or 'predictions'}: a model name must not be empty.")
+        if p.name in seen:
+            raise InputError(f"model {p.name!r} is given twice; each --predictions needs a unique NAME.")
+        seen.add(p.name)
+    if not isinstance(truth, Mapping):
+        raise InputError(f"{truth_source}: expected a mapping of record id to JSON object, but got {type(truth).__name__}.")
+    if set(map(type, truth)) <= {str}:  # the usual case: the ids are strings already
+        order = sorted(truth)
+        # in id order already (a sorted file): the values as they are, no look-up per id
+        truth_objs: list[Mapping[str, Any]] = (
+            list(truth.values()) if type(truth) is dict and list(truth) == order else list(map(truth.__getitem__, order))
+        )
+    else:
+        truth_ids = {str(k): k for k in truth}
+        if len(truth_ids) != len(truth):
+            raise InputError(f"{truth_source}: record ids must be unique as strings.")
+        order = sorted(truth_ids)
+        truth_objs = [truth[truth_ids[rid]] for rid in order]
+    n = len(order)
+    if set(map(type, truth_objs)) - {dict}:
+        for rid, obj in zip(order, truth_objs):
+            if type(obj) is not dict and not isinstance(obj, Mapping):
+                raise InputError(f"{truth_source}: record {rid!r}: the ground truth must be a JSON object, but found {type(obj).__name__}.")
+
+    normalizer = Normalizer(cfg.normalization)
+    if similarity is None:
+        from extracteval.core.similarity import LexicalSimilarity
+
+        similarity = LexicalSimilarity()
+    fuzzy = fuzzy_similarity or FuzzySimilarity(scorer=cfg.fuzzy_scorer)
+    pos = _Positions(order)
+
+    models_in = [_model_input(p, order, pos, cfg, truth_source) for p in sorted(predictions, key=lambda x: x.name)]
+
+    table = _PathTable()
+    keytab = _KeyTable(normalizer)
+    # per path code: configured strategy (-1 = auto); per key code: auto strategy and type letter.
+    # Both grow as new paths and values appear, chunk after chunk.
+    override = np.zeros(0, dtype=np.int8)
+    auto = np.zeros(0, dtype=np.int8)
+    key_type = np.zeros(0, dtype="<U1")
+    used_config: set[str] = set()
+
+    def extend_tables() -> None:
+        nonlocal override, auto, key_type
+        k0 = len(override)
+        if len(table.names) > k0:
+            new = np.full(len(table.names) - k0, -1, dtype=np.int8)
+            if cfg.strategies:
+                for i, pth in enumerate(table.names[k0:]):
+                    found = _configured_strategy(pth, cfg.strategies, cfg.flatten)
+                    if found is not None:
+                        used_config.add(found[0])
+                        new[i] = _STRATEGY_CODE[found[1]]
+            override = np.concatenate([override, new])
+        a0 = len(auto)
+        if len(keytab.keys) > a0:
+            fresh = keytab.keys[a0:]
+            letters = np.asarray([k[0] for k in fresh], dtype="<U1")
+            new_auto = np.full(len(fresh), _S_EXACT, dtype=np.int8)  # `auto_strategy`: EXACT but for text
+            for i in np.flatnonzero(letters == "t").tolist():
+                new_auto[i] = _STRATEGY_CODE[auto_strategy(fresh[i])]
+            auto = np.concatenate([auto, new_auto])
+            key_type = np.concatenate([key_type, letters])
+
+    per_record_keys = ("rqs", "completeness", "hallucination", "accuracy", "total_keys", "scored", "matched", *BUCKETS)
+    acc: dict[str, dict[str, Any]] = {
+        mi.meta.name: {"per_record": {k: [] for k in per_record_keys}, "cells": [], "fields": [], "failures": 0} for mi in models_in
+    }
+
+    # Records are scored in chunks: every array below is bounded by the chunk, so memory stays
+    # flat however many records there are; only per-record results and per-cell listings grow.
+    for c0 in range(0, n, _CHUNK):
+        c1 = min(n, c0 + _CHUNK)
+        nc = c1 - c0
+        (t_rec, t_path, t_key), *sides = _leaves([truth_objs[c0:c1], *(mi.objs[c0:c1] for mi in models_in)], cfg.flatten, table, keytab)
+        extend_tables()
+        n_paths = max(1, len(table.names))
+        t_id = t_rec * n_paths + t_path
+        del t_rec, t_path
+
+        for mi, (a_rec, a_path, a_key) in zip(models_in, sides):
+            a_id = a_rec * n_paths + a_path
+            del a_rec, a_path
+            per_record, fields, n_fail, cells = _score_chunk(
+                t_id, t_key, a_id, a_key, nc=nc, n_paths=n_paths, keys=keytab.keys, override=override, auto=auto,
+                key_type=key_type, safety=mi.safety[c0:c1], excluded=mi.excluded[c0:c1], cfg=cfg, fuzzy=fuzzy,
+                similarity=similarity,
+            )
+            a = acc[mi.meta.name]
+            for k, v in per_record.items():
+                a["per_record"][k].append(v)
+            a["fields"].append(fields)
+            a["failures"] += n_fail
+            a["cells"].append(_Cells(rec=cells.rec + np.int32(c0), path=cells.path, cls=cells.cls, strategy=cells.strategy,
+                                     score=cells.score, matched=cells.matched))
+        del sides, t_id, t_key
+
+    # path names in name order (listings and tables never depend on input order); containers
+    # (parents of leaves) have codes but are not keys themselves
+    n_codes = len(table.names)
+    used = np.zeros(n_codes, dtype=bool)
+    for a in acc.values():
+        for c in a["cells"]:
+            used[c.path] = True
+    leaf_codes = np.flatnonzero(used)
+    names = np.asarray(table.names, dtype=object)[leaf_codes] if n_codes else np.zeros(0, dtype=object)
+    order_idx = np.argsort(names.astype(str), kind="stable") if len(names) else np.zeros(0, dtype=np.int64)
+    rank = np.full(max(1, n_codes), -1, dtype=np.int64)
+    rank[leaf_codes[order_idx]] = np.arange(len(names))
+    path_names = tuple(str(x) for x in names[order_idx])
+    unused = sorted(set(cfg.strategies) - used_config)
+
+    # per-field table keys: the path pattern (items[*].price) when flattening
+    if cfg.flatten:
+        fcodes_u, funiq = pd.factorize(np.asarray([_pattern(x) for x in path_names], dtype=object), sort=True)
+        field_of_rank, field_names = fcodes_u.astype(np.int64), tuple(str(x) for x in funiq)
+    else:
+        field_of_rank, field_names = np.arange(len(path_names), dtype=np.int64), path_names
+    n_fields = len(field_names)
+    field_of_code = np.full(max(1, n_codes), 0, dtype=np.int64)
+    field_of_code[leaf_codes[order_idx]] = field_of_rank
+
+    def to_fields(arr: np.ndarray) -> np.ndarray:
+        """Sum rows of a per-code array into per-field rows (only leaf codes carry counts)."""
+        out = np.zeros((n_fields, *arr.shape[1:]), dtype=np.int64)
+        if len(leaf_codes):
+            np.add.at(out, field_of_code[leaf_codes], arr[leaf_codes])
+        return out
+
+    models_out: dict[str, _ModelCount] = {}
+    for mi in models_in:
+        p, a = mi.meta, acc[mi.meta.name]
+        pr: dict[str, np.ndarray] = {
+            k: (np.concatenate(v) if v else np.zeros(0, dtype=np.float64 if k in ("rqs", "completeness", "hallucination", "accuracy") else np.int64))
+            for k, v in a["per_record"].items()
+        }
+        pr["safety"] = mi.safety
+        sums = [np.zeros((max(1, n_codes), 5), dtype=np.int64), *(np.zeros(max(1, n_codes), dtype=np.int64) for _ in range(3)),
+                np.zeros((max(1, n_codes), 4), dtype=np.int64)]
+        for chunk_paths, *arrays in a["fields"]:
+            for total_arr, arr in zip(sums, arrays):
+                total_arr[:chunk_paths] += arr
+        f_cls, f_scored, f_matched, f_fail, f_st = (to_fields(x) for x in sums)
+        fields_out: dict[str, FieldAccuracy] = {}
+        for j, fname in enumerate(field_names):
+            counts_j = {
+                "extra_keys": int(f_cls[j, _EXTRA]),
+                "gt_null_aio_has_value": int(f_cls[j, _GT_NULL_HAS]),
+                "gt_non_null": int(f_cls[j, _MISSING] + f_cls[j, _BOTH]),
+                "aio_missing_or_null": int(f_cls[j, _MISSING]),
+                "both_non_null": int(f_cls[j, _BOTH]),
+            }
+            if counts_j["extra_keys"] + counts_j["gt_null_aio_has_value"] + counts_j["gt_non_null"] == 0:
+                continue  # null on both sides everywhere for this model: nothing to report
+            fields_out[fname] = FieldAccuracy(
+                field=fname,
+                counts=counts_j,
+                scored=int(f_scored[j]),
+                matched=int(f_matched[j]),
+                ignored=int(f_st[j, _S_IGNORE]),
+                similarity_failures=int(f_fail[j]),
+                strategies={_STRATEGIES[c].value: int(f_st[j, c]) for c in range(len(_STRATEGIES)) if f_st[j, c]},
+            )
+        # the chunks' cells end to end, column by column, each chunk's column released once copied:
+        # the peak is one more column, not a second copy of every cell
+        cells = a.pop("cells")
+        parts = {name: [getattr(c, name) for c in cells] for name in ("rec", "path", "cls", "strategy", "score", "matched")}
+        cells.clear()
+        merged = _Cells(
+            rec=_end_to_end(parts["rec"], np.int32),
+            path=_end_to_end(parts["path"], np.int32, via=rank.astype(np.int32)),
+            cls=_end_to_end(parts["cls"], np.int8),
+            strategy=_end_to_end(parts["strategy"], np.int8),
+            score=_end_to_end(parts["score"], np.float64),
+            matched=_end_to_end(parts["matched"], np.bool_),
+        )
+        models_out[p.name] = _ModelCount(meta=p, per_record=pr, cells=merged, fields=fields_out, given=mi.given, flags=mi.flags,
+                                         keep=~mi.excluded, failures=a["failures"])
+
+    cfg_dict = cfg.to_dict()
+    sem = describe_similarity(similarity)
+    cfg_dict["similarity"] = {"semantic": sem, "fuzzy": describe_similarity(fuzzy)}
+    cfg_dict["semantic_backend"] = sem.get("name", "custom")
+    cfg_dict["rqs_best_attainable"] = _best_attainable(cfg)
+    cfg_dict["null_tokens"] = sorted(cfg.normalization.null_tokens)
+    return JsonCount(order=tuple(order), paths=path_names, fields=field_names, models=models_out, config=cfg_dict, unused=tuple(unused))
+
+
+def _end_to_end(parts: list[np.ndarray | None], dtype: Any, *, via: np.ndarray | None = None) -> np.ndarray:
+    """`np.concatenate(parts)` (of `via[part]` when given) into one array, releasing each part
+    from the list once it is copied, so the memory of both is never held at once."""
+    out = np.empty(sum(len(p) for p in parts if p is not None), dtype=dtype)
+    at = 0
+    for i, part in enumerate(parts):
+        assert part is not None
+        n = len(part)
+        out[at:at + n] = part if via is None else via[part]
+        at += n
+        parts[i] = None
+    return out
