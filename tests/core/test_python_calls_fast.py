@@ -13,7 +13,7 @@ import ast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extracteval.tasks.toolcalls import bfcl
+from extracteval.tasks.toolcalls.bfcl import decoding as bfcl  # the decoder, internals included
 from extracteval.tasks.toolcalls.bfcl import parse_python_calls
 
 VALUES = ["'x'", '"y z"', "''", "1", "-2", "0", "1.5", "-0.0", "1e5", "2E-3", "True", "False", "None", "'a\"b'", '"it\'s"',

@@ -188,7 +188,7 @@ def _bare_ground_truth(rec: Any) -> bool:
 
 def _function_list(fn: Any) -> tuple[list[dict[str, Any]], bool, list[str]]:
     """The question's `function` as a list of descriptions, whether it was one object, and what is irregular."""
-    from extracteval.tasks.toolcalls.bfcl import _PY_TYPES
+    from extracteval.tasks.toolcalls.bfcl.vocabulary import _PY_TYPES
 
     problems: list[str] = []
     if isinstance(fn, dict):

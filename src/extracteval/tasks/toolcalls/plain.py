@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from extracteval.tasks.toolcalls.bfcl import _simple_calls
+from extracteval.tasks.toolcalls.bfcl.decoding import _simple_calls
 from extracteval.core.jsonparse import loads_fast, may_misread_numbers
 from extracteval.core.decision_track import leaf_key
 
