@@ -3,7 +3,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extracteval.core.normalize import NormalizationConfig, Normalizer
@@ -145,3 +145,13 @@ def test_the_plain_text_shortcuts_change_no_key(s: str) -> None:
         if full and normalize._NUMBER.match(full) and any(c.isdigit() for c in full):
             want = normalize.number_text_key(full.replace(",", ""))
         assert n._number(text) == want, s
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_a_float_keys_as_the_exact_value_of_its_shortest_text(x: float) -> None:
+    """`float_key`'s shortcuts (whole numbers, a shortest text with no exponent) give the key of
+    the float's shortest decimal text read exactly, which is also the key of that text in a cell."""
+    from extracteval.core.normalize import float_key, number_text_key
+
+    assert float_key(x) == number_text_key(repr(x)) == Normalizer().key(repr(x))

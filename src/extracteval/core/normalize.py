@@ -220,7 +220,12 @@ def float_key(x: float) -> str | None:
         return "n:inf" if x > 0 else "n:-inf"
     if x.is_integer() and -1e15 < x < 1e15:
         return decimal_key(x < 0, str(abs(int(x))), 0)
-    return number_text_key(repr(float(x)))
+    text = repr(float(x))
+    if "e" not in text and not text.endswith(".0"):
+        # `12.5`, `-0.0625`: the shortest text of a float that is not a whole number has no
+        # trailing zero and at most one leading one, so it is its canonical key as it stands
+        return "n:" + text
+    return number_text_key(text)
 
 
 _INF = float("inf")
