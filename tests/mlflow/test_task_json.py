@@ -256,3 +256,36 @@ def test_records_frame_lists_the_same_buckets_as_the_core():
             for b in ("extra_keys", "gt_null_aio_has_value", "aio_missing_or_null", "both_non_null"):
                 assert list(row[f"keys_{b}"]) == list(r.buckets[b]), (m, r.record_id, b)
             assert list(row["keys_mismatched"]) == list(r.mismatched), (m, r.record_id)
+
+
+@pytest.mark.parametrize("column", ["safety_score", "risk"])
+def test_safety_scores_in_a_data_column_are_read(sqlite_uri, tmp_path, column):
+    """A prediction-only object has no safety score: the data's `safety_score` column (or the
+    column `safety_column` names) gives each record's, as the pairs files' key does."""
+    import mlflow
+
+    df = _frame()
+    df[column] = [0.5 if i % 2 else 1.0 for i in range(len(df))]
+    config = {"id_column": "id", "strategies": {"name": "FUZZY"}, **({"safety_column": column} if column != "safety_score" else {})}
+    mlflow.set_tracking_uri(sqlite_uri)
+    try:
+        _use_experiment(f"json-safety-{column}", tmp_path)
+        with mlflow.start_run(run_name="safe"):
+            result = mlflow.models.evaluate(data=df, targets="truth", predictions="output", model_type="extraction-json",
+                                            evaluators="extracteval", evaluator_config=config)
+        # the same scores written into each prediction object: the pairs files' way
+        wrapped = df.assign(output=[json.dumps({"prediction": o, "safety_score": s}) for o, s in zip(df["output"], df[column])]).drop(columns=[column])
+        with mlflow.start_run(run_name="wrapped"):
+            inside = mlflow.models.evaluate(data=wrapped, targets="truth", predictions="output", model_type="extraction-json",
+                                            evaluators="extracteval", evaluator_config={k: v for k, v in config.items() if k != "safety_column"})
+        bad = df.assign(**{column: ["high"] + [1.0] * (len(df) - 1)})
+        with pytest.raises(Exception, match=r"safety_column`: record 'c-00': expected a safety score, a number in \[0, 1\], but found 'high'"):
+            with mlflow.start_run(run_name="bad"):
+                mlflow.models.evaluate(data=bad, targets="truth", predictions="output", model_type="extraction-json",
+                                       evaluators="extracteval", evaluator_config=config)
+    finally:
+        mlflow.set_tracking_uri("")
+    # 0.75 over the 24 rows, but record c-07 is no object: its score is not counted (1.0, the default), as in a file
+    assert result.metrics["json/safety"] == pytest.approx((0.75 * 24 - 0.5 + 1.0) / 24)
+    assert result.metrics["json/safety"] == pytest.approx(inside.metrics["json/safety"])
+    assert result.metrics["rqs/mean"] == pytest.approx(inside.metrics["rqs/mean"])

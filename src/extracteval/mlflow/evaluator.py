@@ -176,11 +176,14 @@ class ExtractevalEvaluator(ModelEvaluator):
             cells = predict_in_batches(model, features, batch_size=batch_size, column=predictions)
             default_name = _run_name(run_id) or _model_uri(model) or "model"
         name = str(config.get("model_name") or default_name)
-        task_config = {k: v for k, v in config.items() if k in adapter.config_keys and k != "status_column"}
+        task_config = {k: v for k, v in config.items() if k in adapter.config_keys and k not in ("status_column", "safety_column")}
         extra: dict[str, Any] = {}
         status_column = _status_column(config, features, adapter, task)
         if status_column is not None:
             extra["status"] = {name: list(features[status_column])}
+        safety_column = _safety_column(config, features, adapter)
+        if safety_column is not None:
+            extra["safety"] = {name: list(features[safety_column])}
         from extracteval.core.collector import bulk_work
 
         with bulk_work():
@@ -273,6 +276,20 @@ def _status_column(config: Mapping[str, Any], features: Any, adapter: Any, task:
             return "status"
         print(f"extracteval: warning: column 'status' is ignored: the {task} task has no per-record status.", file=sys.stderr)
     return None
+
+
+def _safety_column(config: Mapping[str, Any], features: Any, adapter: Any) -> str | None:
+    """The feature column holding each record's safety score, for a task that reads one: the
+    `safety_column` key, else a column named as the task's `safety_key` (`safety_score`)."""
+    if "safety_column" not in adapter.config_keys:
+        return None
+    column = config.get("safety_column")
+    if column is not None:
+        if column not in features.columns:
+            raise InputError(f"evaluator_config `safety_column`: column {column!r} is not in the data (columns: {list(features.columns)}).")
+        return str(column)
+    default = str(config.get("safety_key") or "safety_score")
+    return default if default in features.columns else None
 
 
 def _artifacts(run_id: str, bundle: Any) -> dict[str, Any]:

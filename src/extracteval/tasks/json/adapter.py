@@ -153,6 +153,25 @@ def read_prediction(value: Any, safety_key: str) -> tuple[Any, str, float | None
     return obj, status, safety
 
 
+def _safety_cell(value: Any, rid: str, own: float | None) -> float | None:
+    """A record's cell of the evaluator's `safety_column`: its score, a number in [0, 1]; an
+    empty cell leaves the prediction object's own score (`own`)."""
+    import math
+    import numbers
+
+    if is_empty(value) or is_missing(value):
+        return own
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, numbers.Real) or not math.isfinite(float(number)) or not 0.0 <= float(number) <= 1.0:
+        raise InputError(f"evaluator_config `safety_column`: record {rid!r}: expected a safety score, a number in [0, 1], but found {value!r}.")
+    return float(number)
+
+
 class JsonAdapter(CellPredictions):
     task = "json"
     record_is_value = False
@@ -195,6 +214,7 @@ class JsonAdapter(CellPredictions):
         "similarity": "backend of SEMANTIC fields: lexical (default), fuzzy, embedding, llm_judge",
         "similarity_options": "options of the similarity backend (mapping; no API keys)",
         "status_column": "column holding each record's status: ok, pending or error; pending and error are excluded (default: `status` when present)",
+        "safety_column": "column holding each record's safety score in [0, 1], over one inside the prediction object (default: a column named as `safety_key` when present)",
         **shared_config_keys("fuzzy_scorer", "null_tokens", "dayfirst"),
     }
 
@@ -329,13 +349,14 @@ class JsonAdapter(CellPredictions):
 
     def score_frame(
         self, *, ids: Sequence[str], targets: Sequence[Any], predictions: Mapping[str, Sequence[Any]], config: Mapping[str, Any], truth_source: str,
-        status: Mapping[str, Sequence[Any]] | None = None,
+        status: Mapping[str, Sequence[Any]] | None = None, safety: Mapping[str, Sequence[Any]] | None = None,
     ) -> Scored:
         """One target cell and one prediction cell per record, each a JSON object (dict) or a JSON
         string (in a ```json fence or after prose, as raw model output often is). A prediction
         is read by `read_prediction` (a pairs-layout record is unwrapped); one that is not a JSON
         object is counted as an invalid prediction, never raised. `status`: per model, one status
-        per record (the evaluator's `status_column`)."""
+        per record (the evaluator's `status_column`); `safety`: per model, one safety score per
+        record (the evaluator's `safety_column`; an empty cell leaves the object's own score)."""
         from extracteval.tasks.json.semantics import JsonPredictions
         from extracteval.core.similarity import get_similarity
 
@@ -346,8 +367,9 @@ class JsonAdapter(CellPredictions):
         preds = []
         for name, cells in predictions.items():
             given = (status or {}).get(name)
+            scores = (safety or {}).get(name)
             records: dict[str, Any] = {}
-            safety: dict[str, float] = {}
+            given_safety: dict[str, float] = {}
             statuses: dict[str, str] = {}
             for i, (rid, v) in enumerate(zip(ids, cells)):
                 obj, st, s = read_prediction(v, cfg.safety_key)
@@ -357,10 +379,13 @@ class JsonAdapter(CellPredictions):
                     statuses[rid] = st
                 if obj is _NO_OUTPUT:
                     continue  # no output: a missing prediction (every truth key missing), flagged by the scorer
+                if scores is not None:
+                    cell = _safety_cell(scores[i], rid, s)  # checked in every row
+                    s = cell if isinstance(obj, dict) else s  # counted, as a file's, only beside an object
                 if s is not None:
-                    safety[rid] = s
+                    given_safety[rid] = s
                 records[rid] = obj
-            preds.append(JsonPredictions(name=name, records=records, safety=safety, status=statuses, source=f"predictions of model {name!r}"))
+            preds.append(JsonPredictions(name=name, records=records, safety=given_safety, status=statuses, source=f"predictions of model {name!r}"))
         return self._scored(truth, preds, cfg, backend, truth_source, (), include_records=None,
                             inputs={"truth": truth_source, "predictions": {p.name: p.source for p in preds}})
 
