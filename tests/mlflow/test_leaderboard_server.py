@@ -74,6 +74,7 @@ def test_leaderboard_logged_and_written_back(cli, evaluated, tmp_path):
     arts = _artifact_paths(client, lb_run)
     assert {"leaderboard/leaderboard.csv", "leaderboard/field_winners.csv", "leaderboard/leaderboard.json", "leaderboard/leaderboard.html",
             "leaderboard/figures/overall.png", "leaderboard/figures/item_heatmap.png"} <= arts
+    assert not [a for a in arts if ".extracteval-output" in a]  # the folder's marker stays local
     # a second leaderboard skips the first leaderboard run and the parent comparison run
     code, out, err = cli("leaderboard", "--experiment", "lb-server", "--tracking-uri", url, "--json", "--no-log", "--no-ci")
     assert code == 0, err

@@ -35,6 +35,7 @@ from extracteval.tasks import RANKING_SPECS
 from extracteval.errors import InputError
 from extracteval.mlflow.descriptions import HEADLINE_WINNER, headline, leaderboard_note
 from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download
+from extracteval.io.outputs import MARKER
 
 __all__ = [
     "TrackingStoreLeaderboard",
@@ -561,7 +562,13 @@ def log_leaderboard(
             for i in range(0, len(tag_items), 100):
                 client.log_batch(rid, tags=tag_items[i : i + 100], metrics=metrics if i == 0 else [])
             step("artifacts")
-            client.log_artifacts(rid, str(out), artifact_path="leaderboard")
+            for item in sorted(Path(out).iterdir()):  # the folder's files, not the marker that says whose folder it is
+                if item.name == MARKER:
+                    continue
+                if item.is_dir():
+                    client.log_artifacts(rid, str(item), artifact_path=f"leaderboard/{item.name}")
+                else:
+                    client.log_artifact(rid, str(item), artifact_path="leaderboard")
             step("write back")
 
             def write_back(e: Any) -> None:
