@@ -27,6 +27,8 @@ def test_demo_logs_each_example_as_parent_and_children(contracts_demo):
     ids = set(re.findall(r"run ([0-9a-f]{32})", out))
     assert ids == {r.info.run_id for r in runs}
     assert all("wins/field_wins" in c.data.metrics for c in children)
+    # the experiment's description is the example's, as experiment.yaml gives it
+    assert exp.tags["mlflow.note.content"].startswith("Contract metadata extraction (`fields` task): 60 contracts")
 
 
 def test_demo_without_mlflow_logs_nothing(cli, tmp_path, monkeypatch):

@@ -132,7 +132,8 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
             # a multi-track example: one experiment per track, so that each holds one task's runs
             label = distinct_file_name(str(name)) + (f"-{a.task}" if len(scoreds) > 1 else "")
             experiment = f"{args.experiment_prefix}-{label}"
-            uri, run_ids = _log(a, scored, experiment, args.tracking_uri)
+            about = " ".join(str(spec.get("description") or "").split()) or None
+            uri, run_ids = _log(a, scored, experiment, args.tracking_uri, about)
             failed += run_ids is None
             if run_ids is not None:
                 logged.append((str(name) if len(scoreds) == 1 else f"{name} ({a.task})", experiment, run_ids))
@@ -177,7 +178,7 @@ def _adapters(task: str, spec: dict) -> list:  # noqa: ANN401 - TaskAdapters; []
     return [] if not found or any(a is None for a in found) else found
 
 
-def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[str, dict[str, str] | None]:  # noqa: ANN001
+def _log(adapter, scored, experiment: str, tracking_uri: str | None, description: str | None = None) -> tuple[str, dict[str, str] | None]:  # noqa: ANN001
     """Log one example (parent run + a child per model); on failure keep the local copy."""
     import shutil
     import tempfile
@@ -189,7 +190,7 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None) -> tuple[st
     out = Path(tempfile.mkdtemp(prefix="extracteval-demo-"))
     bundle = write_bundle(scored, adapter, out, experiment=experiment, tracking_uri=uri)
     try:
-        result = upload_bundle(bundle, tracking_uri=uri, experiment=experiment)
+        result = upload_bundle(bundle, tracking_uri=uri, experiment=experiment, experiment_description=description)
     except UploadError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
         if isinstance(e, UploadInterrupted):

@@ -215,6 +215,7 @@ def upload_bundle(
     experiment: str | None = None,
     into_run: str | None = None,
     on_step: Callable[[str], None] | None = None,
+    experiment_description: str | None = None,
 ) -> UploadResult:
     """Log every run of `bundle` to the tracking store and return the run ids.
 
@@ -224,6 +225,8 @@ def upload_bundle(
         into_run: log a single-run bundle into this existing run (the `mlflow.evaluate` case);
             the caller owns that run's lifecycle, so it is neither created nor terminated here.
         on_step: called with a short description before each write (progress, fault injection).
+        experiment_description: the experiment's description in the MLflow UI, set when the
+            experiment has none (one a user wrote is never replaced).
 
     Raises:
         UploadError: the store failed; every run created is marked FAILED (when the store still
@@ -236,7 +239,8 @@ def upload_bundle(
     # Its SQL store logs a failed statement with a traceback before raising: the failure is
     # reported once, by the UploadError below, as one sentence.
     with contextlib.redirect_stdout(sys.stderr), _quiet_logger("mlflow.store.db.utils"):
-        return _upload(bundle, tracking_uri=tracking_uri, experiment=experiment, into_run=into_run, on_step=on_step)
+        return _upload(bundle, tracking_uri=tracking_uri, experiment=experiment, into_run=into_run, on_step=on_step,
+                       experiment_description=experiment_description)
 
 
 @contextmanager
@@ -259,6 +263,7 @@ def _upload(
     experiment: str | None,
     into_run: str | None,
     on_step: Callable[[str], None] | None,
+    experiment_description: str | None = None,
 ) -> UploadResult:
     from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
     from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
@@ -302,6 +307,8 @@ def _upload(
         else:
             exp_id = _experiment_id(client, exp_name, uri)
         state["experiment_id"] = exp_id
+        if experiment_description and into_run is None:
+            _describe_experiment(client, exp_id, experiment_description)
         ts = int(m["created_ms"])
         ds = m.get("dataset")
         for plan in bundle.runs:
@@ -403,6 +410,13 @@ def _caused_by_interrupt(e: BaseException) -> bool:
         seen.add(id(cur))
         cur = cur.__cause__ or cur.__context__
     return False
+
+
+def _describe_experiment(client: Any, exp_id: str, text: str) -> None:
+    """The experiment's description (the MLflow UI's note), unless it has one already."""
+    exp = client.get_experiment(exp_id)
+    if not (exp.tags or {}).get("mlflow.note.content"):
+        client.set_experiment_tag(exp_id, "mlflow.note.content", text)
 
 
 def _experiment_id(client: Any, name: str, uri: str) -> str:
