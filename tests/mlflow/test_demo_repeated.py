@@ -104,6 +104,6 @@ def test_each_demo_ranks_one_run_per_model_the_latest(three_demos, tmp_path):
         table = text.split("\n\n")[1]
         assert table.count("#") == 3 and "(" not in table
         if k > 1:
-            assert f"3 of {3 * k} run(s) ranked (latest run per model; {3 * (k - 1)} earlier run(s) superseded)" in text
+            assert f"3 of {3 * k} runs ranked (latest run per model; {3 * (k - 1)} earlier runs superseded)" in text
             assert f"superseded runs ({3 * (k - 1)}) — not ranked" in text
 

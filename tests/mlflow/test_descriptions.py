@@ -168,7 +168,7 @@ def test_a_leaderboard_description_says_which_runs_were_superseded_and_how_runs_
             run("m3000000x", "m3", "u" * 64, 0.9, 4)]
     lb = build_leaderboard(runs, group_by_truth=True)
     note = leaderboard_note(SimpleNamespace(leaderboard=lb, experiment="exp", notes=("a note",), leaderboard_key=None), "leaderboard/k")
-    assert "2 group(s)" in note and note.count("| rank | model |") == 2
+    assert "2 groups" in note and note.count("| rank | model |") == 2
     assert "Group 1 (truth `" in note and "ranked only against runs scored on the same truth" in note
     assert "Not ranked (superseded by a later run of the same model, truth and config): m1 (`old00000` → `new00000`)" in note
     assert "| 1 | m2 | 70.0% |" in note and "| 2 | m1 | 60.0% |" in note and "| 1 | m3 | 90.0% |" in note

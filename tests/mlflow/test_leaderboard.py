@@ -508,7 +508,7 @@ def test_repeated_runs_rank_the_latest_and_never_rewrite_a_metric(cli, store, tm
     html = (out / "leaderboard.html").read_text()
     assert "Superseded runs" in html and all(f"<code>{ids[n][m]}</code>" in html for n in (1, 2) for m in "ABC")
     r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--no-log", "--no-ci")
-    assert "3 of 9 run(s) ranked (latest run per model; 6 earlier run(s) superseded)" in r.out
+    assert "3 of 9 runs ranked (latest run per model; 6 earlier runs superseded)" in r.out
     tail = r.out[r.out.index("superseded runs (6) — not ranked"):]
     assert all(ids[1][m] in tail and ids[3][m] in tail for m in "ABC")
 

@@ -33,6 +33,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from extracteval.report.terminal import count_of
 from extracteval.core.ranking import RankingSpec, format_wins, tier
 
 __all__ = [
@@ -277,8 +278,8 @@ def leaderboard_note(result: Any, key: str | None = None) -> str:
     if len(lb.groups) == 1 and lb.groups[0].entries:
         top = lb.groups[0].entries[0]
         best = f": winner **{_md(top.model)}**, {spec.label} {fmt_value(spec, top.score)}"
-    lines = [f"**Leaderboard of {_md(result.experiment)}**{best} · extracteval {lb.task} · {n_ranked} run(s) ranked "
-             f"({'all runs' if lb.all_runs else 'the latest run of each model'}), {len(lb.groups)} group(s)", ""]
+    lines = [f"**Leaderboard of {_md(result.experiment)}**{best} · extracteval {lb.task} · {count_of(n_ranked, 'run')} ranked "
+             f"({'all runs' if lb.all_runs else 'the latest run of each model'}), {count_of(len(lb.groups), 'group')}", ""]
     for gi, g in enumerate(lb.groups, start=1):
         if len(lb.groups) > 1:
             lines += [f"Group {gi} (truth `{g.truth_digest[:12]}`, config `{g.config_digest[:12]}`): runs are ranked only against runs "

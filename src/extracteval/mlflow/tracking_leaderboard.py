@@ -36,6 +36,7 @@ from extracteval.errors import InputError
 from extracteval.mlflow.descriptions import HEADLINE_WINNER, headline, leaderboard_note
 from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download
 from extracteval.io.outputs import MARKER
+from extracteval.report.terminal import count_of
 
 __all__ = [
     "TrackingStoreLeaderboard",
@@ -543,7 +544,7 @@ def log_leaderboard(
                      "extracteval.winner": entries[0].model[:MAX_TAG_LENGTH]})
     with contextlib.redirect_stdout(sys.stderr):  # MLflow's "View run" lines; stdout is the command's
         step("create leaderboard run")
-        run = client.create_run(result.experiment_id, start_time=ts, run_name=run_name or f"leaderboard: {lb.task} ({len(ids)} runs)")
+        run = client.create_run(result.experiment_id, start_time=ts, run_name=run_name or f"leaderboard: {lb.task} ({count_of(len(ids), 'run')})")
         rid = run.info.run_id
         key = leaderboard_key(ts, rid)
         tags["extracteval.leaderboard_key"] = key

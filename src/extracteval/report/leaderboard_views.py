@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from extracteval.core.ranking import format_wins
-from extracteval.report.terminal import percent, table
+from extracteval.report.terminal import count_of, percent, table
 
 __all__ = ["render_terminal", "ranking_rows", "winner_rows", "render_html", "overall_chart", "item_heatmap"]
 
@@ -41,13 +41,13 @@ def _when(ms: Any) -> str:
 
 
 def _selection(doc: Mapping[str, Any]) -> str:
-    """'3 of 9 run(s) ranked (latest run per model; 6 superseded)' or '9 run(s) ranked (all runs)'."""
+    """'3 of 9 runs ranked (latest run per model; 6 earlier runs superseded)' or '9 runs ranked (all runs)'."""
     n_ranked = doc.get("n_ranked", doc["n_runs"])
     if doc.get("run_selection") == "all runs":
-        return f"{n_ranked} run(s) ranked (all runs)"
+        return f"{count_of(n_ranked, 'run')} ranked (all runs)"
     sup = doc.get("n_superseded", 0)
-    head = f"{n_ranked} of {doc['n_runs']} run(s) ranked" if n_ranked != doc["n_runs"] else f"{n_ranked} run(s) ranked"
-    return f"{head} (latest run per model" + (f"; {sup} earlier run(s) superseded)" if sup else ")")
+    head = f"{n_ranked} of {count_of(doc['n_runs'], 'run')} ranked" if n_ranked != doc["n_runs"] else f"{count_of(n_ranked, 'run')} ranked"
+    return f"{head} (latest run per model" + (f"; {sup} earlier {'run' if sup == 1 else 'runs'} superseded)" if sup else ")")
 
 
 SUPERSEDED_NOTE = "not ranked: a later run of the same model, truth and config is ranked instead; --all-runs ranks every run"
@@ -213,7 +213,7 @@ def render_html(doc: Mapping[str, Any], figures: Mapping[str, bytes] | None = No
             parts.append("<tr>" + "".join(cells) + "</tr>")
         parts.append("</table>")
         if g["field_winners"]:
-            parts.append(f"<h2>{_e(label.capitalize() + ' winners')}</h2>")
+            parts.append(f"<h2>{_e((label[:-1] if label.endswith('s') else label).capitalize() + ' winners')}</h2>")
             parts.append("<div class=\"note\">green: sole winner (1 win) · blue: shared (1/k each) or universal tie (no win)</div>")
             parts.append("<table><tr><th>" + _e(label[:-1] if label.endswith("s") else label) + "</th><th>winner(s)</th><th>kind</th><th>win share</th><th>best</th></tr>")
             for item, w in g["field_winners"].items():

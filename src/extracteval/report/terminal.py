@@ -42,6 +42,15 @@ class SafeStream:
 _ANSI = {"green": "32", "yellow": "33", "red": "31", "blue": "34", "bold": "1", "dim": "2"}
 
 
+def count_of(n: int, word: str, plural: str | None = None) -> str:
+    """`1 run`, `3 runs`, `0 groups`: a count with its noun in the right number.
+
+    >>> count_of(1, "run"), count_of(3, "run"), count_of(2, "entry", "entries")
+    ('1 run', '3 runs', '2 entries')
+    """
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
 def percent(x: float | None) -> str:
     """Percentages with one decimal, as every report shows them."""
     return "-" if x is None else f"{100.0 * x:.1f}%"
