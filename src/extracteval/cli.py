@@ -7,6 +7,7 @@ Sub-commands live in `extracteval.commands.*`; each module exposes `configure(pa
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -95,7 +96,7 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
     """Run a sub-command's `run(args)` (or a function standing in for it) the way `main` does:
     its exit code, with user errors (2), output errors (1) and Ctrl-C (130) turned into a message
     and a code instead of a traceback."""
-    from extracteval.errors import InputError, OutputError
+    from extracteval.errors import InputError, Interrupted, OutputError
 
     token = None
     previous_term = _terminate_as_interrupt()
@@ -126,7 +127,9 @@ def run_command(run: Callable[[argparse.Namespace], int | None], args: argparse.
     except OutputError as e:
         print(f"extracteval: error: {_safe(str(e))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted) as e:
+        if isinstance(e, Interrupted):
+            print(f"extracteval: error: {_safe(str(e))}", file=sys.stderr)
         print("extracteval: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
@@ -152,7 +155,11 @@ def _interrupt_again(hook: Callable[[Any], None]) -> Callable[[Any], None]:
 
     def handle(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            signal.raise_signal(signal.SIGTERM)  # our handler: KeyboardInterrupt, outside that clean-up
+            # sent again from another thread a moment later: a signal raised here would be handled
+            # here, inside this hook, and be printed as an exception the hook itself ignored
+            timer = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM))  # our handler: KeyboardInterrupt
+            timer.daemon = True
+            timer.start()
             return
         hook(unraisable)
 

@@ -184,7 +184,7 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None, description
     import tempfile
 
     from extracteval.mlflow.bundle import write_bundle
-    from extracteval.mlflow.upload import UploadError, UploadInterrupted, store_uri, upload_bundle
+    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
     uri = store_uri(tracking_uri)
     out = Path(tempfile.mkdtemp(prefix="extracteval-demo-"))
@@ -193,8 +193,6 @@ def _log(adapter, scored, experiment: str, tracking_uri: str | None, description
         result = upload_bundle(bundle, tracking_uri=uri, experiment=experiment, experiment_description=description)
     except UploadError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
-        if isinstance(e, UploadInterrupted):
-            raise KeyboardInterrupt from None
         return uri, None
     shutil.rmtree(out, ignore_errors=True)
     runs = {p.key: p for p in bundle.runs}

@@ -86,7 +86,7 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
     from extracteval.mlflow.bundle import write_bundle
     from extracteval.mlflow.early import EarlyWork
     from extracteval.mlflow.adapters import get_adapter
-    from extracteval.mlflow.upload import UploadError, UploadInterrupted, store_uri, upload_bundle
+    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
     engine = _scale_engine(args)
     adapter = get_adapter(args._evaluate_task)
@@ -126,8 +126,6 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
                 result = upload_bundle(bundle, tracking_uri=uri, experiment=args.experiment)
             except UploadError as e:
                 print(f"extracteval: error: {e}", file=sys.stderr)
-                if isinstance(e, UploadInterrupted):
-                    raise KeyboardInterrupt from None
                 return None
     finally:  # an error while scoring: the background jobs end and their folder goes
         if early is not None:
@@ -198,7 +196,7 @@ def _scale_engine(args: argparse.Namespace) -> str | None:
 
 def _resume(args: argparse.Namespace) -> int:
     from extracteval.mlflow.bundle import load_bundle
-    from extracteval.mlflow.upload import UploadError, UploadInterrupted, store_uri, upload_bundle
+    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
     bundle = load_bundle(args.resume_from)
     state = bundle.read_state()
@@ -210,8 +208,6 @@ def _resume(args: argparse.Namespace) -> int:
         result = upload_bundle(bundle, tracking_uri=uri)
     except UploadError as e:
         print(f"extracteval: error: {e}", file=sys.stderr)
-        if isinstance(e, UploadInterrupted):
-            raise KeyboardInterrupt from None
         return 1
     _print_runs(bundle, result, bundle.manifest.get("experiment") or "extracteval")
     return 0

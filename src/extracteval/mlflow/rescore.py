@@ -12,7 +12,6 @@ against, nothing is logged. One path for every task: nothing here knows a task b
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +67,7 @@ def rescore_run(
     from extracteval.mlflow.bundle import truth_digest, write_bundle
     from extracteval.mlflow.tracking_leaderboard import _download
     from extracteval.mlflow.adapters import get_adapter
-    from extracteval.mlflow.upload import UploadError, UploadInterrupted, store_uri, upload_bundle
+    from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
     uri = store_uri(tracking_uri)
     client = MlflowClient(tracking_uri=uri)
@@ -123,9 +122,6 @@ def rescore_run(
                               extra_tags={"extracteval.rescored_from": run_id, "extracteval.previous_truth_digest": old_digest}, figures=figures)
         try:
             up = upload_bundle(bundle, tracking_uri=uri, experiment=exp.name)
-        except UploadInterrupted as e:
-            print(f"extracteval: error: {e}", file=sys.stderr)
-            raise KeyboardInterrupt from None
         except UploadError as e:
             raise InputError(str(e)) from None
         new_id = next(iter(up.run_ids.values()))

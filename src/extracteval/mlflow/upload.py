@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from extracteval.mlflow.bundle import Bundle
+from extracteval.errors import Interrupted
+from extracteval.mlflow.bundle import NOTE_TAG, Bundle
 
 __all__ = ["UploadError", "UploadInterrupted", "UploadResult", "upload_bundle", "METRICS_PER_CALL", "default_tracking_uri", "store_uri", "ui_hint"]
 
@@ -32,9 +33,10 @@ class UploadError(RuntimeError):
     """The tracking store could not take the results; the local copy is complete."""
 
 
-class UploadInterrupted(UploadError):
+class UploadInterrupted(Interrupted):
     """Ctrl-C or SIGTERM while logging; the local copy is complete. Its message says how to log
-    it; the command then ends as interrupted (exit status 130)."""
+    it; the command then ends as interrupted (exit status 130). Not an `UploadError`: an
+    interrupt is not a failure of the store, and no caller goes on after it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,7 +109,7 @@ def check_sqlite_store(db: str) -> None:
 _SERVER_PAUSES = (1, 2, 4, 8)
 
 
-def wait_for_server(uri: str, *, say: Callable[[str], None] | None = None, connect_timeout: float = 5.0) -> None:
+def wait_for_server(uri: str, *, connect_timeout: float = 5.0) -> None:
     """Return once an http(s) tracking server accepts a connection; try again after each of
     `_SERVER_PAUSES` (as many as MLFLOW_HTTP_REQUEST_MAX_RETRIES allows), saying so on standard
     error; then raise ConnectionError. Other stores, and servers reached through a proxy, are left
@@ -130,13 +132,8 @@ def wait_for_server(uri: str, *, say: Callable[[str], None] | None = None, conne
     except ValueError:
         return
     pauses = _SERVER_PAUSES[:retries]
-    if say is None:
-        from extracteval.report.terminal import terminal_safe
+    from extracteval.report.terminal import terminal_safe
 
-        def tell(line: str) -> None:
-            print(terminal_safe(line, colours=False), file=sys.stderr, flush=True)
-    else:
-        tell = say
     for attempt in range(len(pauses) + 1):
         try:
             socket.create_connection((parts.hostname, port), timeout=connect_timeout).close()
@@ -146,8 +143,8 @@ def wait_for_server(uri: str, *, say: Callable[[str], None] | None = None, conne
                 else f"connection refused: {e.strerror or e}"
         if attempt == len(pauses):
             raise ConnectionError(f"{why} (tried {attempt + 1} times over {sum(pauses)} s)")
-        tell(f"extracteval: the tracking server {uri} does not answer ({why}); trying again in {pauses[attempt]} s "
-             f"(try {attempt + 2} of {len(pauses) + 1})")
+        print(terminal_safe(f"extracteval: the tracking server {uri} does not answer ({why}); trying again in {pauses[attempt]} s "
+                            f"(try {attempt + 2} of {len(pauses) + 1})", colours=False), file=sys.stderr, flush=True)
         time.sleep(pauses[attempt])
 
 
@@ -193,8 +190,9 @@ def new_sqlite_store(uri: str) -> None:
             except OSError:  # a file system without hard links
                 if not target.exists():
                     os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
+    finally:  # the file built aside, and the journal SQLite keeps beside it while a transaction is open
+        for leftover in (partial, *(partial.with_name(partial.name + suffix) for suffix in ("-journal", "-wal", "-shm"))):
+            leftover.unlink(missing_ok=True)
 
 
 def ui_hint(tracking_uri: str) -> str:
@@ -279,10 +277,9 @@ def _upload(
     step = on_step or (lambda _s: None)
     client = None
     created: list[str] = []
-    current = "while opening the tracking store"
+    current = "while connecting to the tracking server"
     try:
         # inside the try: opening a SQLite store reads the file (a damaged one fails here)
-        current = "while connecting to the tracking server"
         wait_for_server(uri)
         current = "while creating the tracking store"
         new_sqlite_store(uri)
@@ -415,8 +412,8 @@ def _caused_by_interrupt(e: BaseException) -> bool:
 def _describe_experiment(client: Any, exp_id: str, text: str) -> None:
     """The experiment's description (the MLflow UI's note), unless it has one already."""
     exp = client.get_experiment(exp_id)
-    if not (exp.tags or {}).get("mlflow.note.content"):
-        client.set_experiment_tag(exp_id, "mlflow.note.content", text)
+    if not (exp.tags or {}).get(NOTE_TAG):
+        client.set_experiment_tag(exp_id, NOTE_TAG, text)
 
 
 def _experiment_id(client: Any, name: str, uri: str) -> str:
