@@ -51,14 +51,14 @@ _CODE = re.compile(r"^\s*[+-]?(?:0\d+(?:\.\d*)?|\d+\.\d*[1-9]0+)\s*$")
 _MISSING_KEY = "\x00missing"  # sorts first; cannot collide with a canonical key (those start "t:", "n:", …)
 
 
-def checked_types(types: Mapping[Any, Any], item: str) -> dict[str, str]:
-    """Per-`item` value types (`auto`, `category`, …) with names as text and types in lower
-    case; an unknown type is refused by name."""
+def checked_types(types: Mapping[Any, Any], item: str, allowed: Sequence[str] = FEATURE_TYPES) -> dict[str, str]:
+    """Per-`item` value types (`auto`, `category`, …, one of `allowed`) with names as text and
+    types in lower case; an unknown type is refused by name."""
     out = {}
     for k, v in types.items():
         t = str(v).strip().lower()
-        if t not in FEATURE_TYPES:
-            raise InputError(f"type of {item} {k!r}: expected one of {', '.join(FEATURE_TYPES)}, but got {v!r}.")
+        if t not in allowed:
+            raise InputError(f"type of {item} {k!r}: expected one of {', '.join(allowed)}, but got {v!r}.")
         out[str(k)] = t
     return out
 

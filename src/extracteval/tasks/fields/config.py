@@ -11,6 +11,7 @@ import pandas as pd
 
 from extracteval.core.bootstrap import Interval, PairComparison
 from extracteval.core.counts import Counts
+from extracteval.core.feature_views import checked_types
 from extracteval.core.normalize import NormalizationConfig
 from extracteval.core.ranking import FieldWinner, Score, format_wins
 from extracteval.core.strategies import Strategy, get_strategy
@@ -72,13 +73,7 @@ class FieldsConfig:
         object.__setattr__(self, "default_strategy", get_strategy(self.default_strategy, where="default_strategy"))
         if not isinstance(self.types, Mapping):
             raise InputError(f"Expected `types` to be a mapping of field to type ({', '.join(VALUE_TYPES)}), but got {type(self.types).__name__}.")
-        types = {}
-        for fname, t in self.types.items():
-            name = str(t).strip().lower() if isinstance(t, str) else t
-            if name not in VALUE_TYPES:
-                raise InputError(f"type of field {fname!r}: expected one of {', '.join(VALUE_TYPES)}, but got {t!r}.")
-            types[str(fname)] = name
-        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "types", checked_types(self.types, "field", VALUE_TYPES))
         for fname, s in self.strategies.items():
             if s is Strategy.SEMANTIC:
                 raise InputError(
