@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 
 import extracteval.tasks.structured.model_counts as structured  # where a model's outputs are parsed
-from extracteval.core.normalize import int_text
+from extracteval.core.normalize import int_key
 from extracteval.tasks.json.semantics import JsonPredictions, score_json
 from extracteval.tasks.structured.semantics import flat_keys, leaf_key, score_structured
 from extracteval.tasks.toolcalls.semantics import parse_calls, score_toolcalls
 
 
-def test_int_text_writes_any_integer_once() -> None:
-    big = 10**5000
-    assert int_text(12345) == "12345" and int_text(-7) == "-7"
-    assert int_text(big) == "0x" + format(big, "x") and int_text(-big) == "-0x" + format(big, "x")
-    assert int_text(big) != int_text(big + 1)
+def test_int_key_keys_any_integer_once() -> None:
+    big = 10**5000  # beyond the 4,300 digits Python writes in decimal
+    assert int_key(12345) == "n:12345" and int_key(-7) == "n:-7"
+    assert int_key(big) == "n:1e+5000" and int_key(-big) == "n:-1e+5000"
+    assert int_key(big) != int_key(big + 1) and int_key(big + 1) != int_key(big - 1)
 
 
 def test_a_call_with_an_integer_literal_too_long_to_write_is_scored_not_a_crash() -> None:

@@ -146,15 +146,6 @@ def _normalise_text(s: str) -> str:
 _INT_TEXT_BITS = 14_000  # integers below this many bits are written in decimal (under Python's 4,300-digit limit)
 
 
-def int_text(v: int) -> str:
-    """The decimal text of an integer; beyond about 4,200 digits, which Python refuses to write
-    in decimal, its hexadecimal text (`0x…`): one text per value either way, and never an error
-    (an absurd literal in a model's output is data, not a crash)."""
-    if v.bit_length() < _INT_TEXT_BITS:
-        return str(v)
-    return ("-0x" if v < 0 else "0x") + format(abs(v), "x")
-
-
 # Numbers are keyed by their exact decimal value: sign, significant digits and power of ten, written
 # plainly while that takes at most this many zeros (`1000`, `0.005`), else as `1.5e+400`.
 _PLAIN_ZEROS = 40
@@ -204,7 +195,9 @@ def number_text_key(text: str) -> str | None:
 
 
 def int_key(v: int) -> str:
-    """The key of an integer of any size (the same as its decimal text's)."""
+    """The key of an integer of any size (the same as its decimal text's); one beyond the digits
+    Python writes in decimal is read through `Decimal` (an absurd literal in a model's output is
+    data, not a crash)."""
     if v.bit_length() < _INT_TEXT_BITS:
         return decimal_key(v < 0, str(abs(v)), 0)
     t = Decimal(v).as_tuple()  # beyond Python's limit for writing integers in decimal

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -156,9 +158,6 @@ def read_prediction(value: Any, safety_key: str) -> tuple[Any, str, float | None
 def _safety_cell(value: Any, rid: str, own: float | None) -> float | None:
     """A record's cell of the evaluator's `safety_column`: its score, a number in [0, 1]; an
     empty cell leaves the prediction object's own score (`own`)."""
-    import math
-    import numbers
-
     if is_empty(value) or is_missing(value):
         return own
     number = value
