@@ -158,9 +158,7 @@ class ExtractevalEvaluator(ModelEvaluator):
         if not dataset.has_targets:
             raise InputError("mlflow.models.evaluate(..., targets=COLUMN) is required: the column holding each record's ground truth.")
         features = dataset.features_data
-        id_column = config.get("id_column")
-        if id_column is not None and id_column not in features.columns:
-            raise InputError(f"evaluator_config `id_column`: column {id_column!r} is not in the data (columns: {list(features.columns)}).")
+        id_column = _named_column(config, "id_column", features)
         if id_column is None and "id" in features.columns:
             id_column = "id"
         ids = [str(x) for x in features[id_column]] if id_column else [str(i) for i in range(len(features))]
@@ -262,15 +260,24 @@ def unsupported_model_type(model_type: Any) -> str:
     )
 
 
+def _named_column(config: Mapping[str, Any], key: str, features: Any) -> str | None:
+    """The data column an evaluator_config `key` names (None when it names none); a name that
+    is not a column of the data is refused, the columns listed."""
+    column = config.get(key)
+    if column is None:
+        return None
+    if column not in features.columns:
+        raise InputError(f"evaluator_config `{key}`: column {column!r} is not in the data (columns: {list(features.columns)}).")
+    return column
+
+
 def _status_column(config: Mapping[str, Any], features: Any, adapter: Any, task: str) -> str | None:
     """The feature column holding each record's status (`ok`, `pending`, `error`): the
     `status_column` key, else a column named `status` when the task reads statuses."""
     reads_status = "status_column" in adapter.config_keys
-    column = config.get("status_column")
+    column = _named_column(config, "status_column", features)
     if column is not None:
-        if column not in features.columns:
-            raise InputError(f"evaluator_config `status_column`: column {column!r} is not in the data (columns: {list(features.columns)}).")
-        return str(column)
+        return column
     if "status" in features.columns:
         if reads_status:
             return "status"
@@ -283,11 +290,9 @@ def _safety_column(config: Mapping[str, Any], features: Any, adapter: Any) -> st
     `safety_column` key, else a column named as the task's `safety_key` (`safety_score`)."""
     if "safety_column" not in adapter.config_keys:
         return None
-    column = config.get("safety_column")
+    column = _named_column(config, "safety_column", features)
     if column is not None:
-        if column not in features.columns:
-            raise InputError(f"evaluator_config `safety_column`: column {column!r} is not in the data (columns: {list(features.columns)}).")
-        return str(column)
+        return column
     default = str(config.get("safety_key") or "safety_score")
     return default if default in features.columns else None
 
