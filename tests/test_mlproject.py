@@ -334,7 +334,10 @@ def test_mlflow_run_records_what_each_entry_point_created_offline_against_a_temp
     assert lb_project.data.tags["extracteval.leaderboard_run_ids"] == board.info.run_id
     assert lb_project.data.tags["extracteval.experiment"] == "contracts-mlproject"
     primary = board.data.tags["extracteval.primary_metric"]
-    assert lb_project.data.metrics == {f"best/{primary}": pytest.approx(board.data.metrics["best/score"])}
+    winner = MlflowClient(tracking_uri=uri).get_run(board.data.tags["extracteval.compared_runs"].split(",")[0])
+    assert winner.data.tags["extracteval.model"] == board.data.tags["extracteval.winner"]
+    assert lb_project.data.metrics == {f"best/{primary}": pytest.approx(winner.data.metrics[primary])}  # every digit
+    assert board.data.metrics["Main/best"] == round(winner.data.metrics[primary], 4)
 
     # no --experiment-name: the project run is in MLflow's Default, the evaluation in `extracteval`, and the output says so
     fb_project = _project_run(by_exp["Default"], "evaluate")

@@ -61,11 +61,16 @@ class ScoreResult:
         """The metrics a model's MLflow run gets (keys as logged); `model=None`: the best one."""
         from extracteval.tasks import ranking_spec
         from extracteval.mlflow.bundle import alone, metric_keys, model_run_metrics
-        from extracteval.mlflow.descriptions import headline_metrics
+        from extracteval.mlflow.descriptions import headline_metrics, standings
 
-        met = model_run_metrics(self.scored, self.adapter, self._model(model), metric_keys(self.scored, self.adapter))
-        met = alone(met) if len(self.models) == 1 else met
-        return {**headline_metrics(ranking_spec(self.task), met), **met}  # the run's `Main/…` headline keys too
+        spec, keys, name = ranking_spec(self.task), metric_keys(self.scored, self.adapter), self._model(model)
+        met = model_run_metrics(self.scored, self.adapter, name, keys)
+        if len(self.models) == 1:
+            return {**headline_metrics(spec, alone(met)), **alone(met)}  # the run's `Main/…` headline keys too
+        scores = {m: met.get(spec.primary) if m == name else model_run_metrics(self.scored, self.adapter, m, keys).get(spec.primary)
+                  for m in self.models}
+        comparisons = self.scored.doc.get("comparisons") if isinstance(self.scored.doc.get("comparisons"), list) else []
+        return {**headline_metrics(spec, met, standings(list(self.models), scores, comparisons)[name]), **met}
 
     def items(self, model: str | None = None) -> Any:
         """Per-item metrics (one row per model and field / tag / feature) as a DataFrame."""
@@ -128,6 +133,7 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     for the task.
     """
     from extracteval.mlflow.adapters import check_config, get_adapter
+    from extracteval.mlflow.significance import ensure_significance
 
     adapter = get_adapter(task)
     check_config(config, adapter.config_keys, task, where="extracteval.score", common={})
@@ -144,6 +150,7 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
 
     with bulk_work():
         scored = adapter.score_inputs(t_in, p_in, {k: v for k, v in config.items() if k != "status_column"}, id_column=id_column)
+        ensure_significance(scored, adapter)  # the intervals and adjacent-rank verdicts every logged run shows
     return ScoreResult(task=task, models=tuple(scored.models), scored=scored, adapter=adapter)
 
 

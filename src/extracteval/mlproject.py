@@ -209,6 +209,7 @@ def read_headlines(created: Sequence[CreatedRuns], client: Any) -> list[CreatedR
     What cannot be read stays None."""
     from dataclasses import replace
 
+    from extracteval.mlflow.descriptions import HEADLINE_WINNER
     from extracteval.tasks import RANKING_SPECS
 
     out = []
@@ -220,7 +221,10 @@ def read_headlines(created: Sequence[CreatedRuns], client: Any) -> list[CreatedR
                 found["experiment_id"] = board.info.experiment_id
                 found["best_model"] = board.data.tags.get("extracteval.winner")
                 found["metric"] = board.data.tags.get("extracteval.primary_metric")
-                found["value"] = board.data.metrics.get("best/score")
+                # the winner's own metric, every digit (the board's `Main/best` keeps four)
+                first = (board.data.tags.get("extracteval.compared_runs") or board.data.tags.get("extracteval.compared_runs.1") or "").split(",")[0]
+                value = client.get_run(first).data.metrics.get(found["metric"]) if first and found["metric"] else None
+                found["value"] = value if value is not None else board.data.metrics.get(HEADLINE_WINNER)
             elif c.parent_run_id:
                 parent = client.get_run(c.parent_run_id)
                 found["experiment_id"] = parent.info.experiment_id

@@ -22,6 +22,17 @@ REPO = Path(__file__).resolve().parents[2]
 CONTRACTS = REPO / "experiments" / "contracts"
 
 
+def comparison_figures(client, run_id: str) -> dict[str, float]:
+    """The figures a comparison (parent) run keeps in `extracteval/comparison_metrics.json` rather
+    than charting them: per model, per pair, counts, decision, item winners."""
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = client.download_artifacts(run_id, "extracteval/comparison_metrics.json", d)
+        return json.loads(Path(path).read_text(encoding="utf-8"))["metrics"]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -62,20 +62,37 @@ def three_demos(tmp_path_factory, demo_run):
     return client, snapshots, outputs
 
 
+SUPERSEDED_TAGS = ("extracteval.superseded_by", "extracteval.superseded_in")
+
+
 def test_earlier_runs_keep_every_metric_history_and_tag(three_demos):
     _, snapshots, _ = three_demos
     for k in (1, 2):
         before, after = snapshots[k - 1], snapshots[k]
         assert set(before) < set(after)  # the demo added runs...
-        for rid, was in before.items():  # ...and changed none of the earlier ones
+        for rid, was in before.items():  # ...and changed none of the earlier ones, but to say which run superseded a model run
             now = after[rid]
             assert now["history"] == was["history"], (k, rid, was["role"])
             assert now["latest"] == was["latest"]
-            assert now["tags"] == was["tags"]
+            assert {t: v for t, v in now["tags"].items() if t not in SUPERSEDED_TAGS} == {t: v for t, v in was["tags"].items() if t not in SUPERSEDED_TAGS}
+            if was["role"] == "model":
+                by = now["tags"]["extracteval.superseded_by"]
+                assert by in after and by not in before and after[by]["tags"]["extracteval.model"] == was["tags"]["extracteval.model"]
+            else:
+                assert not set(SUPERSEDED_TAGS) & set(now["tags"])
     # within a demo, each model run has one value per key: nothing was logged twice
     for snap in snapshots:
         for run in snap.values():
             assert all(len(h) == 1 for h in run["history"].values()), run["role"]
+
+
+def test_the_runs_of_each_demo_have_names_of_their_own(three_demos):
+    _, snapshots, _ = three_demos
+    final = snapshots[-1]
+    for role in ("comparison", "leaderboard"):
+        for exp_id in {r["experiment"] for r in final.values()}:
+            names = [r["tags"]["mlflow.runName"] for r in final.values() if r["role"] == role and r["experiment"] == exp_id]
+            assert len(names) == 3 and len(set(names)) == 3, names
 
 
 def test_each_demo_ranks_one_run_per_model_the_latest(three_demos, tmp_path):
@@ -90,8 +107,10 @@ def test_each_demo_ranks_one_run_per_model_the_latest(three_demos, tmp_path):
             (lb_id,) = [rid for rid, r in new.items() if r["experiment"] == exp_id and r["role"] == "leaderboard"]
             lb = new[lb_id]
             assert set(lb["tags"]["extracteval.compared_runs"].split(",")) == models and len(models) == 3
-            assert lb["latest"]["runs/count"] == 3 and lb["latest"]["runs/superseded"] == 3 * (k - 1)
+            assert lb["tags"]["extracteval.compared_count"] == "3" and lb["tags"]["extracteval.leaderboard_step"] == str(k)
+            assert len(lb["latest"]) <= 10 and "Main/best" in lb["latest"] and "Main/margin" in lb["latest"]
             key = lb["tags"]["extracteval.leaderboard_key"]
+            assert [x[2] for rid in models for x in new[rid]["history"][f"{key}/rank"]] == [k] * 3  # step k: the k-th leaderboard
             ranks = sorted(new[rid]["latest"][f"{key}/rank"] for rid in models)
             assert ranks == [1, 2, 3]
             for rid in models:  # the leaderboard's wins equal the demo's own (same three models)

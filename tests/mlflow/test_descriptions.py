@@ -17,13 +17,22 @@ from extracteval.tasks import RANKING_SPECS
 from extracteval.mlflow.descriptions import (
     HEADLINE_CI_HIGH,
     HEADLINE_CI_LOW,
+    HEADLINE_GAP,
+    HEADLINE_KEYS,
+    HEADLINE_MARGIN,
+    HEADLINE_MARGIN_HIGH,
+    HEADLINE_MARGIN_LOW,
+    HEADLINE_RANK,
     HEADLINE_SCORE,
+    HEADLINE_SIGNIFICANT,
     HEADLINE_WINNER,
     _md,
     fmt_interval,
     fmt_value,
     primary_interval,
 )
+
+from .conftest import comparison_figures
 
 pytestmark = pytest.mark.slow
 
@@ -69,28 +78,33 @@ def _weakest(spec, metrics: dict[str, float]) -> list[float]:
     return vals[:3]
 
 
-def test_a_model_runs_description_says_its_rank_score_interval_and_weak_items(store, tmp_path: Path) -> None:
+def test_a_model_runs_description_says_its_rank_score_interval_and_gap_first(store, tmp_path: Path) -> None:
     client, exps = store
     for name, by_role in exps.items():
         children = sorted(by_role["model"], key=lambda r: int(r.data.tags["extracteval.rank"]))
         n = len(children)
-        for child in children:
+        for i, child in enumerate(children):
             tags, ms = child.data.tags, child.data.metrics
             spec = RANKING_SPECS[tags["extracteval.task"]]
             note = tags[NOTE]
-            first = note.splitlines()[0]
-            assert f"**{_md(tags['extracteval.model'])}**: **rank {tags['extracteval.rank']} of {n}**" in first, (name, first)
-            assert f"(`{spec.primary}`): **{fmt_value(spec, ms[spec.primary])}**" in note, (name, note)
+            first, second = note.splitlines()[:2]
+            rank = int(tags["extracteval.rank"])
+            ci = primary_interval(spec, ms)
+            assert ci is not None, name  # every task's model runs have their interval
+            # line 1: rank, score and interval; line 2: the gap to the next rank and its verdict
+            assert first.startswith(f"**{_md(tags['extracteval.model'])}: rank {rank} of {n}** — {spec.label} "
+                                    f"**{fmt_value(spec, ms[spec.primary])} {fmt_interval(spec, *ci)}**"), (name, first)
+            nxt = children[i + 1] if i + 1 < n else children[i - 1]
+            assert f"rank {nxt.data.tags['extracteval.rank']} ({_md(nxt.data.tags['extracteval.model'])}): **" in second.split(";")[0], (name, second)
             # the headline metrics are the run's own numbers under one name for every task
             assert ms[HEADLINE_SCORE] == round(ms[spec.primary], 4)  # four decimals: shown whole in the runs table
+            assert (ms[HEADLINE_CI_LOW], ms[HEADLINE_CI_HIGH]) == (round(ci[0], 4), round(ci[1], 4))
+            assert ci[0] <= ms[spec.primary] <= ci[1]
+            assert ms[HEADLINE_RANK] == rank
+            assert ms[HEADLINE_GAP] == pytest.approx(round(ms[spec.primary] - nxt.data.metrics[spec.primary], 4), abs=2e-4)
+            verdict = {1.0: "significant", 0.5: "borderline", 0.0: "not significant"}[ms[HEADLINE_SIGNIFICANT]]
+            assert f"**{verdict}**" in second.split(";")[0], (name, second)
             assert f"{int(ms['invalid_outputs/count'])} invalid output(s)" in note
-            ci = primary_interval(spec, ms)
-            if HEADLINE_CI_LOW in ms:
-                assert (ms[HEADLINE_CI_LOW], ms[HEADLINE_CI_HIGH]) == (round(ci[0], 4), round(ci[1], 4))
-                assert f"95% CI {fmt_interval(spec, *ci)}" in note
-                assert ci[0] <= ms[spec.primary] <= ci[1]
-            else:
-                assert "no interval" in note
             if "wins/field_wins" in ms:
                 assert f"Won {format_wins(ms['wins/field_wins'])} of " in note
             weak_line = next(line for line in note.splitlines() if line.startswith("- Weakest "))
@@ -98,35 +112,49 @@ def test_a_model_runs_description_says_its_rank_score_interval_and_weak_items(st
             expected = _weakest(spec, ms)
             assert len(shown) == len(expected) == 3, (name, weak_line)
             assert shown == pytest.approx([round(100 * v, 1) / 100 for v in expected], abs=1e-9), (name, weak_line, expected)
-            assert "`extracteval/report.html`" in note
+            assert "`extracteval/report.html`" in note and "|---" not in note  # a list, not a table
             # the report it points at is there
             assert "extracteval/report.html" in [a.path for a in client.list_artifacts(child.info.run_id, "extracteval")]
-            # the comparison-only metrics stay on the parent
+            # the comparison-only metrics stay off the model runs
             assert not any(k.startswith(("comparison/", "models/", "decision/", HEADLINE_WINNER)) for k in ms), name
 
 
-def test_the_parent_run_holds_the_ranking_table_and_the_adjacent_verdicts(store) -> None:
-    _, exps = store
+def test_the_parent_run_opens_on_the_verdict_and_charts_only_it(store) -> None:
+    client, exps = store
     for name, by_role in exps.items():
         (parent,) = by_role["comparison"]
         spec = RANKING_SPECS[parent.data.tags["extracteval.task"]]
         note = parent.data.tags[NOTE]
         children = sorted(by_role["model"], key=lambda r: int(r.data.tags["extracteval.rank"]))
-        rows = [line for line in note.splitlines() if re.match(r"\| \d+ \|", line)]
+        top, runner = children[0], children[1]
+        pm = parent.data.metrics
+        # at most ten charted metrics: the winner, its margin over the runner-up and whether it is real
+        assert len(pm) <= 10 and set(pm) <= set(HEADLINE_KEYS), (name, sorted(pm))
+        assert pm[HEADLINE_WINNER] == round(top.data.metrics[spec.primary], 4)
+        assert pm[HEADLINE_MARGIN] == pytest.approx(top.data.metrics[spec.primary] - runner.data.metrics[spec.primary], abs=2e-4)
+        assert pm[HEADLINE_MARGIN_LOW] <= pm[HEADLINE_MARGIN] <= pm[HEADLINE_MARGIN_HIGH]
+        assert pm[HEADLINE_SIGNIFICANT] == top.data.metrics[HEADLINE_SIGNIFICANT]
+        assert HEADLINE_SCORE not in pm  # the experiment's charts plot model runs only
+        # the figures that are not charted are in the comparison's JSON
+        figures = comparison_figures(client, parent.info.run_id)
+        assert figures["models/count"] == len(children)
+        # line 1: winner, score, interval, margin and its verdict; line 2: the ranks below that cannot be told apart
+        first, second = note.splitlines()[:2]
+        ci = primary_interval(spec, top.data.metrics)
+        assert first.startswith(f"**Winner: {_md(top.data.tags['extracteval.model'])}** — {spec.label} "
+                                f"**{fmt_value(spec, top.data.metrics[spec.primary])} {fmt_interval(spec, *ci)}**, "), (name, first)
+        assert f"ahead of rank 2 ({_md(runner.data.tags['extracteval.model'])}): **" in first and "paired 95% CI [" in first
+        assert second.startswith(("Below the winner: ", "Every adjacent pair of ranks differs significantly")), (name, second)
+        rows = [line for line in note.splitlines() if re.match(r"\d+\. \*\*", line)]
         assert len(rows) == len(children), (name, note)
         for row, child in zip(rows, children):
             ms = child.data.metrics
-            cells = [c.strip() for c in row.strip("|").split(" | ")]
-            assert cells[:3] == [child.data.tags["extracteval.rank"], _md(child.data.tags["extracteval.model"]), fmt_value(spec, ms[spec.primary])]
-            ci = primary_interval(spec, ms)
-            assert cells[3] == (fmt_interval(spec, *ci) if ci else "-")
-            assert (ci is None) is (HEADLINE_CI_LOW not in ms)
-        assert parent.data.metrics[HEADLINE_WINNER] == round(children[0].data.metrics[spec.primary], 4)
-        assert HEADLINE_SCORE not in parent.data.metrics  # the experiment's charts plot model runs only
+            assert row.startswith(f"{child.data.tags['extracteval.rank']}. **{_md(child.data.tags['extracteval.model'])}** — "
+                                  f"{fmt_value(spec, ms[spec.primary])} {fmt_interval(spec, *primary_interval(spec, ms))} · "), (name, row)
         verdicts = [line for line in note.splitlines() if " vs " in line and line.startswith("- ")]
         pairs = [f"- {_md(a.data.tags['extracteval.model'])} vs {_md(b.data.tags['extracteval.model'])}: " for a, b in zip(children, children[1:])]
-        assert all(any(v.startswith(p) for v in verdicts) for p in pairs), (name, verdicts)
-        assert spec.rule() in note
+        assert all(any(v.startswith(p) and "95% CI" in v for v in verdicts) for p in pairs), (name, verdicts)
+        assert spec.rule() in note and "|---" not in note
 
 
 def test_the_leaderboard_run_describes_the_runs_it_ranked(store) -> None:
@@ -136,16 +164,18 @@ def test_the_leaderboard_run_describes_the_runs_it_ranked(store) -> None:
         key = lb.data.tags["extracteval.leaderboard_key"]
         spec = RANKING_SPECS[lb.data.tags["extracteval.task"]]
         note = lb.data.tags[NOTE]
-        assert note.startswith(f"**Leaderboard of {_md(name)}**")
-        rows = {int(c[0]): c for c in ([x.strip() for x in line.strip("|").split(" | ")] for line in note.splitlines() if re.match(r"\| \d+ \|", line))}
+        assert note.startswith(f"**Leaderboard of {_md(name)}** · **Winner: ")
+        rows = {int(m.group(1)): line for line in note.splitlines() if (m := re.match(r"(\d+)\. \*\*", line))}
         ranked = [c for c in by_role["model"] if f"{key}/rank" in c.data.metrics]
-        assert len(rows) == len(ranked) == int(lb.data.metrics["runs/count"])
+        assert len(rows) == len(ranked) == int(lb.data.tags["extracteval.compared_count"])
         for child in ranked:
             row = rows[int(child.data.metrics[f"{key}/rank"])]
-            assert row[1] == _md(child.data.tags["extracteval.model"])
-            assert row[2] == fmt_value(spec, child.data.metrics[spec.primary])
+            assert row.startswith(f"{int(child.data.metrics[f'{key}/rank'])}. **{_md(child.data.tags['extracteval.model'])}** — "
+                                  f"{fmt_value(spec, child.data.metrics[spec.primary])}")
         assert f"`{key}/rank`" in note
-        assert lb.data.metrics[HEADLINE_WINNER] == round(lb.data.metrics["best/score"], 4)
+        top = min(ranked, key=lambda c: c.data.metrics[f"{key}/rank"])
+        assert lb.data.metrics[HEADLINE_WINNER] == round(top.data.metrics[spec.primary], 4)
+        assert len(lb.data.metrics) <= 10 and set(lb.data.metrics) <= set(HEADLINE_KEYS)
 
 
 def test_names_cannot_break_the_markdown() -> None:
@@ -168,12 +198,12 @@ def test_a_leaderboard_description_says_which_runs_were_superseded_and_how_runs_
             run("m3000000x", "m3", "u" * 64, 0.9, 4)]
     lb = build_leaderboard(runs, group_by_truth=True)
     note = leaderboard_note(SimpleNamespace(leaderboard=lb, experiment="exp", notes=("a note",), leaderboard_key=None), "leaderboard/k")
-    assert "2 groups" in note and note.count("| rank | model |") == 2
+    assert "2 groups" in note and note.count("1. **") == 2 and "|---" not in note
     assert "Group 1 (truth `" in note and "ranked only against runs scored on the same truth" in note
-    assert "Not ranked (superseded by a later run of the same model, truth and config): m1 (`old00000` → `new00000`)" in note
-    assert "| 1 | m2 | 70.0% |" in note and "| 2 | m1 | 60.0% |" in note and "| 1 | m3 | 90.0% |" in note
-    assert "- Note: a note" in note and "`leaderboard/k/rank`" in note
-    assert "winner" not in note.splitlines()[0]  # two groups: no single winner
+    assert "`extracteval.superseded_by`): m1 (`old00000` → `new00000`)" in note
+    assert "1. **m2** — 70.0% · " in note and "2. **m1** — 60.0% · " in note and "1. **m3** — 90.0% · " in note
+    assert "- Note: a note" in note and "`leaderboard/k`" in note
+    assert "Winner" not in note.splitlines()[0] and "no single winner" in note.splitlines()[0]  # two groups
 
 
 def test_a_single_model_run_is_described_without_a_rank(cli, sqlite_uri: str) -> None:
@@ -188,7 +218,9 @@ def test_a_single_model_run_is_described_without_a_rank(cli, sqlite_uri: str) ->
     (r,) = client.search_runs([client.get_experiment_by_name("single-note").experiment_id])
     note, ms = r.data.tags[NOTE], r.data.metrics
     spec = RANKING_SPECS["fields"]
-    assert note.startswith("**gpt-4o-mini** · tier **") and "not ranked" in note.splitlines()[0]
-    assert "rank" not in note.splitlines()[0].replace("not ranked", "")
-    assert f"**{fmt_value(spec, ms['overall/f1'])}**, 95% CI {fmt_interval(spec, ms['overall/ci_low'], ms['overall/ci_high'])}" in note
-    assert ms[HEADLINE_SCORE] == round(ms["overall/f1"], 4) and HEADLINE_WINNER not in ms and "ranking/rank" not in ms
+    first, second = note.splitlines()[:2]
+    assert first.startswith(f"**gpt-4o-mini** — {spec.label} **{fmt_value(spec, ms['overall/f1'])} "
+                            f"{fmt_interval(spec, ms['overall/ci_low'], ms['overall/ci_high'])}** · tier ")
+    assert second.startswith("One model, not ranked") and "rank " not in first
+    assert ms[HEADLINE_SCORE] == round(ms["overall/f1"], 4) and "ranking/rank" not in ms
+    assert not {HEADLINE_WINNER, HEADLINE_RANK, HEADLINE_GAP, HEADLINE_SIGNIFICANT} & set(ms)

@@ -116,7 +116,12 @@ def test_bundle_is_complete_and_reloadable(tmp_path):
     m = again.metrics("model-2")
     assert (m["field/vendor/fp"], m["field/vendor/fn"], m["field/total/tn"], m["field/total/tp"]) == (1, 2, 1, 2)  # "X" wrong, "{}" missed
     assert m["field/vendor/ci_low"] <= m["field/vendor/f1"] <= m["field/vendor/ci_high"]
-    assert again.metrics("parent")["ranking/b/rank"] == 1
+    figures = json.loads((bundle.run_dir("parent") / "artifacts" / "extracteval" / "comparison_metrics.json").read_text(encoding="utf-8"))
+    assert figures["metrics"]["ranking/b/rank"] == 1 and figures["metrics"]["ranking/a/rank"] == 2
+    assert set(again.metrics("parent")) <= {"Main/best", "Main/best_lower", "Main/best_upper", "Main/margin", "Main/margin_lower",
+                                            "Main/margin_upper", "Main/significant"}
+    assert (again.metrics("model-1")["Main/rank"], again.metrics("model-2")["Main/rank"]) == (1, 2)
+    assert again.metrics("model-1")["Main/gap_to_next"] == -again.metrics("model-2")["Main/gap_to_next"] > 0
     assert again.read_state()["status"] == "PENDING"
     for r in again.runs:
         files = {p.relative_to(bundle.run_dir(r.key)).as_posix() for p in bundle.run_dir(r.key).rglob("*") if p.is_file()}
@@ -238,9 +243,8 @@ def test_docstring_examples_run():
 
     import extracteval.core.run_ranking as core_leaderboard
     import extracteval.mlflow.keys as keys
-    import extracteval.mlflow.tracking_leaderboard as mlflow_leaderboard
 
-    for module in (keys, core_leaderboard, mlflow_leaderboard):
+    for module in (keys, core_leaderboard):
         result = doctest.testmod(module)
         assert result.failed == 0 and (module is keys or result.attempted > 0), module.__name__
 

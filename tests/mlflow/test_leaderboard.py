@@ -444,7 +444,7 @@ def _histories(client, run_ids):
     return out
 
 
-def test_repeated_runs_rank_the_latest_and_never_rewrite_a_metric(cli, store, tmp_path):
+def test_repeated_runs_rank_the_latest_keep_one_rank_key_and_tag_the_superseded(cli, store, tmp_path):
     client, uri = store
     exp_name = f"nightly-{next(_COUNTER)}"
     exp = _experiment(client, tmp_path, exp_name)
@@ -469,35 +469,42 @@ def test_repeated_runs_rank_the_latest_and_never_rewrite_a_metric(cli, store, tm
     assert doc["run_selection"] == "latest run per model" and doc["n_runs"] == 9 and doc["n_ranked"] == 3 and doc["n_superseded"] == 6
     assert {(s["model"], s["run_id"], s["superseded_by"]) for s in doc["superseded"]} == \
         {(m, ids[n][m], ids[3][m]) for n in (1, 2) for m in "ABC"}
-    key = doc["leaderboard_key"]
-    assert key.startswith("leaderboard/") and key.endswith("-" + doc["leaderboard_run_id"][:8])
+    key, step = doc["leaderboard_key"], doc["leaderboard_step"]
+    assert (key, step) == ("leaderboard", 1)
 
-    # the ranked runs got the new keys, once; no other key of any run changed, nor its history
+    # the ranked runs got one key each, at step 1; no other key of any run changed, nor its history
     after = _histories(client, everyone)
     for e in doc["ranking"]:
         new = {k: v for k, v in after[e["run_id"]].items() if k not in before[e["run_id"]]}
-        assert {k: [x[0] for x in v] for k, v in new.items()} == {f"{key}/rank": [float(e["rank"])], f"{key}/field_wins": [e["field_wins"]]}
-        assert client.get_run(e["run_id"]).data.tags["extracteval.leaderboard_key"] == key
+        assert {k: [(x[0], x[2]) for x in v] for k, v in new.items()} == {"leaderboard/rank": [(float(e["rank"]), 1)],
+                                                                        "leaderboard/field_wins": [(e["field_wins"], 1)]}
+        tags = client.get_run(e["run_id"]).data.tags
+        assert (tags["extracteval.leaderboard_run"], tags["extracteval.leaderboard_step"]) == (doc["leaderboard_run_id"], "1")
+        assert "extracteval.superseded_by" not in tags
     for rid in everyone:
         assert {k: v for k, v in after[rid].items() if k in before[rid]} == before[rid]
-    for night in (1, 2):  # superseded runs are not written to at all
-        for rid in ids[night].values():
+    for night in (1, 2):  # superseded runs: their metrics untouched, a tag naming the run ranked in their place
+        for m, rid in ids[night].items():
             assert after[rid] == before[rid]
-            assert "extracteval.leaderboard_run" not in client.get_run(rid).data.tags
+            tags = client.get_run(rid).data.tags
+            assert "extracteval.leaderboard_run" not in tags
+            assert (tags["extracteval.superseded_by"], tags["extracteval.superseded_in"]) == (ids[3][m], doc["leaderboard_run_id"])
 
-    # ranking again: new keys next to the first leaderboard's, whose values stay as they were
+    # ranking again: the same key, a second value at step 2 in each ranked run's history
     r2 = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--json", "--no-ci")
     assert r2.code == 0, r2.err
-    key2 = r2.json()["leaderboard_key"]
-    assert key2 != key
+    assert (r2.json()["leaderboard_key"], r2.json()["leaderboard_step"]) == ("leaderboard", 2)
     again = _histories(client, everyone)
     for rid in everyone:
-        assert {k: v for k, v in again[rid].items() if k in after[rid]} == after[rid]
+        assert {k: v for k, v in again[rid].items() if not k.startswith("leaderboard/")} == \
+            {k: v for k, v in after[rid].items() if not k.startswith("leaderboard/")}
     for e in r2.json()["ranking"]:
-        assert [x[0] for x in again[e["run_id"]][f"{key2}/rank"]] == [float(e["rank"])]
+        assert sorted((x[2], x[0]) for x in again[e["run_id"]]["leaderboard/rank"]) == [(1, float(e["rank"])), (2, float(e["rank"]))]
     lb_run = client.get_run(r2.json()["leaderboard_run_id"])
-    assert lb_run.data.tags["extracteval.leaderboard_key"] == key2 and lb_run.data.tags["extracteval.run_selection"] == "latest run per model"
-    assert lb_run.data.metrics["runs/count"] == 3 and lb_run.data.metrics["runs/superseded"] == 6
+    assert lb_run.data.tags["extracteval.leaderboard_step"] == "2" and lb_run.data.tags["extracteval.run_selection"] == "latest run per model"
+    assert set(lb_run.data.metrics) <= {"Main/best", "Main/best_lower", "Main/best_upper", "Main/margin", "Main/margin_lower",
+                                        "Main/margin_upper", "Main/significant"}
+    assert lb_run.data.metrics["Main/best"] == 0.9 and lb_run.data.metrics["Main/margin"] == pytest.approx(0.1)
 
     # the outputs list the superseded runs as such, with the run that replaced them
     csv = pd.read_csv(out / "leaderboard.csv")

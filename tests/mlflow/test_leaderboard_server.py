@@ -65,7 +65,7 @@ def test_leaderboard_logged_and_written_back(cli, evaluated, tmp_path):
         assert run.data.metrics[f"{key}/field_wins"] == pytest.approx(e["field_wins"])
         # the evaluation's own wins (the same three models scored together) are left as logged
         assert [m.value for m in client.get_metric_history(e["run_id"], "wins/field_wins")] == [pytest.approx(e["field_wins"])]
-        assert run.data.tags["extracteval.leaderboard_run"] == lb_run and run.data.tags["extracteval.leaderboard_key"] == key
+        assert run.data.tags["extracteval.leaderboard_run"] == lb_run and run.data.tags["extracteval.leaderboard_step"] == str(doc["leaderboard_step"])
     lb = client.get_run(lb_run)
     assert lb.info.status == "FINISHED"
     assert lb.data.tags["extracteval.role"] == "leaderboard"

@@ -13,9 +13,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from extracteval.mlflow.bundle import truth_digest
+from extracteval.mlflow.descriptions import HEADLINE_KEYS
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import CONTRACTS, REPO
+from .conftest import CONTRACTS, REPO, comparison_figures
 
 RUN_LINE = re.compile(r"run ([0-9a-f]{32})  (comparison \(parent\)|model (.+))")
 
@@ -62,7 +63,8 @@ def test_evaluate_cli_logs_parent_and_children(cli, tracking_uri, contracts_args
     assert t["extracteval.truth_digest"] == truth_digest(truth)  # SHA-256 of the truth as scored
     assert re.fullmatch(r"[0-9a-f]{64}", t["extracteval.config_digest"])
     # parent: ranking and wins of every model
-    pm = prun.data.metrics
+    pm = comparison_figures(client, parent)
+    assert set(prun.data.metrics) <= set(HEADLINE_KEYS) and len(prun.data.metrics) <= 10  # charted: the verdict only
     for m in expected["ranking"]:
         seg = m  # these model names need no sanitising
         assert pm[f"ranking/{seg}/rank"] == expected["models"][m]["rank"]

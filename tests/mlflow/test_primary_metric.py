@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.tasks import RANKING_SPECS
 from extracteval.mlflow.adapters import TASKS as REGISTRY
+from tests.mlflow.conftest import comparison_figures
 from tests.mlflow.test_logged_examples import REPO, TRACKS, _main
 
 
@@ -161,7 +162,7 @@ def test_every_entry_point_gives_the_same_decision(tmp_path: Path, monkeypatch: 
     client = MlflowClient(uri)
     parent, _ = _runs_of(client, "decision")
     assert parent.data.params["decision.verdict"] == expected
-    logged = {k: v for k, v in parent.data.metrics.items() if k.startswith("decision/")}
+    logged = {k: v for k, v in comparison_figures(client, parent.info.run_id).items() if k.startswith("decision/")}
     assert logged == pytest.approx(decision_metrics(scored))
     assert logged["decision/fine_tuning_recommended"] == 0.0 and logged["decision/verdict_settled"] == 0.0
     page = _report(client, parent.info.run_id, tmp_path / "report")

@@ -16,7 +16,7 @@ from extracteval.tasks import RANKING_SPECS
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import REPO
+from .conftest import REPO, comparison_figures
 from .test_logging import _artifact_paths, _runs, _use_experiment
 
 CUSTOMERS = REPO / "experiments" / "customers"
@@ -47,7 +47,7 @@ def test_evaluate_customers_logs_the_score_numbers(cli, sqlite_uri, customers_ar
     tags = prun.data.tags
     assert tags["extracteval.task"] == "json" and tags["extracteval.winner"] == expected["ranking"][0]
     assert re.fullmatch(r"[0-9a-f]{64}", tags["extracteval.truth_digest"]) and re.fullmatch(r"[0-9a-f]{64}", tags["extracteval.config_digest"])
-    pm = prun.data.metrics
+    pm = comparison_figures(client, parent)
     for m in MODELS:
         assert pm[f"ranking/{m}/rank"] == expected["models"][m]["rank"]
         assert pm[f"models/{m}/rqs/mean"] == pytest.approx(expected["models"][m]["rqs"]["mean"])

@@ -17,7 +17,7 @@ from extracteval.tasks import RANKING_SPECS
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import REPO
+from .conftest import REPO, comparison_figures
 from .test_logging import _artifact_paths, _runs, _use_experiment
 
 REQUIREMENTS = REPO / "experiments" / "requirements"
@@ -50,7 +50,7 @@ def test_evaluate_requirements_logs_the_score_numbers(cli, sqlite_uri, requireme
     tags = prun.data.tags
     assert tags["extracteval.task"] == "spans" and tags["extracteval.winner"] == expected["ranking"][0]
     assert re.fullmatch(r"[0-9a-f]{64}", tags["extracteval.truth_digest"]) and re.fullmatch(r"[0-9a-f]{64}", tags["extracteval.config_digest"])
-    pm = prun.data.metrics
+    pm = comparison_figures(client, parent)
     for c in expected["comparisons"]:
         pair = f"comparison/{c['higher']} vs {c['lower']}"
         assert pm[f"{pair}/f1_diff"] == pytest.approx(c["difference"]["estimate"])

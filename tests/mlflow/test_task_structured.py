@@ -18,7 +18,7 @@ from extracteval.errors import InputError
 from extracteval.mlflow.bundle import load_bundle
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import REPO
+from .conftest import REPO, comparison_figures
 
 SLM = REPO / "experiments" / "slm-vs-llm"
 MODELS = ("gpt-4o", "llama-3.1-8b", "qwen2.5-1.5b")
@@ -133,7 +133,7 @@ def test_evaluate_structured_example_logs_what_score_prints(cli, sqlite_uri, tmp
 
     # the parent: the comparison and the seed-004 decision
     prun = client.get_run(parent)
-    pm, dec = prun.data.metrics, expected["decision"]
+    pm, dec = comparison_figures(client, parent), expected["decision"]
     assert pm["decision/gap"] == pytest.approx(dec["gap"]) == pytest.approx(0.5)
     assert (pm["decision/ci_low"], pm["decision/ci_high"]) == (pytest.approx(dec["ci"]["low"]), pytest.approx(dec["ci"]["high"]))
     assert prun.data.params["decision.verdict"] == dec["verdict"] == "fine-tuning recommended"  # settled: CI [33.3, 65.0]
@@ -293,18 +293,18 @@ def test_demo_logs_both_seed_004_tracks_with_their_decisions(cli, sqlite_uri, tm
     for task, metric in (("structured", "exact_match_rate"), ("toolcalls", "call_accuracy")):
         p = parents[task]
         assert p.data.params["decision.metric"] == metric and p.data.params["decision.baseline"] == "gpt-4o"
-        d = p.data.metrics
+        d = comparison_figures(client, p.info.run_id)
         settled = d["decision/verdict_settled"] == 1.0
         assert p.data.params["decision.verdict"] in ("fine-tuning recommended", "moderate", "minimal") if settled \
             else p.data.params["decision.verdict"].startswith("leaning ")
         # a recommendation only when settled
         assert d["decision/fine_tuning_recommended"] == float(settled and p.data.params["decision.verdict"] == "fine-tuning recommended")
-        assert p.data.metrics["decision/ci_low"] <= p.data.metrics["decision/gap"] <= p.data.metrics["decision/ci_high"]
+        assert d["decision/ci_low"] <= d["decision/gap"] <= d["decision/ci_high"]
         kids = [c for c in children if c.data.tags["mlflow.parentRunId"] == p.info.run_id]
         assert {c.data.tags["extracteval.model"] for c in kids} == set(MODELS)
         spec = RANKING_SPECS[task]
         assert all({spec.primary, *spec.tie_breaks} <= set(c.data.metrics) for c in kids)
-    assert parents["structured"].data.metrics["decision/gap"] == pytest.approx(0.5)
+    assert comparison_figures(client, parents["structured"].info.run_id)["decision/gap"] == pytest.approx(0.5)
 
 
 def test_score_frame_deep_and_numpy_cells():

@@ -16,7 +16,7 @@ from extracteval.errors import InputError
 from extracteval.mlflow.bundle import load_bundle
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import REPO
+from .conftest import REPO, comparison_figures
 from .test_task_structured import _artifacts, _runs, _use_experiment
 
 SLM = REPO / "experiments" / "slm-vs-llm"
@@ -81,7 +81,7 @@ def test_evaluate_toolcalls_example_logs_what_score_prints(cli, sqlite_uri, tmp_
         table = pd.read_csv(local / "function_metrics.csv")
         assert set(table["model"]) == {model} and table["fn"].sum() == exp["counts"]["fn"]
     prun = client.get_run(parent)
-    pm, dec = prun.data.metrics, expected["decision"]
+    pm, dec = comparison_figures(client, parent), expected["decision"]
     assert dec["metric"] == "call_accuracy"
     for k, v in (("gap", dec["gap"]), ("ci_low", dec["ci"]["low"]), ("ci_high", dec["ci"]["high"])):
         assert pm[f"decision/{k}"] == pytest.approx(v)

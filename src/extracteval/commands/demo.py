@@ -207,16 +207,17 @@ LOOK_AT = """\
 In the MLflow UI: each experiment {prefix}-<example> holds one parent run (the comparison) with a
 child run per model (expand the parent's row with +) and the leaderboard run. Every run opens on its
 Description: rank, score with its interval, weakest items, where the report is. In the runs table
-choose Columns and add Main/score, Main/score_low, Main/score_high and
-Main/wins (the same keys for every task; the parent and leaderboard runs have
-Main/best), then sort by Main/score; with the parent expanded, the chart view (second icon) opens on the
-Main section, one bar per model. Select the model runs and Compare for their own keys:
+choose Columns and add Main/score, Main/score_lower, Main/score_upper, Main/rank,
+Main/gap_to_next and Main/significant (the same keys for every task; the parent and leaderboard
+runs have Main/best and Main/margin), then sort by Main/score; with the parent collapsed, the chart
+view (second icon) opens on the Main section, one bar per model. Select the model runs and Compare
+for their own keys:
 {keys}
 A run's Artifacts hold extracteval/report.html (the full report), figures/ and
-extracteval/records.parquet. The cross-run leaderboard wrote each ranked run's rank to its own
-column, leaderboard/<time>-<id>/rank (named on the last line of each leaderboard above); running
-the demo again ranks the new runs and lists the earlier ones as superseded, leaving their metrics
-as they were."""
+extracteval/records.parquet; the parent's extracteval/comparison_metrics.json holds every figure
+of the comparison. The cross-run leaderboard wrote each ranked run's rank as leaderboard/rank (its
+metric history: one value per leaderboard); running the demo again ranks the new runs and tags
+the earlier ones extracteval.superseded_by, leaving their metrics as they were."""
 
 
 def look_at(prefix: str, tasks: Mapping[str, list[str]]) -> str:

@@ -31,14 +31,16 @@ run (a repeated model name then gets the first 8 characters of its run id).
 Ranking keys (fields): overall (macro) F1, overall precision, overall recall, total field wins,
 model name. Other tasks use their primary metric and tie-breaks (see the documentation: Leaderboard). Intervals:
 paired bootstrap over the shared record ids of the runs' per-record Parquet artifacts; adjacent
-runs whose difference interval contains 0 are marked "not significantly different".
+runs whose difference interval lies wholly above 0 are "significantly different", those whose
+interval has a bound of exactly 0 "borderline", the others "not significantly different".
 
 Unless --no-log, the CSV/JSON/HTML/PNG outputs are logged to a new leaderboard run in the same
-experiment (tagged with the compared run ids), and every ranked run gets its rank and item wins
-under keys that name this leaderboard: leaderboard/<UTC time>-<run id prefix>/rank and
-.../field_wins (e.g. leaderboard/20250611T101530Z-1a2b3c4d/rank), so the MLflow runs table sorts
-by them. A metric a run already has is never logged again: ranking again adds new keys and
-leaves every earlier value and metric history as it was. Superseded runs are not written to.
+experiment (tagged with the compared run ids; its metrics: the winner's score and interval,
+Main/best…, and its margin over the runner-up, Main/margin… and Main/significant), and every
+ranked run gets its rank and item wins as leaderboard/rank and leaderboard/field_wins: one column
+in the MLflow runs table, whose metric history holds the run's rank in every leaderboard (step n
+= the experiment's n-th leaderboard). A run left out because a later run of the same model
+superseded it gets the tag extracteval.superseded_by (that run's id); its metrics stay as they were.
 
 examples:
   extracteval leaderboard --experiment contracts
@@ -113,9 +115,11 @@ def run(args: argparse.Namespace) -> int:
         json.dump(result.to_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
     elif result.leaderboard_run_id:
+        n_sup = sum(len(g.superseded) for g in result.leaderboard.groups)
         print(f"leaderboard run {result.leaderboard_run_id} in experiment {args.experiment!r}; "
               f"{result.leaderboard_key}/rank and {result.leaderboard_key}/field_wins written to the "
-              f"{sum(len(g.entries) for g in result.leaderboard.groups)} ranked run(s); no earlier metric changed")
+              f"{sum(len(g.entries) for g in result.leaderboard.groups)} ranked run(s) at step {result.leaderboard_step}"
+              + (f", {n_sup} superseded run(s) tagged extracteval.superseded_by" if n_sup else "") + "; no earlier value changed")
     return 0
 
 

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "Interval", "PairComparison", "bootstrap_counts", "bootstrap_patterns", "macro_f1_statistic", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns",
+    "Interval", "PairComparison", "significance", "comparison_entry", "SIGNIFICANT", "BORDERLINE", "NOT_SIGNIFICANT",
+    "bootstrap_counts", "bootstrap_patterns", "macro_f1_statistic", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns",
     "record_patterns", "merge_patterns",
     "field_patterns", "merge_field_patterns",
 ]
@@ -32,6 +33,26 @@ _TOTAL_ENTRIES = 1 << 24  # per-record path: resampled totals held at once (resa
 PATTERN_ENTRIES = 1 << 23
 
 
+SIGNIFICANT = "significantly different"
+BORDERLINE = "borderline"
+NOT_SIGNIFICANT = "not significantly different"
+
+
+def significance(low: float | None, high: float | None) -> str | None:
+    """The one rule every run kind and task reads a difference's interval by: wholly above or
+    below zero → significantly different; one bound exactly zero (and the other not) →
+    borderline (the evidence stops at the edge); containing zero → not significantly different.
+    None without an interval."""
+    if low is None or high is None:
+        return None
+    low, high = float(low), float(high)
+    if low > 0.0 or high < 0.0:
+        return SIGNIFICANT
+    if (low == 0.0) != (high == 0.0):
+        return BORDERLINE
+    return NOT_SIGNIFICANT
+
+
 @dataclass(frozen=True, kw_only=True)
 class Interval:
     estimate: float
@@ -43,6 +64,16 @@ class Interval:
     @property
     def contains_zero(self) -> bool:
         return self.low <= 0.0 <= self.high
+
+    @property
+    def significant(self) -> bool:
+        """Read as a difference: the interval lies wholly on one side of zero."""
+        return significance(self.low, self.high) == SIGNIFICANT
+
+    @property
+    def verdict(self) -> str:
+        """Read as a difference: `significantly different`, `borderline` or `not significantly different`."""
+        return significance(self.low, self.high)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -512,13 +543,14 @@ class PairComparison:
 
     @property
     def significant(self) -> bool:
-        return not self.difference.contains_zero
+        return self.difference.significant
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "higher": self.higher,
-            "lower": self.lower,
-            "difference": self.difference.to_dict(),
-            "significant": self.significant,
-            "verdict": "significantly different" if self.significant else "not significantly different",
-        }
+        return comparison_entry(self.higher, self.lower, self.difference)
+
+
+def comparison_entry(higher: str, lower: str, difference: Interval) -> dict[str, Any]:
+    """An adjacent pair as every result document, leaderboard and run description has it: the
+    two models, the interval of their difference, `significant` and the verdict in words."""
+    return {"higher": higher, "lower": lower, "difference": difference.to_dict(), "significant": difference.significant,
+            "verdict": difference.verdict}

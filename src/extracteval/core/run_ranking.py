@@ -364,23 +364,11 @@ def _rank_group(
 
 
 def _comparisons(entries: Sequence[LeaderboardEntry], pair_intervals: Mapping[tuple[str, str], Interval]) -> tuple[dict[str, Any], ...]:
-    """The "significantly different or not" verdict of each adjacent pair that has an interval."""
-    comparisons = []
-    for hi, lo in zip(entries[:-1], entries[1:]):
-        iv = pair_intervals.get((hi.run_id, lo.run_id))
-        if iv is None:
-            continue
-        significant = not iv.contains_zero
-        comparisons.append(
-            {
-                "higher": hi.model,
-                "lower": lo.model,
-                "difference": iv.to_dict(),
-                "significant": significant,
-                "verdict": "significantly different" if significant else "not significantly different",
-            }
-        )
-    return tuple(comparisons)
+    """The verdict of each adjacent pair that has an interval (`core.bootstrap.significance`)."""
+    from extracteval.core.bootstrap import comparison_entry
+
+    return tuple(comparison_entry(hi.model, lo.model, iv) for hi, lo in zip(entries[:-1], entries[1:])
+                 if (iv := pair_intervals.get((hi.run_id, lo.run_id))) is not None)
 
 
 def with_intervals(lb: Leaderboard, intervals: Mapping[str, Interval], pair_intervals: Mapping[tuple[str, str], Interval]) -> Leaderboard:

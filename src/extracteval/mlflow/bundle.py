@@ -33,12 +33,13 @@ from extracteval.io.config import safe_file_name
 from extracteval.io.outputs import check_output_folder, staged_folder, write_csv
 from extracteval.mlflow.early import settled
 from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.significance import ensure_significance
 from extracteval.core.ranking import RankingSpec
 from extracteval.tasks import ranking_spec
 from extracteval.mlflow.adapters import Scored, Section, TaskAdapter
 from extracteval.report.console import json_default
 
-__all__ = ["Bundle", "RunPlan", "write_bundle", "load_bundle", "truth_digest", "config_digest", "BUNDLE_FORMAT"]
+__all__ = ["Bundle", "RunPlan", "COMPARISON_FIGURES", "write_bundle", "load_bundle", "truth_digest", "config_digest", "BUNDLE_FORMAT"]
 
 BUNDLE_FORMAT = "extracteval-mlflow-bundle/1"
 NOTE_TAG = "mlflow.note.content"  # the run description shown by the MLflow UI
@@ -163,7 +164,11 @@ def metric_keys(scored: Scored, adapter: TaskAdapter) -> KeyMap:
 def model_run_metrics(scored: Scored, adapter: TaskAdapter, model: str, keys: KeyMap) -> dict[str, float]:
     """The metrics of one model's run: the task's own, and `invalid_outputs/count` (model outputs
     that could not be read, for every task under one key; 0 when none)."""
+    from extracteval.mlflow.significance import interval_metrics
+
     met = adapter.metrics(scored, model, keys)
+    for k, v in interval_metrics(scored.doc, model, ranking_spec(scored.task).primary).items():
+        met.setdefault(k, v)
     met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(model) or {}).get("count", 0)))
     return met
 
@@ -218,6 +223,12 @@ def write_bundle(
         **(extra_tags or {}),
     }
     base_params = {k: _bounded(v, MAX_PARAM_LENGTH) for k, v in adapter.params(scored).items()}
+    # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
+    # into the bundle instead of built from per-record counts held in memory
+    streamed: Mapping[tuple[str | None, str], Path] = scored.cache.get("streamed_files", {})
+    # the paired bootstrap of a task that does not resample while scoring; each model's
+    # per-record table it read, as Parquet bytes, is then the run's `records.parquet`
+    record_bytes = ensure_significance(scored, adapter)
     # the large JSON files are written without indentation: `json` only uses its C encoder
     # when `indent` is None, and the indented result.json of a 200-field evaluation took
     # longer to encode than all the other artifacts to write (JSON viewers indent it anyway)
@@ -245,6 +256,7 @@ def write_bundle(
     def note(text: str) -> str:
         return _bounded(text, MAX_TAG_LENGTH)
 
+    standing: dict[str, Any] = {}  # each model's rank and gaps (a comparison)
     if n == 1:
         m = models[0]
         plans.append(RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
@@ -255,9 +267,12 @@ def write_bundle(
     else:
         ranking = ", ".join(models)
         comparisons = scored.doc.get("comparisons") if isinstance(scored.doc.get("comparisons"), list) else []
+        standing = notes.standings(models, {m: metrics_of(m).get(spec.primary) for m in models}, comparisons)
         decision = scored.doc.get("decision") if isinstance(scored.doc.get("decision"), dict) else None
         n_records = scored.doc.get("n_records", scored.doc.get("n_documents"))
-        plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models",
+        # the time tells a re-run's parent from the earlier ones in the runs table
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(created_ms / 1000))
+        plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models · {stamp}",
                              parent=None, model=None,
                              tags={**base_tags, "extracteval.role": "comparison", "extracteval.ranking": _bounded(ranking, MAX_TAG_LENGTH),
                                    "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH),
@@ -270,13 +285,10 @@ def write_bundle(
                                  tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
                                        "extracteval.rank": str(i),
                                        NOTE_TAG: note(notes.model_note(task=scored.task, spec=spec, model=m, rank=i, n=n, metrics=metrics_of(m),
-                                                                       names=names, tier_name=tier_of(m)))},
+                                                                       names=names, tier_name=tier_of(m), standing=standing[m]))},
                                  params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_model_params(adapter, scored, m),
                                          **_generation(scored, m)}))
 
-    # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
-    # into the bundle instead of built from per-record counts held in memory
-    streamed: Mapping[tuple[str | None, str], Path] = scored.cache.get("streamed_files", {})
     # Parquet files that `evaluate` started writing while the scoring ran (see mlflow/early.py),
     # (model, file name) → future of the path (None: nothing to write)
     early: Mapping[tuple[str, str], Future[Path | None]] = scored.cache.get("early_files", {})
@@ -307,21 +319,15 @@ def write_bundle(
             adir.mkdir(parents=True, exist_ok=True)
             run_models = models if plan.role == "comparison" else [plan.model]
             if plan.role == "comparison":
-                metrics = adapter.comparison_metrics(scored, keys)
-                # each child's headline numbers on the parent too, so the parent sorts in the runs table
-                for m in models:
-                    child = metrics_of(m)
-                    for k in dict.fromkeys((*spec.keys, "overall/f1", "overall/precision", "overall/recall", "micro/f1")):
-                        if k in child:
-                            metrics[keys.key("models", m, k)] = child[k]
-                winner = metrics_of(models[0]).get(spec.primary)
-                if winner is not None:
-                    metrics[notes.HEADLINE_WINNER] = notes.headline(winner)
+                # charted: the winner, its margin and whether it is real; the rest of the
+                # comparison's figures (per model, per pair, counts, decision, item winners) in JSON
+                metrics = notes.summary_metrics(spec, models, metrics_of, standing)
+                _write_comparison_figures(adir / "comparison_metrics.json", scored, adapter, keys, models, metrics_of, spec)
             else:
                 metrics = metrics_of(plan.model)
                 if plan.role == "single":
                     metrics = alone(metrics)
-                metrics = {**notes.headline_metrics(spec, metrics), **metrics}
+                metrics = {**notes.headline_metrics(spec, metrics, None if plan.role == "single" else standing[plan.model]), **metrics}
             (rdir / "metrics.json").write_text(_dumps(metrics, sort_keys=True), encoding="utf-8")
             (adir / "result.json").write_text(doc_text, encoding="utf-8")
             item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)
@@ -335,7 +341,9 @@ def write_bundle(
                 for fname in ("records.parquet", "predictions.parquet"):
                     if (plan.model, fname) in streamed:
                         _place(streamed[(plan.model, fname)], adir / fname)
-                if (plan.model, "records.parquet") not in streamed and (plan.key, "records.parquet") not in file_jobs:
+                if plan.model in record_bytes:
+                    (adir / "records.parquet").write_bytes(memoryview(record_bytes[plan.model]))
+                elif (plan.model, "records.parquet") not in streamed and (plan.key, "records.parquet") not in file_jobs:
                     rec = adapter.records_frame(scored, plan.model)
                     if rec is not None:
                         rec.to_parquet(adir / "records.parquet", index=False)
@@ -389,6 +397,26 @@ def write_bundle(
         # written with the rest, so that the folder's marker lists it as extracteval's
         (staging / "state.json").write_text(_dumps({"runs": {}, "status": "PENDING", "error": None}, indent=2), encoding="utf-8")
     return Bundle(path=out, manifest=manifest)
+
+
+COMPARISON_FIGURES = "extracteval/comparison_metrics.json"
+
+
+def _write_comparison_figures(path: Path, scored: Scored, adapter: TaskAdapter, keys: KeyMap, models: Sequence[str],
+                              metrics_of: Callable[[str], Mapping[str, float]], spec: RankingSpec) -> None:
+    """The comparison's figures that are not charted (`COMPARISON_FIGURES`), under the keys they
+    would have as metrics: the task's comparison metrics (models/…, ranking/<m>/rank,
+    wins/<m>/field_wins, comparison/<a> vs <b>/…, decision/…, <items>_winners/…, <items>/count) and
+    each model's headline numbers under `models/<m>/<key>`; `original_keys`: the unsanitised
+    name behind each key whose model or item name had to be changed to be a metric key."""
+    figures = dict(adapter.comparison_metrics(scored, keys))
+    for m in models:
+        child = metrics_of(m)
+        for k in dict.fromkeys((*spec.keys, "overall/f1", "overall/precision", "overall/recall", "micro/f1")):
+            if k in child:
+                figures[keys.key("models", m, k)] = child[k]
+    originals = {k: v for k, v in keys.originals.items() if any(f == k or f.startswith(k + "/") for f in figures)}
+    path.write_text(_dumps({"metrics": dict(sorted(figures.items())), "original_keys": originals}, indent=1), encoding="utf-8")
 
 
 def _subtitle(scored: Scored) -> str:

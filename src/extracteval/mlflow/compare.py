@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from extracteval.core.bootstrap import SIGNIFICANT, significance
 from extracteval.core.decision import DecisionThresholds, decision_fields, decision_sentence, verdict_for
 from extracteval.errors import InputError
 
@@ -62,7 +63,7 @@ class RunComparison:
             **decision_fields(gap=self.gap, ci_low=self.ci_low, ci_high=self.ci_high, thresholds=self.thresholds, confidence=self.confidence),
             "ci": None if self.ci_low is None else {"low": self.ci_low, "high": self.ci_high, "confidence": self.confidence,
                                                      "resamples": self.resamples, "seed": self.seed},
-            "significant": None if self.ci_low is None else not (self.ci_low <= 0.0 <= self.ci_high),
+            "significant": None if self.ci_low is None else significance(self.ci_low, self.ci_high) == SIGNIFICANT,
             "n_records": self.n_records,
             "thresholds": self.thresholds.to_dict(),
             "notes": list(self.notes),

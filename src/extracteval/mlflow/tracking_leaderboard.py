@@ -33,7 +33,7 @@ from extracteval.core.bootstrap import Interval
 from extracteval.core.run_ranking import Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.tasks import RANKING_SPECS
 from extracteval.errors import InputError
-from extracteval.mlflow.descriptions import HEADLINE_WINNER, headline, leaderboard_note
+from extracteval.mlflow.descriptions import LEADERBOARD_RANK, LEADERBOARD_WINS, leaderboard_note, standings, summary_metrics
 from extracteval.mlflow.intervals import RECORDS_ARTIFACT, _download
 from extracteval.io.outputs import MARKER
 from extracteval.report.terminal import count_of
@@ -51,11 +51,12 @@ __all__ = [
     "RECORDS_ARTIFACT",
     "KEYS_ARTIFACT",
     "LEADERBOARD_ROLE",
-    "leaderboard_key",
+    "LEADERBOARD_KEY",
 ]
 
 KEYS_ARTIFACT = "extracteval/metric_keys.json"
 LEADERBOARD_ROLE = "leaderboard"
+LEADERBOARD_KEY = "leaderboard"  # the ranked runs' `leaderboard/rank` and `leaderboard/field_wins`
 SKIPPED_ROLES = frozenset({"comparison", LEADERBOARD_ROLE})
 SEARCH_PAGE = 1000
 MAX_TAG_LENGTH = 5000
@@ -87,7 +88,8 @@ class TrackingStoreLeaderboard:
     notes: tuple[str, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
     leaderboard_run_id: str | None = None
-    leaderboard_key: str | None = None  # `leaderboard/<stamp>`: where the ranked runs got their rank and wins
+    leaderboard_key: str | None = None  # `leaderboard`: the ranked runs got their rank and wins as `leaderboard/rank|field_wins`
+    leaderboard_step: int | None = None  # the step of those values in the runs' metric history
 
     def item_scores(self) -> dict[str, dict[str, float]]:
         """Run id → item → winner metric (F1 for fields), for the heatmap."""
@@ -120,6 +122,7 @@ class TrackingStoreLeaderboard:
             "notes": list(self.notes),
             "leaderboard_run_id": self.leaderboard_run_id,
             "leaderboard_key": self.leaderboard_key,
+            "leaderboard_step": self.leaderboard_step,
         })
         return doc
 
@@ -490,30 +493,46 @@ def _bounded_note(text: str) -> str:
     return text if len(text) <= limit else text[: limit - 60].rsplit("\n", 1)[0] + "\n\n(cut: the full leaderboard is in the artifacts)"
 
 
-def leaderboard_key(start_ms: int, run_id: str) -> str:
-    """`leaderboard/<UTC time>-<first 8 characters of the run id>` of a leaderboard run: the
-    prefix of the rank and wins it writes to the runs it ranked. Names sort by time, so in the
-    MLflow runs table the newest leaderboard's columns come last; the run id part keeps two
-    leaderboards of the same second apart.
+def _leaderboard_step(client: Any, experiment_id: str) -> int:
+    """The step of a new leaderboard's values in the ranked runs' metric history: one more than
+    the leaderboard runs the experiment already has (1 for its first)."""
+    from mlflow.entities import ViewType
 
-    >>> leaderboard_key(0, "0123456789abcdef")
-    'leaderboard/19700101T000000Z-01234567'
-    """
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start_ms / 1000))
-    return f"leaderboard/{stamp}-{run_id[:8]}"
+    n, token = 0, None
+    while True:
+        page = client.search_runs([experiment_id], filter_string=f"tags.\"extracteval.role\" = '{LEADERBOARD_ROLE}'",
+                                  run_view_type=ViewType.ALL, max_results=1000, page_token=token)
+        n += len(page)
+        token = getattr(page, "token", None)
+        if not token:
+            return n + 1
+
+
+def _summary_metrics(lb: Leaderboard) -> dict[str, float]:
+    """The leaderboard run's few metrics (one group): the winner's score and interval, its margin
+    over the runner-up and that margin's verdict (`descriptions.summary_metrics`)."""
+    import posixpath
+
+    if len(lb.groups) != 1 or not lb.groups[0].entries:
+        return {}
+    spec, g = lb.spec, lb.groups[0]
+    base = posixpath.dirname(spec.primary)
+    own = {e.model: {spec.primary: e.score, **({f"{base}/ci_low": e.ci.low, f"{base}/ci_high": e.ci.high} if e.ci is not None else {})}
+           for e in g.entries}
+    names = [e.model for e in g.entries]
+    return summary_metrics(spec, names, own.__getitem__, standings(names, {m: own[m][spec.primary] for m in names}, g.comparisons))
 
 
 def log_leaderboard(
     result: TrackingStoreLeaderboard, out: Path, *, run_name: str | None = None, on_step: Callable[[str], None] | None = None,
 ) -> TrackingStoreLeaderboard:
     """Log `out` (from `write_outputs`) as the artifacts of a new leaderboard run and write each
-    ranked run's `<key>/rank` and `<key>/field_wins` back to it (one `log_batch` each), with
-    `<key>` = `leaderboard_key(...)` of the new run. Superseded runs are not written to.
-    Returns `result` with `leaderboard_run_id` and `leaderboard_key` set.
-
-    Raises:
-        RuntimeError: a compared run already has one of the new keys (it cannot: they hold the
-            new run's id); checked so that a metric history is never appended to.
+    ranked run's `leaderboard/rank` and `leaderboard/field_wins` back to it (one `log_batch`
+    each) at step n, the leaderboard's number in its experiment: one key per run whose metric
+    history is the run's rank in every leaderboard that ranked it. A run left out because a
+    later run of the same model superseded it gets the tags `extracteval.superseded_by` (that
+    run's id) and `extracteval.superseded_in` (this leaderboard's); its metrics stay as they were.
+    Returns `result` with `leaderboard_run_id`, `leaderboard_key` and `leaderboard_step` set.
     """
     import contextlib
     import sys
@@ -544,22 +563,17 @@ def log_leaderboard(
                      "extracteval.winner": entries[0].model[:MAX_TAG_LENGTH]})
     with contextlib.redirect_stdout(sys.stderr):  # MLflow's "View run" lines; stdout is the command's
         step("create leaderboard run")
-        run = client.create_run(result.experiment_id, start_time=ts, run_name=run_name or f"leaderboard: {lb.task} ({count_of(len(ids), 'run')})")
+        sequence = _leaderboard_step(client, result.experiment_id)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts / 1000))
+        run = client.create_run(result.experiment_id, start_time=ts,
+                                run_name=run_name or f"leaderboard: {lb.task} ({count_of(len(ids), 'run')}) · {stamp}")
         rid = run.info.run_id
-        key = leaderboard_key(ts, rid)
-        tags["extracteval.leaderboard_key"] = key
-        tags["mlflow.note.content"] = _bounded_note(leaderboard_note(result, key))
+        tags["extracteval.leaderboard_key"] = LEADERBOARD_KEY
+        tags["extracteval.leaderboard_step"] = str(sequence)
+        tags["mlflow.note.content"] = _bounded_note(leaderboard_note(result, LEADERBOARD_RANK))
         try:
-            had = {s.run_id: s.metrics for s in result.summaries}
-            clash = [e.run_id for e in entries if f"{key}/rank" in had.get(e.run_id, {}) or f"{key}/field_wins" in had.get(e.run_id, {})]
-            if clash:
-                raise RuntimeError(f"runs {', '.join(clash)} already have metrics under {key}/; nothing is written back to them.")
             tag_items = [RunTag(k, v) for k, v in sorted(tags.items())]
-            metrics = [Metric("runs/count", float(len(ids)), ts, 0), Metric("groups/count", float(len(lb.groups)), ts, 0),
-                       Metric("runs/superseded", float(sum(len(g.superseded) for g in lb.groups)), ts, 0)]
-            if len(lb.groups) == 1:
-                metrics.append(Metric("best/score", float(entries[0].score), ts, 0))
-                metrics.append(Metric(HEADLINE_WINNER, headline(entries[0].score), ts, 0))
+            metrics = [Metric(k, v, ts, 0) for k, v in sorted(_summary_metrics(lb).items())]
             for i in range(0, len(tag_items), 100):
                 client.log_batch(rid, tags=tag_items[i : i + 100], metrics=metrics if i == 0 else [])
             step("artifacts")
@@ -573,19 +587,27 @@ def log_leaderboard(
             step("write back")
 
             def write_back(e: Any) -> None:
-                # new keys only: a metric the run already has is never logged again
-                client.log_batch(e.run_id, metrics=[Metric(f"{key}/rank", float(e.rank), ts, 0), Metric(f"{key}/field_wins", float(e.item_wins), ts, 0)],
-                                 tags=[RunTag("extracteval.leaderboard_run", rid), RunTag("extracteval.leaderboard_key", key)])
+                # one key per ranked run, a value per leaderboard: this leaderboard's is step `sequence`
+                client.log_batch(e.run_id, metrics=[Metric(LEADERBOARD_RANK, float(e.rank), ts, sequence),
+                                                    Metric(LEADERBOARD_WINS, float(e.item_wins), ts, sequence)],
+                                 tags=[RunTag("extracteval.leaderboard_run", rid), RunTag("extracteval.leaderboard_step", str(sequence))])
 
+            def mark_superseded(s: Any) -> None:  # its metrics are left as they were
+                client.log_batch(s.run_id, tags=[RunTag("extracteval.superseded_by", s.superseded_by), RunTag("extracteval.superseded_in", rid)])
+
+            superseded = [s for g in lb.groups for s in g.superseded]
             if uri.startswith(("http://", "https://", "databricks")):
                 with ThreadPoolExecutor(max_workers=8) as pool:
                     list(pool.map(write_back, entries))
+                    list(pool.map(mark_superseded, superseded))
             else:  # one writer: SQLite serialises writes anyway, and threads would only contend for its lock
                 for e in entries:
                     write_back(e)
+                for sup in superseded:
+                    mark_superseded(sup)
             client.set_terminated(rid, "FINISHED")
         except BaseException:
             with contextlib.suppress(Exception):
                 client.set_terminated(rid, "FAILED")
             raise
-    return replace(result, leaderboard_run_id=rid, leaderboard_key=key)
+    return replace(result, leaderboard_run_id=rid, leaderboard_key=LEADERBOARD_KEY, leaderboard_step=sequence)

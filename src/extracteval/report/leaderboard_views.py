@@ -22,6 +22,10 @@ _TIER_LABEL = {"excellent": "excellent", "good": "good", "needs_improvement": "n
 _TIER_HEX = {"green": "#0a7d28", "yellow": "#9a6b00", "red": "#b3261e"}
 _BADGE_HEX = {"green": "#0a7d28", "blue": "#1f5fbf"}
 
+# the verdict of a pair with the rank above, in the table's short words
+_SIGNIFICANCE_CELL = {"significantly different": "significant", "borderline": "borderline (bound at 0)",
+                      "not significantly different": "≈ not significant"}
+
 
 def _ci_text(ci: Mapping[str, Any] | None) -> str:
     if not ci:
@@ -130,7 +134,7 @@ def render_terminal(doc: Mapping[str, Any], *, use_colour: bool = False) -> str:
             rows.append([
                 f"#{e['rank']}", e["model"], *(percent(_value(e, s)) for _, s in cols), _TIER_LABEL[e["tier"]],
                 f"Won {format_wins(e['field_wins'])} of {e['items_scored']} {label}", _ci_text(e.get("ci")),
-                "" if c is None else ("≈ not significant" if not c["significant"] else "significant"),
+                "" if c is None else _SIGNIFICANCE_CELL.get(c.get("verdict"), "≈ not significant"),
             ])
             colours.append([None, None, *([None] * len(cols)), e["tier_colour"], None, None, None])
         out.append(table(headers, rows, align="rl" + "r" * len(cols) + "llrl", colours=colours, use_colour=use_colour))
