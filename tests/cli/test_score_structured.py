@@ -86,7 +86,7 @@ def test_output_folder_then_compare_models(cli, files) -> None:
     assert d["gap"] == pytest.approx(7 / 20) and d["gap_band"] == "fine-tuning recommended" and d["ci"]["low"] <= d["gap"] <= d["ci"]["high"]
     # the interval reaches into "moderate": not settled, so not a recommendation
     assert d["verdict_range"] == ["moderate", "fine-tuning recommended"] and d["verdict_settled"] is False
-    assert d["verdict"] == "leaning fine-tuning recommended (not settled: the 95% interval spans moderate → fine-tuning recommended)"
+    assert d["verdict"] == "not settled — leaning fine-tuning recommended (the 95% interval spans moderate → fine-tuning recommended)"
     assert d["fine_tuning_recommended"] is False
     text = cli("compare-models", "--result", str(out), "--baseline", "llm", "--candidate", "slm")
     # the default metric is the task's primary metric, the one it ranks by

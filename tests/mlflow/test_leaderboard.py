@@ -297,7 +297,7 @@ def test_compare_decision_with_paired_interval(cli, significance_store):
     assert d["significant"] is True and d["ci"]["low"] > 0 and d["n_records"] == 500
     expected = "fine-tuning recommended" if d["gap"] > 0.15 else ("moderate" if d["gap"] >= 0.05 else "minimal")
     assert d["gap_band"] == expected
-    assert d["verdict"] == expected if d["verdict_settled"] else d["verdict"].startswith(f"leaning {expected} (not settled: the 95% interval spans ")
+    assert d["verdict"] == expected if d["verdict_settled"] else d["verdict"].startswith(f"not settled — leaning {expected} (the 95% interval spans ")
     r = cli("compare", "--experiment", "sig", "--baseline", "base", "--candidate", "noisy", "--tracking-uri", uri, "--json", "--metric", "micro/f1")
     d = r.json()
     assert d["verdict"] == "minimal" and d["significant"] is False and d["metric"] == "micro/f1"
@@ -318,7 +318,7 @@ def test_compare_refuses_different_truth(cli, tmp_path, store):
     assert r.code == 2 and "different ground truth" in r.err
     r = cli("compare", "--baseline", a, "--candidate", b, "--tracking-uri", uri, "--allow-different-truth", "--json")
     d = r.json()
-    assert d["verdict"] == "leaning fine-tuning recommended (not settled: no interval)" and d["ci"] is None and d["notes"]
+    assert d["verdict"] == "not settled — leaning fine-tuning recommended (no interval)" and d["ci"] is None and d["notes"]
     assert d["gap_band"] == "fine-tuning recommended" and d["fine_tuning_recommended"] is False
 
 

@@ -128,7 +128,7 @@ def test_every_entry_point_gives_the_same_decision(tmp_path: Path, monkeypatch: 
     models = ["gpt-4o", "llama-3.1-8b", "qwen2.5-1.5b"]
     args = ["--truth", f"{SLM}/truth.jsonl", *[a for m in models for a in ("--predictions", f"{m}={SLM}/{m}.jsonl")]]
     pair = ["--baseline", "gpt-4o", "--candidate", "qwen2.5-1.5b"]
-    expected = "leaning fine-tuning recommended (not settled: the 95% interval spans moderate → fine-tuning recommended)"
+    expected = "not settled — leaning fine-tuning recommended (the 95% interval spans moderate → fine-tuning recommended)"
 
     code, out, err = _main("score", "toolcalls", *args, *pair, "--json", "--output", "out")
     assert code == 0, err

@@ -83,6 +83,24 @@ def test_the_leaderboard_heat_map_is_big_enough_to_read_with_a_colour_bar() -> N
         assert e.x0 >= box.x0 - 1 and e.x1 <= box.x1 + 1 and e.y0 >= box.y0 - 1 and e.y1 <= box.y1 + 1, t.get_text()
 
 
+def test_the_heat_map_is_in_percent_on_a_colour_blind_safe_scale_spread_over_the_scores() -> None:
+    from extracteval.report.leaderboard_views import item_heatmap
+
+    items = ["a", "b", "c"]
+    entries = [{"model": f"m{r}", "run_id": f"r{r}"} for r in range(2)]
+    doc = {"experiment": "e", "item_label": "fields", "groups": [{"ranking": entries, "field_winners": {i: {} for i in items}}]}
+    scores = {"r0": {"a": 1.0, "b": 0.97, "c": 0.9}, "r1": {"a": 0.66, "b": 0.8, "c": 0.7}}
+    fig = _drawn(item_heatmap(doc, scores))
+    image = fig.axes[0].images[0]
+    assert image.get_cmap().name == "viridis"  # perceptually uniform, readable with colour-vision deficiency and in grey
+    assert image.get_clim() == (65.0, 100.0)  # from the lowest score (to a multiple of 5), not from 0: 66 and 100 differ
+    assert fig.axes[1].get_ylabel() == "score (%)"
+    assert sorted(t.get_text() for t in fig.axes[0].texts if t.get_text().isdigit()) == sorted(["100", "97", "90", "66", "80", "70"])
+    # the number on each cell stays legible: light text on the dark end, dark text on the light end
+    colour = {t.get_text(): t.get_color() for t in fig.axes[0].texts if t.get_text().isdigit()}
+    assert (colour["66"], colour["100"]) == ("white", "black")
+
+
 def test_report_tables_scroll_inside_the_viewer_and_list_errors_first() -> None:
     from extracteval.mlflow.adapters import Section
     from extracteval.report.html import render_report

@@ -296,7 +296,7 @@ def test_demo_logs_both_seed_004_tracks_with_their_decisions(cli, sqlite_uri, tm
         d = comparison_figures(client, p.info.run_id)
         settled = d["decision/verdict_settled"] == 1.0
         assert p.data.params["decision.verdict"] in ("fine-tuning recommended", "moderate", "minimal") if settled \
-            else p.data.params["decision.verdict"].startswith("leaning ")
+            else p.data.params["decision.verdict"].startswith("not settled — leaning ")
         # a recommendation only when settled
         assert d["decision/fine_tuning_recommended"] == float(settled and p.data.params["decision.verdict"] == "fine-tuning recommended")
         assert d["decision/ci_low"] <= d["decision/gap"] <= d["decision/ci_high"]

@@ -15,8 +15,8 @@ primary metric, the one the leaderboard ranks by, e.g. overall/f1 for fields);
 gap > 0.15 → "fine-tuning recommended", 0.05–0.15 → "moderate", < 0.05 → "minimal"
 (thresholds configurable). The paired-bootstrap 95% interval of the gap is computed from the
 runs' per-record Parquet artifacts over the record ids both runs share. The verdict is settled
-when both ends of the interval fall in the gap's band; otherwise it reads "leaning … (not
-settled: …)", and fine-tuning is recommended only when the verdict is settled. Runs scored
+when both ends of the interval fall in the gap's band; otherwise it reads "not settled —
+leaning … (…)", and fine-tuning is recommended only when the verdict is settled. Runs scored
 against different ground truth are refused (unless --allow-different-truth).
 
 RUN is a run id, or a run name / model name with --experiment.

@@ -21,8 +21,8 @@ baseline (e.g. a large hosted model): gap = baseline − candidate on a metric (
 task's primary metric, field_f1 for structured, call_accuracy for toolcalls);
 gap > 0.15 → "fine-tuning recommended", 0.05–0.15 → "moderate", < 0.05 → "minimal"
 (thresholds configurable), with the paired-bootstrap 95% interval of the gap. The verdict is
-settled when both ends of the interval fall in the gap's band; otherwise it reads "leaning …
-(not settled: …)", and fine-tuning is recommended only when the verdict is settled.
+settled when both ends of the interval fall in the gap's band; otherwise it reads "not settled
+— leaning … (…)", and fine-tuning is recommended only when the verdict is settled.
 
 The input is an output folder of `extracteval score structured|toolcalls … --output DIR`.
 The same decision is available directly with `--baseline/--candidate` on those commands.

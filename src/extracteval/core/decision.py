@@ -9,8 +9,9 @@ recomputed from its summed counts (never an average of per-record ratios).
 
 The verdict is settled when both ends of the interval fall in the band of the observed gap; it
 is then that band ("fine-tuning recommended"), and only then is fine-tuning recommended.
-Otherwise it reads "leaning <band> (not settled: the 95% interval spans <band> → <band>)", or
-"(not settled: no interval)" when none could be computed. Every entry point (`score
+Otherwise it reads "not settled — leaning <band> (the 95% interval spans <band> → <band>)", or
+"not settled — leaning <band> (no interval)" when none could be computed: "not settled" first, so
+that a verdict leaning to fine-tuning is never read as a recommendation. Every entry point (`score
 --baseline/--candidate`, `compare-models`, `compare`, the logged `decision/…` metrics and params,
 the HTML report) takes its wording and its numbers from `decision_fields` and `decision_sentence`.
 
@@ -102,14 +103,14 @@ def verdict_text(gap: float, ci_low: float | None, ci_high: float | None, thresh
         >>> verdict_text(0.30, 0.20, 0.40, DecisionThresholds())
         'fine-tuning recommended'
         >>> verdict_text(0.22, 0.08, 0.35, DecisionThresholds())
-        'leaning fine-tuning recommended (not settled: the 95% interval spans moderate → fine-tuning recommended)'
+        'not settled — leaning fine-tuning recommended (the 95% interval spans moderate → fine-tuning recommended)'
     """
     band, ends, settled = _bands(gap, ci_low, ci_high, thresholds)
     if settled:
         return band
     if ends is None:
-        return f"leaning {band} (not settled: no interval)"
-    return f"leaning {band} (not settled: the {int(round(100 * confidence))}% interval spans {' → '.join(ends)})"
+        return f"not settled — leaning {band} (no interval)"
+    return f"not settled — leaning {band} (the {int(round(100 * confidence))}% interval spans {' → '.join(ends)})"
 
 
 def decision_fields(

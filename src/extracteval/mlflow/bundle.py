@@ -361,7 +361,7 @@ def write_bundle(
                 fdir.mkdir(exist_ok=True)
                 for fname, png in pngs.items():
                     (fdir / fname).write_bytes(png)
-            lead = _ranking_sections(spec, plan, models, metrics_of)
+            lead = _ranking_sections(spec, plan, models, metrics_of, standing)
             title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{n} models compared")
             html = render_report(
                 title=title,
@@ -431,23 +431,27 @@ def _subtitle(scored: Scored) -> str:
     return f"{count}truth: {scored.truth_source}"
 
 
-def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], metrics_of: Callable[[str], Mapping[str, float]]) -> list[Section]:
-    """The report's first block: how the task ranks models (the same declaration the leaderboard
-    and `compare` read); on a model run of a comparison, where this model stands among the others
-    (their figures and tables are on the parent run)."""
-    import pandas as pd
+def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], metrics_of: Callable[[str], Mapping[str, float]],
+                      standing: Mapping[str, Any]) -> list[Section]:
+    """The report's first block, above the figures: the verdict (the description's first two
+    lines, then rank, model, score, interval and the verdict against the next rank; on a model
+    run titled with where this model stands, since its other figures and tables are of itself
+    only) and how the task ranks models (the declaration the leaderboard and `compare` read)."""
+    from extracteval.mlflow import descriptions as notes
 
     rule = Section(title="How models are ranked", text=f"Models are {spec.rule()}.")
-    if plan.role != "model":
+    if plan.role == "single":
         return [rule]
-    rows = []
-    for i, m in enumerate(models, start=1):
-        ms = metrics_of(m)
-        rows.append({"rank": i, "model": m, "this run": m == plan.model, **{k: ms.get(k) for k in spec.keys}})
-    table = pd.DataFrame(rows).rename(columns={k: k.rsplit("/", 1)[-1] if k.count("/") == 1 else k for k in spec.keys})
-    summary = Section(title=f"Comparison summary: {plan.model} is ranked {models.index(plan.model) + 1} of {len(models)}",
-                      table=table, text="This run's report shows this model's tables and figures; every model's are on the parent (comparison) run.")
-    return [rule, summary]
+    legend = (f"score: {spec.label} ({spec.primary}); 95% CI: its bootstrap interval over records; vs next rank: the lead over the "
+              "model ranked just below, and whether the paired 95% interval of that lead excludes zero (at exactly zero: borderline).")
+    this = plan.model if plan.role == "model" else None
+    table = notes.verdict_table(spec, models, metrics_of, standing, this=this)
+    lines = notes.verdict_lines(spec, models, metrics_of, standing, model=this)
+    if this is None:
+        return [Section(title="Verdict", items=[*lines, legend], table=table), rule]
+    title = f"Comparison summary: {this} is ranked {models.index(this) + 1} of {len(models)}"
+    return [Section(title=title, items=[*lines, legend, "This run's report shows this model's tables and figures; every model's are on "
+                                        "the parent (comparison) run."], table=table), rule]
 
 
 def _own_sections(sections: Sequence[Section], plan: RunPlan, models: Sequence[str]) -> list[Section]:

@@ -46,7 +46,8 @@ __all__ = [
     "HEADLINE_WINNER", "HEADLINE_WINNER_LOW", "HEADLINE_WINNER_HIGH", "HEADLINE_MARGIN", "HEADLINE_MARGIN_LOW", "HEADLINE_MARGIN_HIGH",
     "HEADLINE_KEYS", "HEADLINE_DECIMALS", "VERDICT_VALUE", "LEADERBOARD_RANK", "LEADERBOARD_WINS", "headline", "REPORT_PATH", "fmt_value",
     "fmt_interval", "fmt_diff", "primary_interval", "weakest_items", "wins_text", "Gap", "Standing", "standings", "headline_metrics",
-    "summary_metrics", "model_note", "single_note", "comparison_note", "leaderboard_note", "is_rate",
+    "summary_metrics", "model_note", "single_note", "comparison_note", "leaderboard_note", "is_rate", "plain", "verdict_lines",
+    "verdict_table",
 ]
 
 HEADLINE_SCORE = "Main/score"  # the task's primary metric (`extracteval.primary_metric` names it)
@@ -359,6 +360,44 @@ def single_note(*, task: str, spec: RankingSpec, model: str, metrics: Mapping[st
     lines += _model_body(spec, metrics, names)
     lines.append(f"- Report: *Artifacts* → `{REPORT_PATH}`")
     return "\n".join(lines)
+
+
+def plain(markdown: str) -> str:
+    """A description line as plain text (for the HTML report): emphasis and escapes removed."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", re.sub(r"(?<!\\)\*\*", "", markdown)).rstrip()
+
+
+def verdict_lines(spec: RankingSpec, models: Sequence[str], metrics_of: Any, standing: Mapping[str, Standing], model: str | None = None) -> list[str]:
+    """The two lines a description opens with, as plain text: the comparison's (`model` None) or
+    that model's (its rank, score, interval; its gap to the next rank and that gap's verdict)."""
+    if model is None:
+        scores = {m: metrics_of(m).get(spec.primary) for m in models}
+        return [plain(x) for x in _verdict_head(spec, models, scores, {m: primary_interval(spec, metrics_of(m)) for m in models}, standing, lead="")]
+    note = model_note(task="", spec=spec, model=model, rank=standing[model].rank, n=len(models), metrics=metrics_of(model), standing=standing[model])
+    return [plain(x) for x in note.splitlines()[:2]]
+
+
+def verdict_table(spec: RankingSpec, models: Sequence[str], metrics_of: Any, standing: Mapping[str, Standing], this: str | None = None) -> Any:
+    """rank, model, score, 95% CI and the verdict against the next rank, one row per model: the
+    first table of a report, short enough for MLflow's artifact viewer (the metric behind `score`
+    is named in the section's legend)."""
+    import pandas as pd
+
+    rows = []
+    for m in models:
+        ms, st = metrics_of(m), standing.get(m)
+        ci = primary_interval(spec, ms)
+        g = st.below if st is not None else None
+        vs = "-" if g is None else (f"{fmt_diff(spec, g.diff)}, " + ({"significantly different": "significant",
+                                                                      "not significantly different": "not significant"}.get(g.verdict, g.verdict or "not tested")))
+        row = {"rank": st.rank if st is not None else 1, "model": m, "score": fmt_value(spec, ms.get(spec.primary)),
+               "95% CI": fmt_interval(spec, *ci) if ci is not None else "-", "vs next rank": vs}
+        if this is not None:
+            row["this run"] = "◀" if m == this else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _verdict_head(spec: RankingSpec, models: Sequence[str], scores: Mapping[str, Any], cis: Mapping[str, Any],

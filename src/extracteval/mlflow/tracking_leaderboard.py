@@ -11,12 +11,12 @@ the latest run of each model name per truth/config group is ranked (by start tim
 ones are reported as superseded (`all_runs=True` ranks every run).
 
 `write_outputs` renders CSV / JSON / HTML / PNG into a folder; `log_leaderboard` logs them to a
-leaderboard run in the same experiment (tagged with the compared run ids) and writes each ranked
-run's rank and item wins back to it under keys of its own, `leaderboard/<stamp>/rank` and
-`leaderboard/<stamp>/field_wins` (`<stamp>`: the leaderboard's UTC time and the first 8
-characters of its run id), one `log_batch` per run. A key names one leaderboard run, so ranking
-again adds new keys and never logs a second value to a metric a run already has: a run's metric
-history is what its evaluation and each leaderboard logged, unchanged by later rankings.
+leaderboard run in the same experiment (tagged with the compared run ids; its metrics: the
+winner, its margin and that margin's verdict) and writes each ranked run's rank and item wins
+back to it as `leaderboard/rank` and `leaderboard/field_wins` at step n (the experiment's n-th
+leaderboard), one `log_batch` per run: one column in the runs table, whose metric history is
+the run's rank in every leaderboard. Runs a later run of their model superseded are tagged
+`extracteval.superseded_by`; their metrics are never touched.
 """
 
 from __future__ import annotations

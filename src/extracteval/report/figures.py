@@ -125,10 +125,11 @@ def confusion_heatmap(table: "pd.DataFrame", *, item: str = "field", title: str 
     fig = Figure(figsize=(width, height), dpi=72)
     ax = fig.add_subplot()
     _margins(fig, items, width=width, height=height)
-    im = ax.imshow(share, aspect="auto", cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    # a single-hue sequential scale (colour-blind safe), in percent
+    im = ax.imshow(100.0 * share, aspect="auto", cmap="Blues", vmin=0, vmax=100, interpolation="nearest")
     cbar = fig.colorbar(im, ax=ax, fraction=min(0.15, 0.9 / width), pad=0.01)
     cbar.ax.tick_params(labelsize=7)
-    cbar.set_label("share of the row's cells (of this model)", fontsize=8)
+    cbar.set_label("share of the row's cells, this model (%)", fontsize=8)
     labels = [c.upper() if c != "excluded" else "excl." for c in cols]
     ax.set_xticks(range(values.shape[1]), [labels[j % k] for j in range(values.shape[1])], fontsize=8)
     for i in range(1, len(models)):

@@ -295,6 +295,19 @@ def overall_chart(doc: Mapping[str, Any], group: int = 0) -> Any:
     return fig
 
 
+def _colour_range(pct: Any) -> tuple[float, float]:
+    """The colour scale's ends for scores in percent: from the lowest score (down to a multiple
+    of 5) to 100, at least 10 points wide; 0–100 when there is no score."""
+    import numpy as np
+
+    finite = pct[np.isfinite(pct)]
+    if not finite.size:
+        return 0.0, 100.0
+    lo = 5.0 * np.floor(float(finite.min()) / 5.0)
+    hi = max(100.0, float(finite.max()))
+    return (min(lo, hi - 10.0), hi)
+
+
 def item_heatmap(doc: Mapping[str, Any], item_scores: Mapping[str, Mapping[str, float]], group: int = 0) -> Any:
     """Models (rank order) × items heatmap of the per-item winner metric (F1 for fields).
 
@@ -327,10 +340,14 @@ def item_heatmap(doc: Mapping[str, Any], item_scores: Mapping[str, Mapping[str, 
     ax = fig.add_subplot()
     fig.subplots_adjust(left=min(0.5, left_in / width), right=1 - 1.3 / width, top=1 - min(0.6, top_in / height), bottom=min(0.3, 0.3 / height))
     fig.suptitle(_txt(f"{doc.get('experiment', '')}: per-{doc.get('item_label', 'fields').rstrip('s')} score by run (rank order)", 90), y=0.995, fontsize=10)
-    im = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap="RdYlGn", vmin=0.0, vmax=1.0, interpolation="nearest")
+    # percent, on a colour-blind-safe sequential scale (viridis: dark → light, legible in grey too)
+    # spread over the scores there are, so that 65 and 100 do not look alike
+    pct = 100.0 * grid
+    lo, hi = _colour_range(pct)
+    im = ax.imshow(np.ma.masked_invalid(pct), aspect="auto", cmap="viridis", vmin=lo, vmax=hi, interpolation="nearest")
     cbar = fig.colorbar(im, ax=ax, fraction=0.9 / width, pad=0.15 / width)
     cbar.ax.tick_params(labelsize=7)
-    cbar.set_label("score (0–1)", fontsize=8)
+    cbar.set_label("score (%)", fontsize=8)
     fs = 9 if n_models <= 20 and n_items <= 40 else (7 if n_items <= 80 else 5)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -341,10 +358,10 @@ def item_heatmap(doc: Mapping[str, Any], item_scores: Mapping[str, Mapping[str, 
     if len(models) * len(items) <= 1000:
         for r in range(len(models)):
             for c in range(len(items)):
-                if not np.isnan(grid[r, c]):
-                    v = grid[r, c]
-                    ax.text(c, r, f"{100 * v:.0f}", ha="center", va="center", fontsize=max(fs - 1, 5),
-                            color="white" if v < 0.15 or v > 0.9 else "black")
+                if not np.isnan(pct[r, c]):
+                    v = pct[r, c]
+                    ax.text(c, r, f"{v:.0f}", ha="center", va="center", fontsize=max(fs - 1, 5),
+                            color="white" if (v - lo) < 0.55 * (hi - lo) else "black")  # viridis is dark below the middle
     ax.set_xlim(-0.5, len(items) - 0.5)
     ax.set_ylim(len(models) - 0.5, -0.5)
     return fig
