@@ -224,3 +224,27 @@ def test_a_single_model_run_is_described_without_a_rank(cli, sqlite_uri: str) ->
     assert second.startswith("One model, not ranked") and "rank " not in first
     assert ms[HEADLINE_SCORE] == round(ms["overall/f1"], 4) and "ranking/rank" not in ms
     assert not {HEADLINE_WINNER, HEADLINE_RANK, HEADLINE_GAP, HEADLINE_SIGNIFICANT} & set(ms)
+
+
+def test_every_task_gives_the_parent_and_the_leaderboard_the_same_intervals_and_verdicts(store, tmp_path: Path) -> None:
+    """One significance rule: the adjacent-rank comparisons a parent run logged (in the engine for
+    fields and spans, from the per-record counts for every other task) are the ones a leaderboard
+    of its model runs computes from their logged `records.parquet`, verdict for verdict; and each
+    model run's interval is the leaderboard's."""
+    client, exps = store
+    for name, by_role in exps.items():
+        (parent,) = by_role["comparison"]
+        (board,) = by_role["leaderboard"]
+        doc = json.loads(Path(client.download_artifacts(parent.info.run_id, "extracteval/result.json", str(tmp_path / name / "p"))).read_text())
+        lb = json.loads(Path(client.download_artifacts(board.info.run_id, "leaderboard/leaderboard.json", str(tmp_path / name / "l"))).read_text())
+        ours = {(c["higher"], c["lower"]): c for c in doc["comparisons"]}
+        theirs = {(c["higher"], c["lower"]): c for c in lb["comparisons"]}
+        assert set(ours) == set(theirs) and len(ours) == len(by_role["model"]) - 1, name
+        for pair, c in ours.items():
+            d, e = c["difference"], theirs[pair]["difference"]
+            assert (d["estimate"], d["low"], d["high"]) == pytest.approx((e["estimate"], e["low"], e["high"]), abs=1e-9), (name, pair)
+            assert c["verdict"] == theirs[pair]["verdict"] and c["significant"] == theirs[pair]["significant"], (name, pair)
+        spec = RANKING_SPECS[parent.data.tags["extracteval.task"]]
+        for entry in lb["ranking"]:
+            run = client.get_run(entry["run_id"])
+            assert primary_interval(spec, run.data.metrics) == pytest.approx((entry["ci"]["low"], entry["ci"]["high"]), abs=1e-9), name

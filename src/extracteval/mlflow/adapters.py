@@ -101,8 +101,10 @@ class TaskAdapter(Protocol):
     """What one task provides to the MLflow layer: every member below, on every task's adapter
     (`tasks/<task>/adapter.py`; `tests/test_capabilities.py` holds each adapter to this list).
 
-    Optional class attributes: `starts_early = True` (see `score_args`), and `logged_keys`
-    ({where in a logged document: option}, read by `adapter_parts.rescore_options`)."""
+    Optional class attributes: `starts_early = True` (see `score_args`), `logged_keys`
+    ({where in a logged document: option}, read by `adapter_parts.rescore_options`), and
+    `counts_frame(scored, model)`: the per-record columns `record_counts` reads, when building
+    them is much cheaper than `records_frame` (the paired bootstrap of `mlflow.significance`)."""
 
     task: str
     model_type: str

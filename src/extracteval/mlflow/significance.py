@@ -82,10 +82,15 @@ def ensure_significance(scored: Any, adapter: Any) -> dict[str, Any]:
     if not needs_significance(scored.doc) or getattr(adapter, "write_records", None) is not None:
         return record_bytes
     streamed = scored.cache.get("streamed_files", {})
+    # a task may give just the columns its `record_counts` reads, cheaper than its whole artifact
+    counts_frame = getattr(adapter, "counts_frame", None)
     sources: dict[str, Any] = {}
     for m in scored.models:
         if (m, "records.parquet") in streamed:
             sources[m] = streamed[(m, "records.parquet")]
+            continue
+        if counts_frame is not None:
+            sources[m] = records_source(counts_frame(scored, m))
             continue
         frame = adapter.records_frame(scored, m)
         if frame is None:

@@ -464,6 +464,11 @@ class JsonAdapter(CellPredictions):
         columns = ["model", "field", "accuracy", "completeness", "scored", "matched", "ignored", "similarity_failures", "strategies", *_BUCKETS, "winner"]
         return pd.DataFrame(rows, columns=columns)
 
+    def counts_frame(self, scored: Scored, model: str) -> pd.DataFrame:
+        """One row per record: the scores and flags `record_counts` reads (the paired bootstrap of
+        `mlflow.significance`), without the bucket listings that make `records_frame` slow."""
+        return scored.result.models[model].records_frame()
+
     def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
         """One row per model and record: RQS and the phases, the five bucket counts, flags, and
         the bucket listing itself (`keys_<bucket>`: the keys / paths in that bucket, a list)."""
