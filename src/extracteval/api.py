@@ -62,14 +62,17 @@ class ScoreResult:
         from extracteval.tasks import ranking_spec
         from extracteval.mlflow.bundle import alone, metric_keys, model_run_metrics
         from extracteval.mlflow.descriptions import headline_metrics, standings
+        from extracteval.mlflow.significance import ensure_significance, logged_doc
 
         spec, keys, name = ranking_spec(self.task), metric_keys(self.scored, self.adapter), self._model(model)
+        ensure_significance(self.scored, self.adapter)  # the intervals and verdicts the runs get, where the task has none of its own
         met = model_run_metrics(self.scored, self.adapter, name, keys)
         if len(self.models) == 1:
             return {**headline_metrics(spec, alone(met)), **alone(met)}  # the run's `Main/…` headline keys too
         scores = {m: met.get(spec.primary) if m == name else model_run_metrics(self.scored, self.adapter, m, keys).get(spec.primary)
                   for m in self.models}
-        comparisons = self.scored.doc.get("comparisons") if isinstance(self.scored.doc.get("comparisons"), list) else []
+        doc = logged_doc(self.scored)
+        comparisons = doc.get("comparisons") if isinstance(doc.get("comparisons"), list) else []
         return {**headline_metrics(spec, met, standings(list(self.models), scores, comparisons)[name]), **met}
 
     def items(self, model: str | None = None) -> Any:
@@ -133,7 +136,6 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     for the task.
     """
     from extracteval.mlflow.adapters import check_config, get_adapter
-    from extracteval.mlflow.significance import ensure_significance
 
     adapter = get_adapter(task)
     check_config(config, adapter.config_keys, task, where="extracteval.score", common={})
@@ -150,7 +152,6 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
 
     with bulk_work():
         scored = adapter.score_inputs(t_in, p_in, {k: v for k, v in config.items() if k != "status_column"}, id_column=id_column)
-        ensure_significance(scored, adapter)  # the intervals and adjacent-rank verdicts every logged run shows
     return ScoreResult(task=task, models=tuple(scored.models), scored=scored, adapter=adapter)
 
 

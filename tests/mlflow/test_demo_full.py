@@ -103,11 +103,16 @@ def test_full_demo_twice_leaves_the_first_runs_unchanged(cli, demo_run, tmp_path
     snaps.append(_snapshot(client, [e.experiment_id for e in client.search_experiments() if e.name != "Default"]))
     first, second = snaps
     assert {r["role"] for r in first.values()} == {"comparison", "model", "leaderboard"}
-    for rid, was in first.items():
-        assert second[rid] == was, (rid, was["role"])
+    superseded = ("extracteval.superseded_by", "extracteval.superseded_in")
+    for rid, was in first.items():  # unchanged, but a model run is tagged with the run that superseded it
+        now = second[rid]
+        assert {**now, "tags": {k: v for k, v in now["tags"].items() if k not in superseded}} == was, (rid, was["role"])
+        if was["role"] == "model":
+            assert second[now["tags"]["extracteval.superseded_by"]]["tags"]["extracteval.model"] == was["tags"]["extracteval.model"]
     for rid, r in second.items():
         if rid in first or r["role"] != "leaderboard":
             continue
         compared = set(r["tags"]["extracteval.compared_runs"].split(","))
         fresh = {x for x, y in second.items() if x not in first and y["role"] == "model" and y["experiment"] == r["experiment"]}
-        assert compared == fresh and r["latest"]["runs/superseded"] == len(fresh)
+        replaced = {x for x, y in second.items() if y["tags"].get("extracteval.superseded_in") == rid}
+        assert compared == fresh and len(replaced) == len(fresh) and all(x in first for x in replaced)

@@ -24,7 +24,7 @@ def test_demo_lists_reports_and_figures_and_says_what_to_look_at(contracts_demo)
         assert Path(path).is_file() and Path(path).stat().st_size > 0
         assert Path(path).resolve().is_relative_to(tmp_path.resolve())
     # the hint names the headline keys every task has, then the example task's own keys
-    assert "In the MLflow UI" in out and "Main/wins" in out and "overall/f1" in out
+    assert "In the MLflow UI" in out and "Main/rank" in out and "Main/gap_to_next" in out and "overall/f1" in out
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     exp = client.get_experiment_by_name("extracteval-demo-contracts")
     runs = client.search_runs([exp.experiment_id])

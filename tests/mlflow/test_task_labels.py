@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from extracteval.errors import InputError
 
-from .conftest import REPO
+from .conftest import REPO, comparison_figures
 
 TICKETS = REPO / "experiments" / "tickets"
 RUN_LINE = re.compile(r"run ([0-9a-f]{32})  (comparison \(parent\)|model (.+))")
@@ -59,10 +59,11 @@ def test_evaluate_tickets_logs_the_score_numbers(cli, sqlite_uri, tmp_path, monk
     assert prun.data.params["positive_labels"] == '{"priority": "urgent"}'
     assert {"extracteval/leaderboard.csv", "extracteval/feature_winners.csv", "extracteval/label_metrics.csv",
             "figures/feature_f1.png", "figures/feature_f1_aligned.png"} <= _artifact_paths(client, parent)
+    figures = comparison_figures(client, parent)
     for f, w in expected["feature_winners"].items():
         won = [m for m in expected["ranking"] if m in w["winners"] and w["win_share"] > 0]
         for m in won:
-            assert prun.data.metrics[f"wins/{m}/field_wins"] >= w["win_share"]
+            assert figures[f"wins/{m}/field_wins"] >= w["win_share"]
 
     for model, rid in runs.items():
         run = client.get_run(rid)

@@ -25,17 +25,24 @@ def _artifacts(client: MlflowClient, run_id: str, path: str | None = None) -> di
     return out
 
 
+def _name(run_name: str) -> str:
+    """A run's name without the time a parent or leaderboard run is named with."""
+    import re
+
+    return re.sub(r" · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", "", run_name)
+
+
 def store(uri: str, experiment: str) -> dict[str, dict]:
-    """Everything logged to `experiment`, by run name."""
+    """Everything logged to `experiment`, by run name (without the time in it)."""
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(experiment)
     out = {}
     for run in client.search_runs([exp.experiment_id]):
         rid = run.info.run_id
-        tags = {k: v for k, v in run.data.tags.items() if k not in _RUN_TAGS and k != "mlflow.parentRunId"}
+        tags = {k: _name(v) if k == "mlflow.runName" else v for k, v in run.data.tags.items() if k not in _RUN_TAGS and k != "mlflow.parentRunId"}
         inputs = [(d.dataset.name, d.dataset.digest, d.dataset.schema, d.dataset.profile, d.dataset.source_type)
                   for d in run.inputs.dataset_inputs]
-        out[run.info.run_name] = {
+        out[_name(run.info.run_name)] = {
             "status": run.info.status, "metrics": run.data.metrics, "params": run.data.params, "tags": tags, "inputs": inputs,
             "artifacts": sorted(_artifacts(client, rid)), "parent": run.data.tags.get("mlflow.parentRunId") is not None,
             "run_id": rid,

@@ -131,7 +131,9 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
         if early is not None:
             early.close()
     if as_json:
-        doc = dict(scored.doc)
+        from extracteval.mlflow.significance import logged_doc
+
+        doc = dict(logged_doc(scored))
         doc["mlflow"] = {**result.to_dict(), "experiment": args.experiment, "output": None if temporary else str(out)}
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")

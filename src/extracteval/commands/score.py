@@ -39,11 +39,8 @@ def run(args: argparse.Namespace) -> int:
     written: tuple[str, ...] = ()
     if engine == "memory":  # the output folder is made once the scores are there
         from extracteval.mlflow.adapters import get_adapter
-        from extracteval.mlflow.significance import ensure_significance
 
-        adapter = get_adapter(task)
-        scored = adapter.score_args(args)
-        ensure_significance(scored, adapter)  # the intervals and adjacent-rank verdicts `evaluate` logs, where the task has none of its own
+        scored = get_adapter(task).score_args(args)
         with _staged(output) as staging:
             if staging is not None:
                 written = outputs.write(scored.result, scored.doc, staging, scored=scored, safe_csv=safe_csv)

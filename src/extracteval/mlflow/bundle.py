@@ -33,7 +33,7 @@ from extracteval.io.config import safe_file_name
 from extracteval.io.outputs import check_output_folder, staged_folder, write_csv
 from extracteval.mlflow.early import settled
 from extracteval.mlflow.keys import KeyMap
-from extracteval.mlflow.significance import ensure_significance
+from extracteval.mlflow.significance import ensure_significance, logged_doc
 from extracteval.core.ranking import RankingSpec
 from extracteval.tasks import ranking_spec
 from extracteval.mlflow.adapters import Scored, Section, TaskAdapter
@@ -164,10 +164,10 @@ def metric_keys(scored: Scored, adapter: TaskAdapter) -> KeyMap:
 def model_run_metrics(scored: Scored, adapter: TaskAdapter, model: str, keys: KeyMap) -> dict[str, float]:
     """The metrics of one model's run: the task's own, and `invalid_outputs/count` (model outputs
     that could not be read, for every task under one key; 0 when none)."""
-    from extracteval.mlflow.significance import interval_metrics
+    from extracteval.mlflow.significance import interval_metrics, logged_doc
 
     met = adapter.metrics(scored, model, keys)
-    for k, v in interval_metrics(scored.doc, model, ranking_spec(scored.task).primary).items():
+    for k, v in interval_metrics(logged_doc(scored), model, ranking_spec(scored.task).primary).items():
         met.setdefault(k, v)
     met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(model) or {}).get("count", 0)))
     return met
@@ -232,7 +232,8 @@ def write_bundle(
     # the large JSON files are written without indentation: `json` only uses its C encoder
     # when `indent` is None, and the indented result.json of a 200-field evaluation took
     # longer to encode than all the other artifacts to write (JSON viewers indent it anyway)
-    doc_text = _dumps(scored.doc)
+    doc = logged_doc(scored)
+    doc_text = _dumps(doc)
     plans: list[RunPlan] = []
     n = len(models)
     spec = ranking_spec(scored.task)
@@ -266,7 +267,7 @@ def write_bundle(
                              params={**base_params, **_model_params(adapter, scored, m), **_generation(scored, m)}))
     else:
         ranking = ", ".join(models)
-        comparisons = scored.doc.get("comparisons") if isinstance(scored.doc.get("comparisons"), list) else []
+        comparisons = doc.get("comparisons") if isinstance(doc.get("comparisons"), list) else []
         standing = notes.standings(models, {m: metrics_of(m).get(spec.primary) for m in models}, comparisons)
         decision = scored.doc.get("decision") if isinstance(scored.doc.get("decision"), dict) else None
         n_records = scored.doc.get("n_records", scored.doc.get("n_documents"))

@@ -9,7 +9,8 @@ model's per-record counts as its task reads them from the per-record artifact
 (`mlflow.intervals.paired_intervals`). So the parent run, its model runs and a later leaderboard of
 the same runs give the same intervals and the same verdicts (`core.bootstrap.significance`).
 
-What it adds to the result document:
+What it adds to the document a run logs (`result.json`, `evaluate --json`; `score` prints the
+task's own document):
 
 - `intervals`: `{"metric": <primary>, "models": {model: {estimate, low, high, confidence, resamples}}}`;
 - `comparisons`: one entry per adjacent pair of the ranking, as `fields` writes them
@@ -22,7 +23,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["needs_significance", "records_source", "add_significance", "ensure_significance", "interval_metrics"]
+__all__ = ["needs_significance", "records_source", "add_significance", "ensure_significance", "logged_doc", "interval_metrics"]
 
 RESAMPLES = 1000
 CONFIDENCE = 0.95
@@ -70,10 +71,12 @@ def add_significance(doc: dict[str, Any], task: str, adapter: Any, models: list[
 
 
 def ensure_significance(scored: Any, adapter: Any) -> dict[str, Any]:
-    """Give `scored.doc` its `intervals` and `comparisons` when its task did not compute them
-    while scoring (once per evaluation: every door that shows or logs the result calls this), from
-    each model's per-record table: the file a streaming engine wrote, else the adapter's frame as
-    Parquet bytes. Returns those bytes by model (what the runs' `records.parquet` files hold)."""
+    """Resample the records of an evaluation whose task did not while scoring (once per
+    evaluation; every door that logs it, or gives the metrics its runs get, calls this), from each
+    model's per-record table: the file a streaming engine wrote, else the task's `counts_frame`,
+    else its `records_frame` as Parquet bytes. The result is kept with the evaluation
+    (`logged_doc` adds it to the logged document); returns the Parquet bytes by model of the
+    tables that are the runs' `records.parquet`."""
     cached = scored.cache.get(_BYTES)
     if cached is not None:
         return cached
@@ -96,11 +99,21 @@ def ensure_significance(scored: Any, adapter: Any) -> dict[str, Any]:
         if frame is None:
             return record_bytes
         sources[m] = record_bytes[m] = records_source(frame)
-    add_significance(scored.doc, scored.task, adapter, list(scored.models), sources, adapter.params(scored))
+    found: dict[str, Any] = {}
+    if add_significance(found, scored.task, adapter, list(scored.models), sources, adapter.params(scored)):
+        scored.cache[_FOUND] = found
     return record_bytes
 
 
+def logged_doc(scored: Any) -> dict[str, Any]:
+    """The evaluation's document as its runs log it: the task's, with the `intervals` and
+    `comparisons` of `ensure_significance` when it found them."""
+    found = scored.cache.get(_FOUND)
+    return {**scored.doc, **found} if found else scored.doc
+
+
 _BYTES = "significance_record_bytes"
+_FOUND = "significance"
 
 
 def interval_metrics(doc: Mapping[str, Any], model: str, primary: str) -> dict[str, float]:
