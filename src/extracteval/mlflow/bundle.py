@@ -201,203 +201,240 @@ def write_bundle(
     `--resume-from` would upload half of (OutputError, exit code 1). `safe_csv`: neutralise
     spreadsheet-formula cells in the CSV tables.
     """
-    from extracteval.report.figures import png_bytes
-    from extracteval.report.html import render_report
-
     out = Path(out)
     check_output_folder(out, whole=True)  # before the work: staged_folder checks again when writing
-    created_ms = int(time.time() * 1000)
-    # a streaming engine digested the truth chunk by chunk while scoring (never held whole); the
-    # in-memory `evaluate` digests it in the background while the bootstrap runs (a future)
-    t_digest = settled(scored.cache.get("truth_digest")) or truth_digest(scored.truth)
-    c_digest = config_digest(scored.config)
-    models = list(scored.models)
-    keys = metric_keys(scored, adapter)
-    item_name = getattr(adapter, "item_table_name", "item_metrics")
-    base_tags = {
-        "mlflow.loggedArtifacts": json.dumps([{"path": f"extracteval/{item_name}_table.json", "type": "table"}]),
-        "extracteval.task": scored.task,
-        "extracteval.version": __version__,
-        "extracteval.truth_digest": t_digest,
-        "extracteval.config_digest": c_digest,
-        **(extra_tags or {}),
-    }
-    base_params = {k: _bounded(v, MAX_PARAM_LENGTH) for k, v in adapter.params(scored).items()}
-    # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
-    # into the bundle instead of built from per-record counts held in memory
-    streamed: Mapping[tuple[str | None, str], Path] = scored.cache.get("streamed_files", {})
-    # the paired bootstrap of a task that does not resample while scoring; each model's
-    # per-record table it read, as Parquet bytes, is then the run's `records.parquet`
-    record_bytes = ensure_significance(scored, adapter)
-    # the large JSON files are written without indentation: `json` only uses its C encoder
-    # when `indent` is None, and the indented result.json of a 200-field evaluation took
-    # longer to encode than all the other artifacts to write (JSON viewers indent it anyway)
-    doc = logged_doc(scored)
-    doc_text = _dumps(doc)
-    plans: list[RunPlan] = []
-    n = len(models)
-    spec = ranking_spec(scored.task)
-    base_tags["extracteval.primary_metric"] = spec.primary
-    model_metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (descriptions, parent and child use them)
-
-    def metrics_of(m: str) -> dict[str, float]:
-        if m not in model_metrics:
-            model_metrics[m] = model_run_metrics(scored, adapter, m, keys)
-        return model_metrics[m]
-
-    from extracteval.mlflow import descriptions as notes
-
-    names = {seg: name for name, seg in keys.segments.items()}  # key segment → item name, for the descriptions
-    doc_models = scored.doc.get("models") if isinstance(scored.doc.get("models"), dict) else {}
-
-    def tier_of(m: str) -> str | None:
-        t = (doc_models.get(m) or {}).get("tier") if isinstance(doc_models.get(m), dict) else None
-        return t if isinstance(t, str) else None
-
-    def note(text: str) -> str:
-        return _bounded(text, MAX_TAG_LENGTH)
-
-    standing: dict[str, Any] = {}  # each model's rank and gaps (a comparison)
-    if n == 1:
-        m = models[0]
-        plans.append(RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
-                             tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
-                                   NOTE_TAG: note(notes.single_note(task=scored.task, spec=spec, model=m, metrics=alone(metrics_of(m)),
-                                                                    names=names, tier_name=tier_of(m)))},
-                             params={**base_params, **_model_params(adapter, scored, m), **_generation(scored, m)}))
-    else:
-        ranking = ", ".join(models)
-        comparisons = doc.get("comparisons") if isinstance(doc.get("comparisons"), list) else []
-        standing = notes.standings(models, {m: metrics_of(m).get(spec.primary) for m in models}, comparisons)
-        decision = scored.doc.get("decision") if isinstance(scored.doc.get("decision"), dict) else None
-        n_records = scored.doc.get("n_records", scored.doc.get("n_documents"))
-        # the time tells a re-run's parent from the earlier ones in the runs table
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(created_ms / 1000))
-        plans.append(RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models · {stamp}",
-                             parent=None, model=None,
-                             tags={**base_tags, "extracteval.role": "comparison", "extracteval.ranking": _bounded(ranking, MAX_TAG_LENGTH),
-                                   "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH),
-                                   NOTE_TAG: note(notes.comparison_note(task=scored.task, spec=spec, models=models, metrics_of=metrics_of,
-                                                                        tiers={m: t for m in models if (t := tier_of(m))},
-                                                                        comparisons=comparisons, decision=decision, n_records=n_records))},
-                             params=base_params))
-        for i, m in enumerate(models, start=1):
-            plans.append(RunPlan(key=f"model-{i}", role="model", run_name=f"{run_name}/{m}" if run_name else m, parent="parent", model=m,
-                                 tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
-                                       "extracteval.rank": str(i),
-                                       NOTE_TAG: note(notes.model_note(task=scored.task, spec=spec, model=m, rank=i, n=n, metrics=metrics_of(m),
-                                                                       names=names, tier_name=tier_of(m), standing=standing[m]))},
-                                 params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_model_params(adapter, scored, m),
-                                         **_generation(scored, m)}))
-
-    # Parquet files that `evaluate` started writing while the scoring ran (see mlflow/early.py),
-    # (model, file name) → future of the path (None: nothing to write)
-    early: Mapping[tuple[str, str], Future[Path | None]] = scored.cache.get("early_files", {})
-
+    w = _BundleWriter(scored, adapter, experiment=experiment, extra_tags=extra_tags or {}, figures=figures, safe_csv=safe_csv)
+    plans = w.plans(run_name)
     with staged_folder(out, replace=True) as staging, ThreadPoolExecutor(max_workers=2) as pool:
         # Adapters that write their Parquet files straight from their counts or codes (fields:
         # per model, 20M rows of per-record counts and 20M of predictions at 100k × 200, ≈ 1–2 s
         # of Arrow encoding per file) do it in threads while this thread builds the metrics,
-        # tables, figures and reports: Arrow releases the GIL. A writer returns False when it has
-        # nothing to write. The pool's exit waits for them, also on an error, before the
-        # staging folder goes.
-        file_writers = {"records.parquet": getattr(adapter, "write_records", None),  # per-record classifications
-                        "predictions.parquet": getattr(adapter, "write_predictions", None)}  # as scored, for `extracteval rescore`
-        file_jobs: dict[tuple[str, str], Future[bool]] = {}
+        # tables, figures and reports: Arrow releases the GIL. The pool's exit waits for them,
+        # also on an error, before the staging folder goes.
+        file_jobs = w.start_files(plans, staging, pool)
         for plan in plans:
-            for fname, writer in file_writers.items():
-                if plan.role == "comparison" or (plan.model, fname) in streamed:
-                    continue
-                adir = staging / "runs" / plan.key / "artifacts" / "extracteval"
-                adir.mkdir(parents=True, exist_ok=True)
-                if (plan.model, fname) in early:  # linked in once written
-                    file_jobs[(plan.key, fname)] = pool.submit(_place_early, early[(plan.model, fname)], adir / fname)
-                elif writer is not None:
-                    file_jobs[(plan.key, fname)] = pool.submit(writer, scored, plan.model, adir / fname)
-        for plan in plans:
-            rdir = staging / "runs" / plan.key
-            adir = rdir / "artifacts" / "extracteval"
-            adir.mkdir(parents=True, exist_ok=True)
-            run_models = models if plan.role == "comparison" else [plan.model]
-            if plan.role == "comparison":
-                # charted: the winner, its margin and whether it is real; the rest of the
-                # comparison's figures (per model, per pair, counts, decision, item winners) in JSON
-                metrics = notes.summary_metrics(spec, models, metrics_of, standing)
-                _write_comparison_figures(adir / "comparison_metrics.json", scored, adapter, keys, models, metrics_of, spec)
-            else:
-                metrics = metrics_of(plan.model)
-                if plan.role == "single":
-                    metrics = alone(metrics)
-                metrics = {**notes.headline_metrics(spec, metrics, None if plan.role == "single" else standing[plan.model]), **metrics}
-            (rdir / "metrics.json").write_text(_dumps(metrics, sort_keys=True), encoding="utf-8")
-            (adir / "result.json").write_text(doc_text, encoding="utf-8")
-            item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)
-            write_csv(item, adir / f"{item_name}.csv", safe=safe_csv)
-            # an MLflow table, exactly as `log_table` writes it (registered by the tag set below)
-            item.to_json(adir / f"{item_name}_table.json", orient="split", index=False, date_format="iso")
-            if plan.role == "comparison":
-                for tname, table in adapter.comparison_tables(scored).items():
-                    write_csv(table, adir / f"{safe_file_name(tname)}.csv", safe=safe_csv)
-            if plan.role != "comparison":
-                for fname in ("records.parquet", "predictions.parquet"):
-                    if (plan.model, fname) in streamed:
-                        _place(streamed[(plan.model, fname)], adir / fname)
-                if plan.model in record_bytes:
-                    (adir / "records.parquet").write_bytes(memoryview(record_bytes[plan.model]))
-                elif (plan.model, "records.parquet") not in streamed and (plan.key, "records.parquet") not in file_jobs:
-                    rec = adapter.records_frame(scored, plan.model)
-                    if rec is not None:
-                        rec.to_parquet(adir / "records.parquet", index=False)
-            used = {k: v for k, v in keys.originals.items() if k in metrics}
-            (adir / "metric_keys.json").write_text(
-                _dumps({"names": keys.names_table(), "metrics": [{"key": k, "original": used.get(k, k)} for k in sorted(metrics)]}),
-                encoding="utf-8",
-            )
-            pngs: dict[str, bytes] = {}
-            if figures:
-                # a run's figures are of the models its report's tables show: every model on the
-                # parent, the model itself on a child (its peers appear in the ranking summary)
-                pngs = {fname: png_bytes(fig) for fname, fig in adapter.figures(scored, run_models).items()}
-                fdir = rdir / "artifacts" / "figures"
-                fdir.mkdir(exist_ok=True)
-                for fname, png in pngs.items():
-                    (fdir / fname).write_bytes(png)
-            lead = _ranking_sections(spec, plan, models, metrics_of, standing)
-            title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{n} models compared")
-            html = render_report(
-                title=title,
-                subtitle=_subtitle(scored),
-                sections=[*lead, *_own_sections(adapter.sections(scored, run_models), plan, models)],
-                figures_after=len(lead) + 1,
-                figures=pngs,
-                meta={"extracteval version": __version__, "truth digest (SHA-256)": t_digest, "config digest (SHA-256)": c_digest,
-                      "experiment": experiment or "", "run": plan.run_name},
-            )
-            (adir / "report.html").write_text(html, encoding="utf-8")
-        for (key, fname), job in file_jobs.items():
-            # raises what the thread raised; False: nothing to write after all (for the
-            # per-record counts: the adapter's frame, if it has one)
-            if not job.result() and fname == "records.parquet":
-                plan = next(p for p in plans if p.key == key)
-                rec = adapter.records_frame(scored, plan.model)
-                if rec is not None:
-                    rec.to_parquet(staging / "runs" / key / "artifacts" / "extracteval" / "records.parquet", index=False)
+            w.write_run(plan, staging, file_jobs)
+        w.finish_files(plans, staging, file_jobs)
         manifest = {
             "format": BUNDLE_FORMAT,
             "extracteval_version": __version__,
             "task": scored.task,
-            "created_ms": created_ms,
+            "created_ms": w.created_ms,
             "experiment": experiment,
             "tracking_uri": tracking_uri,
-            "truth_digest": t_digest,
-            "config_digest": c_digest,
-            "dataset": _dataset_entity(scored, t_digest),
+            "truth_digest": w.t_digest,
+            "config_digest": w.c_digest,
+            "dataset": _dataset_entity(scored, w.t_digest),
             "runs": [p.to_dict() for p in plans],
         }
         (staging / "manifest.json").write_text(_dumps(manifest, indent=2), encoding="utf-8")
         # written with the rest, so that the folder's marker lists it as extracteval's
         (staging / "state.json").write_text(_dumps({"runs": {}, "status": "PENDING", "error": None}, indent=2), encoding="utf-8")
     return Bundle(path=out, manifest=manifest)
+
+
+class _BundleWriter:
+    """What every run of one evaluation's bundle shares (digests, tags, params, the logged
+    document, each model's metrics and standing), and the stages that write it: the run plans
+    with their descriptions, the Parquet files started in threads, each run's files, the files a
+    thread found it had nothing to write."""
+
+    def __init__(self, scored: Scored, adapter: TaskAdapter, *, experiment: str | None, extra_tags: Mapping[str, str], figures: bool,
+                 safe_csv: bool) -> None:
+        self.scored, self.adapter, self.experiment, self.figures, self.safe_csv = scored, adapter, experiment, figures, safe_csv
+        self.created_ms = int(time.time() * 1000)
+        # a streaming engine digested the truth chunk by chunk while scoring (never held whole); the
+        # in-memory `evaluate` digests it in the background while the bootstrap runs (a future)
+        self.t_digest = settled(scored.cache.get("truth_digest")) or truth_digest(scored.truth)
+        self.c_digest = config_digest(scored.config)
+        self.models = list(scored.models)
+        self.keys = metric_keys(scored, adapter)
+        self.spec = ranking_spec(scored.task)
+        self.item_name = getattr(adapter, "item_table_name", "item_metrics")
+        self.base_tags = {
+            "mlflow.loggedArtifacts": json.dumps([{"path": f"extracteval/{self.item_name}_table.json", "type": "table"}]),
+            "extracteval.task": scored.task,
+            "extracteval.version": __version__,
+            "extracteval.truth_digest": self.t_digest,
+            "extracteval.config_digest": self.c_digest,
+            **extra_tags,
+            "extracteval.primary_metric": self.spec.primary,
+        }
+        self.base_params = {k: _bounded(v, MAX_PARAM_LENGTH) for k, v in adapter.params(scored).items()}
+        # Parquet files a streaming engine wrote while scoring, (model, file name) → path: linked
+        # into the bundle instead of built from per-record counts held in memory
+        self.streamed: Mapping[tuple[str | None, str], Path] = scored.cache.get("streamed_files", {})
+        # Parquet files that `evaluate` started writing while the scoring ran (see mlflow/early.py),
+        # (model, file name) → future of the path (None: nothing to write)
+        self.early: Mapping[tuple[str, str], Future[Path | None]] = scored.cache.get("early_files", {})
+        # the paired bootstrap of a task that does not resample while scoring; each model's
+        # per-record table it read, as Parquet bytes, is then the run's `records.parquet`
+        self.record_bytes = ensure_significance(scored, adapter)
+        # the large JSON files are written without indentation: `json` only uses its C encoder
+        # when `indent` is None, and the indented result.json of a 200-field evaluation took
+        # longer to encode than all the other artifacts to write (JSON viewers indent it anyway)
+        self.doc = logged_doc(scored)
+        self.doc_text = _dumps(self.doc)
+        self._metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (descriptions, parent and child use them)
+        self.standing: dict[str, Any] = {}  # each model's rank and gaps (a comparison)
+
+    def metrics_of(self, m: str) -> dict[str, float]:
+        if m not in self._metrics:
+            self._metrics[m] = model_run_metrics(self.scored, self.adapter, m, self.keys)
+        return self._metrics[m]
+
+    def _tier(self, m: str) -> str | None:
+        doc_models = self.scored.doc.get("models") if isinstance(self.scored.doc.get("models"), dict) else {}
+        t = (doc_models.get(m) or {}).get("tier") if isinstance(doc_models.get(m), dict) else None
+        return t if isinstance(t, str) else None
+
+    def plans(self, run_name: str | None) -> list[RunPlan]:
+        """The runs, each with its tags (its description among them) and params."""
+        from extracteval.mlflow import descriptions as notes
+
+        scored, adapter, spec, models, doc = self.scored, self.adapter, self.spec, self.models, self.doc
+        names = {seg: name for name, seg in self.keys.segments.items()}  # key segment → item name, for the descriptions
+        base_tags, base_params, metrics_of = self.base_tags, self.base_params, self.metrics_of
+        n = len(models)
+
+        def note(text: str) -> str:
+            return _bounded(text, MAX_TAG_LENGTH)
+
+        if n == 1:
+            m = models[0]
+            return [RunPlan(key="single", role="single", run_name=run_name or m, parent=None, model=m,
+                            tags={**base_tags, "extracteval.role": "single", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
+                                  NOTE_TAG: note(notes.single_note(task=scored.task, spec=spec, model=m, metrics=alone(metrics_of(m)),
+                                                                   names=names, tier_name=self._tier(m)))},
+                            params={**base_params, **_model_params(adapter, scored, m), **_generation(scored, m)})]
+        comparisons = doc.get("comparisons") if isinstance(doc.get("comparisons"), list) else []
+        self.standing = notes.standings(models, {m: metrics_of(m).get(spec.primary) for m in models}, comparisons)
+        decision = scored.doc.get("decision") if isinstance(scored.doc.get("decision"), dict) else None
+        n_records = scored.doc.get("n_records", scored.doc.get("n_documents"))
+        # the time tells a re-run's parent from the earlier ones in the runs table
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.created_ms / 1000))
+        plans = [RunPlan(key="parent", role="comparison", run_name=run_name or f"{scored.task}: {n} models · {stamp}",
+                         parent=None, model=None,
+                         tags={**base_tags, "extracteval.role": "comparison", "extracteval.ranking": _bounded(", ".join(models), MAX_TAG_LENGTH),
+                               "extracteval.winner": _bounded(models[0], MAX_TAG_LENGTH),
+                               NOTE_TAG: note(notes.comparison_note(task=scored.task, spec=spec, models=models, metrics_of=metrics_of,
+                                                                    tiers={m: t for m in models if (t := self._tier(m))},
+                                                                    comparisons=comparisons, decision=decision, n_records=n_records))},
+                         params=base_params)]
+        for i, m in enumerate(models, start=1):
+            plans.append(RunPlan(key=f"model-{i}", role="model", run_name=f"{run_name}/{m}" if run_name else m, parent="parent", model=m,
+                                 tags={**base_tags, "extracteval.role": "model", "extracteval.model": _bounded(m, MAX_TAG_LENGTH),
+                                       "extracteval.rank": str(i),
+                                       NOTE_TAG: note(notes.model_note(task=scored.task, spec=spec, model=m, rank=i, n=n, metrics=metrics_of(m),
+                                                                       names=names, tier_name=self._tier(m), standing=self.standing[m]))},
+                                 params={**base_params, "model": _bounded(m, MAX_PARAM_LENGTH), **_model_params(adapter, scored, m),
+                                         **_generation(scored, m)}))
+        return plans
+
+    def start_files(self, plans: Sequence[RunPlan], staging: Path, pool: ThreadPoolExecutor) -> dict[tuple[str, str], Future[bool]]:
+        """The model runs' Parquet files an adapter writes itself, or `evaluate` started early,
+        submitted to `pool`: (run key, file name) → a future that is False when there was
+        nothing to write."""
+        file_writers = {"records.parquet": getattr(self.adapter, "write_records", None),  # per-record classifications
+                        "predictions.parquet": getattr(self.adapter, "write_predictions", None)}  # as scored, for `extracteval rescore`
+        jobs: dict[tuple[str, str], Future[bool]] = {}
+        for plan in plans:
+            for fname, writer in file_writers.items():
+                if plan.role == "comparison" or (plan.model, fname) in self.streamed:
+                    continue
+                adir = staging / "runs" / plan.key / "artifacts" / "extracteval"
+                adir.mkdir(parents=True, exist_ok=True)
+                if (plan.model, fname) in self.early:  # linked in once written
+                    jobs[(plan.key, fname)] = pool.submit(_place_early, self.early[(plan.model, fname)], adir / fname)
+                elif writer is not None:
+                    jobs[(plan.key, fname)] = pool.submit(writer, self.scored, plan.model, adir / fname)
+        return jobs
+
+    def _run_metrics(self, plan: RunPlan, adir: Path) -> dict[str, float]:
+        from extracteval.mlflow import descriptions as notes
+
+        if plan.role == "comparison":
+            # charted: the winner, its margin and whether it is real; the rest of the
+            # comparison's figures (per model, per pair, counts, decision, item winners) in JSON
+            _write_comparison_figures(adir / "comparison_metrics.json", self.scored, self.adapter, self.keys, self.models, self.metrics_of,
+                                      self.spec)
+            return notes.summary_metrics(self.spec, self.models, self.metrics_of, self.standing)
+        metrics = self.metrics_of(plan.model)
+        if plan.role == "single":
+            metrics = alone(metrics)
+        return {**notes.headline_metrics(self.spec, metrics, None if plan.role == "single" else self.standing[plan.model]), **metrics}
+
+    def _record_files(self, plan: RunPlan, adir: Path, file_jobs: Mapping[tuple[str, str], Future[bool]]) -> None:
+        """A model run's Parquet files that no thread writes: linked from the streaming engine,
+        the bytes the paired bootstrap read, or the adapter's per-record frame."""
+        for fname in ("records.parquet", "predictions.parquet"):
+            if (plan.model, fname) in self.streamed:
+                _place(self.streamed[(plan.model, fname)], adir / fname)
+        if plan.model in self.record_bytes:
+            (adir / "records.parquet").write_bytes(memoryview(self.record_bytes[plan.model]))
+        elif (plan.model, "records.parquet") not in self.streamed and (plan.key, "records.parquet") not in file_jobs:
+            rec = self.adapter.records_frame(self.scored, plan.model)
+            if rec is not None:
+                rec.to_parquet(adir / "records.parquet", index=False)
+
+    def write_run(self, plan: RunPlan, staging: Path, file_jobs: Mapping[tuple[str, str], Future[bool]]) -> None:
+        """One run's metrics, result document, tables, Parquet files, key map, figures and report."""
+        from extracteval.report.figures import png_bytes
+        from extracteval.report.html import render_report
+
+        scored, adapter, keys = self.scored, self.adapter, self.keys
+        rdir = staging / "runs" / plan.key
+        adir = rdir / "artifacts" / "extracteval"
+        adir.mkdir(parents=True, exist_ok=True)
+        run_models = self.models if plan.role == "comparison" else [plan.model]
+        metrics = self._run_metrics(plan, adir)
+        (rdir / "metrics.json").write_text(_dumps(metrics, sort_keys=True), encoding="utf-8")
+        (adir / "result.json").write_text(self.doc_text, encoding="utf-8")
+        item = adapter.item_table(scored, None if plan.role == "comparison" else plan.model)
+        write_csv(item, adir / f"{self.item_name}.csv", safe=self.safe_csv)
+        # an MLflow table, exactly as `log_table` writes it (registered by the tag set below)
+        item.to_json(adir / f"{self.item_name}_table.json", orient="split", index=False, date_format="iso")
+        if plan.role == "comparison":
+            for tname, table in adapter.comparison_tables(scored).items():
+                write_csv(table, adir / f"{safe_file_name(tname)}.csv", safe=self.safe_csv)
+        else:
+            self._record_files(plan, adir, file_jobs)
+        used = {k: v for k, v in keys.originals.items() if k in metrics}
+        (adir / "metric_keys.json").write_text(
+            _dumps({"names": keys.names_table(), "metrics": [{"key": k, "original": used.get(k, k)} for k in sorted(metrics)]}),
+            encoding="utf-8",
+        )
+        pngs: dict[str, bytes] = {}
+        if self.figures:
+            # a run's figures are of the models its report's tables show: every model on the
+            # parent, the model itself on a child (its peers appear in the ranking summary)
+            pngs = {fname: png_bytes(fig) for fname, fig in adapter.figures(scored, run_models).items()}
+            fdir = rdir / "artifacts" / "figures"
+            fdir.mkdir(exist_ok=True)
+            for fname, png in pngs.items():
+                (fdir / fname).write_bytes(png)
+        lead = _ranking_sections(self.spec, plan, self.models, self.metrics_of, self.standing)
+        title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{len(self.models)} models compared")
+        html = render_report(
+            title=title,
+            subtitle=_subtitle(scored),
+            sections=[*lead, *_own_sections(adapter.sections(scored, run_models), plan, self.models)],
+            figures_after=len(lead) + 1,
+            figures=pngs,
+            meta={"extracteval version": __version__, "truth digest (SHA-256)": self.t_digest, "config digest (SHA-256)": self.c_digest,
+                  "experiment": self.experiment or "", "run": plan.run_name},
+        )
+        (adir / "report.html").write_text(html, encoding="utf-8")
+
+    def finish_files(self, plans: Sequence[RunPlan], staging: Path, file_jobs: Mapping[tuple[str, str], Future[bool]]) -> None:
+        """Wait for the threads' files; raises what a thread raised. A writer that found nothing
+        to write (False) leaves the per-record counts to the adapter's frame, if it has one."""
+        for (key, fname), job in file_jobs.items():
+            if not job.result() and fname == "records.parquet":
+                plan = next(p for p in plans if p.key == key)
+                rec = self.adapter.records_frame(self.scored, plan.model)
+                if rec is not None:
+                    rec.to_parquet(staging / "runs" / key / "artifacts" / "extracteval" / "records.parquet", index=False)
 
 
 COMPARISON_FIGURES = "extracteval/comparison_metrics.json"
