@@ -523,31 +523,12 @@ def _summary_metrics(lb: Leaderboard) -> dict[str, float]:
     return summary_metrics(spec, names, own.__getitem__, standings(names, {m: own[m][spec.primary] for m in names}, g.comparisons))
 
 
-def log_leaderboard(
-    result: TrackingStoreLeaderboard, out: Path, *, run_name: str | None = None, on_step: Callable[[str], None] | None = None,
-) -> TrackingStoreLeaderboard:
-    """Log `out` (from `write_outputs`) as the artifacts of a new leaderboard run and write each
-    ranked run's `leaderboard/rank` and `leaderboard/field_wins` back to it (one `log_batch`
-    each) at step n, the leaderboard's number in its experiment: one key per run whose metric
-    history is the run's rank in every leaderboard that ranked it. A run left out because a
-    later run of the same model superseded it gets the tags `extracteval.superseded_by` (that
-    run's id) and `extracteval.superseded_in` (this leaderboard's); its metrics stay as they were.
-    Returns `result` with `leaderboard_run_id`, `leaderboard_key` and `leaderboard_step` set.
-    """
-    import contextlib
-    import sys
-    from concurrent.futures import ThreadPoolExecutor
-
-    from mlflow.entities import Metric, RunTag
-
+def _leaderboard_tags(lb: Leaderboard) -> dict[str, str]:
+    """The leaderboard run's tags before it exists: what it ranked and, with one group, the digests and winner."""
     from extracteval import __version__
 
-    step = on_step or (lambda _s: None)
-    client, uri = _client(result.tracking_uri)
-    lb = result.leaderboard
     entries = [e for g in lb.groups for e in g.entries]
     ids = [e.run_id for e in entries]
-    ts = int(time.time() * 1000)
     tags = {
         "extracteval.role": LEADERBOARD_ROLE,
         "extracteval.task": lb.task,
@@ -561,12 +542,66 @@ def log_leaderboard(
         g = lb.groups[0]
         tags.update({"extracteval.truth_digest": g.truth_digest, "extracteval.config_digest": g.config_digest,
                      "extracteval.winner": entries[0].model[:MAX_TAG_LENGTH]})
+    return tags
+
+
+def _write_back(client: Any, uri: str, lb: Leaderboard, rid: str, ts: int, sequence: int) -> None:
+    """Each ranked run's `leaderboard/rank` and `leaderboard/field_wins` at step `sequence` (a
+    value per leaderboard under one key), and each superseded run's tags naming the run ranked in
+    its place; one `log_batch` per run, in threads against a server."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mlflow.entities import Metric, RunTag
+
+    def write_back(e: Any) -> None:
+        client.log_batch(e.run_id, metrics=[Metric(LEADERBOARD_RANK, float(e.rank), ts, sequence),
+                                            Metric(LEADERBOARD_WINS, float(e.item_wins), ts, sequence)],
+                         tags=[RunTag("extracteval.leaderboard_run", rid), RunTag("extracteval.leaderboard_step", str(sequence))])
+
+    def mark_superseded(s: Any) -> None:  # its metrics are left as they were
+        client.log_batch(s.run_id, tags=[RunTag("extracteval.superseded_by", s.superseded_by), RunTag("extracteval.superseded_in", rid)])
+
+    entries = [e for g in lb.groups for e in g.entries]
+    superseded = [s for g in lb.groups for s in g.superseded]
+    if uri.startswith(("http://", "https://", "databricks")):
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(write_back, entries))
+            list(pool.map(mark_superseded, superseded))
+    else:  # one writer: SQLite serialises writes anyway, and threads would only contend for its lock
+        for e in entries:
+            write_back(e)
+        for sup in superseded:
+            mark_superseded(sup)
+
+
+def log_leaderboard(
+    result: TrackingStoreLeaderboard, out: Path, *, run_name: str | None = None, on_step: Callable[[str], None] | None = None,
+) -> TrackingStoreLeaderboard:
+    """Log `out` (from `write_outputs`) as the artifacts of a new leaderboard run and write each
+    ranked run's `leaderboard/rank` and `leaderboard/field_wins` back to it (one `log_batch`
+    each) at step n, the leaderboard's number in its experiment: one key per run whose metric
+    history is the run's rank in every leaderboard that ranked it. A run left out because a
+    later run of the same model superseded it gets the tags `extracteval.superseded_by` (that
+    run's id) and `extracteval.superseded_in` (this leaderboard's); its metrics stay as they were.
+    Returns `result` with `leaderboard_run_id`, `leaderboard_key` and `leaderboard_step` set.
+    """
+    import contextlib
+    import sys
+
+    from mlflow.entities import Metric, RunTag
+
+    step = on_step or (lambda _s: None)
+    client, uri = _client(result.tracking_uri)
+    lb = result.leaderboard
+    n_ranked = sum(len(g.entries) for g in lb.groups)
+    ts = int(time.time() * 1000)
+    tags = _leaderboard_tags(lb)
     with contextlib.redirect_stdout(sys.stderr):  # MLflow's "View run" lines; stdout is the command's
         step("create leaderboard run")
         sequence = _leaderboard_step(client, result.experiment_id)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts / 1000))
         run = client.create_run(result.experiment_id, start_time=ts,
-                                run_name=run_name or f"leaderboard: {lb.task} ({count_of(len(ids), 'run')}) · {stamp}")
+                                run_name=run_name or f"leaderboard: {lb.task} ({count_of(n_ranked, 'run')}) · {stamp}")
         rid = run.info.run_id
         tags["extracteval.leaderboard_key"] = LEADERBOARD_KEY
         tags["extracteval.leaderboard_step"] = str(sequence)
@@ -585,26 +620,7 @@ def log_leaderboard(
                 else:
                     client.log_artifact(rid, str(item), artifact_path="leaderboard")
             step("write back")
-
-            def write_back(e: Any) -> None:
-                # one key per ranked run, a value per leaderboard: this leaderboard's is step `sequence`
-                client.log_batch(e.run_id, metrics=[Metric(LEADERBOARD_RANK, float(e.rank), ts, sequence),
-                                                    Metric(LEADERBOARD_WINS, float(e.item_wins), ts, sequence)],
-                                 tags=[RunTag("extracteval.leaderboard_run", rid), RunTag("extracteval.leaderboard_step", str(sequence))])
-
-            def mark_superseded(s: Any) -> None:  # its metrics are left as they were
-                client.log_batch(s.run_id, tags=[RunTag("extracteval.superseded_by", s.superseded_by), RunTag("extracteval.superseded_in", rid)])
-
-            superseded = [s for g in lb.groups for s in g.superseded]
-            if uri.startswith(("http://", "https://", "databricks")):
-                with ThreadPoolExecutor(max_workers=8) as pool:
-                    list(pool.map(write_back, entries))
-                    list(pool.map(mark_superseded, superseded))
-            else:  # one writer: SQLite serialises writes anyway, and threads would only contend for its lock
-                for e in entries:
-                    write_back(e)
-                for sup in superseded:
-                    mark_superseded(sup)
+            _write_back(client, uri, lb, rid, ts, sequence)
             client.set_terminated(rid, "FINISHED")
         except BaseException:
             with contextlib.suppress(Exception):
