@@ -254,6 +254,83 @@ def _quiet_logger(name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
+def _experiment_of(client: Any, bundle: Bundle, state: dict[str, Any], into_run: str | None, exp_name: str, uri: str) -> str:
+    """The experiment the bundle's runs go to: that of `into_run`; on a resumed upload that of
+    the runs already created (by name when they are gone); else `exp_name`, created if missing."""
+    m = bundle.manifest
+    if into_run is not None:
+        if len(m["runs"]) != 1:
+            raise ValueError("into_run needs a single-run bundle")
+        state["runs"] = {m["runs"][0]["key"]: into_run}
+        return client.get_run(into_run).info.experiment_id
+    if any(state["runs"].get(p.key) for p in bundle.runs):
+        # resuming: the runs already exist; stay in their experiment (found or not, below)
+        try:
+            return client.get_run(next(state["runs"][p.key] for p in bundle.runs if state["runs"].get(p.key))).info.experiment_id
+        except Exception as e:  # noqa: BLE001 - a run deleted meanwhile: fall back to the experiment by name
+            if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
+                raise
+    return _experiment_id(client, exp_name, uri)
+
+
+def _log_run(client: Any, bundle: Bundle, plan: Any, state: dict[str, Any], exp_id: str, into_run: str | None, uri: str,
+             step: Callable[[str], None], created: list[str]) -> str:
+    """One planned run into the store: the run (created, or the one a resumed upload made,
+    running again; added to `created` before anything is logged to it, so that a failure marks
+    it), its params and tags, metrics, dataset input and artifacts. Its id."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+    ts = int(bundle.manifest["created_ms"])
+    ds = bundle.manifest.get("dataset")
+    run_id = state["runs"].get(plan.key)
+    artifact_uri = None
+    if run_id is not None:
+        try:
+            info = client.get_run(run_id).info
+            artifact_uri = info.artifact_uri
+            if into_run is None and info.lifecycle_stage != "active":
+                run_id = None
+            elif into_run is None:
+                client.update_run(run_id, status="RUNNING")
+        except Exception as e:  # the run is gone from the store: make a new one
+            if into_run is not None or ("RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower()):
+                raise
+            run_id = None
+    if run_id is None:
+        step(f"create {plan.key}")
+        tags = {}
+        if plan.parent is not None:
+            tags[MLFLOW_PARENT_RUN_ID] = state["runs"][plan.parent]
+        run = client.create_run(exp_id, start_time=ts, tags=tags, run_name=plan.run_name)
+        run_id, artifact_uri = run.info.run_id, run.info.artifact_uri
+        state["runs"][plan.key] = run_id
+        bundle.write_state(state)
+    if into_run is None:
+        created.append(run_id)
+    rdir = bundle.run_dir(plan.key)
+    step(f"params {plan.key}")
+    params = [Param(k, str(v)) for k, v in sorted(plan.params.items())]
+    run_tags = [RunTag(k, str(v)) for k, v in sorted(plan.tags.items())]
+    for pchunk in _chunks(params, PARAMS_TAGS_PER_CALL) or [[]]:
+        tchunk, run_tags = run_tags[:PARAMS_TAGS_PER_CALL], run_tags[PARAMS_TAGS_PER_CALL:]
+        client.log_batch(run_id, params=pchunk, tags=tchunk)
+    for tchunk in _chunks(run_tags, PARAMS_TAGS_PER_CALL):
+        client.log_batch(run_id, tags=tchunk)
+    metrics = [Metric(k, float(v), ts, 0) for k, v in sorted(bundle.metrics(plan.key).items())]
+    for i, mchunk in enumerate(_chunks(metrics, METRICS_PER_CALL)):
+        step(f"metrics {plan.key} {i}")
+        client.log_batch(run_id, metrics=mchunk)
+    if ds is not None:
+        step(f"dataset {plan.key}")
+        client.log_inputs(run_id, [DatasetInput(dataset=Dataset(**ds), tags=[InputTag("mlflow.data.context", "truth")])])
+    step(f"artifacts {plan.key}")
+    repo = get_artifact_repository(artifact_uri, tracking_uri=uri)
+    repo.log_artifacts(str(rdir / "artifacts"))
+    return run_id
+
+
 def _upload(
     bundle: Bundle,
     *,
@@ -263,10 +340,7 @@ def _upload(
     on_step: Callable[[str], None] | None,
     experiment_description: str | None = None,
 ) -> UploadResult:
-    from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
-    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
     from mlflow.tracking import MlflowClient
-    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
     m = bundle.manifest
     uri = store_uri(tracking_uri)  # never the manifest's own: a results folder may come from anyone
@@ -287,74 +361,13 @@ def _upload(
         client = MlflowClient(tracking_uri=uri)
         current = "while looking up the experiment"
         step("experiment")
-        if into_run is not None:
-            if len(m["runs"]) != 1:
-                raise ValueError("into_run needs a single-run bundle")
-            info = client.get_run(into_run).info
-            exp_id = info.experiment_id
-            state["runs"] = {m["runs"][0]["key"]: into_run}
-        elif any(state["runs"].get(p.key) for p in bundle.runs):
-            # resuming: the runs already exist; stay in their experiment (found or not, below)
-            try:
-                exp_id = client.get_run(next(state["runs"][p.key] for p in bundle.runs if state["runs"].get(p.key))).info.experiment_id
-            except Exception as e:  # noqa: BLE001 - a run deleted meanwhile: fall back to the experiment by name
-                if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
-                    raise
-                exp_id = _experiment_id(client, exp_name, uri)
-        else:
-            exp_id = _experiment_id(client, exp_name, uri)
+        exp_id = _experiment_of(client, bundle, state, into_run, exp_name, uri)
         state["experiment_id"] = exp_id
         if experiment_description and into_run is None:
             _describe_experiment(client, exp_id, experiment_description)
-        ts = int(m["created_ms"])
-        ds = m.get("dataset")
         for plan in bundle.runs:
             current = f"while logging run {plan.run_name!r}"
-            run_id = state["runs"].get(plan.key)
-            if run_id is not None and into_run is None:
-                try:
-                    info = client.get_run(run_id).info
-                    artifact_uri = info.artifact_uri
-                    if info.lifecycle_stage != "active":
-                        run_id = None
-                    else:
-                        client.update_run(run_id, status="RUNNING")
-                except Exception as e:  # the run is gone from the store: make a new one
-                    if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
-                        raise
-                    run_id = None
-            if run_id is None:
-                step(f"create {plan.key}")
-                tags = {}
-                if plan.parent is not None:
-                    tags[MLFLOW_PARENT_RUN_ID] = state["runs"][plan.parent]
-                run = client.create_run(exp_id, start_time=ts, tags=tags, run_name=plan.run_name)
-                run_id, artifact_uri = run.info.run_id, run.info.artifact_uri
-                state["runs"][plan.key] = run_id
-                bundle.write_state(state)
-            if into_run is None:
-                created.append(run_id)
-            else:
-                artifact_uri = info.artifact_uri
-            rdir = bundle.run_dir(plan.key)
-            step(f"params {plan.key}")
-            params = [Param(k, str(v)) for k, v in sorted(plan.params.items())]
-            tags = [RunTag(k, str(v)) for k, v in sorted(plan.tags.items())]
-            for pchunk in _chunks(params, PARAMS_TAGS_PER_CALL) or [[]]:
-                tchunk, tags = tags[:PARAMS_TAGS_PER_CALL], tags[PARAMS_TAGS_PER_CALL:]
-                client.log_batch(run_id, params=pchunk, tags=tchunk)
-            for tchunk in _chunks(tags, PARAMS_TAGS_PER_CALL):
-                client.log_batch(run_id, tags=tchunk)
-            metrics = [Metric(k, float(v), ts, 0) for k, v in sorted(bundle.metrics(plan.key).items())]
-            for i, mchunk in enumerate(_chunks(metrics, METRICS_PER_CALL)):
-                step(f"metrics {plan.key} {i}")
-                client.log_batch(run_id, metrics=mchunk)
-            if ds is not None:
-                step(f"dataset {plan.key}")
-                client.log_inputs(run_id, [DatasetInput(dataset=Dataset(**ds), tags=[InputTag("mlflow.data.context", "truth")])])
-            step(f"artifacts {plan.key}")
-            repo = get_artifact_repository(artifact_uri, tracking_uri=uri)
-            repo.log_artifacts(str(rdir / "artifacts"))
+            _log_run(client, bundle, plan, state, exp_id, into_run, uri, step, created)
         if into_run is None:
             # children first, then the parent: a FINISHED parent means every child is complete
             order = sorted(bundle.runs, key=lambda p: p.role == "comparison")
