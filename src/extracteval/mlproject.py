@@ -223,8 +223,9 @@ def read_headlines(created: Sequence[CreatedRuns], client: Any) -> list[CreatedR
                 found["metric"] = board.data.tags.get("extracteval.primary_metric")
                 # the winner's own metric, every digit (the board's `Main/best` keeps four)
                 first = (board.data.tags.get("extracteval.compared_runs") or board.data.tags.get("extracteval.compared_runs.1") or "").split(",")[0]
-                value = client.get_run(first).data.metrics.get(found["metric"]) if first and found["metric"] else None
-                found["value"] = value if value is not None else board.data.metrics.get(HEADLINE_WINNER)
+                # several groups have no single winner (no tag): then no value either
+                value = client.get_run(first).data.metrics.get(found["metric"]) if first and found["metric"] and found["best_model"] else None
+                found["value"] = value if value is not None or not found["best_model"] else board.data.metrics.get(HEADLINE_WINNER)
             elif c.parent_run_id:
                 parent = client.get_run(c.parent_run_id)
                 found["experiment_id"] = parent.info.experiment_id

@@ -29,7 +29,9 @@ from extracteval.mlflow.descriptions import (
     _md,
     fmt_interval,
     fmt_value,
+    plain,
     primary_interval,
+    standings,
 )
 
 from .conftest import comparison_figures
@@ -181,6 +183,19 @@ def test_the_leaderboard_run_describes_the_runs_it_ranked(store) -> None:
 def test_names_cannot_break_the_markdown() -> None:
     assert _md("a|b *c* [x](y) <script>") == "a\\|b \\*c\\* \\[x\\](y) \\<script\\>"
     assert json.dumps(_md("line\nbreak")) == '"line break"'
+    # and the report's plain text gives the names back as they are, emphasis gone
+    for name in ("x\\", "a**b", "*", "c_d"):
+        assert plain(f"**Winner: {_md(name)}** — **95.8%**") == f"Winner: {name} — 95.8%"
+
+
+def test_a_gap_says_its_own_level_and_never_a_negative_zero() -> None:
+    spec = RANKING_SPECS["fields"]
+    pair = [{"higher": "a", "lower": "b", "verdict": "borderline",
+             "difference": {"estimate": 0.1, "low": 0.0, "high": 0.2, "confidence": 0.9, "resamples": 1000}}]
+    st = standings(["a", "b"], {"a": 0.9, "b": 0.8}, pair)
+    assert st["a"].below.text(spec) == "+10.0 points ahead of rank 2 (b): **borderline** (paired 90% CI [+0.0, +20.0])"
+    assert st["b"].above.text(spec) == "10.0 points behind rank 1 (a): **borderline** (paired 90% CI [-20.0, +0.0])"
+    assert (st["b"].next_gap.diff, st["a"].next_gap.diff) == (pytest.approx(-0.1), pytest.approx(0.1))
 
 
 def test_a_leaderboard_description_says_which_runs_were_superseded_and_how_runs_were_grouped() -> None:

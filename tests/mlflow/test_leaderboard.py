@@ -505,6 +505,13 @@ def test_repeated_runs_rank_the_latest_keep_one_rank_key_and_tag_the_superseded(
     assert set(lb_run.data.metrics) <= {"Main/best", "Main/best_lower", "Main/best_upper", "Main/margin", "Main/margin_lower",
                                         "Main/margin_upper", "Main/significant"}
     assert lb_run.data.metrics["Main/best"] == 0.9 and lb_run.data.metrics["Main/margin"] == pytest.approx(0.1)
+    # every run ranked (`--all-runs`): the runs superseded before are ranked at step 3 and lose their superseded tags
+    r3 = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--json", "--no-ci", "--all-runs")
+    assert r3.code == 0, r3.err
+    assert r3.json()["leaderboard_step"] == 3
+    for rid in ids[1].values():
+        tags = client.get_run(rid).data.tags
+        assert tags["extracteval.leaderboard_step"] == "3" and "extracteval.superseded_by" not in tags and "extracteval.superseded_in" not in tags
 
     # the outputs list the superseded runs as such, with the run that replaced them
     csv = pd.read_csv(out / "leaderboard.csv")
@@ -525,3 +532,20 @@ def test_repeated_runs_rank_the_latest_keep_one_rank_key_and_tag_the_superseded(
     d = r.json()
     assert d["run_selection"] == "all runs" and d["n_ranked"] == 9 and d["superseded"] == []
     assert d["ranking"][0]["run_id"] == ids[1]["C"] and d["ranking"][0]["model"] == f"C ({ids[1]['C'][:8]})"
+
+
+def test_a_new_leaderboard_steps_past_the_largest_step_before_it(cli, store, tmp_path):
+    """The step of a leaderboard's values is one more than the largest step an earlier leaderboard
+    took, so a leaderboard run deleted for good never makes a step repeat."""
+    client, uri = store
+    exp_name = f"steps-{next(_COUNTER)}"
+    exp = _experiment(client, tmp_path, exp_name)
+    for m, f1 in (("A", 0.9), ("B", 0.8)):
+        log_run(client, exp, tmp_path, m, {**field_metrics(f1, f1, f1, {"f": (f1, f1, f1)}), "wins/field_wins": 1.0})
+    earlier = client.create_run(exp, tags={"extracteval.role": "leaderboard", "extracteval.leaderboard_step": "7"})
+    client.set_terminated(earlier.info.run_id, "FINISHED")
+    r = cli("leaderboard", "--experiment", exp_name, "--tracking-uri", uri, "--json", "--no-ci")
+    assert r.code == 0, r.err
+    assert r.json()["leaderboard_step"] == 8
+    for e in r.json()["ranking"]:
+        assert [(m.step, m.value) for m in client.get_metric_history(e["run_id"], "leaderboard/rank")] == [(8, float(e["rank"]))]

@@ -12,7 +12,7 @@ is then that band ("fine-tuning recommended"), and only then is fine-tuning reco
 Otherwise it reads "not settled — leaning <band> (the 95% interval spans <band> → <band>)", or
 "not settled — leaning <band> (no interval)" when none could be computed: "not settled" first, so
 that a verdict leaning to fine-tuning is never read as a recommendation. Every entry point (`score
---baseline/--candidate`, `compare-models`, `compare`, the logged `decision/…` metrics and params,
+--baseline/--candidate`, `compare-models`, `compare`, a logged parent run's `decision/…` figures and params,
 the HTML report) takes its wording and its numbers from `decision_fields` and `decision_sentence`.
 
 Example:

@@ -230,6 +230,7 @@ def write_bundle(
         (staging / "manifest.json").write_text(_dumps(manifest, indent=2), encoding="utf-8")
         # written with the rest, so that the folder's marker lists it as extracteval's
         (staging / "state.json").write_text(_dumps({"runs": {}, "status": "PENDING", "error": None}, indent=2), encoding="utf-8")
+    w.record_bytes.clear()  # written: the evaluation need not hold its per-record tables any longer
     return Bundle(path=out, manifest=manifest)
 
 
@@ -413,7 +414,8 @@ class _BundleWriter:
             fdir.mkdir(exist_ok=True)
             for fname, png in pngs.items():
                 (fdir / fname).write_bytes(png)
-        lead = _ranking_sections(self.spec, plan, self.models, self.metrics_of, self.standing)
+        # the task's own interval level (fields and spans take `confidence`; the others resample at 95%)
+        lead = _ranking_sections(self.spec, plan, self.models, self.metrics_of, self.standing, scored.config.get("confidence") or 0.95)
         title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{len(self.models)} models compared")
         html = render_report(
             title=title,
@@ -470,7 +472,7 @@ def _subtitle(scored: Scored) -> str:
 
 
 def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], metrics_of: Callable[[str], Mapping[str, float]],
-                      standing: Mapping[str, Any]) -> list[Section]:
+                      standing: Mapping[str, Any], confidence: Any = 0.95) -> list[Section]:
     """The report's first block, above the figures: the verdict (the description's first two
     lines, then rank, model, score, interval and the verdict against the next rank; on a model
     run titled with where this model stands, since its other figures and tables are of itself
@@ -480,10 +482,11 @@ def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], m
     rule = Section(title="How models are ranked", text=f"Models are {spec.rule()}.")
     if plan.role == "single":
         return [rule]
-    legend = (f"score: {spec.label} ({spec.primary}); 95% CI: its bootstrap interval over records; vs next rank: the lead over the "
-              "model ranked just below, and whether the paired 95% interval of that lead excludes zero (at exactly zero: borderline).")
+    level = f"{int(round(100 * float(confidence)))}%"
+    legend = (f"score: {spec.label} ({spec.primary}); {level} CI: its bootstrap interval over records; vs next rank: the lead over the "
+              f"model ranked just below, and whether the paired {level} interval of that lead excludes zero (at exactly zero: borderline).")
     this = plan.model if plan.role == "model" else None
-    table = notes.verdict_table(spec, models, metrics_of, standing, this=this)
+    table = notes.verdict_table(spec, models, metrics_of, standing, this=this, level=level)
     lines = notes.verdict_lines(spec, models, metrics_of, standing, model=this)
     if this is None:
         return [Section(title="Verdict", items=[*lines, legend], table=table), rule]

@@ -189,6 +189,12 @@ class Gap:
     low: float | None = None
     high: float | None = None
     verdict: str | None = None
+    confidence: float = 0.95  # the paired interval's level
+
+    @property
+    def level(self) -> str:
+        """`95%`: the interval's confidence as a percentage."""
+        return f"{int(round(100 * self.confidence))}%"
 
     def text(self, spec: RankingSpec, *, interval: bool = True) -> str:
         """`+8.6 points ahead of rank 2 (b): significant (paired 95% CI [+5.2, +12.8])`."""
@@ -197,7 +203,7 @@ class Gap:
         if self.verdict is None:
             return f"{head}: not tested"
         words = {"significantly different": "significant", "not significantly different": "not significant"}.get(self.verdict, self.verdict)
-        ci = f" (paired 95% CI [{_signed(spec, self.low)}, {_signed(spec, self.high)}])" if interval and self.low is not None else ""
+        ci = f" (paired {self.level} CI [{_signed(spec, self.low)}, {_signed(spec, self.high)}])" if interval and self.low is not None else ""
         return f"{head}: **{words}**{ci}"
 
 
@@ -233,9 +239,9 @@ def standings(models: Sequence[str], scores: Mapping[str, Any], comparisons: Seq
             sign = 1.0 if i < j else -1.0
             lo, hi = d.get("low"), d.get("high")
             if lo is not None and hi is not None and sign < 0:
-                lo, hi = -float(hi), -float(lo)
+                lo, hi = 0.0 - float(hi), 0.0 - float(lo)  # 0.0 - x: never a negative zero
             return Gap(other=b, other_rank=j + 1, diff=sign * float(d["estimate"]), low=None if lo is None else float(lo),
-                       high=None if hi is None else float(hi), verdict=c.get("verdict"))
+                       high=None if hi is None else float(hi), verdict=c.get("verdict"), confidence=float(d.get("confidence") or 0.95))
         if _finite(scores.get(a)) and _finite(scores.get(b)):
             return Gap(other=b, other_rank=j + 1, diff=float(scores[a]) - float(scores[b]))
         return None
@@ -366,7 +372,8 @@ def plain(markdown: str) -> str:
     """A description line as plain text (for the HTML report): emphasis and escapes removed."""
     import re
 
-    return re.sub(r"\\(.)", r"\1", re.sub(r"(?<!\\)\*\*", "", markdown)).rstrip()
+    # one pass, so that an escaped backslash before `**` does not hide the emphasis mark
+    return re.sub(r"\\(.)|\*\*", lambda m: m.group(1) or "", markdown).rstrip()
 
 
 def verdict_lines(spec: RankingSpec, models: Sequence[str], metrics_of: Any, standing: Mapping[str, Standing], model: str | None = None) -> list[str]:
@@ -379,7 +386,8 @@ def verdict_lines(spec: RankingSpec, models: Sequence[str], metrics_of: Any, sta
     return [plain(x) for x in note.splitlines()[:2]]
 
 
-def verdict_table(spec: RankingSpec, models: Sequence[str], metrics_of: Any, standing: Mapping[str, Standing], this: str | None = None) -> Any:
+def verdict_table(spec: RankingSpec, models: Sequence[str], metrics_of: Any, standing: Mapping[str, Standing], this: str | None = None,
+                  level: str = "95%") -> Any:
     """rank, model, score, 95% CI and the verdict against the next rank, one row per model: the
     first table of a report, short enough for MLflow's artifact viewer (the metric behind `score`
     is named in the section's legend)."""
@@ -393,7 +401,7 @@ def verdict_table(spec: RankingSpec, models: Sequence[str], metrics_of: Any, sta
         vs = "-" if g is None else (f"{fmt_diff(spec, g.diff)}, " + ({"significantly different": "significant",
                                                                       "not significantly different": "not significant"}.get(g.verdict, g.verdict or "not tested")))
         row = {"rank": st.rank if st is not None else 1, "model": m, "score": fmt_value(spec, ms.get(spec.primary)),
-               "95% CI": fmt_interval(spec, *ci) if ci is not None else "-", "vs next rank": vs}
+               f"{level} CI": fmt_interval(spec, *ci) if ci is not None else "-", "vs next rank": vs}
         if this is not None:
             row["this run"] = "◀" if m == this else ""
         rows.append(row)
@@ -421,7 +429,7 @@ def _verdict_head(spec: RankingSpec, models: Sequence[str], scores: Mapping[str,
     elif unclear:
         second = "Below the winner: " + "; ".join(unclear) + "."
     else:
-        second = "Every adjacent pair of ranks differs significantly (paired bootstrap, 95%)."
+        second = "Every adjacent pair of ranks differs significantly (paired bootstrap)."
     return [first, second] if second else [first]
 
 
@@ -439,9 +447,10 @@ def _pair_lines(spec: RankingSpec, comparisons: Sequence[Mapping[str, Any]], mod
         if g is None:
             continue
         if g.verdict is None:
-            lines.append(f"- {_md(a)} vs {_md(b)}: {fmt_diff(spec, g.diff)} (not tested: the runs have no per-record counts)")
+            lines.append(f"- {_md(a)} vs {_md(b)}: {fmt_diff(spec, g.diff)} (not tested for significance)")
         else:
-            lines.append(f"- {_md(a)} vs {_md(b)}: {fmt_diff(spec, g.diff)}, 95% CI [{_signed(spec, g.low)}, {_signed(spec, g.high)}] — **{g.verdict}**")
+            lines.append(f"- {_md(a)} vs {_md(b)}: {fmt_diff(spec, g.diff)}, {g.level} CI [{_signed(spec, g.low)}, {_signed(spec, g.high)}] — "
+                         f"**{g.verdict}**")
     return lines
 
 
@@ -459,9 +468,12 @@ def comparison_note(*, task: str, spec: RankingSpec, models: Sequence[str], metr
     lines += ["", f"{head}, {spec.label} with its 95% CI:", ""]
     lines += _ranking_list(spec, [(i, m, scores[m], cis[m], _tier_of(spec, metrics_of(m), (tiers or {}).get(m)), wins_text(spec, metrics_of(m)) or "-")
                                   for i, m in enumerate(models, start=1)])
-    lines += ["", "Adjacent ranks (paired bootstrap of the difference):", ""]
-    lines += _pair_lines(spec, comparisons, models, scores)
+    pairs = _pair_lines(spec, comparisons, models, scores)
+    if pairs:
+        lines += ["", "Adjacent ranks (paired bootstrap of the difference):", "", *pairs]
     if decision and decision.get("verdict"):
+        if not pairs:
+            lines.append("")
         lines.append(f"- Decision ({_md(decision.get('baseline'))} vs {_md(decision.get('candidate'))}, {decision.get('metric')}): "
                      f"**{_md(decision['verdict'])}**")
     lines += ["", f"Models are {spec.rule()}.",

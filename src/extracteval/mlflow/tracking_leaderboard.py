@@ -495,17 +495,23 @@ def _bounded_note(text: str) -> str:
 
 def _leaderboard_step(client: Any, experiment_id: str) -> int:
     """The step of a new leaderboard's values in the ranked runs' metric history: one more than
-    the leaderboard runs the experiment already has (1 for its first)."""
+    the largest step an earlier leaderboard run of the experiment took (its tag
+    `extracteval.leaderboard_step`), or than their number where that is larger (leaderboards of
+    older versions have no tag); 1 for the first. A leaderboard run deleted for good does not
+    make a later step repeat one before it."""
     from mlflow.entities import ViewType
 
-    n, token = 0, None
+    n, top, token = 0, 0, None
     while True:
         page = client.search_runs([experiment_id], filter_string=f"tags.\"extracteval.role\" = '{LEADERBOARD_ROLE}'",
                                   run_view_type=ViewType.ALL, max_results=1000, page_token=token)
         n += len(page)
+        for r in page:
+            tag = r.data.tags.get("extracteval.leaderboard_step", "")
+            top = max(top, int(tag)) if tag.isdigit() else top
         token = getattr(page, "token", None)
         if not token:
-            return n + 1
+            return max(n, top) + 1
 
 
 def _summary_metrics(lb: Leaderboard) -> dict[str, float]:
@@ -545,10 +551,11 @@ def _leaderboard_tags(lb: Leaderboard) -> dict[str, str]:
     return tags
 
 
-def _write_back(client: Any, uri: str, lb: Leaderboard, rid: str, ts: int, sequence: int) -> None:
+def _write_back(client: Any, uri: str, lb: Leaderboard, runs: Mapping[str, TrackedRun], rid: str, ts: int, sequence: int) -> None:
     """Each ranked run's `leaderboard/rank` and `leaderboard/field_wins` at step `sequence` (a
-    value per leaderboard under one key), and each superseded run's tags naming the run ranked in
-    its place; one `log_batch` per run, in threads against a server."""
+    value per leaderboard under one key; a ranked run loses the superseded tags an earlier
+    leaderboard gave it), and each superseded run's tags naming the run ranked in its place; one
+    `log_batch` per run, in threads against a server."""
     from concurrent.futures import ThreadPoolExecutor
 
     from mlflow.entities import Metric, RunTag
@@ -557,12 +564,16 @@ def _write_back(client: Any, uri: str, lb: Leaderboard, rid: str, ts: int, seque
         client.log_batch(e.run_id, metrics=[Metric(LEADERBOARD_RANK, float(e.rank), ts, sequence),
                                             Metric(LEADERBOARD_WINS, float(e.item_wins), ts, sequence)],
                          tags=[RunTag("extracteval.leaderboard_run", rid), RunTag("extracteval.leaderboard_step", str(sequence))])
+        if e.run_id in was_superseded:  # ranked again (`--all-runs`, or the run that replaced it is gone): no longer superseded
+            for tag in ("extracteval.superseded_by", "extracteval.superseded_in"):
+                client.delete_tag(e.run_id, tag)
 
     def mark_superseded(s: Any) -> None:  # its metrics are left as they were
         client.log_batch(s.run_id, tags=[RunTag("extracteval.superseded_by", s.superseded_by), RunTag("extracteval.superseded_in", rid)])
 
     entries = [e for g in lb.groups for e in g.entries]
     superseded = [s for g in lb.groups for s in g.superseded]
+    was_superseded = {e.run_id for e in entries if "extracteval.superseded_by" in (runs.get(e.run_id).tags if e.run_id in runs else {})}
     if uri.startswith(("http://", "https://", "databricks")):
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(write_back, entries))
@@ -620,7 +631,7 @@ def log_leaderboard(
                 else:
                     client.log_artifact(rid, str(item), artifact_path="leaderboard")
             step("write back")
-            _write_back(client, uri, lb, rid, ts, sequence)
+            _write_back(client, uri, lb, result.runs, rid, ts, sequence)
             client.set_terminated(rid, "FINISHED")
         except BaseException:
             with contextlib.suppress(Exception):

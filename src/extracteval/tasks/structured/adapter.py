@@ -6,9 +6,9 @@ Per model run: `structured/json_valid_rate`, `structured/strict_json_valid_rate`
 counts, per flattened path `field/<path>/tp|fp|fn|precision|recall|f1` (`items[].sku`: list
 indices folded), `wins/field_wins`, `ranking/rank`, and the opt-in extended scores
 `structured/<semantic_similarity|judge_score>/mean|pass_rate`. The parent run of a comparison
-adds each model's headline numbers, the field winners and, when a baseline and a candidate are
-named, the baseline-vs-candidate decision: `decision/gap`, `decision/ci_low`, `decision/ci_high` (metrics),
-`decision.verdict` (param) and `decision.csv` (artifact).
+keeps each model's headline numbers, the field winners and, when a baseline and a candidate are
+named, the baseline-vs-candidate decision (`decision/gap`, `decision/ci_low`, `decision/ci_high`) in
+`extracteval/comparison_metrics.json`, with `decision.verdict` (param) and `decision.csv` (artifact).
 """
 
 from __future__ import annotations
