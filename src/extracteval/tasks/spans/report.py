@@ -72,31 +72,7 @@ def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
         "",
     ]
     if len(ranking) > 1:
-        show_ci = any(models[m].get("ci") for m in ranking)
-        rows, cols = [], []
-        for m in ranking:
-            r = models[m]
-            e = r["exact"]
-            row = [f"#{r['rank']}", m, percent(e["micro"]["precision"]), percent(e["micro"]["recall"]), percent(e["micro"]["f1"])]
-            if show_ci:
-                ci = (r.get("ci") or {}).get("exact_micro_f1")
-                row.append(f"[{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]" if ci else "-")
-            row.append(percent(e["macro"]["f1"]))
-            row += [percent(r[k]["micro"]["f1"]) for k in relaxed_keys]
-            if token:
-                row.append(percent(r.get("token_accuracy")))
-            row += [r["tier"].replace("_", " "), r["wins_label"]]
-            rows.append(row)
-            n_num = 4 + (1 if show_ci else 0) + len(relaxed_keys) + (1 if token else 0)
-            cols.append([None, "bold"] + [None] * n_num + [r.get("tier_colour"), None])
-        headers = ["Rank", "Model", "Exact P", "Exact R", "Exact F1"] + (["F1 95% CI"] if show_ci else []) + ["Macro F1"]
-        headers += [f"F1 {k}" for k in relaxed_keys] + (["Token acc"] if token else []) + ["Tier", "Tag wins"]
-        out.append("Ranking (by exact micro F1, then precision, recall, tag wins, name):")
-        out.append(table(headers, rows, align="ll" + "r" * (len(headers) - 4) + "ll", colours=cols, use_colour=use_colour))
-        if doc.get("comparisons"):
-            out.append("Adjacent ranks (documents resampled, paired bootstrap of the exact micro F1 difference):")
-            out += ["  " + comparison_line(c) for c in doc["comparisons"]]
-        out.append("")
+        out += _ranking_lines(doc, relaxed_keys, token, use_colour)
     for m in ranking:
         r = models[m]
         out.append(colour(f"== {m}" + (f"  (rank {r['rank']}, {r['tier'].replace('_', ' ')})" if len(ranking) > 1 else ""), "bold", use_colour))
@@ -110,29 +86,7 @@ def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
         out.append(f"macro F1 (mean over tags): {r['exact']['macro']['f1'] * 100:.2f}")
         out.append("")
         out.append("Relaxed match (per tag: support, exact F1, then P/R/F1 at each threshold):")
-        tags = sorted(set(r["exact"]["per_tag"]) | {t for k in relaxed_keys for t in r[k]["per_tag"]})
-        headers = ["Tag", "Support", "Exact F1"]
-        for k in relaxed_keys:
-            headers += [f"P {k}", f"R {k}", f"F1 {k}"]
-        rows = []
-        for t in tags + ["(micro)", "(macro F1)"]:
-            if t == "(micro)":
-                row = [t, str(r["exact"]["micro"]["support"]), percent(r["exact"]["micro"]["f1"])]
-                for k in relaxed_keys:
-                    mi = r[k]["micro"]
-                    row += [percent(mi["precision"]), percent(mi["recall"]), percent(mi["f1"])]
-            elif t == "(macro F1)":
-                row = [t, "", percent(r["exact"]["macro"]["f1"])]
-                for k in relaxed_keys:
-                    row += ["", "", percent(r[k]["macro"]["f1"])]
-            else:
-                ex = r["exact"]["per_tag"].get(t)
-                row = [t, str(ex["support"] if ex else 0), percent(ex["f1"] if ex else 0.0)]
-                for k in relaxed_keys:
-                    x = r[k]["per_tag"].get(t)
-                    row += [percent(x["precision"]), percent(x["recall"]), percent(x["f1"])] if x else ["-", "-", "-"]
-            rows.append(row)
-        out.append(table(headers, rows, align="l" + "r" * (len(headers) - 1)))
+        out.append(_tag_table(r, relaxed_keys))
         out.append("")
         pts = r["curve"]
         if pts:
@@ -142,24 +96,89 @@ def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
             out.append("  " + "  ".join(f"{p['threshold']:.2f}→{100 * p['f1']:5.1f}" for p in chunk))
         if pts:
             out.append("")
-        c = r["errors"]["counts"]
-        total = sum(c.values())
-        out.append(
-            f"Errors of the exact match ({total}): boundary {c['boundary']}, type {c['type']}, "
-            f"boundary+type {c['boundary_type']}, missed {c['missed']}, spurious {c['spurious']}"
-        )
-        for kind, label in (("boundary", "boundary"), ("type", "type"), ("boundary_type", "boundary+type"), ("missed", "missed"), ("spurious", "spurious")):
-            for ex in r["errors"]["examples"].get(kind, [])[:3]:
-                out.append(f"  {label:<13} {ex['doc']}: gold {_fmt_span(ex['gold'])}  pred {_fmt_span(ex['pred'])}")
-        if r["errors"]["confusions"]:
-            top = r["errors"]["confusions"][:5]
-            out.append("  tag confusions (gold→pred): " + ", ".join(f"{x['gold']}→{x['pred']} ×{x['count']}" for x in top))
-        if r.get("ill_formed_chunks"):
-            out.append(colour(f"  {r['ill_formed_chunks']} ill-formed predicted chunk(s) dropped under {cfg['scheme']}", "yellow", use_colour))
+        out += _error_lines(r, cfg, use_colour)
         out.append("")
     for w in doc.get("warnings", []):
         out.append(colour(f"warning: {w}", "yellow", use_colour))
     return "\n".join(out).rstrip()
+
+
+def _ranking_lines(doc: dict[str, Any], relaxed_keys: list[str], token: bool, use_colour: bool) -> list[str]:
+    """The ranking table of several models (exact P/R/F1, its interval, macro F1, relaxed F1s,
+    token accuracy, tier, tag wins) and the adjacent-rank comparisons."""
+    models, ranking = doc["models"], doc["ranking"]
+    show_ci = any(models[m].get("ci") for m in ranking)
+    rows, cols = [], []
+    for m in ranking:
+        r = models[m]
+        e = r["exact"]
+        row = [f"#{r['rank']}", m, percent(e["micro"]["precision"]), percent(e["micro"]["recall"]), percent(e["micro"]["f1"])]
+        if show_ci:
+            ci = (r.get("ci") or {}).get("exact_micro_f1")
+            row.append(f"[{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]" if ci else "-")
+        row.append(percent(e["macro"]["f1"]))
+        row += [percent(r[k]["micro"]["f1"]) for k in relaxed_keys]
+        if token:
+            row.append(percent(r.get("token_accuracy")))
+        row += [r["tier"].replace("_", " "), r["wins_label"]]
+        rows.append(row)
+        n_num = 4 + (1 if show_ci else 0) + len(relaxed_keys) + (1 if token else 0)
+        cols.append([None, "bold"] + [None] * n_num + [r.get("tier_colour"), None])
+    headers = ["Rank", "Model", "Exact P", "Exact R", "Exact F1"] + (["F1 95% CI"] if show_ci else []) + ["Macro F1"]
+    headers += [f"F1 {k}" for k in relaxed_keys] + (["Token acc"] if token else []) + ["Tier", "Tag wins"]
+    out = ["Ranking (by exact micro F1, then precision, recall, tag wins, name):",
+           table(headers, rows, align="ll" + "r" * (len(headers) - 4) + "ll", colours=cols, use_colour=use_colour)]
+    if doc.get("comparisons"):
+        out.append("Adjacent ranks (documents resampled, paired bootstrap of the exact micro F1 difference):")
+        out += ["  " + comparison_line(c) for c in doc["comparisons"]]
+    out.append("")
+    return out
+
+
+def _tag_table(r: dict[str, Any], relaxed_keys: list[str]) -> str:
+    """One model's per-tag table: support and exact F1, then P/R/F1 at each relaxed threshold,
+    closed by the micro and macro rows."""
+    tags = sorted(set(r["exact"]["per_tag"]) | {t for k in relaxed_keys for t in r[k]["per_tag"]})
+    headers = ["Tag", "Support", "Exact F1"]
+    for k in relaxed_keys:
+        headers += [f"P {k}", f"R {k}", f"F1 {k}"]
+    rows = []
+    for t in tags + ["(micro)", "(macro F1)"]:
+        if t == "(micro)":
+            row = [t, str(r["exact"]["micro"]["support"]), percent(r["exact"]["micro"]["f1"])]
+            for k in relaxed_keys:
+                mi = r[k]["micro"]
+                row += [percent(mi["precision"]), percent(mi["recall"]), percent(mi["f1"])]
+        elif t == "(macro F1)":
+            row = [t, "", percent(r["exact"]["macro"]["f1"])]
+            for k in relaxed_keys:
+                row += ["", "", percent(r[k]["macro"]["f1"])]
+        else:
+            ex = r["exact"]["per_tag"].get(t)
+            row = [t, str(ex["support"] if ex else 0), percent(ex["f1"] if ex else 0.0)]
+            for k in relaxed_keys:
+                x = r[k]["per_tag"].get(t)
+                row += [percent(x["precision"]), percent(x["recall"]), percent(x["f1"])] if x else ["-", "-", "-"]
+        rows.append(row)
+    return table(headers, rows, align="l" + "r" * (len(headers) - 1))
+
+
+def _error_lines(r: dict[str, Any], cfg: dict[str, Any], use_colour: bool) -> list[str]:
+    """One model's exact-match errors by kind, with up to three examples each, the most frequent
+    tag confusions and the ill-formed chunks dropped."""
+    c = r["errors"]["counts"]
+    total = sum(c.values())
+    out = [f"Errors of the exact match ({total}): boundary {c['boundary']}, type {c['type']}, "
+           f"boundary+type {c['boundary_type']}, missed {c['missed']}, spurious {c['spurious']}"]
+    for kind, label in (("boundary", "boundary"), ("type", "type"), ("boundary_type", "boundary+type"), ("missed", "missed"), ("spurious", "spurious")):
+        for ex in r["errors"]["examples"].get(kind, [])[:3]:
+            out.append(f"  {label:<13} {ex['doc']}: gold {_fmt_span(ex['gold'])}  pred {_fmt_span(ex['pred'])}")
+    if r["errors"]["confusions"]:
+        top = r["errors"]["confusions"][:5]
+        out.append("  tag confusions (gold→pred): " + ", ".join(f"{x['gold']}→{x['pred']} ×{x['count']}" for x in top))
+    if r.get("ill_formed_chunks"):
+        out.append(colour(f"  {r['ill_formed_chunks']} ill-formed predicted chunk(s) dropped under {cfg['scheme']}", "yellow", use_colour))
+    return out
 
 
 def _fmt_span(s: dict[str, Any] | None) -> str:
