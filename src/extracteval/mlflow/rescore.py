@@ -60,48 +60,23 @@ def rescore_run(
     import shutil
     import tempfile
 
-    from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
     from extracteval.tasks import ranking_spec
     from extracteval.mlflow.bundle import truth_digest, write_bundle
-    from extracteval.mlflow.tracking_leaderboard import _download
     from extracteval.mlflow.adapters import get_adapter
     from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
     uri = store_uri(tracking_uri)
     client = MlflowClient(tracking_uri=uri)
-    try:
-        run = client.get_run(run_id)
-    except MlflowException as e:
-        raise InputError(f"--run {run_id!r}: no such run at {uri} ({' '.join(str(e).split())[:200]}).") from None
+    run = _model_run(client, run_id, uri)
     tags = run.data.tags
-    task = tags.get("extracteval.task")
-    role = tags.get("extracteval.role")
-    if task is None:
-        raise InputError(f"--run {run_id}: not an extracteval run (no extracteval.task tag).")
-    if role not in ("single", "model"):
-        raise InputError(f"--run {run_id}: a {role!r} run; rescore a model run (a child of the comparison run, or a single-model run).")
+    task = tags["extracteval.task"]
     adapter = get_adapter(task)
     model = tags.get("extracteval.model") or run.info.run_name or run_id
     tmp = Path(tempfile.mkdtemp(prefix="extracteval-rescore-"))
     try:
-        p = _download(run.info.artifact_uri, PREDICTIONS_ARTIFACT, uri, str(tmp))
-        if p is None or not p.is_file():
-            raise InputError(f"--run {run_id}: the run has no {PREDICTIONS_ARTIFACT} artifact, so its predictions cannot be scored again: it was "
-                             "logged by an extracteval version that did not keep predictions, or from inputs that are not one record per "
-                             "line (token files, BFCL question files). Evaluate the model again against the new truth instead.")
-        r = _download(run.info.artifact_uri, RESULT_ARTIFACT, uri, str(tmp))
-        if r is None or not r.is_file():
-            raise InputError(f"--run {run_id}: the run has no {RESULT_ARTIFACT} artifact; its configuration is unknown.")
-        try:
-            doc = json.loads(r.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise InputError(f"--run {run_id}: the run's {RESULT_ARTIFACT} artifact is not valid JSON ({e}); its configuration "
-                             "cannot be read back. Evaluate the model again against the new truth instead.") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
-            raise InputError(f"--run {run_id}: the run's {RESULT_ARTIFACT} artifact is not an extracteval result (expected a JSON "
-                             "object with a `config` object).")
+        p, doc = _logged_inputs(run, uri, tmp)
         logged = adapter.read_predictions(p, source=f"run {run_id} {PREDICTIONS_ARTIFACT}")
         ids, targets, truth_source = read_truth(str(truth), adapter, id_column=id_column, delimiter=delimiter)
         cells, status, extra = logged.for_ids(ids)
@@ -133,6 +108,49 @@ def rescore_run(
                              previous_truth_digest=old_digest, message=f"rescored run {run_id} against {truth}: new run {new_id} (tag extracteval.rescored_from)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _model_run(client: Any, run_id: str, uri: str) -> Any:
+    """Run `run_id`, once it is an extracteval model run (or a single-model run); InputError
+    naming what it is otherwise."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as e:
+        raise InputError(f"--run {run_id!r}: no such run at {uri} ({' '.join(str(e).split())[:200]}).") from None
+    tags = run.data.tags
+    role = tags.get("extracteval.role")
+    if tags.get("extracteval.task") is None:
+        raise InputError(f"--run {run_id}: not an extracteval run (no extracteval.task tag).")
+    if role not in ("single", "model"):
+        raise InputError(f"--run {run_id}: a {role!r} run; rescore a model run (a child of the comparison run, or a single-model run).")
+    return run
+
+
+def _logged_inputs(run: Any, uri: str, tmp: Path) -> tuple[Path, dict[str, Any]]:
+    """The run's logged predictions (downloaded into `tmp`) and its result document (whose
+    `config` is read back); InputError saying which is missing or unreadable."""
+    from extracteval.mlflow.tracking_leaderboard import _download
+
+    run_id = run.info.run_id
+    p = _download(run.info.artifact_uri, PREDICTIONS_ARTIFACT, uri, str(tmp))
+    if p is None or not p.is_file():
+        raise InputError(f"--run {run_id}: the run has no {PREDICTIONS_ARTIFACT} artifact, so its predictions cannot be scored again: it was "
+                         "logged by an extracteval version that did not keep predictions, or from inputs that are not one record per "
+                         "line (token files, BFCL question files). Evaluate the model again against the new truth instead.")
+    r = _download(run.info.artifact_uri, RESULT_ARTIFACT, uri, str(tmp))
+    if r is None or not r.is_file():
+        raise InputError(f"--run {run_id}: the run has no {RESULT_ARTIFACT} artifact; its configuration is unknown.")
+    try:
+        doc = json.loads(r.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"--run {run_id}: the run's {RESULT_ARTIFACT} artifact is not valid JSON ({e}); its configuration "
+                         "cannot be read back. Evaluate the model again against the new truth instead.") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
+        raise InputError(f"--run {run_id}: the run's {RESULT_ARTIFACT} artifact is not an extracteval result (expected a JSON "
+                         "object with a `config` object).")
+    return p, doc
 
 
 def read_truth(path: str, adapter: Any, *, id_column: str = "id", delimiter: str | None = None) -> tuple[list[str], list[Any], str]:
