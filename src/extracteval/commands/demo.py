@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from extracteval.commands.leaderboard import LeaderboardCall
@@ -76,24 +76,10 @@ def only_names(values: list[str] | None) -> list[str]:
 
 def run_demo(args: argparse.Namespace) -> DemoOutcome:
     """Everything `extracteval demo` does (see DESCRIPTION), and what it logged."""
-    import json
-
-    from extracteval.errors import InputError
     from extracteval.io.config import distinct_file_name, load_mapping
 
     root = Path(args.experiments)
-    if not root.is_dir():
-        raise InputError(f"{root}: no experiments folder here; run from the repository root or pass --experiments DIR.")
-    specs = sorted(root.glob("*/experiment.yaml"))
-    only = only_names(args.only)
-    if only:
-        unknown = [n for n in only if n not in {s.parent.name for s in specs}]
-        if unknown:
-            raise InputError(f"--only {','.join(unknown)}: no such example in {root}; expected one of: "
-                             + (", ".join(s.parent.name for s in specs) or "(none: no */experiment.yaml found)") + ".")
-        specs = [s for s in specs if s.parent.name in set(only)]
-    if not specs:
-        raise InputError(f"{root}: no */experiment.yaml found.")
+    specs = _example_specs(root, args.only)
     ran = 0
     failed = 0
     uri = None
@@ -110,24 +96,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
             print(f"== {name}: task {task!r} is not available in this version; skipped\n")
             continue
         scoreds = [(a, a.score_experiment(spec_path.parent, spec)) for a in adapters]
-        if len(scoreds) == 1:
-            doc, text = scoreds[0][1].doc, adapters[0].summary(scoreds[0][1])
-        else:
-            doc = {"task": task, "tracks": {a.task: s.doc for a, s in scoreds}}
-            text = "\n\n".join(f"-- {a.task} track\n{a.summary(s)}" for a, s in scoreds)
-        print(f"== {name} ({task})")
-        if spec.get("description"):
-            print(" ".join(str(spec["description"]).split()))
-        print()
-        print(text)
-        print()
-        if args.output:
-            from extracteval.io.outputs import check_output_folder, mark_folder, staged_folder
-
-            top = check_output_folder(args.output, overwrite=getattr(args, "overwrite", False))
-            with staged_folder(top / distinct_file_name(str(name))) as staging:
-                (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-            mark_folder(top)  # the examples' folder is extracteval's too: a rerun writes into it again
+        _print_and_keep(args, spec, str(name), str(task), scoreds)
         for a, scored in [] if args.no_mlflow else scoreds:
             # a multi-track example: one experiment per track, so that each holds one task's runs
             label = distinct_file_name(str(name)) + (f"-{a.task}" if len(scoreds) > 1 else "")
@@ -156,6 +125,53 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
                                    leaderboard_run_id=leaderboards[exp].leaderboard_run_id if exp in leaderboards else None)
                      for label, (_, exp, run_ids) in zip(labels, logged, strict=True))
     return DemoOutcome(exit_code=1 if failed else 0, examples=examples)
+
+
+def _example_specs(root: Path, only_option: Any) -> list[Path]:
+    """The examples' `experiment.yaml` files under `root`, by folder name, only those `--only`
+    names; InputError when the folder, a named example or any example is missing."""
+    from extracteval.errors import InputError
+
+    if not root.is_dir():
+        raise InputError(f"{root}: no experiments folder here; run from the repository root or pass --experiments DIR.")
+    specs = sorted(root.glob("*/experiment.yaml"))
+    only = only_names(only_option)
+    if only:
+        unknown = [n for n in only if n not in {s.parent.name for s in specs}]
+        if unknown:
+            raise InputError(f"--only {','.join(unknown)}: no such example in {root}; expected one of: "
+                             + (", ".join(s.parent.name for s in specs) or "(none: no */experiment.yaml found)") + ".")
+        specs = [s for s in specs if s.parent.name in set(only)]
+    if not specs:
+        raise InputError(f"{root}: no */experiment.yaml found.")
+    return specs
+
+
+def _print_and_keep(args: argparse.Namespace, spec: Mapping[str, Any], name: str, task: str, scoreds: list[tuple[Any, Any]]) -> None:
+    """An example's description and terminal summary (one per track), and with --output its
+    result.json under DIR/<name>/."""
+    import json
+
+    from extracteval.io.config import distinct_file_name
+
+    if len(scoreds) == 1:
+        doc, text = scoreds[0][1].doc, scoreds[0][0].summary(scoreds[0][1])
+    else:
+        doc = {"task": task, "tracks": {a.task: s.doc for a, s in scoreds}}
+        text = "\n\n".join(f"-- {a.task} track\n{a.summary(s)}" for a, s in scoreds)
+    print(f"== {name} ({task})")
+    if spec.get("description"):
+        print(" ".join(str(spec["description"]).split()))
+    print()
+    print(text)
+    print()
+    if args.output:
+        from extracteval.io.outputs import check_output_folder, mark_folder, staged_folder
+
+        top = check_output_folder(args.output, overwrite=getattr(args, "overwrite", False))
+        with staged_folder(top / distinct_file_name(name)) as staging:
+            (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        mark_folder(top)  # the examples' folder is extracteval's too: a rerun writes into it again
 
 
 def _adapter(task: str):  # noqa: ANN202 - an extracteval.mlflow.adapters.TaskAdapter or None
