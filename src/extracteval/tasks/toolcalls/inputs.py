@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -285,59 +286,74 @@ def load_bfcl_entries(questions_path: str | Path, answers_path: str | Path) -> B
         functions, was_object, problems = _function_list(qrec.get("function"))
         for msg in problems:
             warn("function_description", qp, qline, rid, msg + "; calls that need it fail")
-        gt = arec.get("ground_truth")
-        if isinstance(gt, dict):
-            layout, keys, items = "v1", [str(k) for k in gt], [{str(k): v} for k, v in gt.items()]
-        elif isinstance(gt, list):
-            layout = "v4"
-            items = []
-            for k, item in enumerate(gt):
-                if isinstance(item, dict) and len(item) == 1:
-                    items.append({str(next(iter(item))): next(iter(item.values()))})
-                else:
-                    warn("answer_shape", ap, aline, rid, f"ground_truth[{k}] is not an object with exactly one function name "
-                         f"({json.dumps(item)[:60]}); it is an expected call that no call can match")
-                    items.append({"": None})
-            keys = [next(iter(i)) for i in items]
-        else:
-            warn("answer_shape", ap, aline, rid, f"\"ground_truth\" is {json.dumps(gt)[:60] if gt is not None else 'missing'}, "
-                 "neither an object (v1) nor a list (v4); the entry fails for every model")
-            layout, keys, items = "v4", [""], [{"": None}]
+        def said(kind: str, message: str, aline: int = aline, rid: str = rid) -> None:  # a warning about this entry's answer
+            warn(kind, ap, aline, rid, message)
+
+        layout, keys, items = _answer_items(arec.get("ground_truth"), said)
         if not items:
-            warn("empty_answer", ap, aline, rid, "the possible answer lists no call: only an empty result can pass "
+            said("empty_answer", "the possible answer lists no call: only an empty result can pass "
                  + ("(never, for a single-call entry)" if "parallel" not in category and "multiple" not in category else ""))
         targets = answer_targets(functions, keys, category, layout=layout, function_was_object=was_object)
-        names = [str(f.get("name", "")) for f in functions]
-        shown: list[dict[str, Any]] = []
-        single = "parallel" not in category and "multiple" not in category
-        for k, (item, key, t) in enumerate(zip(items, keys, targets)):
-            params = item[key]
-            if t is None:
-                if key or params is not None:
-                    warn("unknown_function", ap, aline, rid, f"ground_truth names {key!r}, which the question does not describe "
-                         f"(it has {names}); this expected call cannot be matched, so the entry fails")
-                shown.append({key: params})
-                continue
-            name = names[t]
-            stripped = _SUFFIX.sub("", key)
-            if (not single or k == 0) and key != name and stripped != name:
-                warn("answer_names_other_function", ap, aline, rid, f"ground_truth names {key!r}, the question describes {name!r}; "
-                     f"the call is checked against {name!r}, as BFCL's checker does")
-            if not isinstance(params, dict):
-                warn("answer_shape", ap, aline, rid, f"the parameters of {key!r} are {type(params).__name__}, not an object; "
-                     "no call with arguments can match this expected call")
-            else:
-                for pn, vals in params.items():
-                    if not isinstance(vals, list):
-                        how = ("BFCL compares its characters one by one; the parameter may be left out" if isinstance(vals, str)
-                               else "no value can match it; leaving the parameter out fails too")
-                        warn("answer_shape", ap, aline, rid, f"{key}.{pn}: acceptable values {json.dumps(vals)[:40]} are not a list; {how}")
-            shown.append({name: params})
+        shown = _checked_answers(items, keys, targets, [str(f.get("name", "")) for f in functions], category, said)
         entries.append(BfclEntry(id=rid, category=category, functions=functions, answers=shown, targets=targets, layout=layout))
     for rid, (aline, _) in answers.items():
         if rid not in questions:
             warn("answer_without_question", ap, aline, rid, f"no question in {qp}; ignored")
     return BfclFiles(entries=entries, warnings=warnings)
+
+
+def _answer_items(gt: Any, said: Callable[[str, str], None]) -> tuple[str, list[str], list[dict[str, Any]]]:
+    """A possible answer's `ground_truth` as (layout, function names, one `{name: parameters}` per
+    expected call): an object is v1, a list v4; an item or a whole answer of another shape is an
+    expected call no call can match (`{"": None}`), said as a warning."""
+    if isinstance(gt, dict):
+        return "v1", [str(k) for k in gt], [{str(k): v} for k, v in gt.items()]
+    if isinstance(gt, list):
+        items = []
+        for k, item in enumerate(gt):
+            if isinstance(item, dict) and len(item) == 1:
+                items.append({str(next(iter(item))): next(iter(item.values()))})
+            else:
+                said("answer_shape", f"ground_truth[{k}] is not an object with exactly one function name "
+                     f"({json.dumps(item)[:60]}); it is an expected call that no call can match")
+                items.append({"": None})
+        return "v4", [next(iter(i)) for i in items], items
+    said("answer_shape", f"\"ground_truth\" is {json.dumps(gt)[:60] if gt is not None else 'missing'}, "
+         "neither an object (v1) nor a list (v4); the entry fails for every model")
+    return "v4", [""], [{"": None}]
+
+
+def _checked_answers(items: list[dict[str, Any]], keys: list[str], targets: list[Any], names: list[str], category: str,
+                     said: Callable[[str, str], None]) -> list[dict[str, Any]]:
+    """Each expected call under the name of the function it is checked against (as BFCL's checker
+    pairs them), with a warning for a function the question does not describe, another
+    function's name, and parameters or acceptable values of another shape."""
+    shown: list[dict[str, Any]] = []
+    single = "parallel" not in category and "multiple" not in category
+    for k, (item, key, t) in enumerate(zip(items, keys, targets)):
+        params = item[key]
+        if t is None:
+            if key or params is not None:
+                said("unknown_function", f"ground_truth names {key!r}, which the question does not describe "
+                     f"(it has {names}); this expected call cannot be matched, so the entry fails")
+            shown.append({key: params})
+            continue
+        name = names[t]
+        stripped = _SUFFIX.sub("", key)
+        if (not single or k == 0) and key != name and stripped != name:
+            said("answer_names_other_function", f"ground_truth names {key!r}, the question describes {name!r}; "
+                 f"the call is checked against {name!r}, as BFCL's checker does")
+        if not isinstance(params, dict):
+            said("answer_shape", f"the parameters of {key!r} are {type(params).__name__}, not an object; "
+                 "no call with arguments can match this expected call")
+        else:
+            for pn, vals in params.items():
+                if not isinstance(vals, list):
+                    how = ("BFCL compares its characters one by one; the parameter may be left out" if isinstance(vals, str)
+                           else "no value can match it; leaving the parameter out fails too")
+                    said("answer_shape", f"{key}.{pn}: acceptable values {json.dumps(vals)[:40]} are not a list; {how}")
+        shown.append({name: params})
+    return shown
 
 
 def load_bfcl_results(path: str | Path) -> dict[str, Any]:
