@@ -252,24 +252,7 @@ def build_leaderboard(
     Raises:
         InputError: no runs, mixed tasks without `task`, or mixed digests without `group_by_truth`.
     """
-    if not runs:
-        raise InputError("no runs to rank: the experiment has no extracteval runs matching the filter.")
-    tasks = sorted({r.task for r in runs})
-    if task is None:
-        if len(tasks) > 1:
-            raise InputError(f"the runs hold several tasks ({', '.join(tasks)}); choose one with --task.")
-        task = tasks[0]
-    runs = [r for r in runs if r.task == task]
-    if not runs:
-        raise InputError(f"no runs of task {task!r} (tasks found: {', '.join(tasks)}).")
-    spec = rankings.get(task)
-    if spec is None:
-        raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(rankings))}.")
-    if metric is not None and metric != spec.primary:
-        known = sorted({k for r in runs for k in r.metrics if not spec.item_prefix or not k.startswith(spec.item_prefix)})
-        if not any(metric in r.metrics for r in runs):
-            raise InputError(f"--metric {metric!r}: no run of task {task!r} has this metric; run-level metrics are {', '.join(known[:40])}.")
-        spec = replace(spec, primary=metric, label=metric, lower_is_better=spec.lower_is_better - {metric}, tie_breaks=tuple(k for k in spec.tie_breaks if k != metric))
+    task, runs, spec = _task_runs(runs, rankings, task, metric)
     warnings = []
     groups: dict[tuple[str, str], list[RunSummary]] = {}
     for r in runs:
@@ -298,16 +281,47 @@ def build_leaderboard(
         out_groups.append(replace(group, superseded=tuple(superseded)))
     if ranked == 1:
         warnings.append("only one run ranked: every item is a universal tie, so no wins are awarded.")
-    by_id = {r.run_id: r for r in runs}
-    for _, superseded in selected.values():
-        for s in superseded:
-            newer = by_id[s.superseded_by]
-            if s.run_name and newer.run_name and s.run_name != newer.run_name and s.model not in (s.run_name, newer.run_name):
-                # two runs named differently that log one model name: perhaps two models logged under a default name
-                warnings.append(f"runs {s.run_name!r} and {newer.run_name!r} both score a model named {s.model!r}: the later one is ranked and "
-                                f"the earlier one shown as superseded. If they are different models, give each its name "
-                                f"(evaluator_config model_name, or --predictions NAME=FILE), or rank every run with --all-runs.")
+    warnings += _one_name_warnings(runs, [s for _, superseded in selected.values() for s in superseded])
     return Leaderboard(task=task, spec=spec, groups=tuple(out_groups), warnings=tuple(warnings), all_runs=all_runs)
+
+
+def _task_runs(runs: Sequence[RunSummary], rankings: Mapping[str, RankingSpec], task: str | None,
+               metric: str | None) -> tuple[str, list[RunSummary], RankingSpec]:
+    """The task to rank, its runs and its ranking declaration (led by `metric` when given);
+    InputError for no runs, several tasks without `task`, a task without ranking, an unknown metric."""
+    if not runs:
+        raise InputError("no runs to rank: the experiment has no extracteval runs matching the filter.")
+    tasks = sorted({r.task for r in runs})
+    if task is None:
+        if len(tasks) > 1:
+            raise InputError(f"the runs hold several tasks ({', '.join(tasks)}); choose one with --task.")
+        task = tasks[0]
+    runs = [r for r in runs if r.task == task]
+    if not runs:
+        raise InputError(f"no runs of task {task!r} (tasks found: {', '.join(tasks)}).")
+    spec = rankings.get(task)
+    if spec is None:
+        raise InputError(f"task {task!r} has no ranking; expected one of {', '.join(sorted(rankings))}.")
+    if metric is not None and metric != spec.primary:
+        known = sorted({k for r in runs for k in r.metrics if not spec.item_prefix or not k.startswith(spec.item_prefix)})
+        if not any(metric in r.metrics for r in runs):
+            raise InputError(f"--metric {metric!r}: no run of task {task!r} has this metric; run-level metrics are {', '.join(known[:40])}.")
+        spec = replace(spec, primary=metric, label=metric, lower_is_better=spec.lower_is_better - {metric}, tie_breaks=tuple(k for k in spec.tie_breaks if k != metric))
+    return task, runs, spec
+
+
+def _one_name_warnings(runs: Sequence[RunSummary], superseded: Sequence[SupersededRun]) -> list[str]:
+    """A warning for each superseded run named differently from the run that replaced it while
+    both log one model name: perhaps two models logged under a default name."""
+    by_id = {r.run_id: r for r in runs}
+    out = []
+    for s in superseded:
+        newer = by_id[s.superseded_by]
+        if s.run_name and newer.run_name and s.run_name != newer.run_name and s.model not in (s.run_name, newer.run_name):
+            out.append(f"runs {s.run_name!r} and {newer.run_name!r} both score a model named {s.model!r}: the later one is ranked and "
+                       f"the earlier one shown as superseded. If they are different models, give each its name "
+                       f"(evaluator_config model_name, or --predictions NAME=FILE), or rank every run with --all-runs.")
+    return out
 
 
 def _rank_group(
