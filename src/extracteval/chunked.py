@@ -153,6 +153,41 @@ class _RowSpill:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+class _PartialFiles:
+    """Parquet files written chunk by chunk through temporary siblings (`.NAME.partial-PID`),
+    renamed into place by `commit`; `discard` closes and removes what was not committed, so a
+    final path never holds a truncated file."""
+
+    def __init__(self) -> None:
+        self.writers: dict[str, Any] = {}  # key → ParquetWriter of its partial file
+        self.partials: dict[str, tuple[Path, Path]] = {}  # key → (partial file, final file)
+
+    def write(self, key: str, path: str | Path, frame: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if key not in self.writers:
+            final = Path(path)
+            partial = final.with_name(f".{final.name}.partial-{os.getpid()}")
+            self.partials[key] = (partial, final)
+            self.writers[key] = pq.ParquetWriter(str(partial), table.schema)
+        self.writers[key].write_table(table.cast(self.writers[key].schema))
+
+    def commit(self) -> None:
+        for key, (partial, final) in list(self.partials.items()):
+            self.writers.pop(key).close()
+            os.replace(partial, final)
+            del self.partials[key]
+
+    def discard(self) -> None:
+        for w in self.writers.values():
+            w.close()
+        for partial, _ in self.partials.values():
+            if partial.exists():
+                partial.unlink()
+
+
 def run_chunks(
     task: ChunkTask,
     chunks: Iterable[Any],
@@ -178,24 +213,12 @@ def run_chunks(
     """
     if workers < 1:
         raise ValueError(f"Expected workers ≥ 1, but got {workers}.")
-    writers: dict[str, Any] = {}  # key → ParquetWriter of its partial file
-    partials: dict[str, tuple[Path, Path]] = {}  # key → (partial file, final file)
+    files = _PartialFiles()
+    write = files.write
     spill = _RowSpill(spill_dir)
     ledger = None
     n_chunks = 0
     n_rows = 0
-
-    def write(key: str, path: str | Path, frame: pd.DataFrame) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        if key not in writers:
-            final = Path(path)
-            partial = final.with_name(f".{final.name}.partial-{os.getpid()}")
-            partials[key] = (partial, final)
-            writers[key] = pq.ParquetWriter(str(partial), table.schema)
-        writers[key].write_table(table.cast(writers[key].schema))
 
     def consume(score: ChunkScore) -> None:
         nonlocal ledger, n_chunks, n_rows
@@ -230,18 +253,11 @@ def run_chunks(
                         consume(pending.popleft().result())
                 while pending:
                     consume(pending.popleft().result())
-        for key, (partial, final) in list(partials.items()):
-            writers.pop(key).close()
-            os.replace(partial, final)
-            del partials[key]
+        files.commit()
         if ledger is None:
             raise ValueError("no chunks to score")
         result = task.finalise(ledger, record_rows=spill.read if spill.width is not None else None)
     finally:
-        for w in writers.values():
-            w.close()
-        for partial, _ in partials.values():
-            if partial.exists():
-                partial.unlink()
+        files.discard()
         spill.close()
     return result, ChunkStats(chunks=n_chunks, records_rows=n_rows, workers=workers)
