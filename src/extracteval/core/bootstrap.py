@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.core.significance import BORDERLINE, NOT_SIGNIFICANT, SIGNIFICANT, significance
+
 __all__ = [
     "Interval", "PairComparison", "significance", "comparison_entry", "SIGNIFICANT", "BORDERLINE", "NOT_SIGNIFICANT",
     "bootstrap_counts", "bootstrap_patterns", "macro_f1_statistic", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns",
@@ -31,26 +33,6 @@ _TOTAL_ENTRIES = 1 << 24  # per-record path: resampled totals held at once (resa
 # patterns × width stays below this: on data where nearly every record is distinct they would be
 # as large as the records themselves, and the shortcut would not be taken anyway.
 PATTERN_ENTRIES = 1 << 23
-
-
-SIGNIFICANT = "significantly different"
-BORDERLINE = "borderline"
-NOT_SIGNIFICANT = "not significantly different"
-
-
-def significance(low: float | None, high: float | None) -> str | None:
-    """The one rule every run kind and task reads a difference's interval by: wholly above or
-    below zero → significantly different; one bound exactly zero (and the other not) →
-    borderline (the evidence stops at the edge); containing zero → not significantly different.
-    None without an interval."""
-    if low is None or high is None:
-        return None
-    low, high = float(low), float(high)
-    if low > 0.0 or high < 0.0:
-        return SIGNIFICANT
-    if (low == 0.0) != (high == 0.0):
-        return BORDERLINE
-    return NOT_SIGNIFICANT
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -277,7 +277,12 @@ class _BundleWriter:
         self.doc = logged_doc(scored)
         self.doc_text = _dumps(self.doc)
         self._metrics: dict[str, dict[str, float]] = {}  # each model's metrics, built once (descriptions, parent and child use them)
-        self.standing: dict[str, Any] = {}  # each model's rank and gaps (a comparison)
+        # each model's rank and gaps to the ranks next to it (a comparison of several models)
+        from extracteval.mlflow.descriptions import standings
+
+        comparisons = self.doc.get("comparisons") if isinstance(self.doc.get("comparisons"), list) else []
+        self.standing: dict[str, Any] = standings(self.models, {m: self.metrics_of(m).get(self.spec.primary) for m in self.models},
+                                                  comparisons) if len(self.models) > 1 else {}
 
     def metrics_of(self, m: str) -> dict[str, float]:
         if m not in self._metrics:
@@ -309,7 +314,6 @@ class _BundleWriter:
                                                                    names=names, tier_name=self._tier(m)))},
                             params={**base_params, **_model_params(adapter, scored, m), **_generation(scored, m)})]
         comparisons = doc.get("comparisons") if isinstance(doc.get("comparisons"), list) else []
-        self.standing = notes.standings(models, {m: metrics_of(m).get(spec.primary) for m in models}, comparisons)
         decision = scored.doc.get("decision") if isinstance(scored.doc.get("decision"), dict) else None
         n_records = scored.doc.get("n_records", scored.doc.get("n_documents"))
         # the time tells a re-run's parent from the earlier ones in the runs table
@@ -415,7 +419,8 @@ class _BundleWriter:
             for fname, png in pngs.items():
                 (fdir / fname).write_bytes(png)
         # the task's own interval level (fields and spans take `confidence`; the others resample at 95%)
-        lead = _ranking_sections(self.spec, plan, self.models, self.metrics_of, self.standing, scored.config.get("confidence") or 0.95)
+        lead = _ranking_sections(self.spec, plan, self.models, self.metrics_of, self.standing, scored.config.get("confidence") or 0.95,
+                                 tier_name=self._tier(plan.model) if plan.model else None)
         title = f"extracteval · {scored.task} · " + (", ".join(run_models) if plan.role != "comparison" else f"{len(self.models)} models compared")
         html = render_report(
             title=title,
@@ -472,7 +477,7 @@ def _subtitle(scored: Scored) -> str:
 
 
 def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], metrics_of: Callable[[str], Mapping[str, float]],
-                      standing: Mapping[str, Any], confidence: Any = 0.95) -> list[Section]:
+                      standing: Mapping[str, Any], confidence: Any = 0.95, tier_name: str | None = None) -> list[Section]:
     """The report's first block, above the figures: the verdict (the description's first two
     lines, then rank, model, score, interval and the verdict against the next rank; on a model
     run titled with where this model stands, since its other figures and tables are of itself
@@ -487,7 +492,7 @@ def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], m
               f"model ranked just below, and whether the paired {level} interval of that lead excludes zero (at exactly zero: borderline).")
     this = plan.model if plan.role == "model" else None
     table = notes.verdict_table(spec, models, metrics_of, standing, this=this, level=level)
-    lines = notes.verdict_lines(spec, models, metrics_of, standing, model=this)
+    lines = notes.verdict_lines(spec, models, metrics_of, standing, model=this, tier_name=tier_name)
     if this is None:
         return [Section(title="Verdict", items=[*lines, legend], table=table), rule]
     title = f"Comparison summary: {this} is ranked {models.index(this) + 1} of {len(models)}"

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from extracteval.core.bootstrap import SIGNIFICANT, significance
+from extracteval.core.significance import SIGNIFICANT, significance
 from extracteval.core.decision import DecisionThresholds, decision_fields, decision_sentence, verdict_for
 from extracteval.errors import InputError
 

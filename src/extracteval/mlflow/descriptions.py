@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extracteval.report.terminal import count_of
+from extracteval.core.significance import BORDERLINE, NOT_SIGNIFICANT, SIGNIFICANT
 from extracteval.core.ranking import RankingSpec, format_wins, tier
 
 __all__ = [
@@ -67,7 +68,9 @@ HEADLINE_DECIMALS = 4
 HEADLINE_KEYS = (HEADLINE_SCORE, HEADLINE_CI_LOW, HEADLINE_CI_HIGH, HEADLINE_WINS, HEADLINE_RANK, HEADLINE_GAP, HEADLINE_SIGNIFICANT,
                  HEADLINE_WINNER, HEADLINE_WINNER_LOW, HEADLINE_WINNER_HIGH, HEADLINE_MARGIN, HEADLINE_MARGIN_LOW, HEADLINE_MARGIN_HIGH)
 # a verdict as the number `Main/significant` charts
-VERDICT_VALUE = {"significantly different": 1.0, "borderline": 0.5, "not significantly different": 0.0}
+VERDICT_VALUE = {SIGNIFICANT: 1.0, BORDERLINE: 0.5, NOT_SIGNIFICANT: 0.0}
+# a verdict in the short words of a description line or a table cell
+_VERDICT_WORDS = {SIGNIFICANT: "significant", BORDERLINE: "borderline", NOT_SIGNIFICANT: "not significant"}
 REPORT_PATH = "extracteval/report.html"
 LEADERBOARD_RANK = "leaderboard/rank"  # a ranked run's rank in the latest leaderboard (its history: one step per leaderboard)
 LEADERBOARD_WINS = "leaderboard/field_wins"
@@ -196,15 +199,19 @@ class Gap:
         """`95%`: the interval's confidence as a percentage."""
         return f"{int(round(100 * self.confidence))}%"
 
+    @property
+    def words(self) -> str:
+        """The verdict in short words: `significant`, `borderline`, `not significant`, `not tested`."""
+        return "not tested" if self.verdict is None else _VERDICT_WORDS.get(self.verdict, self.verdict)
+
     def text(self, spec: RankingSpec, *, interval: bool = True) -> str:
         """`+8.6 points ahead of rank 2 (b): significant (paired 95% CI [+5.2, +12.8])`."""
         amount = fmt_diff(spec, self.diff) if self.diff >= 0 else fmt_diff(spec, -self.diff).lstrip("+")
         head = f"{amount} {'ahead of' if self.diff >= 0 else 'behind'} rank {self.other_rank} ({_md(self.other)})"
         if self.verdict is None:
             return f"{head}: not tested"
-        words = {"significantly different": "significant", "not significantly different": "not significant"}.get(self.verdict, self.verdict)
         ci = f" (paired {self.level} CI [{_signed(spec, self.low)}, {_signed(spec, self.high)}])" if interval and self.low is not None else ""
-        return f"{head}: **{words}**{ci}"
+        return f"{head}: **{self.words}**{ci}"
 
 
 @dataclass(frozen=True)
@@ -344,16 +351,22 @@ def model_note(*, task: str, spec: RankingSpec, model: str, rank: int, n: int, m
     """The description of one model's run in a comparison of `n` models: its rank, score and
     interval on the first line, its gap to the next rank and whether that gap is real on the
     second (what MLflow shows before "Show more"), then the rest as a list."""
-    ci = primary_interval(spec, metrics)
-    lines = [f"**{_md(model)}: rank {rank} of {n}** — {spec.label} **{_score_with_interval(spec, metrics.get(spec.primary), ci)}** · "
-             f"tier {_tier_of(spec, metrics, tier_name)}  "]
-    gaps = [g for g in ((standing.below, standing.above) if standing is not None else ()) if g is not None]
-    lines.append("; ".join(g.text(spec, interval=i == 0) for i, g in enumerate(gaps)) + "." if gaps else "The only model ranked.")
-    lines.append("")
+    lines = [*_model_head(spec, model, rank, n, metrics, tier_name, standing), ""]
     lines += _model_body(spec, metrics, names)
     lines.append(f"- Ranked by {spec.rule()[len('ranked by '):]}")
     lines.append(f"- Report: *Artifacts* → `{REPORT_PATH}` (this model); every model's tables and figures are on the parent run")
     return "\n".join(lines)
+
+
+def _model_head(spec: RankingSpec, model: str, rank: int, n: int, metrics: Mapping[str, float], tier_name: str | None,
+                standing: Standing | None) -> list[str]:
+    """A model run's first two lines: rank, score, interval and tier; then its gaps to the ranks
+    next to it with their verdicts (the interval of the gap to the next rank down)."""
+    ci = primary_interval(spec, metrics)
+    first = (f"**{_md(model)}: rank {rank} of {n}** — {spec.label} **{_score_with_interval(spec, metrics.get(spec.primary), ci)}** · "
+             f"tier {_tier_of(spec, metrics, tier_name)}  ")
+    gaps = [g for g in ((standing.below, standing.above) if standing is not None else ()) if g is not None]
+    return [first, "; ".join(g.text(spec, interval=i == 0) for i, g in enumerate(gaps)) + "." if gaps else "The only model ranked."]
 
 
 def single_note(*, task: str, spec: RankingSpec, model: str, metrics: Mapping[str, float], names: Mapping[str, str] | None = None,
@@ -376,14 +389,15 @@ def plain(markdown: str) -> str:
     return re.sub(r"\\(.)|\*\*", lambda m: m.group(1) or "", markdown).rstrip()
 
 
-def verdict_lines(spec: RankingSpec, models: Sequence[str], metrics_of: Any, standing: Mapping[str, Standing], model: str | None = None) -> list[str]:
+def verdict_lines(spec: RankingSpec, models: Sequence[str], metrics_of: Any, standing: Mapping[str, Standing], model: str | None = None,
+                  tier_name: str | None = None) -> list[str]:
     """The two lines a description opens with, as plain text: the comparison's (`model` None) or
-    that model's (its rank, score, interval; its gap to the next rank and that gap's verdict)."""
+    that model's (its rank, score, interval and tier, `tier_name` as its description says it; its
+    gap to the next rank and that gap's verdict)."""
     if model is None:
         scores = {m: metrics_of(m).get(spec.primary) for m in models}
         return [plain(x) for x in _verdict_head(spec, models, scores, {m: primary_interval(spec, metrics_of(m)) for m in models}, standing, lead="")]
-    note = model_note(task="", spec=spec, model=model, rank=standing[model].rank, n=len(models), metrics=metrics_of(model), standing=standing[model])
-    return [plain(x) for x in note.splitlines()[:2]]
+    return [plain(x) for x in _model_head(spec, model, standing[model].rank, len(models), metrics_of(model), tier_name, standing[model])]
 
 
 def verdict_table(spec: RankingSpec, models: Sequence[str], metrics_of: Any, standing: Mapping[str, Standing], this: str | None = None,
@@ -398,8 +412,7 @@ def verdict_table(spec: RankingSpec, models: Sequence[str], metrics_of: Any, sta
         ms, st = metrics_of(m), standing.get(m)
         ci = primary_interval(spec, ms)
         g = st.below if st is not None else None
-        vs = "-" if g is None else (f"{fmt_diff(spec, g.diff)}, " + ({"significantly different": "significant",
-                                                                      "not significantly different": "not significant"}.get(g.verdict, g.verdict or "not tested")))
+        vs = "-" if g is None else f"{fmt_diff(spec, g.diff)}, {g.words}"
         row = {"rank": st.rank if st is not None else 1, "model": m, "score": fmt_value(spec, ms.get(spec.primary)),
                f"{level} CI": fmt_interval(spec, *ci) if ci is not None else "-", "vs next rank": vs}
         if this is not None:
@@ -420,8 +433,8 @@ def _verdict_head(spec: RankingSpec, models: Sequence[str], scores: Mapping[str,
     unclear = []
     for i, (a, b) in enumerate(zip(models[1:-1], models[2:]), start=2):
         h = standing[a].below
-        if h is not None and h.verdict != "significantly different":
-            state = "not tested" if h.verdict is None else ("borderline" if h.verdict == "borderline" else "indistinguishable")
+        if h is not None and h.verdict != SIGNIFICANT:
+            state = "indistinguishable" if h.verdict == NOT_SIGNIFICANT else h.words
             unclear.append(f"ranks {i} and {i + 1} ({_md(a)}, {_md(b)}) {state}: {fmt_diff(spec, h.diff)}"
                            + (f", CI [{_signed(spec, h.low)}, {_signed(spec, h.high)}]" if h.low is not None else ""))
     if len(models) < 3:
@@ -438,12 +451,11 @@ def _ranking_list(spec: RankingSpec, rows: Sequence[tuple[int, str, Any, Any, st
     return [f"{r}. **{_md(m)}** — {_score_with_interval(spec, v, ci)} · {t} · {w}" for r, m, v, ci, t, w in rows]
 
 
-def _pair_lines(spec: RankingSpec, comparisons: Sequence[Mapping[str, Any]], models: Sequence[str], scores: Mapping[str, Any]) -> list[str]:
+def _pair_lines(spec: RankingSpec, models: Sequence[str], standing: Mapping[str, Standing]) -> list[str]:
     """One line per adjacent pair: the tested difference with its interval and verdict, else the difference."""
-    st = standings(models, scores, comparisons)
     lines = []
     for a, b in zip(models[:-1], models[1:]):
-        g = st[a].below
+        g = standing[a].below
         if g is None:
             continue
         if g.verdict is None:
@@ -468,7 +480,7 @@ def comparison_note(*, task: str, spec: RankingSpec, models: Sequence[str], metr
     lines += ["", f"{head}, {spec.label} with its 95% CI:", ""]
     lines += _ranking_list(spec, [(i, m, scores[m], cis[m], _tier_of(spec, metrics_of(m), (tiers or {}).get(m)), wins_text(spec, metrics_of(m)) or "-")
                                   for i, m in enumerate(models, start=1)])
-    pairs = _pair_lines(spec, comparisons, models, scores)
+    pairs = _pair_lines(spec, models, st)
     if pairs:
         lines += ["", "Adjacent ranks (paired bootstrap of the difference):", "", *pairs]
     if decision and decision.get("verdict"):
@@ -492,12 +504,12 @@ def leaderboard_note(result: Any, key: str | None = None) -> str:
     scope = (f"extracteval {lb.task} · {count_of(n_ranked, 'run')} ranked ({'all runs' if lb.all_runs else 'the latest run of each model'}), "
              f"{count_of(len(lb.groups), 'group')}")
     lead = f"**Leaderboard of {_md(result.experiment)}** · "
+    group_standings = [standings([e.model for e in g.entries], {e.model: e.score for e in g.entries}, g.comparisons) for g in lb.groups]
     if len(lb.groups) == 1 and lb.groups[0].entries:
         g = lb.groups[0]
-        names = [e.model for e in g.entries]
         scores = {e.model: e.score for e in g.entries}
         cis = {e.model: (e.ci.low, e.ci.high) if e.ci is not None else None for e in g.entries}
-        lines = _verdict_head(spec, names, scores, cis, standings(names, scores, g.comparisons), lead=lead)
+        lines = _verdict_head(spec, [e.model for e in g.entries], scores, cis, group_standings[0], lead=lead)
         lines += ["", scope + ".", ""]
     else:
         lines = [f"{lead}{scope}: runs are ranked only against runs scored on the same truth with the same configuration, so there is "
@@ -505,13 +517,11 @@ def leaderboard_note(result: Any, key: str | None = None) -> str:
     for gi, g in enumerate(lb.groups, start=1):
         if len(lb.groups) > 1:
             lines += [f"Group {gi} (truth `{g.truth_digest[:12]}`, config `{g.config_digest[:12]}`):", ""]
-        names = [e.model for e in g.entries]
-        scores = {e.model: e.score for e in g.entries}
         lines += _ranking_list(spec, [(e.rank, e.model, e.score, (e.ci.low, e.ci.high) if e.ci is not None else None,
                                        _TIER_LABEL.get(e.tier, e.tier),
                                        f"won {format_wins(e.item_wins)} of {e.items_scored} {_item_word(spec, e.items_scored)}" if e.items_scored else "-")
                                       for e in g.entries])
-        pairs = _pair_lines(spec, g.comparisons, names, scores)
+        pairs = _pair_lines(spec, [e.model for e in g.entries], group_standings[gi - 1])
         if pairs:
             lines += ["", "Adjacent ranks (paired bootstrap of the difference):", "", *pairs]
         if g.superseded:

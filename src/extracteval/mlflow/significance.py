@@ -82,7 +82,7 @@ def ensure_significance(scored: Any, adapter: Any) -> dict[str, Any]:
         return cached
     record_bytes: dict[str, Any] = {}
     scored.cache[_BYTES] = record_bytes
-    if not needs_significance(scored.doc) or getattr(adapter, "write_records", None) is not None:
+    if not needs_significance(scored.doc):  # fields and spans: their engines resampled (or were told not to)
         return record_bytes
     streamed = scored.cache.get("streamed_files", {})
     # a task may give just the columns its `record_counts` reads, cheaper than its whole artifact

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from extracteval.core.ranking import format_wins
+from extracteval.core.significance import BORDERLINE, NOT_SIGNIFICANT, SIGNIFICANT
 from extracteval.report.terminal import count_of, percent, table
 
 __all__ = ["render_terminal", "ranking_rows", "winner_rows", "render_html", "overall_chart", "item_heatmap"]
@@ -23,8 +24,7 @@ _TIER_HEX = {"green": "#0a7d28", "yellow": "#9a6b00", "red": "#b3261e"}
 _BADGE_HEX = {"green": "#0a7d28", "blue": "#1f5fbf"}
 
 # the verdict of a pair with the rank above, in the table's short words
-_SIGNIFICANCE_CELL = {"significantly different": "significant", "borderline": "borderline (bound at 0)",
-                      "not significantly different": "≈ not significant"}
+_SIGNIFICANCE_CELL = {SIGNIFICANT: "significant", BORDERLINE: "borderline (bound at 0)", NOT_SIGNIFICANT: "≈ not significant"}
 
 
 def _ci_text(ci: Mapping[str, Any] | None) -> str:
