@@ -254,6 +254,11 @@ def _quiet_logger(name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
+def _run_gone(e: Exception) -> bool:
+    """Whether the store's error says the run no longer exists (deleted since a first attempt)."""
+    return "RESOURCE_DOES_NOT_EXIST" in str(e) or "not found" in str(e).lower()
+
+
 def _experiment_of(client: Any, bundle: Bundle, state: dict[str, Any], into_run: str | None, exp_name: str, uri: str) -> str:
     """The experiment the bundle's runs go to: that of `into_run`; on a resumed upload that of
     the runs already created (by name when they are gone); else `exp_name`, created if missing."""
@@ -268,7 +273,7 @@ def _experiment_of(client: Any, bundle: Bundle, state: dict[str, Any], into_run:
         try:
             return client.get_run(next(state["runs"][p.key] for p in bundle.runs if state["runs"].get(p.key))).info.experiment_id
         except Exception as e:  # noqa: BLE001 - a run deleted meanwhile: fall back to the experiment by name
-            if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
+            if not _run_gone(e):
                 raise
     return _experiment_id(client, exp_name, uri)
 
@@ -295,7 +300,7 @@ def _log_run(client: Any, bundle: Bundle, plan: Any, state: dict[str, Any], exp_
             elif into_run is None:
                 client.update_run(run_id, status="RUNNING")
         except Exception as e:  # the run is gone from the store: make a new one
-            if into_run is not None or ("RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower()):
+            if into_run is not None or not _run_gone(e):
                 raise
             run_id = None
     if run_id is None:
