@@ -7,11 +7,27 @@ import os
 from pathlib import Path
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+from extracteval.tasks import TASKS
+
+# fixtures every test folder may use: tracking stores and servers, Spark sessions
+pytest_plugins = ("tests.fixtures.tracking", "tests.fixtures.engines")
+
+
+
+@pytest.fixture
+def product_tasks_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry without the test suite's own tasks, for a test of what the product's users
+    see of it (the docs' tables, the command's listing)."""
+    for task, spec in list(TASKS.items()):
+        if "." in spec.package:
+            monkeypatch.delitem(TASKS, task)
+
 
 REPO = Path(__file__).resolve().parents[1]
 EXPERIMENTS = REPO / "experiments"
@@ -120,9 +136,12 @@ def _new_sqlite_stores_from_a_migrated_copy(migrated_store: Callable[[], Path | 
 
 @pytest.fixture(autouse=True)
 def _no_ambient_mlflow(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test starts without them, even after a test that set one without monkeypatch."""
+    """Every test starts without them, even after a test that set one without monkeypatch, and
+    never waits minutes for MLflow's retries of a request to a store."""
     for name in AMBIENT_MLFLOW:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
 
 
 # What the default store of a test run from the checkout would leave there (MLflow's ./mlflow.db
@@ -171,12 +190,18 @@ _SNAPSHOT = pytest.StashKey[dict]()
 
 @dataclass
 class CliResult:
+    """What one `extracteval` command gave: `r.code`, `r.out`, `r.err`, `r.json()`, or unpacked
+    as `code, out, err = r`."""
+
     code: int
     out: str
     err: str
 
     def json(self) -> Any:
         return json.loads(self.out)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.code, self.out, self.err))
 
 
 def run_cli(*argv: str) -> CliResult:

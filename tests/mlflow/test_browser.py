@@ -34,7 +34,7 @@ from extracteval.mlflow.descriptions import (
 
 from tests.system import CHROMIUM, python_package
 
-from .conftest import REPO, MlflowServer, _demo_in
+from tests.fixtures.tracking import REPO, MlflowServer, _demo_in
 
 pytestmark = pytest.mark.slow
 

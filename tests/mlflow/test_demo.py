@@ -6,7 +6,7 @@ import re
 
 from mlflow.tracking import MlflowClient
 
-from .conftest import REPO
+from tests.fixtures.tracking import REPO
 
 
 def test_demo_logs_each_example_as_parent_and_children(contracts_demo):

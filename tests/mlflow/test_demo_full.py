@@ -3,7 +3,7 @@ comparison (parent) run, one child per model, the leaderboard run, all FINISHED,
 list of report.html and PNG files (each one a file of the store). Run a second time, every task's
 earlier runs keep their metric histories and its leaderboard ranks the new runs only.
 
-The first demo is the session's `demo_run` (tests/mlflow/conftest.py), which the run descriptions
+The first demo is the session's `demo_run` (tests/fixtures/tracking.py), which the run descriptions
 and the browser test read too; the second runs on a copy of its database.
 
 Measured on the shared 2-core development machine: 24 s in pytest (load average ~7), 69 s as a
@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from extracteval.io.config import load_mapping
 
-from .conftest import REPO
+from tests.fixtures.tracking import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """`extracteval demo` run three times against one store: every run logged by an earlier demo keeps
 its metrics, metric histories and tags exactly, and each demo's leaderboard ranks one run per model
 (the latest), listing the earlier ones as superseded. The first demo is the session's (every
-example, `demo_run` in tests/mlflow/conftest.py), on a copy of its database; the next two run two
+example, `demo_run` in tests/fixtures/tracking.py), on a copy of its database; the next two run two
 of its examples."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from .conftest import REPO
+from tests.fixtures.tracking import REPO
 
 EXAMPLES = {"contracts": "extracteval-demo-contracts", "customers": "extracteval-demo-customers"}  # fields and json, 3 models each
 

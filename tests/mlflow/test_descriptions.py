@@ -34,7 +34,7 @@ from extracteval.mlflow.descriptions import (
     standings,
 )
 
-from .conftest import comparison_figures
+from tests.fixtures.tracking import comparison_figures
 
 pytestmark = pytest.mark.slow
 
@@ -222,7 +222,7 @@ def test_a_leaderboard_description_says_which_runs_were_superseded_and_how_runs_
 
 
 def test_a_single_model_run_is_described_without_a_rank(cli, sqlite_uri: str) -> None:
-    from .conftest import CONTRACTS
+    from tests.fixtures.tracking import CONTRACTS
 
     code, out, err = cli("evaluate", "fields", "--truth", str(CONTRACTS / "truth.csv"),
                          "--predictions", f"gpt-4o-mini={CONTRACTS / 'predictions' / 'gpt-4o-mini.csv'}",

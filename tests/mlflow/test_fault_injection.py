@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.mlflow.conftest import CONTRACTS
+from tests.fixtures.tracking import CONTRACTS
 
 
 @pytest.fixture

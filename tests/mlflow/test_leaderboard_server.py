@@ -10,7 +10,7 @@ import re
 import pytest
 from mlflow.tracking import MlflowClient
 
-from .conftest import CONTRACTS
+from tests.fixtures.tracking import CONTRACTS
 
 RUN_LINE = re.compile(r"run ([0-9a-f]{32})  (comparison \(parent\)|model (.+))")
 

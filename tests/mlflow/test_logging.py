@@ -16,7 +16,7 @@ from extracteval.mlflow.bundle import truth_digest
 from extracteval.mlflow.descriptions import HEADLINE_KEYS
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import CONTRACTS, REPO, comparison_figures
+from tests.fixtures.tracking import CONTRACTS, REPO, comparison_figures
 
 RUN_LINE = re.compile(r"run ([0-9a-f]{32})  (comparison \(parent\)|model (.+))")
 
@@ -316,7 +316,7 @@ def _wide(tmp_path: Path, n_fields: int, n_records: int = 40, field_name=lambda 
 
 
 def _server_log(url: str) -> Path:
-    from .conftest import SERVERS
+    from tests.fixtures.tracking import SERVERS
 
     return SERVERS[url].log
 

@@ -27,7 +27,7 @@ from mlflow.tracking import MlflowClient
 
 from tests.system import POSTGRESQL
 
-from .conftest import CONTRACTS, MlflowServer, _free_port
+from tests.fixtures.tracking import CONTRACTS, MlflowServer, _free_port
 
 N_EVALUATIONS = 20
 MODELS = ["gpt-4o-mini", "llama-3.1-8b", "regex-baseline"]

@@ -15,7 +15,7 @@ import yaml
 
 import extracteval
 from extracteval.errors import InputError
-from tests.mlflow.test_evaluator_parity import CASES, _cli_metrics, _models, _spec
+from tests.contract.test_evaluator_parity import CASES, _cli_metrics, _models, _spec
 
 EXP = Path(__file__).resolve().parents[2] / "experiments"
 

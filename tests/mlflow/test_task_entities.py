@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from extracteval.errors import InputError
 
-from .conftest import REPO
+from tests.fixtures.tracking import REPO
 
 INVOICES = REPO / "experiments" / "invoices"
 RUN_LINE = re.compile(r"run ([0-9a-f]{32})  (comparison \(parent\)|model (.+))")

@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from extracteval.errors import InputError
 
-from .conftest import REPO, comparison_figures
+from tests.fixtures.tracking import REPO, comparison_figures
 
 TICKETS = REPO / "experiments" / "tickets"
 RUN_LINE = re.compile(r"run ([0-9a-f]{32})  (comparison \(parent\)|model (.+))")

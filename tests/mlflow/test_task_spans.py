@@ -17,7 +17,7 @@ from extracteval.tasks import RANKING_SPECS
 from extracteval.errors import InputError
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import REPO, comparison_figures
+from tests.fixtures.tracking import REPO, comparison_figures
 from .test_logging import _artifact_paths, _runs, _use_experiment
 
 REQUIREMENTS = REPO / "experiments" / "requirements"

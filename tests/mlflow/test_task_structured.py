@@ -18,7 +18,7 @@ from extracteval.errors import InputError
 from extracteval.mlflow.bundle import load_bundle
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import REPO, comparison_figures
+from tests.fixtures.tracking import REPO, comparison_figures
 
 SLM = REPO / "experiments" / "slm-vs-llm"
 MODELS = ("gpt-4o", "llama-3.1-8b", "qwen2.5-1.5b")

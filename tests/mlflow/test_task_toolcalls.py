@@ -16,7 +16,7 @@ from extracteval.errors import InputError
 from extracteval.mlflow.bundle import load_bundle
 from extracteval.mlflow.keys import is_valid_key
 
-from .conftest import REPO, comparison_figures
+from tests.fixtures.tracking import REPO, comparison_figures
 from .test_task_structured import _artifacts, _runs, _use_experiment
 
 SLM = REPO / "experiments" / "slm-vs-llm"

@@ -147,7 +147,7 @@ def test_chunked_errors(cli, tmp_path, truth, extra, match):
     (["--semantic-similarity"], "--semantic-similarity needs every record in memory"),
 ])
 def test_streamed_evaluate_refuses_what_needs_every_record(cli, tmp_path, extra, match):
-    from tests.scale.engine_cases import TASK_ARGS
+    from tests.contract.engine_cases import TASK_ARGS
 
     res = cli("evaluate", "toolcalls", *TASK_ARGS["toolcalls"], "--experiment", "e", "--tracking-uri", f"sqlite:///{tmp_path / 'x.db'}",
               "--chunk-size", "5", *extra)

@@ -14,7 +14,7 @@ from tests.scale.stores import assert_same_stores as _assert_same
 from tests.scale.stores import store as _store
 
 # The bundled contracts example, streamed by chunks of 1 and 7 (with two workers), is compared with
-# its in-memory evaluation for every task in tests/scale/test_engines_registry.py; here: generated
+# its in-memory evaluation for every task in tests/contract/test_engines.py; here: generated
 # data with figures and intervals, one model with --json, record blocks that straddle chunks.
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from extracteval.mlflow.adapters import TASKS
-from tests.scale.engine_cases import TASK_ARGS
+from tests.contract.engine_cases import TASK_ARGS
 
 CONFIG_OPTIONS = ("--strategies", "--weights", "--config")
 

@@ -99,7 +99,7 @@ class Section:
 
 class TaskAdapter(Protocol):
     """What one task provides to the MLflow layer: every member below, on every task's adapter
-    (`tasks/<task>/adapter.py`; `tests/test_capabilities.py` holds each adapter to this list).
+    (`tasks/<task>/adapter.py`; `tests/contract/test_capabilities.py` holds each adapter to this list).
 
     Optional class attributes: `starts_early = True` (see `score_args`), `logged_keys`
     ({where in a logged document: option}, read by `adapter_parts.rescore_options`), and

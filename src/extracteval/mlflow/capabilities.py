@@ -4,7 +4,7 @@ A capability is written once, over the task contract (the adapter protocol of
 `extracteval.mlflow.adapters`); a task has it when its adapter provides every member the capability
 uses. The matrix is read from the adapters themselves, never from a list kept by hand, so a task
 added to `TASKS` without a member shows "no" in `extracteval tasks` and fails the registry test
-(tests/test_capabilities.py), which also runs each capability on every task.
+(tests/contract/test_capabilities.py), which also runs each capability on every task.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from tests.system import require_spark
 require_spark()  # pyspark and a Java runtime, or the skip that names what to install
 
 from extracteval.mlflow.adapters import TASKS  # noqa: E402
-from tests.scale.engine_cases import TASK_ARGS  # noqa: E402
+from tests.contract.engine_cases import TASK_ARGS  # noqa: E402
 from tests.scale.stores import assert_same_stores, evaluate_task  # noqa: E402
 
 SPARK = ["--engine", "spark", "--spark-master", "local[2]", "--spark-partitions", "3"]

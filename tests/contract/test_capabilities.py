@@ -12,7 +12,7 @@ import pytest
 from extracteval.mlflow.capabilities import CAPABILITIES, Capability, capability_matrix, provides, render_matrix
 from extracteval.mlflow.adapters import TASKS, get_adapter
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_missing_member_is_a_missing_capability() -> None:
@@ -37,7 +37,7 @@ def test_every_task_has_every_capability(task: str, cap: Capability) -> None:
     assert provides(adapter, cap) and (cap.also is None or cap.also(task)), f"{task} lacks {cap.label}: missing {missing}"
 
 
-def test_the_docs_show_the_matrix_the_command_prints(cli_run) -> None:
+def test_the_docs_show_the_matrix_the_command_prints(cli_run, product_tasks_only) -> None:
     code, out = cli_run("tasks")
     assert code == 0
     table = out[out.index("| capability |"):].strip()
@@ -78,3 +78,12 @@ def test_the_adapter_protocol_declares_what_every_adapter_provides() -> None:
     """A public member every adapter has is part of the contract: the protocol documents it."""
     shared = set.intersection(*({n for n in dir(get_adapter(t)) if not n.startswith("_")} for t in TASKS))
     assert sorted(shared - _protocol_members()) == []
+
+
+def test_every_task_brings_its_cases() -> None:
+    """Each registered task's test folder gives the tests over the registry its example cases
+    (tests/tasks/<task>/cases.py), so every engine and door runs on it."""
+    from tests.contract.cases import task_cases
+
+    assert sorted(set(TASKS) - set(task_cases())) == [], "add tests/tasks/<task>/cases.py with a CASE (tests/contract/cases.py says what it holds)"
+

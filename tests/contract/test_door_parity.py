@@ -40,7 +40,7 @@ from extracteval.mlflow.adapters import get_adapter
 from extracteval.report.console import json_default
 from extracteval.tasks import TASKS
 from tests.conftest import run_cli
-from tests.mlflow.test_evaluator_parity import CASES, _models, _spec
+from tests.contract.test_evaluator_parity import CASES, _models, _spec
 from tests.mlflow.test_python_api import _config
 
 # task → its example (the key of CASES: a folder of experiments/, or folder/track)

@@ -6,7 +6,6 @@ A task whose adapter cannot write or read back its predictions fails here."""
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -16,60 +15,20 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from extracteval.mlflow.adapters import TASKS
-
-REPO = Path(__file__).resolve().parents[2]
-EXP = REPO / "experiments"
+from tests.contract.cases import EXPERIMENTS, task_cases
 
 
-def _first_json_line(edit: Callable[[dict[str, Any]], None]) -> Callable[[Path, Path], None]:
-    """An edit of a JSONL truth: `edit` changes the first record in place."""
 
-    def run(src: Path, dst: Path) -> None:
-        lines = src.read_text(encoding="utf-8").splitlines()
-        rec = json.loads(lines[0])
-        edit(rec)
-        dst.write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n", encoding="utf-8")
-
-    return run
+def _case(task: str) -> tuple[Path, str, str, str, list[str], Callable[[Path, Path], None]]:
+    """(example folder, truth file, model, its predictions file, options of `evaluate`, edit of the truth)."""
+    case = task_cases()[task]
+    r = case.rescore
+    base = case.example if isinstance(case.example, Path) else EXPERIMENTS / case.example  # a track's own folder
+    return base, r.truth, r.model, r.predictions, list(r.options), r.edit
 
 
-def _first_csv_row(column: str, value: str) -> Callable[[Path, Path], None]:
-    def run(src: Path, dst: Path) -> None:
-        rows = list(csv.reader(src.open(encoding="utf-8", newline="")))
-        rows[1][rows[0].index(column)] = value
-        with dst.open("w", encoding="utf-8", newline="") as f:
-            csv.writer(f).writerows(rows)
-
-    return run
-
-
-def _set(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
-    def edit(rec: dict[str, Any]) -> None:
-        obj: Any = rec
-        for k in path[:-1]:
-            obj = obj[k]
-        obj[path[-1]] = value
-
-    return edit
-
-
-# task → (example folder, truth file, model, its predictions file, options of `evaluate`, edit of the truth)
-CASES: dict[str, tuple[str, str, str, str, list[str], Callable[[Path, Path], None]]] = {
-    "fields": ("contracts", "truth.csv", "gpt-4o-mini", "predictions/gpt-4o-mini.csv",
-               ["--strategies", "strategies.yaml", "--no-ci"], _first_csv_row("contract_type", "Edited Agreement")),
-    "json": ("customers", "truth.jsonl", "llama-3.1-8b", "predictions/llama-3.1-8b.jsonl",
-             ["--strategies", "strategies.yaml", "--flatten"], _first_json_line(_set(("full_name",), "Someone Else"))),
-    "spans": ("requirements", "truth.jsonl", "llama-3.1-8b", "predictions/llama-3.1-8b.jsonl",
-              ["--threshold", "0.5", "--no-ci"], _first_json_line(lambda r: r["gold"].pop())),
-    "entities": ("invoices", "truth.jsonl", "mistral-7b", "predictions/mistral-7b.jsonl",
-                 ["--weights", "weights.yaml"], _first_json_line(_set(("entities", 0, "description"), "Something else entirely"))),
-    "labels": ("tickets", "truth.csv", "distilbert-clf", "predictions/distilbert-clf.csv",
-               ["--config", "config.yaml"], _first_csv_row("category", "billing")),
-    "structured": ("slm-vs-llm/structured", "truth.jsonl", "llama-3.1-8b", "llama-3.1-8b.jsonl",
-                   ["--list-matching", "positional"], _first_json_line(_set(("reference", "order_id"), "ORD-EDITED"))),
-    "toolcalls": ("slm-vs-llm/toolcalls", "truth.jsonl", "llama-3.1-8b", "llama-3.1-8b.jsonl",
-                  [], _first_json_line(_set(("calls", 0, "arguments", "city"), "Edited City"))),
-}
+# task → its rescore case (tests/tasks/<task>/cases.py)
+CASES = {task: _case(task) for task in task_cases()}
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +37,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _evaluate(cli: Any, uri: str, task: str, truth: Path, experiment: str) -> str:
-    folder, _t, model, preds, options, _edit = CASES[task]
-    base = EXP / folder
+    base, _t, model, preds, options, _edit = CASES[task]
     opts = [str(base / o) if (base / o).is_file() else o for o in options]
     r = cli("evaluate", task, "--truth", str(truth), "--predictions", f"{model}={base / preds}", *opts,
             "--experiment", experiment, "--tracking-uri", uri, "--no-figures", "--json")
@@ -92,7 +50,7 @@ def _evaluate(cli: Any, uri: str, task: str, truth: Path, experiment: str) -> st
 def test_rescore_equals_evaluate_on_the_edited_truth(cli: Any, store: str, tmp_path: Path, task: str) -> None:
     assert task in CASES, f"no rescore example for task {task!r}"
     folder, truth_name, *_ = CASES[task]
-    truth = EXP / folder / truth_name
+    truth = folder / truth_name
     edited = tmp_path / f"edited-{truth_name}"
     CASES[task][-1](truth, edited)
     run_id = _evaluate(cli, store, task, truth, f"rescore-{task}")
@@ -133,11 +91,11 @@ def test_a_damaged_result_artifact_is_a_clear_error(cli: Any, store: str, tmp_pa
     from urllib.parse import unquote, urlparse
 
     folder, truth_name, *_ = CASES["fields"]
-    run_id = _evaluate(cli, store, "fields", EXP / folder / truth_name, "rescore-damaged")
+    run_id = _evaluate(cli, store, "fields", folder / truth_name, "rescore-damaged")
     client = MlflowClient(store)
     artifacts = Path(unquote(urlparse(client.get_run(run_id).info.artifact_uri).path))
     (artifacts / "extracteval" / "result.json").write_bytes(damage)
     before = len(client.search_runs([client.get_run(run_id).info.experiment_id]))
-    code, out, err = cli("rescore", "--run", run_id, "--truth", str(EXP / folder / truth_name), "--tracking-uri", store, "--json")
+    code, out, err = cli("rescore", "--run", run_id, "--truth", str(folder / truth_name), "--tracking-uri", store, "--json")
     assert code == 2 and f"--run {run_id}" in err and "result.json" in err and "Traceback" not in err, err
     assert len(client.search_runs([client.get_run(run_id).info.experiment_id])) == before

@@ -12,7 +12,7 @@ import pytest
 from extracteval.chunked import ChunkJob, run_chunks
 from extracteval.cli import build_parser
 from extracteval.mlflow.adapters import TASKS, get_adapter
-from tests.scale.engine_cases import TASK_ARGS
+from tests.contract.engine_cases import TASK_ARGS
 
 
 @pytest.mark.parametrize("task", list(TASKS))

@@ -8,6 +8,8 @@ import pytest
 
 pytest.importorskip("mlflow.genai")
 
+from tests.contract.cases import task_cases  # noqa: E402
+
 
 def _rows() -> list[dict]:
     truth = [{"vendor": "Acme Inc.", "total": "100.00"}, {"vendor": "Bolt LLC", "total": None}, {"vendor": "Cora", "total": "7"}]
@@ -63,51 +65,11 @@ def test_genai_evaluate_then_micro_metrics_on_the_run(sqlite_uri, tmp_path, monk
 
 # ---- every task with a per-row meaning ---------------------------------------------------------
 
-_REF = [{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]
-_TEXT = "The user must confirm the payment."
-
-
-def _sp(phrase: str, tag: str) -> dict:
-    i = _TEXT.index(phrase)
-    return {"start": i, "end": i + len(phrase), "tag": tag}
-
-
 # task → [(truth, output)]; each set has a right row, a partly wrong row and a malformed output
-_TASK_ROWS = {
-    "json": [
-        ({"name": "Ann", "email": "a@x.org", "note": None}, json.dumps({"name": "Ann", "email": "a@x.org", "note": None})),
-        ({"name": "Bob", "email": "b@x.org", "note": None}, {"name": "Bob", "note": "invented", "extra": 1}),
-        ({"name": "Cy", "email": "c@x.org", "note": None}, "Sorry, I cannot help."),
-    ],
-    "structured": [
-        ({"user": {"name": "U1", "age": 31}}, json.dumps({"user": {"name": "U1", "age": 31}})),
-        ({"user": {"name": "U2", "age": 32}}, "Here:\n```json\n" + json.dumps({"user": {"name": "U2", "age": "32"}}) + "\n```"),
-        ({"user": {"name": "U3", "age": 33}}, '{"user": {"name": "U3", "age": '),
-    ],
-    "toolcalls": [
-        (json.dumps(_REF), '[get_weather(city="Paris", unit="celsius")]'),
-        (json.dumps(_REF), json.dumps([{"name": "get_weather", "arguments": {"city": "Lyon", "unit": "celsius"}}])),
-        (json.dumps(_REF), "I cannot call tools"),
-    ],
-    "spans": [
-        ({"text": _TEXT, "spans": [_sp("user", "Actor"), _sp("confirm", "Action")]}, [_sp("user", "Actor"), _sp("confirm", "Action")]),
-        ({"text": _TEXT, "spans": [_sp("user", "Actor"), _sp("the payment", "Entity")]}, [_sp("The user", "Actor"), _sp("the payment", "Entity")]),
-        ({"text": _TEXT, "spans": [_sp("confirm", "Action")]}, "no spans found"),
-    ],
-    "labels": [
-        ({"category": "bug", "priority": "low"}, json.dumps({"category": "bug", "priority": "low"})),
-        ({"category": "billing", "priority": "high"}, json.dumps({"category": "bug", "priority": "high"})),
-        ({"category": "refund", "priority": "low"}, "I could not classify this."),
-    ],
-    "entities": [
-        ([{"description": "Pen", "amount": "1.00"}], json.dumps({"entities": [{"description": "Pen", "amount": "1.00"}]})),
-        ([{"description": "Ink", "amount": "2.00"}, {"description": "Pad", "amount": "3.00"}],
-         json.dumps({"entities": [{"description": "Ink", "amount": "9.00"}, {"description": "Total", "amount": "12.00"}]})),
-        ([{"description": "Cap", "amount": "4.00"}], '{"entities": [{"description": "Cap"'),
-    ],
-}
+# (each task's `genai_rows`, tests/tasks/<task>/cases.py)
+_TASK_ROWS = {t: list(c.genai_rows) for t, c in task_cases().items() if c.genai_rows}
 # the feedback each task must give on every row (the primary one first)
-_PRIMARY = {"json": "rqs", "structured": "field_f1", "toolcalls": "call_correct", "spans": "f1", "labels": "accuracy", "entities": "entity_f1"}
+_PRIMARY = {t: c.genai_primary for t, c in task_cases().items() if c.genai_rows}
 
 
 def _whole(task: str) -> dict[str, float]:

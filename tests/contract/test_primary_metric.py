@@ -4,7 +4,7 @@ declaration in `core.ranking.RANKING_SPECS`; and a model run's report is of that
 
 Every task's bundled example (experiments/, the README `score` command of each) is evaluated with
 all its models into an embedded SQLite store in tmp (the session's `evaluated`, in
-tests/mlflow/conftest.py; test_intervals.py reads the same store).
+tests/fixtures/tracking.py; test_intervals.py reads the same store).
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ from mlflow.tracking import MlflowClient
 from extracteval.core.ranking import rank_by_metrics
 from extracteval.tasks import RANKING_SPECS
 from extracteval.mlflow.adapters import TASKS as REGISTRY
-from tests.mlflow.conftest import comparison_figures
+from tests.contract.cases import task_cases
+from tests.fixtures.tracking import comparison_figures
 from tests.mlflow.test_logged_examples import REPO, TRACKS, _main
 
 
 def test_every_registered_task_declares_its_ranking() -> None:
     """A task added to the registry without a ranking declaration fails here."""
     assert set(REGISTRY) <= set(RANKING_SPECS), sorted(set(REGISTRY) - set(RANKING_SPECS))
-    assert set(REGISTRY) <= set(TRACKS), "every task needs an example in experiments/"
+    assert set(REGISTRY) <= set(TRACKS) | set(task_cases()), "every task needs an example: in experiments/, or in its cases"
 
 
 def _runs(client: MlflowClient, task: str) -> tuple[object, list[object]]:

@@ -1,14 +1,14 @@
 """Every engine, for every task of the registry: `evaluate <task> --chunk-size N [--workers K]`
 logs exactly what the in-memory `evaluate` logs (metrics, params, tags, dataset input, artifacts,
 Parquet rows), read back from two real SQLite tracking stores. The Spark engine's share is in
-`test_spark_registry.py` (one SparkSession there)."""
+`test_spark.py` (one SparkSession there)."""
 
 from __future__ import annotations
 
 import pytest
 
 from extracteval.mlflow.adapters import TASKS
-from tests.scale.engine_cases import TASK_ARGS
+from tests.contract.engine_cases import TASK_ARGS
 from tests.scale.stores import assert_same_stores, evaluate_task
 
 

@@ -23,15 +23,15 @@ mlflow = pytest.importorskip("mlflow")
 from extracteval.errors import InputError  # noqa: E402
 from extracteval.mlflow.bundle import write_bundle  # noqa: E402
 from extracteval.mlflow.adapters import get_adapter  # noqa: E402
+from extracteval.tasks import TASKS  # noqa: E402
+from tests.contract.cases import example_spec, task_cases  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 EXP = REPO / "experiments"
 
 
 def _spec(name: str) -> tuple[Path, dict[str, Any]]:
-    folder, _, track = name.partition("/")
-    spec = yaml.safe_load((EXP / folder / "experiment.yaml").read_text())
-    return EXP / folder, dict(spec["tracks"][track]) if track else spec
+    return example_spec(EXAMPLES[name])
 
 
 def _rows(frame: pd.DataFrame, ids: pd.Series) -> list[Any]:
@@ -55,15 +55,15 @@ def _read(path: Path) -> pd.DataFrame:
     return pd.read_csv(path) if path.suffix == ".csv" else pd.read_json(path, lines=True)
 
 
+def _example_name(task: str, example: str | Path) -> str:
+    return example if isinstance(example, str) else f"{task}-example"
+
+
+# example → where it is (a folder of experiments/, folder/track, or a task's own folder)
+EXAMPLES: dict[str, str | Path] = {_example_name(t, c.example): c.example for t, c in task_cases().items()}
 # example → (task, model_type, evaluator_config, how the user builds the target and prediction cells)
-CASES: dict[str, tuple[str, str, dict[str, Any], str]] = {
-    "contracts": ("fields", "extraction-fields", {"strategies": str(EXP / "contracts" / "strategies.yaml")}, "rows"),
-    "customers": ("json", "extraction-json", {"strategies": str(EXP / "customers" / "strategies.yaml"), "flatten": True}, "rows"),
-    "invoices": ("entities", "extraction-entities", {"config_file": "weights.yaml"}, "entities"),
-    "tickets": ("labels", "extraction-entities", {"task": "labels", "config_file": "config.yaml"}, "rows"),
-    "requirements": ("spans", "extraction-spans", {"threshold": 0.5}, "rows"),
-    "slm-vs-llm/structured": ("structured", "structured-output", {"list_matching": "positional"}, "structured"),
-    "slm-vs-llm/toolcalls": ("toolcalls", "tool-calling", {}, "toolcalls"),
+CASES: dict[str, tuple[str, str, dict[str, Any], str | tuple[str, str]]] = {
+    _example_name(t, c.example): (t, TASKS[t].model_type, dict(c.evaluator_config), c.cells) for t, c in task_cases().items()
 }
 
 
@@ -78,12 +78,9 @@ def _frame(name: str, model: str) -> tuple[pd.DataFrame, dict[str, Any]]:
     ids = truth["id"]
     if shape == "rows":
         targets, outputs = _rows(truth, ids), _rows(pred, ids)
-    elif shape == "entities":
-        targets, outputs = _column(truth, ids, "entities"), _column(pred, ids, "entities")
-    elif shape == "structured":
-        targets, outputs = _column(truth, ids, "reference"), _column(pred, ids, "output")
     else:
-        targets, outputs = _column(truth, ids, "calls"), _column(pred, ids, "output")
+        truth_column, output_column = shape
+        targets, outputs = _column(truth, ids, truth_column), _column(pred, ids, output_column)
     return pd.DataFrame({"id": ids, "truth": targets, "output": outputs}), config
 
 
