@@ -13,10 +13,14 @@ from typing import Any
 
 import pytest
 
-from extracteval.tasks import TASKS
+from extracteval.tasks import TASKS, TaskSpec
 
 # fixtures every test folder may use: tracking stores and servers, Spark sessions
 pytest_plugins = ("tests.fixtures.tracking", "tests.fixtures.engines")
+
+# the test suite's own task (tests/tasks/records/), registered only while the tests run: a task is
+# one folder and this one line of the registry
+TASKS["records"] = TaskSpec("records", "extraction-fields", package="tests.tasks.records")
 
 
 

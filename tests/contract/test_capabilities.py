@@ -87,3 +87,11 @@ def test_every_task_brings_its_cases() -> None:
 
     assert sorted(set(TASKS) - set(task_cases())) == [], "add tests/tasks/<task>/cases.py with a CASE (tests/contract/cases.py says what it holds)"
 
+
+def test_the_test_suites_own_task_is_registered() -> None:
+    """The minimal task kept in the test tree (tests/tasks/records/) is in the registry while the
+    tests run, from one line of tests/conftest.py, so every test over the registry runs on it."""
+    from extracteval.tasks import parts
+
+    assert TASKS["records"].module("adapter") == "tests.tasks.records.adapter"
+    assert all("records" in parts(part) for part in ("adapter", "command", "contract", "engines", "outputs", "scorer", "options"))

@@ -35,7 +35,9 @@ class TaskSpec:
     Attributes:
         task: its name on the command line (`extracteval score <task>`) and in MLflow tags.
         model_type: the MLflow `model_type` the evaluator plugin accepts for it.
-        package: the package under `extracteval.tasks` that implements it (defaults to `task`).
+        package: the package under `extracteval.tasks` that implements it (defaults to `task`),
+            or the dotted name of a package elsewhere (`my_tasks.records`): a task kept outside
+            extracteval, registered by the code that uses it (the test suite registers one).
     """
 
     task: str
@@ -44,7 +46,8 @@ class TaskSpec:
 
     def module(self, part: str) -> str:
         """The dotted name of one of the task's modules (`command`, `adapter`, `spark`, …)."""
-        return f"extracteval.tasks.{self.package or self.task}.{part}"
+        package = self.package or self.task
+        return f"{package}.{part}" if "." in package else f"extracteval.tasks.{package}.{part}"
 
 
 # task name → spec, in the order the command line and the capability matrix list them
