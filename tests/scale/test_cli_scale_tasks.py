@@ -1,5 +1,6 @@
-"""The scale options on json / toolcalls / structured / spans: pyspark is imported only by
-`--engine spark`, and a missing pyspark is one clear message."""
+"""The scale options on every task of the registry: pyspark is imported only by `--engine spark`,
+and a missing pyspark, or a worker count below one, is one clear message. Each task runs on its own
+example (`score_args` of tests/tasks/<task>/cases.py)."""
 
 from __future__ import annotations
 
@@ -8,45 +9,47 @@ import sys
 
 import pytest
 
+from extracteval.tasks import TASKS
+from tests.conftest import REPO
+from tests.contract.engine_cases import TASK_ARGS
+
 
 def _files(tmp_path):
     (tmp_path / "j.jsonl").write_text('{"id": "a", "x": 1}\n')
     (tmp_path / "c.jsonl").write_text('{"id": "a", "calls": [], "reference": {}, "output": "[]"}\n')
-    (tmp_path / "s.jsonl").write_text('{"id": "a", "gold": [], "pred": []}\n')
-    (tmp_path / "l.csv").write_text("id,colour\na,red\n")
-    (tmp_path / "e.jsonl").write_text('{"id": "a", "entities": [{"sku": "A"}]}\n')
     return {
-        "labels": ["--truth", str(tmp_path / "l.csv"), "--predictions", f"m={tmp_path / 'l.csv'}"],
-        "entities": ["--truth", str(tmp_path / "e.jsonl"), "--predictions", f"m={tmp_path / 'e.jsonl'}"],
         "json": ["--truth", str(tmp_path / "j.jsonl"), "--predictions", f"m={tmp_path / 'j.jsonl'}"],
         "toolcalls": ["--truth", str(tmp_path / "c.jsonl"), "--predictions", f"m={tmp_path / 'c.jsonl'}"],
         "structured": ["--truth", str(tmp_path / "c.jsonl"), "--predictions", f"m={tmp_path / 'c.jsonl'}"],
-        "spans": ["--truth", str(tmp_path / "s.jsonl"), "--predictions", f"m={tmp_path / 's.jsonl'}"],
     }
 
 
-def test_chunked_and_worker_runs_never_import_pyspark(tmp_path):
+def test_chunked_and_worker_runs_never_import_pyspark():
+    registry = {t: (s.task, s.model_type, s.package) for t, s in TASKS.items()}  # the test suite's own tasks too
     code = (
-        "import sys\nfrom extracteval.cli import main\n"
-        f"for task, args in {_files(tmp_path)!r}.items():\n"
-        "    assert main(['score', task, *args, '--chunk-size', '1', '--json']) == 0\n"
+        "import sys\nfrom extracteval.tasks import TASKS, TaskSpec\n"
+        f"TASKS.update({{t: TaskSpec(*s) for t, s in {registry!r}.items()}})\n"
+        "from extracteval.cli import main\n"
+        f"for task, args in {TASK_ARGS!r}.items():\n"
+        "    for extra in (['--chunk-size', '7'], ['--chunk-size', '7', '--workers', '2']):\n"
+        "        assert main(['score', task, *args, *extra, '--json']) == 0, task\n"
         "assert 'pyspark' not in sys.modules, 'pyspark was imported'\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert r.returncode == 0, r.stderr
-    tasks = ['labels', 'entities', 'json', 'toolcalls', 'structured', 'spans']
-    assert [t for t in tasks if f'"task": "{t}"' in r.stdout] == tasks
+    assert set(TASK_ARGS) == set(TASKS)
+    assert [t for t in TASK_ARGS if f'"task": "{t}"' in r.stdout] == list(TASK_ARGS)  # each task's document came
 
 
-@pytest.mark.parametrize("task", ["json", "toolcalls", "spans", "structured", "labels", "entities"])
-def test_engine_spark_without_pyspark_says_how_to_install(cli, tmp_path, no_pyspark, task):
-    res = cli("score", task, *_files(tmp_path)[task], "--engine", "spark")
+@pytest.mark.parametrize("task", list(TASKS))
+def test_engine_spark_without_pyspark_says_how_to_install(cli, no_pyspark, task):
+    res = cli("score", task, *TASK_ARGS[task], "--engine", "spark")
     assert res.code == 2 and "pip install 'extracteval[spark]'" in res.err and "Traceback" not in res.err, res.err
 
 
-@pytest.mark.parametrize("task", ["json", "toolcalls", "structured", "spans", "labels", "entities"])
-def test_workers_must_be_positive(cli, tmp_path, task):
-    res = cli("score", task, *_files(tmp_path)[task], "--workers", "0")
+@pytest.mark.parametrize("task", list(TASKS))
+def test_workers_must_be_positive(cli, task):
+    res = cli("score", task, *TASK_ARGS[task], "--workers", "0")
     assert res.code == 2 and "--workers to be ≥ 1, but got 0" in res.err, res.err
 
 
