@@ -61,7 +61,7 @@ def test_each_task_page_lists_every_option_of_its_command(task: str) -> None:
                                f"not options of `extracteval score {task}`: {sorted(listed - options)}")
 
 
-def test_the_evaluator_page_lists_every_config_key() -> None:
+def test_the_evaluator_page_lists_every_config_key(product_tasks_only: None) -> None:
     from extracteval.mlflow.adapters import COMMON_CONFIG_KEYS, TASKS, get_adapter
 
     page = (DOCS / "mlflow" / "evaluator.md").read_text(encoding="utf-8")
