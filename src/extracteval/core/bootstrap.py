@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.core.counts import macro_f1
+
 from extracteval.core.significance import BORDERLINE, NOT_SIGNIFICANT, SIGNIFICANT, significance
 
 __all__ = [
@@ -65,35 +67,6 @@ class Interval:
             "confidence": self.confidence,
             "resamples": self.resamples,
         }
-
-
-def _macro_f1_parts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray, *, zero_division: float) -> np.ndarray:
-    """Macro F1 over the last axis from tp, fp, fn, tn arrays of shape (..., fields).
-
-    F1 only, with the arithmetic of `counts.ratios` (2·tp / (2·tp + fp + fn) in float64, the
-    all-true-negative rule), so the values are the same bit for bit; computing all four ratios
-    for every resample of every model was most of a leaderboard's bootstrap. Inputs may be
-    float32 sums of integer counts (exact): each is widened to float64 inside the first
-    operation that uses it, without a float64 copy of its own."""
-    if not 0.0 <= zero_division <= 1.0:
-        raise ValueError(f"Expected `zero_division` to be a float in [0, 1], but got {zero_division!r}.")
-    num = np.multiply(tp, 2, dtype=np.float64)
-    den = np.add(num, fp, dtype=np.float64)
-    den += fn
-    f1 = np.full(den.shape, float(zero_division))
-    nz = den != 0
-    np.divide(num, den, out=f1, where=nz)
-    if not nz.all():
-        # the all-true-negatives rule (tp = fp = fn = 0, tn > 0 → 1.0) can only apply where den is 0
-        f1[~nz & (tp == 0) & (fp == 0) & (fn == 0) & (tn > 0)] = 1.0
-    total_counts = np.add(tp, fp, dtype=np.float64)
-    total_counts += fn
-    total_counts += tn
-    valid = total_counts > 0
-    n_valid = valid.sum(axis=-1)
-    f1[~valid] = 0.0
-    total = f1.sum(axis=-1)
-    return np.divide(total, n_valid, out=np.zeros_like(total, dtype=np.float64), where=n_valid > 0)
 
 
 def _compact(rows: np.ndarray) -> np.ndarray:
@@ -337,11 +310,11 @@ def macro_f1_statistic(shape: Sequence[int], zero_division: float = 0.0) -> Call
         raise ValueError(f"Expected `zero_division` to be a float in [0, 1], but got {zero_division!r}.")
     shape = tuple(shape)
 
-    def macro_f1(totals: np.ndarray) -> np.ndarray:
+    def statistic(totals: np.ndarray) -> np.ndarray:
         t = totals.reshape(*totals.shape[:-1], *shape)
-        return _macro_f1_parts(*(t[..., k] for k in range(4)), zero_division=zero_division)
+        return macro_f1(*(t[..., k] for k in range(4)), zero_division=zero_division)
 
-    return macro_f1
+    return statistic
 
 
 def bootstrap_macro_f1_patterns(

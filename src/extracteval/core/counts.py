@@ -13,7 +13,7 @@ import numpy as np
 
 from extracteval.core.ledger import Ledger
 
-__all__ = ["Counts", "Ratios", "ratios"]
+__all__ = ["Counts", "Ratios", "ratios", "macro_f1", "item_metrics", "RATIO_KINDS"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,3 +103,76 @@ def ratios(tp: Any, fp: Any, fn: Any, tn: Any, *, zero_division: float = 0.0) ->
     recall = np.where(all_tn, 1.0, recall)
     f1 = np.where(all_tn, 1.0, f1)
     return {"precision": precision, "recall": recall, "f1": f1, "accuracy": accuracy}
+
+
+def macro_f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray, *, zero_division: float) -> np.ndarray:
+    """Macro F1 over the last axis from tp, fp, fn, tn arrays of shape (..., fields).
+
+    F1 only, with the arithmetic of `counts.ratios` (2·tp / (2·tp + fp + fn) in float64, the
+    all-true-negative rule), so the values are the same bit for bit; computing all four ratios
+    for every resample of every model was most of a leaderboard's bootstrap. Inputs may be
+    float32 sums of integer counts (exact): each is widened to float64 inside the first
+    operation that uses it, without a float64 copy of its own."""
+    if not 0.0 <= zero_division <= 1.0:
+        raise ValueError(f"Expected `zero_division` to be a float in [0, 1], but got {zero_division!r}.")
+    num = np.multiply(tp, 2, dtype=np.float64)
+    den = np.add(num, fp, dtype=np.float64)
+    den += fn
+    f1 = np.full(den.shape, float(zero_division))
+    nz = den != 0
+    np.divide(num, den, out=f1, where=nz)
+    if not nz.all():
+        # the all-true-negatives rule (tp = fp = fn = 0, tn > 0 → 1.0) can only apply where den is 0
+        f1[~nz & (tp == 0) & (fp == 0) & (fn == 0) & (tn > 0)] = 1.0
+    total_counts = np.add(tp, fp, dtype=np.float64)
+    total_counts += fn
+    total_counts += tn
+    valid = total_counts > 0
+    n_valid = valid.sum(axis=-1)
+    f1[~valid] = 0.0
+    total = f1.sum(axis=-1)
+    return np.divide(total, n_valid, out=np.zeros_like(total, dtype=np.float64), where=n_valid > 0)
+
+
+RATIO_KINDS = ("f1", "precision", "recall", "accuracy")
+
+
+def item_metrics(counts: Any, *, which: tuple[str, ...] | None = None, zero_division: float = 0.0, empty: float = 0.0) -> dict[str, np.ndarray]:
+    """The macro and micro averages of items' confusion counts: `counts` (..., items, 4) holds each
+    item's tp, fp, fn, tn (leading axes: models, resamples…), or is the four (..., items) arrays
+    tp, fp, fn, tn; `macro/<kind>` is the mean over the
+    items with any count of each item's ratio (`empty` when no item has one), `micro/<kind>` the ratio
+    of the counts summed over items, for each kind of `RATIO_KINDS` (`which`: only these keys).
+    The one reduction behind the `fields` task's overall and micro metrics and the `spans` task's
+    macro and micro ones, wherever they are computed: a result, a resample, a row of feedback.
+
+    Examples:
+        >>> c = np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 2]])
+        >>> m = item_metrics(c)
+        >>> float(m["macro/precision"]), float(m["micro/recall"])
+        (0.75, 0.6666666666666666)
+    """
+    keys = which if which is not None else tuple(f"{v}/{k}" for v in ("macro", "micro") for k in RATIO_KINDS)
+    if isinstance(counts, tuple):
+        tp, fp, fn, tn = counts
+    else:
+        c = np.asarray(counts)
+        tp, fp, fn, tn = (c[..., k] for k in range(4))
+    out: dict[str, np.ndarray] = {}
+    if any(k.startswith("micro/") for k in keys):
+        micro = ratios(tp.sum(axis=-1), fp.sum(axis=-1), fn.sum(axis=-1), tn.sum(axis=-1), zero_division=zero_division)
+        out.update({k: np.asarray(micro[k.split("/")[1]], dtype=np.float64) for k in keys if k.startswith("micro/")})
+    macro = [k for k in keys if k.startswith("macro/")]
+    if macro == ["macro/f1"]:  # F1 alone: the leaderboard's hot path (all four ratios cost four times as much)
+        out["macro/f1"] = macro_f1(tp, fp, fn, tn, zero_division=zero_division)
+        if empty != 0.0:
+            none = ~((np.add(tp, fp, dtype=np.float64) + fn + tn) > 0).any(axis=-1)
+            out["macro/f1"] = np.where(none, float(empty), out["macro/f1"])
+    elif macro:
+        r = ratios(tp, fp, fn, tn, zero_division=zero_division)
+        valid = (np.add(tp, fp, dtype=np.float64) + fn + tn) > 0
+        n = valid.sum(axis=-1)
+        for k in macro:
+            total = np.where(valid, r[k.split("/")[1]], 0.0).sum(axis=-1)
+            out[k] = np.divide(total, n, out=np.full(total.shape, float(empty)), where=n > 0)
+    return {k: out[k] for k in keys}

@@ -32,7 +32,7 @@ from extracteval.core.counts import ratios
 
 __all__ = [
     "SEP", "CountMetric", "RecordCountTable", "column", "parts", "paired_counts",
-    "rate_metric", "prf_metric", "item_macro_metric", "label_macro_metric", "label_accuracy_metric",
+    "rate_metric", "item_count_columns", "label_macro_metric", "label_accuracy_metric",
 ]
 
 SEP = "\x1f"  # joins the parts of a column name: no field, tag or label name holds it
@@ -181,43 +181,13 @@ def _take(summed: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return out
 
 
-def prf_metric(columns: Sequence[str], which: str, *, prefix: tuple[str, ...] = (), zero_division: float = 0.0) -> CountMetric:
-    """Micro precision / recall / f1 / accuracy from the tp, fp, fn (and tn) of every column
-    group under `prefix`, summed (columns named (*prefix, item, count) or (*prefix, count))."""
-    sel: dict[str, list[int]] = {k: [] for k in ("tp", "fp", "fn", "tn")}
-    for j, c in enumerate(columns):
-        p = parts(c)
-        if tuple(p[: len(prefix)]) == prefix and p[-1] in sel:
-            sel[p[-1]].append(j)
-    cols = {k: np.array(v, dtype=np.int64) for k, v in sel.items()}
-
-    def metric(summed: np.ndarray) -> np.ndarray:
-        tp, fp, fn, tn = (np.asarray(summed[..., cols[k]], dtype=np.float64).sum(axis=-1) for k in ("tp", "fp", "fn", "tn"))
-        return np.asarray(ratios(tp, fp, fn, tn, zero_division=zero_division)[which], dtype=np.float64)
-
-    return metric
-
-
-def item_macro_metric(columns: Sequence[str], which: str, *, prefix: tuple[str, ...] = (), zero_division: float = 0.0) -> CountMetric:
-    """The mean over items (columns named (*prefix, item, tp|fp|fn[|tn])) that have any count of
-    the item's precision / recall / f1 / accuracy; `zero_division` when none has (fields' macro:
-    a field with no valid classification is left out; spans': tags in neither gold nor prediction)."""
-    from extracteval.core.bootstrap import _macro_f1_parts
-
+def item_count_columns(columns: Sequence[str], *, prefix: tuple[str, ...] = ()) -> tuple[list[str], Callable[[np.ndarray], tuple[np.ndarray, ...]]]:
+    """The items of columns named (*prefix, item, tp|fp|fn[|tn]), and the function from summed
+    counts (..., len(columns)) to their tp, fp, fn, tn arrays (..., items) (0 where an item lacks
+    a count): what `core.counts.item_metrics` reduces."""
     keys, g = _groups(columns, 1, prefix)
-    cols = [g.get(k, np.full(len(keys), -1)) for k in ("tp", "fp", "fn", "tn")]
-
-    def metric(summed: np.ndarray) -> np.ndarray:
-        tp, fp, fn, tn = (_take(summed, c) for c in cols)
-        if which == "f1":  # F1 alone: the leaderboard's hot path (all four ratios cost four times as much)
-            return _macro_f1_parts(tp, fp, fn, tn, zero_division=zero_division)
-        r = np.asarray(ratios(tp, fp, fn, tn, zero_division=zero_division)[which], dtype=np.float64)
-        valid = (tp + fp + fn + tn) > 0
-        n = valid.sum(axis=-1)
-        total = np.where(valid, r, 0.0).sum(axis=-1)
-        return np.divide(total, n, out=np.full(total.shape, float(zero_division)), where=n > 0)
-
-    return metric
+    cols = [g.get(k, np.full(len(keys), -1, dtype=np.int64)) for k in ("tp", "fp", "fn", "tn")]
+    return [k[0] for k in keys], lambda summed: tuple(_take(summed, c) for c in cols)
 
 
 def label_macro_metric(columns: Sequence[str], which: str, *, positive: Mapping[str, str | None] | None = None, zero_division: float = 0.0) -> CountMetric:

@@ -22,6 +22,7 @@ from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_se
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import LoggedPredictions, write_predictions_parquet
 from extracteval.tasks.fields.inputs import frame_to_predictions
+from extracteval.tasks.fields.metrics import METRICS
 from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys, strategies_param
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -339,7 +340,7 @@ class FieldsAdapter:
     about = "document fields: one value or a set of values per field; per-field TP/FP/FN/TN, P/R/F1, winners, intervals"  # what the task scores (`extracteval tasks`)
     item_table_name = "field_metrics"  # artifacts extracteval/field_metrics.csv and field_metrics_table.json
     # overall = macro over fields with a valid classification; micro = from the summed counts
-    interval_metrics = tuple(f"{v}/{k}" for v in ("overall", "micro") for k in ("f1", "precision", "recall", "accuracy"))
+    interval_metrics = METRICS
 
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: tp, fp, fn, tn of every field (columns (field, count)), from the
@@ -361,13 +362,15 @@ class FieldsAdapter:
                                 counts=flat.reshape(len(rc.ids), width)[present])
 
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        from extracteval.core.record_counts import item_macro_metric, prf_metric
+        from extracteval.core.record_counts import item_count_columns
         from extracteval.mlflow.intervals import zero_division_param
+        from extracteval.tasks.fields.metrics import fields_metrics
 
         if metric not in self.interval_metrics:
             return None
-        view, which = metric.split("/")
-        return (item_macro_metric if view == "overall" else prf_metric)(columns, which, zero_division=zero_division_param(params))
+        _fields, counts = item_count_columns(columns)
+        zd = zero_division_param(params)
+        return lambda summed: fields_metrics(counts(summed), which=(metric,), zero_division=zd)[metric]
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
         "types": "per-field value type: mapping {field: auto|text|id}; text: text rules only, id: exactly as written (auto)",

@@ -13,6 +13,7 @@ from extracteval.core.bootstrap import Interval, PairComparison, bootstrap_macro
 from extracteval.core.counts import Counts, ratios
 from extracteval.core.ranking import field_winners, field_wins, rank_by_metrics
 from extracteval.tasks.fields.config import Check, FieldMetrics, FieldsConfig, FieldsResult, ModelResult, RecordLedger
+from extracteval.tasks.fields.metrics import fields_metrics
 from extracteval.tasks.fields.ledger import FieldsLedger, FieldsPlan, _LEDGER_COLUMNS
 
 
@@ -96,15 +97,10 @@ def fields_result(
 
     overall: dict[str, dict[str, float]] = {}
     micro: dict[str, dict[str, float]] = {}
-    for m in model_names:
-        valid = [f for f in model_fields[m].values() if f.valid]
-        if valid:
-            overall[m] = {k: float(np.mean([getattr(f, k) for f in valid])) for k in ("precision", "recall", "f1", "accuracy")}
-        else:
-            overall[m] = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "accuracy": 0.0}
-        t = totals[m]
-        mr = ratios(t.tp, t.fp, t.fn, t.tn, zero_division=zd)
-        micro[m] = {k: float(mr[k]) for k in ("precision", "recall", "f1", "accuracy")}
+    for mi, m in enumerate(model_names):
+        got = fields_metrics(ledger.counts[mi][:, :4], zero_division=zd)
+        overall[m] = {k: float(got[f"overall/{k}"]) for k in ("precision", "recall", "f1", "accuracy")}
+        micro[m] = {k: float(got[f"micro/{k}"]) for k in ("precision", "recall", "f1", "accuracy")}
 
     winners = field_winners({f: {m: model_fields[m][f].score() for m in model_names} for f in scored})
     wins = field_wins(winners, model_names)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extracteval.mlflow.genai_rows import RowSpec, Row, Columns, ratios
+from extracteval.mlflow.genai_rows import RowSpec, Row, Columns
 
 
 COUNT_FEEDBACK = ("tp", "fp", "fn", "tn")  # the count feedback of a row
@@ -22,9 +22,13 @@ def _fields_rationale(scored: Any) -> str:
 
 
 def _fields_aggregate(col: Columns, zd: float) -> dict[str, float]:
+    import numpy as np
+
+    from extracteval.tasks.fields.metrics import fields_metrics
+
     s = {k: float(col[k].sum()) for k in COUNT_FEEDBACK}
-    r = ratios(s["tp"], s["fp"], s["fn"], s["tn"], zd)
-    return {**{f"micro/{k}": r[k] for k in ("precision", "recall", "f1", "accuracy")}, **{f"total/{k}": v for k, v in s.items()}}
+    micro = fields_metrics(np.array([[s[k] for k in COUNT_FEEDBACK]]), which=tuple(f"micro/{k}" for k in ("precision", "recall", "f1", "accuracy")), zero_division=zd)
+    return {**{k: float(v) for k, v in micro.items()}, **{f"total/{k}": v for k, v in s.items()}}
 
 
 ROWS = RowSpec(_fields_row, _fields_rationale, COUNT_FEEDBACK, _fields_aggregate)

@@ -176,17 +176,22 @@ class SpansAdapter(CellPredictions):
         return RecordCountTable.from_long(np.tile(ids, len(_COUNTS)), names, values)
 
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        from extracteval.core.record_counts import item_macro_metric, parts, prf_metric
+        from extracteval.core.record_counts import item_count_columns, parts
         from extracteval.mlflow.intervals import zero_division_param
+        from extracteval.tasks.spans.metrics import METRICS, spans_metrics
 
         seg, _, rest = metric.removeprefix("spans/").partition("/")
         modes = {sanitize_segment(p[0]): p[0] for p in map(parts, columns) if len(p) == 3}
-        if not metric.startswith("spans/") or seg not in modes or rest not in ("micro/f1", "micro/precision", "micro/recall", "macro/f1"):
+        if not metric.startswith("spans/") or seg not in modes or rest not in METRICS:
             return None
         zd = zero_division_param(params)
-        if rest == "macro/f1":  # mean F1 over the tags in the gold spans or the predictions
-            return item_macro_metric(columns, "f1", prefix=(modes[seg],), zero_division=zd)
-        return prf_metric(columns, rest.split("/")[1], prefix=(modes[seg],), zero_division=zd)
+        _tags, counts = item_count_columns(columns, prefix=(modes[seg],))
+
+        def value(summed: np.ndarray) -> np.ndarray:
+            tp, fp, fn, _tn = counts(summed)
+            return spans_metrics(tp, fp, fn, which=(rest,), zero_division=zd)[rest]
+
+        return value
     config_keys: Mapping[str, str] = {
         "threshold": "main relaxed threshold in [0, 1] (0.5; 0.5 and 0.8 are always reported)",
         "iou_weight": "weight of IoU in the relaxed score; TextSim gets 1 − w (0.65)",

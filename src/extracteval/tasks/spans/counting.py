@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from extracteval.tasks.spans.metrics import spans_metrics
+
 from extracteval.core.counts import Counts
 from extracteval.tasks.spans.config import CurvePoint, ERROR_KINDS, ErrorBreakdown, MatchResult, ModelSpans, SpansConfig, TagMetrics, _metrics, _threshold_key, curve_thresholds
 from extracteval.tasks.spans.corpus import SpanCorpus, SpanSet
@@ -28,9 +30,10 @@ def _match_result(mode: str, threshold: float | None, tp: np.ndarray, fp: np.nda
         if tp[k] + fp[k] + fn[k] == 0:
             continue
         per_tag[name] = _metrics(Counts(tp=int(tp[k]), fp=int(fp[k]), fn=int(fn[k])), zd)
-    micro = _metrics(Counts(tp=int(tp.sum()), fp=int(fp.sum()), fn=int(fn.sum())), zd)
-    macro = float(np.mean([m.f1 for m in per_tag.values()])) if per_tag else zd
-    return MatchResult(mode=mode, threshold=threshold, micro=micro, macro_f1=macro, per_tag=per_tag)
+    got = spans_metrics(tp, fp, fn, zero_division=zd)
+    micro = TagMetrics(tp=int(tp.sum()), fp=int(fp.sum()), fn=int(fn.sum()),
+                       **{k: float(got[f"micro/{k}"]) for k in ("precision", "recall", "f1")})
+    return MatchResult(mode=mode, threshold=threshold, micro=micro, macro_f1=float(got["macro/f1"]), per_tag=per_tag)
 
 
 def span_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | None = None) -> dict[str, dict[str, Counts]]:

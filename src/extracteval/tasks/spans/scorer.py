@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extracteval.mlflow.genai_rows import RowSpec, Row, Columns, ratios, model_of
+from extracteval.mlflow.genai_rows import RowSpec, Row, Columns, model_of
 
 
 def _spans_row(scored: Any, m: Mapping[str, float]) -> Row:
@@ -22,9 +22,11 @@ def _spans_rationale(scored: Any) -> str:
 
 
 def _spans_aggregate(col: Columns, zd: float) -> dict[str, float]:
+    from extracteval.tasks.spans.metrics import spans_metrics
+
     s = {k: float(col[k].sum()) for k in ("tp", "fp", "fn")}
-    r = ratios(s["tp"], s["fp"], s["fn"], 0, zd)
-    return {**{f"spans/exact/micro/{k}": r[k] for k in ("precision", "recall", "f1")}, **{f"spans/exact/micro/{k}": v for k, v in s.items()}}
+    micro = spans_metrics([s["tp"]], [s["fp"]], [s["fn"]], which=("micro/precision", "micro/recall", "micro/f1"), zero_division=zd)
+    return {**{f"spans/exact/{k}": float(v) for k, v in micro.items()}, **{f"spans/exact/micro/{k}": v for k, v in s.items()}}
 
 
 ROWS = RowSpec(_spans_row, _spans_rationale, ("tp", "fp", "fn"), _spans_aggregate)
