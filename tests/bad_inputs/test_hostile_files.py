@@ -324,7 +324,7 @@ def test_an_id_padded_with_spaces_is_the_id(cli, tmp_path: Path, reader: Reader)
     assert docs[0] == docs[1]
 
 
-def test_every_registered_task_has_readers() -> None:
+def test_every_registered_task_has_readers(product_tasks_only: None) -> None:
     from extracteval.mlflow.adapters import available_tasks
 
     covered = {r.spec.task for r in READERS + TOKEN_READERS}
