@@ -40,7 +40,7 @@ from extracteval.core.normalize import Normalizer, key_text
 from extracteval.tasks.spans.semantics import SpanCorpus, SpansConfig, score_spans, span_counts
 from extracteval.tasks.structured.semantics import score_structured
 from extracteval.tasks.toolcalls.semantics import score_toolcalls
-from tests.core.spans_helpers import spanset
+from tests.tasks.spans.helpers import spanset
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
