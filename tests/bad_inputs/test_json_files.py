@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.bad_inputs import test_entities, test_fields, test_json, test_labels, test_spans, test_structured_toolcalls as st
+from tests.bad_inputs import test_structured_toolcalls as st
+from tests.tasks.entities import test_bad_inputs as test_entities
+from tests.tasks.fields import test_bad_inputs as test_fields
+from tests.tasks.json import test_bad_inputs as test_json
+from tests.tasks.labels import test_bad_inputs as test_labels
+from tests.tasks.spans import test_bad_inputs as test_spans
 from tests.bad_inputs.harness import Bad, Case, Files, Ok, TaskSpec, run_case
 
 SPECS = {

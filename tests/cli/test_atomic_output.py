@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scale.fields_data import make_fields_data
+from tests.tasks.fields.data import make_fields_data
 
 REPO = Path(__file__).resolve().parents[2]
 # an earlier run's results (its marker file says extracteval wrote the folder), and a file of the user's

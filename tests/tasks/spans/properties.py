@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from extracteval.tasks.spans.semantics import SpanCorpus, SpansConfig, score_spans, span_counts
-from tests.core.spans_helpers import spanset
+from tests.tasks.spans.helpers import spanset
 
 from tests.contract.properties import Truth, Pred, PropertyCase, _shuffled, _ids
 

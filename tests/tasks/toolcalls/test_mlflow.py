@@ -17,7 +17,7 @@ from extracteval.mlflow.bundle import load_bundle
 from extracteval.mlflow.keys import is_valid_key
 
 from tests.fixtures.tracking import REPO, comparison_figures
-from .test_task_structured import _artifacts, _runs, _use_experiment
+from tests.tasks.structured.test_mlflow import _artifacts, _runs, _use_experiment
 
 SLM = REPO / "experiments" / "slm-vs-llm"
 MODELS = ("gpt-4o", "llama-3.1-8b", "qwen2.5-1.5b")

@@ -10,7 +10,7 @@ import pytest
 
 from extracteval.tasks.entities.semantics import PRESENCE_KEYS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 TRUTH = [
     {"id": "INV-1", "entities": [

@@ -203,7 +203,7 @@ def test_perfect_prediction_scores_one():
 
 
 def test_an_entity_empty_on_every_key_field_matches_its_copy():
-    """Found by the common properties (tests/core/test_task_properties.py): {"item": null,
+    """Found by the common properties (tests/contract/test_properties.py): {"item": null,
     "qty": null} copied verbatim had similarity 0/0 = 0 and stayed unmatched (recall 0.5)."""
     truth = {"r": [{"item": "bolt", "qty": 1}, {"item": None, "qty": None}]}
     m = _score(truth, copy.deepcopy(truth)).models["m"]

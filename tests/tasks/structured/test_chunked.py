@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from extracteval.chunked import run_chunks
 from extracteval.tasks.structured.chunked import StructuredTask
 from extracteval.tasks.structured.semantics import StructuredConfig, score_structured
-from tests.scale.test_chunked_toolcalls import split
+from tests.tasks.toolcalls.test_chunked import split
 
 LEAF = st.sampled_from(["Acme", "acme", 1, 1.0, "1", True, None, 2.5, ""])
 DOC = st.recursive(LEAF, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["a", "b", "items", "qty"]), inner, max_size=3)), max_leaves=6)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from extracteval.core.counts import Counts
 from extracteval.tasks.spans.semantics import SpanCorpus, SpanSet, SpansConfig, curve_thresholds, score_spans, span_counts
 from extracteval.tasks.spans.matching import overlapping_pairs
-from tests.core.spans_helpers import char_corpus, find, spanset
+from tests.tasks.spans.helpers import char_corpus, find, spanset
 
 # ---------------------------------------------------------------------------------------------
 # seed 002, "Concrete Examples" (acceptance tests)

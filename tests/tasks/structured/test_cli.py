@@ -11,7 +11,7 @@ import pytest
 
 from extracteval.report.live_progress import LiveProgress
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -144,7 +144,7 @@ def test_missing_prediction_file_and_duplicate_model(cli, files) -> None:
 
 
 def test_demo_runs_the_slm_vs_llm_example(cli) -> None:
-    # printing only: logging both tracks to MLflow is tested in tests/mlflow/test_task_structured.py
+    # printing only: logging both tracks to MLflow is tested in tests/tasks/structured/test_mlflow.py
     # (here it would write ./mlflow.db into the working directory)
     r = cli("demo", "--experiments", str(REPO / "experiments"), "--only", "slm-vs-llm", "--no-mlflow")
     assert r.code == 0, r.err

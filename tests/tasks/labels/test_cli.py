@@ -82,7 +82,7 @@ def test_bad_files_exit_2_naming_the_file(cli, files):
 def test_demo_runs_the_tickets_example(cli, tmp_path, monkeypatch):
     from pathlib import Path
 
-    experiments = Path(__file__).resolve().parents[2] / "experiments"
+    experiments = Path(__file__).resolve().parents[3] / "experiments"
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)  # the demo logs to ./mlflow.db and ./mlartifacts: here, not in the checkout

@@ -95,7 +95,7 @@ def test_document_and_span_order_in_files_changes_nothing(tmp_path: Path) -> Non
 
     from extracteval.tasks.spans.semantics import score_spans
 
-    repo = Path(__file__).resolve().parents[2] / "experiments" / "requirements"
+    repo = Path(__file__).resolve().parents[3] / "experiments" / "requirements"
     truth = [json.loads(x) for x in (repo / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
     pred = [json.loads(x) for x in (repo / "predictions" / "llama-3.1-8b.jsonl").read_text(encoding="utf-8").splitlines()]
     base = score_spans(load_jsonl_corpus(repo / "truth.jsonl", [("m", repo / "predictions" / "llama-3.1-8b.jsonl")])).to_dict()

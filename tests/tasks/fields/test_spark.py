@@ -14,7 +14,7 @@ from extracteval.tasks.fields.semantics import FieldsConfig, score_fields  # noq
 from extracteval.core.strategies import Strategy  # noqa: E402
 from extracteval.errors import InputError  # noqa: E402
 from extracteval.tasks.fields.inputs import load_fields_inputs  # noqa: E402
-from tests.scale.fields_data import make_fields_data  # noqa: E402
+from tests.tasks.fields.data import make_fields_data  # noqa: E402
 
 N = 10_000
 
@@ -79,7 +79,7 @@ def test_unknown_and_duplicated_ids_are_input_errors(spark):
 def test_evaluate_engine_spark_logs_what_the_in_memory_evaluate_logs(spark, cli, tmp_path, monkeypatch):
     # one small data set (Spark runs every step as jobs): the same metrics, params, tags, truth
     # digest, dataset input, artifact listing and Parquet rows as `evaluate` in memory
-    from tests.scale.test_evaluate_streamed import _assert_same, _evaluate, _generated
+    from tests.tasks.fields.test_streamed import _assert_same, _evaluate, _generated
 
     monkeypatch.chdir(tmp_path)
     args = _generated(tmp_path, 400, 11) + ["--resamples", "100", "--no-figures"]

@@ -17,7 +17,7 @@ from extracteval.errors import InputError
 from extracteval.mlflow.keys import is_valid_key
 
 from tests.fixtures.tracking import REPO, comparison_figures
-from .test_logging import _artifact_paths, _runs, _use_experiment
+from tests.mlflow.test_logging import _artifact_paths, _runs, _use_experiment
 
 CUSTOMERS = REPO / "experiments" / "customers"
 MODELS = ("gpt-4o-mini", "llama-3.1-8b", "regex-baseline")
