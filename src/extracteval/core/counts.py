@@ -7,13 +7,14 @@ or machines; precision, recall, F1 and accuracy are computed once, at the end, b
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from extracteval.core.ledger import Ledger
 
-__all__ = ["Counts", "Ratios", "ratios", "macro_f1", "item_metrics", "RATIO_KINDS"]
+__all__ = ["Counts", "Ratios", "ratios", "macro_f1", "item_metrics", "RATIO_KINDS", "rate_metrics"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,3 +177,29 @@ def item_metrics(counts: Any, *, which: tuple[str, ...] | None = None, zero_divi
             total = np.where(valid, r[k.split("/")[1]], 0.0).sum(axis=-1)
             out[k] = np.divide(total, n, out=np.full(total.shape, float(empty)), where=n > 0)
     return {k: out[k] for k in keys}
+
+
+def rate_metrics(counts: Mapping[str, Any], *, rates: Mapping[str, tuple[str, str]], prf: Mapping[str, str], which: Sequence[str],
+                 zero_division: float = 0.0) -> dict[str, np.ndarray]:
+    """Metrics of named counts (scalars or arrays of one shape: models, resamples…): a rate
+    `rates[metric]` = (numerator, denominator) count names, `zero_division` when the denominator
+    is 0; a ratio of the counts `tp`, `fp`, `fn` (no true negatives) named by `prf[metric]`
+    (`precision`, `recall`, `f1`). A `KeyError` names a count the metric needs that `counts` lacks.
+
+    Examples:
+        >>> m = rate_metrics({"records": 4, "exact": 3, "tp": 2, "fp": 1, "fn": 1}, rates={"exact_rate": ("exact", "records")},
+        ...                  prf={"f1": "f1"}, which=("exact_rate", "f1"))
+        >>> float(m["exact_rate"]), float(m["f1"])
+        (0.75, 0.6666666666666666)
+    """
+    out: dict[str, np.ndarray] = {}
+    for metric in which:
+        if metric in rates:
+            num, den = (np.asarray(counts[k], dtype=np.float64) for k in rates[metric])
+            value = np.full(np.broadcast(num, den).shape, float(zero_division))
+            np.divide(num, den, out=value, where=den != 0)
+            out[metric] = value
+        else:
+            tp, fp, fn = (np.asarray(counts[k], dtype=np.float64) for k in ("tp", "fp", "fn"))
+            out[metric] = np.asarray(ratios(tp, fp, fn, np.zeros_like(tp), zero_division=zero_division)[prf[metric]], dtype=np.float64)
+    return out

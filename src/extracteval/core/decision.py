@@ -20,7 +20,8 @@ Example:
     >>> cols = ("records", "exact")
     >>> base = np.array([[1, 1]] * 9 + [[1, 0]])      # 90% exact
     >>> cand = np.array([[1, 1]] * 6 + [[1, 0]] * 4)  # 60% exact
-    >>> d = decide(cols, base, cand, metric="exact_match_rate", resamples=200)
+    >>> from extracteval.tasks.structured import metrics
+    >>> d = decide(cols, base, cand, metric="exact_match_rate", resamples=200, count_map=metrics)
     >>> round(d.gap, 2), d.verdict
     (0.3, 'fine-tuning recommended')
 """
@@ -29,36 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from extracteval.core.counts import ratios
 from extracteval.errors import InputError
 
-__all__ = ["DecisionThresholds", "Decision", "decide", "METRICS", "metric_from_counts", "verdict_for", "verdict_text", "decision_fields",
+__all__ = ["DecisionThresholds", "Decision", "decide", "CountMap", "metric_from_counts", "verdict_for", "verdict_text", "decision_fields",
            "decision_sentence", "decision_metrics", "threshold_text", "render_decision"]
 
-# metric → (numerator column, denominator column) for rates, or ("prf", prefix-free name) for P/R/F1
-_RATES = {
-    "json_valid_rate": ("valid", "records"),
-    "strict_json_valid_rate": ("strict_valid", "records"),
-    "json_extracted_rate": ("extracted", "records"),
-    "exact_match_rate": ("exact", "records"),
-    "valid_call_rate": ("valid_records", "records"),
-    "call_accuracy": ("correct_records", "records"),
-    "name_match_rate": ("name_matches", "ref_calls"),
-    "args_exact_rate": ("args_exact", "ref_calls"),
-}
-_PRF = {
-    "field_precision": "precision",
-    "field_recall": "recall",
-    "field_f1": "f1",
-    "args_precision": "precision",
-    "args_recall": "recall",
-    "args_f1": "f1",
-}
-METRICS = tuple(sorted({*_RATES, *_PRF}))
 VERDICTS = ("fine-tuning recommended", "moderate", "minimal")
 
 
@@ -161,25 +141,25 @@ def decision_metrics(d: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def metric_from_counts(metric: str, columns: Sequence[str], summed: np.ndarray, *, zero_division: float = 0.0) -> np.ndarray:
-    """A metric from summed counts; `summed` has shape (..., len(columns))."""
-    idx = {c: k for k, c in enumerate(columns)}
+class CountMap(Protocol):
+    """A task's one map from named counts to metrics (`count_metrics` of its `metrics` module):
+    `METRICS`, the metric names, and `count_metrics(counts, which=…, zero_division=…)`."""
 
-    def col(name: str) -> np.ndarray:
-        try:
-            return summed[..., idx[name]].astype(np.float64)
-        except KeyError:
-            raise InputError(f"metric {metric!r} needs the count {name!r}, which this result does not have (it has {', '.join(columns)}).") from None
+    METRICS: Sequence[str]
 
-    if metric in _RATES:
-        num, den = (col(c) for c in _RATES[metric])
-        out = np.full(num.shape, float(zero_division))
-        np.divide(num, den, out=out, where=den != 0)
-        return out
-    if metric in _PRF:
-        tp, fp, fn = col("tp"), col("fp"), col("fn")
-        return np.asarray(ratios(tp, fp, fn, np.zeros_like(tp), zero_division=zero_division)[_PRF[metric]], dtype=np.float64)
-    raise InputError(f"decision metric: expected one of {', '.join(METRICS)}, but got {metric!r}.")
+    def count_metrics(self, counts: Mapping[str, Any], *, which: Sequence[str], zero_division: float) -> dict[str, np.ndarray]: ...
+
+
+def metric_from_counts(metric: str, columns: Sequence[str], summed: np.ndarray, *, count_map: CountMap, zero_division: float = 0.0) -> np.ndarray:
+    """A metric from summed counts (`summed` (..., len(columns))) by the task's map of counts to
+    metrics; an error naming the metrics it has, or the count a metric needs that is missing."""
+    if metric not in count_map.METRICS:
+        raise InputError(f"decision metric: expected one of {', '.join(sorted(count_map.METRICS))}, but got {metric!r}.")
+    counts = {c: summed[..., k] for k, c in enumerate(columns)}
+    try:
+        return np.asarray(count_map.count_metrics(counts, which=(metric,), zero_division=zero_division)[metric], dtype=np.float64)
+    except KeyError as e:
+        raise InputError(f"metric {metric!r} needs the count {e.args[0]!r}, which this result does not have (it has {', '.join(columns)}).") from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,13 +219,15 @@ def decide(
     confidence: float = 0.95,
     seed: int = 0,
     zero_division: float = 0.0,
+    count_map: CountMap,
 ) -> Decision:
     """The decision from per-record counts of both models (same records, same order).
 
     Args:
         columns: names of the count columns (e.g. `StructuredCounts` fields).
         baseline_counts, candidate_counts: int arrays (records, len(columns)).
-        metric: one of `METRICS` (higher is better for all of them).
+        metric: one of the task's metrics (`count_map.METRICS`; higher is better for all of them).
+        count_map: the task's map from counts to metrics (its `metrics` module).
     """
     thresholds = thresholds or DecisionThresholds()
     b, c = np.asarray(baseline_counts), np.asarray(candidate_counts)
@@ -257,7 +239,7 @@ def decide(
     if resamples < 1:
         raise InputError(f"decision resamples: expected a positive integer, but got {resamples!r}.")
     n = b.shape[0]
-    statistic = lambda summed: metric_from_counts(metric, columns, summed, zero_division=zero_division)  # noqa: E731
+    statistic = lambda summed: metric_from_counts(metric, columns, summed, count_map=count_map, zero_division=zero_division)  # noqa: E731
     bv = float(statistic(b.sum(axis=0)))
     cv = float(statistic(c.sum(axis=0)))
     gap = bv - cv

@@ -36,6 +36,7 @@ def make_decision(task: str, columns: tuple[str, ...], matrices: dict[str, Any],
     """The `Decision` for args.baseline vs args.candidate from per-record count matrices."""
     from extracteval.core.decision import DecisionThresholds, decide
     from extracteval.errors import InputError
+    from extracteval.tasks import task_module
 
     for role in ("baseline", "candidate"):
         name = getattr(args, role)
@@ -55,6 +56,7 @@ def make_decision(task: str, columns: tuple[str, ...], matrices: dict[str, Any],
         resamples=args.resamples,
         seed=args.seed,
         zero_division=zero_division,
+        count_map=task_module(task, "metrics"),
     )
 
 

@@ -164,4 +164,8 @@ class DecisionTrackAdapter(CellPredictions):
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
         from extracteval.mlflow.intervals import decision_count_metric
 
-        return decision_count_metric(f"{self.task}/", metric, columns, params) if metric in self.interval_metrics else None
+        from extracteval.tasks import task_module
+
+        if metric not in self.interval_metrics:
+            return None
+        return decision_count_metric(f"{self.task}/", metric, columns, params, count_map=task_module(self.task, "metrics"))

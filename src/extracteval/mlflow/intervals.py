@@ -171,20 +171,21 @@ def decision_count_table(path: Path, count_columns: Sequence[str], flags: Sequen
     return RecordCountTable.from_columns(frame["record_id"].astype(str).to_numpy(dtype=object), cols)
 
 
-def decision_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-    """`core.decision.metric_from_counts` of `metric` (`<prefix><decision metric>`) as a count
-    metric; None for another metric or when a count it needs is not among `columns`."""
+def decision_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str], *, count_map: Any) -> Any:
+    """The task's map of counts to metrics (`count_map`, its `metrics` module) for `metric`
+    (`<prefix><metric>`) as a count metric; None for another metric or when a count it needs is
+    not among `columns`."""
     import numpy as np
 
-    from extracteval.core.decision import METRICS, metric_from_counts
+    from extracteval.core.decision import metric_from_counts
     from extracteval.errors import InputError
 
     leaf = metric.removeprefix(prefix)
-    if not metric.startswith(prefix) or leaf not in METRICS:
+    if not metric.startswith(prefix) or leaf not in count_map.METRICS:
         return None
     zd = zero_division_param(params)
     try:  # every count it needs is there
-        metric_from_counts(leaf, columns, np.zeros(len(columns)), zero_division=zd)
+        metric_from_counts(leaf, columns, np.zeros(len(columns)), count_map=count_map, zero_division=zd)
     except InputError:
         return None
-    return lambda summed: metric_from_counts(leaf, columns, summed, zero_division=zd)
+    return lambda summed: metric_from_counts(leaf, columns, summed, count_map=count_map, zero_division=zd)

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.core.counts import ratios
 from extracteval.core.ledger import Ledger
 from extracteval.errors import InputError
 from extracteval.core.decision_track import PASS_THRESHOLD, ExtendedScores
@@ -70,18 +69,9 @@ class StructuredCounts(Ledger):
 
 
     def metrics(self, *, zero_division: float = 0.0) -> dict[str, float]:
-        n = self.records
-        r = ratios(self.tp, self.fp, self.fn, 0, zero_division=zero_division)
-        rate = (lambda k: k / n) if n else (lambda k: float(zero_division))
-        return {
-            "json_valid_rate": rate(self.valid),
-            "strict_json_valid_rate": rate(self.strict_valid),
-            "json_extracted_rate": rate(self.extracted),
-            "exact_match_rate": rate(self.exact),
-            "field_precision": float(r["precision"]),
-            "field_recall": float(r["recall"]),
-            "field_f1": float(r["f1"]),
-        }
+        from extracteval.tasks.structured.metrics import count_metrics
+
+        return {k: float(v) for k, v in count_metrics(self.to_dict(), zero_division=zero_division).items()}
 
     def to_dict(self) -> dict[str, int]:
         return {f.name: int(getattr(self, f.name)) for f in fields(self)}

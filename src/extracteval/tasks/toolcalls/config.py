@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from extracteval.core.ledger import Ledger
-from extracteval.core.counts import ratios
 from extracteval.core.decision_track import PASS_THRESHOLD, ExtendedScores, leaf_key
 from extracteval.errors import InputError
 
@@ -66,19 +65,9 @@ class ToolCallCounts(Ledger):
 
 
     def metrics(self, *, zero_division: float = 0.0) -> dict[str, float]:
-        def rate(a: int, b: int) -> float:
-            return a / b if b else float(zero_division)
+        from extracteval.tasks.toolcalls.metrics import count_metrics
 
-        r = ratios(self.tp, self.fp, self.fn, 0, zero_division=zero_division)
-        return {
-            "valid_call_rate": rate(self.valid_records, self.records),
-            "name_match_rate": rate(self.name_matches, self.ref_calls),
-            "args_exact_rate": rate(self.args_exact, self.ref_calls),
-            "args_precision": float(r["precision"]),
-            "args_recall": float(r["recall"]),
-            "args_f1": float(r["f1"]),
-            "call_accuracy": rate(self.correct_records, self.records),
-        }
+        return {k: float(v) for k, v in count_metrics(self.to_dict(), zero_division=zero_division).items()}
 
     def to_dict(self) -> dict[str, int]:
         return {f.name: int(getattr(self, f.name)) for f in fields(self)}
