@@ -218,12 +218,14 @@ class RecordsAdapter(CellPredictions):
                                              {"records": truth.astype(np.int64), "correct": (truth & frame["correct"].to_numpy(dtype=bool)).astype(np.int64)})
 
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        from extracteval.core.record_counts import rate_metric
         from extracteval.mlflow.intervals import zero_division_param
 
-        if metric != "records/accuracy":
+        from tests.tasks.records.metrics import count_metrics
+
+        if metric not in self.interval_metrics:
             return None
-        return rate_metric(columns, "correct", "records", zero_division=zero_division_param(params))
+        zd = zero_division_param(params)
+        return lambda summed: count_metrics({c: summed[..., k] for k, c in enumerate(columns)}, which=(metric,), zero_division=zd)[metric]
 
 
 ADAPTER = RecordsAdapter()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extracteval.mlflow.genai_rows import Columns, Row, RowSpec, rate, model_of
+from extracteval.mlflow.genai_rows import Columns, Row, RowSpec, model_of
 
 
 def _row(scored: Any, m: Mapping[str, float]) -> Row:
@@ -21,8 +21,10 @@ def _rationale(scored: Any) -> str:
 
 
 def _aggregate(col: Columns, zd: float) -> dict[str, float]:
-    correct, records = float(col["correct"].sum()), float(col["records"].sum())
-    return {"records/accuracy": rate(correct, records, zd), "records/correct": correct, "records/records": records}
+    from tests.tasks.records.metrics import count_metrics
+
+    counts = {"correct": float(col["correct"].sum()), "records": float(col["records"].sum())}
+    return {**{k: float(v) for k, v in count_metrics(counts, which=("records/accuracy",), zero_division=zd).items()}, **{f"records/{k}": v for k, v in counts.items()}}
 
 
 ROWS = RowSpec(_row, _rationale, ("correct", "records"), _aggregate)

@@ -20,6 +20,7 @@ from extracteval.core.ledger import Ledger, by_key, keep, merge, smallest
 from extracteval.core.ranking import rank_by_metrics
 
 from tests.tasks.records.contract import RANKING
+from tests.tasks.records.metrics import count_metrics
 
 
 @dataclass(frozen=True)
@@ -126,16 +127,15 @@ class RecordsResult:
                 "warnings": list(self.warnings)}
 
 
-def rate(a: float, b: float, zero_division: float) -> float:
-    return float(a) / float(b) if b else float(zero_division)
+def _model_result(ml: ModelLedger, fields: Sequence[str], zero_division: float) -> ModelResult:
+    counts = {"correct": ml.correct, "records": ml.records, **{f"field/{f}": ml.field_correct.get(f, 0) for f in fields}}
+    got = count_metrics(counts, zero_division=zero_division)
+    return ModelResult(accuracy=float(got[RANKING.primary]), records=ml.records, correct=ml.correct, missing=ml.missing, extra=ml.extra,
+                       fields={f: float(got[f"field/{f}/accuracy"]) for f in fields}, wrong_ids=list(ml.wrong_ids), source=ml.source)
 
 
 def records_result(ledger: RecordsLedger, config: RecordsConfig, fields: Sequence[str]) -> RecordsResult:
-    zd = config.zero_division
-    models = {m: ModelResult(accuracy=rate(ml.correct, ml.records, zd), records=ml.records, correct=ml.correct, missing=ml.missing, extra=ml.extra,
-                             fields={f: rate(ml.field_correct.get(f, 0), ml.records, zd) for f in fields}, wrong_ids=list(ml.wrong_ids),
-                             source=ml.source)
-              for m, ml in ledger.models.items()}
+    models = {m: _model_result(ml, fields, config.zero_division) for m, ml in ledger.models.items()}
     ranked = rank_by_metrics(RANKING, {m: {RANKING.primary: r.accuracy} for m, r in models.items()})
     models = {r.model: ModelResult(**{**models[r.model].__dict__, "rank": r.rank, "tier": r.tier}) for r in ranked}
     warnings = [f"model {m!r}: {r.missing} truth record(s) have no prediction and count as wrong" for m, r in models.items() if r.missing]
