@@ -59,7 +59,7 @@ def store(demo_store: str):
     return client, _experiments(client)
 
 
-def test_every_task_of_the_demo_is_described(store) -> None:
+def test_every_task_of_the_demo_is_described(store, product_tasks_only) -> None:
     _, exps = store
     tasks = {r.data.tags["extracteval.task"] for by_role in exps.values() for r in by_role["comparison"]}
     assert tasks == set(RANKING_SPECS)  # all seven tasks

@@ -118,7 +118,7 @@ def test_bad_input_is_a_clear_error() -> None:
         extracteval.score("fields", truth, {"m": pred}).metrics("other")
 
 
-def test_tasks_lists_every_task() -> None:
+def test_tasks_lists_every_task(product_tasks_only) -> None:
     listed = {t["task"]: t["model_type"] for t in extracteval.tasks()}
     assert set(listed) == {"fields", "json", "spans", "labels", "entities", "structured", "toolcalls"}
     assert listed["labels"] == "extraction-entities"
