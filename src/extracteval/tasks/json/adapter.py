@@ -29,6 +29,7 @@ from extracteval.io.cells import is_empty, is_missing, record_object, status_tex
 from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.tasks.json.metrics import METRICS, SCORES, count_metrics
 from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys, strategies_param
 
 __all__ = ["ADAPTER", "JsonAdapter"]
@@ -178,9 +179,8 @@ class JsonAdapter(CellPredictions):
     about = "JSON objects: completeness, hallucination, accuracy with per-field strategies, RQS"  # what the task scores (`extracteval tasks`)
     item_table_name = "field_accuracy"  # artifacts extracteval/field_accuracy.csv and field_accuracy_table.json
     # means over the records the model is scored on (pending / error records are excluded)
-    _MEANS = {"rqs/mean": "rqs", "json/accuracy": "accuracy", "json/completeness": "completeness", "json/hallucination": "hallucination",
-              "json/safety": "safety_score"}
-    interval_metrics = tuple(_MEANS)
+    _MEANS = SCORES  # metric → the per-record score it is the mean of
+    interval_metrics = METRICS
 
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: `records` (1 for a record the means count, 0 for an excluded one) and its
@@ -197,10 +197,10 @@ class JsonAdapter(CellPredictions):
         return RecordCountTable.from_columns(frame["record_id"].astype(str).to_numpy(dtype=object), cols)
 
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        from extracteval.core.record_counts import rate_metric
-
+        if metric not in self._MEANS or self._MEANS[metric] not in columns:
+            return None
         # a model with no scored record has means of 0.0, as its logged metrics
-        return rate_metric(columns, self._MEANS[metric], "records") if metric in self._MEANS and self._MEANS[metric] in columns else None
+        return lambda summed: count_metrics({c: summed[..., k] for k, c in enumerate(columns)}, which=(metric,))[metric]
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field or path: EXACT|FUZZY|SEMANTIC|IGNORE} or a JSON/YAML file path",
         "fuzzy_threshold": "FUZZY match threshold in [0, 1] (0.85)",

@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+
+from extracteval.tasks.json.metrics import SCORES, count_metrics
 import pandas as pd
 
 from extracteval.tasks.json.contract import RANKING
@@ -170,6 +172,18 @@ def _sorted_fields(names: frozenset[str], flatten: bool) -> tuple[str, ...]:
     return tuple(str(x) for x in arr[np.argsort(arr.astype(str), kind="stable")])
 
 
+# per-record score → the metric that is its mean (`metrics.SCORES`, the map from sums to means)
+_MEAN_OF = {"rqs": "rqs/mean", "completeness": "json/completeness", "hallucination": "json/hallucination", "accuracy": "json/accuracy",
+            "safety": "json/safety"}
+
+
+def _means(per: Mapping[str, np.ndarray], keep: np.ndarray) -> dict[str, float]:
+    """A model's means of its per-record scores over the records it counts, by the task's one map."""
+    sums = {SCORES[_MEAN_OF[k]]: per[k][keep].sum() for k in _PER_RECORD}
+    got = count_metrics({**sums, "records": int(keep.sum())})
+    return {k: float(got[_MEAN_OF[k]]) for k in _PER_RECORD}
+
+
 def json_result(ledger: JsonLedger, cfg: JsonConfig, rows: np.ndarray) -> JsonResult:
     """Ratios, ranking and warnings of a ledger: the means, median, min and max of the per-record
     scores in `rows` (`JsonCount.rows`, every record of the ledger in id order), summed counts,
@@ -222,7 +236,7 @@ def json_result(ledger: JsonLedger, cfg: JsonConfig, rows: np.ndarray) -> JsonRe
         fields[name] = {f: replace(mf[f], strategies=dict(sorted(mf[f].strategies.items(), key=lambda kv: order[kv[0]])))
                         for f in field_names if f in mf}
 
-    means = {m: {k: float(np.mean(per[m][k][keep[m]])) if keep[m].any() else 0.0 for k in _PER_RECORD} for m in names}
+    means = {m: _means(per[m], keep[m]) for m in names}
     ranked, _ = rank_models(means, cfg)
     models = {}
     for r, tier_name in ranked:

@@ -32,10 +32,16 @@ def _json_rationale(scored: Any) -> str:
 
 
 def _json_aggregate(col: Columns, zd: float) -> dict[str, float]:
+    from extracteval.tasks.json.metrics import SCORES, count_metrics
+
     rqs = col["rqs"]
-    out = {f"rqs/{k}": float(f(rqs)) if rqs.size else 0.0 for k, f in (("mean", np.mean), ("median", np.median), ("min", np.min), ("max", np.max))}
-    # the task's model-level scores are means of the per-record scores
-    out.update({f"json/{k}": float(col[k].mean()) if col[k].size else 0.0 for k in _JSON_SCORES[1:]})
+    # the task's model-level scores are means of the per-record scores, by its one map from sums to means
+    row_score = {"safety_score": "safety"}  # the feedback's name of a per-record score, where it differs
+    sums = {v: col[row_score.get(v, v)].sum() for v in SCORES.values()}
+    means = {k: float(v) for k, v in count_metrics({**sums, "records": rqs.size}).items()}
+    out = {"rqs/mean": means.pop("rqs/mean")}
+    out.update({f"rqs/{k}": float(f(rqs)) if rqs.size else 0.0 for k, f in (("median", np.median), ("min", np.min), ("max", np.max))})
+    out.update({f"json/{k}": means[f"json/{k}"] for k in _JSON_SCORES[1:]})
     out.update({f"json/buckets/{b}": float(col[f"buckets/{b}"].sum()) for b in _JSON_BUCKETS})
     out.update({f"json/{k}": float(col[k].sum()) for k in _JSON_COUNTS})
     return out
