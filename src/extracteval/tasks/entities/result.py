@@ -24,6 +24,74 @@ from extracteval.tasks.entities.matching import _backend
 from extracteval.tasks.entities.ledger import EntitiesLedger, _SIM_UNIT
 
 
+def _reading_warnings(ledger: EntitiesLedger, names: list[str]) -> list[str]:
+    """Predicted entities that are not objects, predicted fields no truth entity has, model by model."""
+    warnings: list[str] = []
+    for m in names:
+        led = ledger.models[m]
+        if led.invalid:
+            n = led.invalid
+            warnings.append(
+                f"model {m!r}: {n} predicted entit{'y is' if n == 1 else 'ies are'} not an object and {'counts' if n == 1 else 'count'} as extra "
+                f"predictions (first: {led.invalid_first})"
+            )
+        unknown_keys = sorted(led.unknown_keys)
+        if unknown_keys:
+            warnings.append(f"model {m!r}: predicted fields not in any ground-truth entity are ignored: {unknown_keys[:10]}")
+    return warnings
+
+
+def _model_entry(m: str, led: Any, display: Mapping[str, Mapping[str, str]], zd: float, warnings: list[str]) -> dict[str, Any]:
+    """One model's views (matched, strict) with display labels, presence, mean match similarity and examples; its
+    records without a prediction or not in the truth are added to `warnings`."""
+    shown = {v: {f: replace(x, per_label=dict(sorted((display[f][key], c) for key, c in x.per_label.items())))
+                 for f, x in getattr(led, v).items()} for v in ("matched", "strict")}
+    n_match, n_un_g, n_un_p = led.presence.tp, led.presence.fn, led.presence.fp
+    presence = EntityPresence(counts=led.presence, invalid_predictions=led.invalid, zero_division=zd)
+    views = {
+        "matched": view_metrics("matched", shown["matched"], correct_rows=led.correct_rows, rows=n_match,
+                                zero_division=zd, description=ENTITY_VIEWS["matched"]),
+        "strict": view_metrics("strict", shown["strict"], correct_rows=led.correct_rows, rows=n_match + n_un_g + n_un_p,
+                               zero_division=zd, description=ENTITY_VIEWS["strict"]),
+    }
+    if led.missing_recs:
+        warnings.append(f"model {m!r}: {led.missing_recs} ground-truth record(s) have no prediction; their "
+                        f"entities count as missed: " + ", ".join(repr(x) for x in led.missing_ids) + (" …" if led.missing_recs > 5 else ""))
+    if led.extra_recs:
+        warnings.append(f"model {m!r}: {led.extra_recs} predicted record(s) are not in the ground truth; their "
+                        f"entities count as extra predictions: " + ", ".join(repr(x) for x in led.extra_ids) + (" …" if led.extra_recs > 5 else ""))
+    return {
+        "views": views, "ledgers": shown, "presence": presence,
+        # the exact sum over the exact count, rounded once (int / int is correctly rounded)
+        "mean_sim": led.sim_sum / (n_match << _SIM_UNIT) if n_match else 0.0,
+        "examples": {n: [dict(e) for e in x] for n, x in led.examples.items()},
+    }
+
+
+def _config_document(cfg: EntitiesConfig, plan: EntitiesPlan, ledger: EntitiesLedger, backend: Any, warnings: list[str]) -> dict[str, Any]:
+    """The configuration as the document gives it: with the similarity backend's description, its pairs scored and
+    failures (a failure is added to `warnings`), the strategies and types used."""
+    semantic_fields = [f for f in plan.fields_needed if cfg.strategy_for(f) is Strategy.SEMANTIC]
+    failures = {f: sum(ledger.semantic[f].values()) for f in semantic_fields}
+    failed = {f: n for f, n in failures.items() if n}
+    if failed:
+        warnings.append(
+            f"similarity backend {getattr(backend, 'name', 'custom')!r} could not score "
+            + ", ".join(f"{n} distinct value pair(s) of {f!r}" for f, n in failed.items())
+            + "; they score 0 in the alignment and count as wrong values."
+        )
+    cfg_dict = cfg.to_dict()
+    desc = describe_similarity(backend)
+    desc["fields"] = semantic_fields
+    desc["pairs_scored"] = {f: len(ledger.semantic[f]) for f in semantic_fields}
+    desc["failures"] = failures
+    cfg_dict["similarity"] = {"semantic": desc}
+    cfg_dict["semantic_backend"] = desc.get("name", "custom")
+    cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in plan.features_all}
+    cfg_dict["types_used"] = {f: cfg.types.get(f, "auto") for f in plan.fields_needed}
+    return cfg_dict
+
+
 def entities_result(
     ledger: EntitiesLedger,
     *,
@@ -45,43 +113,8 @@ def entities_result(
             raise _missing_everywhere(f, truth_source)
     display = {f: dict(zip(sorted(ledger.keys[f]), display_labels(sorted(ledger.keys[f])))) for f in plan.scored}
     names = sorted(ledger.models)
-    warnings: list[str] = []
-    for m in names:
-        led = ledger.models[m]
-        if led.invalid:
-            n = led.invalid
-            warnings.append(
-                f"model {m!r}: {n} predicted entit{'y is' if n == 1 else 'ies are'} not an object and {'counts' if n == 1 else 'count'} as extra "
-                f"predictions (first: {led.invalid_first})"
-            )
-        unknown_keys = sorted(led.unknown_keys)
-        if unknown_keys:
-            warnings.append(f"model {m!r}: predicted fields not in any ground-truth entity are ignored: {unknown_keys[:10]}")
-    results: dict[str, dict[str, Any]] = {}
-    for m in names:
-        led = ledger.models[m]
-        shown = {v: {f: replace(x, per_label=dict(sorted((display[f][key], c) for key, c in x.per_label.items())))
-                     for f, x in getattr(led, v).items()} for v in ("matched", "strict")}
-        n_match, n_un_g, n_un_p = led.presence.tp, led.presence.fn, led.presence.fp
-        presence = EntityPresence(counts=led.presence, invalid_predictions=led.invalid, zero_division=zd)
-        views = {
-            "matched": view_metrics("matched", shown["matched"], correct_rows=led.correct_rows, rows=n_match,
-                                    zero_division=zd, description=ENTITY_VIEWS["matched"]),
-            "strict": view_metrics("strict", shown["strict"], correct_rows=led.correct_rows, rows=n_match + n_un_g + n_un_p,
-                                   zero_division=zd, description=ENTITY_VIEWS["strict"]),
-        }
-        if led.missing_recs:
-            warnings.append(f"model {m!r}: {led.missing_recs} ground-truth record(s) have no prediction; their "
-                            f"entities count as missed: " + ", ".join(repr(x) for x in led.missing_ids) + (" …" if led.missing_recs > 5 else ""))
-        if led.extra_recs:
-            warnings.append(f"model {m!r}: {led.extra_recs} predicted record(s) are not in the ground truth; their "
-                            f"entities count as extra predictions: " + ", ".join(repr(x) for x in led.extra_ids) + (" …" if led.extra_recs > 5 else ""))
-        results[m] = {
-            "views": views, "ledgers": shown, "presence": presence,
-            # the exact sum over the exact count, rounded once (int / int is correctly rounded)
-            "mean_sim": led.sim_sum / (n_match << _SIM_UNIT) if n_match else 0.0,
-            "examples": {n: [dict(e) for e in x] for n, x in led.examples.items()},
-        }
+    warnings = _reading_warnings(ledger, names)
+    results = {m: _model_entry(m, ledger.models[m], display, zd, warnings) for m in names}
 
     winners, ranked = rank_on_strict_view(RANKING, {m: results[m]["views"]["strict"] for m in names}, plan.scored)
     models: dict[str, EntitiesModelResult] = {}
@@ -104,24 +137,7 @@ def entities_result(
             )
     if len(names) == 1:
         warnings.append(ONE_MODEL_NOTE)
-    semantic_fields = [f for f in plan.fields_needed if cfg.strategy_for(f) is Strategy.SEMANTIC]
-    failures = {f: sum(ledger.semantic[f].values()) for f in semantic_fields}
-    failed = {f: n for f, n in failures.items() if n}
-    if failed:
-        warnings.append(
-            f"similarity backend {getattr(backend, 'name', 'custom')!r} could not score "
-            + ", ".join(f"{n} distinct value pair(s) of {f!r}" for f, n in failed.items())
-            + "; they score 0 in the alignment and count as wrong values."
-        )
-    cfg_dict = cfg.to_dict()
-    desc = describe_similarity(backend)
-    desc["fields"] = semantic_fields
-    desc["pairs_scored"] = {f: len(ledger.semantic[f]) for f in semantic_fields}
-    desc["failures"] = failures
-    cfg_dict["similarity"] = {"semantic": desc}
-    cfg_dict["semantic_backend"] = desc.get("name", "custom")
-    cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in plan.features_all}
-    cfg_dict["types_used"] = {f: cfg.types.get(f, "auto") for f in plan.fields_needed}
+    cfg_dict = _config_document(cfg, plan, ledger, backend, warnings)
     return EntitiesResult(
         task="entities", n_records=ledger.n_records, features=tuple(plan.scored), key_fields=tuple(plan.key_fields), weights=dict(plan.weights),
         models=models, ranking=tuple(m for m, _ in ranked), feature_winners=winners, warnings=tuple(warnings),

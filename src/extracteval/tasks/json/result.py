@@ -184,14 +184,9 @@ def _means(per: Mapping[str, np.ndarray], keep: np.ndarray) -> dict[str, float]:
     return {k: float(got[_MEAN_OF[k]]) for k in _PER_RECORD}
 
 
-def json_result(ledger: JsonLedger, cfg: JsonConfig, rows: np.ndarray) -> JsonResult:
-    """Ratios, ranking and warnings of a ledger: the means, median, min and max of the per-record
-    scores in `rows` (`JsonCount.rows`, every record of the ledger in id order), summed counts,
-    the per-field table. The in-memory score and every engine end here."""
-    names = sorted(ledger.models)
-    n = ledger.n_records
-    if rows.shape[0] != n:
-        raise RuntimeError(f"expected {n} per-record rows, read {rows.shape[0]}")
+def _ledger_warnings(ledger: JsonLedger, names: list[str]) -> list[str]:
+    """What a ledger warns of, model by model: records without a prediction, predictions that are not
+    objects, records left out by their status; strategies of no field; similarity failures."""
     warnings: list[str] = []
 
     def shown(ids: tuple[Any, ...], count: int, fmt: Any = repr) -> str:
@@ -224,6 +219,18 @@ def json_result(ledger: JsonLedger, cfg: JsonConfig, rows: np.ndarray) -> JsonRe
                 "(see similarity_failures per field)."
             )
 
+    return warnings
+
+
+def json_result(ledger: JsonLedger, cfg: JsonConfig, rows: np.ndarray) -> JsonResult:
+    """Ratios, ranking and warnings of a ledger: the means, median, min and max of the per-record
+    scores in `rows` (`JsonCount.rows`, every record of the ledger in id order), summed counts,
+    the per-field table. The in-memory score and every engine end here."""
+    names = sorted(ledger.models)
+    n = ledger.n_records
+    if rows.shape[0] != n:
+        raise RuntimeError(f"expected {n} per-record rows, read {rows.shape[0]}")
+    warnings = _ledger_warnings(ledger, names)
     field_names = _sorted_fields(ledger.fields, cfg.flatten)
     order = {s.value: i for i, s in enumerate(_STRATEGIES)}
     per: dict[str, dict[str, np.ndarray]] = {}
