@@ -416,20 +416,8 @@ def _relabel(ledger: FeatureLedger, display: Mapping[str, str]) -> FeatureLedger
     return replace(ledger, per_label=dict(sorted((display[k], c) for k, c in ledger.per_label.items())))
 
 
-def labels_result(
-    ledger: LabelsLedger,
-    *,
-    config: LabelsConfig,
-    features: Sequence[str],
-    truth_source: str = "truth",
-    sources: Mapping[str, str] | None = None,
-) -> LabelsResult:
-    """Display labels, checks over the whole data set, ratios, feature winners and the ranking,
-    once, from the ledger of every record."""
-    cfg = config
-    feats = list(features)
-    names = sorted(ledger.models)
-    sources = sources or {}
+def _row_warnings(ledger: LabelsLedger, names: list[str], feats: list[str]) -> list[str]:
+    """Per model: rows without a prediction, rows without a truth, features it does not predict."""
     warnings: list[str] = []
     for m in names:
         led = ledger.models[m]
@@ -446,7 +434,13 @@ def labels_result(
         absent = [f for f in feats if f not in led.columns]
         if absent:
             warnings.append(f"model {m!r}: features missing from the predictions are predicted as {MISSING}: {absent}")
+    return warnings
 
+
+def _display_labels(ledger: LabelsLedger, cfg: LabelsConfig, feats: list[str], truth_source: str,
+                    warnings: list[str]) -> tuple[dict[str, dict[str, str]], dict[str, str | None]]:
+    """Per feature: each label key's display label, and the positive label as displayed (a positive label that occurs
+    nowhere is added to `warnings`); a feature missing in every truth record is an error."""
     display: dict[str, dict[str, str]] = {}
     positive: dict[str, str | None] = {}
     for f in feats:
@@ -463,6 +457,25 @@ def labels_result(
             positive[f] = display[f][pk] if pk in display[f] else (MISSING if pk == _MISSING_KEY else key_text(pk))
             if pk not in display[f]:
                 warnings.append(f"feature {f!r}: positive label {cfg.positive_labels[f]!r} occurs in no truth or prediction.")
+    return display, positive
+
+
+def labels_result(
+    ledger: LabelsLedger,
+    *,
+    config: LabelsConfig,
+    features: Sequence[str],
+    truth_source: str = "truth",
+    sources: Mapping[str, str] | None = None,
+) -> LabelsResult:
+    """Display labels, checks over the whole data set, ratios, feature winners and the ranking,
+    once, from the ledger of every record."""
+    cfg = config
+    feats = list(features)
+    names = sorted(ledger.models)
+    sources = sources or {}
+    warnings = _row_warnings(ledger, names, feats)
+    display, positive = _display_labels(ledger, cfg, feats, truth_source, warnings)
 
     for f, k in ledger.unparsable_truth.items():
         if k:
