@@ -13,7 +13,7 @@ files need not be sorted. Duplicated ids, and predictions for ids the truth does
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,52 +40,38 @@ def _id_of(id_key: str):  # type: ignore[no-untyped-def]
     return id_of
 
 
-def json_spark_job(
-    spark: Any, truth: str | None, predictions: Sequence[str], *, config: Any, similarity: Any, id_key: str = "id", records_mode: str = "auto",
-    partitions: int | None = None, keep_records: bool = False,
-) -> Any:
-    """The `SparkJob` of `score json --engine spark` (its task: the chunked engine's `JsonTask`,
-    its per-record scores carried in the ledger; `run().result`: `ChunkedJsonResult`)."""
-    require_pyspark()  # the install hint, not an ImportError, without pyspark
+def _read_lines(spark: Any, path: str, *, id_key: str, safety_key: str) -> tuple[Any, bool]:
+    """One JSONL file as (id, line) rows on Spark, and whether its records are in the pairs layout (read from its
+    first line); a missing, empty or non-JSONL file is an error naming it."""
     from pyspark.sql import functions as F
 
-    from extracteval.tasks.json.chunked import JsonTask
-    from extracteval.io.config import model_files
-    from extracteval.tasks.json.chunks import JsonChunk, is_pairs, parse_record
-    from extracteval.tasks.json.inputs import _canon, _loads
-    from extracteval.spark.engine import SparkJob
-    from extracteval.spark.ordered import RowsInLedger, in_id_order
     from extracteval.spark.engine import guard as _guard
     from extracteval.spark.engine import read_keyed_lines
+    from extracteval.tasks.json.chunks import is_pairs
+    from extracteval.tasks.json.inputs import _loads
 
-    safety_key = config.safety_key
+    if not Path(path).exists() and "://" not in path:
+        raise InputError(f"{path}: file not found.")
+    if Path(path).suffix.lower() not in (".jsonl", ".ndjson"):
+        raise InputError(f"{path}: --engine spark reads JSONL files for the json task; {Path(path).suffix!r} is not one.")
+    text = spark.read.text(path)
+    first = _guard(lambda: text.filter(F.trim(F.col("value")) != "").first())
+    if first is None:
+        raise InputError(f"{path}: the file is empty; expected one JSON object per line with an 'id' key.")
+    try:
+        obj = _loads(first["value"])
+    except ValueError as e:
+        raise InputError(f"{path}: the first line is not valid JSON ({e}).") from None
+    pairs = isinstance(obj, dict) and is_pairs(obj, id_key, safety_key)
+    return read_keyed_lines(spark, path, _id_of(id_key)), pairs
 
-    def read(path: str) -> tuple[Any, bool]:
-        if not Path(path).exists() and "://" not in path:
-            raise InputError(f"{path}: file not found.")
-        if Path(path).suffix.lower() not in (".jsonl", ".ndjson"):
-            raise InputError(f"{path}: --engine spark reads JSONL files for the json task; {Path(path).suffix!r} is not one.")
-        text = spark.read.text(path)
-        first = _guard(lambda: text.filter(F.trim(F.col("value")) != "").first())
-        if first is None:
-            raise InputError(f"{path}: the file is empty; expected one JSON object per line with an 'id' key.")
-        try:
-            obj = _loads(first["value"])
-        except ValueError as e:
-            raise InputError(f"{path}: the first line is not valid JSON ({e}).") from None
-        pairs = isinstance(obj, dict) and is_pairs(obj, id_key, safety_key)
-        return read_keyed_lines(spark, path, _id_of(id_key)), pairs
 
-    models = {name: str(path) for name, path in model_files(predictions).items()}
-    specs = list(models)
-    pred_dfs = {m: read(models[m]) for m in specs}
-    if truth is not None:
-        tdf, t_pairs = read(truth)
-        truth_source, t_role = str(truth), "truth"
-    elif len(specs) == 1 and pred_dfs[specs[0]][1]:
-        (tdf, t_pairs), truth_source, t_role = pred_dfs[specs[0]], models[specs[0]], "predictions"
-    else:
-        raise InputError("--engine spark needs --truth FILE (or a single pairs-layout predictions file holding the truth).")
+def _joined(tdf: Any, pred_dfs: Mapping[str, tuple[Any, bool]], specs: Sequence[str], models: Mapping[str, str], truth_source: str) -> Any:
+    """The truth's lines (`tl`) and each model's (`l<i>`) joined by id; a predicted id the truth lacks is an error."""
+    from pyspark.sql import functions as F
+
+    from extracteval.spark.engine import guard as _guard
+
     joined = tdf.select(F.col(_ID), F.col("line").alias("tl"))
     for i, m in enumerate(specs):
         pdf, _ = pred_dfs[m]
@@ -97,6 +83,39 @@ def json_spark_job(
                 f"{' …' if len(shown) > 5 else ''}. Every prediction must have a ground-truth record."
             )
         joined = joined.join(pdf.select(F.col(_ID), F.col("line").alias(f"l{i}")), on=_ID, how="left")
+    return joined
+
+
+def json_spark_job(
+    spark: Any, truth: str | None, predictions: Sequence[str], *, config: Any, similarity: Any, id_key: str = "id", records_mode: str = "auto",
+    partitions: int | None = None, keep_records: bool = False,
+) -> Any:
+    """The `SparkJob` of `score json --engine spark` (its task: the chunked engine's `JsonTask`,
+    its per-record scores carried in the ledger; `run().result`: `ChunkedJsonResult`)."""
+    require_pyspark()  # the install hint, not an ImportError, without pyspark
+
+    from extracteval.tasks.json.chunked import JsonTask
+    from extracteval.io.config import model_files
+    from extracteval.tasks.json.chunks import JsonChunk, parse_record
+    from extracteval.tasks.json.inputs import _canon, _loads
+    from extracteval.spark.engine import SparkJob
+    from extracteval.spark.ordered import RowsInLedger, in_id_order
+
+    safety_key = config.safety_key
+
+    read = lambda path: _read_lines(spark, path, id_key=id_key, safety_key=safety_key)  # noqa: E731
+
+    models = {name: str(path) for name, path in model_files(predictions).items()}
+    specs = list(models)
+    pred_dfs = {m: read(models[m]) for m in specs}
+    if truth is not None:
+        tdf, t_pairs = read(truth)
+        truth_source, t_role = str(truth), "truth"
+    elif len(specs) == 1 and pred_dfs[specs[0]][1]:
+        (tdf, t_pairs), truth_source, t_role = pred_dfs[specs[0]], models[specs[0]], "predictions"
+    else:
+        raise InputError("--engine spark needs --truth FILE (or a single pairs-layout predictions file holding the truth).")
+    joined = _joined(tdf, pred_dfs, specs, models, truth_source)
     joined = in_id_order(joined, _ID, partitions)
     layouts = {m: pred_dfs[m][1] for m in specs}
 
