@@ -234,52 +234,16 @@ class LabelsAdapter(FeatureViewsAdapter):
         ids = frame_ids(ids, targets, predictions, truth_source, status=status, nonempty=True)
         objects = [_object_cell(v) for v in targets]
         per_object = objects[0] is not None
-        rows: list[dict[str, Any]] = []
-        for r, v, obj in zip(ids, targets, objects):
-            if per_object:
-                if obj is None:
-                    raise InputError(f"{truth_source}: record {r!r}: expected an object of feature labels like the first record, "
-                                     f"but found {type(v).__name__} {_short(v)}.")
-                rows.append(obj)
-            else:
-                ok, label = _scalar_cell(v)
-                if obj is not None or not ok:
-                    raise InputError(f"{truth_source}: record {r!r}: expected one label (text, number or empty) like the first record, "
-                                     f"but found {type(v).__name__} {_short(v)}.")
-                rows.append({label_name: label})
-        truth = pd.DataFrame.from_records(rows, index=pd.Index(ids, name="id"))
+        truth = _truth_frame(ids, targets, objects, per_object=per_object, label_name=label_name, truth_source=truth_source)
         preds = []
         invalid: dict[str, list[str]] = {}
         not_predicted: dict[str, list[str]] = {}
         for name, cells in predictions.items():
-            given = (status or {}).get(name)
-            keep, prow = [], []
-            for i, (r, v) in enumerate(zip(ids, cells)):
-                obj = _object_cell(v) if per_object else None
-                st = status_text(obj.pop("status", None)) if obj is not None else ""
-                if given is not None and status_text(given[i]):
-                    st = status_text(given[i])
-                if st.lower() not in ("", "ok", "pending", "error"):
-                    raise InputError(f"status of model {name!r}: record {r!r}: status must be one of ok, pending, error (or empty), but found {st!r}.")
-                if st.lower() in ("pending", "error"):
-                    not_predicted.setdefault(name, []).append(r)
-                    continue  # not a prediction, as a pending or error row of a file
-                if per_object and is_empty(v):
-                    continue  # no output: the record has no prediction, as when a file lacks it
-                    # (one label per record: an empty cell is the label "missing", a value)
-                if per_object:
-                    if obj is None:
-                        invalid.setdefault(name, []).append(r)
-                        continue
-                    prow.append(obj)
-                else:
-                    ok, label = _scalar_cell(v)
-                    if not ok:
-                        invalid.setdefault(name, []).append(r)
-                        continue
-                    prow.append({label_name: label})
-                keep.append(r)
-            frame = pd.DataFrame.from_records(prow, index=pd.Index(keep, name="id")) if prow else pd.DataFrame(index=pd.Index([], name="id", dtype=object))
+            frame, invalid_ids, pending = _model_rows(name, ids, cells, (status or {}).get(name), per_object=per_object, label_name=label_name)
+            if invalid_ids:
+                invalid[name] = invalid_ids
+            if pending:
+                not_predicted[name] = pending
             preds.append(ModelLabels(name=name, values=frame, source=f"predictions of model {name!r}"))
         features = config.get("features")
         if features is not None and (isinstance(features, str) or not all(isinstance(f, str) for f in features)):
@@ -406,6 +370,59 @@ class LabelsAdapter(FeatureViewsAdapter):
         if len(labels):
             out.append(Section(title="Per-label one-vs-rest metrics (strict view)", table=labels))
         return out + closing_sections(scored.doc.get("warnings") or [], scored.doc["config"])
+
+
+def _truth_frame(ids: Sequence[str], targets: Sequence[Any], objects: Sequence[dict[str, Any] | None], *, per_object: bool, label_name: str,
+                 truth_source: str) -> pd.DataFrame:
+    """The targets as a frame of feature labels indexed by id: objects like the first record's, or one label each."""
+    rows: list[dict[str, Any]] = []
+    for r, v, obj in zip(ids, targets, objects):
+        if per_object:
+            if obj is None:
+                raise InputError(f"{truth_source}: record {r!r}: expected an object of feature labels like the first record, "
+                                 f"but found {type(v).__name__} {_short(v)}.")
+            rows.append(obj)
+        else:
+            ok, label = _scalar_cell(v)
+            if obj is not None or not ok:
+                raise InputError(f"{truth_source}: record {r!r}: expected one label (text, number or empty) like the first record, "
+                                 f"but found {type(v).__name__} {_short(v)}.")
+            rows.append({label_name: label})
+    return pd.DataFrame.from_records(rows, index=pd.Index(ids, name="id"))
+
+
+def _model_rows(name: str, ids: Sequence[str], cells: Sequence[Any], given: Sequence[Any] | None, *, per_object: bool,
+                label_name: str) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """One model's cells as its frame of predicted labels (the rows that are predictions), the ids of
+    outputs that are not of the records' shape, and the ids whose status is pending or error."""
+    keep, prow, invalid, not_predicted = [], [], [], []
+    for i, (r, v) in enumerate(zip(ids, cells)):
+        obj = _object_cell(v) if per_object else None
+        st = status_text(obj.pop("status", None)) if obj is not None else ""
+        if given is not None and status_text(given[i]):
+            st = status_text(given[i])
+        if st.lower() not in ("", "ok", "pending", "error"):
+            raise InputError(f"status of model {name!r}: record {r!r}: status must be one of ok, pending, error (or empty), but found {st!r}.")
+        if st.lower() in ("pending", "error"):
+            not_predicted.append(r)
+            continue  # not a prediction, as a pending or error row of a file
+        if per_object and is_empty(v):
+            continue  # no output: the record has no prediction, as when a file lacks it
+            # (one label per record: an empty cell is the label "missing", a value)
+        if per_object:
+            if obj is None:
+                invalid.append(r)
+                continue
+            prow.append(obj)
+        else:
+            ok, label = _scalar_cell(v)
+            if not ok:
+                invalid.append(r)
+                continue
+            prow.append({label_name: label})
+        keep.append(r)
+    frame = pd.DataFrame.from_records(prow, index=pd.Index(keep, name="id")) if prow else pd.DataFrame(index=pd.Index([], name="id", dtype=object))
+    return frame, invalid, not_predicted
 
 
 def _label_cells(values: pd.DataFrame) -> dict[str, Any]:
