@@ -152,6 +152,59 @@ def _id_renamed(source: Any, id_column: str) -> Any:
     return renamed(source, id_column, "id", what="id_column")
 
 
+_Span = tuple[int, int, str, str | None]  # start, end (exclusive), tag, the span's own text when given
+
+
+def _gold_rows(ids: Sequence[str], targets: Sequence[Any], truth_source: str) -> dict[str, tuple[str | None, list[_Span]]]:
+    """Each record's document text (or None) and gold spans, checked: an unreadable or empty truth cell, an
+    ill-formed span or a span whose text differs from the document is an error naming the record."""
+    gold_rows: dict[str, tuple[str | None, list[_Span]]] = {}
+    for rid, cell in zip(ids, targets):
+        try:
+            text, raw = _cell_spans(cell, ("spans", "gold"))
+        except ValueError as e:
+            raise InputError(f"{truth_source}: record {rid!r}: {e}.") from None
+        if raw is _NO_SPANS:
+            raise InputError(f"{truth_source}: record {rid!r}: the ground truth is empty; expected a list of spans ([] for none).")
+        spans = []
+        for j, sp in enumerate(raw):
+            try:
+                s, e, tag, own = _span(sp, text)
+            except ValueError as err:
+                raise InputError(f"{truth_source}: record {rid!r}: span {j}: {err}.") from None
+            if own is not None and text is not None and text[s:e] != own:
+                raise InputError(f"{truth_source}: record {rid!r}: span {j}: text {own!r} differs from the document text at [{s}, {e}), {text[s:e]!r}.")
+            spans.append((s, e, tag, own))
+        gold_rows[rid] = (text, spans)
+    return gold_rows
+
+
+def _predicted_rows(ids: Sequence[str], cells: Sequence[Any], gold_rows: Mapping[str, tuple[str | None, list[_Span]]]) -> tuple[dict[str, list[_Span]], list[str], int]:
+    """One model's spans per record, the records whose output is not a list of spans (predicting none), and how many
+    ill-formed spans were dropped."""
+    rows: dict[str, list[_Span]] = {}
+    bad_outputs: list[str] = []
+    bad_spans = 0
+    for rid, cell in zip(ids, cells):
+        text = gold_rows[rid][0]
+        try:
+            _, raw = _cell_spans(cell, ("spans", "pred"))
+        except ValueError:
+            bad_outputs.append(rid)
+            raw = []
+        if raw is _NO_SPANS:
+            bad_outputs.append(rid)
+            raw = []
+        keep = []
+        for sp in raw:
+            try:
+                keep.append(_span(sp, text))
+            except ValueError:
+                bad_spans += 1
+        rows[rid] = keep
+    return rows, bad_outputs, bad_spans
+
+
 class SpansAdapter(CellPredictions):
     task = "spans"
     record_is_value = True
@@ -338,48 +391,11 @@ class SpansAdapter(CellPredictions):
 
         cfg = self.build_config(config)
         ids = frame_ids(ids, targets, predictions, truth_source)
-        gold_rows: dict[str, tuple[str | None, list[tuple[int, int, str, str | None]]]] = {}
-        for rid, cell in zip(ids, targets):
-            try:
-                text, raw = _cell_spans(cell, ("spans", "gold"))
-            except ValueError as e:
-                raise InputError(f"{truth_source}: record {rid!r}: {e}.") from None
-            if raw is _NO_SPANS:
-                raise InputError(f"{truth_source}: record {rid!r}: the ground truth is empty; expected a list of spans ([] for none).")
-            spans = []
-            for j, sp in enumerate(raw):
-                try:
-                    s, e, tag, own = _span(sp, text)
-                except ValueError as err:
-                    raise InputError(f"{truth_source}: record {rid!r}: span {j}: {err}.") from None
-                if own is not None and text is not None and text[s:e] != own:
-                    raise InputError(f"{truth_source}: record {rid!r}: span {j}: text {own!r} differs from the document text at [{s}, {e}), {text[s:e]!r}.")
-                spans.append((s, e, tag, own))
-            gold_rows[rid] = (text, spans)
+        gold_rows = _gold_rows(ids, targets, truth_source)
         pred_rows: dict[str, dict[str, list[tuple[int, int, str, str | None]]]] = {}
         invalid: dict[str, dict[str, Any]] = {}
         for name, cells in predictions.items():
-            rows: dict[str, list[tuple[int, int, str, str | None]]] = {}
-            bad_outputs: list[str] = []
-            bad_spans = 0
-            for rid, cell in zip(ids, cells):
-                text = gold_rows[rid][0]
-                try:
-                    _, raw = _cell_spans(cell, ("spans", "pred"))
-                except ValueError:
-                    bad_outputs.append(rid)
-                    raw = []
-                if raw is _NO_SPANS:
-                    bad_outputs.append(rid)
-                    raw = []
-                keep = []
-                for sp in raw:
-                    try:
-                        keep.append(_span(sp, text))
-                    except ValueError:
-                        bad_spans += 1
-                rows[rid] = keep
-            pred_rows[name] = rows
+            pred_rows[name], bad_outputs, bad_spans = _predicted_rows(ids, cells, gold_rows)
             if bad_outputs or bad_spans:
                 invalid[name] = {"count": len(bad_outputs), "record_ids": bad_outputs[:20], "invalid_spans": bad_spans}
         order = sorted(ids)
