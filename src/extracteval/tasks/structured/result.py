@@ -74,6 +74,52 @@ def ranked_result(results: Mapping[str, StructuredModelResult], *, config: Struc
     )
 
 
+def _score_model_general(ids: Sequence[str], truth: Mapping[str, Any], preds: Mapping[str, Any], ref_keys: Mapping[str, Any], scorer: Any,
+                         per_field: dict[str, list[int]], progress: Callable[[int, int, str, dict[str, float]], None] | None,
+                         model: str) -> list[StructuredRecord]:
+    """Every record of one model scored by the options' general scorer (similar leaves, aligned
+    lists…), a record without output as missing; `progress` told the running rates."""
+    recs = []
+    running = [0] * 8
+    for k, i in enumerate(ids, start=1):
+        if i not in preds:
+            rec = _missing_record(i, ref_keys[i], "no output for this id", per_field)
+        else:
+            rec = scorer.record(i, truth[i], preds[i], ref_keys[i], per_field)
+        recs.append(rec)
+        if progress is not None:
+            running[0] += 1
+            running[1] += rec.valid
+            running[4] += rec.exact
+            progress(k, len(ids), model, _RunningRates(running))
+    return recs
+
+
+def _summed(recs: Sequence[StructuredRecord]) -> StructuredCounts:
+    return StructuredCounts(
+        records=len(recs),
+        valid=sum(r.valid for r in recs),
+        strict_valid=sum(r.valid and not r.extracted for r in recs),
+        extracted=sum(r.extracted for r in recs),
+        exact=sum(r.exact for r in recs),
+        tp=sum(r.tp for r in recs),
+        fp=sum(r.fp for r in recs),
+        fn=sum(r.fn for r in recs),
+    )
+
+
+def _texts(recs: Sequence[StructuredRecord], truth: Mapping[str, Any], preds: Mapping[str, Any], scorer: Any) -> tuple[list[str], list[str]]:
+    """Each record's output and reference as the extended (similarity) scores compare them: canonical JSON text, or
+    the raw output when it holds no JSON."""
+    pred_texts, ref_texts = [], []
+    for r in recs:
+        raw = preds.get(r.id)
+        parsed = scorer.parse(raw)
+        pred_texts.append(canonical_text(parsed.value) if parsed.ok else ("" if raw is None else str(raw)))
+        ref_texts.append(canonical_text(truth[r.id]))
+    return pred_texts, ref_texts
+
+
 def count_structured(
     truth: Mapping[str, Any],
     predictions: Mapping[str, Mapping[str, Any]],
@@ -109,39 +155,10 @@ def count_structured(
             if fast:
                 recs, running, n_missing = _score_model_exact(ids, preds, fast_refs, per_field, progress, m)
             else:
-                for k, i in enumerate(ids, start=1):
-                    if i not in preds:
-                        rec = _missing_record(i, ref_keys[i], "no output for this id", per_field)
-                    else:
-                        rec = scorer.record(i, truth[i], preds[i], ref_keys[i], per_field)
-                    recs.append(rec)
-                    if progress is not None:
-                        running[0] += 1
-                        running[1] += rec.valid
-                        running[4] += rec.exact
-                        progress(k, len(ids), m, _RunningRates(running))
-        if fast:
-            total = StructuredCounts(**dict(zip(_COUNT_FIELDS, running)))
-        else:
-            total = StructuredCounts(
-                records=len(recs),
-                valid=sum(r.valid for r in recs),
-                strict_valid=sum(r.valid and not r.extracted for r in recs),
-                extracted=sum(r.extracted for r in recs),
-                exact=sum(r.exact for r in recs),
-                tp=sum(r.tp for r in recs),
-                fp=sum(r.fp for r in recs),
-                fn=sum(r.fn for r in recs),
-            )
-        extended = {}
-        for metric, backend in sorted((similarity or {}).items()):
-            pred_texts, ref_texts = [], []
-            for r in recs:
-                raw = preds.get(r.id)
-                parsed = scorer.parse(raw)
-                pred_texts.append(canonical_text(parsed.value) if parsed.ok else ("" if raw is None else str(raw)))
-                ref_texts.append(canonical_text(truth[r.id]))
-            extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
+                recs = _score_model_general(ids, truth, preds, ref_keys, scorer, per_field, progress, m)
+        total = StructuredCounts(**dict(zip(_COUNT_FIELDS, running))) if fast else _summed(recs)
+        extended = {metric: extended_scores(backend, *_texts(recs, truth, preds, scorer), threshold=config.pass_threshold)[0]
+                    for metric, backend in sorted((similarity or {}).items())}
         bad = recs.invalid() if isinstance(recs, StructuredRecords) else ((r.id, r.error) for r in recs if not r.valid)
         invalid = tuple(islice(({"id": i, "error": e, "output": _preview(preds.get(i))} for i, e in bad), _EXAMPLES))
         ledgers[m] = _ModelLedger(
