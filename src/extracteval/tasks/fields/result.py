@@ -24,6 +24,87 @@ def _some(names: list[Any], limit: int = 20) -> str:
     return f"{names[:limit]!r} and {len(names) - limit:,} more"
 
 
+def _input_warnings(ledger: FieldsLedger, plan: FieldsPlan) -> list[str]:
+    """What the inputs warn of: strategies of fields the truth lacks; per model, records without a prediction,
+    columns the truth lacks (ignored), fields the predictions lack (empty predictions)."""
+    cfg, scored, all_fields, model_names = plan.config, list(plan.scored), list(plan.fields), list(ledger.models)
+    warnings: list[str] = []
+    unknown_strat = sorted(set(cfg.strategies) - set(all_fields))
+    if unknown_strat:
+        warnings.append(f"strategies given for fields that are not in the ground truth: {unknown_strat}")
+    for m in model_names:
+        if ledger.missing[m]:
+            shown = ", ".join(repr(x) for x in ledger.missing_ids[m]) + (" …" if ledger.missing[m] > 5 else "")
+            warnings.append(
+                f"model {m!r}: {ledger.missing[m]} ground-truth record(s) have no prediction and count as empty predictions: {shown}"
+            )
+        columns = ledger.columns[m]
+        known, present = set(all_fields), set(columns)  # sets: a file of 100,000 columns is not 10^10 comparisons
+        unknown_cols = [c for c in columns if str(c) not in known]
+        if unknown_cols and not plan.fields_given:
+            warnings.append(f"model {m!r}: columns not in the ground truth are ignored: {_some(unknown_cols)}")
+        absent_cols = [f for f in scored if f not in present]
+        if absent_cols:
+            warnings.append(f"model {m!r}: fields missing from the predictions count as empty predictions: {_some(absent_cols)}")
+    return warnings
+
+
+def _field_metrics(ledger: FieldsLedger, mi: int, model: str, scored: Sequence[str], cfg: FieldsConfig) -> dict[str, FieldMetrics]:
+    """One model's metrics of each field: its counts, ratios, exact-match rate, flags and examples."""
+    zd = cfg.zero_division
+    sums = ledger.counts[mi]  # (fields, 7)
+    r = ratios(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3], zero_division=zd)
+    fm: dict[str, FieldMetrics] = {}
+    for j, fname in enumerate(scored):
+        c = Counts(**{k: int(sums[j, i]) for i, k in enumerate(_LEDGER_COLUMNS)})
+        flags: list[str] = []
+        if c.no_valid_classifications:
+            flags.append("no_valid_classifications")
+            p_, r_, f_, a_, e_ = 0.0, 0.0, 0.0, 0.0, 0.0
+        else:
+            p_, r_, f_, a_ = (float(r[k][j]) for k in ("precision", "recall", "f1", "accuracy"))
+            e_ = c.exact / c.cells if c.cells else zd
+            if c.cells < cfg.min_records:
+                flags.append("small_sample")
+        if c.tp == c.fp == c.fn == 0 and c.tn > 0:
+            flags.append("all_true_negative")
+        ex = ledger.examples.get((model, fname), {})
+        fm[fname] = FieldMetrics(
+            counts=c, precision=p_, recall=r_, f1=f_, accuracy=a_, exact_match_rate=e_,
+            strategy=cfg.strategy_for(fname).value, flags=tuple(flags),
+            examples={kind: [dict(e) for e in v] for kind, v in ex.items()},
+        )
+    return fm
+
+
+def _intervals(ledger: FieldsLedger, plan: FieldsPlan, ranking: Sequence[str], *, records: RecordLedger | None,
+               record_rows: Callable[[], np.ndarray | Iterable[np.ndarray]] | None) -> tuple[dict[str, Interval], tuple[PairComparison, ...]]:
+    """Each model's bootstrap interval of its overall F1 and each adjacent pair's paired interval (none when the
+    bootstrap is off or there are no records)."""
+    cfg, scored, model_names, n, zd = plan.config, list(plan.scored), list(ledger.models), ledger.n_records, plan.config.zero_division
+    intervals: dict[str, Interval] = {}
+    comparisons: tuple[PairComparison, ...] = ()
+    if cfg.bootstrap > 0 and n > 0:
+        pairs = list(zip(ranking[:-1], ranking[1:]))
+        if record_rows is None and records is not None:
+            record_rows = records.bootstrap_row_blocks
+        intervals, diffs = bootstrap_macro_f1_patterns(
+            model_names,
+            (len(scored), 4),
+            ledger.patterns,
+            ledger.freq,
+            pairs,
+            records=record_rows,
+            n_records=n,
+            resamples=cfg.bootstrap,
+            confidence=cfg.confidence,
+            seed=cfg.seed,
+            zero_division=zd,
+        )
+        comparisons = tuple(PairComparison(higher=a, lower=b, difference=diffs[(a, b)]) for a, b in pairs)
+    return intervals, comparisons
+
+
 def fields_result(
     ledger: FieldsLedger,
     plan: FieldsPlan,
@@ -46,58 +127,17 @@ def fields_result(
     model_names = list(ledger.models)
     n = ledger.n_records
     n_models = len(model_names)
-    warnings: list[str] = []
-    unknown_strat = sorted(set(cfg.strategies) - set(all_fields))
-    if unknown_strat:
-        warnings.append(f"strategies given for fields that are not in the ground truth: {unknown_strat}")
-    for m in model_names:
-        if ledger.missing[m]:
-            shown = ", ".join(repr(x) for x in ledger.missing_ids[m]) + (" …" if ledger.missing[m] > 5 else "")
-            warnings.append(
-                f"model {m!r}: {ledger.missing[m]} ground-truth record(s) have no prediction and count as empty predictions: {shown}"
-            )
-        columns = ledger.columns[m]
-        known, present = set(all_fields), set(columns)  # sets: a file of 100,000 columns is not 10^10 comparisons
-        unknown_cols = [c for c in columns if str(c) not in known]
-        if unknown_cols and not plan.fields_given:
-            warnings.append(f"model {m!r}: columns not in the ground truth are ignored: {_some(unknown_cols)}")
-        absent_cols = [f for f in scored if f not in present]
-        if absent_cols:
-            warnings.append(f"model {m!r}: fields missing from the predictions count as empty predictions: {_some(absent_cols)}")
+    warnings = _input_warnings(ledger, plan)
 
     # ledgers and ratios
     zd = cfg.zero_division
     model_fields: dict[str, dict[str, FieldMetrics]] = {}
     totals: dict[str, Counts] = {}
-    for mi, m in enumerate(model_names):
-        sums = ledger.counts[mi]  # (fields, 7)
-        r = ratios(sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3], zero_division=zd)
-        fm: dict[str, FieldMetrics] = {}
-        for j, fname in enumerate(scored):
-            c = Counts(**{k: int(sums[j, i]) for i, k in enumerate(_LEDGER_COLUMNS)})
-            flags: list[str] = []
-            if c.no_valid_classifications:
-                flags.append("no_valid_classifications")
-                p_, r_, f_, a_, e_ = 0.0, 0.0, 0.0, 0.0, 0.0
-            else:
-                p_, r_, f_, a_ = (float(r[k][j]) for k in ("precision", "recall", "f1", "accuracy"))
-                e_ = c.exact / c.cells if c.cells else zd
-                if c.cells < cfg.min_records:
-                    flags.append("small_sample")
-            if c.tp == c.fp == c.fn == 0 and c.tn > 0:
-                flags.append("all_true_negative")
-            ex = ledger.examples.get((m, fname), {})
-            fm[fname] = FieldMetrics(
-                counts=c, precision=p_, recall=r_, f1=f_, accuracy=a_, exact_match_rate=e_,
-                strategy=cfg.strategy_for(fname).value, flags=tuple(flags),
-                examples={kind: [dict(e) for e in v] for kind, v in ex.items()},
-            )
-        model_fields[m] = fm
-        totals[m] = sum((f.counts for f in fm.values()), Counts())
-
     overall: dict[str, dict[str, float]] = {}
     micro: dict[str, dict[str, float]] = {}
     for mi, m in enumerate(model_names):
+        model_fields[m] = _field_metrics(ledger, mi, m, scored, cfg)
+        totals[m] = sum((f.counts for f in model_fields[m].values()), Counts())
         got = fields_metrics(ledger.counts[mi][:, :4], zero_division=zd)
         overall[m] = {k: float(got[f"overall/{k}"]) for k in ("precision", "recall", "f1", "accuracy")}
         micro[m] = {k: float(got[f"micro/{k}"]) for k in ("precision", "recall", "f1", "accuracy")}
@@ -107,26 +147,7 @@ def fields_result(
     ranked = rank_by_metrics(RANKING, {m: {f"overall/{k}": overall[m][k] for k in ("f1", "precision", "recall")} for m in model_names}, wins)
     ranking = tuple(r.model for r in ranked)
 
-    intervals: dict[str, Interval] = {}
-    comparisons: tuple[PairComparison, ...] = ()
-    if cfg.bootstrap > 0 and n > 0:
-        pairs = list(zip(ranking[:-1], ranking[1:]))
-        if record_rows is None and records is not None:
-            record_rows = records.bootstrap_row_blocks
-        intervals, diffs = bootstrap_macro_f1_patterns(
-            model_names,
-            (len(scored), 4),
-            ledger.patterns,
-            ledger.freq,
-            pairs,
-            records=record_rows,
-            n_records=n,
-            resamples=cfg.bootstrap,
-            confidence=cfg.confidence,
-            seed=cfg.seed,
-            zero_division=zd,
-        )
-        comparisons = tuple(PairComparison(higher=a, lower=b, difference=diffs[(a, b)]) for a, b in pairs)
+    intervals, comparisons = _intervals(ledger, plan, ranking, records=records, record_rows=record_rows)
 
     sources = {m: plan.sources.get(m, "") for m in model_names}
     missing_counts = dict(ledger.missing)
