@@ -142,7 +142,9 @@ def item_metrics(counts: Any, *, which: tuple[str, ...] | None = None, zero_divi
     """The macro and micro averages of items' confusion counts: `counts` (..., items, 4) holds each
     item's tp, fp, fn, tn (leading axes: models, resamples…), or is the four (..., items) arrays
     tp, fp, fn, tn; `macro/<kind>` is the mean over the
-    items with any count of each item's ratio (`empty` when no item has one), `micro/<kind>` the ratio
+    items with any count of each item's ratio (`empty` when no item has one; over leading axes the
+    sum of the counted items' ratios over their number, which may differ from a single set's
+    `np.mean` in the last bit), `micro/<kind>` the ratio
     of the counts summed over items, for each kind of `RATIO_KINDS` (`which`: only these keys).
     The one reduction behind the `fields` task's overall and micro metrics and the `spans` task's
     macro and micro ones, wherever they are computed: a result, a resample, a row of feedback.
@@ -164,7 +166,12 @@ def item_metrics(counts: Any, *, which: tuple[str, ...] | None = None, zero_divi
         micro = ratios(tp.sum(axis=-1), fp.sum(axis=-1), fn.sum(axis=-1), tn.sum(axis=-1), zero_division=zero_division)
         out.update({k: np.asarray(micro[k.split("/")[1]], dtype=np.float64) for k in keys if k.startswith("micro/")})
     macro = [k for k in keys if k.startswith("macro/")]
-    if macro == ["macro/f1"]:  # F1 alone: the leaderboard's hot path (all four ratios cost four times as much)
+    if macro and np.ndim(tp) == 1:  # one set of items (a result): the mean of the counted items' ratios, as np.mean sums them
+        r = ratios(tp, fp, fn, tn, zero_division=zero_division)
+        valid = (np.add(tp, fp, dtype=np.float64) + fn + tn) > 0
+        for k in macro:
+            out[k] = np.float64(np.mean(r[k.split("/")[1]][valid])) if valid.any() else np.float64(empty)
+    elif macro == ["macro/f1"]:  # F1 alone: the leaderboard's hot path (all four ratios cost four times as much)
         out["macro/f1"] = macro_f1(tp, fp, fn, tn, zero_division=zero_division)
         if empty != 0.0:
             none = ~((np.add(tp, fp, dtype=np.float64) + fn + tn) > 0).any(axis=-1)
