@@ -36,7 +36,12 @@ def make_decision(task: str, columns: tuple[str, ...], matrices: dict[str, Any],
     """The `Decision` for args.baseline vs args.candidate from per-record count matrices."""
     from extracteval.core.decision import DecisionThresholds, decide
     from extracteval.errors import InputError
-    from extracteval.tasks import task_module
+    from extracteval.tasks import TASKS, present
+
+    count_map = present(task, "metrics") if task in TASKS else None
+    if not hasattr(count_map, "count_metrics"):  # the decision reads named counts by the task's own map
+        raise InputError(f"the decision needs the per-record counts of a structured or toolcalls result (`extracteval score structured|toolcalls "
+                         f"… --output DIR`); this result's task is {task!r}.")
 
     for role in ("baseline", "candidate"):
         name = getattr(args, role)
@@ -56,7 +61,7 @@ def make_decision(task: str, columns: tuple[str, ...], matrices: dict[str, Any],
         resamples=args.resamples,
         seed=args.seed,
         zero_division=zero_division,
-        count_map=task_module(task, "metrics"),
+        count_map=count_map,
     )
 
 

@@ -173,3 +173,18 @@ def test_missing_and_extra_ids_are_reported(cli, files) -> None:
     doc = cli("score", "structured", "--truth", str(files["truth"]), "--predictions", f"p={preds}", "--json").json()
     assert doc["models"]["p"]["extra_ids"] == ["zz9"] and len(doc["models"]["p"]["missing_ids"]) == 19
     assert doc["models"]["p"]["missing_ids"][:3] == ["r0", "r2", "r3"]  # natural id order
+
+
+def test_compare_models_on_a_result_without_a_known_task_is_one_clear_error(cli, files) -> None:
+    """A result.json that names no task (or one the decision does not know) is refused with exit 2 saying whose counts
+    the decision reads; a metric of the other task is refused naming this task's metrics."""
+    out = files["dir"] / "out"
+    assert cli("score", "structured", "--truth", str(files["truth"]), "--predictions", f"llm={files['llm']}", "--predictions",
+               f"slm={files['slm']}", "--output", str(out)).code == 0
+    other = cli("compare-models", "--result", str(out), "--baseline", "llm", "--candidate", "slm", "--metric", "call_accuracy")
+    assert other.code == 2 and "call_accuracy" in other.err and "field_f1" in other.err and "Traceback" not in other.err, other.err
+    doc = json.loads((out / "result.json").read_text())
+    doc.pop("task")
+    (out / "result.json").write_text(json.dumps(doc))
+    r = cli("compare-models", "--result", str(out), "--baseline", "llm", "--candidate", "slm", "--metric", "json_valid_rate")
+    assert r.code == 2 and "structured or toolcalls" in r.err and "'None'" in r.err and "Traceback" not in r.err, r.err
