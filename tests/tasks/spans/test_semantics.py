@@ -376,3 +376,15 @@ def test_score_spans_keeps_the_corpus_tag_order_and_its_token_count() -> None:
     assert list(doc["models"]["m"]["exact"]["per_tag"]) == ["Main_actor", "Entity", "Action"]
     assert doc["n_tokens"] == 6
     assert "token_accuracy" not in doc["models"]["m"]
+
+
+def test_the_micro_f1_interval_reads_the_tasks_one_map() -> None:
+    """A resample of documents without any span has the micro F1 `zero_division` gives it, in the interval as in the
+    result (a perfect model on a corpus where most documents hold no span, zero_division 1: every resample scores 1)."""
+    texts = ["the cat sat"] + ["nothing here"] * 9
+    gold = [[(4, 7, "ANIMAL")]] + [[] for _ in range(9)]
+    res = score_spans(char_corpus(texts, gold, {"m": gold}), config=SpansConfig(zero_division=1.0, bootstrap=200, seed=1))
+    ci = res.models["m"].ci
+    assert res.models["m"].exact.micro.f1 == 1.0 and (ci.low, ci.high) == (1.0, 1.0)
+    none = score_spans(char_corpus(texts[1:], gold[1:], {"m": gold[1:]}), config=SpansConfig(zero_division=1.0, bootstrap=0))
+    assert none.models["m"].exact.micro.f1 == 1.0 and none.models["m"].exact.macro_f1 == 1.0

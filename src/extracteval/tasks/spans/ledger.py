@@ -10,11 +10,12 @@ import numpy as np
 
 from extracteval.tasks.spans.contract import RANKING
 from extracteval.core.ledger import Ledger, add_counts, by_key, either, elementwise, first_each, keep, merge, union
-from extracteval.core.bootstrap import PairComparison, bootstrap_macro_f1
+from extracteval.core.bootstrap import PairComparison, bootstrap_counts
 from extracteval.core.counts import Counts
 from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_metrics
 from extracteval.tasks.spans.config import CurvePoint, ERROR_KINDS, ErrorBreakdown, ModelSpans, SpansResult, _metrics, _threshold_key, curve_thresholds
 from extracteval.tasks.spans.counting import _match_result, _score_model, first_ill_formed, span_warnings
+from extracteval.tasks.spans.metrics import spans_metrics
 
 if TYPE_CHECKING:
     from extracteval.chunked import ChunkScore
@@ -146,13 +147,12 @@ chunk engine, and of `score_spans` over the corpus as one chunk). `tags`: their 
     if cfg.bootstrap > 0 and ledger.n_documents > 1:
         assert record_rows is not None
         rows = row_matrix(record_rows())
-        per_doc = {}
-        for j, m in enumerate(names):
-            arr = np.zeros((rows.shape[0], 1, 4), dtype=np.int64)
-            arr[:, 0, :3] = rows[:, 3 * j : 3 * j + 3]
-            per_doc[m] = arr
-        cis, diffs = bootstrap_macro_f1({m: per_doc[m] for m in order}, pairs, resamples=cfg.bootstrap, confidence=cfg.confidence,
-                                        seed=cfg.seed, zero_division=cfg.zero_division)
+        per_doc = {m: np.ascontiguousarray(rows[:, 3 * j : 3 * j + 3], dtype=np.int64) for j, m in enumerate(names)}  # exact tp, fp, fn
+
+        def micro_f1(summed: np.ndarray) -> np.ndarray:  # by the task's one map, as the result's own micro F1
+            return spans_metrics(summed[..., 0:1], summed[..., 1:2], summed[..., 2:3], which=("micro/f1",), zero_division=cfg.zero_division)["micro/f1"]
+
+        cis, diffs = bootstrap_counts({m: per_doc[m] for m in order}, micro_f1, pairs, resamples=cfg.bootstrap, confidence=cfg.confidence, seed=cfg.seed)
         comparisons = [PairComparison(higher=a, lower=b, difference=diffs[(a, b)]) for a, b in pairs]
     final = {}
     for r in ranked:
