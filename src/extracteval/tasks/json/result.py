@@ -19,11 +19,12 @@ from extracteval.core.ranking import TIER_COLOURS, rank_by_metrics, tier
 from extracteval.tasks.json.config import BUCKETS, FieldAccuracy, JsonConfig, JsonPredictions, JsonResult, ModelJsonResult, _Cells, _STRATEGIES, _add_counts
 
 
-def rqs_summary(x: np.ndarray) -> dict[str, float]:
-    """Mean, median, min and max of per-record RQS (zeros when no record is scored)."""
+def rqs_summary(x: np.ndarray, mean: float) -> dict[str, float]:
+    """Mean (the task's map of sums to means gives it), median, min and max of per-record RQS (zeros when no record
+    is scored)."""
     if len(x) == 0:
-        return {"mean": 0.0, "median": 0.0, "min": 0.0, "max": 0.0}
-    return {"mean": float(np.mean(x)), "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
+        return {"mean": mean, "median": 0.0, "min": 0.0, "max": 0.0}
+    return {"mean": mean, "median": float(np.median(x)), "min": float(np.min(x)), "max": float(np.max(x))}
 
 
 def _best_attainable(cfg: JsonConfig) -> float:
@@ -253,7 +254,7 @@ def json_result(ledger: JsonLedger, cfg: JsonConfig, rows: np.ndarray) -> JsonRe
             rank=r.rank,
             tier=tier_name,
             tier_colour=TIER_COLOURS[tier_name],
-            rqs=rqs_summary(per[r.model]["rqs"][keep[r.model]]),
+            rqs=rqs_summary(per[r.model]["rqs"][keep[r.model]], means[r.model]["rqs"]),
             completeness=means[r.model]["completeness"],
             hallucination=means[r.model]["hallucination"],
             accuracy=means[r.model]["accuracy"],

@@ -565,18 +565,15 @@ def _truth_frame(truth: Mapping[str, Any], ids: Sequence[str], possible_answer: 
 
 
 def _function_rows(counts: Mapping[str, Mapping[str, int]], zd: float) -> dict[str, dict[str, float]]:
-    """function → its counts (`tasks.toolcalls.functions.function_counts`) and ratios."""
-    from extracteval.core.counts import ratios
+    """function → its counts (`tasks.toolcalls.functions.function_counts`) and ratios, by the task's one map."""
+    from extracteval.tasks.toolcalls.metrics import count_metrics
 
+    names = {"args_precision": "precision", "args_recall": "recall", "args_f1": "f1", "name_match_rate": "name_match_rate",
+             "args_exact_rate": "args_exact_rate"}  # the map's metric → the function table's column
     rows = {}
     for fname, c in counts.items():
-        r = ratios(c["tp"], c["fp"], c["fn"], 0, zero_division=zd)
-        rows[fname] = {
-            **{k: float(v) for k, v in c.items()},
-            "precision": float(r["precision"]), "recall": float(r["recall"]), "f1": float(r["f1"]),
-            "name_match_rate": c["name_matches"] / c["ref_calls"] if c["ref_calls"] else zd,
-            "args_exact_rate": c["args_exact"] / c["ref_calls"] if c["ref_calls"] else zd,
-        }
+        got = count_metrics(c, which=tuple(names), zero_division=zd)
+        rows[fname] = {**{k: float(v) for k, v in c.items()}, **{names[k]: float(v) for k, v in got.items()}}
     return rows
 
 
