@@ -22,6 +22,7 @@ from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 
 from tests.tasks.records import engines
+from tests.tasks.records.metrics import METRICS
 from tests.tasks.records.semantics import RecordsResult, document, record_rows, score_records
 
 _RECORD_COLUMNS = ["model", "record_id", "status", "correct"]
@@ -44,7 +45,7 @@ class RecordsAdapter(CellPredictions):
     item_table_name = "field_metrics"
     record_is_value = False
     config_keys: Mapping[str, str] = {"zero_division": "accuracy when there are no truth records (0.0)"}
-    interval_metrics = ("records/accuracy",)
+    interval_metrics = METRICS  # the metrics the per-record counts determine: intervals for each
 
     # ---- scoring
 
@@ -85,7 +86,8 @@ class RecordsAdapter(CellPredictions):
                     truth_source: str, status: Mapping[str, Sequence[Any]] | None = None) -> Scored:
         """Targets: per record an object of fields (a dict or its JSON text). A prediction cell is
         such an object; an empty one is no prediction, and one that is not an object is counted
-        under `invalid_outputs` and scored as no prediction."""
+        under `invalid_outputs` and scored as no prediction. (`status` is not read: this task has
+        no `status_column`, so the evaluator never passes one.)"""
         ids = adapter_parts.frame_ids(ids, targets, predictions, truth_source, nonempty=True)
         rows = []
         for rid, v in zip(ids, targets):
