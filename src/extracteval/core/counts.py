@@ -200,6 +200,7 @@ def rate_metrics(counts: Mapping[str, Any], *, rates: Mapping[str, tuple[str, st
         (0.75, 0.6666666666666666)
     """
     out: dict[str, np.ndarray] = {}
+    r: dict[str, np.ndarray] | None = None  # the P/R/F1 of tp, fp, fn: computed once, for every such metric asked
     for metric in which:
         if metric in rates:
             num, den = (np.asarray(counts[k], dtype=np.float64) for k in rates[metric])
@@ -207,6 +208,8 @@ def rate_metrics(counts: Mapping[str, Any], *, rates: Mapping[str, tuple[str, st
             np.divide(num, den, out=value, where=den != 0)
             out[metric] = value
         else:
-            tp, fp, fn = (np.asarray(counts[k], dtype=np.float64) for k in ("tp", "fp", "fn"))
-            out[metric] = np.asarray(ratios(tp, fp, fn, np.zeros_like(tp), zero_division=zero_division)[prf[metric]], dtype=np.float64)
+            if r is None:
+                tp, fp, fn = (np.asarray(counts[k], dtype=np.float64) for k in ("tp", "fp", "fn"))
+                r = ratios(tp, fp, fn, np.zeros_like(tp), zero_division=zero_division)
+            out[metric] = np.asarray(r[prf[metric]], dtype=np.float64)
     return out
