@@ -27,7 +27,8 @@ from extracteval.core.ranking import FieldWinner, RankingSpec, Score, field_winn
 from extracteval.errors import InputError
 
 __all__ = ["MISSING", "FEATURE_TYPES", "VIEWS", "checked_types", "ModelLabels", "LabelEncoder", "display_labels", "FeatureLedger",
-           "ledger_from_codes", "FeatureMetrics", "feature_metrics", "ViewMetrics", "view_metrics", "RankedFeatures", "ONE_MODEL_NOTE",
+           "ledger_from_codes", "VIEW_METRICS", "LabelLayout", "view_count_metrics", "FeatureMetrics", "feature_metrics", "ViewMetrics", "view_metrics",
+           "RankedFeatures", "ONE_MODEL_NOTE",
            "rank_on_strict_view", "FeatureViewsResult", "check_model_names"]
 
 
@@ -257,6 +258,115 @@ def ledger_from_codes(
     return FeatureLedger(per_label=dict(sorted(per_label.items())), rows=rows, correct=correct)
 
 
+# the metrics of one view the map gives, as a model run logs them under its task's prefix
+VIEW_METRICS = ("macro/precision", "macro/recall", "macro/f1", "macro/specificity", "micro_accuracy", "row_accuracy")
+_KINDS = ("precision", "recall", "f1", "specificity")
+
+
+@dataclass(frozen=True)
+class LabelLayout:
+    """Where one view's one-vs-rest counts sit: the `features` in order; per label column its
+    feature (`member`, an index into `features`) and whether it is that feature's positive label
+    (`positive`); per feature whether one is set (`binary`: the feature is reported one-vs-rest
+    on that label rather than as the macro average over its labels)."""
+
+    features: tuple[str, ...]
+    member: np.ndarray
+    positive: np.ndarray
+    binary: np.ndarray
+
+    @classmethod
+    def of(cls, labels: Sequence[tuple[str, str]], features: Sequence[str] = (), positive_labels: Mapping[str, str | None] | None = None) -> LabelLayout:
+        """Label columns given as (feature, label); `features` lists the features first (with or without labels)."""
+        pos = positive_labels or {}
+        feats = tuple(dict.fromkeys([*features, *(f for f, _ in labels)]))
+        index = {f: i for i, f in enumerate(feats)}
+        return cls(features=feats, member=np.array([index[f] for f, _ in labels], dtype=np.int64),
+                   positive=np.array([pos.get(f) is not None and pos.get(f) == lab for f, lab in labels], dtype=bool),
+                   binary=np.array([pos.get(f) is not None for f in feats], dtype=bool))
+
+    @classmethod
+    def pooled(cls) -> LabelLayout:
+        """Every feature's cells as one: its `micro_accuracy` is right cells / cells, which is the
+        mean over features of each feature's when, as in every view, the features share the rows."""
+        return cls.of([("", "")])
+
+
+def _by_feature(values: np.ndarray, weight: np.ndarray, layout: LabelLayout, empty: np.ndarray) -> np.ndarray:
+    """The mean of each feature's weighted label values (..., labels) → (..., features); `empty`
+    where a feature has none. One set of values: `np.mean` over each feature's labels in order."""
+    n_feat = len(layout.features)
+    if values.ndim == 1:
+        out = np.array(empty, dtype=np.float64)
+        for f in range(n_feat):
+            sel = weight & (layout.member == f)
+            if sel.any():
+                out[f] = np.mean(values[sel])
+        return out
+    onto = np.zeros((len(layout.member), n_feat))  # label column → its feature
+    onto[np.arange(len(layout.member)), layout.member] = 1.0
+    total, n = np.where(weight, values, 0.0) @ onto, weight.astype(np.float64) @ onto
+    return np.divide(total, n, out=np.array(np.broadcast_to(empty, total.shape), dtype=np.float64), where=n > 0)
+
+
+def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which: Sequence[str] = VIEW_METRICS, zero_division: float = 0.0,
+                       per_feature: bool = False) -> dict[str, np.ndarray]:
+    """The one map from one view's counts to its metrics (`labels` and `entities` alike).
+
+    `counts`: `tp`, `fp`, `fn` (..., label columns of `layout`) and `rows` (..., features), the
+    rows each feature was counted over; for `row_accuracy` also `correct_rows` and `view_rows`.
+    Per feature: the mean over its observed labels (tp + fp + fn > 0) of precision, recall, F1
+    and specificity (tn / (tn + fp), tn = rows - tp - fp - fn), or its positive label's values
+    (`zero_division` when that label is not observed, specificity then 1.0 if the feature has
+    rows); `micro_accuracy` = right rows (its labels' tp) / rows. The view's `macro/<kind>` and
+    `micro_accuracy` are the means over features (`zero_division` without a feature);
+    `row_accuracy` = correct_rows / view_rows (0.0 without rows). The leading axes (models,
+    resamples) are kept. With `per_feature` also `feature/<kind>` (..., features) and
+    `label/<kind>` (..., labels) for the kinds and `feature/micro_accuracy`.
+
+    Examples:
+        >>> lay = LabelLayout.of([("c", "cat"), ("c", "dog")])  # truth cat, dog, dog; predicted cat, cat, dog
+        >>> m = view_count_metrics({"tp": [1, 1], "fp": [1, 0], "fn": [0, 1], "rows": [3]}, lay, which=("macro/f1", "micro_accuracy"))
+        >>> round(float(m["macro/f1"]), 4), round(float(m["micro_accuracy"]), 4)
+        (0.6667, 0.6667)
+    """
+    zd = float(zero_division)
+    tp, fp, fn = (np.asarray(counts[k], dtype=np.float64) for k in ("tp", "fp", "fn"))
+    rows = np.asarray(counts["rows"], dtype=np.float64)
+    kinds = [k for k in _KINDS if per_feature or f"macro/{k}" in which]
+    out: dict[str, np.ndarray] = {}
+    if kinds:
+        tn = rows[..., layout.member] - tp - fp - fn
+        r = ratios(tp, fp, fn, tn, zero_division=zd)
+        if "specificity" in kinds:
+            neg = tn + fp  # undefined for a label present in every row
+            r["specificity"] = np.divide(tn, neg, out=np.full(neg.shape, zd), where=neg > 0)
+        observed = (tp + fp + fn) > 0
+        weight = np.where(layout.binary[layout.member], layout.positive & observed, observed)
+        for k in kinds:
+            empty = np.where(layout.binary & (rows > 0), 1.0, zd) if k == "specificity" else np.full(rows.shape, zd)
+            out[f"feature/{k}"] = _by_feature(np.asarray(r[k], dtype=np.float64), weight, layout, empty)
+            out[f"label/{k}"] = np.asarray(r[k], dtype=np.float64)
+    if per_feature or "micro_accuracy" in which:
+        right = _by_feature_sum(tp, layout)
+        out["feature/micro_accuracy"] = np.divide(right, rows, out=np.full(rows.shape, zd), where=rows > 0)
+    for k in which:
+        if k == "row_accuracy":
+            good, n = np.asarray(counts["correct_rows"], dtype=np.float64), np.asarray(counts["view_rows"], dtype=np.float64)
+            out[k] = np.divide(good, n, out=np.zeros(np.broadcast(good, n).shape), where=n > 0)
+        elif k not in out:
+            per = out[f"feature/{k.removeprefix('macro/')}"]
+            out[k] = (np.mean(per) if per.ndim == 1 else per.mean(axis=-1)) if layout.features else np.full(per.shape[:-1], zd)
+    return out if per_feature else {k: out[k] for k in which}
+
+
+def _by_feature_sum(values: np.ndarray, layout: LabelLayout) -> np.ndarray:
+    """The sum of each feature's label values (..., labels) → (..., features)."""
+    onto = np.zeros((len(layout.member), len(layout.features)))
+    onto[np.arange(len(layout.member)), layout.member] = 1.0
+    return values @ onto
+
+
 @dataclass(frozen=True, kw_only=True)
 class FeatureMetrics:
     """Metrics of one feature in one view.
@@ -307,47 +417,35 @@ def feature_metrics(ledger: FeatureLedger, *, positive_label: str | None = None,
         >>> round(m.f1, 4), round(m.micro_accuracy, 4)
         (0.6667, 0.6667)
     """
-    labels = list(ledger.per_label)
-    c = [ledger.per_label[k] for k in labels]
+    return _features_metrics({"": ledger}, {"": positive_label}, zero_division)[0][""]
+
+
+def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[str, str | None], zd: float,
+                      view: Mapping[str, int] | None = None) -> tuple[dict[str, FeatureMetrics], dict[str, np.ndarray]]:
+    """Each feature's `FeatureMetrics` read from the view's map (`view_count_metrics`), and the
+    map's values (with the view's totals; `row_accuracy` too given `view`'s `correct_rows` and `view_rows`)."""
+    labels = [(f, k) for f, led in ledgers.items() for k in led.per_label]
+    c = [ledgers[f].per_label[k] for f, k in labels]
     tp, fp, fn, tn = (np.array([getattr(x, a) for x in c], dtype=np.int64) for a in ("tp", "fp", "fn", "tn"))
-    r = ratios(tp, fp, fn, tn, zero_division=zero_division)
-    neg = tn + fp  # specificity = tn / (tn + fp); undefined for a label present in every row
-    spec = np.divide(tn, neg, out=np.full(len(labels), float(zero_division)), where=neg > 0)
-    per = {
-        k: {
-            "tp": int(tp[i]), "fp": int(fp[i]), "fn": int(fn[i]), "tn": int(tn[i]), "support": int(tp[i] + fn[i]),
-            "precision": float(r["precision"][i]), "recall": float(r["recall"][i]),
-            "f1": float(r["f1"][i]), "specificity": float(spec[i]),
+    layout = LabelLayout.of(labels, list(ledgers), positive)
+    rows = np.array([led.rows for led in ledgers.values()], dtype=np.int64)
+    which = VIEW_METRICS if view else VIEW_METRICS[:-1]
+    got = view_count_metrics({"tp": tp, "fp": fp, "fn": fn, "rows": rows, **(view or {})}, layout, which=which, zero_division=zd, per_feature=True)
+    out = {}
+    for i, (f, led) in enumerate(ledgers.items()):
+        cols = np.flatnonzero(layout.member == i)
+        per = {
+            labels[j][1]: {
+                "tp": int(tp[j]), "fp": int(fp[j]), "fn": int(fn[j]), "tn": int(tn[j]), "support": int(tp[j] + fn[j]),
+                **{k: float(got[f"label/{k}"][j]) for k in _KINDS},
+            }
+            for j in cols
         }
-        for i, k in enumerate(labels)
-    }
-    micro = ledger.correct / ledger.rows if ledger.rows else float(zero_division)
-    flags: list[str] = []
-    if ledger.rows == 0:
-        flags.append("no_rows")
-    if positive_label is not None:
-        if positive_label in per:
-            v = per[positive_label]
-            p_, r_, f_, s_ = v["precision"], v["recall"], v["f1"], v["specificity"]
-        else:
-            # the positive label occurs nowhere in this view: nothing to find, nothing found wrongly
-            flags.append("positive_label_not_observed")
-            z = float(zero_division)
-            p_, r_, f_, s_ = z, z, z, (1.0 if ledger.rows else z)
-        return FeatureMetrics(
-            mode="binary", positive_label=positive_label, precision=p_, recall=r_, f1=f_, specificity=s_,
-            micro_accuracy=micro, rows=ledger.rows, correct=ledger.correct, labels=per, flags=tuple(flags),
-        )
-    if not labels:
-        z = float(zero_division)
-        return FeatureMetrics(mode="macro", positive_label=None, precision=z, recall=z, f1=z, specificity=z,
-                              micro_accuracy=micro, rows=ledger.rows, correct=ledger.correct, labels={}, flags=tuple(flags))
-    return FeatureMetrics(
-        mode="macro", positive_label=None,
-        precision=float(np.mean(r["precision"])), recall=float(np.mean(r["recall"])),
-        f1=float(np.mean(r["f1"])), specificity=float(np.mean(spec)),
-        micro_accuracy=micro, rows=ledger.rows, correct=ledger.correct, labels=per, flags=tuple(flags),
-    )
+        flags = (["no_rows"] if led.rows == 0 else []) + (["positive_label_not_observed"] if positive.get(f) is not None and positive[f] not in per else [])
+        mode = "binary" if positive.get(f) is not None else "macro"
+        out[f] = FeatureMetrics(mode=mode, positive_label=positive.get(f), **{k: float(got[f"feature/{k}"][i]) for k in (*_KINDS, "micro_accuracy")},
+                                rows=led.rows, correct=led.correct, labels=per, flags=tuple(flags))
+    return out, got
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -390,17 +488,12 @@ def view_metrics(
     zero_division: float = 0.0,
     description: str | None = None,
 ) -> ViewMetrics:
-    """Feature metrics of every feature, totals (arithmetic mean over features) and row accuracy."""
-    pos = positive_labels or {}
-    feats = {f: feature_metrics(led, positive_label=pos.get(f), zero_division=zero_division) for f, led in ledgers.items()}
-    if feats:
-        totals = {k: float(np.mean([getattr(m, k) for m in feats.values()])) for k in _TOTAL_KEYS}
-    else:
-        totals = {k: float(zero_division) for k in _TOTAL_KEYS}
-    return ViewMetrics(
-        name=name, description=description or VIEWS.get(name, name), features=feats, totals=totals,
-        row_accuracy=correct_rows / rows if rows else 0.0, rows=rows, correct_rows=correct_rows,
-    )
+    """Feature metrics of every feature, totals (arithmetic mean over features) and row accuracy,
+    all read from the view's map (`view_count_metrics`)."""
+    feats, got = _features_metrics(ledgers, positive_labels or {}, float(zero_division), {"correct_rows": correct_rows, "view_rows": rows})
+    totals = {k: float(got[k if k == "micro_accuracy" else f"macro/{k}"]) for k in _TOTAL_KEYS}
+    return ViewMetrics(name=name, description=description or VIEWS.get(name, name), features=feats, totals=totals,
+                       row_accuracy=float(got["row_accuracy"]), rows=rows, correct_rows=correct_rows)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,8 +9,9 @@ and a metric function turns each resample's summed counts back into the metric. 
 order-free, so the tables, and the metric on the full sample, do not depend on record order.
 
 Columns are named by their parts (item, label, count…), joined by `SEP`; `column` and `parts`
-build and split such names, and the `*_metric` functions below build the metric functions the
-tasks share (rates, P/R/F1 from summed counts, macro averages over items or labels).
+build and split such names; `rate_metric` builds a rate's metric function, and `item_count_columns`
+and `label_count_columns` read the counts of items or of a view's labels out of summed counts for
+the tasks' maps from counts to metrics.
 
 Example:
     >>> t = RecordCountTable.from_columns(["r1", "r2", "r1"], {"exact": [1, 0, 1], "records": [1, 1, 1]})
@@ -28,11 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.core.counts import ratios
 
 __all__ = [
     "SEP", "CountMetric", "RecordCountTable", "column", "parts", "paired_counts",
-    "rate_metric", "item_count_columns", "label_macro_metric", "label_accuracy_metric",
+    "rate_metric", "item_count_columns", "label_count_columns",
 ]
 
 SEP = "\x1f"  # joins the parts of a column name: no field, tag or label name holds it
@@ -190,57 +190,19 @@ def item_count_columns(columns: Sequence[str], *, prefix: tuple[str, ...] = ()) 
     return [k[0] for k in keys], lambda summed: tuple(_take(summed, c) for c in cols)
 
 
-def label_macro_metric(columns: Sequence[str], which: str, *, positive: Mapping[str, str | None] | None = None, zero_division: float = 0.0) -> CountMetric:
-    """The mean over features of each feature's macro average over its observed labels (tp + fp +
-    fn > 0) of precision / recall / f1, or its positive label's value when `positive` names one
-    (`zero_division` when that label is not observed). Columns are named (feature, label,
-    tp|fp|fn); a feature is listed by a column (feature, `rows`) even where it has no label."""
-    keys, g = _groups(columns, 2)
-    feats: dict[str, None] = dict.fromkeys(p[0] for p in (parts(c) for c in columns) if len(p) == 2 and p[1] == "rows")
-    feats.update(dict.fromkeys(k[0] for k in keys))
-    feature_list = list(feats)
-    member = np.array([feature_list.index(k[0]) for k in keys], dtype=np.int64)
-    pos = positive or {}
-    is_pos = np.array([pos.get(k[0]) is not None and pos.get(k[0]) == k[1] for k in keys], dtype=bool)
-    binary = np.array([pos.get(f) is not None for f in feature_list], dtype=bool)
-    cols = [g.get(k, np.full(len(keys), -1)) for k in ("tp", "fp", "fn")]
-    zd = float(zero_division)
-    onto = np.zeros((len(keys), len(feature_list)))  # label column → its feature
-    onto[np.arange(len(keys)), member] = 1.0
-
-    def metric(summed: np.ndarray) -> np.ndarray:
-        tp, fp, fn = (_take(summed, c) for c in cols)
-        r = np.asarray(ratios(tp, fp, fn, np.zeros_like(tp), zero_division=zd)[which], dtype=np.float64)
-        observed = (tp + fp + fn) > 0
-        # per label column: its contribution to its feature's sum and to the feature's count
-        bin_col = binary[member]
-        contrib = np.where(bin_col, np.where(is_pos, np.where(observed, r, zd), 0.0), np.where(observed, r, 0.0))
-        weight = np.where(bin_col, is_pos, observed).astype(np.float64)
-        total, n = contrib @ onto, weight @ onto
-        shape = total.shape
-        per = np.divide(total, n, out=np.full(shape, zd), where=n > 0)
-        return per.mean(axis=-1) if feature_list else np.full(summed.shape[:-1], zd)
-
-    return metric
-
-
-def label_accuracy_metric(columns: Sequence[str]) -> CountMetric:
-    """The mean over features (columns (feature, `rows`)) of the feature's right rows (its labels'
-    tp, columns (feature, label, `tp`)) / its rows; 0.0 for a feature without rows."""
+def label_count_columns(columns: Sequence[str]) -> tuple[list[tuple[str, str]], list[str], Callable[[np.ndarray], dict[str, np.ndarray]]]:
+    """The labels (feature, label) of columns named (feature, label, tp|fp|fn), the features (those
+    of columns (feature, `rows`), where a feature is listed even without a label, then those only
+    labels name), and the function from summed counts (..., len(columns)) to `tp`, `fp`, `fn`
+    (..., labels) and `rows` (..., features) (0 where a column is absent): the counts of one view
+    of per-feature one-vs-rest counts, what `core.feature_views.view_count_metrics` reduces."""
     keys, g = _groups(columns, 2)
     rows_of = {p[0]: j for j, p in enumerate(map(parts, columns)) if len(p) == 2 and p[1] == "rows"}
-    features = list(rows_of)
-    tp_cols = g.get("tp", np.full(len(keys), -1))
-    onto = np.zeros((len(keys), len(features)))
-    for i, k in enumerate(keys):
-        if k[0] in rows_of and tp_cols[i] >= 0:
-            onto[i, features.index(k[0])] = 1.0
-    row_cols = np.array([rows_of[f] for f in features], dtype=np.int64)
+    features = list(dict.fromkeys([*rows_of, *(k[0] for k in keys)]))
+    cols = {k: g.get(k, np.full(len(keys), -1, dtype=np.int64)) for k in ("tp", "fp", "fn")}
+    row_cols = np.array([rows_of.get(f, -1) for f in features], dtype=np.int64)
 
-    def metric(summed: np.ndarray) -> np.ndarray:
-        right = _take(summed, tp_cols) @ onto
-        rows = np.asarray(summed[..., row_cols], dtype=np.float64)
-        acc = np.divide(right, rows, out=np.zeros(rows.shape), where=rows > 0)
-        return acc.mean(axis=-1) if features else np.zeros(summed.shape[:-1])
+    def counts(summed: np.ndarray) -> dict[str, np.ndarray]:
+        return {**{k: _take(summed, c) for k, c in cols.items()}, "rows": _take(summed, row_cols)}
 
-    return metric
+    return [(k[0], k[1]) for k in keys], features, counts

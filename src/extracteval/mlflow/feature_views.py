@@ -99,12 +99,13 @@ class FeatureViewsAdapter(CellPredictions):
     prefix: str  # `labels` / `entities`: the totals' metric prefix
     other_view: str  # `aligned` / `matched`
     other_view_note: str  # the per-feature section's title note on the second view
+    metric_map: Any  # staticmethod: the task's map from one view's counts to its metrics (`labels_metrics`, `entities_metrics`)
 
     def item_names(self, scored: Scored) -> Sequence[str]:
         return list(scored.result.features)
 
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        return label_count_metric(f"{self.prefix}/", metric, columns, params)
+        return label_count_metric(f"{self.prefix}/", metric, columns, params, self.metric_map)
 
     def view_metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
         """Both views' metrics (`<prefix>/…`, `feature/<f>/…`; `<other>/<prefix>/…`,
@@ -176,23 +177,21 @@ def label_count_table(ids: Any, features: Any, labels: Any, kinds: Any, values: 
                                       np.concatenate([counts, np.ones(len(r_ids), dtype=np.int64)]))
 
 
-def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-    """`<prefix>macro/f1|precision|recall` (mean over features of the macro over observed labels,
-    or of the positive label's value) and `<prefix>micro_accuracy` (mean over features of tp / rows)
-    from `label_count_table` columns; None for another metric."""
-    from extracteval.core.record_counts import label_accuracy_metric, label_macro_metric
+def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str], metric_map: Any) -> Any:
+    """A metric of the task's map (`metric_map`: counts, layout, which, zero_division → metrics,
+    such as `labels_metrics`) over `label_count_table` columns: `<prefix>macro/<kind>`,
+    `<prefix>micro_accuracy`; None for another metric (one the per-record counts do not hold)."""
+    from extracteval.core.feature_views import LabelLayout
+    from extracteval.core.record_counts import label_count_columns
     from extracteval.mlflow.intervals import zero_division_param
 
+    if not metric.startswith(prefix) or metric.removeprefix(prefix) not in ("macro/f1", "macro/precision", "macro/recall", "macro/specificity", "micro_accuracy"):
+        return None
     zd = zero_division_param(params)
     try:
         positive = json.loads(params.get("positive_labels") or "{}")
     except ValueError:
         positive = {}
-    leaf = metric.removeprefix(prefix)
-    if not metric.startswith(prefix):
-        return None
-    if leaf in ("macro/f1", "macro/precision", "macro/recall"):
-        return label_macro_metric(columns, leaf.split("/")[1], positive=positive if isinstance(positive, dict) else {}, zero_division=zd)
-    if leaf == "micro_accuracy":
-        return label_accuracy_metric(columns)
-    return None
+    labels, features, counts = label_count_columns(columns)
+    layout = LabelLayout.of(labels, features, positive if isinstance(positive, dict) else {})
+    return lambda summed: metric_map(counts(summed), layout, which=(metric,), zero_division=zd)[metric]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RowSpec", "Row", "Columns", "ratios", "rate", "model_of", "cell_counts", "feature_verdicts"]
+__all__ = ["RowSpec", "Row", "Columns", "rate", "model_of", "cell_counts", "pooled_counts", "feature_verdicts"]
 
 Row = dict[str, Any]  # feedback suffix → value (float, int or bool)
 Columns = Mapping[str, np.ndarray]  # feedback suffix → per-row values (float)
@@ -30,12 +30,6 @@ class RowSpec:
     aggregate: Callable[[Columns, float], dict[str, float]]
 
 
-def ratios(tp: float, fp: float, fn: float, tn: float, zd: float) -> dict[str, float]:
-    from extracteval.core.counts import ratios as count_ratios
-
-    return {k: float(v) for k, v in count_ratios(int(tp), int(fp), int(fn), int(tn), zero_division=zd).items()}
-
-
 def rate(a: float, b: float, zd: float) -> float:
     return float(a / b) if b else float(zd)
 
@@ -47,6 +41,13 @@ def model_of(scored: Any) -> Any:
 def cell_counts(view: Any) -> tuple[int, int]:
     """(correct, cells) of a view: feature values right / feature values compared."""
     return sum(int(f.correct) for f in view.features.values()), sum(int(f.rows) for f in view.features.values())
+
+
+def pooled_counts(correct: float, cells: float, correct_rows: float, rows: float) -> dict[str, Any]:
+    """The rows' summed cell counts as the counts of one view of a single pooled feature
+    (`LabelLayout.pooled()`), for the task's map: its `micro_accuracy` is correct / cells, which is
+    the mean over features of each feature's accuracy since a view's features share its rows."""
+    return {"tp": [correct], "fp": [0.0], "fn": [0.0], "rows": [cells], "correct_rows": correct_rows, "view_rows": rows}
 
 
 def feature_verdicts(view: Any) -> str:

@@ -33,6 +33,7 @@ from extracteval.mlflow.predictions_file import prediction_cells_frame, write_pr
 from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, rescore_options, build_config
 from extracteval.mlflow.feature_views import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
 from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys
+from extracteval.tasks.entities.metrics import entities_metrics
 
 __all__ = ["ADAPTER", "EntitiesAdapter", "truth_frame"]
 
@@ -63,6 +64,7 @@ class EntitiesAdapter(FeatureViewsAdapter):
     prefix = "entities"
     other_view = "matched"
     other_view_note = "matched pairs"
+    metric_map = staticmethod(entities_metrics)
     record_is_value = True
     model_type = "extraction-entities"
     about = "lists of entities per record: optimal alignment, entity P/R/F1, per-feature metrics"  # what the task scores (`extracteval tasks`)

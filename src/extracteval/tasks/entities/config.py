@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-from extracteval.core.counts import Counts, ratios
+from extracteval.core.counts import Counts
 from extracteval.core.feature_views import (
     FeatureLedger,
     FeatureViewsResult,
@@ -20,6 +20,7 @@ from extracteval.core.normalize import NormalizationConfig
 from extracteval.core.similarity import FUZZY_SCORERS
 from extracteval.core.strategies import Strategy, get_strategy
 from extracteval.errors import InputError
+from extracteval.tasks.entities.metrics import PRESENCE, entities_metrics
 
 
 ENTITY_VIEWS = {
@@ -149,16 +150,15 @@ class EntityPresence:
 
     def to_dict(self) -> dict[str, Any]:
         c = self.counts
-        r = ratios(c.tp, c.fp, c.fn, c.tn, zero_division=self.zero_division)
+        r = entities_metrics({"matched": c.tp, "extra": c.fp, "missed": c.fn, "both_empty": c.tn}, which=[f"entities/{k}" for k in PRESENCE],
+                             zero_division=self.zero_division)
         return {
             "predicted_count": c.tp + c.fp,
             "gold_count": c.tp + c.fn,
             "matched_count": c.tp,
             "extra_predictions_count": c.fp,
             "missed_gold_count": c.fn,
-            "precision_entities": float(r["precision"]),
-            "recall_entities": float(r["recall"]),
-            "f1_entities": float(r["f1"]),
+            **{k: float(r[f"entities/{k}"]) for k in PRESENCE},
             "records_both_empty": c.tn,
             "invalid_predictions_count": self.invalid_predictions,
         }

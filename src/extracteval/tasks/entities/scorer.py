@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extracteval.mlflow.genai_rows import RowSpec, Row, Columns, ratios, rate, model_of, cell_counts, feature_verdicts
+from extracteval.core.feature_views import LabelLayout
+from extracteval.mlflow.genai_rows import RowSpec, Row, Columns, rate, model_of, cell_counts, feature_verdicts, pooled_counts
+from extracteval.tasks.entities.metrics import PRESENCE, entities_metrics
 
 
 def _entities_row(scored: Any, m: Mapping[str, float]) -> Row:
@@ -27,11 +29,12 @@ def _entities_rationale(scored: Any) -> str:
 
 def _entities_aggregate(col: Columns, zd: float) -> dict[str, float]:
     s = {k: float(col[k].sum()) for k in ("matched", "predicted", "gold", "both_empty", "correct", "cells")}
-    r = ratios(s["matched"], s["predicted"] - s["matched"], s["gold"] - s["matched"], s["both_empty"], zd)
-    out = {f"entities/{k}_entities": r[k] for k in ("precision", "recall", "f1")}
+    counts = {"matched": s["matched"], "extra": s["predicted"] - s["matched"], "missed": s["gold"] - s["matched"], "both_empty": s["both_empty"],
+              **pooled_counts(s["correct"], s["cells"], 0.0, 0.0)}
+    got = entities_metrics(counts, LabelLayout.pooled(), which=(*(f"entities/{k}" for k in PRESENCE), "entities/micro_accuracy"), zero_division=zd)
+    out = {k: float(v) for k, v in got.items()}
     out.update({f"entities/{k}_count": s[k] for k in ("matched", "predicted", "gold")})
-    out.update({"entities/records_both_empty": s["both_empty"], "entities/micro_accuracy": rate(s["correct"], s["cells"], zd),
-                "entities/correct": s["correct"], "entities/cells": s["cells"]})
+    out.update({"entities/records_both_empty": s["both_empty"], "entities/correct": s["correct"], "entities/cells": s["cells"]})
     return out
 
 

@@ -35,6 +35,7 @@ from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.feature_views import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table, label_rows
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys
+from extracteval.tasks.labels.metrics import labels_metrics
 
 __all__ = ["ADAPTER", "LabelsAdapter"]
 
@@ -70,6 +71,7 @@ class LabelsAdapter(FeatureViewsAdapter):
     prefix = "labels"
     other_view = "aligned"
     other_view_note = "aligned view"
+    metric_map = staticmethod(labels_metrics)
     record_is_value = False
     model_type = "extraction-entities"  # shares the model_type with `entities`; evaluator_config {"task": "labels"}
     about = "one label per feature per record: one-vs-rest P/R/F1/specificity"  # what the task scores (`extracteval tasks`)

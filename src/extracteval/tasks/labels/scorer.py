@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extracteval.mlflow.genai_rows import RowSpec, Row, Columns, rate, model_of, cell_counts, feature_verdicts
+from extracteval.core.feature_views import LabelLayout
+from extracteval.mlflow.genai_rows import RowSpec, Row, Columns, rate, model_of, cell_counts, feature_verdicts, pooled_counts
+from extracteval.tasks.labels.metrics import labels_metrics
 
 
 def _labels_row(scored: Any, m: Mapping[str, float]) -> Row:
@@ -17,7 +19,8 @@ def _labels_row(scored: Any, m: Mapping[str, float]) -> Row:
 def _labels_aggregate(col: Columns, zd: float) -> dict[str, float]:
     correct, cells, rows = float(col["correct"].sum()), float(col["cells"].sum()), len(col["correct"])
     ok = float(col["row_correct"].sum())
-    return {"labels/micro_accuracy": rate(correct, cells, zd), "labels/row_accuracy": rate(ok, rows, 0.0),
+    got = labels_metrics(pooled_counts(correct, cells, ok, rows), LabelLayout.pooled(), which=("labels/micro_accuracy", "labels/row_accuracy"), zero_division=zd)
+    return {**{k: float(v) for k, v in got.items()},
             "labels/rows": float(rows), "labels/correct_rows": ok, "labels/correct": correct, "labels/cells": cells}
 
 
