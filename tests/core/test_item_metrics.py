@@ -67,3 +67,22 @@ def test_one_set_is_the_mean_of_its_counted_items_bit_for_bit() -> None:
         got = item_metrics(c, which=("macro/f1", "macro/precision"))
         assert float(got["macro/f1"]) == float(np.mean(r["f1"][valid]))
         assert float(got["macro/precision"]) == float(np.mean(r["precision"][valid]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(counts=COUNTS, zd=st.sampled_from([0.0, 1.0]))
+def test_weighted_is_the_support_weighted_mean_over_counted_items(counts: np.ndarray, zd: float) -> None:
+    """scikit-learn's and seqeval's "weighted avg": each counted item's ratio weighted by its support
+    (tp + fn); with no support at all, the plain mean of the counted items; a stack = each set alone."""
+    keys = tuple(f"weighted/{k}" for k in ("f1", "precision", "recall"))
+    got = item_metrics(counts, which=keys, zero_division=zd)
+    for row, c in enumerate(counts):
+        valid = c.sum(axis=1) > 0
+        support = (c[:, 0] + c[:, 2])[valid]
+        r = ratios(*(c[:, k] for k in range(4)), zero_division=zd)
+        one = item_metrics(c, which=keys, zero_division=zd)
+        for k in keys:
+            v = r[k.split("/")[1]][valid]
+            want = float(np.average(v, weights=support)) if support.sum() else float(np.mean(v)) if valid.any() else 0.0
+            assert float(one[k]) == pytest.approx(want, abs=1e-12)
+            assert float(got[k][row]) == pytest.approx(want, abs=1e-12)

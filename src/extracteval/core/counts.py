@@ -144,7 +144,8 @@ def item_metrics(counts: Any, *, which: tuple[str, ...] | None = None, zero_divi
     tp, fp, fn, tn; `macro/<kind>` is the mean over the
     items with any count of each item's ratio (`empty` when no item has one; over leading axes the
     sum of the counted items' ratios over their number, which may differ from a single set's
-    `np.mean` in the last bit), `micro/<kind>` the ratio
+    `np.mean` in the last bit), `weighted/<kind>` their mean weighted by support (tp + fn; the plain
+    mean when no counted item has support), `micro/<kind>` the ratio
     of the counts summed over items, for each kind of `RATIO_KINDS` (`which`: only these keys).
     The one reduction behind the `fields` task's overall and micro metrics and the `spans` task's
     macro and micro ones, wherever they are computed: a result, a resample, a row of feedback.
@@ -165,6 +166,9 @@ def item_metrics(counts: Any, *, which: tuple[str, ...] | None = None, zero_divi
     if any(k.startswith("micro/") for k in keys):
         micro = ratios(tp.sum(axis=-1), fp.sum(axis=-1), fn.sum(axis=-1), tn.sum(axis=-1), zero_division=zero_division)
         out.update({k: np.asarray(micro[k.split("/")[1]], dtype=np.float64) for k in keys if k.startswith("micro/")})
+    weighted = [k for k in keys if k.startswith("weighted/")]
+    if weighted:
+        out.update(_weighted(tp, fp, fn, tn, weighted, zero_division=zero_division, empty=empty))
     macro = [k for k in keys if k.startswith("macro/")]
     if macro and np.ndim(tp) == 1:  # one set of items (a result): the mean of the counted items' ratios, as np.mean sums them
         r = ratios(tp, fp, fn, tn, zero_division=zero_division)
@@ -184,6 +188,22 @@ def item_metrics(counts: Any, *, which: tuple[str, ...] | None = None, zero_divi
             total = np.where(valid, r[k.split("/")[1]], 0.0).sum(axis=-1)
             out[k] = np.divide(total, n, out=np.full(total.shape, float(empty)), where=n > 0)
     return {k: out[k] for k in keys}
+
+
+def _weighted(tp: Any, fp: Any, fn: Any, tn: Any, keys: Sequence[str], *, zero_division: float, empty: float) -> dict[str, np.ndarray]:
+    """`weighted/<kind>`: the items' ratios averaged with their support (tp + fn) as weights, over
+    the items with any count; the plain mean of those when none has support; `empty` when no item
+    has a count."""
+    r = ratios(tp, fp, fn, tn, zero_division=zero_division)
+    valid = (np.add(tp, fp, dtype=np.float64) + fn + tn) > 0
+    w = np.where(valid, np.add(tp, fn, dtype=np.float64), 0.0)
+    wsum, n = w.sum(axis=-1), valid.sum(axis=-1)
+    out: dict[str, np.ndarray] = {}
+    for k in keys:
+        v = np.where(valid, r[k.split("/")[1]], 0.0)
+        plain = np.divide(v.sum(axis=-1), n, out=np.full(np.shape(n), float(empty)), where=n > 0)
+        out[k] = np.divide(np.multiply(v, w).sum(axis=-1), wsum, out=np.asarray(plain, dtype=np.float64), where=wsum > 0)
+    return out
 
 
 def rate_metrics(counts: Mapping[str, Any], *, rates: Mapping[str, tuple[str, str]], prf: Mapping[str, str], which: Sequence[str],

@@ -259,8 +259,10 @@ def ledger_from_codes(
 
 
 # the metrics of one view the map gives, as a model run logs them under its task's prefix
-VIEW_METRICS = ("macro/precision", "macro/recall", "macro/f1", "macro/specificity", "micro_accuracy", "row_accuracy")
+VIEW_METRICS = ("macro/precision", "macro/recall", "macro/f1", "macro/specificity", "weighted/precision", "weighted/recall", "weighted/f1",
+                "micro_accuracy", "row_accuracy")
 _KINDS = ("precision", "recall", "f1", "specificity")
+_WEIGHTED = ("precision", "recall", "f1")
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,24 @@ def _by_feature(values: np.ndarray, weight: np.ndarray, layout: LabelLayout, emp
     return np.divide(total, n, out=np.array(np.broadcast_to(empty, total.shape), dtype=np.float64), where=n > 0)
 
 
+def _weighted_by_feature(values: np.ndarray, observed: np.ndarray, support: np.ndarray, layout: LabelLayout, empty: np.ndarray) -> np.ndarray:
+    """Each feature's observed label values (..., labels) averaged with their support as weights →
+    (..., features); the plain mean where the feature's labels have no support, `empty` where it
+    has no observed label. One set of values: as `np.average` computes it."""
+    if values.ndim == 1:
+        out = np.array(empty, dtype=np.float64)
+        for f in range(len(layout.features)):
+            sel = observed & (layout.member == f)
+            if sel.any():
+                w = support[sel]
+                out[f] = np.multiply(values[sel], w).sum() / w.sum() if w.sum() > 0 else np.mean(values[sel])
+        return out
+    plain = _by_feature(values, observed, layout, empty)
+    w = np.where(observed, support, 0.0)
+    total = _by_feature_sum(np.multiply(values, w), layout)
+    return np.divide(total, _by_feature_sum(w, layout), out=plain, where=_by_feature_sum(w, layout) > 0)
+
+
 def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which: Sequence[str] = VIEW_METRICS, zero_division: float = 0.0,
                        per_feature: bool = False) -> dict[str, np.ndarray]:
     """The one map from one view's counts to its metrics (`labels` and `entities` alike).
@@ -318,11 +338,14 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
     Per feature: the mean over its observed labels (tp + fp + fn > 0) of precision, recall, F1
     and specificity (tn / (tn + fp), tn = rows - tp - fp - fn), or its positive label's values
     (`zero_division` when that label is not observed, specificity then 1.0 if the feature has
-    rows); `micro_accuracy` = right rows (its labels' tp) / rows. The view's `macro/<kind>` and
-    `micro_accuracy` are the means over features (`zero_division` without a feature);
+    rows); `weighted/<kind>` (precision, recall, F1) the mean over its observed labels weighted by
+    each label's support (tp + fn; the plain mean when no label has support), as scikit-learn's
+    `average="weighted"`; `micro_accuracy` = right rows (its labels' tp) / rows. The view's
+    `macro/<kind>`, `weighted/<kind>` and `micro_accuracy` are the means over features
+    (`zero_division` without a feature);
     `row_accuracy` = correct_rows / view_rows (0.0 without rows). The leading axes (models,
-    resamples) are kept. With `per_feature` also `feature/<kind>` (..., features) and
-    `label/<kind>` (..., labels) for the kinds and `feature/micro_accuracy`.
+    resamples) are kept. With `per_feature` also `feature/<kind>`, `feature/weighted/<kind>`,
+    `feature/micro_accuracy` (..., features) and `label/<kind>` (..., labels).
 
     Examples:
         >>> lay = LabelLayout.of([("c", "cat"), ("c", "dog")])  # truth cat, dog, dog; predicted cat, cat, dog
@@ -333,7 +356,7 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
     zd = float(zero_division)
     tp, fp, fn = (np.asarray(counts[k], dtype=np.float64) for k in ("tp", "fp", "fn"))
     rows = np.asarray(counts["rows"], dtype=np.float64)
-    kinds = [k for k in _KINDS if per_feature or f"macro/{k}" in which]
+    kinds = [k for k in _KINDS if per_feature or f"macro/{k}" in which or f"weighted/{k}" in which]
     out: dict[str, np.ndarray] = {}
     if kinds:
         tn = rows[..., layout.member] - tp - fp - fn
@@ -347,6 +370,8 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
             empty = np.where(layout.binary & (rows > 0), 1.0, zd) if k == "specificity" else np.full(rows.shape, zd)
             out[f"feature/{k}"] = _by_feature(np.asarray(r[k], dtype=np.float64), weight, layout, empty)
             out[f"label/{k}"] = np.asarray(r[k], dtype=np.float64)
+            if k in _WEIGHTED and (per_feature or f"weighted/{k}" in which):
+                out[f"feature/weighted/{k}"] = _weighted_by_feature(out[f"label/{k}"], observed, tp + fn, layout, np.full(rows.shape, zd))
     if per_feature or "micro_accuracy" in which:
         right = _by_feature_sum(tp, layout)
         out["feature/micro_accuracy"] = np.divide(right, rows, out=np.full(rows.shape, zd), where=rows > 0)
@@ -355,7 +380,7 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
             good, n = np.asarray(counts["correct_rows"], dtype=np.float64), np.asarray(counts["view_rows"], dtype=np.float64)
             out[k] = np.divide(good, n, out=np.zeros(np.broadcast(good, n).shape), where=n > 0)
         elif k not in out:
-            per = out[f"feature/{k.removeprefix('macro/')}"]
+            per = out[f"feature/{k.removeprefix('macro/')}"]  # `weighted/<kind>` → `feature/weighted/<kind>`
             out[k] = (np.mean(per) if per.ndim == 1 else per.mean(axis=-1)) if layout.features else np.full(per.shape[:-1], zd)
     return out if per_feature else {k: out[k] for k in which}
 
@@ -373,7 +398,8 @@ class FeatureMetrics:
 
     `precision`, `recall`, `f1`, `specificity` are the macro average over observed labels, or
     the positive label's one-vs-rest values when `positive_label` is set (`mode` says which);
-    `micro_accuracy` = rows whose prediction equals the truth / rows of the view.
+    `micro_accuracy` = rows whose prediction equals the truth / rows of the view; `weighted` the
+    precision, recall and F1 averaged over the observed labels with their support as weights.
     """
 
     mode: str
@@ -387,6 +413,7 @@ class FeatureMetrics:
     correct: int
     labels: Mapping[str, Mapping[str, float | int]]
     flags: tuple[str, ...] = ()
+    weighted: Mapping[str, float] = field(default_factory=dict)
 
     def score(self) -> Score:
         return Score(f1=self.f1, precision=self.precision, recall=self.recall)
@@ -400,6 +427,7 @@ class FeatureMetrics:
             "f1": self.f1,
             "specificity": self.specificity,
             "micro_accuracy": self.micro_accuracy,
+            "weighted": dict(self.weighted),
             "rows": self.rows,
             "correct": self.correct,
             "labels": {k: dict(v) for k, v in self.labels.items()},
@@ -444,7 +472,8 @@ def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[st
         flags = (["no_rows"] if led.rows == 0 else []) + (["positive_label_not_observed"] if positive.get(f) is not None and positive[f] not in per else [])
         mode = "binary" if positive.get(f) is not None else "macro"
         out[f] = FeatureMetrics(mode=mode, positive_label=positive.get(f), **{k: float(got[f"feature/{k}"][i]) for k in (*_KINDS, "micro_accuracy")},
-                                rows=led.rows, correct=led.correct, labels=per, flags=tuple(flags))
+                                rows=led.rows, correct=led.correct, labels=per, flags=tuple(flags),
+                                weighted={k: float(got[f"feature/weighted/{k}"][i]) for k in _WEIGHTED})
     return out, got
 
 
@@ -460,6 +489,7 @@ class ViewMetrics:
     row_accuracy: float
     rows: int
     correct_rows: int
+    weighted: Mapping[str, float] = field(default_factory=dict)  # mean over features of each feature's weighted P/R/F1
 
     def score(self) -> Score:
         return Score(f1=self.totals["f1"], precision=self.totals["precision"], recall=self.totals["recall"])
@@ -470,7 +500,7 @@ class ViewMetrics:
             "rows": self.rows,
             "correct_rows": self.correct_rows,
             "row_accuracy": self.row_accuracy,
-            "totals": dict(self.totals),
+            "totals": {**self.totals, "weighted": dict(self.weighted)},
             "features": {k: v.to_dict() for k, v in self.features.items()},
         }
 
@@ -493,7 +523,8 @@ def view_metrics(
     feats, got = _features_metrics(ledgers, positive_labels or {}, float(zero_division), {"correct_rows": correct_rows, "view_rows": rows})
     totals = {k: float(got[k if k == "micro_accuracy" else f"macro/{k}"]) for k in _TOTAL_KEYS}
     return ViewMetrics(name=name, description=description or VIEWS.get(name, name), features=feats, totals=totals,
-                       row_accuracy=float(got["row_accuracy"]), rows=rows, correct_rows=correct_rows)
+                       row_accuracy=float(got["row_accuracy"]), rows=rows, correct_rows=correct_rows,
+                       weighted={k: float(got[f"weighted/{k}"]) for k in _WEIGHTED})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,11 +26,13 @@ FEATURE_METRIC_KEYS = ("precision", "recall", "f1", "specificity", "micro_accura
 
 
 def view_metrics_keys(view: Any, keys: KeyMap, *, totals_prefix: str, feature_prefix: str = "") -> dict[str, float]:
-    """Metrics of one `ViewMetrics`: `<totals_prefix>/macro/…`, `…/micro_accuracy`, `…/row_accuracy`,
-    `…/rows`, `…/correct_rows`, and `<feature_prefix>feature/<f>/…` per feature."""
+    """Metrics of one `ViewMetrics`: `<totals_prefix>/macro/…`, `…/weighted/…`, `…/micro_accuracy`,
+    `…/row_accuracy`, `…/rows`, `…/correct_rows`, and `<feature_prefix>feature/<f>/…` per feature."""
     out: dict[str, float] = {}
     for k in ("precision", "recall", "f1", "specificity"):
         out[f"{totals_prefix}/macro/{k}"] = float(view.totals[k])
+    for k, v in view.weighted.items():
+        out[f"{totals_prefix}/weighted/{k}"] = float(v)
     out[f"{totals_prefix}/micro_accuracy"] = float(view.totals["micro_accuracy"])
     out[f"{totals_prefix}/row_accuracy"] = float(view.row_accuracy)
     out[f"{totals_prefix}/rows"] = float(view.rows)
@@ -38,6 +40,8 @@ def view_metrics_keys(view: Any, keys: KeyMap, *, totals_prefix: str, feature_pr
     for fname, fm in view.features.items():
         for k in FEATURE_METRIC_KEYS:
             out[keys.key(f"{feature_prefix}feature", fname, k)] = float(getattr(fm, k))
+        for k, v in fm.weighted.items():
+            out[keys.key(f"{feature_prefix}feature", fname, f"weighted_{k}")] = float(v)  # not `weighted/…`: `feature/<f>/<metric>` names one item
         out[keys.key(f"{feature_prefix}feature", fname, "rows")] = float(fm.rows)
         out[keys.key(f"{feature_prefix}feature", fname, "correct")] = float(fm.correct)
     return out
@@ -55,7 +59,7 @@ def feature_item_rows(result: Any, models: Sequence[str], *, ranked_view: str, o
             w = result.feature_winners.get(fname)
             rows.append({
                 "model": m, "feature": fname, "view": ranked_view, "mode": fm.mode, "positive_label": fm.positive_label,
-                **{k: float(getattr(fm, k)) for k in FEATURE_METRIC_KEYS},
+                **{k: float(getattr(fm, k)) for k in FEATURE_METRIC_KEYS}, **{f"weighted_{k}": float(v) for k, v in fm.weighted.items()},
                 "rows": fm.rows, "correct": fm.correct, "labels": len(fm.labels),
                 f"{other_view}_f1": float(om.f1), f"{other_view}_precision": float(om.precision), f"{other_view}_recall": float(om.recall),
                 f"{other_view}_micro_accuracy": float(om.micro_accuracy), f"{other_view}_rows": om.rows,

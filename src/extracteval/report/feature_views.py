@@ -56,7 +56,8 @@ def feature_rows(doc: dict[str, Any], views: tuple[str, ...]) -> list[dict[str, 
         for view in views:
             for f, fm in doc["models"][m][view]["features"].items():
                 base = {"model": m, "view": view, "feature": f}
-                rows.append({**base, "label": "*", "mode": fm["mode"], **{k: fm[k] for k in ("precision", "recall", "f1", "specificity", "micro_accuracy", "rows", "correct")}})
+                rows.append({**base, "label": "*", "mode": fm["mode"], **{k: fm[k] for k in ("precision", "recall", "f1", "specificity", "micro_accuracy", "rows", "correct")},
+                             **{f"weighted_{k}": v for k, v in fm.get("weighted", {}).items()}})
                 for label, v in fm["labels"].items():
                     rows.append({**base, "label": label, "mode": "one-vs-rest", **v})
     return rows

@@ -17,6 +17,7 @@ from extracteval.tasks.labels.semantics import (
     ModelLabels,
     feature_ledger,
     feature_metrics,
+    view_metrics,
     score_labels,
 )
 from extracteval.errors import InputError
@@ -89,6 +90,30 @@ def test_strict_view_equals_sklearn_with_unaligned_rows_as_sentinels(seed):
     mp, mr, mf, _ = sk.precision_recall_fscore_support(yt, yp, labels=observed, average="macro", zero_division=0)
     assert (m.precision, m.recall, m.f1) == pytest.approx((mp, mr, mf))
     assert m.micro_accuracy == pytest.approx(sk.accuracy_score(yt, yp))
+
+
+@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("zd", [0.0, 1.0])
+def test_weighted_average_equals_sklearn(seed, zd):
+    """`weighted`: per-label P/R/F1 averaged with the labels' supports as weights, as scikit-learn's
+    `average="weighted"` (unaligned rows as sentinels that are not labels, the positive-label mode
+    not changing it); the view's is the mean over features of each feature's."""
+    t, p = _random_pairs(seed)
+    rng = np.random.default_rng(2000 + seed)
+    miss = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, 5)))]
+    extra = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, 5)))]
+    led = feature_ledger(t, p, missing_truth=miss, extra_pred=extra)
+    yt = [_sk_name(x) for x in t] + [_sk_name(x) for x in miss] + ["\x00no-truth"] * len(extra)
+    yp = [_sk_name(x) for x in p] + ["\x00no-pred"] * len(miss) + [_sk_name(x) for x in extra]
+    observed = sorted({x for x in yt + yp if not x.startswith("\x00")})
+    want = sk.precision_recall_fscore_support(yt, yp, labels=observed, average="weighted", zero_division=zd)[:3]
+    for pos in (None, observed[0]):
+        m = feature_metrics(led, positive_label=pos, zero_division=zd)
+        assert (m.weighted["precision"], m.weighted["recall"], m.weighted["f1"]) == pytest.approx(want, abs=1e-12)
+    other = feature_ledger(*_random_pairs(seed + 500))
+    v = view_metrics("strict", {"a": led, "b": other}, correct_rows=0, rows=1, zero_division=zd)
+    assert v.weighted["f1"] == pytest.approx((v.features["a"].weighted["f1"] + v.features["b"].weighted["f1"]) / 2, abs=1e-12)
+    assert v.to_dict()["totals"]["weighted"] == v.weighted and v.features["a"].to_dict()["weighted"] == m.weighted
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -125,6 +125,9 @@ def _compare(report: dict, ours) -> None:
             assert report[t][k] == pytest.approx(getattr(ours.per_tag[t], k.replace("-score", "")), abs=1e-12), (t, k)
     for k in ("precision", "recall", "f1-score"):
         assert report["micro avg"][k] == pytest.approx(getattr(ours.micro, k.replace("-score", "")), abs=1e-12)
+        if tags:  # the means over tags, plain and weighted by support (seqeval's are NaN without a tag)
+            assert report["macro avg"][k] == pytest.approx(ours.macro[k.replace("-score", "")], abs=1e-12), ("macro", k)
+            assert report["weighted avg"][k] == pytest.approx(ours.weighted[k.replace("-score", "")], abs=1e-12), ("weighted", k)
 
 
 def _bio_sentences(alphabet: list[str]):

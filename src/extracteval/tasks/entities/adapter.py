@@ -6,9 +6,10 @@ Metric keys (one run per model; `<f>` = an entity field, sanitised by `KeyMap`):
     entities/precision_entities|recall_entities|f1_entities        entity presence (no view)
     entities/records_both_empty|invalid_predictions_count|mean_match_similarity
     entities/records_missing_prediction|records_not_in_truth
-    entities/macro/precision|recall|f1|specificity, entities/micro_accuracy,
+    entities/macro/precision|recall|f1|specificity, entities/weighted/precision|recall|f1, entities/micro_accuracy,
     entities/row_accuracy, entities/rows, entities/correct_rows    strict view
     feature/<f>/precision|recall|f1|specificity|micro_accuracy|rows|correct   strict view
+    feature/<f>/weighted_precision|weighted_recall|weighted_f1    strict view, labels weighted by support
     matched/entities/…, matched/feature/<f>/…                      the same for matched pairs only
     wins/field_wins, wins/features_scored, ranking/rank
 

@@ -3,10 +3,12 @@
 Metric keys (one run per model; `<f>` = a feature name, sanitised by `KeyMap`)::
 
     labels/macro/precision|recall|f1|specificity   strict view, mean over features
+    labels/weighted/precision|recall|f1            strict view, mean over features of the support-weighted mean over labels
     labels/micro_accuracy                          strict view, mean over features of feature micro accuracy
     labels/row_accuracy                            strict view, rows whose every feature is right
     labels/rows|correct_rows|aligned_rows|missing_rows|extra_rows
     feature/<f>/precision|recall|f1|specificity|micro_accuracy|rows|correct     strict view
+    feature/<f>/weighted_precision|weighted_recall|weighted_f1   strict view, labels weighted by support
     aligned/labels/…, aligned/feature/<f>/…       the same keys for the aligned view
     wins/field_wins, wins/features_scored, ranking/rank
 

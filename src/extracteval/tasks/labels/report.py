@@ -26,14 +26,14 @@ def render_labels(doc: dict[str, Any], *, use_colour: bool = False) -> str:
         rows.append([
             f"#{r['rank']}", m, f"{al['aligned_rows']}/{al['missing_rows']}/{al['extra_rows']}",
             percent(s["totals"]["precision"]), percent(s["totals"]["recall"]), percent(s["totals"]["f1"]),
-            percent(s["totals"]["specificity"]), percent(s["totals"]["micro_accuracy"]), percent(s["row_accuracy"]),
+            percent(s["totals"]["weighted"]["f1"]), percent(s["totals"]["specificity"]), percent(s["totals"]["micro_accuracy"]), percent(s["row_accuracy"]),
             percent(a["totals"]["f1"]), percent(a["row_accuracy"]),
             r["tier"].replace("_", " "), f"{r['feature_wins_display']} of {len(doc['features'])}",
         ])
-        cols.append([None, "bold"] + [None] * 9 + [r["tier_colour"], None])
-    head = ["Rank", "Model", "Rows ok/miss/extra", "Strict P", "Strict R", "Strict F1", "Strict spec",
+        cols.append([None, "bold"] + [None] * 10 + [r["tier_colour"], None])
+    head = ["Rank", "Model", "Rows ok/miss/extra", "Strict P", "Strict R", "Strict F1", "Strict weighted F1", "Strict spec",
             "Strict micro acc", "Strict row acc", "Aligned F1", "Aligned row acc", "Tier", "Feature wins"]
-    out.append(table(head, rows, align="llrrrrrrrrrll", colours=cols, use_colour=use_colour))
+    out.append(table(head, rows, align="llrrrrrrrrrrll", colours=cols, use_colour=use_colour))
     out += ["", "Per feature (macro over labels unless [positive label]):", feature_table(doc, "aligned", "strict", use_colour)]
     out += warning_lines(doc, use_colour)
     return "\n".join(out)

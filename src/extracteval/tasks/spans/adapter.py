@@ -3,7 +3,8 @@ per-tag tables, per-document ledgers as Parquet, the F1-vs-threshold curve as a 
 
 Metric keys (one model's run), `<mode>` being `exact`, `relaxed_0.5`, `relaxed_0.8` (and the
 main threshold when it is another): `spans/<mode>/micro/precision|recall|f1|tp|fp|fn`,
-`spans/<mode>/macro/f1`, `spans/exact/micro/ci_low|ci_high` (bootstrap over documents),
+`spans/<mode>/macro|weighted/precision|recall|f1` (means over tags, plain and weighted by gold spans),
+`spans/exact/micro/ci_low|ci_high` (bootstrap over documents),
 `spans/errors/boundary|type|boundary_type|missed|spurious`, `spans/token_accuracy` (token
 files), `spans/ill_formed_chunks`, `tag/<TAG>/precision|recall|f1|support|tp|fp|fn` (exact),
 `wins/field_wins` (per-tag wins), `wins/tags_scored`, `ranking/rank`.
@@ -439,9 +440,10 @@ class SpansAdapter(CellPredictions):
             seg = _mode_segment(mode)
             for k in (*_RATIOS, *_COUNTS):
                 out[f"spans/{seg}/micro/{k}"] = float(getattr(res.micro, k))
-            out[f"spans/{seg}/macro/f1"] = float(res.macro_f1)
+            for avg in ("macro", "weighted"):
+                out.update({f"spans/{seg}/{avg}/{k}": float(getattr(res, avg)[k]) for k in _RATIOS})
             if seg != mode:
-                for k in [*(f"micro/{x}" for x in (*_RATIOS, *_COUNTS)), "macro/f1"]:
+                for k in [*(f"micro/{x}" for x in (*_RATIOS, *_COUNTS)), *(f"{a}/{x}" for a in ("macro", "weighted") for x in _RATIOS)]:
                     keys.originals[f"spans/{seg}/{k}"] = f"spans/{mode}/{k}"
         if ms.ci is not None:
             # intervals of the exact micro F1, beside it (`…/f1/ci_low` would make `…/f1` a folder too)

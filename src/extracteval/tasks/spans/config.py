@@ -149,21 +149,29 @@ def _metrics(c: Counts, zero_division: float) -> TagMetrics:
 class MatchResult:
     """Micro, macro and per-tag results of one matching mode (`exact` or `relaxed@t`).
 
-    `macro_f1` is the mean of per-tag F1 over every tag that occurs in the gold spans or in this
-    model's predictions (a tag the model invents counts with F1 = 0).
+    `macro` holds the means of per-tag F1, precision and recall over every tag that occurs in the
+    gold spans or in this model's predictions (a tag the model invents counts with F1 = 0);
+    `weighted` the same means weighted by each tag's gold spans (its support), as seqeval's and
+    scikit-learn's "weighted avg".
     """
 
     mode: str
     threshold: float | None
     micro: TagMetrics
-    macro_f1: float
+    macro: Mapping[str, float]
+    weighted: Mapping[str, float]
     per_tag: Mapping[str, TagMetrics]
+
+    @property
+    def macro_f1(self) -> float:
+        return self.macro["f1"]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "threshold": self.threshold,
             "micro": self.micro.to_dict(),
-            "macro": {"f1": self.macro_f1},
+            "macro": dict(self.macro),
+            "weighted": dict(self.weighted),
             "per_tag": {t: m.to_dict() for t, m in self.per_tag.items()},
         }
 

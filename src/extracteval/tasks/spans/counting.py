@@ -33,7 +33,8 @@ def _match_result(mode: str, threshold: float | None, tp: np.ndarray, fp: np.nda
     got = spans_metrics(tp, fp, fn, zero_division=zd)
     micro = TagMetrics(tp=int(tp.sum()), fp=int(fp.sum()), fn=int(fn.sum()),
                        **{k: float(got[f"micro/{k}"]) for k in ("precision", "recall", "f1")})
-    return MatchResult(mode=mode, threshold=threshold, micro=micro, macro_f1=float(got["macro/f1"]), per_tag=per_tag)
+    return MatchResult(mode=mode, threshold=threshold, micro=micro, per_tag=per_tag,
+                       **{avg: {k: float(got[f"{avg}/{k}"]) for k in ("f1", "precision", "recall")} for avg in ("macro", "weighted")})
 
 
 def span_counts(corpus: SpanCorpus, model: str, *, config: SpansConfig | None = None) -> dict[str, dict[str, Counts]]:

@@ -1,7 +1,8 @@
 """The `spans` task's one map from counts to metrics: each tag's tp, fp, fn in one matching mode →
-`micro/<kind>` (the ratio of the counts summed over tags) for precision, recall and F1, and
-`macro/f1` (the mean F1 over the tags in the gold spans or the predictions; `zero_division` when
-there are none). The result reads each mode's metrics from it, the leaderboard and `compare` their
+`micro/<kind>` (the ratio of the counts summed over tags), `macro/<kind>` (the mean over the tags
+in the gold spans or the predictions; `zero_division` when there are none) and `weighted/<kind>`
+(that mean weighted by each tag's gold spans; the plain mean when there is no gold span) for
+precision, recall and F1. The result reads each mode's metrics from it, the leaderboard and `compare` their
 intervals (per resample of the per-document counts), and the `mlflow.genai` scorer its run
 metrics (the rows' summed counts)."""
 
@@ -16,7 +17,8 @@ from extracteval.core.counts import item_metrics
 __all__ = ["METRICS", "spans_metrics"]
 
 # the metrics of one matching mode (logged as `spans/<mode>/<metric>`)
-METRICS = ("micro/f1", "micro/precision", "micro/recall", "macro/f1")
+METRICS = ("micro/f1", "micro/precision", "micro/recall", "macro/f1", "macro/precision", "macro/recall",
+           "weighted/f1", "weighted/precision", "weighted/recall")
 
 
 def spans_metrics(tp: Any, fp: Any, fn: Any, *, which: tuple[str, ...] = METRICS, zero_division: float = 0.0) -> dict[str, np.ndarray]:

@@ -83,7 +83,9 @@ def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
             per_type=_per_type(r["exact"]),
             unit_words=("tokens", "phrases") if token else ("documents", "spans"),
         )
-        out.append(f"macro F1 (mean over tags): {r['exact']['macro']['f1'] * 100:.2f}")
+        for avg, what in (("macro", "mean over tags"), ("weighted", "mean over tags weighted by gold spans")):
+            a = r["exact"][avg]
+            out.append(f"{avg} avg ({what}): precision {a['precision'] * 100:6.2f}%; recall {a['recall'] * 100:6.2f}%; FB1 {a['f1'] * 100:6.2f}")
         out.append("")
         out.append("Relaxed match (per tag: support, exact F1, then P/R/F1 at each threshold):")
         out.append(_tag_table(r, relaxed_keys))
@@ -137,22 +139,19 @@ def _ranking_lines(doc: dict[str, Any], relaxed_keys: list[str], token: bool, us
 
 def _tag_table(r: dict[str, Any], relaxed_keys: list[str]) -> str:
     """One model's per-tag table: support and exact F1, then P/R/F1 at each relaxed threshold,
-    closed by the micro and macro rows."""
+    closed by the micro, macro and weighted rows (exact F1; P/R/F1 at each threshold)."""
     tags = sorted(set(r["exact"]["per_tag"]) | {t for k in relaxed_keys for t in r[k]["per_tag"]})
     headers = ["Tag", "Support", "Exact F1"]
     for k in relaxed_keys:
         headers += [f"P {k}", f"R {k}", f"F1 {k}"]
     rows = []
-    for t in tags + ["(micro)", "(macro F1)"]:
-        if t == "(micro)":
-            row = [t, str(r["exact"]["micro"]["support"]), percent(r["exact"]["micro"]["f1"])]
+    for t in tags + ["(micro)", "(macro)", "(weighted)"]:
+        if t.startswith("("):
+            avg = t.strip("()")
+            row = [t, str(r["exact"]["micro"]["support"]) if avg == "micro" else "", percent(r["exact"][avg]["f1"])]
             for k in relaxed_keys:
-                mi = r[k]["micro"]
-                row += [percent(mi["precision"]), percent(mi["recall"]), percent(mi["f1"])]
-        elif t == "(macro F1)":
-            row = [t, "", percent(r["exact"]["macro"]["f1"])]
-            for k in relaxed_keys:
-                row += ["", "", percent(r[k]["macro"]["f1"])]
+                a = r[k][avg]
+                row += [percent(a["precision"]), percent(a["recall"]), percent(a["f1"])]
         else:
             ex = r["exact"]["per_tag"].get(t)
             row = [t, str(ex["support"] if ex else 0), percent(ex["f1"] if ex else 0.0)]
