@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import gc
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import repeat
 import operator
 from operator import itemgetter
@@ -34,6 +35,25 @@ _BATCH = 1_000  # objects walked column by column together (see `_leaves`)
 _SLACK = 64  # columns beyond two per object, shapes beyond one per eight objects: then walk object by object
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (on again after it, if it was on): a walk
+    makes many short-lived tuples and no cycles, so collection passes would dominate."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _scalar_gets(keys: _KeyTable) -> tuple[Callable[[Any], int | None], ...]:
+    """The `get` of the key table's dicts of `str`, `int`, `float` and `bool` values (made when
+    new, in that order)."""
+    return tuple(keys.by_type.setdefault(t, {}).get for t in (str, int, float, bool))
+
+
 def _gather(
     objs: Sequence[Mapping[str, Any]],
     flatten: bool,
@@ -53,14 +73,9 @@ def _gather(
     list_shapes: dict[tuple[int, int], list[int]] = table.list_shapes
     new_code, top = table.code, table.top
     key_code = keys.code
-    str_get = keys.by_type.setdefault(str, {}).get
-    int_get = keys.by_type.setdefault(int, {}).get
-    float_get = keys.by_type.setdefault(float, {}).get
-    bool_get = keys.by_type.setdefault(bool, {}).get
+    str_get, int_get, float_get, bool_get = _scalar_gets(keys)
     append_c, append_k = codes.append, kcodes.append
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # millions of short-lived tuples and no cycles: collection passes would dominate
-    try:
+    with _gc_paused():  # millions of short-lived tuples and no cycles: collection passes would dominate
         for obj in objs:
             n0 = len(codes)
             stack: list[tuple[int, Any]] = [(-1, obj)]
@@ -111,9 +126,6 @@ def _gather(
                     append_c(cc)
                     append_k(key_code(x) if kc is None else kc)
             counts.append(len(codes) - n0)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     return np.asarray(counts, dtype=np.int64)
 
 
@@ -221,6 +233,187 @@ def _truths_objects(
     return out
 
 
+_NONE_TYPE = type(None)
+
+
+def _by_type(ri: np.ndarray, col: Sequence[Any]) -> list[tuple[type, np.ndarray, Sequence[Any]]]:
+    """A column split by the type of its values: (type, object indices, values) per type."""
+    tset = set(map(type, col))
+    if len(tset) == 1:
+        return [(tset.pop(), ri, col)]
+    tid = {t: i for i, t in enumerate(tset)}
+    ti = np.fromiter(map(tid.__getitem__, map(type, col)), dtype=np.int64, count=len(col))
+    parts = []
+    for t, i in tid.items():
+        idx = np.flatnonzero(ti == i)
+        parts.append((t, ri[idx], _take(col, idx)))
+    return parts
+
+
+class _ColumnWalk:
+    """The state of one walk by column (`_gather_columns`): the groups of mappings or lists left
+    to split into columns (`split`), the columns left to code (`code_column`) and the leaves coded
+    so far (`arrays`)."""
+
+    def __init__(
+        self, flatten: bool, table: _PathTable, keys: _KeyTable, truths: Sequence[Any] | None, kept: list[tuple[np.ndarray, int]] | None
+    ) -> None:
+        self.flatten, self.table, self.keys, self.truths, self.kept = flatten, table, keys, truths, kept
+        self.fast = dict(zip((str, int, float, bool), _scalar_gets(keys)))
+        # work: (is a list group, parent path code, object indices, non-empty mappings or lists)
+        self.work: list[tuple[bool, int, np.ndarray, Sequence[Any]]] = []
+        self.columns: list[tuple[int, np.ndarray, Sequence[Any]]] = []  # (path code, object indices, values)
+        self.recs: list[np.ndarray] = []
+        self.kcodes: list[np.ndarray] = []
+        self.pcodes: list[int] = []
+        self.counts: list[int] = []
+
+    def add(self, rs: np.ndarray, kc: np.ndarray, cc: int) -> None:
+        """Note the leaves of path code `cc` of the objects `rs`, with key codes `kc`."""
+        self.recs.append(rs)
+        self.kcodes.append(kc)
+        self.pcodes.append(cc)
+        self.counts.append(len(rs))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every leaf noted, as (object index, path code, canonical-key code) arrays."""
+        if not self.recs:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty.copy(), empty.copy()
+        rec = np.concatenate(self.recs)
+        path = np.repeat(np.asarray(self.pcodes, dtype=np.int64), self.counts)
+        return rec, path, np.concatenate(self.kcodes)
+
+    def split(self, is_list: bool, c: int, ri: np.ndarray, vals: Sequence[Any]) -> bool:
+        """Queue the columns of a group of non-empty lists or mappings under path code `c` (of the
+        objects `ri`), one per index or key and shape. False: the columns would be tiny (a few
+        objects per shape) or two keys share a path name, so the caller walks object by object."""
+        groups = _groups(list(map(len, vals))) if is_list else _shapes(vals)
+        if len(groups) > len(vals) // 8 + _SLACK // 8:
+            return False  # a few objects per shape: columns of a few values
+        if is_list:
+            list_shapes, new_code = self.table.list_shapes, self.table.code
+            for length, idx in groups:
+                sub = vals if idx is None else _take(vals, idx)
+                rs = ri if idx is None else ri[idx]
+                child = list_shapes.get((c, length))
+                if child is None:
+                    child = list_shapes[(c, length)] = [new_code(c, j, True) for j in range(length)]
+                self.columns.extend(zip(child, repeat(rs), zip(*sub)))
+            return True
+        return self.split_mappings(c, ri, vals, groups)
+
+    def split_mappings(self, c: int, ri: np.ndarray, vals: Sequence[Any], groups: list[tuple[Any, np.ndarray | None]]) -> bool:
+        """`split` of mappings, grouped by shape (key tuple); at the top level, the objects and lists
+        exactly their truth's are kept aside (`_truths_objects`) rather than queued."""
+        table, flatten = self.table, self.flatten
+        shapes, new_code, top = table.shapes, table.code, table.top
+        for shape, idx in groups:
+            if not shape:
+                continue  # an empty record (only records reach here empty)
+            sub = vals if idx is None else _take(vals, idx)
+            rs = ri if idx is None else ri[idx]
+            child = shapes.get((c, shape))
+            if child is None:
+                child = shapes[(c, shape)] = [new_code(c, k, False) if flatten or c >= 0 else top(k) for k in shape]
+            if len(set(child)) < len(child):
+                return False
+            rows = map(dict.values, sub) if set(map(type, sub)) == {dict} else [list(v.values()) for v in sub]
+            if c == -1 and self.truths is not None and self.kept is not None and not table.odd_keys:
+                self.columns.extend(_truths_objects(child, shape, rs, zip(*rows), self.truths, self.kept))
+            else:
+                self.columns.extend(zip(child, repeat(rs), zip(*rows)))
+        return True
+
+    def code_column(self, cc: int, ri: np.ndarray, col: Sequence[Any]) -> None:
+        """Code one column of values (path code `cc`, of the objects `ri`): the strings its field
+        already holds first (`known_strs`), then the rest one type at a time (`code_part`)."""
+        if type(col[0]) is str:
+            rest = self.known_strs(cc, ri, col)
+            if rest is None:
+                return
+            ri, col = rest
+        for t, rs, vs in _by_type(ri, col):
+            coded = self.code_part(cc, t, rs, vs)
+            if coded is not None:
+                self.add(coded[0], coded[1], cc)
+
+    def known_strs(self, cc: int, ri: np.ndarray, col: Sequence[Any]) -> tuple[np.ndarray, Sequence[Any]] | None:
+        """Most leaf columns hold strings: the whole column looked up in the field's dict of strings
+        first (no other type is equal to a string, so a hit is a string) and the hits noted. Returns
+        the values it does not hold yet, with their objects (None: there are none)."""
+        m = len(col)
+        _, kc, miss = _column_codes(self.keys, (self.table.field(cc), str), col)
+        if len(miss) < m:
+            if len(miss):
+                hit = np.flatnonzero(kc != -3)
+                self.add(ri[hit], kc[hit], cc)
+            else:
+                self.add(ri, kc, cc)
+            if not len(miss):
+                return None
+            ri, col = ri[miss], _take(col, miss)
+        return ri, col
+
+    def code_part(self, cc: int, t: type, rs: np.ndarray, vs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The key codes of a column's values of one type `t`: scalars by the dict of their field and
+        type (`code_new` for the values it lacks), None absent, mappings and lists when flattening
+        by `nested`, anything else by the key table. Returns (objects, key codes) to note, or None."""
+        m = len(vs)
+        get = self.fast.get(t)
+        if get is not None:
+            # a small dict per field (path pattern) and type: look-ups stay in cache
+            fd, kc, miss = _column_codes(self.keys, (self.table.field(cc), t), vs)
+            if len(miss):  # values new to this field: each distinct one is coded once
+                self.code_new(t, get, fd, kc, miss, vs)
+        elif t is _NONE_TYPE:
+            kc = np.full(m, -1, dtype=np.int64)
+        elif self.flatten and (t is dict or t is list or t is tuple or issubclass(t, Mapping)):
+            return self.nested(cc, t, rs, vs)
+        else:
+            kc = np.fromiter(map(self.keys.code, vs), dtype=np.int64, count=m)
+        return rs, kc
+
+    def code_new(
+        self, t: type, get: Callable[[Any], int | None], fd: dict[Any, int], kc: np.ndarray, miss: np.ndarray, vs: Sequence[Any]
+    ) -> None:
+        """Fill `kc` at `miss`, the values the field's dict `fd` lacks: each distinct one coded once
+        (new strings together, `code_new_strs`) and added to `fd` (NaN, absent, never)."""
+        fresh = _take(vs, miss)
+        if t is str:  # the usual case: coded together, the field's dict filled at once
+            distinct = list(set(fresh))
+            todo = [v for v, c in zip(distinct, map(get, distinct)) if c is None]
+            if todo:
+                self.keys.code_new_strs(todo)
+            fd.update(zip(distinct, map(get, distinct)))
+            distinct = ()
+        else:
+            distinct = set(fresh)
+        key_code = self.keys.code
+        for v in distinct:
+            c = get(v)
+            if c is None:
+                c = key_code(v)
+            if v == v:  # NaN (absent) is never cached
+                fd[v] = c
+        kc[miss] = np.fromiter(map(fd.get, fresh, repeat(-1, len(miss))), dtype=np.int64, count=len(miss))
+
+    def nested(self, cc: int, t: type, rs: np.ndarray, vs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+        """A column of mappings or lists (flattening): the non-empty ones queued to `split`; returns
+        the empty ones' objects and key codes (an empty object or list is absent), None if none."""
+        m = len(vs)
+        lens = np.fromiter(map(len, vs), dtype=np.int64, count=m)
+        full = lens > 0
+        if full.all():
+            self.work.append((t is list or t is tuple, cc, rs, vs))
+            return None
+        if full.any():
+            idx = np.flatnonzero(full)
+            self.work.append((t is list or t is tuple, cc, rs[idx], _take(vs, idx)))
+        rs = rs[~full]
+        return rs, np.full(len(rs), -1, dtype=np.int64)  # an empty object or list is an absent value
+
+
 def _gather_columns(
     objs: Sequence[Mapping[str, Any]], flatten: bool, table: _PathTable, keys: _KeyTable,
     truths: Sequence[Any] | None = None, kept: list[tuple[np.ndarray, int]] | None = None,
@@ -240,140 +433,25 @@ def _gather_columns(
 
     Given `truths` (aligned with `objs`) and `kept`, a top-level object or list exactly its
     truth's is not walked but noted in `kept` (`_truths_objects`); no key that is not a string
-    may have been met (`table.odd_keys`), as two keys could then share a path name."""
+    may have been met (`table.odd_keys`), as two keys could then share a path name.
+
+    Stages (`_ColumnWalk`): groups split into columns (`split`), columns coded (`code_column`),
+    the leaves noted joined (`arrays`)."""
     n = len(objs)
     budget = 2 * n + _SLACK  # columns before the per-object walk is the cheaper one
-    fast = {t: keys.by_type.setdefault(t, {}).get for t in (str, int, float, bool)}
-    key_code, new_code, top = keys.code, table.code, table.top
-    shapes, list_shapes = table.shapes, table.list_shapes
-    recs: list[np.ndarray] = []
-    kcodes: list[np.ndarray] = []
-    pcodes: list[int] = []
-    counts: list[int] = []
-    # work: (is a list group, parent path code, object indices, non-empty mappings or lists)
-    work: list[tuple[bool, int, np.ndarray, Sequence[Any]]] = [(False, -1, np.arange(n, dtype=np.int64), objs)]
-    columns: list[tuple[int, np.ndarray, Sequence[Any]]] = []
-    none_type = type(None)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # many short-lived tuples and no cycles, as in `_gather`
-    try:
+    walk = _ColumnWalk(flatten, table, keys, truths, kept)
+    work, columns = walk.work, walk.columns
+    work.append((False, -1, np.arange(n, dtype=np.int64), objs))
+    with _gc_paused():  # many short-lived tuples and no cycles, as in `_gather`
         while work or columns:
             if columns:
                 budget -= 1
                 if budget < 0:
                     return None
-                cc, ri, col = columns.pop()
-                if type(col[0]) is str:
-                    # most leaf columns hold strings: look the whole column up in the field's
-                    # dict of strings first (no other type is equal to a string, so a hit is a
-                    # string), then sort out by type only the values it does not hold yet
-                    m = len(col)
-                    _, kc, miss = _column_codes(keys, (table.field(cc), str), col)
-                    if len(miss) < m:
-                        if len(miss):
-                            hit = np.flatnonzero(kc != -3)
-                            recs.append(ri[hit])
-                            kcodes.append(kc[hit])
-                        else:
-                            recs.append(ri)
-                            kcodes.append(kc)
-                        pcodes.append(cc)
-                        counts.append(m - len(miss))
-                        if not len(miss):
-                            continue
-                        ri, col = ri[miss], _take(col, miss)
-                tset = set(map(type, col))
-                if len(tset) == 1:
-                    parts: list[tuple[type, np.ndarray, Sequence[Any]]] = [(tset.pop(), ri, col)]
-                else:  # split the column by type
-                    tid = {t: i for i, t in enumerate(tset)}
-                    ti = np.fromiter(map(tid.__getitem__, map(type, col)), dtype=np.int64, count=len(col))
-                    parts = []
-                    for t, i in tid.items():
-                        idx = np.flatnonzero(ti == i)
-                        parts.append((t, ri[idx], _take(col, idx)))
-                for t, rs, vs in parts:
-                    m = len(vs)
-                    get = fast.get(t)
-                    if get is not None:
-                        # a small dict per field (path pattern) and type: look-ups stay in cache
-                        fd, kc, miss = _column_codes(keys, (table.field(cc), t), vs)
-                        if len(miss):  # values new to this field: each distinct one is coded once
-                            fresh = _take(vs, miss)
-                            if t is str:  # the usual case: coded together, the field's dict filled at once
-                                distinct = list(set(fresh))
-                                todo = [v for v, c in zip(distinct, map(get, distinct)) if c is None]
-                                if todo:
-                                    keys.code_new_strs(todo)
-                                fd.update(zip(distinct, map(get, distinct)))
-                                distinct = ()
-                            else:
-                                distinct = set(fresh)
-                            for v in distinct:
-                                c = get(v)
-                                if c is None:
-                                    c = key_code(v)
-                                if v == v:  # NaN (absent) is never cached
-                                    fd[v] = c
-                            kc[miss] = np.fromiter(map(fd.get, fresh, repeat(-1, len(miss))), dtype=np.int64, count=len(miss))
-                    elif t is none_type:
-                        kc = np.full(m, -1, dtype=np.int64)
-                    elif flatten and (t is dict or t is list or t is tuple or issubclass(t, Mapping)):
-                        lens = np.fromiter(map(len, vs), dtype=np.int64, count=m)
-                        full = lens > 0
-                        if full.all():
-                            work.append((t is list or t is tuple, cc, rs, vs))
-                            continue
-                        if full.any():
-                            idx = np.flatnonzero(full)
-                            work.append((t is list or t is tuple, cc, rs[idx], _take(vs, idx)))
-                        rs = rs[~full]
-                        m = len(rs)
-                        kc = np.full(m, -1, dtype=np.int64)  # an empty object or list is an absent value
-                    else:
-                        kc = np.fromiter(map(key_code, vs), dtype=np.int64, count=m)
-                    recs.append(rs)
-                    kcodes.append(kc)
-                    pcodes.append(cc)
-                    counts.append(m)
-                continue
-            is_list, c, ri, vals = work.pop()
-            groups = _groups(list(map(len, vals))) if is_list else _shapes(vals)
-            if len(groups) > len(vals) // 8 + _SLACK // 8:
-                return None  # a few objects per shape: columns of a few values
-            if is_list:
-                for length, idx in groups:
-                    sub = vals if idx is None else _take(vals, idx)
-                    rs = ri if idx is None else ri[idx]
-                    child = list_shapes.get((c, length))
-                    if child is None:
-                        child = list_shapes[(c, length)] = [new_code(c, j, True) for j in range(length)]
-                    columns.extend(zip(child, repeat(rs), zip(*sub)))
-                continue
-            for shape, idx in groups:
-                if not shape:
-                    continue  # an empty record (only records reach here empty)
-                sub = vals if idx is None else _take(vals, idx)
-                rs = ri if idx is None else ri[idx]
-                child = shapes.get((c, shape))
-                if child is None:
-                    child = shapes[(c, shape)] = [new_code(c, k, False) if flatten or c >= 0 else top(k) for k in shape]
-                if len(set(child)) < len(child):
-                    return None
-                rows = map(dict.values, sub) if set(map(type, sub)) == {dict} else [list(v.values()) for v in sub]
-                if c == -1 and truths is not None and kept is not None and not table.odd_keys:
-                    columns.extend(_truths_objects(child, shape, rs, zip(*rows), truths, kept))
-                else:
-                    columns.extend(zip(child, repeat(rs), zip(*rows)))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    if not recs:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty.copy(), empty.copy()
-    rec = np.concatenate(recs)
-    path = np.repeat(np.asarray(pcodes, dtype=np.int64), counts)
-    return rec, path, np.concatenate(kcodes)
+                walk.code_column(*columns.pop())
+            elif not walk.split(*work.pop()):
+                return None
+    return walk.arrays()
 
 
 def _same_leaves(objs: Sequence[Any], truths: Sequence[Any]) -> np.ndarray:
