@@ -91,6 +91,8 @@ CASES = [
          Ok(_check(invalid_predictions_count=lambda n: n >= 1))),
     Case("entities not a list in truth", rows("truth", lambda rs: [{**r, "entities": "none"} if i == 0 else r for i, r in enumerate(rs)]),
          Bad("{truth}", "INV-1", "list")),
+    Case("no truth record has an entity", rows("truth", lambda rs: [{**r, "entities": []} for r in rs]),
+         Bad("{truth}", "no ground-truth entity to score", "every record's list of entities is empty")),
     Case("match threshold above 1", None, Bad("match", "1.5"), extra=("--match-threshold", "1.5")),
     Case("match threshold below 0", None, Bad("match", "-0.1"), extra=("--match-threshold", "-0.1")),
     Case("fuzzy threshold NaN", None, Bad("fuzzy", "nan"), extra=("--fuzzy-threshold", "nan")),

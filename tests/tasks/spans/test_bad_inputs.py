@@ -89,6 +89,7 @@ CONLL_CASES = [
     ("non-UTF-8 bytes", CONLL_OK.encode().replace(b"clerk", b"cl\xe9rk"), ("line 2", "UTF-8")),
     ("bad tag prefix", CONLL_OK.replace("B-VP B-VP", "Z-VP B-VP", 1), ("line 3", "Z-VP")),
     ("empty file", "", ("empty",)),
+    ("blank lines only: no sentence", "\n\n\n", ("no tokens found",)),  # seqeval returns 0 with a warning; nothing to score is an error here
 ]
 
 

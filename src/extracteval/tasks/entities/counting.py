@@ -159,8 +159,9 @@ def gold_fields_of(entities: Any) -> list[str]:
 def plan_entities(gold_fields: Sequence[str], cfg: EntitiesConfig, truth_source: str) -> EntitiesPlan:
     gold_fields = list(gold_fields)
     if not gold_fields:
-        raise InputError(f"{truth_source}: no ground-truth entity has any field; expected lists of objects such as "
-                         '{"description": "Bolt", "quantity": 2}.')
+        raise InputError(f"{truth_source}: there is no ground-truth entity to score: every record's list of entities is empty (or its "
+                         "entities have no fields). Entities are scored by their fields, so at least one record needs an entity such as "
+                         '{"description": "Bolt", "quantity": 2}; records with an empty list beside it are scored as having none.')
 
     def unknown(names: Sequence[str], what: str) -> None:
         bad = [f for f in names if f not in gold_fields]
