@@ -75,8 +75,9 @@ def test_cli_chunked_with_workers_equals_in_memory(cli, tmp_path):
 
 def test_chunked_refuses_unsorted_ids_and_spark_for_token_files(cli, tmp_path, pyspark_or_not):
     (tmp_path / "x.conll").write_text("a B-X B-X\n")
-    r = cli("score", "spans", "--conll", str(tmp_path / "x.conll"), "--engine", "spark")
-    assert r.code == 2 and "--engine spark reads JSONL span files" in r.err, r.err
+    for scheme in ("conlleval", "IOB1", "IOE1"):  # a scheme decodes token files, which Spark does not read
+        r = cli("score", "spans", "--conll", str(tmp_path / "x.conll"), "--scheme", scheme, "--engine", "spark")
+        assert r.code == 2 and "--engine spark reads JSONL span files" in r.err, r.err
     (tmp_path / "t.jsonl").write_text('{"id": "b", "gold": []}\n{"id": "a", "gold": []}\n')
     (tmp_path / "p.jsonl").write_text('{"id": "b", "pred": []}\n{"id": "a", "pred": []}\n')
     r = cli("score", "spans", "--truth", str(tmp_path / "t.jsonl"), "--predictions", f"p={tmp_path / 'p.jsonl'}", "--chunk-size", "5")

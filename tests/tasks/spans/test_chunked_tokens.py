@@ -1,7 +1,8 @@
 """The chunked `spans` engine on token files equals the in-memory one: the same `--json`
 document, byte for byte (bootstrap intervals, token accuracy and ill-formed chunks included), for
 chunk sizes 1, 2, 3, 7 and 1000 sentences and with workers — on hand-made files that exercise
-every kind of sentence break and blocks cut anywhere, and on the conlleval sample."""
+every kind of sentence break and blocks cut anywhere (schemes conlleval, IOBES, IOB1 and IOE1),
+and on the conlleval sample."""
 
 from __future__ import annotations
 
@@ -22,11 +23,16 @@ def _tag(rng: random.Random, prefixes: str) -> str:
     return "O" if rng.random() < 0.3 else f"{rng.choice(prefixes)}-{rng.choice(TYPES)}"
 
 
-def _write_files(folder: Path, seed: int) -> dict[str, Path]:
+# the prefixes of the gold and model a, and of model b, per scheme (what its reader accepts)
+PREFIXES = {"conlleval": ("BIES", "BI"), "IOBES": ("BIES", "BI"), "IOB1": ("BI", "I"), "IOE1": ("IE", "I")}
+
+
+def _write_files(folder: Path, seed: int, scheme: str = "conlleval") -> dict[str, Path]:
     """A two-model --conll pair and the same data as a truth file with two prediction files: blank
     lines, runs of them, -DOCSTART- and -X- lines, CRLF, lone CRs, tabs, trailing spaces, a BOM, non-ASCII
-    tokens, tags that are ill-formed under the strict schemes."""
+    tokens, tags that are ill-formed under the strict schemes (stray tokens under IOB1 and IOE1)."""
     rng = random.Random(seed)
+    full, short = PREFIXES[scheme]
     conll_a, conll_b, truth, pred_a, pred_b = [], [], [], [], []
     for s in range(rng.randint(8, 30)):
         brk = rng.choice(["\n", "\n\n\n", "-DOCSTART- -X- O O\n\n", "-X-\n", "  \t\n", "\r\n", "\r", "-X-\r\r"])  # a lone CR ends a line
@@ -34,7 +40,7 @@ def _write_files(folder: Path, seed: int) -> dict[str, Path]:
             lines.append(brk)
         for t in range(rng.randint(1, 9)):
             tok = rng.choice(["the", "Straße", "a", "of", "cat", "naïve", "x" * rng.randint(1, 40)]) + str(t)
-            gold, a, b = _tag(rng, "BIES"), _tag(rng, "BIES"), _tag(rng, "BI")
+            gold, a, b = _tag(rng, full), _tag(rng, full), _tag(rng, short)
             sep = rng.choice([" ", "\t", "  "])
             end = rng.choice(["\n", " \n", "\r\n"])
             conll_a.append(f"{tok}{sep}X {gold} {a}{end}")
@@ -58,10 +64,10 @@ def _layouts(f: dict[str, Path]) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("scheme", ["conlleval", "IOBES"])
+@pytest.mark.parametrize("scheme", sorted(PREFIXES))
 def test_token_files_chunked_equal_in_memory(cli, tmp_path, monkeypatch, seed, scheme):
     monkeypatch.setattr(spans_chunks, "_BLOCK", 61)  # blocks end mid-sentence, mid-document, anywhere
-    files = _write_files(tmp_path, seed)
+    files = _write_files(tmp_path, seed, scheme)
     for layout in _layouts(files):
         args = ["score", "spans", *layout, "--scheme", scheme, "--resamples", "50", "--json"]
         want = cli(*args)

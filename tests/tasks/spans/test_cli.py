@@ -138,12 +138,38 @@ def test_separate_token_files_and_strict_scheme_warning(cli, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
+    ("scheme", "content"),
+    [
+        # gold New York | Boston (B after its own type); predicted New York Boston, and a B-PER
+        # right after a sentence break: stray in IOB1, so the predicted PER chunk is only "Lee"
+        ("IOB1", "New I-LOC I-LOC\nYork I-LOC I-LOC\nBoston B-LOC I-LOC\nis O O\n\nAnn I-PER B-PER\nLee I-PER I-PER\n\nParis I-LOC I-LOC\n"),
+        # gold New York | Boston (E before its own type); the predicted "Ann Lee" ends in E at the sentence end
+        ("IOE1", "New I-LOC I-LOC\nYork E-LOC I-LOC\nBoston I-LOC I-LOC\nis O O\n\nAnn I-PER I-PER\nLee I-PER E-PER\n\nParis I-LOC I-LOC\n"),
+    ],
+)
+def test_iob1_ioe1_schemes(cli, tmp_path: Path, scheme: str, content: str) -> None:
+    f = tmp_path / "tags.conll"
+    f.write_text(content, encoding="utf-8")
+    r = cli("score", "spans", "--conll", f"m={f}", "--scheme", scheme.lower(), "--no-ci", "--json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    m = doc["models"]["m"]
+    assert doc["config"]["scheme"] == scheme and doc["n_gold_spans"] == 4 and doc["gold_ill_formed_chunks"] == 0
+    assert (m["exact"]["micro"]["tp"], m["exact"]["micro"]["fp"], m["exact"]["micro"]["fn"]) == (1, {"IOB1": 2, "IOE1": 1}[scheme], 3)
+    assert m["ill_formed_chunks"] == 1 and any("ill-formed" in w and "model 'm'" in w for w in doc["warnings"])
+    text = cli("score", "spans", "--conll", f"m={f}", "--scheme", scheme, "--no-ci")
+    assert f"1 ill-formed predicted chunk(s) dropped under {scheme}" in text.out
+
+
+@pytest.mark.parametrize(
     ("content", "scheme", "needle"),
     [
         ("a B-X B-X\nb I-X\n", "conlleval", "line 2: expected 3 columns as on line 1"),
         ("a B-X\n", "conlleval", "line 1: expected at least 3 whitespace-separated columns"),
         ("a B-X B-X\nb Q-X I-X\n", "conlleval", "line 2: gold tag 'Q-X' is not valid under scheme conlleval"),
         ("a B-X B-X\nb I-X E-X\n", "IOB2", "line 2: predicted tag 'E-X' is not valid under scheme IOB2"),
+        ("a B-X B-X\nb I-X E-X\n", "IOB1", "line 2: predicted tag 'E-X' is not valid under scheme IOB1"),
+        ("a I-X I-X\nb E-X B-X\n", "IOE1", "line 2: predicted tag 'B-X' is not valid under scheme IOE1"),
     ],
 )
 def test_bad_token_files(cli, tmp_path: Path, content: str, scheme: str, needle: str) -> None:
@@ -183,7 +209,7 @@ def test_mismatched_document_ids(cli, tmp_path: Path) -> None:
 
 def test_usage_errors(cli, tmp_path: Path) -> None:
     r = cli("score", "spans", "--scheme", "BIO9", "--conll", "x")
-    assert r.code == 2 and "expected one of conlleval, IOB2, IOE2, IOBES, BILOU" in r.err
+    assert r.code == 2 and "expected one of conlleval, IOB1, IOB2, IOE1, IOE2, IOBES, BILOU" in r.err
     r = cli("score", "spans")
     assert r.code == 2 and "--conll" in r.err
     r = cli("score", "spans", "--conll", str(tmp_path / "missing.conll"))

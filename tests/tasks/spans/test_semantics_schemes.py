@@ -33,6 +33,19 @@ def chunks(tags: list[str], scheme: str, breaks: tuple[int, ...] = ()) -> tuple[
         ("IOBES", "B-X I-X O S-X S-X", [(3, 4, "X"), (4, 5, "X")], 1),
         ("IOBES", "B-X E-X B-X E-X", [(0, 2, "X"), (2, 4, "X")], 0),
         ("BILOU", "B-X L-X U-X B-Y I-Y L-Y I-X", [(0, 2, "X"), (2, 3, "X"), (3, 6, "Y")], 1),
+        # IOB1: B only right after its own type; a stray B is one ill-formed token, read as an O
+        ("IOB1", "I-X I-X B-X I-X O I-Y", [(0, 2, "X"), (2, 4, "X"), (5, 6, "Y")], 0),
+        ("IOB1", "O B-X I-X I-X", [(2, 4, "X")], 1),
+        ("IOB1", "I-X B-X B-X I-Y B-Y", [(0, 1, "X"), (1, 2, "X"), (2, 3, "X"), (3, 4, "Y"), (4, 5, "Y")], 0),
+        ("IOB1", "O B-X B-X", [(2, 3, "X")], 1),  # the second B follows a (stray) B-X
+        ("IOB1", "I-X B-X B-Y I-Y", [(0, 1, "X"), (3, 4, "Y")], 2),  # lone B-X then B-Y: ill-formed; B-Y stray
+        ("IOB1", "I-X B-X I-Y", [(0, 1, "X"), (1, 2, "X"), (2, 3, "Y")], 0),
+        # IOE1: E only right before its own type; a chunk ending in E that is not is ill-formed
+        ("IOE1", "I-X E-X I-X I-X O", [(0, 2, "X"), (2, 4, "X")], 0),
+        ("IOE1", "I-X E-X E-X I-X", [(0, 2, "X"), (2, 3, "X"), (3, 4, "X")], 0),
+        ("IOE1", "I-X E-X O I-Y", [(3, 4, "Y")], 1),
+        ("IOE1", "I-X I-Y E-Y I-Y", [(0, 1, "X"), (1, 3, "Y"), (3, 4, "Y")], 0),
+        ("IOE1", "O E-X I-X E-X", [], 2),  # stray E-X; I-X E-X at the sentence end
         ("conlleval", "B-X E-X B-X E-X", [(0, 4, "X")], 0),  # no E→B boundary in conlleval.pl
         ("conlleval", "S-X S-X O I-X B-X", [(0, 2, "X"), (3, 4, "X"), (4, 5, "X")], 0),
         ("conlleval", "I-X I-Y E-Y E-Y", [(0, 1, "X"), (1, 3, "Y"), (3, 4, "Y")], 0),
@@ -42,9 +55,73 @@ def test_scheme_cases(scheme: str, tags: str, expected: list, ill: int) -> None:
     assert chunks(tags.split(), scheme) == (expected, ill)
 
 
+# seqeval's published examples (tests/test_scheme.py, test_iob1_tokens and test_ioe1_tokens), one
+# sentence each, with the number of ill-formed chunks and stray tokens we count besides
+SEQEVAL_IOB1_IOE1 = [
+    ("IOB1", "B-PER", [], 1),
+    ("IOB1", "I-PER", [(0, 1, "PER")], 0),
+    ("IOB1", "O", [], 0),
+    ("IOB1", "O I-PER", [(1, 2, "PER")], 0),
+    ("IOB1", "O B-PER", [], 1),
+    ("IOB1", "I-PER O", [(0, 1, "PER")], 0),
+    ("IOB1", "I-PER I-PER", [(0, 2, "PER")], 0),
+    ("IOB1", "I-PER I-ORG", [(0, 1, "PER"), (1, 2, "ORG")], 0),
+    ("IOB1", "I-PER B-PER", [(0, 1, "PER"), (1, 2, "PER")], 0),
+    ("IOB1", "I-PER B-ORG", [(0, 1, "PER")], 1),
+    ("IOB1", "B-PER O", [], 1),
+    ("IOB1", "B-PER I-PER", [(1, 2, "PER")], 1),
+    ("IOB1", "B-PER I-ORG", [(1, 2, "ORG")], 1),
+    ("IOB1", "B-PER B-PER", [(1, 2, "PER")], 1),
+    ("IOB1", "B-PER B-ORG", [], 2),
+    ("IOE1", "E-PER", [], 1),
+    ("IOE1", "I-PER", [(0, 1, "PER")], 0),
+    ("IOE1", "O", [], 0),
+    ("IOE1", "O I-PER", [(1, 2, "PER")], 0),
+    ("IOE1", "O E-PER", [], 1),
+    ("IOE1", "I-PER O", [(0, 1, "PER")], 0),
+    ("IOE1", "I-PER I-PER", [(0, 2, "PER")], 0),
+    ("IOE1", "I-PER I-ORG", [(0, 1, "PER"), (1, 2, "ORG")], 0),
+    ("IOE1", "I-PER E-PER", [], 1),  # seqeval's test leaves this one out; its strict mode drops the chunk
+    ("IOE1", "I-PER E-ORG", [(0, 1, "PER")], 1),
+    ("IOE1", "E-PER O", [], 1),
+    ("IOE1", "E-PER I-PER", [(1, 2, "PER")], 1),
+    ("IOE1", "E-PER I-ORG", [(1, 2, "ORG")], 1),
+    ("IOE1", "E-PER E-PER", [], 2),
+    ("IOE1", "E-PER E-ORG", [], 2),
+]
+
+
+@pytest.mark.parametrize(("scheme", "tags", "expected", "ill"), SEQEVAL_IOB1_IOE1)
+def test_iob1_ioe1_seqeval_examples(scheme: str, tags: str, expected: list, ill: int) -> None:
+    assert chunks(tags.split(), scheme) == (expected, ill)
+
+
+def test_iob1_ioe1_accept_their_prefixes_only() -> None:
+    # seqeval: IOB1 refuses E and S, IOE1 refuses B and S
+    for scheme, good, bad in (("IOB1", "BI", "ESLU"), ("IOE1", "IE", "BSLU")):
+        encode_tags(["O", *(f"{p}-X" for p in good)], scheme=scheme)
+        for p in bad:
+            with pytest.raises(UnknownTagError):
+                encode_tags([f"{p}-X"], scheme=scheme)
+    assert chunks([], "IOB1") == chunks([], "IOE1") == ([], 0)
+
+
 def test_sentence_breaks_end_chunks() -> None:
     assert chunks(["B-X", "I-X", "I-X"], "conlleval", breaks=(2,))[0] == [(0, 2, "X"), (2, 3, "X")]
     assert chunks(["B-X", "I-X", "I-X"], "IOB2", breaks=(2,)) == ([(0, 2, "X")], 1)
+    # a B right after a break follows no token of its own type; an E before a break precedes none
+    assert chunks(["I-X", "B-X", "I-X"], "IOB1", breaks=(1,)) == ([(0, 1, "X"), (2, 3, "X")], 1)
+    assert chunks(["I-X", "E-X", "I-X"], "IOE1", breaks=(2,)) == ([(2, 3, "X")], 1)
+    assert chunks(["I-X", "E-X", "I-X"], "IOE1") == ([(0, 2, "X"), (2, 3, "X")], 0)
+
+
+def test_ill_formed_examples_are_the_first_in_position_order() -> None:
+    # stray B tokens at 0, 4, 5, 7 and 9; the lone B-X chunk at 6 is followed by B-Z
+    tags = "B-X I-X O I-X B-Y B-X B-X B-Z O B-X".split()
+    enc = encode_tags(tags, scheme="IOB1")
+    ch = decode(enc.prefix, enc.type, np.zeros(len(tags), dtype=bool), "IOB1")
+    assert (ch.start.tolist(), ch.end.tolist()) == ([1, 3], [2, 4])
+    assert ch.ill_formed == 6 and ch.ill_formed_examples == ((0, 1), (4, 5), (5, 6), (6, 7), (7, 8))
 
 
 def test_types_keep_hyphens_like_conlleval() -> None:
@@ -58,7 +135,7 @@ def test_unknown_prefix_and_scheme_errors() -> None:
     for bad in ("X", "B-", "Q-PER", "B"):
         with pytest.raises(UnknownTagError):
             encode_tags([bad], scheme="conlleval")
-    with pytest.raises(ValueError, match="conlleval, IOB2, IOE2, IOBES, BILOU"):
+    with pytest.raises(ValueError, match="conlleval, IOB1, IOB2, IOE1, IOE2, IOBES, BILOU"):
         get_scheme("iob9")
     assert get_scheme("iobes") is SCHEMES["IOBES"]
 
@@ -185,3 +262,83 @@ def test_strict_schemes_equal_seqeval_strict(scheme: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # seqeval averages empty arrays
         check()
+
+
+# ---------------------------------------------------------------------------------------------
+# every strict scheme against seqeval's strict mode: chunks, micro and per-type P/R/F1
+
+STRICT = ("IOB1", "IOE1", "IOB2", "IOE2", "IOBES", "BILOU")
+
+
+def _strict_sentences(scheme: str):
+    """1–6 sentences of 1–12 tokens (gold, predicted) over `O` and every prefix the scheme's reader
+    accepts, with 2 or 3 types."""
+    prefixes = SCHEMES[scheme].prefixes
+    return st.sampled_from(["X Y", "X Y Z", "PER ORG-A LOC"]).flatmap(
+        lambda types: _bio_sentences(["O", *(f"{p}-{t}" for p in prefixes for t in types.split())])
+    )
+
+
+def _our_chunks(sents: list[list[str]], scheme: str) -> list[list[tuple[int, int, str]]]:
+    flat = [t for s in sents for t in s]
+    offsets = np.cumsum([0] + [len(s) for s in sents])
+    sent = np.zeros(len(flat), dtype=bool)
+    sent[offsets[:-1]] = True
+    enc = encode_tags(flat, scheme=scheme)
+    ch = decode(enc.prefix, enc.type, sent, scheme)
+    out: list[list[tuple[int, int, str]]] = [[] for _ in sents]
+    for s, e, t in zip(ch.start.tolist(), ch.end.tolist(), ch.type.tolist()):
+        k = int(np.searchsorted(offsets, s, side="right")) - 1
+        out[k].append((s - int(offsets[k]), e - int(offsets[k]), enc.types[t]))
+    return out
+
+
+def _seqeval_chunks(sents: list[list[str]], scheme: str) -> list[list[tuple[int, int, str]]]:
+    sq = python_package("seqeval.scheme", "test")
+    return [[(e.start, e.end, e.tag) for e in es] for es in sq.Entities(sents, getattr(sq, scheme)).entities]
+
+
+def _check_against_seqeval(sents, scheme: str) -> None:
+    sq = python_package("seqeval.scheme", "test")
+    sm = python_package("seqeval.metrics", "test")
+    y_true = [[g for g, _ in s] for s in sents]
+    y_pred = [[p for _, p in s] for s in sents]
+    for y in (y_true, y_pred):
+        assert _our_chunks(y, scheme) == _seqeval_chunks(y, scheme), y
+    ours = _ours(y_true, y_pred, scheme)
+    kw = {"mode": "strict", "scheme": getattr(sq, scheme), "zero_division": 0}
+    names = sorted(sq.Entities(y_true, getattr(sq, scheme)).unique_tags | sq.Entities(y_pred, getattr(sq, scheme)).unique_tags)
+    assert names == sorted(ours.per_tag)
+    for name, fn in (("precision", sm.precision_score), ("recall", sm.recall_score), ("f1", sm.f1_score)):
+        assert abs(fn(y_true, y_pred, average="micro", **kw) - getattr(ours.micro, name)) <= 1e-12, name
+        per_type = fn(y_true, y_pred, average=None, **kw)
+        assert len(per_type) == len(names)
+        for t, v in zip(names, per_type):
+            assert abs(v - getattr(ours.per_tag[t], name)) <= 1e-12, (name, t)
+
+
+@pytest.mark.parametrize("scheme", STRICT)
+def test_strict_scheme_chunks_and_scores_equal_seqeval_strict(scheme: str) -> None:
+    """300 random gold/predicted corpora per scheme: our chunks are seqeval's `Entities` chunks,
+    sentence by sentence, and our exact micro and per-type P/R/F1 its strict-mode scores."""
+    python_package("seqeval.scheme", "test")
+
+    @settings(max_examples=300, deadline=None)
+    @given(_strict_sentences(scheme))
+    def check(sents) -> None:
+        _check_against_seqeval(sents, scheme)
+
+    check()
+
+
+@pytest.mark.parametrize("scheme", STRICT)
+def test_strict_scheme_chunks_equal_seqeval_on_every_short_sentence(scheme: str) -> None:
+    """Every sentence of up to 5 tokens (4 for the four-prefix schemes) over two types: the
+    scheme rules look at neighbouring tokens only, so this covers every context they see."""
+    import itertools
+
+    prefixes = SCHEMES[scheme].prefixes
+    alphabet = ["O", *(f"{p}-{t}" for p in prefixes for t in ("X", "Y"))]
+    longest = 5 if len(prefixes) == 2 else 4
+    sents = [list(x) for k in range(1, longest + 1) for x in itertools.product(alphabet, repeat=k)]
+    assert _our_chunks(sents, scheme) == _seqeval_chunks(sents, scheme)

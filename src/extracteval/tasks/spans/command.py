@@ -37,7 +37,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     src.add_argument("--truth", metavar="FILE", help="gold spans: JSONL, or a token file whose last column is the gold tag")
     src.add_argument("--predictions", action="append", metavar="NAME=FILE", help="a model's predictions, same format as --truth (repeatable)")
     p.add_argument("--scheme", default="conlleval", metavar="NAME", type=scheme_name,
-                   help="tag decoding for token files: conlleval (default; reproduces conlleval.pl), IOB2, IOE2, IOBES, BILOU (strict: ill-formed chunks dropped and counted)")
+                   help="tag decoding for token files: conlleval (default; reproduces conlleval.pl), IOB1, IOB2, IOE1, IOE2, IOBES, BILOU "
+                        "(strict, as seqeval's strict mode: ill-formed chunks dropped and counted)")
     p.add_argument("--suffix", action="store_true", help="token tags are TYPE-PREFIX (NP-B) instead of PREFIX-TYPE (B-NP)")
     p.add_argument("--threshold", type=float, default=0.5, metavar="X", help="main relaxed threshold (default 0.5; 0.5 and 0.8 are always reported)")
     p.add_argument("--iou-weight", type=float, default=0.65, metavar="W", help="weight of IoU in the relaxed score (default 0.65; TextSim gets 1 − W)")

@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["SCHEME_NAMES", "scheme_name", "named_files", "load_corpus", "build_config", "spans_inputs", "truth_source"]
 
-SCHEME_NAMES = ("conlleval", "IOB2", "IOE2", "IOBES", "BILOU")
+SCHEME_NAMES = ("conlleval", "IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU")
 
 
 def scheme_name(value: str) -> str:

@@ -7,7 +7,18 @@ Every scheme is a small table over the tag prefixes `O B I E S L U`:
   starts a new chunk, and the first token of a sentence always does);
 * strict schemes add the shape a well-formed chunk must have (prefix of a one-token chunk, of
   the first, middle and last token of a longer one); a chunk of another shape is *ill-formed*:
-  it is dropped and counted, never guessed at.
+  it is dropped and counted, never guessed at;
+* `IOB1` and `IOE1` use one prefix only between two adjacent chunks of the same type, so they
+  add two context rules: `after[prev, cur]` — a token with prefix `cur` (IOB1 `B`, IOE1 `E`)
+  belongs to a chunk only right after a token of its own type whose prefix `prev` the table
+  allows; anywhere else it is a *stray* token, in no chunk (dropped and counted as one ill-formed
+  token; the token after it is read as if it followed an `O`); and `then_same[last, next]` /
+  `then_other[last, next]` — a chunk ending in prefix `last` is well-formed only when the next
+  token has a prefix `next` the table allows, of the chunk's type or of another type (an `O`
+  token and the sentence end count as `O` of another type). These are seqeval's strict
+  `IOB1`/`IOE1`: in IOB1 a `B` that does not follow its own type is ignored (`O B-X I-X` is the
+  chunk `I-X`) and a lone `B-X` chunk directly followed by `B-Y` is ill-formed; in IOE1 a chunk
+  ending in `E-X` must be followed by `I-X` or `E-X` (`I-X E-X O` is ill-formed).
 
 `conlleval` reproduces conlleval.pl (version 2004-01-26) chunk by chunk, quirks included:
 
@@ -89,11 +100,17 @@ class Scheme:
     """One tagging scheme as tables (see the module docstring).
 
     Attributes:
-        name: `conlleval`, `IOB2`, `IOE2`, `IOBES` or `BILOU`.
+        name: `conlleval`, `IOB1`, `IOB2`, `IOE1`, `IOE2`, `IOBES` or `BILOU`.
         prefixes: prefixes accepted besides `O`.
         starts: bool[7, 7], chunk starts at (prev prefix, prefix) when the type is unchanged.
         single, first, middle, last: bool[7] masks of the well-formed chunk shapes; None means
             every chunk is kept (conlleval).
+        after: bool[7, 7] or None; a prefix whose column has a True belongs to a chunk only right
+            after a token of the same type whose prefix is True in that column, else it is a
+            stray token (IOB1, IOE1).
+        then_same, then_other: bool[7, 7] or None; a chunk whose last prefix is the row is kept
+            only if the next token's prefix is True in the row, when that token has the chunk's
+            type (`then_same`) or is `O`, the sentence end or of another type (`then_other`).
     """
 
     name: str
@@ -103,6 +120,9 @@ class Scheme:
     first: np.ndarray | None = None
     middle: np.ndarray | None = None
     last: np.ndarray | None = None
+    after: np.ndarray | None = None
+    then_same: np.ndarray | None = None
+    then_other: np.ndarray | None = None
 
     @property
     def strict(self) -> bool:
@@ -115,7 +135,22 @@ class Scheme:
 _CONLLEVAL_STARTS = [("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"), ("O", "E")]
 
 
-def _strict(name: str, *, single: str, first: str, middle: str, last: str) -> Scheme:
+def _follow_table(rows: dict[str, str] | None) -> np.ndarray | None:
+    """{last prefix: the next prefixes allowed} → bool[7, 7]; a row not given allows every prefix."""
+    if rows is None:
+        return None
+    t = np.ones((len(PREFIXES), len(PREFIXES)), dtype=bool)
+    for a, allowed in rows.items():
+        t[_P[a]] = _mask(allowed)
+    return t
+
+
+def _strict(
+    name: str, *, single: str, first: str, middle: str, last: str,
+    after: dict[str, str] | None = None, then_same: dict[str, str] | None = None, then_other: dict[str, str] | None = None,
+) -> Scheme:
+    """A strict scheme from its chunk shapes; `after` = {prefix: the same-type prefixes it may
+    follow}, `then_same`/`then_other` = {last prefix: the prefixes the next token may have}."""
     prefixes = "".join(sorted(set(single + first + middle + last), key=PREFIXES.index))
     opens = set(single + first) - set(middle + last)  # prefixes that only ever begin a chunk
     closes = set(single + last) - set(first + middle)  # prefixes that only ever end a chunk
@@ -131,13 +166,20 @@ def _strict(name: str, *, single: str, first: str, middle: str, last: str) -> Sc
         first=_mask(first),
         middle=_mask(middle),
         last=_mask(last),
+        after=None if after is None else _table([(p, c) for c, ps in after.items() for p in ps]),
+        then_same=_follow_table(then_same),
+        then_other=_follow_table(then_other),
     )
 
 
 SCHEMES: dict[str, Scheme] = {
     "conlleval": Scheme(name="conlleval", prefixes="BIES", starts=_table(_CONLLEVAL_STARTS)),
     # well-formed chunks:  IOB2 B I*   IOE2 I* E   IOBES S | B I* E   BILOU U | B I* L
+    # IOB1 I+ | B I*, the B right after a token of its type (a one-token B chunk not followed by a B of another type)
+    # IOE1 I+ | I* E, the E right after a token of its type and followed by an I or E of its type
+    "IOB1": _strict("IOB1", single="BI", first="BI", middle="I", last="I", after={"B": "BI"}, then_other={"B": "OI"}),
     "IOB2": _strict("IOB2", single="B", first="B", middle="I", last="I"),
+    "IOE1": _strict("IOE1", single="IE", first="I", middle="I", last="IE", after={"E": "IE"}, then_same={"E": "IE"}, then_other={"E": ""}),
     "IOE2": _strict("IOE2", single="E", first="I", middle="I", last="E"),
     "IOBES": _strict("IOBES", single="S", first="B", middle="I", last="E"),
     "BILOU": _strict("BILOU", single="U", first="B", middle="I", last="L"),
@@ -290,6 +332,18 @@ def decode(prefix: np.ndarray, type_: np.ndarray, sentence_start: np.ndarray, sc
     prev_t[1:] = type_[:-1]
     prev_p[sent] = O  # a sentence break is an O token for the rules
     prev_t[sent] = -1
+    stray = np.zeros(0, dtype=np.int64)
+    if sch.after is not None:
+        # a prefix with an `after` rule (IOB1 B, IOE1 E) anywhere else is a stray token: in no
+        # chunk, and the token after it is read as if it followed an O (its own rule, though,
+        # looked at the stray's real prefix above)
+        lone = sch.after.any(axis=0)[prefix] & ~((prev_t == type_) & sch.after[prev_p, prefix])
+        stray = np.flatnonzero(lone)
+        if len(stray):
+            inside &= ~lone
+            behind = stray[stray + 1 < n] + 1
+            prev_p[behind] = O
+            prev_t[behind] = -1
     start = inside & ((prev_t != type_) | sch.starts[prev_p, prefix])
     # a chunk runs to the next start, O token or sentence break
     stops = np.flatnonzero(start | ~inside | sent)
@@ -311,11 +365,24 @@ def decode(prefix: np.ndarray, type_: np.ndarray, sentence_start: np.ndarray, sc
         sch.single[first_p],
         sch.first[first_p] & sch.last[last_p] & (mid_bad == 0),
     )
+    if sch.then_same is not None or sch.then_other is not None:
+        # the token after the chunk (the original one, stray or not); a sentence end is an O
+        after_end = np.minimum(ends, n - 1)
+        closed = (ends == n) | sent[after_end]
+        next_p = np.where(closed, O, prefix[after_end])
+        same = ~closed & (type_[after_end] == types)
+        every = np.ones((len(PREFIXES), len(PREFIXES)), dtype=bool)
+        then_same = every if sch.then_same is None else sch.then_same
+        then_other = every if sch.then_other is None else sch.then_other
+        ok &= np.where(same, then_same[last_p, next_p], then_other[last_p, next_p])
     bad = np.flatnonzero(~ok)
+    examples = [(int(s[i]), int(ends[i])) for i in bad[:5]]
+    if len(stray):  # a stray token is one ill-formed token
+        examples = sorted(examples + [(int(i), int(i) + 1) for i in stray[:5]])[:5]
     return Chunks(
         start=s[ok],
         end=ends[ok],
         type=types[ok].astype(np.int32),
-        ill_formed=int(len(bad)),
-        ill_formed_examples=tuple((int(s[i]), int(ends[i])) for i in bad[:5]),
+        ill_formed=int(len(bad)) + int(len(stray)),
+        ill_formed_examples=tuple(examples),
     )
