@@ -417,16 +417,7 @@ def bootstrap_patterns(
     if not models:
         return {}, {}
     m_count = len(models)
-    if patterns is not None and freq is not None:
-        freq = np.asarray(freq, dtype=np.int64)
-        n = int(freq.sum())
-        if n_records is not None and n_records != n:
-            raise ValueError(f"Expected pattern frequencies summing to {n_records} records, but got {n}.")
-        use_patterns = len(freq) * 4 <= n
-    elif n_records is None:
-        raise ValueError("without patterns the bootstrap needs `n_records`.")
-    else:
-        n, use_patterns = int(n_records), False
+    n, use_patterns = _bootstrap_size(patterns, freq, n_records)
     # resample × model: filled block by block, then all percentiles in one call per side
     samples = np.empty((resamples, m_count))
 
@@ -437,25 +428,7 @@ def bootstrap_patterns(
 
     if use_patterns:
         assert patterns is not None and freq is not None
-        floating = np.asarray(patterns).dtype.kind == "f"
-        # exact integer sums (float64 for per-record values), whatever the order of the patterns
-        exact = np.float64 if floating else np.int64
-        totals_all = freq @ np.asarray(patterns).astype(exact, copy=False) if len(freq) else np.zeros(m_count * width, dtype=exact)
-        if n > 0:
-            # float32 sums of integer counts are exact below 2**24
-            dtype = np.float32 if not floating and n * max(int(np.abs(patterns).max(initial=0)), 1) < 2**24 else np.float64
-            rng = np.random.default_rng(seed)
-            # Records with the same counts for every model are interchangeable: drawing n records
-            # and counting each distinct pattern is a multinomial draw over the patterns, so the
-            # work scales with the number of distinct patterns, not of records. The draw is over
-            # the patterns in canonical order (only this path depends on their order).
-            patterns, freq = _canonical(patterns, freq)
-            matrix = np.ascontiguousarray(patterns.astype(dtype))
-            done = 0
-            while done < resamples:
-                b = min(_BLOCK, resamples - done)
-                fill(done, rng.multinomial(n, freq / n, size=b).astype(dtype) @ matrix)
-                done += b
+        totals_all = _resample_patterns(patterns, np.asarray(freq, dtype=np.int64), n, m_count * width, resamples, seed, fill)
     else:
         if n > 0 and records is None:
             raise ValueError("many distinct per-record patterns: the bootstrap needs `records` (the per-record rows).")
@@ -463,6 +436,52 @@ def bootstrap_patterns(
             records, n, m_count * width, np.arange(m_count * width), resamples, np.random.default_rng(seed), fill,
         ) if n > 0 else np.zeros(m_count * width, dtype=np.int64)
     estimates = np.asarray(statistic(np.asarray(totals_all).reshape(m_count, width)), dtype=np.float64)
+    return _percentile_intervals(models, estimates, samples, pairs, n, confidence, resamples)
+
+
+def _bootstrap_size(patterns: np.ndarray | None, freq: np.ndarray | None, n_records: int | None) -> tuple[int, bool]:
+    """The number of records (checked against the patterns' frequencies), and whether a resample is a multinomial
+    draw over the patterns (kept, and few: 4·K ≤ records) rather than over the records."""
+    if patterns is not None and freq is not None:
+        freq = np.asarray(freq, dtype=np.int64)
+        n = int(freq.sum())
+        if n_records is not None and n_records != n:
+            raise ValueError(f"Expected pattern frequencies summing to {n_records} records, but got {n}.")
+        return n, len(freq) * 4 <= n
+    if n_records is None:
+        raise ValueError("without patterns the bootstrap needs `n_records`.")
+    return int(n_records), False
+
+
+def _resample_patterns(patterns: np.ndarray, freq: np.ndarray, n: int, width: int, resamples: int, seed: int,
+                       fill: Callable[[int, np.ndarray], None]) -> np.ndarray:
+    """Resample n records as multinomial draws over their distinct patterns (`fill` gets each block of resampled
+    totals); returns the patterns' exact column sums."""
+    floating = np.asarray(patterns).dtype.kind == "f"
+    # exact integer sums (float64 for per-record values), whatever the order of the patterns
+    exact = np.float64 if floating else np.int64
+    totals_all = freq @ np.asarray(patterns).astype(exact, copy=False) if len(freq) else np.zeros(width, dtype=exact)
+    if n > 0:
+        # float32 sums of integer counts are exact below 2**24
+        dtype = np.float32 if not floating and n * max(int(np.abs(patterns).max(initial=0)), 1) < 2**24 else np.float64
+        rng = np.random.default_rng(seed)
+        # Records with the same counts for every model are interchangeable: drawing n records
+        # and counting each distinct pattern is a multinomial draw over the patterns, so the
+        # work scales with the number of distinct patterns, not of records. The draw is over
+        # the patterns in canonical order (only this path depends on their order).
+        patterns, freq = _canonical(patterns, freq)
+        matrix = np.ascontiguousarray(patterns.astype(dtype))
+        done = 0
+        while done < resamples:
+            b = min(_BLOCK, resamples - done)
+            fill(done, rng.multinomial(n, freq / n, size=b).astype(dtype) @ matrix)
+            done += b
+    return totals_all
+
+
+def _percentile_intervals(models: list[Any], estimates: np.ndarray, samples: np.ndarray, pairs: Sequence[tuple[Any, Any]], n: int,
+                          confidence: float, resamples: int) -> tuple[dict[Any, Interval], dict[tuple[Any, Any], Interval]]:
+    """Each model's percentile interval around its estimate, and each pair's interval of the difference."""
     point = {m: float(estimates[k]) for k, m in enumerate(models)}
     alpha = (1.0 - confidence) / 2.0
     q = [100 * alpha, 100 * (1 - alpha)]

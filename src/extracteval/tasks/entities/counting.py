@@ -227,11 +227,25 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
         plan = plan_entities(gold_fields_of(g_ents), cfg, truth_source)
     gold_fields, features_all, scored = list(plan.gold_fields), list(plan.features_all), list(plan.scored)
     key_fields, weights, fields_needed = list(plan.key_fields), dict(plan.weights), list(plan.fields_needed)
-    invalid_first: dict[str, str] = {}
-    unknown_keys: dict[str, frozenset[str]] = {}
-    gold_missing: dict[str, int] = {}
 
     gold = _Side(record=g_arr, start=_offsets(g_arr, n_rec), valid=np.ones(len(g_ents), dtype=bool), raw=g_ents, orig=g_pos)
+    sides, invalid_first, unknown_keys = _pred_sides(preds, pred_records, order, features_all, gold_fields)
+    tables, gold_missing = _encode_fields(gold, sides, fields_needed, cfg, whole=whole, truth_source=truth_source)
+    _canonical(gold, tables, fields_needed, n_rec)
+    for s in sides:
+        _canonical(s, tables, fields_needed, n_rec)
+    return _Prepared(order=order, truth=truth, pred_records=pred_records, gold=gold, sides=sides, tables=tables,
+                     features_all=features_all, scored=scored, key_fields=key_fields, weights=weights, warnings=warnings,
+                     fields_needed=fields_needed, invalid_first=invalid_first, unknown_keys=unknown_keys, gold_missing=gold_missing)
+
+
+def _pred_sides(preds: Sequence[ModelEntities], pred_records: Sequence[Mapping[str, Sequence[Any]]], order: Sequence[str],
+                features_all: Sequence[str], gold_fields: Sequence[str]) -> tuple[list[_Side], dict[str, str], dict[str, frozenset[str]]]:
+    """Each model's entities flattened (non-objects marked invalid), where its first non-object entity is, and the
+    predicted fields no gold entity has."""
+    n_rec = len(order)
+    invalid_first: dict[str, str] = {}
+    unknown_keys: dict[str, frozenset[str]] = {}
     sides: list[_Side] = []
     for p, recs in zip(preds, pred_records):
         arr, p_ents, p_pos = _flatten(recs, order, what=p.source or f"predictions of model {p.name!r}", strict=False)
@@ -243,9 +257,15 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
             invalid_first[p.name] = f"record {order[arr[first]]!r}, entities[{p_pos[first]}] = {_short(p_ents[first])}"
         keys_seen = set(chain.from_iterable(p_ents)) if valid.all() else set(chain.from_iterable(e for e, ok in zip(p_ents, valid.tolist()) if ok))
         unknown_keys[p.name] = frozenset({str(k) for k in keys_seen} - set(features_all) - set(gold_fields))
+    return sides, invalid_first, unknown_keys
 
-    # encode every needed field across truth and all models once
+
+def _encode_fields(gold: _Side, sides: Sequence[_Side], fields_needed: Sequence[str], cfg: EntitiesConfig, *, whole: bool,
+                   truth_source: str) -> tuple[dict[str, _FieldTable], dict[str, int]]:
+    """Encode every needed field across truth and all models once (sets each side's codes): the fields' key tables,
+    and per field the gold entities without it."""
     tables: dict[str, _FieldTable] = {}
+    gold_missing: dict[str, int] = {}
     # plain dicts only (a non-object prediction reads as an empty entity), so that dict.get can
     # be mapped over a column at C speed
     empty: dict[str, Any] = {}
@@ -265,34 +285,30 @@ def _prepare(truth: Mapping[str, Sequence[Any]], preds: Sequence[ModelEntities],
         is_text = np.array([k != _MISSING_KEY and key_type(k) == "t" for k in table] + [False], dtype=bool)
         tables[f] = _FieldTable(keys=table, labels=display_labels(table), missing=miss, is_text=is_text,
                                 texts=[key_text(k) if k != _MISSING_KEY else "" for k in table])
+    return tables, gold_missing
 
-    # canonical order within each record, so that shuffling entities cannot change a tie's outcome
-    def canonical(side: _Side) -> None:
-        if not len(side.record):
-            return
-        # sort by (record, invalid last, codes of the needed fields): one stable argsort of a
-        # mixed-radix key when it fits in int64 (the same permutation as lexsort, ~20× faster)
-        radix = [len(tables[f].keys) + 1 for f in fields_needed]
-        if n_rec * 2 * math.prod(radix) < _RADIX_LIMIT:
-            key = side.record * 2 + (~side.valid)
-            for f, r in zip(fields_needed, radix):
-                key = key * r + side.codes[f]
-            perm = np.argsort(key, kind="stable")
-        else:
-            perm = np.lexsort([side.codes[f] for f in reversed(fields_needed)] + [~side.valid, side.record])
-        side.record = side.record[perm]
-        side.valid = side.valid[perm]
-        side.orig = side.orig[perm]
-        side.perm = perm
-        for f in fields_needed:
-            side.codes[f] = side.codes[f][perm]
 
-    canonical(gold)
-    for s in sides:
-        canonical(s)
-    return _Prepared(order=order, truth=truth, pred_records=pred_records, gold=gold, sides=sides, tables=tables,
-                     features_all=features_all, scored=scored, key_fields=key_fields, weights=weights, warnings=warnings,
-                     fields_needed=fields_needed, invalid_first=invalid_first, unknown_keys=unknown_keys, gold_missing=gold_missing)
+def _canonical(side: _Side, tables: Mapping[str, _FieldTable], fields_needed: Sequence[str], n_rec: int) -> None:
+    """Order one side's entities canonically within each record (in place), so that shuffling entities cannot change
+    a tie's outcome."""
+    if not len(side.record):
+        return
+    # sort by (record, invalid last, codes of the needed fields): one stable argsort of a
+    # mixed-radix key when it fits in int64 (the same permutation as lexsort, ~20× faster)
+    radix = [len(tables[f].keys) + 1 for f in fields_needed]
+    if n_rec * 2 * math.prod(radix) < _RADIX_LIMIT:
+        key = side.record * 2 + (~side.valid)
+        for f, r in zip(fields_needed, radix):
+            key = key * r + side.codes[f]
+        perm = np.argsort(key, kind="stable")
+    else:
+        perm = np.lexsort([side.codes[f] for f in reversed(fields_needed)] + [~side.valid, side.record])
+    side.record = side.record[perm]
+    side.valid = side.valid[perm]
+    side.orig = side.orig[perm]
+    side.perm = perm
+    for f in fields_needed:
+        side.codes[f] = side.codes[f][perm]
 
 
 @dataclass

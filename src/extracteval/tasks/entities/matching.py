@@ -160,13 +160,11 @@ def _align_all(prep: _Prepared, cfg: EntitiesConfig, backend: SimilarityBackend)
     return matches, sem
 
 
-def _match(
-    prep: _Prepared, side: _Side, cfg: EntitiesConfig, sem: Mapping[str, _SemanticTable],
-    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> _Matches:
-    """Matched (gold, pred) entity indices and their similarity, one optimal assignment per record."""
-    gold, n_rec = prep.gold, len(prep.order)
-    pair_g, pair_p, pstart = pairs if pairs is not None else _pairs(gold, side, n_rec)
+def _pair_similarity(prep: _Prepared, side: _Side, cfg: EntitiesConfig, sem: Mapping[str, _SemanticTable],
+                     pair_g: np.ndarray, pair_p: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The weighted key-field similarity of every candidate pair (0 for an invalid prediction), and the
+    key fields' equality masks of the scored fields (kept for the tie-break)."""
+    gold = prep.gold
     num = np.zeros(len(pair_g))
     den = np.zeros(len(pair_g))
     scored = set(prep.scored)
@@ -192,7 +190,13 @@ def _match(
     # a gold entity such as {"item": null} copied verbatim would stay unmatched.
     sim = np.divide(num, den, out=np.ones(len(pair_g)), where=den > 0)
     sim[~side.valid[pair_p]] = 0.0
-    thr = float(cfg.match_threshold)
+    return sim, equal
+
+
+def _tie_break_rank(prep: _Prepared, side: _Side, sim: np.ndarray, equal: Mapping[str, np.ndarray],
+                    pair_g: np.ndarray, pair_p: np.ndarray, thr: float) -> np.ndarray:
+    """The score the assignment maximises: the similarity, with admissible ties broken by agreement on the scored fields."""
+    gold = prep.gold
     # Ties on the key fields (two gold lines with the same description) go to the pair that agrees
     # on more of the scored fields: admissible scores are squeezed into [thr, 1] with a tiny share
     # for that agreement, which keeps them admissible and never reorders different similarities
@@ -205,7 +209,11 @@ def _match(
             agree += equal[f][ok] if f in equal else gold.codes[f][pair_g[ok]] == side.codes[f][pair_p[ok]]
         agree /= max(len(prep.scored), 1)
         rank[ok] = thr + (1.0 - thr) * ((1.0 - _TIE_EPS) * (sim[ok] - thr) / (1.0 - thr) + _TIE_EPS * agree)
+    return rank
 
+
+def _assign(gold: _Side, side: _Side, rank: np.ndarray, pstart: np.ndarray, thr: float) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The optimal one-to-one assignment of each record's entities: matched gold and predicted entity indices, in parts."""
     g_n, p_n = np.diff(gold.start), np.diff(side.start)
     out_g: list[np.ndarray] = []
     out_p: list[np.ndarray] = []
@@ -250,6 +258,20 @@ def _match(
                 ij = np.asarray(pairs, dtype=np.int64)
                 out_g.append(gold.start[r] + ij[:, 0])
                 out_p.append(side.start[r] + ij[:, 1])
+    return out_g, out_p
+
+
+def _match(
+    prep: _Prepared, side: _Side, cfg: EntitiesConfig, sem: Mapping[str, _SemanticTable],
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> _Matches:
+    """Matched (gold, pred) entity indices and their similarity, one optimal assignment per record."""
+    gold, n_rec = prep.gold, len(prep.order)
+    pair_g, pair_p, pstart = pairs if pairs is not None else _pairs(gold, side, n_rec)
+    sim, equal = _pair_similarity(prep, side, cfg, sem, pair_g, pair_p)
+    thr = float(cfg.match_threshold)
+    rank = _tie_break_rank(prep, side, sim, equal, pair_g, pair_p, thr)
+    out_g, out_p = _assign(gold, side, rank, pstart, thr)
     if not out_g:
         z = np.zeros(0, dtype=np.int64)
         return z, z, []
@@ -259,6 +281,7 @@ def _match(
     mg, mp = mg[order], mp[order]
     # the reported similarity of a pair is the weighted field similarity, not the tie-break score
     r_of = gold.record[mg]
+    p_n = np.diff(side.start)
     sims = sim[pstart[r_of] + (mg - gold.start[r_of]) * p_n[r_of] + (mp - side.start[r_of])]
     return mg, mp, sims.tolist()
 

@@ -135,36 +135,32 @@ class FieldsLedger(Ledger):
     max_examples: int = merge(keep)
 
 
-def fields_ledger(
-    truth: pd.DataFrame, predictions: Sequence[ModelPredictions], *, plan: FieldsPlan,
-    keep_codes: dict[str | None, dict[str, tuple[np.ndarray, Any]]] | None = None,
-    on_records: Callable[[RecordLedger], None] | None = None,
-) -> tuple[FieldsLedger, RecordLedger]:
-    """Score a set of records (all of them, or one chunk) into a mergeable ledger.
-
-    Every prediction id must be in `truth`; truth records with no prediction count as empty
-    predictions. Returns the ledger and the per-record counts of these records (which a caller
-    may stream to disk and drop). `keep_codes`, `on_records`: see `score_fields`.
-    """
-    cfg = plan.config
+def _check_models(predictions: Sequence[ModelPredictions], plan: FieldsPlan) -> None:
+    """Each model given once, and exactly the plan's models."""
     given = sorted(p.name for p in predictions)
     if len(set(given)) != len(given):
         dup = sorted({m for m in given if given.count(m) > 1})[0]
         raise InputError(f"model {dup!r} is given twice; each --predictions needs a unique NAME.")
     if tuple(given) != plan.models:
         raise ValueError(f"predictions are for models {given}, but the plan has {list(plan.models)}.")
-    scored = list(plan.scored)
-    truth = truth.copy(deep=False)
-    truth.index = _str_index(truth.index)
-    _check_unique(truth.index, plan.truth_source)
-    order = _sorted_ids(truth.index)
-    n = len(order)
-    order_index = pd.Index(order)
 
-    aligned: list[tuple[ModelPredictions, pd.DataFrame, np.ndarray]] = []
-    model_indexers: list[np.ndarray] = []
-    missing: dict[str, int] = {}
-    missing_ids: dict[str, tuple[str, ...]] = {}
+
+@dataclass
+class _Aligned:
+    """The models' predictions aligned to the truth's sorted ids: per model (in name order) its predictions,
+    values frame (string index) and status codes, its indexer into the sorted ids, and its missing records."""
+
+    models: list[tuple[ModelPredictions, pd.DataFrame, np.ndarray]]
+    indexers: list[np.ndarray]
+    missing: dict[str, int]
+    missing_ids: dict[str, tuple[str, ...]]
+
+
+def _align_predictions(predictions: Sequence[ModelPredictions], order: np.ndarray, order_index: pd.Index,
+                       scored: list[str], plan: FieldsPlan) -> _Aligned:
+    """Read each model's predictions against the sorted truth ids: unique ids, all in the truth; which truth
+    records it lacks; its status codes per scored field."""
+    out = _Aligned(models=[], indexers=[], missing={}, missing_ids={})
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
         values = p.values.copy(deep=False)
@@ -179,33 +175,41 @@ def fields_ledger(
             )
         model_indexer = values.index.get_indexer(order_index)
         miss = order[model_indexer < 0]
-        missing[p.name] = len(miss)
-        missing_ids[p.name] = tuple(str(x) for x in sorted(miss)[:5])
+        out.missing[p.name] = len(miss)
+        out.missing_ids[p.name] = tuple(str(x) for x in sorted(miss)[:5])
         status = p.status
         if status is not None:
             status = status.copy(deep=False)
             status.index = _str_index(status.index)
         codes = _status_codes(status, order, scored, what)
-        aligned.append((p, values, codes))
-        model_indexers.append(model_indexer)
+        out.models.append((p, values, codes))
+        out.indexers.append(model_indexer)
+    return out
 
+
+def _count_fields(
+    truth: pd.DataFrame, aligned: _Aligned, order: np.ndarray, order_index: pd.Index, scored: list[str], cfg: FieldsConfig,
+    keep_codes: dict[str | None, dict[str, tuple[np.ndarray, Any]]] | None,
+) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], dict[str, tuple[Mapping[str, Any], ...]]]]:
+    """Classify every cell, field by field (values encoded across the truth and all models together): per model
+    the (records, fields, tp/fp/fn/tn/excluded) int32 counts, and per (model, field) the examples of each kind."""
     normalizers: dict[NormalizationConfig, Normalizer] = {}
     sim = FuzzySimilarity(scorer=cfg.fuzzy_scorer)
-    model_names = [a[0].name for a in aligned]
-    per_record = {m: np.zeros((n, len(scored), 5), dtype=np.int32) for m in model_names}
+    n = len(order)
+    per_record = {a[0].name: np.zeros((n, len(scored), 5), dtype=np.int32) for a in aligned.models}
     examples: dict[tuple[str, str], dict[str, tuple[Mapping[str, Any], ...]]] = {}
     truth_indexer = truth.index.get_indexer(order_index)
 
     for j, fname in enumerate(scored):
         cols = [_column_codes(truth, fname, truth_indexer, None if keep_codes is None else keep_codes.setdefault(None, {}))] + [
             _column_codes(v, fname, idx, None if keep_codes is None else keep_codes.setdefault(p.name, {}))
-            for (p, v, _), idx in zip(aligned, model_indexers)
+            for (p, v, _), idx in zip(aligned.models, aligned.indexers)
         ]
         rules = cfg.normalization_for(fname)
         normalizer = normalizers.get(rules) or normalizers.setdefault(rules, Normalizer(rules))
         enc = _encode(cols, normalizer)
         counts = _classify_field(enc, cfg.strategy_for(fname), sim, cfg.fuzzy_threshold)
-        for mi, (p, _, status_codes) in enumerate(aligned):
+        for mi, (p, _, status_codes) in enumerate(aligned.models):
             excl = status_codes[:, j] != _OK
             c = counts[mi]
             c[excl] = 0
@@ -213,31 +217,68 @@ def fields_ledger(
             per_record[p.name][:, j, 4] = excl
             ex = _examples(c, excl, enc, mi, order, cfg.max_examples)
             examples[(p.name, fname)] = {kind: tuple(v) for kind, v in ex.items()}
+    return per_record, examples
 
-    ledger_counts = np.zeros((len(model_names), len(scored), len(_LEDGER_COLUMNS)), dtype=np.int64)
+
+def _summed_counts(per_record: Mapping[str, np.ndarray], model_names: list[str], n_fields: int) -> np.ndarray:
+    """The ledger's (models, fields, 7) int64 sums: tp, fp, fn, tn, excluded, cells (not excluded), exact."""
+    ledger_counts = np.zeros((len(model_names), n_fields, len(_LEDGER_COLUMNS)), dtype=np.int64)
     for mi, m in enumerate(model_names):
         arr = per_record[m]
         ledger_counts[mi, :, :5] = arr.sum(axis=0)
         ledger_counts[mi, :, 5] = (arr[:, :, 4] == 0).sum(axis=0)
         ledger_counts[mi, :, 6] = ((arr[:, :, 4] == 0) & (arr[:, :, 1] == 0) & (arr[:, :, 2] == 0)).sum(axis=0)
-    records = RecordLedger(record_ids=tuple(order), fields=tuple(scored), counts=per_record)
-    if on_records is not None:
-        on_records(records)
-    if cfg.bootstrap > 0:
+    return ledger_counts
+
+
+def _bootstrap_patterns(records: RecordLedger, per_record: Mapping[str, np.ndarray], model_names: list[str], n_fields: int,
+                        bootstrap: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray]:
+    """The distinct per-record and per-field count patterns with their frequencies (empty when no intervals)."""
+    if bootstrap > 0:
         patterns, freq = record_patterns(records.bootstrap_rows())
         fpat, ffreq = field_patterns([per_record[m] for m in model_names])
     else:  # no intervals: no patterns to keep
-        patterns, freq = np.zeros((0, len(model_names) * len(scored) * 4), dtype=np.int8), np.zeros(0, dtype=np.int64)
+        patterns, freq = np.zeros((0, len(model_names) * n_fields * 4), dtype=np.int8), np.zeros(0, dtype=np.int64)
         fpat, ffreq = np.zeros((0, 6), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return patterns, freq, fpat, ffreq
+
+
+def fields_ledger(
+    truth: pd.DataFrame, predictions: Sequence[ModelPredictions], *, plan: FieldsPlan,
+    keep_codes: dict[str | None, dict[str, tuple[np.ndarray, Any]]] | None = None,
+    on_records: Callable[[RecordLedger], None] | None = None,
+) -> tuple[FieldsLedger, RecordLedger]:
+    """Score a set of records (all of them, or one chunk) into a mergeable ledger.
+
+    Every prediction id must be in `truth`; truth records with no prediction count as empty
+    predictions. Returns the ledger and the per-record counts of these records (which a caller
+    may stream to disk and drop). `keep_codes`, `on_records`: see `score_fields`.
+    """
+    cfg = plan.config
+    _check_models(predictions, plan)
+    scored = list(plan.scored)
+    truth = truth.copy(deep=False)
+    truth.index = _str_index(truth.index)
+    _check_unique(truth.index, plan.truth_source)
+    order = _sorted_ids(truth.index)
+    order_index = pd.Index(order)
+    aligned = _align_predictions(predictions, order, order_index, scored, plan)
+    model_names = [a[0].name for a in aligned.models]
+    per_record, examples = _count_fields(truth, aligned, order, order_index, scored, cfg, keep_codes)
+    ledger_counts = _summed_counts(per_record, model_names, len(scored))
+    records = RecordLedger(record_ids=tuple(order), fields=tuple(scored), counts=per_record)
+    if on_records is not None:
+        on_records(records)
+    patterns, freq, fpat, ffreq = _bootstrap_patterns(records, per_record, model_names, len(scored), cfg.bootstrap)
     ledger = FieldsLedger(
         models=tuple(model_names),
         fields=tuple(scored),
         counts=ledger_counts,
         examples=examples,
-        missing=missing,
-        missing_ids=missing_ids,
-        columns={p.name: tuple(v.columns) for p, v, _ in aligned},
-        n_records=n,
+        missing=aligned.missing,
+        missing_ids=aligned.missing_ids,
+        columns={p.name: tuple(v.columns) for p, v, _ in aligned.models},
+        n_records=len(order),
         patterns=patterns,
         freq=freq,
         field_patterns=fpat,

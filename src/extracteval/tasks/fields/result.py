@@ -105,51 +105,28 @@ def _intervals(ledger: FieldsLedger, plan: FieldsPlan, ranking: Sequence[str], *
     return intervals, comparisons
 
 
-def fields_result(
-    ledger: FieldsLedger,
-    plan: FieldsPlan,
-    *,
-    records: RecordLedger | None = None,
-    record_rows: Callable[[], np.ndarray | Iterable[np.ndarray]] | None = None,
-) -> FieldsResult:
-    """Ratios, winners, ranking, intervals and checks, computed once from a (merged) ledger.
-
-    Args:
-        records: the per-record counts, attached to the result (in-memory engine only).
-        record_rows: returns `RecordLedger.bootstrap_rows()` of all records in id order, as one
-            matrix or as consecutive blocks (read back one chunk at a time); the bootstrap asks
-            for it only when distinct per-record patterns are many (more than a quarter of the
-            records, or too many to keep). Defaults to `records`, block by block.
-    """
-    cfg = plan.config
-    scored = list(plan.scored)
-    all_fields = list(plan.fields)
-    model_names = list(ledger.models)
-    n = ledger.n_records
-    n_models = len(model_names)
-    warnings = _input_warnings(ledger, plan)
-
-    # ledgers and ratios
-    zd = cfg.zero_division
+def _model_ratios(ledger: FieldsLedger, plan: FieldsPlan) -> tuple[
+        dict[str, dict[str, FieldMetrics]], dict[str, Counts], dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Per model: its field metrics, its summed counts, and its overall (macro) and micro ratios."""
+    cfg, scored, zd = plan.config, list(plan.scored), plan.config.zero_division
     model_fields: dict[str, dict[str, FieldMetrics]] = {}
     totals: dict[str, Counts] = {}
     overall: dict[str, dict[str, float]] = {}
     micro: dict[str, dict[str, float]] = {}
-    for mi, m in enumerate(model_names):
+    for mi, m in enumerate(ledger.models):
         model_fields[m] = _field_metrics(ledger, mi, m, scored, cfg)
         totals[m] = sum((f.counts for f in model_fields[m].values()), Counts())
         got = fields_metrics(ledger.counts[mi][:, :4], zero_division=zd)
         overall[m] = {k: float(got[f"overall/{k}"]) for k in ("precision", "recall", "f1", "accuracy")}
         micro[m] = {k: float(got[f"micro/{k}"]) for k in ("precision", "recall", "f1", "accuracy")}
+    return model_fields, totals, overall, micro
 
-    winners = field_winners({f: {m: model_fields[m][f].score() for m in model_names} for f in scored})
-    wins = field_wins(winners, model_names)
-    ranked = rank_by_metrics(RANKING, {m: {f"overall/{k}": overall[m][k] for k in ("f1", "precision", "recall")} for m in model_names}, wins)
-    ranking = tuple(r.model for r in ranked)
 
-    intervals, comparisons = _intervals(ledger, plan, ranking, records=records, record_rows=record_rows)
-
-    sources = {m: plan.sources.get(m, "") for m in model_names}
+def _model_results(ledger: FieldsLedger, plan: FieldsPlan, ranked: Sequence[Any], winners: Mapping[str, Any], wins: Mapping[str, Any],
+                   ratios_: tuple[Any, Any, Any, Any], intervals: Mapping[str, Interval]) -> dict[str, ModelResult]:
+    """Each model's result, in ranking order: its metrics, rank, tier, field wins, missing records and interval."""
+    model_fields, totals, overall, micro = ratios_
+    sources = {m: plan.sources.get(m, "") for m in ledger.models}
     missing_counts = dict(ledger.missing)
     models: dict[str, ModelResult] = {}
     for r in ranked:
@@ -169,8 +146,12 @@ def fields_result(
             source=sources[r.model],
             overall_f1_ci=intervals.get(r.model),
         )
+    return models
 
-    checks = tuple(_checks(models, scored, n, cfg))
+
+def _result_warnings(models: Mapping[str, ModelResult], cfg: FieldsConfig, n_models: int) -> list[str]:
+    """What the results warn of: fields resting on few valid records (per model); a single model."""
+    warnings: list[str] = []
     for m, res in models.items():
         small = [f for f, v in res.fields.items() if "small_sample" in v.flags]
         if small:
@@ -180,9 +161,45 @@ def fields_result(
             )
     if n_models == 1:
         warnings.append("only one model: every field is a universal tie, so no field wins are awarded.")
+    return warnings
+
+
+def fields_result(
+    ledger: FieldsLedger,
+    plan: FieldsPlan,
+    *,
+    records: RecordLedger | None = None,
+    record_rows: Callable[[], np.ndarray | Iterable[np.ndarray]] | None = None,
+) -> FieldsResult:
+    """Ratios, winners, ranking, intervals and checks, computed once from a (merged) ledger.
+
+    Args:
+        records: the per-record counts, attached to the result (in-memory engine only).
+        record_rows: returns `RecordLedger.bootstrap_rows()` of all records in id order, as one
+            matrix or as consecutive blocks (read back one chunk at a time); the bootstrap asks
+            for it only when distinct per-record patterns are many (more than a quarter of the
+            records, or too many to keep). Defaults to `records`, block by block.
+    """
+    cfg = plan.config
+    scored = list(plan.scored)
+    model_names = list(ledger.models)
+    n = ledger.n_records
+    warnings = _input_warnings(ledger, plan)
+
+    ratios_ = _model_ratios(ledger, plan)
+    model_fields, _, overall, _ = ratios_
+    winners = field_winners({f: {m: model_fields[m][f].score() for m in model_names} for f in scored})
+    wins = field_wins(winners, model_names)
+    ranked = rank_by_metrics(RANKING, {m: {f"overall/{k}": overall[m][k] for k in ("f1", "precision", "recall")} for m in model_names}, wins)
+    ranking = tuple(r.model for r in ranked)
+
+    intervals, comparisons = _intervals(ledger, plan, ranking, records=records, record_rows=record_rows)
+    models = _model_results(ledger, plan, ranked, winners, wins, ratios_, intervals)
+    checks = tuple(_checks(models, scored, n, cfg))
+    warnings += _result_warnings(models, cfg, len(model_names))
 
     cfg_dict = cfg.to_dict()
-    cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in all_fields}
+    cfg_dict["strategies_used"] = {f: cfg.strategy_for(f).value for f in plan.fields}
     return FieldsResult(
         task="fields",
         models=models,

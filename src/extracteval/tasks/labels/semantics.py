@@ -326,11 +326,26 @@ def labels_ledger(
     truth_index = _ids(truth.index, "truth")
     truth = truth.set_axis(truth_index, axis=0)
     truth = truth.set_axis([str(c) for c in truth.columns], axis=1)
+    aligned_inputs = _ledger_align(truth, predictions)
+    counted = _ledger_count(truth, aligned_inputs, feats, cfg)
+    models = _ledger_models(truth, aligned_inputs, feats, counted)
+    return LabelsLedger(n_records=len(truth_index), keys=counted.keys, truth_missing=counted.truth_missing,
+                        unparsable_truth=counted.unparsable_truth, models=models)
+
+
+# one model's aligned predictions: the model, its values (string ids and columns), the (truth, predicted)
+# positions of the rows on both sides, the truth rows it lacks and its rows the truth lacks
+_LedgerInput = tuple[ModelLabels, pd.DataFrame, tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray]
+
+
+def _ledger_align(truth: pd.DataFrame, predictions: Sequence[ModelLabels]) -> list[_LedgerInput]:
+    """`labels_ledger`'s alignment: each model's rows (in name order) matched to the truth's by id."""
+    truth_index = truth.index
     # Alignment by position: one hash lookup of every predicted id in the truth index, per model.
     t_index: pd.Index | None = None  # built only when some model's ids come in another order
     n_truth = len(truth_index)
 
-    aligned_inputs = []
+    aligned_inputs: list[_LedgerInput] = []
     for p in sorted(predictions, key=lambda x: x.name):
         what = p.source or f"predictions of model {p.name!r}"
         p_index = _str_ids(p.values.index)
@@ -355,32 +370,53 @@ def labels_ledger(
         missing_t = np.flatnonzero(~hit)
         extra_p = np.flatnonzero(~in_truth)
         aligned_inputs.append((p, values, (both_t, both_p), missing_t, extra_p))
+    return aligned_inputs
 
+
+@dataclass
+class _LedgerCounts:
+    """`labels_ledger`'s counts: per model the views' feature ledgers, which aligned rows are right on every feature,
+    unparsable predictions and which features it predicts a value for; per feature the label keys, the truth's
+    missing and unparsable labels."""
+
+    ledgers: dict[str, dict[str, dict[str, FeatureLedger]]]
+    row_ok: dict[str, np.ndarray]
+    keys: dict[str, frozenset[str]]
+    truth_missing: dict[str, int]
+    unparsable_truth: dict[str, int]
+    unparsable_pred: dict[str, dict[str, int]]
+    has_value: dict[str, dict[str, bool]]
+
+
+def _ledger_column(frame: pd.DataFrame, f: str) -> np.ndarray:
+    """A feature's cells as an object array (all None when the frame lacks the column)."""
+    if f not in frame.columns:
+        return np.full(len(frame), None, dtype=object)
+    # missing cells (None, NaN, NA, NaT) are told apart by the encoder, once per distinct value
+    return frame[f].to_numpy(dtype=object, copy=False)
+
+
+def _ledger_count(truth: pd.DataFrame, aligned_inputs: Sequence[_LedgerInput], feats: Sequence[str], cfg: LabelsConfig) -> _LedgerCounts:
+    """`labels_ledger`'s count: each feature encoded across the truth and every model once, then one confusion
+    ledger per model and view."""
     names = [a[0].name for a in aligned_inputs]
-    ledgers: dict[str, dict[str, dict[str, FeatureLedger]]] = {m: {"aligned": {}, "strict": {}} for m in names}
-    row_ok: dict[str, np.ndarray] = {m: np.ones(len(a[2][0]), dtype=bool) for m, a in zip(names, aligned_inputs)}
-    keys: dict[str, frozenset[str]] = {}
-    truth_missing: dict[str, int] = {}
-    unparsable_truth: dict[str, int] = {}
-    unparsable_pred: dict[str, dict[str, int]] = {m: {} for m in names}
-    has_value: dict[str, dict[str, bool]] = {m: {} for m in names}
-
-    def column(frame: pd.DataFrame, f: str) -> np.ndarray:
-        if f not in frame.columns:
-            return np.full(len(frame), None, dtype=object)
-        # missing cells (None, NaN, NA, NaT) are told apart by the encoder, once per distinct value
-        return frame[f].to_numpy(dtype=object, copy=False)
-
+    out = _LedgerCounts(
+        ledgers={m: {"aligned": {}, "strict": {}} for m in names},
+        row_ok={m: np.ones(len(a[2][0]), dtype=bool) for m, a in zip(names, aligned_inputs)},
+        keys={}, truth_missing={}, unparsable_truth={},
+        unparsable_pred={m: {} for m in names}, has_value={m: {} for m in names},
+    )
+    ledgers, row_ok, has_value = out.ledgers, out.row_ok, out.has_value
     for f in feats:
         enc = LabelEncoder(cfg.type_of(f), cfg.normalization)
-        codes, table = enc.encode([column(truth, f)] + [column(values, f) for _, values, *_ in aligned_inputs])
+        codes, table = enc.encode([_ledger_column(truth, f)] + [_ledger_column(values, f) for _, values, *_ in aligned_inputs])
         t_codes = codes[0]
-        keys[f] = frozenset(table)
+        out.keys[f] = frozenset(table)
         missing_code = table.index(_MISSING_KEY) if _MISSING_KEY in table else -1
-        truth_missing[f] = int((t_codes == missing_code).sum()) if missing_code >= 0 else 0
+        out.truth_missing[f] = int((t_codes == missing_code).sum()) if missing_code >= 0 else 0
         unp = [i for i, k in enumerate(table) if k in enc.unparsable]
         if cfg.type_of(f) in ("number", "date"):
-            unparsable_truth[f] = int(np.isin(t_codes, unp).sum()) if unp else 0
+            out.unparsable_truth[f] = int(np.isin(t_codes, unp).sum()) if unp else 0
         for mi, (p, values, (both_t, both_p), missing_t, extra_p) in enumerate(aligned_inputs):
             pc = codes[mi + 1]
             if not has_value[p.name].get(f):
@@ -390,22 +426,27 @@ def labels_ledger(
             ledgers[p.name]["strict"][f] = ledger_from_codes(t_both, p_both, table, missing_truth=t_codes[missing_t], extra_pred=pc[extra_p])
             row_ok[p.name] &= t_both == p_both
             if cfg.type_of(f) in ("number", "date"):
-                unparsable_pred[p.name][f] = int(np.isin(pc, unp).sum()) if unp else 0
+                out.unparsable_pred[p.name][f] = int(np.isin(pc, unp).sum()) if unp else 0
+    return out
 
+
+def _ledger_models(truth: pd.DataFrame, aligned_inputs: Sequence[_LedgerInput], feats: Sequence[str],
+                   counted: _LedgerCounts) -> dict[str, ModelLedger]:
+    """`labels_ledger`'s per-model ledgers: the views' counts, row counts, the smallest unaligned ids, columns."""
     models = {}
     for p, values, (both, _), missing, extra in aligned_inputs:
         models[p.name] = ModelLedger(
-            aligned=ledgers[p.name]["aligned"], strict=ledgers[p.name]["strict"],
+            aligned=counted.ledgers[p.name]["aligned"], strict=counted.ledgers[p.name]["strict"],
             aligned_rows=len(both), missing_rows=len(missing), extra_rows=len(extra),
-            correct_rows=int(row_ok[p.name].sum()),
+            correct_rows=int(counted.row_ok[p.name].sum()),
             missing_ids=_smallest(truth.index[missing].tolist()), extra_ids=_smallest(values.index[extra].tolist()),
             # a feature is among the model's columns when some row predicts a value for it: the
             # same set whether the rows come whole or in chunks (a chunk may lack a column)
             # (a label other than <MISSING> is a value; only a column of <MISSING> labels needs the check)
-            unparsable=unparsable_pred[p.name],
-            columns=frozenset(f for f in feats if f in values.columns and (has_value[p.name].get(f) or values[f].notna().any())),
+            unparsable=counted.unparsable_pred[p.name],
+            columns=frozenset(f for f in feats if f in values.columns and (counted.has_value[p.name].get(f) or values[f].notna().any())),
         )
-    return LabelsLedger(n_records=n_truth, keys=keys, truth_missing=truth_missing, unparsable_truth=unparsable_truth, models=models)
+    return models
 
 
 def _shown(ids: Sequence[str], n: int) -> str:
