@@ -113,25 +113,14 @@ def _relaxed_scores(corpus: SpanCorpus, gold: SpanSet, pred: SpanSet, rg: np.nda
     return score, fallback
 
 
-def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[ModelSpans, bool, np.ndarray]:
-    """One model's results, whether TextSim had to fall back to IoU, and per-document exact counts."""
-    gold = corpus.gold.canonical()
-    pred = corpus.predictions[model].canonical()
+def _relaxed_results(corpus: SpanCorpus, gold: SpanSet, pred: SpanSet, g: np.ndarray, p: np.ndarray, same_tag: np.ndarray,
+                     exact: np.ndarray, cfg: SpansConfig) -> tuple[dict[str, MatchResult], list[CurvePoint], bool]:
+    """The relaxed stage: every same-tag overlapping pair scored once, matched at each reported
+    threshold and along the curve; with whether TextSim fell back to IoU (nothing unless
+    `cfg.relaxed`)."""
     tags = corpus.tags
     nt = len(tags)
     zd = cfg.zero_division
-    g, p = overlapping_pairs(gold, pred)
-    same_tag = gold.tag[g] == pred.tag[p]
-    same_bounds = (gold.start[g] == pred.start[p]) & (gold.end[g] == pred.end[p])
-    exact = same_tag & same_bounds
-
-    # exact
-    e_idx = np.flatnonzero(exact)
-    e_chosen = e_idx[_match(g[e_idx], p[e_idx], np.ones(len(e_idx)), 1.0)]
-    tp, fp, fn = _per_tag(gold.tag[g[e_chosen]], gold, pred, nt)
-    exact_res = _match_result("exact", None, tp, fp, fn, tags, zd)
-
-    # relaxed: score every same-tag overlapping pair once
     r_idx = np.flatnonzero(same_tag)
     rg, rp = g[r_idx], p[r_idx]
     n_g, n_p = len(gold), len(pred)
@@ -148,10 +137,16 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
         for t, ctp in zip(ths, _curve_tp(rg, rp, score, ths)):
             m = _metrics(Counts(tp=int(ctp), fp=n_p - int(ctp), fn=n_g - int(ctp)), zd)
             curve.append(CurvePoint(threshold=t, tp=m.tp, fp=m.fp, fn=m.fn, precision=m.precision, recall=m.recall, f1=m.f1))
+    return relaxed, curve, text_fallback
 
-    # error breakdown relative to the exact matching
-    g_free = np.ones(n_g, dtype=bool)
-    p_free = np.ones(n_p, dtype=bool)
+
+def _error_pairs(gold: SpanSet, pred: SpanSet, g: np.ndarray, p: np.ndarray, same_tag: np.ndarray, same_bounds: np.ndarray,
+                 e_chosen: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The error stage, relative to the exact matching: the pairs (indices into `g`, `p`) matched
+    as each kind of error in turn among the spans still free, then the gold spans left (missed)
+    and the predicted ones left (spurious)."""
+    g_free = np.ones(len(gold), dtype=bool)
+    p_free = np.ones(len(pred), dtype=bool)
     g_free[g[e_chosen]] = False
     p_free[p[e_chosen]] = False
     # error pairs are ranked by IoU alone, so the breakdown does not depend on relaxed options
@@ -169,13 +164,18 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
         g_free[g[chosen]] = False
         p_free[p[chosen]] = False
         pairs_of[kind] = chosen
-    missed = np.flatnonzero(g_free)
-    spurious = np.flatnonzero(p_free)
+    return pairs_of, np.flatnonzero(g_free), np.flatnonzero(p_free)
+
+
+def _error_breakdown(corpus: SpanCorpus, gold: SpanSet, pred: SpanSet, g: np.ndarray, p: np.ndarray, pairs_of: dict[str, np.ndarray],
+                     missed: np.ndarray, spurious: np.ndarray, k_ex: int) -> ErrorBreakdown:
+    """The error stage's report: the count of each kind, its first `k_ex` examples in document
+    order and the tag confusions of the type errors."""
+    tags = corpus.tags
     counts = {k: int(len(pairs_of[k])) for k in ("boundary", "type", "boundary_type")}
     counts["missed"] = int(len(missed))
     counts["spurious"] = int(len(spurious))
     counts = {k: counts[k] for k in ERROR_KINDS}
-    k_ex = cfg.max_examples
 
     # document order is canonical (JSONL: sorted ids; token files: file order)
     def _first(g_sel: np.ndarray | None, p_sel: np.ndarray | None) -> list[tuple[int | None, int | None]]:
@@ -199,7 +199,34 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
             key = (tags[int(gold.tag[g[e]])], tags[int(pred.tag[p[e]])])
             conf[key] = conf.get(key, 0) + 1
     confusions = [{"gold": a, "pred": b, "count": c} for (a, b), c in sorted(conf.items(), key=lambda kv: (-kv[1], kv[0]))]
-    errors = ErrorBreakdown(counts=counts, examples=examples, confusions=confusions)
+    return ErrorBreakdown(counts=counts, examples=examples, confusions=confusions)
+
+
+def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[ModelSpans, bool, np.ndarray]:
+    """One model's results, whether TextSim had to fall back to IoU, and per-document exact counts:
+    the overlapping pairs aligned once, then the exact, relaxed and error stages."""
+    gold = corpus.gold.canonical()
+    pred = corpus.predictions[model].canonical()
+    tags = corpus.tags
+    nt = len(tags)
+    zd = cfg.zero_division
+    g, p = overlapping_pairs(gold, pred)
+    same_tag = gold.tag[g] == pred.tag[p]
+    same_bounds = (gold.start[g] == pred.start[p]) & (gold.end[g] == pred.end[p])
+    exact = same_tag & same_bounds
+
+    # exact
+    e_idx = np.flatnonzero(exact)
+    e_chosen = e_idx[_match(g[e_idx], p[e_idx], np.ones(len(e_idx)), 1.0)]
+    tp, fp, fn = _per_tag(gold.tag[g[e_chosen]], gold, pred, nt)
+    exact_res = _match_result("exact", None, tp, fp, fn, tags, zd)
+
+    # relaxed: score every same-tag overlapping pair once
+    relaxed, curve, text_fallback = _relaxed_results(corpus, gold, pred, g, p, same_tag, exact, cfg)
+
+    # error breakdown relative to the exact matching
+    pairs_of, missed, spurious = _error_pairs(gold, pred, g, p, same_tag, same_bounds, e_chosen)
+    errors = _error_breakdown(corpus, gold, pred, g, p, pairs_of, missed, spurious, cfg.max_examples)
 
     tok_acc = None
     tok_ok = None

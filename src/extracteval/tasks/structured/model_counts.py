@@ -173,14 +173,10 @@ def _score_model_exact(
     side by side, flattening only the items that differ. Exact and missing or invalid outputs
     take their per-field counts from the reference's profile, once per profile; the others
     correct it by the paths where the two differ. The records are kept as columns
-    (`StructuredRecords`)."""
-    fast_loads = _orjson.loads if _orjson is not None else None
-    fast_error = _orjson.JSONDecodeError if _orjson is not None else ValueError
-    dumps = _orjson.dumps if _orjson is not None else None
-    tables = refs.tables
-    n_present = refs.n_present
-    tp_mult = [0] * len(tables)
-    fn_mult = [0] * len(tables)
+    (`StructuredRecords`).
+
+    The stages: each output read, compared and counted in one pass (`_count_outputs`; the rarer
+    cases in helpers of their own), then the profiles' per-field counts (`_add_profiles`)."""
     total = len(ids)
     # the columns of the records, written where not 0
     codes = [0] * total
@@ -188,15 +184,37 @@ def _score_model_exact(
     fps = [0] * total
     fns = [0] * total
     errors: dict[int, str] = {}
-    n_valid = n_extracted = n_exact = sum_tp = sum_fp = sum_fn = n_missing = 0
+    tp_mult = [0] * len(refs.tables)
+    fn_mult = [0] * len(refs.tables)
+    # each id's output (`_ABSENT` where there is none): the outputs themselves when they are keyed
+    # by the ids in their order
+    outputs: Any = preds.values() if isinstance(preds, dict) and len(preds) == total and list(preds) == ids else map(preds.get, ids, repeat(_ABSENT))
+    n_missing = _count_outputs(outputs, refs, per_field, (codes, tps, fps, fns, errors, tp_mult, fn_mult), progress, model)
+    _add_profiles(refs.tables, tp_mult, fn_mult, per_field)
+    # the summed counts, from the columns (codes: 1 valid, 2 extracted, 4 exact; 0 invalid)
+    n_valid = total - codes.count(0)
+    n_extracted = codes.count(3) + codes.count(7)
+    n_exact = codes.count(5) + codes.count(7)
+    recs = StructuredRecords(ids, codes, tps, fps, fns, errors)
+    return recs, [total, n_valid, n_valid - n_extracted, n_extracted, n_exact, sum(tps), sum(fps), sum(fns)], n_missing
+
+
+def _count_outputs(outputs: Any, refs: _References, per_field: dict[str, list[int]],
+                   columns: tuple[list[int], list[int], list[int], list[int], dict[int, str], list[int], list[int]],
+                   progress: Callable[[int, int, str, dict[str, float]], None] | None, model: str) -> int:
+    """The read, compare and count stages of `_score_model_exact`, output by output: each record's
+    code, tp, fp, fn and error, and each profile's multiplicities (as TPs, as FNs) written in
+    `columns`. Returns how many outputs were missing."""
+    codes, tps, fps, fns, errors, tp_mult, fn_mult = columns
+    fast_loads, fast_error, dumps = (_orjson.loads, _orjson.JSONDecodeError, _orjson.dumps) if _orjson is not None else (None, ValueError, None)
+    n_present = refs.n_present
+    total = len(codes)
+    n_missing = 0
     running = [0] * 8
     missing = _ABSENT
-    # a reference `_diff_keys` may compare side by side (none without orjson)
-    side_by_side = dumps is not None
+    side_by_side = dumps is not None  # a reference `_diff_keys` may compare side by side (none without orjson)
     json_start = JSON_START
-    # each id's output (`missing` where there is none): the outputs themselves when they are keyed
-    # by the ids in their order
-    outputs: Any = preds.values() if isinstance(preds, dict) and len(preds) == total and list(preds) == ids else map(preds.get, ids, repeat(missing))
+    text = ""  # read only where orjson read it
     for n, (raw, ref, rflags, pid) in enumerate(zip(outputs, refs.values, refs.flags, refs.pids)):
         value: Any = missing
         extracted = from_orjson = False
@@ -216,45 +234,21 @@ def _score_model_exact(
                         if from_orjson and may_misread_numbers(text):  # a number a float would round: read exactly
                             value, from_orjson = missing, False
                 elif c == "`":
-                    # a fenced output: the body of its first fence, what `parse_json_text` reads
-                    # first, read by orjson (else all of it by `parse_json_text`)
-                    body = first_fence_body(text)
-                    if body and body[0] in json_start and not ((body[0] == "{" and body[-1] != "}") or (body[0] == "[" and body[-1] != "]")):
-                        try:
-                            value = fast_loads(body)
-                            from_orjson = extracted = True
-                            text = body
-                        except fast_error:
-                            pass
-                        if from_orjson and may_misread_numbers(body):  # a number a float would round: read exactly
-                            value, from_orjson, extracted, text = missing, False, False, raw.strip()
+                    value, from_orjson, text = _read_fence(raw, text, fast_loads, fast_error)
+                    extracted = from_orjson
         if not from_orjson:
-            if raw is missing:
-                error = "no output for this id"
-                n_missing += 1
-            else:
-                # orjson has refused the text (if it was one): `json` reads it
-                parsed = parse_json_text(text, loads_std_any_depth) if fast_loads is not None and type(raw) is str and text else parse_json_output(raw)
-                if parsed.ok:
-                    value, extracted = parsed.value, parsed.extracted
-                else:
-                    error = parsed.error or "not valid JSON"
+            value, extracted, error = _read_other(raw, text if type(raw) is str and fast_loads is not None else None)
             if value is missing:
+                n_missing += raw is missing
                 fn_mult[pid] += 1
-                fn = n_present[pid]
-                sum_fn += fn
-                fns[n] = fn
-                errors[n] = error
+                fns[n] = n_present[pid]
+                errors[n] = error  # type: ignore[assignment]
                 if progress is not None:
                     running[0] += 1
                     progress(n + 1, total, model, _RunningRates(running))
                 continue
-        n_valid += 1
         tp_mult[pid] += 1
         tp = n_present[pid]
-        exact = False
-        rd: dict[str, str] | None = None
-        pd: dict[str, str] | None = None
         if side_by_side and not rflags & _REF_NO_SHORTCUT and type(raw) is str:
             # a regular reference: written alike by orjson is the same document (`==` as well for
             # an output `json` read: orjson writes its NaN and Infinity as null); else the two are
@@ -265,77 +259,129 @@ def _score_model_exact(
             except (TypeError, ValueError, RecursionError):
                 exact = False
             if not exact:
-                tv = type(value)
-                if value and (tv is dict if type(ref) is dict else tv is list):
-                    rd, pd = {}, {}
-                    try:
-                        _diff_keys(ref, value, "", rd, pd, bool(rflags & _REF_BOOL) or "true" in raw or "false" in raw)
-                    except RecursionError:
-                        rd = None
+                rd, pd = _regular_keys(ref, value, raw, rflags, refs, n)
+                exact = rd == pd
         else:
-            tv = type(value)
-            if from_orjson and (tv is dict or tv is list) and value:
-                # orjson reads an integer beyond 64 bits as a float: such a document is read
-                # again by `json`, which keeps it exact
-                pd = {}
-                try:
-                    _flat_walk(pd, "", value, False, True)
-                    rd = refs.keys(n)
-                except (_LossyNumber, RecursionError):
-                    value = loads_any_depth(text)
-            elif from_orjson and tv is float and not -9.2e18 < value < 9.2e18:
-                value = loads_any_depth(text)
-        if not exact:
-            if rd is None:
-                rd, pd = refs.keys(n), flat_keys(value)
-            assert pd is not None
+            rd, pd = _irregular_keys(value, text, from_orjson, refs, n)
             exact = rd == pd
         if exact:
-            n_exact += 1
-            sum_tp += tp
             tps[n] = tp
             codes[n] = 7 if extracted else 5
         else:
-            # `compare_flat` by difference: the profile counts every present reference path as a
-            # TP; only the items the two maps do not share are looked at one by one
-            fp = fn = 0
-            for p, k in rd.items() - pd.items():  # type: ignore[union-attr]
-                if k[0] == "\x00":
-                    continue
-                slot = per_field.get(generic_path(p))
-                if slot is None:
-                    slot = per_field[generic_path(p)] = [0, 0, 0]
-                q = pd.get(p)  # type: ignore[union-attr]
-                tp -= 1
-                slot[0] -= 1
-                fn += 1
-                slot[2] += 1
-                if q is not None and q[0] != "\x00":
-                    fp += 1
-                    slot[1] += 1
-            for p, q in pd.items() - rd.items():  # type: ignore[union-attr]
-                if q[0] == "\x00":
-                    continue
-                k = rd.get(p)  # type: ignore[union-attr]
-                if k is None or k[0] == "\x00":
-                    fp += 1
-                    slot = per_field.get(generic_path(p))
-                    if slot is None:
-                        slot = per_field[generic_path(p)] = [0, 0, 0]
-                    slot[1] += 1
-            sum_tp += tp
-            sum_fp += fp
-            sum_fn += fn
-            tps[n] = tp
-            fps[n] = fp
-            fns[n] = fn
+            tps[n], fps[n], fns[n] = _count_difference(rd, pd, tp, per_field)
             codes[n] = 3 if extracted else 1
-        n_extracted += extracted
         if progress is not None:
             running[0] += 1
             running[1] += 1
             running[4] += exact
             progress(n + 1, total, model, _RunningRates(running))
+    return n_missing
+
+
+def _read_fence(raw: str, text: str, fast_loads: Callable[[str], Any], fast_error: type[Exception]) -> tuple[Any, bool, str]:
+    """The read stage of a fenced output (stripped `text`): the body of its first fence, what
+    `parse_json_text` reads first, read by orjson. Returns the value (`_ABSENT` where orjson did
+    not read it: `parse_json_text` then reads all of the text), whether orjson read it, and the
+    text read."""
+    value: Any = _ABSENT
+    from_orjson = False
+    body = first_fence_body(text)
+    if body and body[0] in JSON_START and not ((body[0] == "{" and body[-1] != "}") or (body[0] == "[" and body[-1] != "]")):
+        try:
+            value = fast_loads(body)
+            from_orjson = True
+            text = body
+        except fast_error:
+            pass
+        if from_orjson and may_misread_numbers(body):  # a number a float would round: read exactly
+            value, from_orjson, text = _ABSENT, False, raw.strip()
+    return value, from_orjson, text
+
+
+def _read_other(raw: Any, text: str | None) -> tuple[Any, bool, str | None]:
+    """The read stage of an output orjson did not read (`text`: its stripped text where orjson
+    was tried, else None): `json` reads it, with the fences and prose rules of
+    `parse_json_output`. Returns the value (`_ABSENT` for a missing or invalid output), whether
+    it was extracted from around other text, and the error of an output that has no value."""
+    if raw is _ABSENT:
+        return _ABSENT, False, "no output for this id"
+    # orjson has refused the text (if it was one): `json` reads it
+    parsed = parse_json_text(text, loads_std_any_depth) if text else parse_json_output(raw)
+    if parsed.ok:
+        return parsed.value, parsed.extracted, None
+    return _ABSENT, False, parsed.error or "not valid JSON"
+
+
+def _regular_keys(ref: Any, value: Any, raw: str, rflags: int, refs: _References, n: int) -> tuple[dict[str, str], dict[str, str]]:
+    """The compare stage against a regular reference (position `n`) of an output orjson does not
+    write alike: the flattened keys of the two where they differ, side by side where both are
+    non-empty objects or both non-empty arrays (`_diff_keys`), else whole."""
+    tv = type(value)
+    if value and (tv is dict if type(ref) is dict else tv is list):
+        rd: dict[str, str] = {}
+        pd: dict[str, str] = {}
+        try:
+            _diff_keys(ref, value, "", rd, pd, bool(rflags & _REF_BOOL) or "true" in raw or "false" in raw)
+            return rd, pd
+        except RecursionError:
+            pass
+    return refs.keys(n), flat_keys(value)
+
+
+def _irregular_keys(value: Any, text: str, from_orjson: bool, refs: _References, n: int) -> tuple[dict[str, str], dict[str, str]]:
+    """The compare stage where no shortcut is taken (an irregular reference at position `n`, an
+    output that is not a string, no orjson): the flattened keys of both whole. orjson reads an
+    integer beyond 64 bits as a float: such a document (`text`) is read again by `json`, which
+    keeps it exact."""
+    tv = type(value)
+    if from_orjson and (tv is dict or tv is list) and value:
+        pd: dict[str, str] = {}
+        try:
+            _flat_walk(pd, "", value, False, True)
+            return refs.keys(n), pd
+        except (_LossyNumber, RecursionError):
+            value = loads_any_depth(text)
+    elif from_orjson and tv is float and not -9.2e18 < value < 9.2e18:
+        value = loads_any_depth(text)
+    return refs.keys(n), flat_keys(value)
+
+
+def _count_difference(rd: dict[str, str], pd: dict[str, str], tp: int, per_field: dict[str, list[int]]) -> tuple[int, int, int]:
+    """The count stage of an output that is not exact: `compare_flat` by difference. The profile
+    counts every present reference path as a TP (`tp` of them); only the items the two maps do
+    not share are looked at one by one, each correcting `per_field`. Returns tp, fp, fn."""
+    fp = fn = 0
+    for p, k in rd.items() - pd.items():
+        if k[0] == "\x00":
+            continue
+        slot = per_field.get(generic_path(p))
+        if slot is None:
+            slot = per_field[generic_path(p)] = [0, 0, 0]
+        q = pd.get(p)
+        tp -= 1
+        slot[0] -= 1
+        fn += 1
+        slot[2] += 1
+        if q is not None and q[0] != "\x00":
+            fp += 1
+            slot[1] += 1
+    for p, q in pd.items() - rd.items():
+        if q[0] == "\x00":
+            continue
+        k = rd.get(p)
+        if k is None or k[0] == "\x00":
+            fp += 1
+            slot = per_field.get(generic_path(p))
+            if slot is None:
+                slot = per_field[generic_path(p)] = [0, 0, 0]
+            slot[1] += 1
+    return tp, fp, fn
+
+
+def _add_profiles(tables: list[dict[str, int]], tp_mult: list[int], fn_mult: list[int], per_field: dict[str, list[int]]) -> None:
+    """The ledger stage: each profile's per-field counts added to `per_field` once, times the
+    number of records that take them as TPs (`tp_mult`: valid outputs) and as FNs (`fn_mult`:
+    missing or invalid outputs)."""
     for pid, table in enumerate(tables):
         a, b = tp_mult[pid], fn_mult[pid]
         if not a and not b:
@@ -346,8 +392,6 @@ def _score_model_exact(
                 slot = per_field[g] = [0, 0, 0]
             slot[0] += a * c
             slot[2] += b * c
-    recs = StructuredRecords(ids, codes, tps, fps, fns, errors)
-    return recs, [total, n_valid, n_valid - n_extracted, n_extracted, n_exact, sum_tp, sum_fp, sum_fn], n_missing
 
 
 class _RunningRates(Mapping[str, float]):

@@ -58,104 +58,130 @@ def count_toolcalls(
     extended_of: dict[str, dict[str, ExtendedScores]] = {}
     records: dict[str, tuple[ToolCallRecord, ...]] = {}
     interned: dict[tuple[int, ...], ToolCallCounts] = {}
-    missing = _MISSING
     for m in sorted(predictions):
         preds = predictions[m]
-        get = preds.get
-        recs: list[ToolCallRecord] = []
-        append = recs.append
-        running = [0, 0, 0]  # records, valid, correct: what the progress line shows
-        # per model: the reading of each output string met again with another reference
-        # (bounded: outputs that never repeat must not hold every parsed output in memory)
-        parsed_cache: dict[str, Any] = {}
-        # output string → the record it first got and the reference tuple it was scored against
-        # (the tuples are shared per distinct reference): the same output against the same
-        # reference has the same verdict. An output met again with another reference goes to
-        # `other`, keyed by (output, that reference's number). Both are left, as the reference
-        # cache is, when few of the first outputs repeat (`_CACHE_PROBE`): each output is then
-        # read and scored on its own.
-        cached, repeats, probe_at = True, 0, _CACHE_PROBE
-        seen_rec: dict[str, ToolCallRecord] = {}
-        seen_ref: dict[str, Any] = {}
-        other: dict[tuple[str, int], ToolCallRecord] = {}
-        failed: list[str] = []
-        missing_ids: list[str] = []
-        new, s_id, s_valid, s_correct, s_format, s_pairs, s_counts, s_error = (_new, *_RECORD_SET)
         with paused_gc():
-            for k, (i, ref, slot) in enumerate(zip(ids, ref_list, ref_slots), start=1):
-                raw = get(i, missing)
-                if type(raw) is str:
-                    if not cached:
-                        rec = score(ref, read(raw, key_fn), i, interned, pair_cache)
-                        seen = None
-                    elif (seen := seen_rec.get(raw)) is None:
-                        # first met: read here; `parsed_cache` keeps the reading only for an
-                        # output met again with another reference
-                        rec = seen_rec[raw] = score(ref, read(raw, key_fn), i, interned, pair_cache)
-                        seen_ref[raw] = ref
-                        if k >= probe_at:
-                            probe_at = len(ids) + 1
-                            if repeats < _CACHE_PROBE // _CACHE_PROBE_HITS:
-                                cached = False
-                                seen_rec.clear()
-                                seen_ref.clear()
-                    else:
-                        repeats += 1
-                        if seen_ref[raw] is not ref:
-                            seen = other.get((raw, slot))
-                            if seen is None:
-                                rec = other[raw, slot] = score(ref, _parsed_entry(parsed_cache, raw, key_fn, read), i, interned, pair_cache)
-                    if seen is not None:
-                        rec = new(ToolCallRecord)
-                        s_id(rec, i)
-                        s_valid(rec, seen.valid)
-                        s_correct(rec, seen.correct)
-                        s_format(rec, seen.format)
-                        s_pairs(rec, seen.pairs)
-                        s_counts(rec, seen.counts)
-                        s_error(rec, seen.error)
-                elif raw is missing:
-                    rec = replace(score(ref, entry_of(parse_calls(None), key_fn), i, interned, pair_cache), error="no output for this id")
-                    missing_ids.append(i)
-                else:
-                    rec = score(ref, entry_of(parse_calls(raw), key_fn), i, interned, pair_cache)
-                if not rec.correct:
-                    failed.append(i)
-                append(rec)
-                if progress is not None:
-                    running[0] += 1
-                    running[1] += rec.valid
-                    running[2] += rec.correct
-                    n = running[0]
-                    progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
-            del parsed_cache, seen_rec, seen_ref, other
-        # sum each distinct (shared, from `interned`) counts object once, weighted by how many
-        # records hold it
-        distinct = {id(c): c for c in interned.values()}
-        multiplicity = Counter(map(id, map(_COUNTS_OF, recs)))
-        formats = Counter(map(_FORMAT_OF, recs))
-        total = ToolCallCounts(**{f: sum(getattr(distinct[c], f) * n for c, n in multiplicity.items()) for f in _COUNT_FIELDS})
-        extended = {}
-        for metric, backend in sorted((similarity or {}).items()):
-            pred_texts, ref_texts = [], []
-            for r in recs:
-                pc = parse_calls(preds.get(r.id))
-                pred_texts.append(_calls_text([(c.name, c.args) for c in pc.calls]) if pc.calls else str(preds.get(r.id) or ""))
-                ref_texts.append(_calls_text([(c.name, {p: sorted(v) for p, v in c.accept.items()}) for c in refs[r.id]]) if possible_answer else
-                                 _calls_text([(c.name, c2) for c, c2 in zip(refs[r.id], [_ref_args(truth[r.id], n) for n in range(len(refs[r.id]))])]))
-            extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
-        ledgers[m] = _ModelLedger(
-            counts=total,
-            formats=dict(formats),
-            failed=tuple(failed),
-            missing=tuple(missing_ids),
-            # every output key is a truth id when as many keys as matched ids
-            extra=() if len(preds) == len(ids) - len(missing_ids) else tuple(str(i) for i in preds if i not in truth),
-            invalid_examples=tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), _EXAMPLES)),
-        )
-        extended_of[m] = extended
+            recs, failed, missing_ids = _score_records(
+                m, preds, ids, ref_list, ref_slots, key_fn, read, score, entry_of, interned, pair_cache, progress)
+        ledgers[m] = _model_ledger(recs, failed, missing_ids, preds, truth, ids, interned)
+        extended_of[m] = _extended_metrics(recs, preds, truth, refs, similarity, possible_answer, config)
         records[m] = tuple(recs)
     return ToolCallsCount(ledger=ToolCallsLedger(n_records=len(ids), models=ledgers), records=records, extended=extended_of)
+
+
+def _score_records(
+    m: str, preds: Mapping[str, Any], ids: Sequence[str], ref_list: Sequence[Any], ref_slots: Sequence[int], key_fn: Callable[[Any], str | None],
+    read: Callable[[str, Callable[[Any], str | None]], Any], score: Callable[..., ToolCallRecord], entry_of: Callable[[ParsedCalls, Callable[[Any], str | None]], Any],
+    interned: dict[tuple[int, ...], ToolCallCounts], pair_cache: Any, progress: Callable[[int, int, str, dict[str, float]], None] | None,
+) -> tuple[list[ToolCallRecord], list[str], list[str]]:
+    """The scoring stage of model `m`: its record per id (in `ids` order), each output read once
+    per distinct text while that pays, with the ids it failed and the ids it has no output for."""
+    missing = _MISSING
+    get = preds.get
+    recs: list[ToolCallRecord] = []
+    append = recs.append
+    running = [0, 0, 0]  # records, valid, correct: what the progress line shows
+    # per model: the reading of each output string met again with another reference
+    # (bounded: outputs that never repeat must not hold every parsed output in memory)
+    parsed_cache: dict[str, Any] = {}
+    # output string → the record it first got and the reference tuple it was scored against
+    # (the tuples are shared per distinct reference): the same output against the same
+    # reference has the same verdict. An output met again with another reference goes to
+    # `other`, keyed by (output, that reference's number). Both are left, as the reference
+    # cache is, when few of the first outputs repeat (`_CACHE_PROBE`): each output is then
+    # read and scored on its own.
+    cached, repeats, probe_at = True, 0, _CACHE_PROBE
+    seen_rec: dict[str, ToolCallRecord] = {}
+    seen_ref: dict[str, Any] = {}
+    other: dict[tuple[str, int], ToolCallRecord] = {}
+    failed: list[str] = []
+    missing_ids: list[str] = []
+    new, s_id, s_valid, s_correct, s_format, s_pairs, s_counts, s_error = (_new, *_RECORD_SET)
+    for k, (i, ref, slot) in enumerate(zip(ids, ref_list, ref_slots), start=1):
+        raw = get(i, missing)
+        if type(raw) is str:
+            if not cached:
+                rec = score(ref, read(raw, key_fn), i, interned, pair_cache)
+                seen = None
+            elif (seen := seen_rec.get(raw)) is None:
+                # first met: read here; `parsed_cache` keeps the reading only for an
+                # output met again with another reference
+                rec = seen_rec[raw] = score(ref, read(raw, key_fn), i, interned, pair_cache)
+                seen_ref[raw] = ref
+                if k >= probe_at:
+                    probe_at = len(ids) + 1
+                    if repeats < _CACHE_PROBE // _CACHE_PROBE_HITS:
+                        cached = False
+                        seen_rec.clear()
+                        seen_ref.clear()
+            else:
+                repeats += 1
+                if seen_ref[raw] is not ref:
+                    seen = other.get((raw, slot))
+                    if seen is None:
+                        rec = other[raw, slot] = score(ref, _parsed_entry(parsed_cache, raw, key_fn, read), i, interned, pair_cache)
+            if seen is not None:
+                rec = new(ToolCallRecord)
+                s_id(rec, i)
+                s_valid(rec, seen.valid)
+                s_correct(rec, seen.correct)
+                s_format(rec, seen.format)
+                s_pairs(rec, seen.pairs)
+                s_counts(rec, seen.counts)
+                s_error(rec, seen.error)
+        elif raw is missing:
+            rec = replace(score(ref, entry_of(parse_calls(None), key_fn), i, interned, pair_cache), error="no output for this id")
+            missing_ids.append(i)
+        else:
+            rec = score(ref, entry_of(parse_calls(raw), key_fn), i, interned, pair_cache)
+        if not rec.correct:
+            failed.append(i)
+        append(rec)
+        if progress is not None:
+            running[0] += 1
+            running[1] += rec.valid
+            running[2] += rec.correct
+            n = running[0]
+            progress(k, len(ids), m, {"valid_call_rate": running[1] / n, "call_accuracy": running[2] / n})
+    del parsed_cache, seen_rec, seen_ref, other
+    return recs, failed, missing_ids
+
+
+def _model_ledger(recs: Sequence[ToolCallRecord], failed: list[str], missing_ids: list[str], preds: Mapping[str, Any], truth: Mapping[str, Any],
+                  ids: Sequence[str], interned: dict[tuple[int, ...], ToolCallCounts]) -> _ModelLedger:
+    """The ledger stage of one model: its summed counts, formats, failed, missing and extra ids and
+    first invalid outputs."""
+    # sum each distinct (shared, from `interned`) counts object once, weighted by how many
+    # records hold it
+    distinct = {id(c): c for c in interned.values()}
+    multiplicity = Counter(map(id, map(_COUNTS_OF, recs)))
+    formats = Counter(map(_FORMAT_OF, recs))
+    total = ToolCallCounts(**{f: sum(getattr(distinct[c], f) * n for c, n in multiplicity.items()) for f in _COUNT_FIELDS})
+    return _ModelLedger(
+        counts=total,
+        formats=dict(formats),
+        failed=tuple(failed),
+        missing=tuple(missing_ids),
+        # every output key is a truth id when as many keys as matched ids
+        extra=() if len(preds) == len(ids) - len(missing_ids) else tuple(str(i) for i in preds if i not in truth),
+        invalid_examples=tuple(islice(({"id": r.id, "error": r.error, "output": _preview(preds.get(r.id))} for r in recs if not r.valid), _EXAMPLES)),
+    )
+
+
+def _extended_metrics(recs: Sequence[ToolCallRecord], preds: Mapping[str, Any], truth: Mapping[str, Any], refs: Mapping[str, Any],
+                      similarity: Mapping[str, Any] | None, possible_answer: bool, config: ToolCallConfig) -> dict[str, ExtendedScores]:
+    """The extended stage of one model: each similarity metric asked, over the records' calls
+    written as text."""
+    extended = {}
+    for metric, backend in sorted((similarity or {}).items()):
+        pred_texts, ref_texts = [], []
+        for r in recs:
+            pc = parse_calls(preds.get(r.id))
+            pred_texts.append(_calls_text([(c.name, c.args) for c in pc.calls]) if pc.calls else str(preds.get(r.id) or ""))
+            ref_texts.append(_calls_text([(c.name, {p: sorted(v) for p, v in c.accept.items()}) for c in refs[r.id]]) if possible_answer else
+                             _calls_text([(c.name, c2) for c, c2 in zip(refs[r.id], [_ref_args(truth[r.id], n) for n in range(len(refs[r.id]))])]))
+        extended[metric], _ = extended_scores(backend, pred_texts, ref_texts, threshold=config.pass_threshold)
+    return extended
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,53 @@ def _acceptable_list(acceptable: Any) -> tuple[list[Any] | None, bool]:
     return None, False
 
 
+def _check_arg(name: str, p: str, value: Any, prop: Mapping[str, Any], acceptable_by_param: Mapping[str, Any]) -> Verdict | None:
+    """One argument `p` of the call against its description `prop` and its possible answer's
+    acceptable values (`acceptable_by_param[p]`): the failing verdict, or None when it passes."""
+    type_name = prop.get("type")
+    expected = _spec_type(type_name)
+    if expected is None:
+        return _unknown_type(name, p, type_name)
+    inner = None
+    if type_name in _SEQUENCE_TYPES:
+        items = prop.get("items")
+        if isinstance(items, Mapping) and "type" in items:
+            inner = _spec_type(items["type"])
+            if inner is None:
+                return _unknown_type(name, f"{p}[]", items["type"])
+    if type_name == "tuple" and type(value) is tuple:
+        value = list(value)
+    if type_name == "float" and type(value) is int:  # Python's implicit int → float
+        value = float(value)
+    acceptable, _ = _acceptable_list(acceptable_by_param[p])
+    if acceptable is None:
+        return _fail("value_error:others", f"Invalid value for parameter {p!r}: {value!r:.200}. The possible answer's acceptable values "
+                     f"are not a list ({acceptable_by_param[p]!r:.100}); no value can match them.")
+    tc = _type_check(p, value, acceptable, str(type_name), expected, inner)
+    if not tc.verdict.valid:
+        return tc.verdict
+    if not tc.is_variable:
+        if expected is dict:
+            v = _check_dict(p, value, acceptable)
+        elif expected is list and inner is dict:
+            v = _check_list_of_dicts(p, value, acceptable)
+        elif expected is str:
+            v = _check_string(p, value, acceptable)
+        elif expected is list:
+            v = _check_list(p, value, acceptable)
+        else:
+            v = None
+        if v is not None:
+            return None if v.valid else v
+    try:
+        found = value in acceptable
+    except TypeError:
+        found = False
+    if not found:
+        return _fail("value_error:others", f"Invalid value for parameter {p!r}: {value!r:.200}. Expected one of {list(acceptable)!r:.300}.")
+    return None
+
+
 def check_call(
     spec: Mapping[str, Any],
     call: Mapping[str, Any],
@@ -195,49 +242,9 @@ def check_call(
         prop = props.get(p) if p in acceptable_by_param else None
         if not isinstance(prop, Mapping):
             return _fail("simple_function_checker:unexpected_param", f"Unexpected parameter: {p!r}.")
-        type_name = prop.get("type")
-        expected = _spec_type(type_name)
-        if expected is None:
-            return _unknown_type(name, p, type_name)
-        inner = None
-        if type_name in _SEQUENCE_TYPES:
-            items = prop.get("items")
-            if isinstance(items, Mapping) and "type" in items:
-                inner = _spec_type(items["type"])
-                if inner is None:
-                    return _unknown_type(name, f"{p}[]", items["type"])
-        if type_name == "tuple" and type(value) is tuple:
-            value = list(value)
-        if type_name == "float" and type(value) is int:  # Python's implicit int → float
-            value = float(value)
-        acceptable, _ = _acceptable_list(acceptable_by_param[p])
-        if acceptable is None:
-            return _fail("value_error:others", f"Invalid value for parameter {p!r}: {value!r:.200}. The possible answer's acceptable values "
-                         f"are not a list ({acceptable_by_param[p]!r:.100}); no value can match them.")
-        tc = _type_check(p, value, acceptable, str(type_name), expected, inner)
-        if not tc.verdict.valid:
-            return tc.verdict
-        if not tc.is_variable:
-            if expected is dict:
-                v = _check_dict(p, value, acceptable)
-            elif expected is list and inner is dict:
-                v = _check_list_of_dicts(p, value, acceptable)
-            elif expected is str:
-                v = _check_string(p, value, acceptable)
-            elif expected is list:
-                v = _check_list(p, value, acceptable)
-            else:
-                v = None
-            if v is not None:
-                if not v.valid:
-                    return v
-                continue
-        try:
-            found = value in acceptable
-        except TypeError:
-            found = False
-        if not found:
-            return _fail("value_error:others", f"Invalid value for parameter {p!r}: {value!r:.200}. Expected one of {list(acceptable)!r:.300}.")
+        v = _check_arg(name, p, value, prop, acceptable_by_param)
+        if v is not None:
+            return v
     for p, acceptable in acceptable_by_param.items():
         if p not in args and not _acceptable_list(acceptable)[1]:
             return _fail("simple_function_checker:missing_optional", f"Optional parameter {p!r} not provided and not marked as optional.")
