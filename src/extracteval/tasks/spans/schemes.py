@@ -355,6 +355,25 @@ def decode(prefix: np.ndarray, type_: np.ndarray, sentence_start: np.ndarray, sc
     types = type_[s]
     if not sch.strict:
         return Chunks(start=s, end=ends, type=types.astype(np.int32))
+    ok = _well_formed(sch, prefix, type_, sent, s, ends, types)
+    bad = np.flatnonzero(~ok)
+    examples = [(int(s[i]), int(ends[i])) for i in bad[:5]]
+    if len(stray):  # a stray token is one ill-formed token
+        examples = sorted(examples + [(int(i), int(i) + 1) for i in stray[:5]])[:5]
+    return Chunks(
+        start=s[ok],
+        end=ends[ok],
+        type=types[ok].astype(np.int32),
+        ill_formed=int(len(bad)) + int(len(stray)),
+        ill_formed_examples=tuple(examples),
+    )
+
+
+def _well_formed(sch: Scheme, prefix: np.ndarray, type_: np.ndarray, sent: np.ndarray, s: np.ndarray, ends: np.ndarray, types: np.ndarray) -> np.ndarray:
+    """Which chunks [s, ends) have a shape the strict scheme allows: the prefix of a one-token
+    chunk, of the first, middle and last token of a longer one, and (IOB1, IOE1) what may follow
+    the chunk."""
+    n = len(prefix)
     length = ends - s
     first_p = prefix[s]
     last_p = prefix[ends - 1]
@@ -375,14 +394,4 @@ def decode(prefix: np.ndarray, type_: np.ndarray, sentence_start: np.ndarray, sc
         then_same = every if sch.then_same is None else sch.then_same
         then_other = every if sch.then_other is None else sch.then_other
         ok &= np.where(same, then_same[last_p, next_p], then_other[last_p, next_p])
-    bad = np.flatnonzero(~ok)
-    examples = [(int(s[i]), int(ends[i])) for i in bad[:5]]
-    if len(stray):  # a stray token is one ill-formed token
-        examples = sorted(examples + [(int(i), int(i) + 1) for i in stray[:5]])[:5]
-    return Chunks(
-        start=s[ok],
-        end=ends[ok],
-        type=types[ok].astype(np.int32),
-        ill_formed=int(len(bad)) + int(len(stray)),
-        ill_formed_examples=tuple(examples),
-    )
+    return ok
