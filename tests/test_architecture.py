@@ -210,3 +210,21 @@ def test_every_registered_task_is_one_package_with_the_contract_modules() -> Non
             folder = SRC / "tasks" / (spec.package or task)
         missing = [part for part in ("adapter", "command", "contract", "engines", "options", "outputs", "scorer") if not (folder / f"{part}.py").is_file()]
         assert not missing, f"task {task!r}: {folder} lacks {missing}"
+
+
+def test_readers_and_reports_sit_below_the_engines() -> None:
+    """Nothing runs back up: the reports (`report/`: terminal, HTML, figures) know only the core;
+    the readers and writers (`io/`) know the core, the reports and the task registry, but no engine
+    (`spark/`, `mlflow/`), no task package and no door; the Spark engine knows no MLflow and no
+    door; the commands run one another through `commands.runner`, never through the entry point."""
+    graph = _graph()
+    doors = ("extracteval.api", "extracteval.cli", "extracteval.commands", "extracteval.__main__", "extracteval.mlproject")
+
+    def reaching(prefix: str, banned: tuple[str, ...]) -> list[tuple[str, str]]:
+        return sorted((m, d) for m, deps in graph.items() if m.startswith(prefix) for d in deps if d.startswith(banned))
+
+    assert not reaching("extracteval.report", ("extracteval.io", "extracteval.spark", "extracteval.mlflow", "extracteval.tasks", *doors))
+    assert not reaching("extracteval.io", ("extracteval.spark", "extracteval.mlflow", *doors)), "io/ imports an engine or a door"
+    assert not [(m, d) for m, d in reaching("extracteval.io", ("extracteval.tasks.",))], "io/ imports a task package"
+    assert not reaching("extracteval.spark", ("extracteval.mlflow", *doors)), "spark/ imports MLflow or a door"
+    assert not reaching("extracteval.commands", ("extracteval.cli",)), "a command imports the entry point (use commands.runner)"

@@ -255,7 +255,7 @@ def _leaderboards(experiments: list[str], uri: str | None) -> dict[str, Leaderbo
     its exit code and leaderboard run."""
     import os
 
-    from extracteval.cli import COMMANDS
+    from extracteval.commands.runner import COMMANDS
     from extracteval.commands.leaderboard import call_leaderboard
 
     if "leaderboard" not in COMMANDS:

@@ -40,14 +40,14 @@ _MLFLOW_OPTIONS_HELP = "MLflow options"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from extracteval.cli import _Parser
+    from extracteval.commands.runner import CommandParser
     from extracteval.tasks import parts
 
     p.add_argument("--resume-from", metavar="DIR", help="log the results kept in DIR by a failed `evaluate` (no rescoring)")
     p.add_argument("--tracking-uri", dest="resume_tracking_uri", metavar="URI",
                    help="with --resume-from: tracking store to log to (default: MLflow's default store; a folder whose first attempt "
                         "named another store asks you to give it here)")
-    sub = p.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
+    sub = p.add_subparsers(dest="task", metavar="TASK", parser_class=CommandParser)
     for task, mod in parts("command").items():
         tp = sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(tp)

@@ -140,7 +140,7 @@ def call_leaderboard(argv: Sequence[str]) -> LeaderboardCall:
     comes) and read the id of the leaderboard run from what it prints."""
     from contextlib import redirect_stdout
 
-    from extracteval.cli import main
+    from extracteval.commands.runner import main
 
     echo = _Echo(sys.stdout)
     with redirect_stdout(echo):

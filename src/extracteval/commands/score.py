@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
 def _scaled(engines: Any, args: argparse.Namespace, engine: str, folder: Path | None) -> tuple[Any, dict[str, Any]]:
     """The task's streaming engine (its `engines` module): (result, document); per-record rows streamed into `folder`."""
     if engine == "spark":
-        from extracteval.io.scale_options import spark_session
+        from extracteval.spark import session_for
 
-        return engines.spark(args, spark_session(args), folder=folder)
+        return engines.spark(args, session_for(args), folder=folder)
     chunk_size = getattr(args, "chunk_size", None)
     return engines.chunked(args, chunk_size=100_000 if chunk_size is None else chunk_size, workers=getattr(args, "workers", 1), folder=folder)
 

@@ -38,7 +38,7 @@ from extracteval.errors import InputError, OutputError
 
 __all__ = [
     "FORMULA_PREFIXES", "add_safe_csv_argument", "neutralise_cell", "safe_csv_frame", "safe_csv_row", "write_csv",
-    "staged_folder", "output_error", "MARKER", "check_output_folder", "mark_folder", "written_by_extracteval", "OVERWRITE",
+    "staged_folder", "output_error", "MARKER", "check_output_folder", "mark_folder", "written_by_extracteval", "OVERWRITE", "write_feature_view_files",
 ]
 
 MARKER = ".extracteval-output"
@@ -270,3 +270,14 @@ def _sigint_deferred() -> Iterator[None]:
             signal.signal(sig, handler)
     if received:
         raise KeyboardInterrupt
+
+
+def write_feature_view_files(doc: dict[str, Any], out: Path, *, views: tuple[str, ...] = ("aligned", "strict"), safe_csv: bool = True) -> None:
+    """`--output` of a feature-views result (`labels`, `entities`): result.json and feature_metrics.csv
+    (one row per model, view, feature and label)."""
+    import pandas as pd
+
+    from extracteval.report.feature_views import feature_rows
+
+    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    write_csv(pd.DataFrame(feature_rows(doc, views)), out / "feature_metrics.csv", safe=safe_csv)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_scale_arguments", "check_chunk_size", "check_local_inputs", "scale_engine", "spark_session"]
+__all__ = ["add_scale_arguments", "check_chunk_size", "check_local_inputs", "scale_engine"]
 
 
 def add_scale_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,14 +66,3 @@ def check_local_inputs(args: argparse.Namespace) -> None:
     for p in paths:
         if "://" not in p and not Path(p).exists():
             raise read_error(Path(p), FileNotFoundError())
-
-
-def spark_session(args: argparse.Namespace) -> object:
-    """The Spark session `--spark-master` / `--spark-partitions` ask for (a clear error without
-    pyspark), started when the task first uses it: a truth or predictions file that is not there,
-    and whatever else the task checks before it reads with Spark, is reported before Spark starts
-    (seconds, and the lines its JVM prints)."""
-    from extracteval.spark import LazySession
-
-    check_local_inputs(args)
-    return LazySession(getattr(args, "spark_master", None), shuffle_partitions=getattr(args, "spark_partitions", None) or 8)

@@ -182,10 +182,10 @@ def _spark(adapter: Any, args: argparse.Namespace, workdir: Path, *, chunk_size:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from extracteval.io.scale_options import spark_session
+    from extracteval.spark import session_for
     from extracteval.spark.engine import ID, _input_error, arrow_ipc
 
-    job = adapter.spark_job(args, spark_session(args))
+    job = adapter.spark_job(args, session_for(args))
     result = job.run().result
     task = EvaluateChunks(job.evaluate_task or job.task, adapter)
     to_chunk = job.to_chunk

@@ -1,18 +1,16 @@
 """How a feature-views result (`core.feature_views`) is shown and written, for the tasks whose
 results carry per-feature `aligned` and `strict` views (`labels`, `entities`): the terminal
-tables, the warning lines, and `--output`'s result.json and feature_metrics.csv (one row per
-model, view, feature and label)."""
+tables, the warning lines, and the rows of `--output`'s feature_metrics.csv (one row per model,
+view, feature and label; written by `io.outputs.write_feature_view_files`)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from extracteval.core.ranking import format_wins
 from extracteval.report.terminal import colour, percent, table
 
-__all__ = ["feature_table", "warning_lines", "feature_rows", "write_files"]
+__all__ = ["feature_table", "warning_lines", "feature_rows"]
 
 
 def _winner_label(w: dict[str, Any] | None) -> tuple[str, str | None]:
@@ -61,12 +59,3 @@ def feature_rows(doc: dict[str, Any], views: tuple[str, ...]) -> list[dict[str, 
                 for label, v in fm["labels"].items():
                     rows.append({**base, "label": label, "mode": "one-vs-rest", **v})
     return rows
-
-
-def write_files(doc: dict[str, Any], out: Path, *, views: tuple[str, ...] = ("aligned", "strict"), safe_csv: bool = True) -> None:
-    import pandas as pd
-
-    from extracteval.io.outputs import write_csv
-
-    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    write_csv(pd.DataFrame(feature_rows(doc, views)), out / "feature_metrics.csv", safe=safe_csv)

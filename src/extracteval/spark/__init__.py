@@ -6,7 +6,9 @@ imported by `import extracteval`; `extracteval.tasks.fields.spark` imports pyspa
 
 from __future__ import annotations
 
-__all__ = ["LazySession", "get_session", "java_executable", "require_java", "require_pyspark"]
+import argparse
+
+__all__ = ["LazySession", "get_session", "session_for", "java_executable", "require_java", "require_pyspark"]
 
 
 def require_pyspark() -> None:
@@ -108,3 +110,14 @@ class LazySession:
         if self._session is None:
             self._session = get_session(self._master, shuffle_partitions=self._shuffle_partitions)
         return getattr(self._session, name)
+
+
+def session_for(args: argparse.Namespace) -> object:
+    """The Spark session `--spark-master` / `--spark-partitions` ask for (a clear error without
+    pyspark), started when the task first uses it: a truth or predictions file that is not there,
+    and whatever else the task checks before it reads with Spark, is reported before Spark starts
+    (seconds, and the lines its JVM prints)."""
+    from extracteval.io.scale_options import check_local_inputs
+
+    check_local_inputs(args)
+    return LazySession(getattr(args, "spark_master", None), shuffle_partitions=getattr(args, "spark_partitions", None) or 8)

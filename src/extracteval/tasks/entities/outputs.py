@@ -18,9 +18,9 @@ def render(doc: dict[str, Any]) -> str:
 def write(result: Any, doc: dict[str, Any], out: Path, *, scored: Any = None, safe_csv: bool = True) -> tuple[str, ...]:
     """The files, into an existing (staging) folder; records.parquet is left to the chunked
     engine (`scored` None), which streamed it there while scoring."""
-    from extracteval.report.feature_views import write_files
+    from extracteval.io.outputs import write_feature_view_files
 
-    write_files(doc, out, views=("matched", "strict"), safe_csv=safe_csv)
+    write_feature_view_files(doc, out, views=("matched", "strict"), safe_csv=safe_csv)
     if scored is not None:
         _write_records(result, out)
     return ("result.json", "feature_metrics.csv", "records.parquet")

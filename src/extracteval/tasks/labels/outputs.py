@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from extracteval.report.feature_views import write_files
+from extracteval.io.outputs import write_feature_view_files
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -17,7 +17,7 @@ def render(doc: dict[str, Any]) -> str:
 
 
 def write(result: Any, doc: dict[str, Any], out: Path, *, scored: Any = None, safe_csv: bool = True) -> tuple[str, ...]:
-    write_files(doc, out, safe_csv=safe_csv)
+    write_feature_view_files(doc, out, safe_csv=safe_csv)
     return ("result.json", "feature_metrics.csv")
 
 
