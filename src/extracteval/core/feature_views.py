@@ -270,22 +270,31 @@ class LabelLayout:
     """Where one view's one-vs-rest counts sit: the `features` in order; per label column its
     feature (`member`, an index into `features`) and whether it is that feature's positive label
     (`positive`); per feature whether one is set (`binary`: the feature is reported one-vs-rest
-    on that label rather than as the macro average over its labels)."""
+    on that label rather than as the macro average over its labels). A feature with declared
+    classes (`closed`) averages over exactly those (`declared`), observed or not, as
+    scikit-learn's `labels=`; another averages over its observed labels."""
 
     features: tuple[str, ...]
     member: np.ndarray
     positive: np.ndarray
     binary: np.ndarray
+    declared: np.ndarray | None = None
+    closed: np.ndarray | None = None
 
     @classmethod
-    def of(cls, labels: Sequence[tuple[str, str]], features: Sequence[str] = (), positive_labels: Mapping[str, str | None] | None = None) -> LabelLayout:
-        """Label columns given as (feature, label); `features` lists the features first (with or without labels)."""
-        pos = positive_labels or {}
+    def of(cls, labels: Sequence[tuple[str, str]], features: Sequence[str] = (), positive_labels: Mapping[str, str | None] | None = None,
+           classes: Mapping[str, Sequence[str]] | None = None) -> LabelLayout:
+        """Label columns given as (feature, label); `features` lists the features first (with or
+        without labels); `classes` the declared classes of some features (each must be a column)."""
+        pos, declared = positive_labels or {}, classes or {}
         feats = tuple(dict.fromkeys([*features, *(f for f, _ in labels)]))
         index = {f: i for i, f in enumerate(feats)}
+        sets = {f: set(v) for f, v in declared.items()}
         return cls(features=feats, member=np.array([index[f] for f, _ in labels], dtype=np.int64),
                    positive=np.array([pos.get(f) is not None and pos.get(f) == lab for f, lab in labels], dtype=bool),
-                   binary=np.array([pos.get(f) is not None for f in feats], dtype=bool))
+                   binary=np.array([pos.get(f) is not None for f in feats], dtype=bool),
+                   declared=np.array([lab in sets.get(f, ()) for f, lab in labels], dtype=bool) if declared else None,
+                   closed=np.array([f in sets for f in feats], dtype=bool) if declared else None)
 
     @classmethod
     def pooled(cls) -> LabelLayout:
@@ -365,13 +374,18 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
             neg = tn + fp  # undefined for a label present in every row
             r["specificity"] = np.divide(tn, neg, out=np.full(neg.shape, zd), where=neg > 0)
         observed = (tp + fp + fn) > 0
-        weight = np.where(layout.binary[layout.member], layout.positive & observed, observed)
+        counted = observed
+        if layout.declared is not None:  # declared classes: exactly those, an absent one with `zero_division` ratios
+            counted = np.where(layout.closed[layout.member], layout.declared, observed)
+            for k in _WEIGHTED:
+                r[k] = np.where(observed, r[k], zd)
+        weight = np.where(layout.binary[layout.member], layout.positive & observed, counted)
         for k in kinds:
             empty = np.where(layout.binary & (rows > 0), 1.0, zd) if k == "specificity" else np.full(rows.shape, zd)
             out[f"feature/{k}"] = _by_feature(np.asarray(r[k], dtype=np.float64), weight, layout, empty)
             out[f"label/{k}"] = np.asarray(r[k], dtype=np.float64)
             if k in _WEIGHTED and (per_feature or f"weighted/{k}" in which):
-                out[f"feature/weighted/{k}"] = _weighted_by_feature(out[f"label/{k}"], observed, tp + fn, layout, np.full(rows.shape, zd))
+                out[f"feature/weighted/{k}"] = _weighted_by_feature(out[f"label/{k}"], counted, tp + fn, layout, np.full(rows.shape, zd))
     if per_feature or "micro_accuracy" in which:
         right = _by_feature_sum(tp, layout)
         out["feature/micro_accuracy"] = np.divide(right, rows, out=np.full(rows.shape, zd), where=rows > 0)
@@ -449,13 +463,16 @@ def feature_metrics(ledger: FeatureLedger, *, positive_label: str | None = None,
 
 
 def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[str, str | None], zd: float,
-                      view: Mapping[str, int] | None = None) -> tuple[dict[str, FeatureMetrics], dict[str, np.ndarray]]:
+                      view: Mapping[str, int] | None = None, classes: Mapping[str, Sequence[str]] | None = None,
+                      ) -> tuple[dict[str, FeatureMetrics], dict[str, np.ndarray]]:
     """Each feature's `FeatureMetrics` read from the view's map (`view_count_metrics`), and the
-    map's values (with the view's totals; `row_accuracy` too given `view`'s `correct_rows` and `view_rows`)."""
-    labels = [(f, k) for f, led in ledgers.items() for k in led.per_label]
-    c = [ledgers[f].per_label[k] for f, k in labels]
+    map's values (with the view's totals; `row_accuracy` too given `view`'s `correct_rows` and
+    `view_rows`). A declared class (`classes`) that occurs nowhere is a label with no count."""
+    classes = classes or {}
+    labels = [(f, k) for f, led in ledgers.items() for k in [*led.per_label, *sorted(set(classes.get(f, ())) - set(led.per_label))]]
+    c = [ledgers[f].per_label.get(k) or Counts(tn=ledgers[f].rows, cells=ledgers[f].rows, exact=ledgers[f].correct) for f, k in labels]
     tp, fp, fn, tn = (np.array([getattr(x, a) for x in c], dtype=np.int64) for a in ("tp", "fp", "fn", "tn"))
-    layout = LabelLayout.of(labels, list(ledgers), positive)
+    layout = LabelLayout.of(labels, list(ledgers), positive, classes)
     rows = np.array([led.rows for led in ledgers.values()], dtype=np.int64)
     which = VIEW_METRICS if view else VIEW_METRICS[:-1]
     got = view_count_metrics({"tp": tp, "fp": fp, "fn": fn, "rows": rows, **(view or {})}, layout, which=which, zero_division=zd, per_feature=True)
@@ -469,7 +486,9 @@ def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[st
             }
             for j in cols
         }
-        flags = (["no_rows"] if led.rows == 0 else []) + (["positive_label_not_observed"] if positive.get(f) is not None and positive[f] not in per else [])
+        flags = (["no_rows"] if led.rows == 0 else []) + (["positive_label_not_observed"] if positive.get(f) is not None and positive[f] not in led.per_label else [])
+        if f in classes and set(led.per_label) - set(classes[f]):
+            flags.append("labels_outside_declared_classes")
         mode = "binary" if positive.get(f) is not None else "macro"
         out[f] = FeatureMetrics(mode=mode, positive_label=positive.get(f), **{k: float(got[f"feature/{k}"][i]) for k in (*_KINDS, "micro_accuracy")},
                                 rows=led.rows, correct=led.correct, labels=per, flags=tuple(flags),
@@ -517,10 +536,12 @@ def view_metrics(
     positive_labels: Mapping[str, str | None] | None = None,
     zero_division: float = 0.0,
     description: str | None = None,
+    classes: Mapping[str, Sequence[str]] | None = None,
 ) -> ViewMetrics:
     """Feature metrics of every feature, totals (arithmetic mean over features) and row accuracy,
-    all read from the view's map (`view_count_metrics`)."""
-    feats, got = _features_metrics(ledgers, positive_labels or {}, float(zero_division), {"correct_rows": correct_rows, "view_rows": rows})
+    all read from the view's map (`view_count_metrics`); a feature with declared `classes` is
+    averaged over exactly those."""
+    feats, got = _features_metrics(ledgers, positive_labels or {}, float(zero_division), {"correct_rows": correct_rows, "view_rows": rows}, classes)
     totals = {k: float(got[k if k == "micro_accuracy" else f"macro/{k}"]) for k in _TOTAL_KEYS}
     return ViewMetrics(name=name, description=description or VIEWS.get(name, name), features=feats, totals=totals,
                        row_accuracy=float(got["row_accuracy"]), rows=rows, correct_rows=correct_rows,
