@@ -184,18 +184,34 @@ def label_count_table(ids: Any, features: Any, labels: Any, kinds: Any, values: 
 def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str], metric_map: Any) -> Any:
     """A metric of the task's map (`metric_map`: counts, layout, which, zero_division → metrics,
     such as `labels_metrics`) over `label_count_table` columns: `<prefix>macro/<kind>`,
-    `<prefix>micro_accuracy`; None for another metric (one the per-record counts do not hold)."""
-    from extracteval.core.feature_views import LabelLayout
+    `<prefix>weighted/<kind>`, `<prefix>micro_accuracy`; None for another metric (one the
+    per-record counts do not hold). Declared classes come from the run's `labels` parameter."""
+    from extracteval.core.feature_views import VIEW_METRICS, LabelLayout
     from extracteval.core.record_counts import label_count_columns
     from extracteval.mlflow.intervals import zero_division_param
 
-    if not metric.startswith(prefix) or metric.removeprefix(prefix) not in ("macro/f1", "macro/precision", "macro/recall", "macro/specificity", "micro_accuracy"):
-        return None
+    if not metric.startswith(prefix) or metric.removeprefix(prefix) not in VIEW_METRICS or metric.endswith("row_accuracy"):
+        return None  # the per-record counts hold no row-level correctness
     zd = zero_division_param(params)
-    try:
-        positive = json.loads(params.get("positive_labels") or "{}")
-    except ValueError:
-        positive = {}
+    positive, classes = (_json_mapping(params.get(k)) for k in ("positive_labels", "labels"))
     labels, features, counts = label_count_columns(columns)
-    layout = LabelLayout.of(labels, features, positive if isinstance(positive, dict) else {})
-    return lambda summed: metric_map(counts(summed), layout, which=(metric,), zero_division=zd)[metric]
+    absent = [(f, c) for f, cs in classes.items() for c in cs if (f, c) not in set(labels)]  # declared classes no record holds
+    layout = LabelLayout.of([*labels, *absent], features, positive, classes)
+
+    def value(summed: np.ndarray) -> np.ndarray:
+        got = counts(summed)
+        if absent:
+            zeros = np.zeros((*np.shape(summed)[:-1], len(absent)))
+            got = {**got, **{k: np.concatenate([got[k], zeros], axis=-1) for k in ("tp", "fp", "fn")}}
+        return metric_map(got, layout, which=(metric,), zero_division=zd)[metric]
+
+    return value
+
+
+def _json_mapping(text: str | None) -> dict[str, Any]:
+    """A mapping logged as a JSON parameter; {} for none (or one too long to log whole)."""
+    try:
+        got = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return got if isinstance(got, dict) else {}

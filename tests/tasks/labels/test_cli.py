@@ -59,6 +59,8 @@ def test_terminal_table_and_output_folder(cli, files, tmp_path):
         (["--type", "price=money"], r"type of feature 'price': expected one of auto, category, text, number, date, but got 'money'"),
         (["--positive-label", "nope"], r"--positive-label 'nope': expected FEATURE=VALUE"),
         (["--positive-label", "weight=1"], r"positive label given for features \['weight'\]"),
+        (["--labels", "colour="], r"labels of feature 'colour': expected a non-empty list of classes"),
+        (["--labels", "weight=a,b"], r"labels given for features \['weight'\]"),
     ],
 )
 def test_bad_options_exit_2_without_traceback(cli, files, args, message):
@@ -101,3 +103,22 @@ def test_demo_runs_the_tickets_example(cli, tmp_path, monkeypatch):
     gpt = doc["models"]["gpt-4o-mini"]["aligned"]["features"]
     assert gpt["refund_amount"]["micro_accuracy"] == 1.0 and gpt["follow_up_date"]["micro_accuracy"] == 1.0
     assert doc["models"]["gpt-4o-mini"]["aligned"]["features"]["priority"]["mode"] == "binary"
+
+
+def test_declared_classes_from_the_command_line_and_a_config_file(cli, files, tmp_path):
+    """`--labels FEATURE=A,B` and a config file's `labels`: the feature is averaged over exactly those
+    classes (as displayed: `Red` is the class `red`), an absent one listed with no support, and a
+    warning names the labels outside them."""
+    base = ["score", "labels", "--truth", str(files / "truth.csv"), "--predictions", f"a={files / 'a.csv'}", "--json"]
+    flag = cli(*base, "--labels", "colour=Red,purple")
+    assert flag.code == 0, flag.err
+    (tmp_path / "c.yaml").write_text("labels:\n  colour: [Red, purple]\n", encoding="utf-8")
+    from_file = cli(*base, "--config", str(tmp_path / "c.yaml"))
+    assert from_file.code == 0, from_file.err
+    for doc in (flag.json(), from_file.json()):
+        f = doc["models"]["a"]["strict"]["features"]["colour"]
+        assert doc["config"]["labels_used"] == {"colour": ["red", "purple"]}
+        assert f["labels"]["purple"]["support"] == 0 and f["labels"]["purple"]["f1"] == 0.0
+        assert f["f1"] == pytest.approx((f["labels"]["red"]["f1"] + 0.0) / 2)
+        assert any("outside the declared classes" in w for w in doc["warnings"]) == ("labels_outside_declared_classes" in f["flags"])
+    assert flag.json()["models"] == from_file.json()["models"]

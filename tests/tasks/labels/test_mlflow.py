@@ -271,3 +271,25 @@ def test_row_order_does_not_change_metrics_or_records():
         runs.append((adapter.metrics(scored, "m", keys), adapter.records_frame(scored, "m").astype(str).reset_index(drop=True)))
     assert runs[0][0] == runs[1][0]
     pd.testing.assert_frame_equal(runs[0][1], runs[1][1])
+
+
+def test_declared_classes_reach_the_intervals(cli, sqlite_uri, tmp_path, monkeypatch):
+    """With declared classes (one of them in no record), the per-record counts of each logged run
+    give its logged macro and weighted F1 through the task's map (the leaderboard's intervals)."""
+    from extracteval.mlflow.adapters import get_adapter
+    from extracteval.mlflow.intervals import read_run_counts
+
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("evaluate", "labels", *_args(), "--labels", "category=billing,refund request,no such class",
+                         "--experiment", "tickets-declared", "--tracking-uri", sqlite_uri, "--output", str(tmp_path / "out"))
+    assert code == 0, err
+    runs = {m.group(3): m.group(1) for m in RUN_LINE.finditer(out)}
+    runs.pop(None)
+    client, adapter = MlflowClient(sqlite_uri), get_adapter("labels")
+    for run_id in runs.values():
+        run = client.get_run(run_id)
+        assert json.loads(run.data.params["labels"]) == {"category": ["billing", "refund request", "no such class"]}
+        table = read_run_counts("labels", run.info.artifact_uri, run.data.params, sqlite_uri)
+        for metric in ("labels/macro/f1", "labels/macro/precision", "labels/weighted/f1"):
+            value = float(adapter.count_metric(metric, table.columns, run.data.params)(table.counts.sum(axis=0)))
+            assert value == pytest.approx(run.data.metrics[metric], abs=1e-12), metric

@@ -116,6 +116,30 @@ def test_weighted_average_equals_sklearn(seed, zd):
     assert v.to_dict()["totals"]["weighted"] == v.weighted and v.features["a"].to_dict()["weighted"] == m.weighted
 
 
+@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("zd", [0.0, 1.0])
+def test_declared_classes_equal_sklearn_labels(seed, zd):
+    """Declared classes: the macro and weighted averages over exactly those (a declared class that
+    occurs nowhere with zero_division ratios and no support; an undeclared label's rows still errors
+    of the declared ones), as scikit-learn's `labels=`."""
+    t, p = _random_pairs(seed)
+    rng = np.random.default_rng(3000 + seed)
+    miss = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, 4)))]
+    extra = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, 4)))]
+    led = feature_ledger(t, p, missing_truth=miss, extra_pred=extra)
+    yt = [_sk_name(x) for x in t] + [_sk_name(x) for x in miss] + ["\x00no-truth"] * len(extra)
+    yp = [_sk_name(x) for x in p] + ["\x00no-pred"] * len(miss) + [_sk_name(x) for x in extra]
+    pool = ["cat", "dog", "bird", "fish", "newt", MISSING]
+    declared = sorted({pool[i] for i in rng.integers(0, len(pool), int(rng.integers(1, 5)))})
+    v = view_metrics("strict", {"f": led}, correct_rows=0, rows=1, zero_division=zd, classes={"f": declared}).features["f"]
+    for avg, got in (("macro", (v.precision, v.recall, v.f1)), ("weighted", tuple(v.weighted[k] for k in ("precision", "recall", "f1")))):
+        want = sk.precision_recall_fscore_support(yt, yp, labels=declared, average=avg, zero_division=zd)[:3]
+        assert got == pytest.approx(want, abs=1e-12), (avg, declared)
+    assert set(declared) <= set(v.labels) and all(v.labels[c]["support"] == 0 for c in declared if c not in led.per_label)
+    assert ("labels_outside_declared_classes" in v.flags) == bool(set(led.per_label) - set(declared))
+    assert v.micro_accuracy == feature_metrics(led, zero_division=zd).micro_accuracy  # accuracy does not depend on them
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_positive_label_equals_sklearn_binary(seed):
     t, p = _random_pairs(seed, n=40)

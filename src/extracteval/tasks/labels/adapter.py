@@ -103,6 +103,7 @@ class LabelsAdapter(FeatureViewsAdapter):
     config_keys: Mapping[str, str] = {
         "types": "per-feature type: mapping {feature: auto|category|text|number|date}",
         "positive_labels": "per-feature label reported one-vs-rest instead of the macro average: mapping {feature: label}",
+        "labels": "per-feature declared classes, the only ones the macro and weighted averages take (absent ones with no support): mapping {feature: [classes]}",
         "features": "score only these features (list)",
         "label_name": "feature name when each record holds one label instead of an object (`label`)",
         "status_column": "column holding each record's status: ok, pending or error; pending and error rows are not predictions (default: `status` when present)",
@@ -197,7 +198,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         ns = argparse.Namespace(
             truth=str(folder / spec["truth"]),
             predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
-            id_column=spec.get("id_column", "id"), delimiter=None, features=None, types=[], positive_labels=[],
+            id_column=spec.get("id_column", "id"), delimiter=None, features=None, types=[], positive_labels=[], labels=[],
             config=str(folder / spec["config"]) if spec.get("config") else None,
             null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
         )
@@ -361,7 +362,8 @@ class LabelsAdapter(FeatureViewsAdapter):
                           config_keys=("zero_division", "missing_label"), normalization=True,
                           ranked_by="strict view: mean F1 over features",
                           types=json_param(cfg.get("types_used", cfg.get("types", {})), what="feature types"),
-                          positive_labels=json_param(cfg.get("positive_labels", {}), what="positive labels"))
+                          positive_labels=json_param(cfg.get("positive_labels", {}), what="positive labels"),
+                          labels=json_param(cfg.get("labels_used", {}), what="features with declared classes"))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.tasks.labels.report import render_labels

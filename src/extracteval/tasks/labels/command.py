@@ -36,7 +36,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="value type of a feature: auto (default), category, text, number, date (repeatable)")
     p.add_argument("--positive-label", dest="positive_labels", action="append", default=[], metavar="FEATURE=LABEL",
                    help="report this label's one-vs-rest metrics for the feature (binary) instead of the macro average")
-    p.add_argument("--config", metavar="FILE", help='JSON/YAML: {"types": {…}, "positive_labels": {…}, "null_tokens": […], "dayfirst": …, "zero_division": …}')
+    p.add_argument("--labels", dest="labels", action="append", default=[], metavar="FEATURE=A,B,C",
+                   help="the feature's declared classes: its macro and weighted averages are taken over exactly these (a class that occurs "
+                        "nowhere counts with no support; other labels still count as errors) (repeatable)")
+    p.add_argument("--config", metavar="FILE",
+                   help='JSON/YAML: {"types": {…}, "positive_labels": {…}, "labels": {feature: [classes]}, "null_tokens": […], "dayfirst": …, "zero_division": …}')
     add_normalization_arguments(p, null_meaning="missing")
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
     add_result_arguments(p, writes="result.json and feature_metrics.csv")

@@ -28,7 +28,7 @@ def _pairs(value: Any, option: str) -> dict[str, Any]:
     return out
 
 
-_FILE_KEYS = ("types", "positive_labels", "null_tokens", "dayfirst", "zero_division", "features")
+_FILE_KEYS = ("types", "positive_labels", "labels", "null_tokens", "dayfirst", "zero_division", "features")
 
 
 def _config_file(path: str) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def _config_file(path: str) -> dict[str, Any]:
     unknown = sorted(set(raw) - set(_FILE_KEYS))
     if unknown:
         raise InputError(f"{path}: unknown keys {unknown}; expected some of {sorted(_FILE_KEYS)}.")
-    for k in ("types", "positive_labels"):
+    for k in ("types", "positive_labels", "labels"):
         if k in raw and not isinstance(raw[k], dict):
             raise InputError(f"{path}: {k!r} must be a mapping of feature to value, but found {type(raw[k]).__name__}.")
     if "null_tokens" in raw and not isinstance(raw["null_tokens"], list):
@@ -51,8 +51,8 @@ def _config_file(path: str) -> dict[str, Any]:
 def build_config(options: Any) -> Any:
     """LabelsConfig from the task's options — evaluator_config keys, or the command line's parsed
     options under the same names (`io.config.options_of`): the one translation for every door.
-    A --config file (`config`) is read first; the options given beside it add to its `types` and
-    `positive_labels` and override its other keys."""
+    A --config file (`config`) is read first; the options given beside it add to its `types`,
+    `positive_labels` and `labels` and override its other keys."""
     from extracteval.io.config import given_options, options_of, task_config
     from extracteval.tasks.labels.semantics import LabelsConfig
 
@@ -62,10 +62,12 @@ def build_config(options: Any) -> Any:
     command_line = isinstance(options, argparse.Namespace)
     base = _config_file(config["config"]) if config.get("config") else {}
     opts: dict[str, Any] = {}
-    for key, flag in (("types", "--type"), ("positive_labels", "--positive-label")):
+    for key, flag in (("types", "--type"), ("positive_labels", "--positive-label"), ("labels", "--labels")):
         given = config.get(key)
         option = flag if command_line else f"evaluator_config `{key}`"
         opts[key] = {**_pairs(base.get(key) or {}, key), **(_pairs(given, option) if given is not None else {})}
+    # declared classes: a list per feature; on the command line FEATURE=A,B,C
+    opts["classes"] = {f: [c.strip() for c in v.split(",") if c.strip()] if isinstance(v, str) else v for f, v in opts.pop("labels").items()}
     opts.update(given_options({**base, **config}, ("zero_division",)))
     return task_config(LabelsConfig, opts, {**{k: base[k] for k in ("null_tokens", "dayfirst") if k in base}, **config})
 

@@ -94,12 +94,16 @@ class LabelsConfig:
             and are counted as `unparsable`).
         positive_labels: per-feature label whose one-vs-rest metrics become the feature's
             headline metrics (binary reporting); other features are macro-averaged over labels.
+        classes: per-feature declared classes (the `labels` option): the feature's macro and
+            weighted averages are taken over exactly these, a class that occurs nowhere with
+            no support (scikit-learn's `labels=`); other labels still count as errors.
         normalization: null tokens, day-first dates, currency stripping.
         zero_division: value of a ratio whose denominator is 0.
     """
 
     types: Mapping[str, str] = field(default_factory=dict)
     positive_labels: Mapping[str, Any] = field(default_factory=dict)
+    classes: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
     zero_division: float = 0.0
 
@@ -109,6 +113,13 @@ class LabelsConfig:
             raise InputError(f"Expected `zero_division` to be a number in [0, 1], but got {zd!r}.")
         object.__setattr__(self, "types", checked_types(self.types, "feature"))
         object.__setattr__(self, "positive_labels", {str(k): v for k, v in self.positive_labels.items()})
+        classes = {}
+        for k, v in self.classes.items():
+            listed = [v] if isinstance(v, (str, int, float, bool)) else list(v) if isinstance(v, (list, tuple)) else None
+            if not listed:
+                raise InputError(f"labels of feature {k!r}: expected a non-empty list of classes, but got {v!r}.")
+            classes[str(k)] = tuple(listed)
+        object.__setattr__(self, "classes", classes)
 
     def type_of(self, feature: str) -> str:
         return self.types.get(feature, "auto")
@@ -117,6 +128,7 @@ class LabelsConfig:
         return {
             "types": dict(sorted(self.types.items())),
             "positive_labels": {k: _plain(v) for k, v in sorted(self.positive_labels.items())},
+            "labels": {k: [_plain(x) for x in v] for k, v in sorted(self.classes.items())},
             "normalization": self.normalization.to_dict(),
             "zero_division": self.zero_division,
             "missing_label": MISSING,
@@ -216,7 +228,7 @@ def resolve_features(columns: Sequence[str], features: Sequence[str] | None, cfg
         feats = columns
     if not feats:
         raise InputError(f"{truth_source}: no feature columns; expected an id column and at least one feature column.")
-    for what, mapping in (("type", cfg.types), ("positive label", cfg.positive_labels)):
+    for what, mapping in (("type", cfg.types), ("positive label", cfg.positive_labels), ("labels", cfg.classes)):
         unknown = sorted(set(mapping) - set(feats))
         if unknown:
             raise InputError(f"{what} given for features {unknown} that are not scored (features: {feats}).")
@@ -478,6 +490,26 @@ def _row_warnings(ledger: LabelsLedger, names: list[str], feats: list[str]) -> l
     return warnings
 
 
+def _as_displayed(value: Any, f: str, cfg: LabelsConfig, display: Mapping[str, str]) -> tuple[str, bool]:
+    """A label the user named (a positive label, a declared class) as the results display it, and whether it occurs."""
+    k = LabelEncoder(cfg.type_of(f), cfg.normalization).key(value)
+    return (display[k], True) if k in display else (MISSING if k == _MISSING_KEY else key_text(k), False)
+
+
+def _declared_classes(cfg: LabelsConfig, feats: list[str], display: Mapping[str, Mapping[str, str]], warnings: list[str]) -> dict[str, list[str]]:
+    """Per feature with declared classes: those classes as displayed; labels that occur outside them are named in `warnings`."""
+    declared: dict[str, list[str]] = {}
+    for f in feats:
+        if f in cfg.classes:
+            declared[f] = list(dict.fromkeys(_as_displayed(v, f, cfg, display[f])[0] for v in cfg.classes[f]))
+            outside = sorted(set(display[f].values()) - set(declared[f]))
+            if outside:
+                shown = ", ".join(repr(x) for x in outside[:10]) + (f" and {len(outside) - 10} more" if len(outside) > 10 else "")
+                warnings.append(f"feature {f!r}: labels outside the declared classes occur ({shown}); they count as errors of the "
+                                "declared classes but are left out of the feature's averages.")
+    return declared
+
+
 def _display_labels(ledger: LabelsLedger, cfg: LabelsConfig, feats: list[str], truth_source: str,
                     warnings: list[str]) -> tuple[dict[str, dict[str, str]], dict[str, str | None]]:
     """Per feature: each label key's display label, and the positive label as displayed (a positive label that occurs
@@ -494,9 +526,8 @@ def _display_labels(ledger: LabelsLedger, cfg: LabelsConfig, feats: list[str], t
         labels = display_labels(table)
         display[f] = dict(zip(table, labels))
         if f in cfg.positive_labels:
-            pk = LabelEncoder(cfg.type_of(f), cfg.normalization).key(cfg.positive_labels[f])
-            positive[f] = display[f][pk] if pk in display[f] else (MISSING if pk == _MISSING_KEY else key_text(pk))
-            if pk not in display[f]:
+            positive[f], found = _as_displayed(cfg.positive_labels[f], f, cfg, display[f])
+            if not found:
                 warnings.append(f"feature {f!r}: positive label {cfg.positive_labels[f]!r} occurs in no truth or prediction.")
     return display, positive
 
@@ -517,6 +548,7 @@ def labels_result(
     sources = sources or {}
     warnings = _row_warnings(ledger, names, feats)
     display, positive = _display_labels(ledger, cfg, feats, truth_source, warnings)
+    declared = _declared_classes(cfg, feats, display, warnings)
 
     for f, k in ledger.unparsable_truth.items():
         if k:
@@ -533,9 +565,11 @@ def labels_result(
         shown_ledgers[m] = {v: {f: _relabel(x, display[f]) for f, x in getattr(led, v).items()} for v in ("aligned", "strict")}
         ok_rows = led.correct_rows if led.aligned_rows else 0
         views[m] = {
-            "aligned": view_metrics("aligned", shown_ledgers[m]["aligned"], correct_rows=ok_rows, rows=led.aligned_rows, positive_labels=positive, zero_division=zd),
+            "aligned": view_metrics("aligned", shown_ledgers[m]["aligned"], correct_rows=ok_rows, rows=led.aligned_rows, positive_labels=positive,
+                                    zero_division=zd, classes=declared),
             "strict": view_metrics("strict", shown_ledgers[m]["strict"], correct_rows=ok_rows,
-                                   rows=led.aligned_rows + led.missing_rows + led.extra_rows, positive_labels=positive, zero_division=zd),
+                                   rows=led.aligned_rows + led.missing_rows + led.extra_rows, positive_labels=positive, zero_division=zd,
+                                   classes=declared),
         }
 
     winners, ranked = rank_on_strict_view(RANKING, {m: views[m]["strict"] for m in names}, feats)
@@ -551,6 +585,7 @@ def labels_result(
         warnings.append(ONE_MODEL_NOTE)
     cfg_dict = cfg.to_dict()
     cfg_dict["types_used"] = {f: cfg.type_of(f) for f in feats}
+    cfg_dict["labels_used"] = declared  # the declared classes as the results display them
     return LabelsResult(
         task="labels", features=tuple(feats), n_records=ledger.n_records, models=models,
         ranking=tuple(m for m, _ in ranked), feature_winners=winners, unparsable_truth=dict(ledger.unparsable_truth),
