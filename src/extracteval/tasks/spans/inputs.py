@@ -266,25 +266,29 @@ def read_token_file(path: str | Path, *, tag_columns: int) -> TokenFile:
     return tf
 
 
-def _line_widths(buf: np.ndarray, arr: np.ndarray, f_start: np.ndarray, f_end: np.ndarray) -> tuple[np.ndarray, int]:
-    """The number of fields on each line of the bytes `arr` (`buf`: the same, zero-padded) whose
-    fields run from `f_start` to `f_end`, and the number of lines."""
-    # A field's line is the number of newlines in the blank gaps before it. Gap k runs from the
-    # end of field k-1 to the start of field k; most gaps are one byte (a space or a newline),
-    # so the first byte of every gap is read, and only the bytes after it in longer gaps (blank
-    # lines, CRLF, runs of spaces) are gathered: no further pass over the bytes, no search per line.
-    gap_start = np.concatenate(([0], f_end))
-    gap_len = np.concatenate((f_start, [len(arr)])) - gap_start
-    per_gap = (buf[gap_start] == 10).astype(np.int64)  # buf[len(arr)] is a zero pad byte
-    long = np.flatnonzero(gap_len > 1)
-    if len(long):
-        rest = gap_len[long] - 1
-        first = np.cumsum(rest) - rest  # where each long gap's bytes begin in `at`
-        at = np.repeat(gap_start[long] + 1 - first, rest) + np.arange(int(rest.sum()))
-        per_gap[long] += np.add.reduceat((arr[at] == 10).astype(np.int64), first)
-    field_line = np.cumsum(per_gap)[:-1]  # newlines before each field
-    n_lines = int(per_gap.sum()) + 1
-    return np.bincount(field_line, minlength=n_lines), n_lines  # fields per line
+def _check_columns(data: bytes, p: Path, tok: np.ndarray, widths: np.ndarray, ncol: int, first_line: int, *, tag_columns: int, line_offset: int) -> None:
+    """The layout check of `parse_token_bytes`: an InputError naming the first token line (`tok`:
+    the numbers of the token lines in `data`; `widths`: fields per line) when the columns of the
+    file's first token line (`ncol`, on line `first_line`) cannot hold a token and its
+    `tag_columns` tags, or when a token line has another number of columns."""
+    need = tag_columns + 1
+
+    def line_text(i: int) -> str:  # for an error message only
+        return data.split(b"\n", i + 1)[i].decode("utf-8").strip()
+
+    if ncol < need:
+        i = int(tok[0])
+        raise InputError(
+            f"{p}: line {line_offset + i + 1}: expected at least {need} whitespace-separated columns (token … "
+            f"{'gold pred' if tag_columns == 2 else 'tag'}), but found {ncol}: {line_text(i)!r}."
+        )
+    bad = tok[widths[tok] != ncol]
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(
+            f"{p}: line {line_offset + i + 1}: expected {ncol} columns as on line {first_line} "
+            f"(token … {'gold pred' if tag_columns == 2 else 'tag'}), but found {int(widths[i])}: {line_text(i)!r}."
+        )
 
 
 def parse_token_bytes(
@@ -306,7 +310,22 @@ def parse_token_bytes(
     _mark_nonblank(arr, nonblank[1:-1])
     edges = np.flatnonzero(nonblank[1:] != nonblank[:-1])  # field starts and ends, alternating
     f_start, f_end = edges[0::2], edges[1::2]
-    widths, n_lines = _line_widths(buf, arr, f_start, f_end)
+    # A field's line is the number of newlines in the blank gaps before it. Gap k runs from the
+    # end of field k-1 to the start of field k; most gaps are one byte (a space or a newline),
+    # so the first byte of every gap is read, and only the bytes after it in longer gaps (blank
+    # lines, CRLF, runs of spaces) are gathered: no further pass over the bytes, no search per line.
+    gap_start = np.concatenate(([0], f_end))
+    gap_len = np.concatenate((f_start, [len(data)])) - gap_start
+    per_gap = (buf[gap_start] == 10).astype(np.int64)  # buf[len(data)] is a zero pad byte
+    long = np.flatnonzero(gap_len > 1)
+    if len(long):
+        rest = gap_len[long] - 1
+        first = np.cumsum(rest) - rest  # where each long gap's bytes begin in `at`
+        at = np.repeat(gap_start[long] + 1 - first, rest) + np.arange(int(rest.sum()))
+        per_gap[long] += np.add.reduceat((arr[at] == 10).astype(np.int64), first)
+    field_line = np.cumsum(per_gap)[:-1]  # newlines before each field
+    n_lines = int(per_gap.sum()) + 1
+    widths = np.bincount(field_line, minlength=n_lines)  # fields per line
     first_field = np.cumsum(widths) - widths  # index of each line's first field
     is_break = _break_lines(buf, f_start, f_end, first_field, widths)
     tok = np.flatnonzero(~is_break)
@@ -314,25 +333,8 @@ def parse_token_bytes(
         if streamed:
             return None
         raise InputError(f"{p}: no tokens found; expected one token per line with its tags in the last column(s).")
-    need = tag_columns + 1
     ncol, first_line = layout if layout is not None else (int(widths[tok[0]]), line_offset + int(tok[0]) + 1)
-
-    def line_text(i: int) -> str:  # for an error message only
-        return data.split(b"\n", i + 1)[i].decode("utf-8").strip()
-
-    if ncol < need:
-        i = int(tok[0])
-        raise InputError(
-            f"{p}: line {line_offset + i + 1}: expected at least {need} whitespace-separated columns (token … "
-            f"{'gold pred' if tag_columns == 2 else 'tag'}), but found {ncol}: {line_text(i)!r}."
-        )
-    bad = tok[widths[tok] != ncol]
-    if len(bad):
-        i = int(bad[0])
-        raise InputError(
-            f"{p}: line {line_offset + i + 1}: expected {ncol} columns as on line {first_line} "
-            f"(token … {'gold pred' if tag_columns == 2 else 'tag'}), but found {int(widths[i])}: {line_text(i)!r}."
-        )
+    _check_columns(data, p, tok, widths, ncol, first_line, tag_columns=tag_columns, line_offset=line_offset)
     base = first_field[tok]
 
     def column(offset: int) -> FactorizedTags:
