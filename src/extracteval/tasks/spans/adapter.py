@@ -253,6 +253,7 @@ class SpansAdapter(CellPredictions):
         "bootstrap": "bootstrap resamples of documents for intervals; 0 = off (1000)",
         "confidence": "interval coverage (0.95)",
         "seed": "bootstrap seed (0)",
+        "min_overlap": "SemEval-2013 schemas: % of a gold span's length a predicted span must overlap to pair with it, 1–100 (1)",
         **shared_config_keys("zero_division"),
     }
 
@@ -265,7 +266,9 @@ class SpansAdapter(CellPredictions):
         from extracteval.tasks.spans.options import spans_inputs, truth_source
 
         corpus = load(args)
-        return self._scored(corpus, build_config(args, corpus.unit), truth_source(args), inputs=spans_inputs(args))
+        scored = self._scored(corpus, build_config(args, corpus.unit), truth_source(args), inputs=spans_inputs(args))
+        scored.cache["report_style"] = getattr(args, "report_style", "default")
+        return scored
 
     def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
         """The truth and each model's predictions (`NAME=FILE` specs, or (name, documents held in
@@ -344,7 +347,7 @@ class SpansAdapter(CellPredictions):
             predictions=[f"{name}={folder / path}" for name, path in (spec.get("predictions") or {}).items()] or None,
             scheme=_scheme(str(spec.get("scheme", "conlleval"))), suffix=bool(spec.get("suffix", False)),
             threshold=float(spec.get("threshold", 0.5)), iou_weight=float(spec.get("iou_weight", 0.65)),
-            zero_division=0.0, examples=5, no_ci=False, resamples=1000, seed=0,
+            zero_division=0.0, examples=5, no_ci=False, resamples=1000, seed=0, min_overlap=float(spec.get("min_overlap", 1.0)),
         )
         return self.score_args(ns)
 
@@ -571,13 +574,13 @@ class SpansAdapter(CellPredictions):
         r = scored.result
         return run_params(scored, counts={"unit": r.unit, "n_documents": r.n_documents, "n_gold_spans": r.n_gold, "n_tags": len(r.tags)},
                           config_keys=("threshold", "iou_weight", "text_weight", "text_similarity", "curve_step", "scheme", "zero_division",
-                                       "max_examples", "relaxed", "bootstrap", "confidence", "seed"),
+                                       "max_examples", "relaxed", "bootstrap", "confidence", "seed", "min_overlap"),
                           report_thresholds=",".join(f"{t:g}" for t in scored.config.get("report_thresholds", [])))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.tasks.spans.report import render_spans
 
-        return render_spans(scored.doc)
+        return render_spans(scored.doc, style=scored.cache.get("report_style", "default"))
 
     def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
         r = scored.result
