@@ -173,3 +173,73 @@ def test_no_spans() -> None:
     assert set(got) == set(SCHEMAS)
     assert _counts(got["strict"]) == (0,) * 7 and got["strict"]["per_type"] == {}
     assert schema_metrics("strict", (0, 0, 0, 0, 0), 1.0)["precision"] == 1.0
+
+
+# nervaluate's own strategy tests, rewritten: "The John Smith who works at Google Inc" tagged
+# O B-PER I-PER O O O B-ORG I-ORG, against predicted tags; expected (COR, INC, PAR, MIS, SPU)
+# for strict, exact, partial, ent_type
+_BASE = ["O", "B-PER", "I-PER", "O", "O", "O", "B-ORG", "I-ORG"]
+_STRATEGY_CASES = {
+    "perfect match": (_BASE, [(2, 0, 0, 0, 0)] * 4),
+    "missed entity": (["O", "B-PER", "I-PER", "O", "O", "O", "O", "O"], [(1, 0, 0, 1, 0)] * 4),
+    "wrong label": (["O", "B-PER", "I-PER", "O", "O", "O", "B-LOC", "I-LOC"],
+                    [(1, 1, 0, 0, 0), (2, 0, 0, 0, 0), (2, 0, 0, 0, 0), (1, 1, 0, 0, 0)]),
+    "wrong boundary": (["O", "B-PER", "I-PER", "O", "O", "O", "B-LOC", "O"],
+                       [(1, 1, 0, 0, 0), (1, 1, 0, 0, 0), (1, 0, 1, 0, 0), (1, 1, 0, 0, 0)]),
+    "shifted boundary": (["O", "B-PER", "I-PER", "O", "O", "O", "O", "B-LOC"],
+                         [(1, 1, 0, 0, 0), (1, 1, 0, 0, 0), (1, 0, 1, 0, 0), (1, 1, 0, 0, 0)]),
+    "extra entity": (["O", "B-PER", "I-PER", "O", "B-PER", "O", "B-LOC", "I-LOC"],
+                     [(1, 1, 0, 0, 1), (2, 0, 0, 0, 1), (2, 0, 0, 0, 1), (1, 1, 0, 0, 1)]),
+}
+
+
+def _bio_spans(tags: list[str]) -> list[Span]:
+    """BIO tags → spans (end exclusive)."""
+    out: list[Span] = []
+    for i, t in enumerate(tags):
+        if t.startswith("B-") or (t.startswith("I-") and not (out and out[-1][1] == i and out[-1][2] == t[2:])):
+            out.append((i, i + 1, t[2:]))
+        elif t.startswith("I-"):
+            out[-1] = (out[-1][0], i + 1, out[-1][2])
+    return out
+
+
+@pytest.mark.parametrize("name", list(_STRATEGY_CASES))
+def test_nervaluate_strategy_examples(name: str) -> None:
+    tags, expected = _STRATEGY_CASES[name]
+    got = ours([_bio_spans(_BASE)], [_bio_spans(tags)])
+    assert [_counts(got[s])[:5] for s in SCHEMAS] == expected
+
+
+@pytest.mark.parametrize(("pred", "min_overlap", "kind"), [
+    ((0, 5), 50.0, "partial"), ((0, 5), 51.0, "spurious"), ((0, 7), 75.0, "spurious"), ((0, 8), 75.0, "partial"), ((0, 10), 100.0, "correct"),
+    ((0, 3), 1.0, "partial"), ((0, 3), 50.0, "spurious"), ((9, 10), 10.0, "partial"),
+])
+def test_nervaluate_min_overlap_examples(pred: tuple[int, int], min_overlap: float, kind: str) -> None:
+    """nervaluate's min-overlap tests: a 10-token gold PER, one predicted PER."""
+    got = ours([[(0, 10, "PER")]], [[(*pred, "PER")]], min_overlap)["partial"]
+    assert {k: got[k] for k in ("correct", "partial", "spurious")} == {k: int(k == kind) for k in ("correct", "partial", "spurious")}
+    if kind == "spurious":  # an overlap under the minimum leaves the gold span missed, in every schema
+        assert all(ours([[(0, 10, "PER")]], [[(*pred, "PER")]], min_overlap)[s]["missed"] == 1 for s in SCHEMAS)
+
+
+def test_nervaluate_min_overlap_several_entities() -> None:
+    """nervaluate's test at 50%: PER covered 40%, ORG 60%, LOC exact, a MISC far away."""
+    gold = [[(0, 5, "PER"), (10, 15, "ORG"), (20, 25, "LOC")]]
+    pred = [[(0, 2, "PER"), (10, 13, "ORG"), (20, 25, "LOC"), (30, 33, "MISC")]]
+    got = ours(gold, pred, 50.0)["partial"]
+    assert (got["correct"], got["partial"], got["spurious"], got["missed"]) == (1, 1, 2, 1)
+
+
+def test_nervaluate_evaluator_example() -> None:
+    """nervaluate's evaluator fixture: two sentences, PER ORG LOC."""
+    true = [["O", "B-PER", "O", "B-ORG", "I-ORG", "B-LOC"], ["O", "B-PER", "O", "B-ORG"]]
+    pred = [["O", "B-PER", "O", "B-ORG", "O", "B-PER"], ["O", "B-PER", "O", "B-LOC"]]
+    got = ours([_bio_spans(t) for t in true], [_bio_spans(p) for p in pred])
+    assert set(got["strict"]["per_type"]) == {"PER", "ORG", "LOC"}
+    # PER ×2 right; ORG [3, 5) cut short; LOC [5, 6) as PER; ORG [3, 4) as LOC
+    assert _counts(got["strict"]) == (2, 3, 0, 0, 0, 5, 5)
+    assert _counts(got["exact"]) == (4, 1, 0, 0, 0, 5, 5)
+    assert _counts(got["partial"]) == (4, 0, 1, 0, 0, 5, 5)
+    assert _counts(got["ent_type"]) == (3, 2, 0, 0, 0, 5, 5)
+    assert got["partial"]["precision"] == pytest.approx(0.9) and got["ent_type"]["f1"] == pytest.approx(0.6)

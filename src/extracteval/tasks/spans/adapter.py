@@ -5,7 +5,9 @@ Metric keys (one model's run), `<mode>` being `exact`, `relaxed_0.5`, `relaxed_0
 main threshold when it is another): `spans/<mode>/micro/precision|recall|f1|tp|fp|fn`,
 `spans/<mode>/macro|weighted/precision|recall|f1` (means over tags, plain and weighted by gold spans),
 `spans/exact/micro/ci_low|ci_high` (bootstrap over documents),
-`spans/errors/boundary|type|boundary_type|missed|spurious`, `spans/token_accuracy` (token
+`spans/errors/boundary|type|boundary_type|missed|spurious`,
+`spans/nervaluate/<schema>/precision|recall|f1|correct|incorrect|partial|missed|spurious` for the
+SemEval-2013 schemas `strict`, `exact`, `partial`, `ent_type` (overall), `spans/token_accuracy` (token
 files), `spans/ill_formed_chunks`, `tag/<TAG>/precision|recall|f1|support|tp|fp|fn` (exact),
 `wins/field_wins` (per-tag wins), `wins/tags_scored`, `ranking/rank`.
 
@@ -39,6 +41,7 @@ __all__ = ["ADAPTER", "SpansAdapter"]
 _RATIOS = ("precision", "recall", "f1")
 _ERRORS = ("boundary", "type", "boundary_type", "missed", "spurious")
 _NO_SPANS = object()
+_SCHEMA_KEYS = ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious")  # `spans/nervaluate/<schema>/…`
 
 
 def _mode_segment(mode: str) -> str:
@@ -454,6 +457,8 @@ class SpansAdapter(CellPredictions):
             out["spans/exact/micro/ci_high"] = float(ms.ci.high)
         for k in _ERRORS:
             out[f"spans/errors/{k}"] = float(ms.errors.counts[k])
+        for schema, d in ms.nervaluate.items():
+            out.update({f"spans/nervaluate/{schema}/{k}": float(d[k]) for k in _SCHEMA_KEYS})
         if ms.token_accuracy is not None:
             out["spans/token_accuracy"] = float(ms.token_accuracy)
         out["spans/ill_formed_chunks"] = float(ms.ill_formed)
@@ -582,6 +587,19 @@ class SpansAdapter(CellPredictions):
 
         return render_spans(scored.doc, style=scored.cache.get("report_style", "default"))
 
+    @staticmethod
+    def _schemas_section(scored: Scored, models: Sequence[str]) -> Section:
+        """The SemEval-2013 schemas of each model, overall (`spans/nervaluate/…`) and per type."""
+        cols = ("correct", "incorrect", "partial", "missed", "spurious", "possible", "actual", *_RATIOS)
+        rows = []
+        for m in models:
+            for schema, d in scored.result.models[m].nervaluate.items():
+                rows.append({"model": m, "schema": schema, "type": "(all)", **{k: d[k] for k in cols}})
+                rows += [{"model": m, "schema": schema, "type": t, **{k: x[k] for k in cols}} for t, x in d["per_type"].items()]
+        cfg = scored.result.config
+        return Section(title=f"SemEval-2013 schemas (nervaluate; min overlap {cfg.min_overlap:g}% of the gold span)",
+                       table=pd.DataFrame(rows, columns=["model", "schema", "type", *cols]))
+
     def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
         r = scored.result
         doc = scored.doc
@@ -602,6 +620,7 @@ class SpansAdapter(CellPredictions):
         out.append(Section(title="Per-tag metrics", table=table[table["model"].isin(list(models))].reset_index(drop=True)))
         out.append(Section(title="Error breakdown (relative to exact matching)", table=pd.DataFrame(
             [{"model": m, **r.models[m].errors.counts} for m in models])))
+        out.append(self._schemas_section(scored, models))
         conf = [{"model": m, **c} for m in models for c in r.models[m].errors.confusions]
         if conf:
             out.append(Section(title="Tag confusions (type and boundary+type errors)", table=pd.DataFrame(conf)))
