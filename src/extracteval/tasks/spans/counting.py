@@ -235,7 +235,7 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
         tok_acc = tok_ok / corpus.n_tokens if corpus.n_tokens else zd
     from extracteval.tasks.spans.semeval import schema_counts, schema_result
 
-    semeval = schema_result(*schema_counts(gold, pred, g, p, tags, cfg.min_overlap), tags, zd)
+    semeval = schema_result(*schema_counts(gold, pred, g, p, tags, cfg.min_overlap, same_tag=same_tag, same_bounds=same_bounds), tags, zd)
     ms = ModelSpans(
         model=model,
         nervaluate=semeval,

@@ -38,23 +38,21 @@ _HALF_CREDIT = ("partial", "ent_type")  # precision and recall count partial pai
 Counts5 = tuple[int, int, int, int, int]
 
 
-def _pair(g: np.ndarray, p: np.ndarray, good: np.ndarray, key: np.ndarray | None, n_pred: int) -> tuple[np.ndarray, np.ndarray]:
+def _alone(g: np.ndarray, p: np.ndarray, n_gold: int, n_pred: int) -> np.ndarray:
+    """Edges (g[i], p[i]) that are the only candidate of both their spans."""
+    return (np.bincount(g, minlength=n_gold)[g] == 1) & (np.bincount(p, minlength=n_pred)[p] == 1)
+
+
+def _pair(g: np.ndarray, p: np.ndarray, alone: np.ndarray, good: np.ndarray, key: np.ndarray | None, n_pred: int) -> tuple[np.ndarray, np.ndarray]:
     """The greedy pairing over candidate edges (g[i], p[i]): each predicted span in order takes
     the free candidate with `good` of least (`key`, gold index) — else the first free candidate
-    that is not `good`. Returns per predicted span 0 (none), 1 (good pair), 2 (other pair), and the
-    gold spans paired (bool per edge)."""
+    that is not `good`. An edge `alone` (`_alone`) is decided at once. Returns per predicted span
+    0 (none), 1 (good pair), 2 (other pair), and the edges paired (bool)."""
     status = np.zeros(n_pred, dtype=np.int8)
-    used = np.zeros(len(g), dtype=bool)
-    if not len(g):
-        return status, used
-    _, gi, gc = np.unique(g, return_inverse=True, return_counts=True)
-    _, pi, pc = np.unique(p, return_inverse=True, return_counts=True)
-    alone = (gc[gi] == 1) & (pc[pi] == 1)  # the edge is its pair's only candidate on both sides
     status[p[alone]] = np.where(good[alone], 1, 2)
-    used[alone] = True
-    rest = np.flatnonzero(~alone)
-    if len(rest):
-        _contested(g, p, good, key, rest, status, used)
+    used = alone.copy()
+    if not bool(alone.all()):
+        _contested(g, p, good, key, np.flatnonzero(~alone), status, used)
     return status, used
 
 
@@ -84,8 +82,8 @@ def _contested(g: np.ndarray, p: np.ndarray, good: np.ndarray, key: np.ndarray |
 
 
 def _tally(status: np.ndarray, used: np.ndarray, g: np.ndarray, gold_tag: np.ndarray, pred_tag: np.ndarray, n_tags: int) -> np.ndarray:
-    """(tags, 3) good pairs, other pairs, spurious per tag of the predicted span; and missed per tag
-    of the gold span as a 4th column."""
+    """(tags, 4): good pairs, other pairs and spurious per tag of the predicted span, missed per tag
+    of the gold span."""
     out = np.zeros((n_tags, 4), dtype=np.int64)
     for col, which in enumerate((1, 2, 0)):
         out[:, col] = np.bincount(pred_tag[status == which], minlength=n_tags)[:n_tags]
@@ -95,6 +93,12 @@ def _tally(status: np.ndarray, used: np.ndarray, g: np.ndarray, gold_tag: np.nda
     return out
 
 
+def _total(status: np.ndarray, used: np.ndarray, n_gold: int) -> np.ndarray:
+    """Good pairs, other pairs, spurious, missed over every tag."""
+    counts = np.bincount(status, minlength=3)
+    return np.array([counts[1], counts[2], counts[0], n_gold - int(np.count_nonzero(used))])
+
+
 def _as_counts(t: np.ndarray, partial: bool) -> Counts5:
     """(good, other, spurious, missed) → (correct, incorrect, partial, missed, spurious): the other
     pairs are partial in the `partial` schema, incorrect in the others."""
@@ -102,25 +106,27 @@ def _as_counts(t: np.ndarray, partial: bool) -> Counts5:
     return (good, 0, other, missed, spurious) if partial else (good, other, 0, missed, spurious)
 
 
-def schema_counts(gold: Any, pred: Any, g: np.ndarray, p: np.ndarray, tags: Sequence[str], min_overlap: float
+def schema_counts(gold: Any, pred: Any, g: np.ndarray, p: np.ndarray, tags: Sequence[str], min_overlap: float, *,
+                  same_tag: np.ndarray | None = None, same_bounds: np.ndarray | None = None
                   ) -> tuple[dict[str, Counts5], dict[str, dict[str, Counts5]]]:
     """Overall and per-type counts of the four schemas for canonical span sets `gold`, `pred` and
-    their overlapping pairs (g, p) (`matching.overlapping_pairs`); per type only the tags that
-    have spans."""
+    their overlapping pairs (g, p) (`matching.overlapping_pairs`; `same_tag`, `same_bounds` of
+    each pair when the caller has them); per type only the tags that have spans."""
     nt = len(tags)
+    if same_tag is None or same_bounds is None:
+        same_tag = gold.tag[g] == pred.tag[p]
+        same_bounds = (gold.start[g] == pred.start[p]) & (gold.end[g] == pred.end[p])
     ov = np.minimum(gold.end[g], pred.end[p]) - np.maximum(gold.start[g], pred.start[p])
-    glen = gold.end[g] - gold.start[g]
-    keep = (ov / glen) * 100.0 >= min_overlap  # nervaluate's expression, so the threshold falls alike
-    g, p = g[keep], p[keep]
-    same_tag = gold.tag[g] == pred.tag[p]
-    same_bounds = (gold.start[g] == pred.start[p]) & (gold.end[g] == pred.end[p])
+    keep = (ov / (gold.end[g] - gold.start[g])) * 100.0 >= min_overlap  # nervaluate's expression, so the threshold falls alike
+    if not bool(keep.all()):
+        g, p, same_tag, same_bounds = g[keep], p[keep], same_tag[keep], same_bounds[keep]
     dist = np.abs(gold.start[g] - pred.start[p]) + np.abs(gold.end[g] - pred.end[p])
     gt, pt = gold.tag.astype(np.int64), pred.tag.astype(np.int64)
-    n_p = len(pred)
+    n_g, n_p = len(gold), len(pred)
+    alone = _alone(g, p, n_g, n_p)
 
     def total(good: np.ndarray, key: np.ndarray | None) -> np.ndarray:
-        st, used = _pair(g, p, good, key, n_p)
-        return _tally(st, used, g, np.zeros_like(gt), np.zeros_like(pt), 1)[0]
+        return _total(*_pair(g, p, alone, good, key, n_p), n_g)
 
     overall = {"strict": _as_counts(total(same_tag & same_bounds, None), False)}
     bounds = total(same_bounds, None)
@@ -129,10 +135,9 @@ def schema_counts(gold: Any, pred: Any, g: np.ndarray, p: np.ndarray, tags: Sequ
     # per type: the same-tag candidates alone (spans of other tags are not there)
     s = np.flatnonzero(same_tag)
     sg, sp = g[s], p[s]
-    st, used = _pair(sg, sp, same_bounds[s], None, n_p)
-    by_bounds = _tally(st, used, sg, gt, pt, nt)
-    st, used = _pair(sg, sp, np.ones(len(s), dtype=bool), dist[s], n_p)
-    by_type = _tally(st, used, sg, gt, pt, nt)
+    alone = _alone(sg, sp, n_g, n_p)
+    by_bounds = _tally(*_pair(sg, sp, alone, same_bounds[s], None, n_p), sg, gt, pt, nt)
+    by_type = _tally(*_pair(sg, sp, alone, np.ones(len(s), dtype=bool), dist[s], n_p), sg, gt, pt, nt)
     present = np.flatnonzero(np.bincount(gt, minlength=nt)[:nt] + np.bincount(pt, minlength=nt)[:nt])
     per_type: dict[str, dict[str, Counts5]] = {}
     for schema, arr, partial in (("strict", by_bounds, False), ("exact", by_bounds, False), ("partial", by_bounds, True), ("ent_type", by_type, False)):
