@@ -243,3 +243,25 @@ def test_nervaluate_evaluator_example() -> None:
     assert _counts(got["partial"]) == (4, 0, 1, 0, 0, 5, 5)
     assert _counts(got["ent_type"]) == (3, 2, 0, 0, 0, 5, 5)
     assert got["partial"]["precision"] == pytest.approx(0.9) and got["ent_type"]["f1"] == pytest.approx(0.6)
+
+
+def test_mlflow_keys_and_evaluator_config() -> None:
+    """`min_overlap` as an evaluator_config key; the run's `spans/nervaluate/<schema>/…` metrics and report section."""
+    from extracteval.mlflow.keys import KeyMap
+    from extracteval.tasks.spans.adapter import ADAPTER
+
+    text = "Ada Lovelace met Charles Babbage in London"
+    targets = [[{"start": 0, "end": 12, "tag": "PER"}, {"start": 17, "end": 32, "tag": "PER"}, {"start": 36, "end": 42, "tag": "LOC"}]]
+    outputs = [[{"start": 0, "end": 3, "tag": "PER"}, {"start": 17, "end": 32, "tag": "ORG"}, {"start": 36, "end": 42, "tag": "LOC"}]]
+    for min_overlap, partial in ((1, 1), (50, 0)):  # "Ada" covers 3 of the 12 characters of "Ada Lovelace"
+        s = ADAPTER.score_frame(ids=["d"], targets=[{"text": text, "spans": targets[0]}], predictions={"m": outputs},
+                                config={"bootstrap": 0, "min_overlap": min_overlap}, truth_source="t")
+        m = ADAPTER.metrics(s, "m", KeyMap.build(ADAPTER.item_names(s)))
+        keys = {k for k in m if k.startswith("spans/nervaluate/")}
+        assert keys == {f"spans/nervaluate/{sc}/{k}" for sc in SCHEMAS
+                        for k in ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious")}
+        assert m["spans/nervaluate/partial/partial"] == partial and m["spans/nervaluate/exact/correct"] == 2
+        assert s.doc["config"]["min_overlap"] == min_overlap
+        section = next(x for x in ADAPTER.sections(s, ["m"]) if x.title.startswith("SemEval-2013 schemas"))
+        assert f"min overlap {min_overlap:g}%" in section.title
+        assert set(section.table["schema"]) == set(SCHEMAS) and "(all)" in set(section.table["type"])

@@ -24,7 +24,7 @@ merge them (`ledger.SpansLedger`) and the ratios are computed once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ COUNT_NAMES = ("correct", "incorrect", "partial", "missed", "spurious")
 _HALF_CREDIT = ("partial", "ent_type")  # precision and recall count partial pairs half
 
 Counts5 = tuple[int, int, int, int, int]
+Key = Callable[[np.ndarray], np.ndarray]  # edges → their sort key
 
 
 def _alone(g: np.ndarray, p: np.ndarray, n_gold: int, n_pred: int) -> np.ndarray:
@@ -43,11 +44,12 @@ def _alone(g: np.ndarray, p: np.ndarray, n_gold: int, n_pred: int) -> np.ndarray
     return (np.bincount(g, minlength=n_gold)[g] == 1) & (np.bincount(p, minlength=n_pred)[p] == 1)
 
 
-def _pair(g: np.ndarray, p: np.ndarray, alone: np.ndarray, good: np.ndarray, key: np.ndarray | None, n_pred: int) -> tuple[np.ndarray, np.ndarray]:
+def _pair(g: np.ndarray, p: np.ndarray, alone: np.ndarray, good: np.ndarray, key: Key | None, n_pred: int) -> tuple[np.ndarray, np.ndarray]:
     """The greedy pairing over candidate edges (g[i], p[i]): each predicted span in order takes
-    the free candidate with `good` of least (`key`, gold index) — else the first free candidate
-    that is not `good`. An edge `alone` (`_alone`) is decided at once. Returns per predicted span
-    0 (none), 1 (good pair), 2 (other pair), and the edges paired (bool)."""
+    the free candidate with `good` of least (`key(edges)`, gold index) — else the first free
+    candidate that is not `good`. An edge `alone` (`_alone`) is decided at once, so `key` is asked
+    only for the contested edges. Returns per predicted span 0 (none), 1 (good pair), 2 (other
+    pair), and the edges paired (bool)."""
     status = np.zeros(n_pred, dtype=np.int8)
     status[p[alone]] = np.where(good[alone], 1, 2)
     used = alone.copy()
@@ -56,11 +58,13 @@ def _pair(g: np.ndarray, p: np.ndarray, alone: np.ndarray, good: np.ndarray, key
     return status, used
 
 
-def _contested(g: np.ndarray, p: np.ndarray, good: np.ndarray, key: np.ndarray | None, rest: np.ndarray,
+def _contested(g: np.ndarray, p: np.ndarray, good: np.ndarray, key: Key | None, rest: np.ndarray,
                status: np.ndarray, used: np.ndarray) -> None:
     """The greedy loop over the edges `rest` (none shares a span with a decided edge), in place."""
-    k = np.zeros(len(g), dtype=np.int64) if key is None else key
     rest = rest[np.lexsort((g[rest], p[rest]))]
+    k = np.zeros(len(g), dtype=np.int64)
+    if key is not None:
+        k[rest] = key(rest)
     taken: set[int] = set()
     bounds = np.flatnonzero(np.diff(p[rest])) + 1
     for part in np.split(rest, bounds):
@@ -120,7 +124,10 @@ def schema_counts(gold: Any, pred: Any, g: np.ndarray, p: np.ndarray, tags: Sequ
     keep = (ov / (gold.end[g] - gold.start[g])) * 100.0 >= min_overlap  # nervaluate's expression, so the threshold falls alike
     if not bool(keep.all()):
         g, p, same_tag, same_bounds = g[keep], p[keep], same_tag[keep], same_bounds[keep]
-    dist = np.abs(gold.start[g] - pred.start[p]) + np.abs(gold.end[g] - pred.end[p])
+
+    def dist(e: np.ndarray) -> np.ndarray:  # ent_type's boundary distance of the edges e
+        return np.abs(gold.start[g[e]] - pred.start[p[e]]) + np.abs(gold.end[g[e]] - pred.end[p[e]])
+
     gt, pt = gold.tag.astype(np.int64), pred.tag.astype(np.int64)
     n_g, n_p = len(gold), len(pred)
     alone = _alone(g, p, n_g, n_p)
@@ -137,7 +144,7 @@ def schema_counts(gold: Any, pred: Any, g: np.ndarray, p: np.ndarray, tags: Sequ
     sg, sp = g[s], p[s]
     alone = _alone(sg, sp, n_g, n_p)
     by_bounds = _tally(*_pair(sg, sp, alone, same_bounds[s], None, n_p), sg, gt, pt, nt)
-    by_type = _tally(*_pair(sg, sp, alone, np.ones(len(s), dtype=bool), dist[s], n_p), sg, gt, pt, nt)
+    by_type = _tally(*_pair(sg, sp, alone, np.ones(len(s), dtype=bool), lambda e: dist(s[e]), n_p), sg, gt, pt, nt)
     present = np.flatnonzero(np.bincount(gt, minlength=nt)[:nt] + np.bincount(pt, minlength=nt)[:nt])
     per_type: dict[str, dict[str, Counts5]] = {}
     for schema, arr, partial in (("strict", by_bounds, False), ("exact", by_bounds, False), ("partial", by_bounds, True), ("ent_type", by_type, False)):
