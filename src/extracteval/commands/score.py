@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
             result, doc = _scaled(engines, args, engine, staging)
             if staging is not None:
                 written = outputs.write(result, doc, staging, safe_csv=safe_csv)
-    print_result(doc, as_json=args.json, render=outputs.render, output=output, written=written)
+    render = getattr(outputs, "renderer", lambda _args: outputs.render)(args)  # a task may render in a style its options choose
+    print_result(doc, as_json=args.json, render=render, output=output, written=written)
     return 0
 
 

@@ -76,6 +76,9 @@ def test_evaluate_requirements_logs_the_score_numbers(cli, sqlite_uri, requireme
         assert md["spans/exact/micro/ci_high"] == pytest.approx(exp["ci"]["exact_micro_f1"]["high"])
         for k, v in exp["errors"]["counts"].items():
             assert md[f"spans/errors/{k}"] == v
+        for schema, d in exp["nervaluate"].items():  # the SemEval-2013 schemas, overall
+            for k in ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious"):
+                assert md[f"spans/nervaluate/{schema}/{k}"] == pytest.approx(d[k]), (model, schema, k)
         for tag, tm in exp["exact"]["per_tag"].items():
             for k in (*RATIOS, "support", *COUNTS):
                 assert md[f"tag/{tag}/{k}"] == pytest.approx(tm[k]), (model, tag, k)

@@ -5,7 +5,9 @@ Metric keys (one model's run), `<mode>` being `exact`, `relaxed_0.5`, `relaxed_0
 main threshold when it is another): `spans/<mode>/micro/precision|recall|f1|tp|fp|fn`,
 `spans/<mode>/macro|weighted/precision|recall|f1` (means over tags, plain and weighted by gold spans),
 `spans/exact/micro/ci_low|ci_high` (bootstrap over documents),
-`spans/errors/boundary|type|boundary_type|missed|spurious`, `spans/token_accuracy` (token
+`spans/errors/boundary|type|boundary_type|missed|spurious`,
+`spans/nervaluate/<schema>/precision|recall|f1|correct|incorrect|partial|missed|spurious` for the
+SemEval-2013 schemas `strict`, `exact`, `partial`, `ent_type` (overall), `spans/token_accuracy` (token
 files), `spans/ill_formed_chunks`, `tag/<TAG>/precision|recall|f1|support|tp|fp|fn` (exact),
 `wins/field_wins` (per-tag wins), `wins/tags_scored`, `ranking/rank`.
 
@@ -39,6 +41,7 @@ __all__ = ["ADAPTER", "SpansAdapter"]
 _RATIOS = ("precision", "recall", "f1")
 _ERRORS = ("boundary", "type", "boundary_type", "missed", "spurious")
 _NO_SPANS = object()
+_SCHEMA_KEYS = ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious")  # `spans/nervaluate/<schema>/…`
 
 
 def _mode_segment(mode: str) -> str:
@@ -253,6 +256,7 @@ class SpansAdapter(CellPredictions):
         "bootstrap": "bootstrap resamples of documents for intervals; 0 = off (1000)",
         "confidence": "interval coverage (0.95)",
         "seed": "bootstrap seed (0)",
+        "min_overlap": "SemEval-2013 schemas: % of a gold span's length a predicted span must overlap to pair with it, 1–100 (1)",
         **shared_config_keys("zero_division"),
     }
 
@@ -265,7 +269,9 @@ class SpansAdapter(CellPredictions):
         from extracteval.tasks.spans.options import spans_inputs, truth_source
 
         corpus = load(args)
-        return self._scored(corpus, build_config(args, corpus.unit), truth_source(args), inputs=spans_inputs(args))
+        scored = self._scored(corpus, build_config(args, corpus.unit), truth_source(args), inputs=spans_inputs(args))
+        scored.cache["report_style"] = getattr(args, "report_style", "default")
+        return scored
 
     def score_inputs(self, truth: Any, predictions: Sequence[Any], config: Mapping[str, Any], *, id_column: str = "id") -> Scored:
         """The truth and each model's predictions (`NAME=FILE` specs, or (name, documents held in
@@ -344,7 +350,7 @@ class SpansAdapter(CellPredictions):
             predictions=[f"{name}={folder / path}" for name, path in (spec.get("predictions") or {}).items()] or None,
             scheme=_scheme(str(spec.get("scheme", "conlleval"))), suffix=bool(spec.get("suffix", False)),
             threshold=float(spec.get("threshold", 0.5)), iou_weight=float(spec.get("iou_weight", 0.65)),
-            zero_division=0.0, examples=5, no_ci=False, resamples=1000, seed=0,
+            zero_division=0.0, examples=5, no_ci=False, resamples=1000, seed=0, min_overlap=float(spec.get("min_overlap", 1.0)),
         )
         return self.score_args(ns)
 
@@ -451,6 +457,8 @@ class SpansAdapter(CellPredictions):
             out["spans/exact/micro/ci_high"] = float(ms.ci.high)
         for k in _ERRORS:
             out[f"spans/errors/{k}"] = float(ms.errors.counts[k])
+        for schema, d in ms.nervaluate.items():
+            out.update({f"spans/nervaluate/{schema}/{k}": float(d[k]) for k in _SCHEMA_KEYS})
         if ms.token_accuracy is not None:
             out["spans/token_accuracy"] = float(ms.token_accuracy)
         out["spans/ill_formed_chunks"] = float(ms.ill_formed)
@@ -571,13 +579,26 @@ class SpansAdapter(CellPredictions):
         r = scored.result
         return run_params(scored, counts={"unit": r.unit, "n_documents": r.n_documents, "n_gold_spans": r.n_gold, "n_tags": len(r.tags)},
                           config_keys=("threshold", "iou_weight", "text_weight", "text_similarity", "curve_step", "scheme", "zero_division",
-                                       "max_examples", "relaxed", "bootstrap", "confidence", "seed"),
+                                       "max_examples", "relaxed", "bootstrap", "confidence", "seed", "min_overlap"),
                           report_thresholds=",".join(f"{t:g}" for t in scored.config.get("report_thresholds", [])))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.tasks.spans.report import render_spans
 
-        return render_spans(scored.doc)
+        return render_spans(scored.doc, style=scored.cache.get("report_style", "default"))
+
+    @staticmethod
+    def _schemas_section(scored: Scored, models: Sequence[str]) -> Section:
+        """The SemEval-2013 schemas of each model, overall (`spans/nervaluate/…`) and per type."""
+        cols = ("correct", "incorrect", "partial", "missed", "spurious", "possible", "actual", *_RATIOS)
+        rows = []
+        for m in models:
+            for schema, d in scored.result.models[m].nervaluate.items():
+                rows.append({"model": m, "schema": schema, "type": "(all)", **{k: d[k] for k in cols}})
+                rows += [{"model": m, "schema": schema, "type": t, **{k: x[k] for k in cols}} for t, x in d["per_type"].items()]
+        cfg = scored.result.config
+        return Section(title=f"SemEval-2013 schemas (nervaluate; min overlap {cfg.min_overlap:g}% of the gold span)",
+                       table=pd.DataFrame(rows, columns=["model", "schema", "type", *cols]))
 
     def sections(self, scored: Scored, models: Sequence[str]) -> list[Section]:
         r = scored.result
@@ -599,6 +620,7 @@ class SpansAdapter(CellPredictions):
         out.append(Section(title="Per-tag metrics", table=table[table["model"].isin(list(models))].reset_index(drop=True)))
         out.append(Section(title="Error breakdown (relative to exact matching)", table=pd.DataFrame(
             [{"model": m, **r.models[m].errors.counts} for m in models])))
+        out.append(self._schemas_section(scored, models))
         conf = [{"model": m, **c} for m in models for c in r.models[m].errors.confusions]
         if conf:
             out.append(Section(title="Tag confusions (type and boundary+type errors)", table=pd.DataFrame(conf)))

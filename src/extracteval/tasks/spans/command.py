@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from extracteval.io.common_options import add_bootstrap_arguments, add_result_arguments
-from extracteval.tasks.spans.options import scheme_name
+from extracteval.tasks.spans.options import REPORT_STYLES, min_overlap_percent, scheme_name
 
 HELP = "span/NER P/R/F1: exact (conlleval-equal) and relaxed matching, curve, error breakdown"
 DESCRIPTION = """\
@@ -18,6 +18,9 @@ Inputs:
                         JSONL: {"id", "text"?, "gold": [{"start","end","tag"}]} and
                         {"id", "pred": [...]} (character offsets, end exclusive); or token files
                         whose last column is the gold / predicted tag
+
+SemEval-2013 schemas (nervaluate's strict, exact, partial, ent_type; overall and per type) are
+always in the result (`nervaluate`); --report-style nervaluate shows them.
 
 Matching: exact (same start, end, tag; equals conlleval.pl in the default conlleval scheme) and
 relaxed (same tag, overlapping, 0.65·IoU + 0.35·TextSim ≥ threshold; TextSim = rapidfuzz
@@ -42,6 +45,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suffix", action="store_true", help="token tags are TYPE-PREFIX (NP-B) instead of PREFIX-TYPE (B-NP)")
     p.add_argument("--threshold", type=float, default=0.5, metavar="X", help="main relaxed threshold (default 0.5; 0.5 and 0.8 are always reported)")
     p.add_argument("--iou-weight", type=float, default=0.65, metavar="W", help="weight of IoU in the relaxed score (default 0.65; TextSim gets 1 − W)")
+    p.add_argument("--min-overlap", type=min_overlap_percent, default=1.0, metavar="P",
+                   help="SemEval-2013 schemas (the result's `nervaluate`): %% of a gold span's length a predicted span must overlap "
+                        "to pair with it, 1–100 (default 1; nervaluate's min_overlap_percentage)")
+    p.add_argument("--report-style", choices=REPORT_STYLES, default="default",
+                   help="terminal report: default (conlleval layout, relaxed, curve, errors), nervaluate (the four SemEval-2013 "
+                        "schemas, overall and per type) or classification (seqeval's classification_report of the exact match)")
     p.add_argument("--zero-division", type=float, default=0.0, metavar="X", help="value of an undefined ratio (default 0.0)")
     p.add_argument("--examples", type=int, default=5, metavar="N", help="examples kept per error kind (default 5)")
     p.add_argument("--no-ci", action="store_true", help="skip bootstrap confidence intervals")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -50,6 +50,8 @@ class SpansConfig:
             micro F1 and of the F1 difference of adjacent ranks (paired); 0 turns them off.
         confidence: interval coverage (0.95).
         seed: random seed of the bootstrap.
+        min_overlap: for the SemEval-2013 schemas (`nervaluate` in the result): the percentage of
+            a gold span's length that a predicted span must overlap to pair with it, 1–100 (1).
     """
 
     threshold: float = 0.5
@@ -64,8 +66,12 @@ class SpansConfig:
     bootstrap: int = 1000
     confidence: float = 0.95
     seed: int = 0
+    min_overlap: float = 1.0
 
     def __post_init__(self) -> None:
+        v = self.min_overlap
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= float(v) <= 100.0:
+            raise ValueError(f"Expected `min_overlap` to be a percentage in the [1, 100] range, but got {v!r}.")
         for name in ("threshold", "iou_weight", "text_weight", "zero_division"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
@@ -106,6 +112,7 @@ class SpansConfig:
             "bootstrap": self.bootstrap,
             "confidence": self.confidence,
             "seed": self.seed,
+            "min_overlap": self.min_overlap,
         }
 
 
@@ -233,6 +240,7 @@ class ModelSpans:
     tier: str = ""
     tag_wins: float = 0.0
     ci: Interval | None = None
+    nervaluate: Mapping[str, Any] = field(default_factory=dict)  # `semeval.schema_result`: the four SemEval-2013 schemas
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -252,6 +260,7 @@ class ModelSpans:
             d["token_correct"] = self.token_correct
         d["ill_formed_chunks"] = self.ill_formed
         d["ci"] = {"exact_micro_f1": self.ci.to_dict()} if self.ci is not None else None
+        d["nervaluate"] = {k: {**v, "per_type": {t: dict(x) for t, x in v["per_type"].items()}} for k, v in self.nervaluate.items()}
         return d
 
 

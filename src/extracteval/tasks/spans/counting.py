@@ -233,8 +233,12 @@ def _score_model(corpus: SpanCorpus, model: str, cfg: SpansConfig) -> tuple[Mode
     if corpus.token_correct is not None and model in corpus.token_correct:
         tok_ok = int(corpus.token_correct[model])
         tok_acc = tok_ok / corpus.n_tokens if corpus.n_tokens else zd
+    from extracteval.tasks.spans.semeval import schema_counts, schema_result
+
+    semeval = schema_result(*schema_counts(gold, pred, g, p, tags, cfg.min_overlap, same_tag=same_tag, same_bounds=same_bounds), tags, zd)
     ms = ModelSpans(
         model=model,
+        nervaluate=semeval,
         exact=exact_res,
         relaxed=relaxed,
         curve=curve,

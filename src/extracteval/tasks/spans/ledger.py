@@ -16,6 +16,7 @@ from extracteval.core.ranking import Score, field_winners, field_wins, rank_by_m
 from extracteval.tasks.spans.config import CurvePoint, ERROR_KINDS, ErrorBreakdown, ModelSpans, SpansResult, _metrics, _threshold_key, curve_thresholds
 from extracteval.tasks.spans.counting import _match_result, _score_model, first_ill_formed, span_warnings
 from extracteval.tasks.spans.metrics import spans_metrics
+from extracteval.tasks.spans.semeval import COUNT_NAMES, schema_result
 
 if TYPE_CHECKING:
     from extracteval.chunked import ChunkScore
@@ -30,6 +31,9 @@ class _ModelLedger(Ledger):
     confusions: Mapping[tuple[str, str], int] = merge(by_key(add_counts))
     text_fallback: bool = merge(either)
     k: int = merge(keep)  # examples kept per error kind
+    # the SemEval-2013 schemas (`semeval`): schema → (correct, incorrect, partial, missed, spurious), overall and per type
+    schemas: Mapping[str, tuple[int, ...]] = merge(by_key(add_counts), default_factory=dict)
+    schemas_per_type: Mapping[str, Mapping[str, tuple[int, ...]]] = merge(by_key(by_key(add_counts)), default_factory=dict)
 
 
 def _add_tokens(a: int | None, b: int | None) -> int | None:
@@ -84,6 +88,8 @@ class SpansTask:
                 confusions=conf,
                 text_fallback=fallback,
                 k=cfg.max_examples,
+                schemas={s: tuple(d[c] for c in COUNT_NAMES) for s, d in ms.nervaluate.items()},
+                schemas_per_type={s: {t: tuple(x[c] for c in COUNT_NAMES) for t, x in d["per_type"].items()} for s, d in ms.nervaluate.items()},
             )
             rows.append(docs[:, 0, :3])
         ledger = SpansLedger(
@@ -128,7 +134,8 @@ chunk engine, and of `score_spans` over the corpus as one chunk). `tags`: their 
         ok = ledger.token_correct.get(m)  # None: no token agreement was counted for this model
         models[m] = ModelSpans(model=m, exact=result("exact", None), relaxed=relaxed, curve=curve, errors=errors,
                                token_accuracy=None if ok is None else (ok / ledger.n_tokens if ledger.n_tokens else zd),
-                               token_correct=ok, ill_formed=int(ledger.ill_formed.get(m, 0)))
+                               token_correct=ok, ill_formed=int(ledger.ill_formed.get(m, 0)),
+                               nervaluate=schema_result(ml.schemas, ml.schemas_per_type, tags, zd))
     warnings = span_warnings(cfg, text_fallback=any(ledger.models[m].text_fallback for m in names), ill_formed=ledger.ill_formed,
                              first_ill_formed=ledger.first_ill_formed)
     scores = {m: {t: Score(f1=r.f1, precision=r.precision, recall=r.recall) for t, r in ms.exact.per_tag.items()} for m, ms in models.items()}
@@ -159,7 +166,7 @@ chunk engine, and of `score_spans` over the corpus as one chunk). `tags`: their 
         ms = models[r.model]
         final[r.model] = ModelSpans(model=ms.model, exact=ms.exact, relaxed=ms.relaxed, curve=ms.curve, errors=ms.errors,
                                     token_accuracy=ms.token_accuracy, token_correct=ms.token_correct, ill_formed=ms.ill_formed,
-                                    rank=r.rank, tier=r.tier, tag_wins=r.field_wins, ci=cis.get(r.model))
+                                    rank=r.rank, tier=r.tier, tag_wins=r.field_wins, ci=cis.get(r.model), nervaluate=ms.nervaluate)
     return SpansResult(
         config=cfg, unit=ledger.unit, n_documents=ledger.n_documents, n_tokens=ledger.n_tokens,
         n_gold=ledger.n_gold, gold_ill_formed=int(ledger.ill_formed.get("gold", 0)), tags=tags,

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEME_NAMES", "scheme_name", "named_files", "load_corpus", "build_config", "spans_inputs", "truth_source"]
+__all__ = ["SCHEME_NAMES", "REPORT_STYLES", "scheme_name", "min_overlap_percent", "named_files", "load_corpus", "build_config", "spans_inputs", "truth_source"]
 
 SCHEME_NAMES = ("conlleval", "IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU")
 
@@ -19,6 +19,20 @@ def scheme_name(value: str) -> str:
         if value.lower() == name.lower():
             return name
     raise argparse.ArgumentTypeError(f"expected one of {', '.join(SCHEME_NAMES)}, but got {value!r}")
+
+
+REPORT_STYLES = ("default", "nervaluate", "classification")
+
+
+def min_overlap_percent(value: str) -> float:
+    """`--min-overlap P`: a percentage from 1 to 100; an argparse type."""
+    try:
+        v = float(value)
+    except ValueError:
+        v = float("nan")
+    if not 1.0 <= v <= 100.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a percentage of the gold span's length from 1 to 100, but got {value!r}")
+    return v
 
 
 def named_files(specs: list[str], what: str) -> list[tuple[str, Path]]:
@@ -105,4 +119,5 @@ def build_config(options: Any, unit: str = "char") -> Any:
         text_weight=round(1.0 - float(iou), 12) if isinstance(iou, (int, float)) and not isinstance(iou, bool) else iou,
         scheme=scheme, zero_division=config.get("zero_division", 0.0), max_examples=config.get("examples", 5),
         bootstrap=config.get("bootstrap", 1000), confidence=config.get("confidence", 0.95), seed=config.get("seed", 0),
+        min_overlap=config.get("min_overlap", 1.0),
     ), errors=(TypeError, ValueError), where="spans options" if isinstance(options, argparse.Namespace) else "evaluator_config")

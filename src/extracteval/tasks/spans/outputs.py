@@ -6,13 +6,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: dict[str, Any], *, style: str = "default") -> str:
     from extracteval.tasks.spans.report import render_spans
 
-    return render_spans(doc, use_colour=sys.stdout.isatty())
+    return render_spans(doc, use_colour=sys.stdout.isatty(), style=style)
+
+
+def renderer(args: Any) -> Callable[[dict[str, Any]], str]:
+    """`render` in the report style the options ask for (`--report-style`)."""
+    style = getattr(args, "report_style", "default")
+    return lambda doc: render(doc, style=style)
 
 
 def write(result: Any, doc: dict[str, Any], out: Path, *, scored: Any = None, safe_csv: bool = True) -> tuple[str, ...]:

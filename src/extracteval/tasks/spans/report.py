@@ -8,7 +8,7 @@ from typing import Any
 
 from extracteval.report.terminal import colour, comparison_line, percent, table
 
-__all__ = ["conlleval_lines", "render_spans"]
+__all__ = ["classification_lines", "conlleval_lines", "render_spans", "schema_table"]
 
 
 def _pct(num: int, den: int) -> float:
@@ -56,8 +56,11 @@ def _per_type(mode: dict[str, Any]) -> list[tuple[str, int, int, int]]:
     return [(t, m["tp"], m["tp"] + m["fp"], m["tp"] + m["fn"]) for t, m in mode["per_tag"].items()]
 
 
-def render_spans(doc: dict[str, Any], *, use_colour: bool = False) -> str:
-    """The terminal view of `SpansResult.to_dict()`."""
+def render_spans(doc: dict[str, Any], *, use_colour: bool = False, style: str = "default") -> str:
+    """The terminal view of `SpansResult.to_dict()`: in the `default` style, or `nervaluate` (the
+    four SemEval-2013 schemas) or `classification` (seqeval's classification_report)."""
+    if style in ("nervaluate", "classification"):
+        return _styled(doc, style, use_colour)
     models = doc["models"]
     ranking = doc["ranking"]
     cfg = doc["config"]
@@ -186,3 +189,57 @@ def _fmt_span(s: dict[str, Any] | None) -> str:
     text = s.get("text")
     shown = "" if text is None else f" {text[:40]!r}" + ("…" if len(text) > 40 else "")
     return f"{s['tag']}[{s['start']},{s['end']}){shown}"
+
+
+_SCHEMA_COLUMNS = (("COR", "correct"), ("INC", "incorrect"), ("PAR", "partial"), ("MIS", "missed"), ("SPU", "spurious"),
+                   ("POS", "possible"), ("ACT", "actual"))
+
+
+def _schema_row(name: str, d: dict[str, Any]) -> list[str]:
+    return [name, *(str(d[k]) for _, k in _SCHEMA_COLUMNS), *(f"{d[k]:.4f}" for k in ("precision", "recall", "f1"))]
+
+
+def schema_table(semeval: dict[str, Any]) -> str:
+    """The four schemas (rows) × COR INC PAR MIS SPU POS ACT P R F1 of one model, then the same per type."""
+    heads = [*(h for h, _ in _SCHEMA_COLUMNS), "P", "R", "F1"]
+    schemas = list(semeval)
+    out = [table(["Schema", *heads], [_schema_row(s, semeval[s]) for s in schemas], align="l" + "r" * len(heads))]
+    tags = sorted({t for s in schemas for t in semeval[s]["per_type"]})
+    if tags:
+        rows = [[t if i == 0 else "", *_schema_row(s, semeval[s]["per_type"][t])] for t in tags for i, s in enumerate(schemas)]
+        out += ["", "Per type:", table(["Type", "Schema", *heads], rows, align="ll" + "r" * len(heads))]
+    return "\n".join(out)
+
+
+def classification_lines(mode: dict[str, Any], digits: int = 2) -> list[str]:
+    """seqeval's `classification_report` layout of one matching mode: per type precision, recall,
+    f1-score and support, then the micro, macro and weighted averages."""
+    names = sorted(mode["per_tag"])
+    width = max([len(n) for n in names] + [len("weighted avg"), digits])
+    row_fmt = "{:>{width}s} " + " {:>9.{digits}f}" * 3 + " {:>9}"
+    lines = [("{:>{width}s} " + " {:>9}" * 4).format("", "precision", "recall", "f1-score", "support", width=width), ""]
+    for n in names:
+        m = mode["per_tag"][n]
+        lines.append(row_fmt.format(n, m["precision"], m["recall"], m["f1"], m["support"], width=width, digits=digits))
+    lines.append("")
+    support = mode["micro"]["support"]
+    for avg in ("micro", "macro", "weighted"):
+        a = mode[avg]
+        lines.append(row_fmt.format(f"{avg} avg", a["precision"], a["recall"], a["f1"], support, width=width, digits=digits))
+    return lines
+
+
+def _styled(doc: dict[str, Any], style: str, use_colour: bool) -> str:
+    """The `nervaluate` or `classification` report of every model, in ranking order."""
+    cfg = doc["config"]
+    what = (f"SemEval-2013 schemas (nervaluate), min overlap {cfg.get('min_overlap', 1.0):g}% of the gold span" if style == "nervaluate"
+            else "exact match, seqeval classification_report layout")
+    out = [f"extracteval · spans · {len(doc['ranking'])} model(s) · {doc['n_documents']} "
+           + ("sentences" if doc["unit"] == "token" else "documents") + f" · {doc['n_gold_spans']} gold spans · {what}", ""]
+    for m in doc["ranking"]:
+        out.append(colour(f"== {m}", "bold", use_colour))
+        out += [schema_table(doc["models"][m]["nervaluate"])] if style == "nervaluate" else classification_lines(doc["models"][m]["exact"])
+        out.append("")
+    for w in doc.get("warnings", []):
+        out.append(colour(f"warning: {w}", "yellow", use_colour))
+    return "\n".join(out).rstrip()

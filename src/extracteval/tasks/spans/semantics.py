@@ -23,6 +23,10 @@ at most once, chosen by optimal assignment in this order): `type` (same boundari
 boundaries), then `missed` (gold span left) and `spurious` (predicted span left). So exact
 FP = type + boundary + boundary_type + spurious and FN = type + boundary + boundary_type + missed.
 
+SemEval-2013 schemas (`semeval`; the result's `nervaluate`): nervaluate's `strict`, `exact`,
+`partial` and `ent_type` counts, overall and per type, from the same overlapping pairs — its greedy
+pairing in document order, decided at once for uncontested pairs.
+
 The stages, each in its module: `config` (options, result types) → `corpus` (documents and span
 sets) → `matching` (candidate pairs, matchings) → `counting` (per model: tags, documents, errors)
 → `ledger` (what chunks merge, and the result from it); this module is their entry point.
