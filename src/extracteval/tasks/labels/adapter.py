@@ -104,6 +104,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         "types": "per-feature type: mapping {feature: auto|category|text|number|date}",
         "positive_labels": "per-feature label reported one-vs-rest instead of the macro average: mapping {feature: label}",
         "labels": "per-feature declared classes, the only ones the macro and weighted averages take (absent ones with no support): mapping {feature: [classes]}",
+        "multi_label": "features whose cells are sets of labels (a list, or text split on the separator; missing = empty set): mapping {feature: separator or null for `;`}",
         "features": "score only these features (list)",
         "label_name": "feature name when each record holds one label instead of an object (`label`)",
         "status_column": "column holding each record's status: ok, pending or error; pending and error rows are not predictions (default: `status` when present)",
@@ -199,6 +200,7 @@ class LabelsAdapter(FeatureViewsAdapter):
             truth=str(folder / spec["truth"]),
             predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
             id_column=spec.get("id_column", "id"), delimiter=None, features=None, types=[], positive_labels=[], labels=[],
+            multi_label=spec.get("multi_label") or [],
             config=str(folder / spec["config"]) if spec.get("config") else None,
             null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
         )
