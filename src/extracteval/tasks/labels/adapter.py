@@ -9,6 +9,9 @@ Metric keys (one run per model; `<f>` = a feature name, sanitised by `KeyMap`)::
     labels/rows|correct_rows|aligned_rows|missing_rows|extra_rows
     feature/<f>/precision|recall|f1|specificity|micro_accuracy|rows|correct     strict view
     feature/<f>/weighted_precision|weighted_recall|weighted_f1   strict view, labels weighted by support
+    labels/samples/precision|recall|f1             strict view, mean over features of each feature's mean over rows
+    feature/<f>/micro_precision|micro_recall|micro_f1|samples_precision|samples_recall|samples_f1|hamming_loss
+                                                   strict view, a multi-label feature (its micro_accuracy: subset accuracy)
     aligned/labels/…, aligned/feature/<f>/…       the same keys for the aligned view
     wins/field_wins, wins/features_scored, ranking/rank
 
