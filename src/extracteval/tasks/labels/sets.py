@@ -64,7 +64,7 @@ def cell_items(cells: np.ndarray, sep: str) -> tuple[np.ndarray, np.ndarray]:
         vals = ex.to_numpy(dtype=object)
         keep = ~pd.isna(vals)
         rows_parts.append(ex.index.to_numpy(dtype=np.int64)[keep])
-        item_parts.append(np.fromiter((_item(v) for v in vals[keep]), dtype=object, count=int(keep.sum())))
+        item_parts.append(_items(vals[keep]))
     scalar = np.flatnonzero(~is_list)
     if len(scalar):
         codes, uniques = _factorize(cells[scalar])  # missing cells: code -1, no items
@@ -81,8 +81,19 @@ def cell_items(cells: np.ndarray, sep: str) -> tuple[np.ndarray, np.ndarray]:
     if not rows_parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
     rows, items = np.concatenate(rows_parts), np.concatenate(item_parts)
-    blank = np.fromiter((type(v) is str and not v for v in items), dtype=bool, count=len(items))
+    blank = pd.Series(items, dtype=object).eq("").to_numpy(dtype=bool)
     return rows[~blank], items[~blank]
+
+
+def _items(values: np.ndarray) -> np.ndarray:
+    """List items as keyed (`_item`), once per distinct item (one by one only when some item is itself a list)."""
+    try:
+        codes, uniques = _factorize(values)
+    except TypeError:
+        return np.fromiter((_item(v) for v in values), dtype=object, count=len(values))
+    cleaned = np.empty(len(uniques) + 1, dtype=object)
+    cleaned[:-1] = [_item(u) for u in uniques]
+    return cleaned[codes]
 
 
 def encode_sets(columns: Sequence[np.ndarray], sep: str, enc: LabelEncoder) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
