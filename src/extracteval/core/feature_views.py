@@ -21,13 +21,14 @@ import numpy as np
 import pandas as pd
 
 from extracteval.core.counts import Counts, ratios
-from extracteval.core.ledger import Ledger, merge, whole
+from extracteval.core.ledger import Ledger, by_key, merge, whole
 from extracteval.core.normalize import NormalizationConfig, Normalizer, key_text, key_type
 from extracteval.core.ranking import FieldWinner, RankingSpec, Score, field_winners, field_wins, format_wins, rank_by_metrics
 from extracteval.errors import InputError
 
 __all__ = ["MISSING", "FEATURE_TYPES", "VIEWS", "checked_types", "ModelLabels", "LabelEncoder", "display_labels", "FeatureLedger",
-           "ledger_from_codes", "VIEW_METRICS", "LabelLayout", "view_count_metrics", "FeatureMetrics", "feature_metrics", "ViewMetrics", "view_metrics",
+           "ledger_from_codes", "ledger_from_sets", "samples_sums",
+           "VIEW_METRICS", "LabelLayout", "view_count_metrics", "FeatureMetrics", "feature_metrics", "ViewMetrics", "view_metrics",
            "RankedFeatures", "ONE_MODEL_NOTE",
            "rank_on_strict_view", "FeatureViewsResult", "check_model_names"]
 
@@ -213,6 +214,9 @@ class FeatureLedger(Ledger):
     per_label: Mapping[str, Counts] = merge(whole(lambda a, b, _: _per_label(a, b)))
     rows: int
     correct: int
+    # rows by (|T∩P|, |T|, |P|), the sizes of the truth's and the prediction's label sets (one-element sets, or
+    # none for a row missing on one side, when a cell holds one label): the `samples` averages read them
+    sets: Mapping[tuple[int, int, int], int] = merge(by_key(sort=True), default_factory=dict)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -255,7 +259,46 @@ def ledger_from_codes(
         labels[i]: Counts(tp=int(tp[i]), fp=int(fp[i]), fn=int(fn[i]), tn=int(tn[i]), cells=rows, exact=correct)
         for i in observed
     }
-    return FeatureLedger(per_label=dict(sorted(per_label.items())), rows=rows, correct=correct)
+    sets = {(1, 1, 1): correct, (0, 1, 1): len(t) - correct, (0, 1, 0): len(miss), (0, 0, 1): len(extra)}
+    return FeatureLedger(per_label=dict(sorted(per_label.items())), rows=rows, correct=correct, sets={k: v for k, v in sorted(sets.items()) if v})
+
+
+def ledger_from_sets(truth: tuple[np.ndarray, np.ndarray], pred: tuple[np.ndarray, np.ndarray], labels: Sequence[str],
+                     rows: int) -> tuple[FeatureLedger, np.ndarray]:
+    """The ledger of label sets, and per row whether its two sets are equal. `truth` and `pred`
+    are (row, label code) pairs (a pair twice counts once; a row without pairs is the empty set)
+    over `rows` rows: per label tp = rows holding it in both sets, fp = in the predicted set only,
+    fn = in the truth's only, tn = in neither; `correct` = rows whose sets are equal."""
+    n_lab = max(len(labels), 1)
+    tk, pk = (np.unique(np.asarray(r, dtype=np.int64) * n_lab + np.asarray(c, dtype=np.int64)) for r, c in (truth, pred))
+    both = np.intersect1d(tk, pk, assume_unique=True)
+    tp, t_sum, p_sum = (np.bincount(x % n_lab, minlength=n_lab) for x in (both, tk, pk))
+    fp, fn = p_sum - tp, t_sum - tp
+    tn = rows - tp - fp - fn
+    inter, t_size, p_size = (np.bincount(x // n_lab, minlength=rows) for x in (both, tk, pk))
+    equal = (t_size == inter) & (p_size == inter)
+    correct = int(equal.sum())
+    observed = np.flatnonzero((tp + fp + fn) > 0)
+    per_label = {labels[i]: Counts(tp=int(tp[i]), fp=int(fp[i]), fn=int(fn[i]), tn=int(tn[i]), cells=rows, exact=correct) for i in observed}
+    sizes, n = np.unique(np.stack([inter, t_size, p_size], axis=1), axis=0, return_counts=True) if rows else (np.zeros((0, 3), dtype=np.int64), [])
+    sets = {(int(a), int(b), int(c)): int(k) for (a, b, c), k in zip(sizes, n)}
+    return FeatureLedger(per_label=dict(sorted(per_label.items())), rows=rows, correct=correct, sets=dict(sorted(sets.items()))), equal
+
+
+def samples_sums(sets: Mapping[tuple[int, int, int], int], zero_division: float) -> dict[str, float]:
+    """Σ over rows of each row's precision |T∩P|/|P|, recall |T∩P|/|T| and F1 2|T∩P|/(|T|+|P|),
+    `zero_division` for a zero denominator (scikit-learn's `average="samples"` before its mean)."""
+    if not sets:
+        return {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+    k = np.array(sorted(sets), dtype=np.float64)
+    n = np.array([sets[x] for x in sorted(sets)], dtype=np.float64)
+    inter, t, p = k[:, 0], k[:, 1], k[:, 2]
+    zd = float(zero_division)
+
+    def each(num: np.ndarray, den: np.ndarray) -> float:
+        return float(np.sum(n * np.divide(num, den, out=np.full(den.shape, zd), where=den > 0)))
+
+    return {"precision": each(inter, p), "recall": each(inter, t), "f1": each(2 * inter, t + p)}
 
 
 # the metrics of one view the map gives, as a model run logs them under its task's prefix
@@ -356,6 +399,13 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
     resamples) are kept. With `per_feature` also `feature/<kind>`, `feature/weighted/<kind>`,
     `feature/micro_accuracy` (..., features) and `label/<kind>` (..., labels).
 
+    Label sets (a cell holding several labels): `correct` (..., features), the rows whose sets
+    are equal, makes `micro_accuracy` the subset accuracy; `samples_precision|recall|f1`
+    (..., features), the sums over rows of each row's values, give `feature/samples/<kind>` (their
+    mean over rows, scikit-learn's `average="samples"`) and the view's `samples/<kind>`; every
+    feature also has `feature/micro/<kind>` (ratios of its labels' summed counts, `average="micro"`)
+    and `feature/hamming_loss` (Σ(fp + fn) / (rows × observed labels)).
+
     Examples:
         >>> lay = LabelLayout.of([("c", "cat"), ("c", "dog")])  # truth cat, dog, dog; predicted cat, cat, dog
         >>> m = view_count_metrics({"tp": [1, 1], "fp": [1, 0], "fn": [0, 1], "rows": [3]}, lay, which=("macro/f1", "micro_accuracy"))
@@ -387,16 +437,37 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
             if k in _WEIGHTED and (per_feature or f"weighted/{k}" in which):
                 out[f"feature/weighted/{k}"] = _weighted_by_feature(out[f"label/{k}"], counted, tp + fn, layout, np.full(rows.shape, zd))
     if per_feature or "micro_accuracy" in which:
-        right = _by_feature_sum(tp, layout)
+        # right rows: the sets equal (`correct`, when given), which for one label per cell is the labels' tp
+        right = np.asarray(counts["correct"], dtype=np.float64) if "correct" in counts else _by_feature_sum(tp, layout)
         out["feature/micro_accuracy"] = np.divide(right, rows, out=np.full(rows.shape, zd), where=rows > 0)
+    if per_feature or any(k.startswith("samples/") for k in which):
+        out.update(_set_metrics(tp, fp, fn, rows, counts, layout, zd))
     for k in which:
         if k == "row_accuracy":
             good, n = np.asarray(counts["correct_rows"], dtype=np.float64), np.asarray(counts["view_rows"], dtype=np.float64)
             out[k] = np.divide(good, n, out=np.zeros(np.broadcast(good, n).shape), where=n > 0)
         elif k not in out:
-            per = out[f"feature/{k.removeprefix('macro/')}"]  # `weighted/<kind>` → `feature/weighted/<kind>`
+            per = out[f"feature/{k.removeprefix('macro/')}"]  # `weighted/<kind>` → `feature/weighted/<kind>`, `samples/<kind>` likewise
             out[k] = (np.mean(per) if per.ndim == 1 else per.mean(axis=-1)) if layout.features else np.full(per.shape[:-1], zd)
     return out if per_feature else {k: out[k] for k in which}
+
+
+def _set_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, rows: np.ndarray, counts: Mapping[str, Any], layout: LabelLayout,
+                 zd: float) -> dict[str, np.ndarray]:
+    """Per feature `feature/micro/<kind>` (precision, recall, F1 of its labels' summed counts),
+    `feature/hamming_loss` (Σ(fp + fn) / (rows × observed labels); 0.0 without any) and, given the
+    sums of the rows' values (`samples_<kind>`), `feature/samples/<kind>` = their mean over rows."""
+    t, f_p, f_n = (_by_feature_sum(x, layout) for x in (tp, fp, fn))
+    out = {"feature/micro/precision": np.divide(t, t + f_p, out=np.full(t.shape, zd), where=(t + f_p) > 0),
+           "feature/micro/recall": np.divide(t, t + f_n, out=np.full(t.shape, zd), where=(t + f_n) > 0),
+           "feature/micro/f1": np.divide(2 * t, 2 * t + f_p + f_n, out=np.full(t.shape, zd), where=(2 * t + f_p + f_n) > 0)}
+    cells = rows * _by_feature_sum(((tp + fp + fn) > 0).astype(np.float64), layout)
+    out["feature/hamming_loss"] = np.divide(f_p + f_n, cells, out=np.zeros(t.shape), where=cells > 0)
+    for k in _WEIGHTED:
+        if f"samples_{k}" in counts:
+            total = np.asarray(counts[f"samples_{k}"], dtype=np.float64)
+            out[f"feature/samples/{k}"] = np.divide(total, rows, out=np.full(rows.shape, zd), where=rows > 0)
+    return out
 
 
 def _by_feature_sum(values: np.ndarray, layout: LabelLayout) -> np.ndarray:
@@ -428,9 +499,18 @@ class FeatureMetrics:
     labels: Mapping[str, Mapping[str, float | int]]
     flags: tuple[str, ...] = ()
     weighted: Mapping[str, float] = field(default_factory=dict)
+    samples: Mapping[str, float] = field(default_factory=dict)  # mean over rows of each row's P/R/F1 (given for `labels`)
+    micro: Mapping[str, float] = field(default_factory=dict)  # label sets: P/R/F1 of the summed label counts
+    hamming_loss: float | None = None  # label sets: Σ(fp + fn) / (rows × labels)
 
     def score(self) -> Score:
         return Score(f1=self.f1, precision=self.precision, recall=self.recall)
+
+    def _set_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"samples": dict(self.samples)} if self.samples else {}
+        if self.mode == "multi_label":
+            out.update(micro=dict(self.micro), subset_accuracy=self.micro_accuracy, hamming_loss=self.hamming_loss)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -442,6 +522,7 @@ class FeatureMetrics:
             "specificity": self.specificity,
             "micro_accuracy": self.micro_accuracy,
             "weighted": dict(self.weighted),
+            **self._set_dict(),
             "rows": self.rows,
             "correct": self.correct,
             "labels": {k: dict(v) for k, v in self.labels.items()},
@@ -464,10 +545,12 @@ def feature_metrics(ledger: FeatureLedger, *, positive_label: str | None = None,
 
 def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[str, str | None], zd: float,
                       view: Mapping[str, int] | None = None, classes: Mapping[str, Sequence[str]] | None = None,
-                      ) -> tuple[dict[str, FeatureMetrics], dict[str, np.ndarray]]:
+                      sets: Sequence[str] | None = None) -> tuple[dict[str, FeatureMetrics], dict[str, np.ndarray]]:
     """Each feature's `FeatureMetrics` read from the view's map (`view_count_metrics`), and the
     map's values (with the view's totals; `row_accuracy` too given `view`'s `correct_rows` and
-    `view_rows`). A declared class (`classes`) that occurs nowhere is a label with no count."""
+    `view_rows`). A declared class (`classes`) that occurs nowhere is a label with no count.
+    Given `sets` (the features whose cells are label sets; may be empty), every feature also has
+    its `samples` averages and the view its `samples` totals; those features are `multi_label`."""
     classes = classes or {}
     labels = [(f, k) for f, led in ledgers.items() for k in [*led.per_label, *sorted(set(classes.get(f, ())) - set(led.per_label))]]
     c = [ledgers[f].per_label.get(k) or Counts(tn=ledgers[f].rows, cells=ledgers[f].rows, exact=ledgers[f].correct) for f, k in labels]
@@ -475,7 +558,13 @@ def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[st
     layout = LabelLayout.of(labels, list(ledgers), positive, classes)
     rows = np.array([led.rows for led in ledgers.values()], dtype=np.int64)
     which = VIEW_METRICS if view else VIEW_METRICS[:-1]
-    got = view_count_metrics({"tp": tp, "fp": fp, "fn": fn, "rows": rows, **(view or {})}, layout, which=which, zero_division=zd, per_feature=True)
+    extra: dict[str, Any] = {"correct": np.array([led.correct for led in ledgers.values()], dtype=np.int64)}
+    if sets is not None:
+        sums = [samples_sums(led.sets, zd) for led in ledgers.values()]
+        extra.update({f"samples_{k}": np.array([x[k] for x in sums], dtype=np.float64) for k in _WEIGHTED})
+        which = (*which, *(f"samples/{k}" for k in _WEIGHTED))
+    got = view_count_metrics({"tp": tp, "fp": fp, "fn": fn, "rows": rows, **(view or {}), **extra}, layout, which=which, zero_division=zd,
+                             per_feature=True)
     out = {}
     for i, (f, led) in enumerate(ledgers.items()):
         cols = np.flatnonzero(layout.member == i)
@@ -489,10 +578,14 @@ def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[st
         flags = (["no_rows"] if led.rows == 0 else []) + (["positive_label_not_observed"] if positive.get(f) is not None and positive[f] not in led.per_label else [])
         if f in classes and set(led.per_label) - set(classes[f]):
             flags.append("labels_outside_declared_classes")
-        mode = "binary" if positive.get(f) is not None else "macro"
+        multi = sets is not None and f in sets
+        mode = "multi_label" if multi else "binary" if positive.get(f) is not None else "macro"
         out[f] = FeatureMetrics(mode=mode, positive_label=positive.get(f), **{k: float(got[f"feature/{k}"][i]) for k in (*_KINDS, "micro_accuracy")},
                                 rows=led.rows, correct=led.correct, labels=per, flags=tuple(flags),
-                                weighted={k: float(got[f"feature/weighted/{k}"][i]) for k in _WEIGHTED})
+                                weighted={k: float(got[f"feature/weighted/{k}"][i]) for k in _WEIGHTED},
+                                samples={k: float(got[f"feature/samples/{k}"][i]) for k in _WEIGHTED} if sets is not None else {},
+                                micro={k: float(got[f"feature/micro/{k}"][i]) for k in _WEIGHTED} if multi else {},
+                                hamming_loss=float(got["feature/hamming_loss"][i]) if multi else None)
     return out, got
 
 
@@ -509,6 +602,7 @@ class ViewMetrics:
     rows: int
     correct_rows: int
     weighted: Mapping[str, float] = field(default_factory=dict)  # mean over features of each feature's weighted P/R/F1
+    samples: Mapping[str, float] = field(default_factory=dict)  # mean over features of each feature's samples P/R/F1 (`labels`)
 
     def score(self) -> Score:
         return Score(f1=self.totals["f1"], precision=self.totals["precision"], recall=self.totals["recall"])
@@ -519,7 +613,7 @@ class ViewMetrics:
             "rows": self.rows,
             "correct_rows": self.correct_rows,
             "row_accuracy": self.row_accuracy,
-            "totals": {**self.totals, "weighted": dict(self.weighted)},
+            "totals": {**self.totals, "weighted": dict(self.weighted), **({"samples": dict(self.samples)} if self.samples else {})},
             "features": {k: v.to_dict() for k, v in self.features.items()},
         }
 
@@ -537,15 +631,19 @@ def view_metrics(
     zero_division: float = 0.0,
     description: str | None = None,
     classes: Mapping[str, Sequence[str]] | None = None,
+    sets: Sequence[str] | None = None,
 ) -> ViewMetrics:
     """Feature metrics of every feature, totals (arithmetic mean over features) and row accuracy,
     all read from the view's map (`view_count_metrics`); a feature with declared `classes` is
-    averaged over exactly those."""
-    feats, got = _features_metrics(ledgers, positive_labels or {}, float(zero_division), {"correct_rows": correct_rows, "view_rows": rows}, classes)
+    averaged over exactly those. Given `sets` (the features whose cells are label sets, maybe
+    none), the `samples` averages too and those features' set metrics."""
+    feats, got = _features_metrics(ledgers, positive_labels or {}, float(zero_division), {"correct_rows": correct_rows, "view_rows": rows}, classes,
+                                   sets)
     totals = {k: float(got[k if k == "micro_accuracy" else f"macro/{k}"]) for k in _TOTAL_KEYS}
     return ViewMetrics(name=name, description=description or VIEWS.get(name, name), features=feats, totals=totals,
                        row_accuracy=float(got["row_accuracy"]), rows=rows, correct_rows=correct_rows,
-                       weighted={k: float(got[f"weighted/{k}"]) for k in _WEIGHTED})
+                       weighted={k: float(got[f"weighted/{k}"]) for k in _WEIGHTED},
+                       samples={k: float(got[f"samples/{k}"]) for k in _WEIGHTED} if sets is not None else {})
 
 
 @dataclass(frozen=True, kw_only=True)

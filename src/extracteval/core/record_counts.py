@@ -194,15 +194,21 @@ def label_count_columns(columns: Sequence[str]) -> tuple[list[tuple[str, str]], 
     """The labels (feature, label) of columns named (feature, label, tp|fp|fn), the features (those
     of columns (feature, `rows`), where a feature is listed even without a label, then those only
     labels name), and the function from summed counts (..., len(columns)) to `tp`, `fp`, `fn`
-    (..., labels) and `rows` (..., features) (0 where a column is absent): the counts of one view
+    (..., labels) and `rows` (..., features) (0 where a column is absent), and `correct` (..., features)
+    given columns (feature, `correct`): the counts of one view
     of per-feature one-vs-rest counts, what `core.feature_views.view_count_metrics` reduces."""
     keys, g = _groups(columns, 2)
     rows_of = {p[0]: j for j, p in enumerate(map(parts, columns)) if len(p) == 2 and p[1] == "rows"}
+    correct_of = {p[0]: j for j, p in enumerate(map(parts, columns)) if len(p) == 2 and p[1] == "correct"}
     features = list(dict.fromkeys([*rows_of, *(k[0] for k in keys)]))
     cols = {k: g.get(k, np.full(len(keys), -1, dtype=np.int64)) for k in ("tp", "fp", "fn")}
     row_cols = np.array([rows_of.get(f, -1) for f in features], dtype=np.int64)
+    correct_cols = np.array([correct_of.get(f, -1) for f in features], dtype=np.int64)
 
     def counts(summed: np.ndarray) -> dict[str, np.ndarray]:
-        return {**{k: _take(summed, c) for k, c in cols.items()}, "rows": _take(summed, row_cols)}
+        got = {**{k: _take(summed, c) for k, c in cols.items()}, "rows": _take(summed, row_cols)}
+        if correct_of:  # the rows right whole (label sets equal), per feature: `micro_accuracy` reads them
+            got["correct"] = _take(summed, correct_cols)
+        return got
 
     return [(k[0], k[1]) for k in keys], features, counts

@@ -26,13 +26,17 @@ FEATURE_METRIC_KEYS = ("precision", "recall", "f1", "specificity", "micro_accura
 
 
 def view_metrics_keys(view: Any, keys: KeyMap, *, totals_prefix: str, feature_prefix: str = "") -> dict[str, float]:
-    """Metrics of one `ViewMetrics`: `<totals_prefix>/macro/…`, `…/weighted/…`, `…/micro_accuracy`,
-    `…/row_accuracy`, `…/rows`, `…/correct_rows`, and `<feature_prefix>feature/<f>/…` per feature."""
+    """Metrics of one `ViewMetrics`: `<totals_prefix>/macro/…`, `…/weighted/…`, `…/samples/…` (when the
+    view has them), `…/micro_accuracy`, `…/row_accuracy`, `…/rows`, `…/correct_rows`, and
+    `<feature_prefix>feature/<f>/…` per feature (a multi-label feature's `micro_<kind>`,
+    `samples_<kind>` and `hamming_loss` too)."""
     out: dict[str, float] = {}
     for k in ("precision", "recall", "f1", "specificity"):
         out[f"{totals_prefix}/macro/{k}"] = float(view.totals[k])
     for k, v in view.weighted.items():
         out[f"{totals_prefix}/weighted/{k}"] = float(v)
+    for k, v in getattr(view, "samples", {}).items():
+        out[f"{totals_prefix}/samples/{k}"] = float(v)
     out[f"{totals_prefix}/micro_accuracy"] = float(view.totals["micro_accuracy"])
     out[f"{totals_prefix}/row_accuracy"] = float(view.row_accuracy)
     out[f"{totals_prefix}/rows"] = float(view.rows)
@@ -42,6 +46,11 @@ def view_metrics_keys(view: Any, keys: KeyMap, *, totals_prefix: str, feature_pr
             out[keys.key(f"{feature_prefix}feature", fname, k)] = float(getattr(fm, k))
         for k, v in fm.weighted.items():
             out[keys.key(f"{feature_prefix}feature", fname, f"weighted_{k}")] = float(v)  # not `weighted/…`: `feature/<f>/<metric>` names one item
+        if fm.mode == "multi_label":  # label sets: flat names, as `feature/<f>/<metric>` names one item
+            for avg in ("micro", "samples"):
+                for k, v in getattr(fm, avg).items():
+                    out[keys.key(f"{feature_prefix}feature", fname, f"{avg}_{k}")] = float(v)
+            out[keys.key(f"{feature_prefix}feature", fname, "hamming_loss")] = float(fm.hamming_loss)
         out[keys.key(f"{feature_prefix}feature", fname, "rows")] = float(fm.rows)
         out[keys.key(f"{feature_prefix}feature", fname, "correct")] = float(fm.correct)
     return out
@@ -169,16 +178,19 @@ def _short(v: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "…"
 
 
-def label_count_table(ids: Any, features: Any, labels: Any, kinds: Any, values: Any = None, *, rows: tuple[Any, Any]) -> Any:
+def label_count_table(ids: Any, features: Any, labels: Any, kinds: Any, values: Any = None, *, rows: tuple[Any, Any],
+                      correct: tuple[Any, Any] | None = None) -> Any:
     """A `RecordCountTable` of one-vs-rest counts: (record id, feature, label, tp|fp|fn) entries
-    counting `values` (1 each by default), plus `rows` = (record id, feature) per row of the view."""
+    counting `values` (1 each by default), plus `rows` = (record id, feature) per row of the view
+    and `correct` = (record id, feature) per row right whole (label sets: the sets equal)."""
     from extracteval.core.record_counts import RecordCountTable, column
 
     r_ids, r_feat = rows
-    names = [column(f, lab, k) for f, lab, k in zip(features, labels, kinds)] + [column(f, "rows") for f in r_feat]
+    c_ids, c_feat = correct if correct is not None else ([], [])
+    names = [column(f, lab, k) for f, lab, k in zip(features, labels, kinds)] + [column(f, "rows") for f in r_feat] + [column(f, "correct") for f in c_feat]
     counts = np.ones(len(ids), dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)
-    return RecordCountTable.from_long(np.concatenate([np.asarray(ids, dtype=object), np.asarray(r_ids, dtype=object)]), names,
-                                      np.concatenate([counts, np.ones(len(r_ids), dtype=np.int64)]))
+    return RecordCountTable.from_long(np.concatenate([np.asarray(ids, dtype=object), np.asarray(r_ids, dtype=object), np.asarray(c_ids, dtype=object)]),
+                                      names, np.concatenate([counts, np.ones(len(r_ids) + len(c_ids), dtype=np.int64)]))
 
 
 def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str], metric_map: Any) -> Any:

@@ -29,7 +29,7 @@ def test_json_document_has_both_views_and_the_documented_keys(cli, files):
     for view in ("aligned", "strict"):
         v = a[view]
         assert set(v) == {"description", "rows", "correct_rows", "row_accuracy", "totals", "features"}
-        assert set(v["totals"]) == {"precision", "recall", "f1", "specificity", "micro_accuracy", "weighted"}
+        assert set(v["totals"]) == {"precision", "recall", "f1", "specificity", "micro_accuracy", "weighted", "samples"}
         assert set(v["features"]["size"]) >= {"mode", "precision", "recall", "f1", "specificity", "micro_accuracy", "labels"}
     assert a["aligned"]["rows"] == 3 and a["strict"]["rows"] == 5
     assert a["strict"]["row_accuracy"] == pytest.approx(2 / 5)

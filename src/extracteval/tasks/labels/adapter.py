@@ -9,6 +9,9 @@ Metric keys (one run per model; `<f>` = a feature name, sanitised by `KeyMap`)::
     labels/rows|correct_rows|aligned_rows|missing_rows|extra_rows
     feature/<f>/precision|recall|f1|specificity|micro_accuracy|rows|correct     strict view
     feature/<f>/weighted_precision|weighted_recall|weighted_f1   strict view, labels weighted by support
+    labels/samples/precision|recall|f1             strict view, mean over features of each feature's mean over rows
+    feature/<f>/micro_precision|micro_recall|micro_f1|samples_precision|samples_recall|samples_f1|hamming_loss
+                                                   strict view, a multi-label feature (its micro_accuracy: subset accuracy)
     aligned/labels/…, aligned/feature/<f>/…       the same keys for the aligned view
     wins/field_wins, wins/features_scored, ranking/rank
 
@@ -24,6 +27,7 @@ results carry the same per-feature views.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,12 +87,16 @@ class LabelsAdapter(FeatureViewsAdapter):
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: the strict view's one-vs-rest tp, fp, fn of every feature and label
         (columns (feature, label, count)) and the rows of each feature (a missing row is an fn
-        of its truth label, an extra row an fp of its predicted label)."""
+        of its truth label, an extra row an fp of its predicted label; a multi-label row one tp,
+        fp or fn per label of its sets)."""
         from extracteval.mlflow.intervals import read_records
 
         frame = read_records(path, ["record_id", "feature", "truth", "predicted", "correct", "status"])
         if frame is None:
             return None
+        multi = set(json.loads(params.get("multi_label") or "{}"))
+        if multi:
+            return _set_record_counts(frame, multi)
         status = frame["status"].astype(str).to_numpy(dtype=object)
         right = frame["correct"].fillna(False).to_numpy(dtype=bool)
         has_t, has_p = status != "extra", status != "missing"
@@ -104,6 +112,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         "types": "per-feature type: mapping {feature: auto|category|text|number|date}",
         "positive_labels": "per-feature label reported one-vs-rest instead of the macro average: mapping {feature: label}",
         "labels": "per-feature declared classes, the only ones the macro and weighted averages take (absent ones with no support): mapping {feature: [classes]}",
+        "multi_label": "features whose cells are sets of labels (a list, or text split on the separator; missing = empty set): mapping {feature: separator or null for `;`}",
         "features": "score only these features (list)",
         "label_name": "feature name when each record holds one label instead of an object (`label`)",
         "status_column": "column holding each record's status: ok, pending or error; pending and error rows are not predictions (default: `status` when present)",
@@ -199,6 +208,7 @@ class LabelsAdapter(FeatureViewsAdapter):
             truth=str(folder / spec["truth"]),
             predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
             id_column=spec.get("id_column", "id"), delimiter=None, features=None, types=[], positive_labels=[], labels=[],
+            multi_label=spec.get("multi_label") or [],
             config=str(folder / spec["config"]) if spec.get("config") else None,
             null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
         )
@@ -308,14 +318,15 @@ class LabelsAdapter(FeatureViewsAdapter):
     def records_frame(self, scored: Scored, model: str | None) -> pd.DataFrame | None:
         """model, record_id, feature, truth, predicted, correct, status — one row per model, record
         (of either side) and feature. `truth`/`predicted` are the labels as scored (canonical
-        display labels, `<MISSING>` for absent); `status` is `aligned`, `missing` (no prediction)
-        or `extra` (no ground truth); `correct` is true only for an aligned row with equal labels."""
+        display labels, `<MISSING>` for absent; a multi-label feature's set as the JSON list of its
+        labels, sorted); `status` is `aligned`, `missing` (no prediction) or `extra` (no ground
+        truth); `correct` is true only for an aligned row with equal labels (equal sets)."""
         if ("records", model) in scored.cache:
             return scored.cache[("records", model)]
         from extracteval.tasks.labels.semantics import LabelEncoder, display_labels
 
         r = scored.result
-        cfg = self.build_config({"types": r.config["types"], "zero_division": r.config["zero_division"]})
+        cfg = self.build_config({"types": r.config["types"], "zero_division": r.config["zero_division"], "multi_label": r.config.get("multi_label") or {}})
         norm = _normalization(r.config)
         inputs: Mapping[str, pd.DataFrame] = scored.cache["inputs"]
         truth = scored.truth
@@ -329,6 +340,9 @@ class LabelsAdapter(FeatureViewsAdapter):
             def col(frame: pd.DataFrame) -> np.ndarray:
                 return frame[f].to_numpy(dtype=object, na_value=None) if f in frame.columns else np.full(len(frame), None, dtype=object)
 
+            if f in cfg.multi_label:
+                frames.extend(_set_records(f, [col(truth)] + [col(values[m]) for m in names], cfg, norm, t_ids, {m: values[m].index for m in names}, chosen))
+                continue
             enc = LabelEncoder(cfg.type_of(f), norm)
             codes, table = enc.encode([col(truth)] + [col(values[m]) for m in names])
             labels = np.asarray(display_labels(table) + [None], dtype=object)  # index -1 → None (no row on that side)
@@ -363,7 +377,8 @@ class LabelsAdapter(FeatureViewsAdapter):
                           ranked_by="strict view: mean F1 over features",
                           types=json_param(cfg.get("types_used", cfg.get("types", {})), what="feature types"),
                           positive_labels=json_param(cfg.get("positive_labels", {}), what="positive labels"),
-                          labels=json_param(cfg.get("labels_used", {}), what="features with declared classes"))
+                          labels=json_param(cfg.get("labels_used", {}), what="features with declared classes"),
+                          **({"multi_label": json_param(cfg["multi_label"], what="multi-label features")} if cfg.get("multi_label") else {}))
 
     def summary(self, scored: Scored) -> str:
         from extracteval.tasks.labels.report import render_labels
@@ -429,6 +444,75 @@ def _model_rows(name: str, ids: Sequence[str], cells: Sequence[Any], given: Sequ
         keep.append(r)
     frame = pd.DataFrame.from_records(prow, index=pd.Index(keep, name="id")) if prow else pd.DataFrame(index=pd.Index([], name="id", dtype=object))
     return frame, invalid, not_predicted
+
+
+def _set_records(f: str, columns: list[np.ndarray], cfg: Any, norm: Any, t_ids: pd.Index, p_ids: Mapping[str, pd.Index],
+                 chosen: Sequence[str]) -> list[pd.DataFrame]:
+    """`records_frame`'s rows of a multi-label feature: each side's set as the JSON list of its display labels, sorted."""
+    from extracteval.tasks.labels.semantics import LabelEncoder, display_labels
+    from extracteval.tasks.labels.sets import encode_sets
+
+    pairs, table = encode_sets(columns, cfg.multi_label[f], LabelEncoder(cfg.type_of(f), norm))
+    shown = np.asarray(display_labels(table), dtype=object)
+
+    def texts(rows: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
+        out = np.full(n + 1, "[]", dtype=object)  # index -1 (no row on that side): None below
+        if len(rows):
+            listed = pd.Series(shown[codes]).groupby(rows).agg(lambda x: json.dumps(sorted(set(x)), ensure_ascii=False))
+            out[listed.index.to_numpy()] = listed.to_numpy(dtype=object)
+        out[n] = None
+        return out
+
+    t_text = texts(*pairs[0], len(t_ids))
+    names = list(p_ids)
+    frames = []
+    for m in chosen:
+        i = names.index(m)
+        p_text = texts(*pairs[i + 1], len(p_ids[m]))
+        all_ids = t_ids.union(p_ids[m], sort=False)
+        ti, pi = t_ids.get_indexer(all_ids), p_ids[m].get_indexer(all_ids)
+        tt, pt = t_text[np.where(ti >= 0, ti, len(t_ids))], p_text[np.where(pi >= 0, pi, len(p_ids[m]))]
+        frames.append(pd.DataFrame({
+            "model": m, "record_id": np.asarray(all_ids, dtype=object), "feature": f, "truth": tt, "predicted": pt,
+            "correct": (ti >= 0) & (pi >= 0) & (tt == pt),
+            "status": np.where((ti >= 0) & (pi >= 0), "aligned", np.where(ti >= 0, "missing", "extra")),
+        }))
+    return frames
+
+
+def _set_record_counts(frame: pd.DataFrame, multi: set[str]) -> Any:
+    """`record_counts` when some features are multi-label: their truth and predicted cells (JSON lists) exploded
+    into labels, a label in both sets a tp, in the truth's only an fn, in the prediction's only an fp."""
+    status = frame["status"].astype(str).to_numpy(dtype=object)
+    feature = frame["feature"].astype(object).to_numpy(dtype=object)
+    is_set = np.isin(feature, list(multi))
+
+    def sides(col: str, present: np.ndarray) -> pd.DataFrame:
+        cells = frame[col].astype(object).to_numpy(dtype=object)
+        items = np.where(is_set, None, cells).astype(object)
+        out = pd.DataFrame({"row": np.arange(len(frame)), "label": items})
+        if is_set.any():
+            codes, uniques = pd.factorize(pd.Series(cells[is_set], dtype=object), use_na_sentinel=True)
+            parsed = [json.loads(u) if isinstance(u, str) else [] for u in uniques]
+            lists = pd.Series([parsed[c] if c >= 0 else [] for c in codes], index=np.flatnonzero(is_set), dtype=object).explode().dropna()
+            out = pd.concat([out[~is_set], pd.DataFrame({"row": lists.index.to_numpy(), "label": lists.to_numpy(dtype=object)})])
+        return out[present[out["row"].to_numpy()]]
+
+    t = sides("truth", status != "extra")
+    p = sides("predicted", status != "missing")
+    right = frame["correct"].fillna(False).to_numpy(dtype=bool)
+    single_tp = t[~is_set[t["row"].to_numpy()] & right[t["row"].to_numpy()]]
+    t_set, p_set = t[is_set[t["row"].to_numpy()]], p[is_set[p["row"].to_numpy()]]
+    both = t_set.merge(p_set, on=["row", "label"], how="outer", indicator=True)
+    tp = pd.concat([single_tp, both.loc[both["_merge"] == "both", ["row", "label"]]])
+    fn = pd.concat([t[~is_set[t["row"].to_numpy()] & ~right[t["row"].to_numpy()]], both.loc[both["_merge"] == "left_only", ["row", "label"]]])
+    fp = pd.concat([p[~is_set[p["row"].to_numpy()] & ~right[p["row"].to_numpy()]], both.loc[both["_merge"] == "right_only", ["row", "label"]]])
+    ids = frame["record_id"].astype(str).to_numpy(dtype=object)
+    parts = (tp, fn, fp)
+    at = np.concatenate([x["row"].to_numpy(dtype=np.int64) for x in parts])
+    return label_count_table(ids[at], feature[at], np.concatenate([x["label"].to_numpy(dtype=object) for x in parts]),
+                             np.repeat(np.array(["tp", "fn", "fp"], dtype=object), [len(x) for x in parts]), rows=(ids, feature),
+                             correct=(ids[right], feature[right]))
 
 
 def _label_cells(values: pd.DataFrame) -> dict[str, Any]:

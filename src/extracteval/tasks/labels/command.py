@@ -39,8 +39,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--labels", dest="labels", action="append", default=[], metavar="FEATURE=A,B,C",
                    help="the feature's declared classes: its macro and weighted averages are taken over exactly these (a class that occurs "
                         "nowhere counts with no support; other labels still count as errors) (repeatable)")
+    p.add_argument("--multi-label", dest="multi_label", action="append", default=[], metavar="FEATURE[=SEP]",
+                   help="the feature's cells are sets of labels: a list cell (a JSON list) is the set of its items, a text cell is split on SEP "
+                        "(default ';'), a missing cell is the empty set; adds micro and samples averages, subset accuracy and Hamming loss (repeatable)")
     p.add_argument("--config", metavar="FILE",
-                   help='JSON/YAML: {"types": {…}, "positive_labels": {…}, "labels": {feature: [classes]}, "null_tokens": […], "dayfirst": …, "zero_division": …}')
+                   help='JSON/YAML: {"types": {…}, "positive_labels": {…}, "labels": {feature: [classes]}, "multi_label": {feature: SEP or null}, '
+                        '"null_tokens": […], "dayfirst": …, "zero_division": …}')
     add_normalization_arguments(p, null_meaning="missing")
     p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
     add_result_arguments(p, writes="result.json and feature_metrics.csv")

@@ -28,7 +28,25 @@ def _pairs(value: Any, option: str) -> dict[str, Any]:
     return out
 
 
-_FILE_KEYS = ("types", "positive_labels", "labels", "null_tokens", "dayfirst", "zero_division", "features")
+_FILE_KEYS = ("types", "positive_labels", "labels", "multi_label", "null_tokens", "dayfirst", "zero_division", "features")
+
+
+def _multi_label(value: Any, option: str) -> dict[str, Any]:
+    """The multi-label features: a mapping {feature: separator or null} (a list of features: each
+    with the default separator), or the command line's repeated FEATURE[=SEP] items."""
+    from extracteval.errors import InputError
+
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise InputError(f"{option}: expected a mapping of feature to separator (or null), but got {value!r}.")
+    out: dict[str, Any] = {}
+    for item in value:
+        k, sep, v = str(item).partition("=") if option.startswith("--") else (str(item), "", "")
+        if not k.strip():
+            raise InputError(f"{option} {item!r}: expected FEATURE or FEATURE=SEP.")
+        out[k.strip()] = v if sep else None
+    return out
 
 
 def _config_file(path: str) -> dict[str, Any]:
@@ -43,6 +61,8 @@ def _config_file(path: str) -> dict[str, Any]:
     for k in ("types", "positive_labels", "labels"):
         if k in raw and not isinstance(raw[k], dict):
             raise InputError(f"{path}: {k!r} must be a mapping of feature to value, but found {type(raw[k]).__name__}.")
+    if "multi_label" in raw and not isinstance(raw["multi_label"], (dict, list)):
+        raise InputError(f"{path}: 'multi_label' must be a mapping of feature to separator (or null), but found {type(raw['multi_label']).__name__}.")
     if "null_tokens" in raw and not isinstance(raw["null_tokens"], list):
         raise InputError(f"{path}: 'null_tokens' must be a list of strings.")
     return raw
@@ -52,7 +72,7 @@ def build_config(options: Any) -> Any:
     """LabelsConfig from the task's options — evaluator_config keys, or the command line's parsed
     options under the same names (`io.config.options_of`): the one translation for every door.
     A --config file (`config`) is read first; the options given beside it add to its `types`,
-    `positive_labels` and `labels` and override its other keys."""
+    `positive_labels`, `labels` and `multi_label` and override its other keys."""
     from extracteval.io.config import given_options, options_of, task_config
     from extracteval.tasks.labels.semantics import LabelsConfig
 
@@ -68,6 +88,9 @@ def build_config(options: Any) -> Any:
         opts[key] = {**_pairs(base.get(key) or {}, key), **(_pairs(given, option) if given is not None else {})}
     # declared classes: a list per feature; on the command line FEATURE=A,B,C
     opts["classes"] = {f: [c.strip() for c in v.split(",") if c.strip()] if isinstance(v, str) else v for f, v in opts.pop("labels").items()}
+    given = config.get("multi_label")
+    opts["multi_label"] = {**_multi_label(base.get("multi_label") or {}, f"{config['config']}: multi_label" if base else "multi_label"),
+                           **(_multi_label(given, "--multi-label" if command_line else "evaluator_config `multi_label`") if given else {})}
     opts.update(given_options({**base, **config}, ("zero_division",)))
     return task_config(LabelsConfig, opts, {**{k: base[k] for k in ("null_tokens", "dayfirst") if k in base}, **config})
 

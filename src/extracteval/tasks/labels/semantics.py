@@ -42,6 +42,7 @@ from extracteval.core.feature_views import (  # noqa: F401 - the task's API too
     display_labels,
     FeatureLedger,
     ledger_from_codes,
+    ledger_from_sets,
     FeatureMetrics,
     feature_metrics,
     ViewMetrics,
@@ -99,6 +100,9 @@ class LabelsConfig:
             no support (scikit-learn's `labels=`); other labels still count as errors.
         normalization: null tokens, day-first dates, currency stripping.
         zero_division: value of a ratio whose denominator is 0.
+        multi_label: per-feature separator of the features whose cells are label sets (None: `;`):
+            a list cell is the set of its items, a text cell is split on the separator, a
+            missing cell is the empty set; each item is a label keyed by the feature's type rules.
     """
 
     types: Mapping[str, str] = field(default_factory=dict)
@@ -106,6 +110,7 @@ class LabelsConfig:
     classes: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
     zero_division: float = 0.0
+    multi_label: Mapping[str, str | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         zd = self.zero_division
@@ -120,6 +125,11 @@ class LabelsConfig:
                 raise InputError(f"labels of feature {k!r}: expected a non-empty list of classes, but got {v!r}.")
             classes[str(k)] = tuple(listed)
         object.__setattr__(self, "classes", classes)
+        object.__setattr__(self, "multi_label", _separators(self.multi_label))
+        for what, mapping in (("positive label", self.positive_labels), ("labels", self.classes)):
+            both = sorted(set(mapping) & set(self.multi_label))
+            if both:
+                raise InputError(f"{what} given for multi-label features {both}: a multi-label feature is averaged over all its labels.")
 
     def type_of(self, feature: str) -> str:
         return self.types.get(feature, "auto")
@@ -132,7 +142,26 @@ class LabelsConfig:
             "normalization": self.normalization.to_dict(),
             "zero_division": self.zero_division,
             "missing_label": MISSING,
+            **({"multi_label": dict(sorted(self.multi_label.items()))} if self.multi_label else {}),
         }
+
+
+def _separators(given: Any) -> dict[str, str]:
+    """{feature: separator} of the multi-label features: a mapping (None: `;`) or a list of features."""
+    from extracteval.tasks.labels.sets import DEFAULT_SEPARATOR
+
+    if isinstance(given, (list, tuple)):
+        given = dict.fromkeys(given)
+    if not isinstance(given, Mapping):
+        raise InputError(f"multi_label: expected a mapping of feature to separator (or null), but got {given!r}.")
+    out = {}
+    for k, v in given.items():
+        if v is None:
+            v = DEFAULT_SEPARATOR
+        if not isinstance(v, str) or not v.strip() or any(c in v for c in "[]\n\r"):
+            raise InputError(f"multi_label of feature {k!r}: the separator must be non-blank text without brackets or line breaks, but got {v!r}.")
+        out[str(k)] = v
+    return out
 
 
 def feature_ledger(
@@ -228,7 +257,7 @@ def resolve_features(columns: Sequence[str], features: Sequence[str] | None, cfg
         feats = columns
     if not feats:
         raise InputError(f"{truth_source}: no feature columns; expected an id column and at least one feature column.")
-    for what, mapping in (("type", cfg.types), ("positive label", cfg.positive_labels), ("labels", cfg.classes)):
+    for what, mapping in (("type", cfg.types), ("positive label", cfg.positive_labels), ("labels", cfg.classes), ("multi_label", cfg.multi_label)):
         unknown = sorted(set(mapping) - set(feats))
         if unknown:
             raise InputError(f"{what} given for features {unknown} that are not scored (features: {feats}).")
@@ -420,6 +449,9 @@ def _ledger_count(truth: pd.DataFrame, aligned_inputs: Sequence[_LedgerInput], f
     )
     ledgers, row_ok, has_value = out.ledgers, out.row_ok, out.has_value
     for f in feats:
+        if f in cfg.multi_label:
+            _count_sets(out, f, truth, aligned_inputs, cfg)
+            continue
         enc = LabelEncoder(cfg.type_of(f), cfg.normalization)
         codes, table = enc.encode([_ledger_column(truth, f)] + [_ledger_column(values, f) for _, values, *_ in aligned_inputs])
         t_codes = codes[0]
@@ -440,6 +472,43 @@ def _ledger_count(truth: pd.DataFrame, aligned_inputs: Sequence[_LedgerInput], f
             if cfg.type_of(f) in ("number", "date"):
                 out.unparsable_pred[p.name][f] = int(np.isin(pc, unp).sum()) if unp else 0
     return out
+
+
+def _count_sets(out: _LedgerCounts, f: str, truth: pd.DataFrame, aligned_inputs: Sequence[_LedgerInput], cfg: LabelsConfig) -> None:
+    """`_ledger_count` of a multi-label feature: its cells as label sets, one set ledger per model and view; an empty truth
+    set stands for the feature's missing value (a feature empty in every truth record is refused as a missing one is)."""
+    from extracteval.tasks.labels.sets import encode_sets
+
+    enc = LabelEncoder(cfg.type_of(f), cfg.normalization)
+    pairs, table = encode_sets([_ledger_column(truth, f)] + [_ledger_column(values, f) for _, values, *_ in aligned_inputs], cfg.multi_label[f], enc)
+    n_truth = len(truth)
+    (t_rows, t_codes) = pairs[0]
+    empty = n_truth - len(np.unique(t_rows))
+    out.keys[f] = frozenset(table) | ({_MISSING_KEY} if empty else frozenset())
+    out.truth_missing[f] = empty
+    unp = [i for i, k in enumerate(table) if k in enc.unparsable]
+    typed = cfg.type_of(f) in ("number", "date")
+    if typed:
+        out.unparsable_truth[f] = int(np.isin(t_codes, unp).sum()) if unp else 0
+    for mi, (p, values, (both_t, both_p), missing_t, extra_p) in enumerate(aligned_inputs):
+        p_rows, p_codes = pairs[mi + 1]
+        if not out.has_value[p.name].get(f):
+            out.has_value[p.name][f] = bool(len(p_rows))
+        n_al, n_miss = len(both_t), len(missing_t)
+        for view, t_at, p_at, rows in (("aligned", (both_t,), (both_p,), n_al),
+                                       ("strict", (both_t, missing_t), (both_p, extra_p), n_al + n_miss + len(extra_p))):
+            # each side's rows renumbered into the view's: aligned rows first, then the truth's missing rows, then extra rows
+            t_pos = np.full(n_truth, -1, dtype=np.int64)
+            t_pos[np.concatenate(t_at)] = np.arange(sum(len(x) for x in t_at))
+            p_pos = np.full(len(values), -1, dtype=np.int64)
+            p_pos[np.concatenate(p_at)] = np.concatenate([np.arange(n_al), n_al + n_miss + np.arange(len(p_at[1]) if len(p_at) > 1 else 0)])
+            tr, pr = t_pos[t_rows], p_pos[p_rows]
+            led, equal = ledger_from_sets((tr[tr >= 0], t_codes[tr >= 0]), (pr[pr >= 0], p_codes[pr >= 0]), table, rows)
+            out.ledgers[p.name][view][f] = led
+            if view == "aligned":
+                out.row_ok[p.name] &= equal
+        if typed:
+            out.unparsable_pred[p.name][f] = int(np.isin(p_codes, unp).sum()) if unp else 0
 
 
 def _ledger_models(truth: pd.DataFrame, aligned_inputs: Sequence[_LedgerInput], feats: Sequence[str],
@@ -558,6 +627,7 @@ def labels_result(
             if k:
                 warnings.append(f"model {m!r}: feature {f!r} ({cfg.type_of(f)}): {k} predicted value(s) do not parse and are compared as text.")
     zd = cfg.zero_division
+    sets = [f for f in feats if f in cfg.multi_label]
     views: dict[str, dict[str, ViewMetrics]] = {}
     shown_ledgers: dict[str, dict[str, dict[str, FeatureLedger]]] = {}
     for m in names:
@@ -566,10 +636,10 @@ def labels_result(
         ok_rows = led.correct_rows if led.aligned_rows else 0
         views[m] = {
             "aligned": view_metrics("aligned", shown_ledgers[m]["aligned"], correct_rows=ok_rows, rows=led.aligned_rows, positive_labels=positive,
-                                    zero_division=zd, classes=declared),
+                                    zero_division=zd, classes=declared, sets=sets),
             "strict": view_metrics("strict", shown_ledgers[m]["strict"], correct_rows=ok_rows,
                                    rows=led.aligned_rows + led.missing_rows + led.extra_rows, positive_labels=positive, zero_division=zd,
-                                   classes=declared),
+                                   classes=declared, sets=sets),
         }
 
     winners, ranked = rank_on_strict_view(RANKING, {m: views[m]["strict"] for m in names}, feats)
