@@ -92,19 +92,26 @@ def test_strict_view_equals_sklearn_with_unaligned_rows_as_sentinels(seed):
     assert m.micro_accuracy == pytest.approx(sk.accuracy_score(yt, yp))
 
 
+def _strict_case(seed: int, rng_seed: int, *, most: int):
+    """A strict-view ledger of random pairs with up to `most` missing and extra rows, the same rows as
+    scikit-learn sees them (unaligned rows as sentinels that are not labels), and the random source."""
+    t, p = _random_pairs(seed)
+    rng = np.random.default_rng(rng_seed)
+    miss = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, most + 1)))]
+    extra = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, most + 1)))]
+    led = feature_ledger(t, p, missing_truth=miss, extra_pred=extra)
+    yt = [_sk_name(x) for x in t] + [_sk_name(x) for x in miss] + ["\x00no-truth"] * len(extra)
+    yp = [_sk_name(x) for x in p] + ["\x00no-pred"] * len(miss) + [_sk_name(x) for x in extra]
+    return led, yt, yp, rng
+
+
 @pytest.mark.parametrize("seed", range(60))
 @pytest.mark.parametrize("zd", [0.0, 1.0])
 def test_weighted_average_equals_sklearn(seed, zd):
     """`weighted`: per-label P/R/F1 averaged with the labels' supports as weights, as scikit-learn's
     `average="weighted"` (unaligned rows as sentinels that are not labels, the positive-label mode
     not changing it); the view's is the mean over features of each feature's."""
-    t, p = _random_pairs(seed)
-    rng = np.random.default_rng(2000 + seed)
-    miss = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, 5)))]
-    extra = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, 5)))]
-    led = feature_ledger(t, p, missing_truth=miss, extra_pred=extra)
-    yt = [_sk_name(x) for x in t] + [_sk_name(x) for x in miss] + ["\x00no-truth"] * len(extra)
-    yp = [_sk_name(x) for x in p] + ["\x00no-pred"] * len(miss) + [_sk_name(x) for x in extra]
+    led, yt, yp, _ = _strict_case(seed, 2000 + seed, most=4)
     observed = sorted({x for x in yt + yp if not x.startswith("\x00")})
     want = sk.precision_recall_fscore_support(yt, yp, labels=observed, average="weighted", zero_division=zd)[:3]
     for pos in (None, observed[0]):
@@ -122,13 +129,7 @@ def test_declared_classes_equal_sklearn_labels(seed, zd):
     """Declared classes: the macro and weighted averages over exactly those (a declared class that
     occurs nowhere with zero_division ratios and no support; an undeclared label's rows still errors
     of the declared ones), as scikit-learn's `labels=`."""
-    t, p = _random_pairs(seed)
-    rng = np.random.default_rng(3000 + seed)
-    miss = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, 4)))]
-    extra = [LABELS[i] for i in rng.integers(0, len(LABELS), int(rng.integers(0, 4)))]
-    led = feature_ledger(t, p, missing_truth=miss, extra_pred=extra)
-    yt = [_sk_name(x) for x in t] + [_sk_name(x) for x in miss] + ["\x00no-truth"] * len(extra)
-    yp = [_sk_name(x) for x in p] + ["\x00no-pred"] * len(miss) + [_sk_name(x) for x in extra]
+    led, yt, yp, rng = _strict_case(seed, 3000 + seed, most=3)
     pool = ["cat", "dog", "bird", "fish", "newt", MISSING]
     declared = sorted({pool[i] for i in rng.integers(0, len(pool), int(rng.integers(1, 5)))})
     v = view_metrics("strict", {"f": led}, correct_rows=0, rows=1, zero_division=zd, classes={"f": declared}).features["f"]
