@@ -264,11 +264,13 @@ def ledger_from_codes(
 
 
 def ledger_from_sets(truth: tuple[np.ndarray, np.ndarray], pred: tuple[np.ndarray, np.ndarray], labels: Sequence[str],
-                     rows: int) -> tuple[FeatureLedger, np.ndarray]:
+                     rows: int, *, aligned: int | None = None) -> tuple[FeatureLedger, np.ndarray]:
     """The ledger of label sets, and per row whether its two sets are equal. `truth` and `pred`
     are (row, label code) pairs (a pair twice counts once; a row without pairs is the empty set)
     over `rows` rows: per label tp = rows holding it in both sets, fp = in the predicted set only,
-    fn = in the truth's only, tn = in neither; `correct` = rows whose sets are equal."""
+    fn = in the truth's only, tn = in neither; `correct` = rows whose sets are equal. Rows from
+    `aligned` on are present on one side only (a missing prediction, an extra row): never correct,
+    even where the side present holds the empty set, as a single label's missing row never is."""
     n_lab = max(len(labels), 1)
     tk, pk = (np.unique(np.asarray(r, dtype=np.int64) * n_lab + np.asarray(c, dtype=np.int64)) for r, c in (truth, pred))
     both = np.intersect1d(tk, pk, assume_unique=True)
@@ -277,6 +279,8 @@ def ledger_from_sets(truth: tuple[np.ndarray, np.ndarray], pred: tuple[np.ndarra
     tn = rows - tp - fp - fn
     inter, t_size, p_size = (np.bincount(x // n_lab, minlength=rows) for x in (both, tk, pk))
     equal = (t_size == inter) & (p_size == inter)
+    if aligned is not None:
+        equal[aligned:] = False
     correct = int(equal.sum())
     observed = np.flatnonzero((tp + fp + fn) > 0)
     per_label = {labels[i]: Counts(tp=int(tp[i]), fp=int(fp[i]), fn=int(fn[i]), tn=int(tn[i]), cells=rows, exact=correct) for i in observed}
@@ -576,7 +580,7 @@ def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[st
             for j in cols
         }
         flags = (["no_rows"] if led.rows == 0 else []) + (["positive_label_not_observed"] if positive.get(f) is not None and positive[f] not in led.per_label else [])
-        if f in classes and set(led.per_label) - set(classes[f]):
+        if f in classes and set(led.per_label) - set(classes[f]) - {MISSING}:
             flags.append("labels_outside_declared_classes")
         multi = sets is not None and f in sets
         mode = "multi_label" if multi else "binary" if positive.get(f) is not None else "macro"

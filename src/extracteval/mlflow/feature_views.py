@@ -187,10 +187,15 @@ def label_count_table(ids: Any, features: Any, labels: Any, kinds: Any, values: 
 
     r_ids, r_feat = rows
     c_ids, c_feat = correct if correct is not None else ([], [])
-    names = [column(f, lab, k) for f, lab, k in zip(features, labels, kinds)] + [column(f, "rows") for f in r_feat] + [column(f, "correct") for f in c_feat]
+    # with `correct`, every feature gets the column, also one without a right row (a zero at one of its rows)
+    first = dict(zip(list(r_feat)[::-1], list(r_ids)[::-1])) if correct is not None else {}
+    z_feat, z_ids = list(first), list(first.values())
+    names = ([column(f, lab, k) for f, lab, k in zip(features, labels, kinds)] + [column(f, "rows") for f in r_feat]
+             + [column(f, "correct") for f in [*c_feat, *z_feat]])
     counts = np.ones(len(ids), dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)
-    return RecordCountTable.from_long(np.concatenate([np.asarray(ids, dtype=object), np.asarray(r_ids, dtype=object), np.asarray(c_ids, dtype=object)]),
-                                      names, np.concatenate([counts, np.ones(len(r_ids) + len(c_ids), dtype=np.int64)]))
+    every = [np.asarray(x, dtype=object) for x in (ids, r_ids, c_ids, z_ids)]
+    return RecordCountTable.from_long(np.concatenate(every), names,
+                                      np.concatenate([counts, np.ones(len(r_ids) + len(c_ids), dtype=np.int64), np.zeros(len(z_ids), dtype=np.int64)]))
 
 
 def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params: Mapping[str, str], metric_map: Any) -> Any:
@@ -206,6 +211,8 @@ def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params:
         return None  # the per-record counts hold no row-level correctness
     zd = zero_division_param(params)
     positive, classes = (_json_mapping(params.get(k)) for k in ("positive_labels", "labels"))
+    if positive is None or classes is None:
+        return None  # logged too long to read back: no interval rather than one over other labels
     labels, features, counts = label_count_columns(columns)
     absent = [(f, c) for f, cs in classes.items() for c in cs if (f, c) not in set(labels)]  # declared classes no record holds
     layout = LabelLayout.of([*labels, *absent], features, positive, classes)
@@ -220,10 +227,10 @@ def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params:
     return value
 
 
-def _json_mapping(text: str | None) -> dict[str, Any]:
-    """A mapping logged as a JSON parameter; {} for none (or one too long to log whole)."""
+def _json_mapping(text: str | None) -> dict[str, Any] | None:
+    """A mapping logged as a JSON parameter; {} for none, None for one too long to log whole."""
     try:
         got = json.loads(text or "{}")
     except ValueError:
-        return {}
+        return None
     return got if isinstance(got, dict) else {}

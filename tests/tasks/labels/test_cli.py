@@ -61,6 +61,7 @@ def test_terminal_table_and_output_folder(cli, files, tmp_path):
         (["--positive-label", "weight=1"], r"positive label given for features \['weight'\]"),
         (["--labels", "colour="], r"labels of feature 'colour': expected a non-empty list of classes"),
         (["--labels", "weight=a,b"], r"labels given for features \['weight'\]"),
+        (["--labels", "colour=red,blue", "--positive-label", "colour=green"], r"the positive label 'green' is not one of its declared classes"),
     ],
 )
 def test_bad_options_exit_2_without_traceback(cli, files, args, message):
@@ -122,3 +123,11 @@ def test_declared_classes_from_the_command_line_and_a_config_file(cli, files, tm
         assert f["f1"] == pytest.approx((f["labels"]["red"]["f1"] + 0.0) / 2)
         assert any("outside the declared classes" in w for w in doc["warnings"]) == ("labels_outside_declared_classes" in f["flags"])
     assert flag.json()["models"] == from_file.json()["models"]
+
+
+def test_a_declared_class_with_a_comma_is_given_as_a_list(cli, files, tmp_path):
+    """On the command line a comma separates classes; in a config file a string is one class, whatever it holds."""
+    (tmp_path / "c.yaml").write_text('labels:\n  colour: "red, or blue"\n', encoding="utf-8")
+    r = cli("score", "labels", "--truth", str(files / "truth.csv"), "--predictions", f"a={files / 'a.csv'}", "--json", "--config", str(tmp_path / "c.yaml"))
+    assert r.code == 0, r.err
+    assert r.json()["config"]["labels"] == {"colour": ["red, or blue"]}

@@ -64,3 +64,43 @@ def test_records_and_interval_counts_read_the_sets(tmp_path):
     row2 = dict(zip(table.columns, table.counts[list(table.record_ids).index("2")]))  # truth {b, c}, predicted {c}
     assert {c: int(v) for c, v in row2.items() if v and c.startswith("tags")} == {
         column("tags", "c", "tp"): 1, column("tags", "b", "fn"): 1, column("tags", "rows"): 1}
+
+
+def _interval_equals_result(adapter, scored, tmp_path, metrics) -> None:
+    """Each metric from the per-record counts read back equals the result's (the intervals' full sample)."""
+    rec = adapter.records_frame(scored, "m")
+    rec.to_parquet(tmp_path / "records.parquet")
+    params = adapter.params(scored)
+    table = adapter.record_counts(tmp_path / "records.parquet", params)
+    for metric, want in metrics.items():
+        value = adapter.count_metric(metric, table.columns, params)
+        assert float(np.asarray(value(table.counts.sum(axis=0)))) == pytest.approx(want), metric
+
+
+def test_unanswered_and_invented_rows_are_never_right_and_the_interval_agrees(tmp_path):
+    """A row the model did not answer, or one it invented, is never right whole, also where the side
+    present holds the empty set; without any right row the interval's subset accuracy is 0, not Σtp / rows."""
+    adapter = get_adapter("labels")
+    cfg = {"multi_label": {"tags": None}, "types": {"tags": "category"}}
+    scored = adapter.score_frame(ids=["1", "2", "3"], targets=[{"tags": ["a"]}, {"tags": []}, {"tags": []}],
+                                 predictions={"m": [json.dumps({"tags": ["a"]}), None, None]}, config=cfg, truth_source="dataset")
+    strict = scored.result.models["m"].strict
+    assert strict.features["tags"].micro_accuracy == pytest.approx(1 / 3) and strict.row_accuracy == pytest.approx(1 / 3)
+    _interval_equals_result(adapter, scored, tmp_path, {"labels/micro_accuracy": strict.totals["micro_accuracy"]})
+    none_right = adapter.score_frame(ids=["1", "2"], targets=[{"tags": ["a", "b"]}, {"tags": ["a"]}],
+                                     predictions={"m": [json.dumps({"tags": ["a", "b", "c"]}), json.dumps({"tags": ["a", "c"]})]},
+                                     config=cfg, truth_source="dataset")
+    assert none_right.result.models["m"].strict.totals["micro_accuracy"] == 0.0
+    _interval_equals_result(adapter, none_right, tmp_path, {"labels/micro_accuracy": 0.0})
+
+
+def test_a_positive_label_written_otherwise_than_displayed_reaches_the_interval(tmp_path):
+    """`Yes` for a category feature whose values read `yes`: the interval uses the label as the results display it."""
+    adapter = get_adapter("labels")
+    targets = [{"churn": v} for v in ("yes", "no", "yes", "no")]
+    outputs = [json.dumps({"churn": v}) for v in ("yes", "yes", "no", "no")]
+    scored = adapter.score_frame(ids=["1", "2", "3", "4"], targets=targets, predictions={"m": outputs},
+                                 config={"positive_labels": {"churn": "Yes"}, "types": {"churn": "category"}}, truth_source="dataset")
+    strict = scored.result.models["m"].strict
+    assert strict.features["churn"].mode == "binary" and strict.totals["f1"] == pytest.approx(0.5)
+    _interval_equals_result(adapter, scored, tmp_path, {"labels/macro/f1": strict.totals["f1"]})

@@ -94,7 +94,10 @@ class LabelsAdapter(FeatureViewsAdapter):
         frame = read_records(path, ["record_id", "feature", "truth", "predicted", "correct", "status"])
         if frame is None:
             return None
-        multi = set(json.loads(params.get("multi_label") or "{}"))
+        try:
+            multi = set(json.loads(params.get("multi_label") or "{}"))
+        except ValueError:  # a parameter too long to log whole: the counts cannot be read back
+            return None
         if multi:
             return _set_record_counts(frame, multi)
         status = frame["status"].astype(str).to_numpy(dtype=object)
@@ -376,7 +379,7 @@ class LabelsAdapter(FeatureViewsAdapter):
                           config_keys=("zero_division", "missing_label"), normalization=True,
                           ranked_by="strict view: mean F1 over features",
                           types=json_param(cfg.get("types_used", cfg.get("types", {})), what="feature types"),
-                          positive_labels=json_param(cfg.get("positive_labels", {}), what="positive labels"),
+                          positive_labels=json_param(cfg.get("positive_labels_used", cfg.get("positive_labels", {})), what="positive labels"),
                           labels=json_param(cfg.get("labels_used", {}), what="features with declared classes"),
                           **({"multi_label": json_param(cfg["multi_label"], what="multi-label features")} if cfg.get("multi_label") else {}))
 

@@ -85,9 +85,12 @@ def build_config(options: Any) -> Any:
     for key, flag in (("types", "--type"), ("positive_labels", "--positive-label"), ("labels", "--labels")):
         given = config.get(key)
         option = flag if command_line else f"evaluator_config `{key}`"
-        opts[key] = {**_pairs(base.get(key) or {}, key), **(_pairs(given, option) if given is not None else {})}
-    # declared classes: a list per feature; on the command line FEATURE=A,B,C
-    opts["classes"] = {f: [c.strip() for c in v.split(",") if c.strip()] if isinstance(v, str) else v for f, v in opts.pop("labels").items()}
+        from_flags = command_line and given is not None and not isinstance(given, Mapping)
+        given_pairs = _pairs(given, option) if given is not None else {}
+        if key == "labels" and from_flags:  # declared classes on the command line: FEATURE=A,B,C (a list in a file or mapping)
+            given_pairs = {f: [c.strip() for c in v.split(",") if c.strip()] for f, v in given_pairs.items()}
+        opts[key] = {**_pairs(base.get(key) or {}, key), **given_pairs}
+    opts["classes"] = opts.pop("labels")
     given = config.get("multi_label")
     opts["multi_label"] = {**_multi_label(base.get("multi_label") or {}, f"{config['config']}: multi_label" if base else "multi_label"),
                            **(_multi_label(given, "--multi-label" if command_line else "evaluator_config `multi_label`") if given else {})}

@@ -503,7 +503,7 @@ def _count_sets(out: _LedgerCounts, f: str, truth: pd.DataFrame, aligned_inputs:
             p_pos = np.full(len(values), -1, dtype=np.int64)
             p_pos[np.concatenate(p_at)] = np.concatenate([np.arange(n_al), n_al + n_miss + np.arange(len(p_at[1]) if len(p_at) > 1 else 0)])
             tr, pr = t_pos[t_rows], p_pos[p_rows]
-            led, equal = ledger_from_sets((tr[tr >= 0], t_codes[tr >= 0]), (pr[pr >= 0], p_codes[pr >= 0]), table, rows)
+            led, equal = ledger_from_sets((tr[tr >= 0], t_codes[tr >= 0]), (pr[pr >= 0], p_codes[pr >= 0]), table, rows, aligned=n_al)
             out.ledgers[p.name][view][f] = led
             if view == "aligned":
                 out.row_ok[p.name] &= equal
@@ -571,11 +571,16 @@ def _declared_classes(cfg: LabelsConfig, feats: list[str], display: Mapping[str,
     for f in feats:
         if f in cfg.classes:
             declared[f] = list(dict.fromkeys(_as_displayed(v, f, cfg, display[f])[0] for v in cfg.classes[f]))
-            outside = sorted(set(display[f].values()) - set(declared[f]))
+            if f in cfg.positive_labels and _as_displayed(cfg.positive_labels[f], f, cfg, display[f])[0] not in declared[f]:
+                raise InputError(f"feature {f!r}: the positive label {cfg.positive_labels[f]!r} is not one of its declared classes "
+                                 f"({', '.join(map(repr, cfg.classes[f]))}); declare it, or drop one of the two options.")
+            # missing values are the class <MISSING>, outside the averages unless declared (as a null token)
+            outside = sorted(set(display[f].values()) - set(declared[f]) - {MISSING})
             if outside:
                 shown = ", ".join(repr(x) for x in outside[:10]) + (f" and {len(outside) - 10} more" if len(outside) > 10 else "")
-                warnings.append(f"feature {f!r}: labels outside the declared classes occur ({shown}); they count as errors of the "
-                                "declared classes but are left out of the feature's averages.")
+                warnings.append(f"feature {f!r}: labels outside the declared classes occur ({shown}); they are left out of the feature's "
+                                "averages, and a row where one stands against a declared class counts as that class's false positive "
+                                "or false negative.")
     return declared
 
 
@@ -656,6 +661,7 @@ def labels_result(
     cfg_dict = cfg.to_dict()
     cfg_dict["types_used"] = {f: cfg.type_of(f) for f in feats}
     cfg_dict["labels_used"] = declared  # the declared classes as the results display them
+    cfg_dict["positive_labels_used"] = positive  # the positive labels as the results display them
     return LabelsResult(
         task="labels", features=tuple(feats), n_records=ledger.n_records, models=models,
         ranking=tuple(m for m, _ in ranked), feature_winners=winners, unparsable_truth=dict(ledger.unparsable_truth),
