@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.system import python_package
 
 SCHEMAS = ["strict", "exact", "partial", "ent_type"]
 KEYS = {"correct", "incorrect", "partial", "missed", "spurious", "possible", "actual", "precision", "recall", "f1", "per_type"}
@@ -53,7 +54,7 @@ def test_json_has_the_four_schemas(cli, conll: Path) -> None:
 
 
 def test_json_agrees_with_nervaluate(cli, conll: Path) -> None:
-    nervaluate = pytest.importorskip("nervaluate", reason="the nervaluate package is not installed: nothing to compare with")
+    nervaluate = python_package("nervaluate", "test")
     r = cli("score", "spans", "--conll", f"m={conll}", "--json", "--no-ci", "--min-overlap", "40")
     ner = r.json()["models"]["m"]["nervaluate"]
     theirs = nervaluate.Evaluator(GOLD, PRED, tags=["LOC", "MISC", "ORG", "PER"], loader="list", min_overlap_percentage=40).evaluate()
@@ -99,7 +100,7 @@ def test_report_style_nervaluate(cli, conll: Path) -> None:
 
 
 def test_report_style_classification_is_seqevals(cli, conll: Path) -> None:
-    seqeval = pytest.importorskip("seqeval.metrics", reason="seqeval is not installed: nothing to compare with")
+    seqeval = python_package("seqeval.metrics", "test")
     r = cli("score", "spans", "--conll", f"m={conll}", "--report-style", "classification", "--no-ci")
     assert r.code == 0, r.err
     expected = seqeval.classification_report(GOLD, PRED).rstrip("\n")

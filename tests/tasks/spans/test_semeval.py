@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from extracteval.tasks.spans.semantics import SpansConfig, score_spans
 from extracteval.tasks.spans.semeval import SCHEMAS, schema_metrics
 from tests.tasks.spans.helpers import Span, char_corpus
+from tests.system import python_package
 
 TAGS = ["A", "B", "C"]
 COUNTS = ("correct", "incorrect", "partial", "missed", "spurious", "possible", "actual")
@@ -97,7 +98,7 @@ def _check_against_nervaluate(gold: list[list[Span]], pred: list[list[Span]], mi
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(_case())
 def test_schemas_equal_nervaluate(case: tuple[list[list[Span]], list[list[Span]], float]) -> None:
-    pytest.importorskip("nervaluate", reason="the nervaluate package is not installed: nothing to compare with")
+    python_package("nervaluate", "test")
     _check_against_nervaluate(*case)
 
 
@@ -105,7 +106,7 @@ def test_contested_pairs_equal_nervaluate() -> None:
     """Spans with several candidates go through the greedy loop: two predictions on one gold span,
     one prediction over two gold spans, nested gold spans, and a 200-token gold span that a
     1-token overlap covers by 0.5% (under the default 1%)."""
-    pytest.importorskip("nervaluate", reason="the nervaluate package is not installed: nothing to compare with")
+    python_package("nervaluate", "test")
     gold = [[(0, 5, "A"), (6, 9, "B")], [(0, 10, "A"), (2, 4, "B"), (2, 4, "C")], [(0, 200, "A")]]
     pred = [[(0, 3, "A"), (2, 8, "B"), (3, 5, "A")], [(0, 10, "B"), (1, 4, "B"), (2, 4, "A")], [(199, 201, "A")]]
     for min_overlap in (1.0, 30.0, 50.0, 100.0):
