@@ -15,6 +15,7 @@ import re
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -343,6 +344,13 @@ class LabelLayout:
                    declared=np.array([lab in sets.get(f, ()) for f, lab in labels], dtype=bool) if declared else None,
                    closed=np.array([f in sets for f in feats], dtype=bool) if declared else None)
 
+    @cached_property
+    def onto(self) -> np.ndarray:
+        """(labels, features): 1 where a label column belongs to a feature; `values @ onto` sums each feature's labels."""
+        out = np.zeros((len(self.member), len(self.features)))
+        out[np.arange(len(self.member)), self.member] = 1.0
+        return out
+
     @classmethod
     def pooled(cls) -> LabelLayout:
         """Every feature's cells as one: its `micro_accuracy` is right cells / cells, which is the
@@ -361,9 +369,7 @@ def _by_feature(values: np.ndarray, weight: np.ndarray, layout: LabelLayout, emp
             if sel.any():
                 out[f] = np.mean(values[sel])
         return out
-    onto = np.zeros((len(layout.member), n_feat))  # label column → its feature
-    onto[np.arange(len(layout.member)), layout.member] = 1.0
-    total, n = np.where(weight, values, 0.0) @ onto, weight.astype(np.float64) @ onto
+    total, n = np.where(weight, values, 0.0) @ layout.onto, weight.astype(np.float64) @ layout.onto
     return np.divide(total, n, out=np.array(np.broadcast_to(empty, total.shape), dtype=np.float64), where=n > 0)
 
 
@@ -381,8 +387,8 @@ def _weighted_by_feature(values: np.ndarray, observed: np.ndarray, support: np.n
         return out
     plain = _by_feature(values, observed, layout, empty)
     w = np.where(observed, support, 0.0)
-    total = _by_feature_sum(np.multiply(values, w), layout)
-    return np.divide(total, _by_feature_sum(w, layout), out=plain, where=_by_feature_sum(w, layout) > 0)
+    total, w_sum = _by_feature_sum(np.multiply(values, w), layout), _by_feature_sum(w, layout)
+    return np.divide(total, w_sum, out=plain, where=w_sum > 0)
 
 
 def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which: Sequence[str] = VIEW_METRICS, zero_division: float = 0.0,
@@ -462,9 +468,8 @@ def _set_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, rows: np.ndarra
     `feature/hamming_loss` (Σ(fp + fn) / (rows × observed labels); 0.0 without any) and, given the
     sums of the rows' values (`samples_<kind>`), `feature/samples/<kind>` = their mean over rows."""
     t, f_p, f_n = (_by_feature_sum(x, layout) for x in (tp, fp, fn))
-    out = {"feature/micro/precision": np.divide(t, t + f_p, out=np.full(t.shape, zd), where=(t + f_p) > 0),
-           "feature/micro/recall": np.divide(t, t + f_n, out=np.full(t.shape, zd), where=(t + f_n) > 0),
-           "feature/micro/f1": np.divide(2 * t, 2 * t + f_p + f_n, out=np.full(t.shape, zd), where=(2 * t + f_p + f_n) > 0)}
+    micro = ratios(t, f_p, f_n, np.zeros_like(t), zero_division=zd)  # no true negatives: the all-true-negative rule never applies
+    out = {f"feature/micro/{k}": np.asarray(micro[k], dtype=np.float64) for k in _WEIGHTED}
     cells = rows * _by_feature_sum(((tp + fp + fn) > 0).astype(np.float64), layout)
     out["feature/hamming_loss"] = np.divide(f_p + f_n, cells, out=np.zeros(t.shape), where=cells > 0)
     for k in _WEIGHTED:
@@ -476,9 +481,7 @@ def _set_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, rows: np.ndarra
 
 def _by_feature_sum(values: np.ndarray, layout: LabelLayout) -> np.ndarray:
     """The sum of each feature's label values (..., labels) → (..., features)."""
-    onto = np.zeros((len(layout.member), len(layout.features)))
-    onto[np.arange(len(layout.member)), layout.member] = 1.0
-    return values @ onto
+    return values @ layout.onto
 
 
 @dataclass(frozen=True, kw_only=True)

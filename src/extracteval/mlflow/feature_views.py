@@ -214,7 +214,8 @@ def label_count_metric(prefix: str, metric: str, columns: Sequence[str], params:
     if positive is None or classes is None:
         return None  # logged too long to read back: no interval rather than one over other labels
     labels, features, counts = label_count_columns(columns)
-    absent = [(f, c) for f, cs in classes.items() for c in cs if (f, c) not in set(labels)]  # declared classes no record holds
+    held = set(labels)
+    absent = [(f, c) for f, cs in classes.items() for c in cs if (f, c) not in held]  # declared classes no record holds
     layout = LabelLayout.of([*labels, *absent], features, positive, classes)
 
     def value(summed: np.ndarray) -> np.ndarray:
