@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from extracteval import __version__
+from extracteval.io.common_options import add_slice_arguments
 from extracteval.tasks import parts
 
 __all__ = ["COMMANDS", "WHOLE_FOLDER_OUTPUTS", "CommandParser", "build_parser", "main", "run_command"]
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = score_sub.add_parser(task, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.configure(p)
         _add_overwrite(p)
+        add_slice_arguments(p)
         p.set_defaults(_run=_score)
     for name, (module, help_text) in COMMANDS.items():
         mod = import_module(f"extracteval.commands.{module}")

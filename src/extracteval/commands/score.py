@@ -35,12 +35,17 @@ def run(args: argparse.Namespace) -> int:
 
         raise InputError(f"--output with --engine spark is not supported for the {task} task (no per-record rows from Spark); drop --output.")
     getattr(engines, "refuse", lambda _args, _engine: None)(args, engine)
+    slicing = _slicing(args, engine)
     safe_csv = getattr(args, "safe_csv", True)
     written: tuple[str, ...] = ()
     if engine == "memory":  # the output folder is made once the scores are there
         from extracteval.mlflow.adapters import get_adapter
 
         scored = get_adapter(task).score_args(args)
+        if slicing is not None:
+            from extracteval.mlflow.slicing import slice_scored
+
+            scored.doc["slices"] = slice_scored(scored, *slicing).to_dict()
         with _staged(output) as staging:
             if staging is not None:
                 written = outputs.write(scored.result, scored.doc, staging, scored=scored, safe_csv=safe_csv)
@@ -51,8 +56,32 @@ def run(args: argparse.Namespace) -> int:
             if staging is not None:
                 written = outputs.write(result, doc, staging, safe_csv=safe_csv)
     render = getattr(outputs, "renderer", lambda _args: outputs.render)(args)  # a task may render in a style its options choose
+    if slicing is not None:
+        render = _with_slices(render)
     print_result(doc, as_json=args.json, render=render, output=output, written=written)
     return 0
+
+
+def _slicing(args: argparse.Namespace, engine: str) -> tuple[Any, Any] | None:
+    """(SliceOptions, metadata rows) of --slice-by / --cluster-by, read before scoring so that a
+    wrong column fails fast; None without them."""
+    from extracteval.mlflow.slicing import metadata_for, slice_options
+
+    options = slice_options(args)
+    if options is None:
+        return None
+    if engine != "memory":
+        from extracteval.errors import InputError
+
+        raise InputError("--slice-by and --cluster-by are computed in memory: drop --chunk-size, --workers and --engine spark "
+                         "(the records' counts fit in memory for slicing up to a few million cells).")
+    return options, metadata_for(args, options)
+
+
+def _with_slices(render: Any) -> Any:
+    from extracteval.report.slices import render_slices
+
+    return lambda doc: render(doc) + "\n\n" + render_slices(doc["slices"])
 
 
 def _scaled(engines: Any, args: argparse.Namespace, engine: str, folder: Path | None) -> tuple[Any, dict[str, Any]]:

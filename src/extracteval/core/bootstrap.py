@@ -23,7 +23,8 @@ from extracteval.core.significance import BORDERLINE, NOT_SIGNIFICANT, SIGNIFICA
 
 __all__ = [
     "Interval", "PairComparison", "significance", "comparison_entry", "SIGNIFICANT", "BORDERLINE", "NOT_SIGNIFICANT",
-    "bootstrap_counts", "bootstrap_patterns", "macro_f1_statistic", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns",
+    "bootstrap_counts", "bootstrap_samples", "cluster_sums", "Draws", "percentile_intervals",
+    "bootstrap_patterns", "macro_f1_statistic", "bootstrap_macro_f1", "bootstrap_macro_f1_patterns",
     "record_patterns", "merge_patterns",
     "field_patterns", "merge_field_patterns",
 ]
@@ -356,7 +357,8 @@ def bootstrap_counts(
 
     Args:
         per_record: model → (records, columns) counts, the same records in the same order for
-            every model; integers, or floats for per-record values (summed in float64).
+            every model; integers, or floats for per-record values (summed in float64). For the
+            cluster bootstrap, pass each cluster's summed rows (`cluster_sums`).
         statistic: summed counts (..., columns) → metric (...), vectorised over leading axes.
         pairs: (a, b) model pairs whose difference `metric[a] - metric[b]` gets an interval.
 
@@ -367,9 +369,31 @@ def bootstrap_counts(
         >>> round(est["a"].estimate, 4), round(diffs[("a", "b")].estimate, 4)
         (0.6667, 0.3333)
     """
+    draws = bootstrap_samples(per_record, statistic, resamples=resamples, seed=seed)
+    if draws is None:
+        return {}, {}
+    return percentile_intervals(draws.models, draws.estimates, draws.samples, pairs, draws.n, confidence, resamples)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Draws:
+    """A bootstrap's raw draws: the models, each one's metric on the full sample (`estimates`),
+    the metric of every resample (`samples`: resamples × models) and the number of rows resampled."""
+
+    models: list[Any]
+    estimates: np.ndarray
+    samples: np.ndarray
+    n: int
+
+
+def bootstrap_samples(per_record: Mapping[Any, np.ndarray], statistic: Callable[[np.ndarray], np.ndarray], *, resamples: int = 1000,
+                      seed: int = 0) -> Draws | None:
+    """The draws behind `bootstrap_counts` (the same resamples for the same seed), for callers
+    that need more than percentile intervals (a p-value for a multiple-comparison correction);
+    None when there are no models."""
     models = list(per_record)
     if not models:
-        return {}, {}
+        return None
     n, width = np.asarray(per_record[models[0]]).shape
     blocks = [np.asarray(per_record[m]) for m in models]
     if any(b.shape != (n, width) for b in blocks):
@@ -383,8 +407,28 @@ def bootstrap_counts(
         dt = next((t for t in (np.int8, np.int16, np.int32) if top <= np.iinfo(t).max), np.int64)
         joined = np.concatenate(blocks, axis=1, dtype=dt, casting="unsafe")  # values fit: checked above
     patterns, freq = _capped(*_distinct(joined))
-    return bootstrap_patterns(models, width, patterns, freq, pairs, statistic=statistic, records=lambda: joined, n_records=n,
-                              resamples=resamples, confidence=confidence, seed=seed)
+    return _draw(models, width, patterns, freq, statistic=statistic, records=lambda: joined, n_records=n, resamples=resamples, seed=seed)
+
+
+def cluster_sums(rows: np.ndarray, clusters: Any) -> np.ndarray:
+    """Per-record rows (records, columns) summed per cluster (`clusters`: one label per record):
+    the rows a cluster bootstrap resamples, one per cluster in order of first appearance. A metric
+    of summed counts is the same on these rows as on the records'; resampling them draws whole
+    clusters, so records that share a customer, a document or an annotator move together.
+
+    Example:
+        >>> cluster_sums(np.array([[1, 0], [0, 1], [1, 1]]), ["a", "b", "a"]).tolist()
+        [[2, 1], [0, 1]]
+    """
+    import pandas as pd
+
+    rows = np.asarray(rows)
+    codes, uniques = pd.factorize(np.asarray(clusters, dtype=object), sort=False)
+    if len(codes) != len(rows):
+        raise ValueError(f"Expected one cluster label per record ({len(rows)}), but got {len(codes)}.")
+    out = np.zeros((len(uniques), rows.shape[1]), dtype=np.float64 if rows.dtype.kind == "f" else np.int64)
+    np.add.at(out, codes, rows)
+    return out
 
 
 def bootstrap_patterns(
@@ -413,9 +457,18 @@ def bootstrap_patterns(
     gets the same intervals. `statistic` maps summed counts (..., width) to the metric (...); it
     is called once per block of resamples for all models together.
     """
+    draws = _draw(models, width, patterns, freq, statistic=statistic, records=records, n_records=n_records, resamples=resamples, seed=seed)
+    if draws is None:
+        return {}, {}
+    return percentile_intervals(draws.models, draws.estimates, draws.samples, pairs, draws.n, confidence, resamples)
+
+
+def _draw(models: Sequence[Any], width: int, patterns: np.ndarray | None, freq: np.ndarray | None, *, statistic: Callable[[np.ndarray], np.ndarray],
+          records: Callable[[], np.ndarray | Iterable[np.ndarray]] | None, n_records: int | None, resamples: int, seed: int) -> Draws | None:
+    """The resamples of `bootstrap_patterns`: each model's estimate and the metric of every resample."""
     models = list(models)
     if not models:
-        return {}, {}
+        return None
     m_count = len(models)
     n, use_patterns = _bootstrap_size(patterns, freq, n_records)
     # resample × model: filled block by block, then all percentiles in one call per side
@@ -436,7 +489,7 @@ def bootstrap_patterns(
             records, n, m_count * width, np.arange(m_count * width), resamples, np.random.default_rng(seed), fill,
         ) if n > 0 else np.zeros(m_count * width, dtype=np.int64)
     estimates = np.asarray(statistic(np.asarray(totals_all).reshape(m_count, width)), dtype=np.float64)
-    return _percentile_intervals(models, estimates, samples, pairs, n, confidence, resamples)
+    return Draws(models=models, estimates=estimates, samples=samples, n=n)
 
 
 def _bootstrap_size(patterns: np.ndarray | None, freq: np.ndarray | None, n_records: int | None) -> tuple[int, bool]:
@@ -479,7 +532,7 @@ def _resample_patterns(patterns: np.ndarray, freq: np.ndarray, n: int, width: in
     return totals_all
 
 
-def _percentile_intervals(models: list[Any], estimates: np.ndarray, samples: np.ndarray, pairs: Sequence[tuple[Any, Any]], n: int,
+def percentile_intervals(models: list[Any], estimates: np.ndarray, samples: np.ndarray, pairs: Sequence[tuple[Any, Any]], n: int,
                           confidence: float, resamples: int) -> tuple[dict[Any, Interval], dict[tuple[Any, Any], Interval]]:
     """Each model's percentile interval around its estimate, and each pair's interval of the difference."""
     point = {m: float(estimates[k]) for k, m in enumerate(models)}

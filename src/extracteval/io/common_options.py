@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_bootstrap_arguments", "add_normalization_arguments", "add_result_arguments", "add_similarity_arguments", "add_tracking_uri_argument"]
+__all__ = ["add_slice_arguments", "add_bootstrap_arguments", "add_normalization_arguments", "add_result_arguments", "add_similarity_arguments", "add_tracking_uri_argument"]
 
 
 def add_normalization_arguments(p: argparse.ArgumentParser, *, null_meaning: str = "absent") -> None:
@@ -74,3 +74,21 @@ def add_result_arguments(p: argparse.ArgumentParser, *, writes: str, safe_csv: b
     if safe_csv:
         add_safe_csv_argument(p)
     add_scale_arguments(p)
+
+
+def add_slice_arguments(p: argparse.ArgumentParser) -> None:
+    """--slice-by, --cluster-by and their companions: every task's metrics broken down by a
+    metadata column of the records, with intervals that resample whole clusters."""
+    g = p.add_argument_group("slices and clusters")
+    g.add_argument("--slice-by", dest="slice_by", action="append", default=[], metavar="COLUMN[,COLUMN]",
+                   help="break every model's metrics down by this metadata column (repeatable; A,B crosses two columns); "
+                        "a column named here or by --cluster-by is metadata, not scored")
+    g.add_argument("--metadata", metavar="FILE", help="record metadata (CSV, TSV, Parquet or JSON Lines keyed by record id; "
+                                                      "default: the ground-truth file's own columns)")
+    g.add_argument("--metadata-id", metavar="NAME", help="record id column of --metadata (default: the task's record id column)")
+    g.add_argument("--slice-bins", dest="slice_bins", action="append", default=[], metavar="N|COLUMN=E1,E2,…",
+                   help="numeric columns: N quantile bins (default 4), or the bin edges of one column (repeatable)")
+    g.add_argument("--slice-min-size", dest="slice_min_size", type=int, metavar="N", help="records a slice needs to be ranked (default 20)")
+    g.add_argument("--cluster-by", dest="cluster_by", metavar="COLUMN",
+                   help="records sharing this column's value are not independent (a customer, a source document): intervals "
+                        "resample whole clusters")

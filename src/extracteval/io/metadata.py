@@ -1,0 +1,137 @@
+"""Record metadata: the columns slices and clusters are read from.
+
+Metadata is one row per record id: the columns `--slice-by` and `--cluster-by` name, read from
+the ground-truth file itself (a CSV/TSV/Parquet column, or a top-level key of a JSON Lines
+record) or from a separate `--metadata FILE` keyed by the same record ids. Only the named
+columns are read; a record the metadata lacks has no value (its slice is `(missing)`); an id
+given twice with different values is an error, since a record cannot sit in two slices.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from extracteval.errors import InputError
+
+__all__ = ["read_metadata", "TABLE_SUFFIXES", "JSON_SUFFIXES"]
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
+JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
+
+
+def _suffix(path: Path) -> str:
+    s = path.suffix.lower()
+    if s in (".gz", ".xz", ".bz2", ".zst"):
+        s = Path(path.stem).suffix.lower()
+    return s
+
+
+def read_metadata(path: str | Path, columns: Sequence[str], *, id_column: str = "id", option: str = "--metadata") -> Any:
+    """A DataFrame indexed by record id (strings) with `columns` (objects), from `path`.
+
+    `option` names where the file came from in errors (`--metadata`, `--truth`)."""
+    import pandas as pd
+
+    from extracteval.io.text_files import check_regular_file
+
+    p = Path(path)
+    check_regular_file(p)
+    suffix = _suffix(p)
+    want = list(dict.fromkeys([id_column, *columns]))
+    if suffix in (".csv", ".tsv"):
+        sep = "\t" if suffix == ".tsv" else ","
+        head = pd.read_csv(p, sep=sep, nrows=0, dtype=str)
+        _check_columns(p, option, list(head.columns), want, id_column)
+        frame = pd.read_csv(p, sep=sep, usecols=want, dtype=str, keep_default_na=False, na_values=[""])
+    elif suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        try:
+            names = pq.ParquetFile(p).schema_arrow.names
+        except Exception as e:  # noqa: BLE001 - a file that is not Parquet is the user's error
+            raise InputError(f"{p}: {option}: expected a Parquet file, but it could not be read ({type(e).__name__}: {e}).") from None
+        _check_columns(p, option, names, want, id_column)
+        frame = pd.read_parquet(p, columns=want)
+    elif suffix in JSON_SUFFIXES:
+        frame = _read_json_records(p, want, id_column, option)
+    else:
+        raise InputError(f"{p}: {option}: metadata is read from a CSV, TSV, Parquet or JSON Lines file, but this one ends in {p.suffix!r} "
+                         "(a CoNLL or text file has no columns: pass --metadata FILE with a record id column).")
+    return _keyed(p, option, frame, id_column, list(columns))
+
+
+def _check_columns(p: Path, option: str, found: Sequence[str], want: Sequence[str], id_column: str) -> None:
+    missing = [c for c in want if c not in found]
+    if missing:
+        shown = ", ".join(map(repr, list(found)[:30]))
+        what = "record id column" if missing == [id_column] else ("columns" if len(missing) > 1 else "column")
+        raise InputError(f"{p}: {option}: expected the {what} {', '.join(map(repr, missing))}, but the file has {shown}.")
+
+
+def _read_json_records(p: Path, want: Sequence[str], id_column: str, option: str) -> Any:
+    import pandas as pd
+
+    from extracteval.io.text_files import read_text
+
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    text = read_text(p)
+    stripped = text.lstrip()
+    if _suffix(p) == ".json" and stripped.startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{p}: {option}: expected a JSON array of records, but it is not valid JSON ({e.msg} at line {e.lineno}).") from None
+        items = list(enumerate(records, start=1))
+    else:
+        items = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append((n, json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise InputError(f"{p}: line {n}: {option}: expected one JSON object per line, but found invalid JSON ({e.msg}).") from None
+    for n, rec in items:
+        if not isinstance(rec, dict):
+            raise InputError(f"{p}: record {n}: {option}: expected a JSON object, but found {type(rec).__name__}.")
+        if id_column not in rec:
+            raise InputError(f"{p}: record {n}: {option}: expected a record id in {id_column!r}, but the record has keys {sorted(rec)[:20]}.")
+        rows.append({c: _scalar(rec.get(c)) for c in want})
+        seen.update(k for k in rec)
+    missing = [c for c in want if c not in seen]
+    if missing:
+        raise InputError(f"{p}: {option}: expected the key(s) {', '.join(map(repr, missing))} in the records, but no record has them "
+                         f"(keys found: {', '.join(map(repr, sorted(seen)[:30]))}).")
+    return pd.DataFrame(rows, columns=list(want))
+
+
+def _scalar(v: Any) -> Any:
+    """A metadata value: numbers and strings as they are, anything nested as its JSON text."""
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, sort_keys=True, ensure_ascii=False)
+    return v
+
+
+def _keyed(p: Path, option: str, frame: Any, id_column: str, columns: list[str]) -> Any:
+    ids = frame[id_column].astype(object).where(frame[id_column].notna(), None)
+    if ids.isna().any():
+        row = int(ids.isna().to_numpy().nonzero()[0][0]) + 1
+        raise InputError(f"{p}: record {row}: {option}: expected a record id in {id_column!r}, but it is empty.")
+    frame = frame.assign(**{id_column: ids.map(lambda v: str(v).strip())})
+    values = frame[columns].astype(object).where(frame[columns].notna(), None)
+    values.index = frame[id_column].to_numpy(dtype=object)
+    dup = values.index.duplicated(keep=False)
+    if dup.any():
+        groups = values[dup].groupby(level=0, sort=False)
+        for rid, g in groups:
+            if len(g.astype(str).drop_duplicates()) > 1:
+                col = next(c for c in columns if g[c].astype(str).nunique() > 1)
+                raise InputError(f"{p}: record id {rid!r}: {option}: expected one value of {col!r} per record, but found "
+                                 f"{', '.join(map(repr, g[col].astype(str).unique()[:5]))}.")
+        values = values[~values.index.duplicated(keep="first")]
+    values.index.name = "record_id"
+    return values

@@ -1,0 +1,159 @@
+"""Slices of a scored evaluation, for every task alike, through its adapter.
+
+Each model's per-record counts come from the rows the run logs as `records.parquet`
+(`records_frame`, read back by the task's `record_counts`), and each metric from the task's map
+of summed counts to metrics (`count_metric`): the same path as the intervals of `leaderboard`
+and `compare`, so a slice's numbers are those of scoring its records alone, for every task.
+`core.slices` does the slicing, the intervals and the rankings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from extracteval.errors import InputError
+
+__all__ = ["slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys"]
+
+
+def _columns_of(value: Any) -> tuple[str, ...]:
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    return tuple(c.strip() for c in str(value).split(",") if c.strip())
+
+
+def _edges(values: Sequence[str]) -> tuple[int | None, dict[str, tuple[float, ...]]]:
+    """`--slice-bins`: N (quantile bins of every numeric column) and/or COLUMN=E1,E2,… (edges)."""
+    bins: int | None = None
+    edges: dict[str, tuple[float, ...]] = {}
+    for v in values:
+        text = str(v).strip()
+        if "=" not in text:
+            try:
+                bins = int(text)
+            except ValueError:
+                raise InputError(f"--slice-bins: expected a number of bins or COLUMN=E1,E2,…, but found {text!r}.") from None
+            if bins < 1:
+                raise InputError(f"--slice-bins: expected at least 1 bin, but found {bins}.")
+            continue
+        col, _, rest = text.partition("=")
+        try:
+            cuts = tuple(float(x) for x in rest.split(",") if x.strip())
+        except ValueError:
+            raise InputError(f"--slice-bins {col.strip()}=…: expected numbers separated by commas, but found {rest!r}.") from None
+        if len(cuts) < 2 or list(cuts) != sorted(set(cuts)):
+            raise InputError(f"--slice-bins {col.strip()}=…: expected at least two increasing edges, but found {rest!r}.")
+        edges[col.strip()] = cuts
+    return bins, edges
+
+
+def slice_config_keys() -> dict[str, str]:
+    """evaluator_config / Python API keys of slicing, with what each means."""
+    return {
+        "slice_by": "metadata column(s) to break every metric down by: a name, 'a,b' for crossed columns, or a list of those",
+        "metadata": "file of record metadata keyed by record id (default: the ground-truth file's own columns)",
+        "slice_bins": "quantile bins of a numeric column (int), or {column: [edges]}",
+        "slice_min_size": "records a slice needs to be ranked (default 20)",
+        "cluster_by": "metadata column grouping records that are not independent: the intervals resample whole clusters",
+    }
+
+
+def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
+    """The `SliceOptions` of the command line's (or a config mapping's) slicing options, or None
+    when neither slices nor clusters were asked for (`--cluster-by` alone gives the whole
+    evaluation's clustered intervals)."""
+    from extracteval.core.slices import SliceOptions
+
+    get = args.get if isinstance(args, Mapping) else (lambda k, d=None: getattr(args, k, d))
+    raw = get("slice_by") or ()
+    if isinstance(raw, str):
+        raw = [raw]
+    by = tuple(c for c in (_columns_of(v) for v in raw) if c)
+    cluster = get("cluster_by") or None
+    if not by and not cluster:
+        return None
+    bins_raw = get("slice_bins") or ()
+    if isinstance(bins_raw, Mapping):
+        bins, edges = None, {str(k): tuple(float(x) for x in v) for k, v in bins_raw.items()}
+    else:
+        bins, edges = _edges([bins_raw] if isinstance(bins_raw, (str, int)) else list(bins_raw))
+    min_size = get("slice_min_size")
+    kw: dict[str, Any] = {}
+    for key, name in (("resamples", "resamples"), ("seed", "seed"), ("confidence", "confidence")):
+        v = get(key)
+        if v is not None and not isinstance(v, bool):
+            kw[name] = v
+    opts = SliceOptions(by=by, bins=bins or 4, edges=edges, min_size=int(min_size) if min_size is not None else 20,
+                        cluster_by=str(cluster) if cluster else None, **kw)
+    if opts.min_size < 1:
+        raise InputError(f"--slice-min-size: expected at least 1 record, but found {opts.min_size}.")
+    return opts
+
+
+def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> Any:
+    """The metadata rows (record id → the options' columns): `--metadata FILE` when given, else
+    the ground-truth file's own columns."""
+    from extracteval.io.metadata import read_metadata
+
+    get = args.get if isinstance(args, Mapping) else (lambda k, d=None: getattr(args, k, d))
+    id_column = get("metadata_id") or get("id_column") or get("id_key") or "id"
+    path = get("metadata")
+    option = "--metadata"
+    if not path:
+        path, option = get("truth"), "--truth"
+        if not path or not isinstance(path, (str, Path)):
+            raise InputError("--slice-by needs record metadata: pass --metadata FILE (a table keyed by record id) — the ground truth "
+                             "was not given as a file.")
+    return read_metadata(path, options.columns, id_column=str(id_column), option=option)
+
+
+def record_tables(scored: Any) -> dict[str, Any]:
+    """Each model's per-record counts (`RecordCountTable`) of a scored evaluation, read from the
+    per-record rows its run logs, by the task's own reader of them."""
+    from extracteval.mlflow.adapters import get_adapter
+
+    adapter = get_adapter(scored.task)
+    params = adapter.params(scored)
+    tables: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="extracteval-slices-") as d:
+        for k, m in enumerate(scored.models):
+            frame = adapter.records_frame(scored, m)
+            table = None
+            if frame is not None:
+                path = Path(d) / f"records-{k}.parquet"
+                frame.to_parquet(path, index=False)
+                table = adapter.record_counts(path, params)
+            if table is None:
+                raise InputError(f"--slice-by: the {scored.task} task keeps no per-record counts for model {m!r}, so its metrics cannot be "
+                                 "broken down by record.")
+            tables[m] = table
+    return tables
+
+
+def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
+    """The `SliceReport` of a scored evaluation (models in its ranking order)."""
+    from extracteval.core.record_counts import paired_counts
+    from extracteval.core.slices import slice_report
+    from extracteval.mlflow.adapters import get_adapter
+    from extracteval.tasks import ranking_spec
+
+    adapter = get_adapter(scored.task)
+    params = adapter.params(scored)
+    tables = record_tables(scored)
+    rec, cols, arrays = paired_counts(tables)
+    spec = ranking_spec(scored.task)
+    metrics = {}
+    for key in dict.fromkeys([spec.primary, *spec.tie_breaks, *adapter.interval_metrics]):
+        f = adapter.count_metric(key, cols, params)
+        if f is not None:
+            metrics[key] = f
+    if spec.primary not in metrics:
+        raise InputError(f"--slice-by: the {scored.task} task's per-record counts do not determine its primary metric {spec.primary!r}.")
+    if not metadata.index.isin(rec).any():
+        raise InputError(f"--slice-by: no record id of the metadata matches a scored record (metadata ids such as "
+                         f"{', '.join(map(repr, list(metadata.index[:3])))}; scored ids such as {', '.join(map(repr, rec[:3]))}).")
+    return slice_report({m: arrays[m] for m in scored.models}, metadata.reindex(rec), metrics, spec, options)

@@ -1,0 +1,83 @@
+"""The slices of an evaluation as terminal text: one compact table per slicing, weakest slice
+first, then each model's weakest slices and the slices whose ranking differs from the overall one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from extracteval.report.terminal import count_of, table
+
+__all__ = ["render_slices", "value_text"]
+
+
+def value_text(x: float | None, rate: bool) -> str:
+    """A metric as every slice table shows it: a percentage for a rate, else three decimals."""
+    if x is None or x != x:
+        return "n/a"
+    return f"{100.0 * x:.1f}%" if rate else f"{x:.3f}"
+
+
+def _interval(row: Mapping[str, Any], rate: bool) -> str:
+    if row.get("low") is None or row["low"] != row["low"]:
+        return value_text(row["estimate"], rate)
+    lo, hi = ((f"{100.0 * row[k]:.1f}" if rate else f"{row[k]:.3f}") for k in ("low", "high"))
+    return f"{value_text(row['estimate'], rate)} [{lo}, {hi}]"
+
+
+def _gap_text(gap: Mapping[str, Any] | None, rate: bool) -> str:
+    if gap is None:
+        return ""
+    d = gap["difference"]["estimate"]
+    size = f"{100.0 * d:+.1f} pts" if rate else f"{d:+.3f}"
+    word = "significant" if gap.get("significant") else "not significant"
+    return f"{size}, {word} (Holm p = {gap['p_holm']:.3g})"
+
+
+def render_slices(doc: Mapping[str, Any]) -> str:
+    """The `slices` part of a result document as text."""
+    rate = bool(doc.get("rate", True))
+    rows = doc.get("rows", [])
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    conf = f"{100 * float(doc.get('confidence', 0.95)):g}%"
+    clusters = f"; whole clusters of {doc['cluster_by']!r} resampled" if doc.get("cluster_by") else ""
+    out = [f"Slices — {doc.get('label') or doc['metric']} per slice, {conf} intervals ({doc.get('resamples')} resamples{clusters}); "
+           f"slices under {count_of(int(doc.get('min_size', 0)), 'record')} are shown but not ranked"]
+    gaps = {(g["slice"], g["value"], g["higher"]): g for g in doc.get("gaps", [])}
+    for slicing in dict.fromkeys(r["slice"] for r in rows):
+        mine = [r for r in rows if r["slice"] == slicing]
+        values = list(dict.fromkeys(r["value"] for r in mine))
+        per = {v: {r["model"]: r for r in mine if r["value"] == v} for v in values}
+        # weakest first: by the models' mean value in the slice
+        values.sort(key=lambda v: sum(r["estimate"] for r in per[v].values()) / max(len(per[v]), 1))
+        body = []
+        for v in values:
+            first = next(iter(per[v].values()))
+            winner = next((m for m, r in per[v].items() if r.get("rank") == 1), None)
+            lead = gaps.get((slicing, v, winner)) if winner else None
+            flag = " ≠ overall" if first.get("ranking_differs") else ""
+            body.append([v, str(first["records"]) + ("" if first["ranked"] else " (not ranked)"),
+                         *[_interval(per[v][m], rate) if m in per[v] else "" for m in models],
+                         (winner or "-") + flag, _gap_text(lead, rate)])
+        out.append("")
+        out.append(f"By {slicing}:" if slicing != "(all records)" else "All records:")
+        out.append(table(["value", "records", *models, "winner", "lead over the next model"], body))
+    weak = {m: w for m, w in (doc.get("weakest") or {}).items() if w}
+    if weak:
+        out.append("")
+        out.append("Weakest slices (below the model's overall value, the largest drop its interval still supports first; "
+                   "* where the whole interval lies below the overall value):")
+        for m, items in weak.items():
+            parts = []
+            for w in items[:3]:
+                sure = "*" if w["supported_drop"] > 0 else ""
+                parts.append(f"{w['slice']} = {w['value']}{sure} {_interval(w, rate)} vs {value_text(w['overall'], rate)} "
+                             f"({count_of(int(w['records']), 'record')})")
+            out.append(f"  {m}: " + "; ".join(parts))
+    flips = sorted({(r["slice"], r["value"]) for r in rows if r.get("ranking_differs")})
+    if flips:
+        out.append("")
+        out.append("The ranking differs from the overall one in: " + "; ".join(f"{s} = {v}" for s, v in flips))
+    for note in doc.get("notes", []):
+        out.append(f"note: {note}")
+    return "\n".join(out)

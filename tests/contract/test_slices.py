@@ -1,0 +1,168 @@
+"""Slices over the registry: for every task, a slice's metrics are those of scoring its records
+alone, `--cluster-by` resamples whole clusters, and bad slicing options are clear errors.
+
+Each task's example case (`tests/tasks/<task>/cases.py`) is scored with `--slice-by` over a
+metadata file that puts its records into random groups; each group's records are then written to
+their own truth and prediction files and scored alone, and every model's primary metric and
+main metrics (the MLflow keys the task logs) must equal the slice's, exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from extracteval.commands.runner import build_parser
+from extracteval.core.slices import ALL, MISSING
+from extracteval.mlflow.adapters import get_adapter
+from extracteval.mlflow.keys import KeyMap
+from extracteval.mlflow.slicing import record_tables, slice_options, slice_scored
+from extracteval.tasks import TASKS, ranking_spec
+from tests.contract.cases import task_cases
+
+CASES = task_cases()
+
+
+def _ids_of(path: Path) -> list[str]:
+    if path.suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as f:
+            return [row["id"] for row in csv.DictReader(f)]
+    return [str(json.loads(line)["id"]) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _subset(src: Path, dst: Path, keep: set[str]) -> None:
+    """`src` with only the records whose id is in `keep` (a CSV's rows, a JSON Lines file's lines)."""
+    if src.suffix == ".csv":
+        with src.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+        k = rows[0].index("id")
+        with dst.open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f).writerows([rows[0], *(r for r in rows[1:] if r[k] in keep)])
+    else:
+        lines = [ln for ln in src.read_text(encoding="utf-8").splitlines() if ln.strip() and str(json.loads(ln)["id"]) in keep]
+        dst.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _files(args: list[str]) -> tuple[Path, dict[str, Path]]:
+    truth = Path(args[args.index("--truth") + 1])
+    preds = {}
+    for i, a in enumerate(args):
+        if a == "--predictions":
+            name, _, path = args[i + 1].partition("=")
+            preds[name] = Path(path)
+    return truth, preds
+
+
+def _scored(task: str, argv: list[str]):
+    args = build_parser().parse_args(["score", task, *argv])
+    return get_adapter(task).score_args(args)
+
+
+def _metric_keys(task: str) -> list[str]:
+    spec = ranking_spec(task)
+    return list(dict.fromkeys([spec.primary, *spec.tie_breaks, *get_adapter(task).interval_metrics]))
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_a_slice_scores_as_its_records_alone(task: str, tmp_path: Path) -> None:
+    """Random groups of each task's example records: every model's metrics in each group's slice
+    equal those of the group's records scored on their own, and the `(all records)` slice equals
+    the whole evaluation."""
+    import pandas as pd
+
+    case = CASES[task]
+    argv = list(case.score_args)
+    truth, preds = _files(argv)
+    scored = _scored(task, argv)
+    ids = sorted(set(_ids_of(truth)).union(*(_ids_of(p) for p in preds.values())))
+    rng = np.random.default_rng(sum(map(ord, task)))
+    groups = rng.choice(["g1", "g2", "g3"], size=len(ids), p=[0.5, 0.3, 0.2])
+    meta = pd.DataFrame({"group": groups}, index=pd.Index(ids, dtype=object))
+    report = slice_scored(scored, slice_options({"slice_by": ["group"], "resamples": 50, "slice_min_size": 1}), meta).to_dict()
+    keys = _metric_keys(task)
+    adapter = get_adapter(task)
+    whole = {m: adapter.metrics(scored, m, KeyMap.build(adapter.item_names(scored))) for m in scored.models}
+    for row in (r for r in report["rows"] if r["slice"] == ALL):
+        for k in keys:
+            if f"metrics/{k}" in row:
+                assert row[f"metrics/{k}"] == pytest.approx(whole[row["model"]][k], abs=1e-12), (task, k)
+    checked = 0
+    for value in ("g1", "g2", "g3"):
+        keep = {i for i, g in zip(ids, groups) if g == value}
+        if not keep & set(_ids_of(truth)):
+            continue
+        sub_truth = tmp_path / f"{value}-truth{truth.suffix}"
+        _subset(truth, sub_truth, keep)
+        sub_argv = [a for a in argv]
+        sub_argv[sub_argv.index("--truth") + 1] = str(sub_truth)
+        for name, p in preds.items():
+            dst = tmp_path / f"{value}-{name}{p.suffix}"
+            _subset(p, dst, keep)
+            sub_argv[sub_argv.index(f"{name}={p}")] = f"{name}={dst}"
+        alone = _scored(task, sub_argv)
+        km = KeyMap.build(adapter.item_names(alone))
+        for row in (r for r in report["rows"] if r["slice"] == "group" and r["value"] == value):
+            got = adapter.metrics(alone, row["model"], km)
+            for k in keys:
+                if f"metrics/{k}" in row:
+                    assert row[f"metrics/{k}"] == pytest.approx(got[k], abs=1e-12), (task, value, row["model"], k)
+                    checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_cluster_by_resamples_whole_clusters(task: str) -> None:
+    """With every record its own cluster the intervals are the record bootstrap's; with two
+    clusters the notes warn that the interval may be too narrow."""
+    import pandas as pd
+
+    scored = _scored(task, list(CASES[task].score_args))
+    from extracteval.core.record_counts import paired_counts
+
+    rec, _, _ = paired_counts(record_tables(scored))
+    meta = pd.DataFrame({"own": rec, "two": [str(k % 2) for k in range(len(rec))]}, index=pd.Index(rec, dtype=object))
+    plain = slice_scored(scored, slice_options({"slice_by": [], "cluster_by": "own", "resamples": 200}), meta).to_dict()
+    base = slice_scored(scored, slice_options({"slice_by": ["two"], "resamples": 200}), meta).to_dict()
+    one = {r["model"]: (r["low"], r["high"]) for r in plain["rows"]}
+    ref = {r["model"]: (r["low"], r["high"]) for r in base["rows"] if r["slice"] == ALL}
+    assert one == ref
+    two = slice_scored(scored, slice_options({"cluster_by": "two", "resamples": 200}), meta).to_dict()
+    assert any("2 clusters" in n for n in two["notes"])
+    assert all(r["clusters"] == 2 for r in two["rows"])
+
+
+def test_score_slices_on_the_command_line(cli, tmp_path: Path) -> None:
+    case = CASES["labels"]
+    truth, _ = _files(list(case.score_args))
+    ids = _ids_of(truth)
+    meta = tmp_path / "meta.csv"
+    meta.write_text("id,channel,length\n" + "".join(f"{i},{'email' if k % 3 else 'chat'},{k}\n" for k, i in enumerate(ids[:-3])), encoding="utf-8")
+    r = cli("score", "labels", *case.score_args, "--slice-by", "channel", "--slice-by", "length", "--slice-by", "channel,length",
+            "--metadata", str(meta), "--slice-bins", "3", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)["slices"]
+    assert doc["by"] == ["channel", "length", "channel × length"]
+    values = {(row["slice"], row["value"]) for row in doc["rows"]}
+    assert ("channel", "chat") in values and ("channel", MISSING) in values
+    assert sum(1 for s, _ in values if s == "length") == 4  # three quantile bins and the records without metadata
+    text = cli("score", "labels", *case.score_args, "--slice-by", "channel", "--metadata", str(meta))
+    assert text.code == 0 and "By channel:" in text.out and "chat" in text.out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--slice-by", "nope"], "'nope'"),
+    (["--slice-by", "channel", "--slice-bins", "x"], "--slice-bins"),
+    (["--slice-by", "channel", "--slice-min-size", "0"], "--slice-min-size"),
+    (["--slice-by", "channel", "--chunk-size", "10"], "in memory"),
+])
+def test_bad_slicing_options_are_clear_errors(cli, tmp_path: Path, argv: list[str], needle: str) -> None:
+    case = CASES["labels"]
+    truth, _ = _files(list(case.score_args))
+    meta = tmp_path / "meta.csv"
+    meta.write_text("id,channel\n" + "".join(f"{i},x\n" for i in _ids_of(truth)), encoding="utf-8")
+    r = cli("score", "labels", *case.score_args, "--metadata", str(meta), *argv)
+    assert r.code == 2 and needle in r.err and "Traceback" not in r.err, r.err

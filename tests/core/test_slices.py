@@ -1,0 +1,129 @@
+"""`core.slices`: values and bins, Holm's correction, the bootstrap p-value, the cluster rows,
+and slice metrics as sums of per-record counts (Hypothesis)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extracteval.core.bootstrap import bootstrap_counts, cluster_sums
+from extracteval.core.ranking import RankingSpec
+from extracteval.core.slices import ALL, CROSS, MISSING, SliceOptions, bootstrap_p_value, holm, slice_report, slice_values
+
+SPEC = RankingSpec(task="t", primary="f1", label="F1", tie_breaks=("precision",))
+
+
+def _f1(s: np.ndarray) -> np.ndarray:
+    tp, fp, fn = (np.asarray(s[..., k], dtype=np.float64) for k in range(3))
+    den = 2 * tp + fp + fn
+    return np.divide(2 * tp, den, out=np.zeros(np.shape(den)), where=den != 0)
+
+
+def _precision(s: np.ndarray) -> np.ndarray:
+    tp, fp = (np.asarray(s[..., k], dtype=np.float64) for k in range(2))
+    return np.divide(tp, tp + fp, out=np.zeros(np.shape(tp)), where=(tp + fp) != 0)
+
+
+METRICS = {"f1": _f1, "precision": _precision}
+
+
+def _holm_by_definition(p: list[float]) -> list[float]:
+    """Holm's adjusted p-value of each hypothesis: the largest, over the hypotheses ranked at or
+    before it, of (m − rank + 1) · p, capped at 1."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out = [0.0] * m
+    for pos, i in enumerate(order):
+        out[i] = min(1.0, max((m - k) * p[order[k]] for k in range(pos + 1)))
+    return out
+
+
+@given(st.lists(st.floats(0, 1), min_size=0, max_size=12))
+def test_holm_matches_its_definition(p: list[float]) -> None:
+    assert holm(p) == pytest.approx(_holm_by_definition(p), abs=1e-12)
+
+
+def test_holm_known_values() -> None:
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5]) == [0.5]
+
+
+def test_bootstrap_p_value_counts_the_observed_sample() -> None:
+    assert bootstrap_p_value(np.ones(999)) == pytest.approx(2 / 1000)
+    assert bootstrap_p_value(np.r_[np.ones(500), -np.ones(499)]) == 1.0
+    assert bootstrap_p_value(np.zeros(0)) == 1.0
+
+
+def test_cluster_sums_keep_the_metric_and_move_clusters_together() -> None:
+    rows = np.array([[1, 0, 0], [0, 1, 0], [1, 0, 1], [1, 1, 0]])
+    c = cluster_sums(rows, ["a", "b", "a", "c"])
+    assert c.tolist() == [[2, 0, 1], [0, 1, 0], [1, 1, 0]]
+    assert _f1(c.sum(axis=0)) == _f1(rows.sum(axis=0))
+    with pytest.raises(ValueError):
+        cluster_sums(rows, ["a"])
+
+
+def test_values_bins_and_crossings() -> None:
+    meta = pd.DataFrame({"n": [1, 2, 3, 4, 5, 6, 7, 8, None], "kind": ["x", "y", "x", "y", "x", "y", "x", "y", "x"], "few": [1, 1, 2, 2, 1, 1, 2, 2, 1]})
+    values, order = slice_values(meta, ("n",), SliceOptions(bins=2))
+    assert order == ["[1, 4.5]", "(4.5, 8]", MISSING] and values[0] == "[1, 4.5]" and values[-1] == MISSING
+    values, order = slice_values(meta, ("n",), SliceOptions(edges={"n": (0.0, 3.0, 10.0)}))
+    assert order == ["[0, 3]", "(3, 10]", MISSING]
+    _, order = slice_values(meta, ("few",), SliceOptions(bins=4))  # two distinct numbers: taken as they are
+    assert order == ["1", "2"]
+    values, order = slice_values(meta, ("kind", "few"), SliceOptions())
+    assert order == [f"x{CROSS}1", f"x{CROSS}2", f"y{CROSS}1", f"y{CROSS}2"] and values[0] == f"x{CROSS}1"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40), st.integers(2, 4), st.sampled_from([None, "c"]))
+def test_slice_metrics_are_the_metrics_of_its_records(seed: int, n: int, n_models: int, cluster: str | None) -> None:
+    """Every slice's values are the metrics of its records' summed counts; its interval is the
+    bootstrap of its records (or clusters) alone; the slice of all records is the whole sample."""
+    rng = np.random.default_rng(seed)
+    arrays = {f"m{k}": rng.integers(0, 3, size=(n, 3)) for k in range(n_models)}
+    meta = pd.DataFrame({"g": rng.choice(["a", "b", "c"], size=n), "c": rng.integers(0, 5, size=n).astype(str)})
+    opts = SliceOptions(by=(("g",),), min_size=1, cluster_by=cluster, resamples=50, seed=seed % 7)
+    report = slice_report(arrays, meta, METRICS, SPEC, opts)
+    groups = meta["g"].to_numpy()
+    for row in report.rows:
+        idx = np.arange(n) if row["slice"] == ALL else np.flatnonzero(groups == row["value"])
+        summed = arrays[row["model"]][idx].sum(axis=0)
+        assert row["metrics/f1"] == float(_f1(summed)) and row["estimate"] == row["metrics/f1"]
+        assert row["metrics/precision"] == float(_precision(summed))
+        assert row["records"] == len(idx)
+        rows = {m: a[idx] for m, a in arrays.items()}
+        if cluster:
+            rows = {m: cluster_sums(r, meta["c"].to_numpy()[idx]) for m, r in rows.items()}
+        per, _ = bootstrap_counts(rows, _f1, resamples=50, seed=seed % 7)
+        assert (row["low"], row["high"]) == (per[row["model"]].low, per[row["model"]].high)
+    # ranks inside a slice follow the slice's values; the gaps are between adjacent ranks
+    for (s, v), rows in itertools.groupby(report.rows, key=lambda r: (r["slice"], r["value"])):
+        ranked = sorted(rows, key=lambda r: r["rank"])
+        assert all(a["metrics/f1"] >= b["metrics/f1"] - 1e-9 for a, b in zip(ranked, ranked[1:]))
+    for g in report.gaps:
+        assert 0.0 <= g["p_value"] <= g["p_holm"] <= 1.0
+
+
+def test_small_slices_are_reported_not_ranked_and_weakest_is_ordered() -> None:
+    rng = np.random.default_rng(3)
+    n = 200
+    good = rng.integers(0, 2, size=(n, 3))
+    good[:, 0] += 2
+    bad = good.copy()
+    meta = pd.DataFrame({"g": ["big"] * 150 + ["hard"] * 40 + ["tiny"] * 10})
+    bad[150:190, 0] = 0  # the model loses every tp on the `hard` slice
+    report = slice_report({"a": good, "b": bad}, meta, METRICS, SPEC, SliceOptions(by=(("g",),), min_size=20, resamples=200))
+    tiny = [r for r in report.rows if r["value"] == "tiny"]
+    assert tiny and all(not r["ranked"] and r["rank"] is None for r in tiny)
+    hard = {r["model"]: r for r in report.rows if r["value"] == "hard"}
+    assert hard["a"]["winner"] and not hard["b"]["winner"]
+    weakest = report.weakest["b"]
+    assert weakest[0]["value"] == "hard" and weakest[0]["supported_drop"] > 0
+    gap = next(g for g in report.gaps if g["value"] == "hard")
+    assert gap["significant"] and gap["p_holm"] <= 3 * gap["p_value"] + 1e-12
