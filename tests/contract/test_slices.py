@@ -166,3 +166,48 @@ def test_bad_slicing_options_are_clear_errors(cli, tmp_path: Path, argv: list[st
     meta.write_text("id,channel\n" + "".join(f"{i},x\n" for i in _ids_of(truth)), encoding="utf-8")
     r = cli("score", "labels", *case.score_args, "--metadata", str(meta), *argv)
     assert r.code == 2 and needle in r.err and "Traceback" not in r.err, r.err
+
+
+def _with_column(src: Path, dst: Path, name: str, values: dict[str, str]) -> None:
+    """`src` with one more column (CSV) or top-level key (JSON Lines) per record."""
+    if src.suffix == ".csv":
+        with src.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+        k = rows[0].index("id")
+        with dst.open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f).writerows([[*rows[0], name], *([*r, values[r[k]]] for r in rows[1:])])
+    else:
+        out = []
+        for line in src.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                rec[name] = values[str(rec["id"])]
+                out.append(json.dumps(rec))
+        dst.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_a_metadata_column_of_the_truth_is_not_scored(task: str, tmp_path: Path) -> None:
+    """A truth column (or top-level key) named by --slice-by / --cluster-by describes the record:
+    every model's metrics are those of the truth without it, and it is no item of the result."""
+    argv = list(CASES[task].score_args)
+    truth, _ = _files(argv)
+    ids = _ids_of(truth)
+    dst = tmp_path / f"truth{truth.suffix}"
+    _with_column(truth, dst, "segment", {i: ("north" if k % 2 else "south") for k, i in enumerate(ids)})
+    plain = _scored(task, argv)
+    argv[argv.index("--truth") + 1] = str(dst)
+    sliced = _scored(task, [*argv, "--slice-by", "segment", "--cluster-by", "segment"])
+    adapter = get_adapter(task)
+    assert "segment" not in set(adapter.item_names(sliced))
+    km = KeyMap.build(adapter.item_names(plain))
+    for m in plain.models:
+        assert adapter.metrics(sliced, m, km) == adapter.metrics(plain, m, km), (task, m)
+
+
+def test_a_column_cannot_be_both_a_field_and_metadata(cli) -> None:
+    case = CASES["fields"]
+    r = cli("score", "fields", *case.score_args, "--fields", "contract_type,parties", "--slice-by", "contract_type")
+    assert r.code == 2 and "record metadata" in r.err and "Traceback" not in r.err, r.err
+    r = cli("score", "labels", *CASES["labels"].score_args, "--features", "category", "--slice-by", "category")
+    assert r.code == 2 and "record metadata" in r.err, r.err

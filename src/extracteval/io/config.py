@@ -242,6 +242,27 @@ def options_of(options: Any) -> Mapping[str, Any]:
     return opts
 
 
+def metadata_columns(options: Any) -> tuple[str, ...]:
+    """The ground-truth columns the options make record metadata (`--slice-by`, `--cluster-by`,
+    evaluator_config `slice_by`, `cluster_by`), in the order named: they describe a record and are
+    not scored. None when the metadata comes from a file of its own (`--metadata FILE`): the
+    ground truth is then scored whole."""
+    config = options_of(options)
+    if config.get("metadata") is not None:
+        return ()
+    raw = config.get("slice_by") or ()
+    if isinstance(raw, str):
+        raw = [raw]
+    names: dict[str, None] = {}
+    for v in raw:
+        for c in (v if isinstance(v, (list, tuple)) else str(v).split(",")):
+            if str(c).strip():
+                names[str(c).strip()] = None
+    if config.get("cluster_by"):
+        names[str(config["cluster_by"]).strip()] = None
+    return tuple(names)
+
+
 def listed(value: Any) -> list[str] | None:
     """A list option (`fields`, `features`) given as a list or as comma-separated text
     (`--fields a,b`); None when not given or empty."""

@@ -64,7 +64,7 @@ class RecordsAdapter(CellPredictions):
         from tests.tasks.records.inputs import load_inputs
 
         truth, preds, source = load_inputs(args.truth, args.predictions, id_column=args.id_column, delimiter=args.delimiter)
-        return self._score(truth, preds, source, self.build_config(args))
+        return self._score(_without_metadata(truth, args), preds, source, self.build_config(args))
 
     def score_experiment(self, folder: Any, spec: Mapping[str, Any]) -> Scored:
         return self.score_args(argparse.Namespace(truth=str(folder / spec["truth"]), id_column=spec.get("id_column", "id"), delimiter=None,
@@ -75,7 +75,7 @@ class RecordsAdapter(CellPredictions):
         from tests.tasks.records.inputs import load_inputs
 
         frame, preds, source = load_inputs(truth, predictions, id_column=id_column)
-        return self._score(frame, preds, source, self.build_config(config))
+        return self._score(_without_metadata(frame, config), preds, source, self.build_config(config))
 
     def build_config(self, config: Any) -> Any:
         from tests.tasks.records.options import build_config
@@ -231,3 +231,11 @@ class RecordsAdapter(CellPredictions):
 
 
 ADAPTER = RecordsAdapter()
+
+
+def _without_metadata(truth: pd.DataFrame, options: Any) -> pd.DataFrame:
+    """The truth without the columns the options make record metadata (`--slice-by`, `--cluster-by`): they are not fields."""
+    from extracteval.io.config import metadata_columns
+
+    drop = [c for c in metadata_columns(options) if c in truth.columns]
+    return truth.drop(columns=drop) if drop else truth

@@ -45,6 +45,8 @@ class FieldsConfig:
         confidence: interval coverage (0.95).
         seed: random seed of the bootstrap.
         max_examples: examples kept per classification kind, per model and field.
+        metadata: ground-truth columns that describe a record (the columns slices and clusters are
+            read from): never fields, whatever the strategies say.
     """
 
     strategies: Mapping[str, Strategy] = field(default_factory=dict)
@@ -59,8 +61,10 @@ class FieldsConfig:
     confidence: float = 0.95
     seed: int = 0
     max_examples: int = 5
+    metadata: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", tuple(str(c) for c in self.metadata))
         for name in ("fuzzy_threshold", "zero_division"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
@@ -104,6 +108,7 @@ class FieldsConfig:
             "bootstrap": self.bootstrap,
             "confidence": self.confidence,
             "seed": self.seed,
+            **({"metadata": list(self.metadata)} if self.metadata else {}),
         }
 
 

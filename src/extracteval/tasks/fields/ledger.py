@@ -62,7 +62,13 @@ def plan_fields(
         unknown = [f for f in fields if f not in all_fields]
         if unknown:
             raise InputError(f"{truth_source}: fields {unknown} are not columns of the ground truth (columns: {all_fields}).")
+        meta = [f for f in fields if f in cfg.metadata]
+        if meta:
+            raise InputError(f"{truth_source}: {meta} are named as fields and as record metadata (--slice-by / --cluster-by); "
+                             "a metadata column is not scored.")
         all_fields = list(fields)
+    else:
+        all_fields = [f for f in all_fields if f not in cfg.metadata]
     scored = tuple(f for f in all_fields if cfg.strategy_for(f) is not Strategy.IGNORE)
     return FieldsPlan(
         config=cfg,

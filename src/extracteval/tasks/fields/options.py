@@ -53,7 +53,7 @@ def build_config(options: Any) -> Any:
     strategies file (`strategies` as a path) is read as `--strategies FILE` reads it (its
     thresholds and null tokens too); the other options override it."""
     from extracteval.core.strategies import parse_strategy_map
-    from extracteval.io.config import given_options, options_of, task_config
+    from extracteval.io.config import given_options, metadata_columns, options_of, task_config
     from extracteval.tasks.fields.semantics import FieldsConfig
 
     config = options_of(options)
@@ -73,6 +73,8 @@ def build_config(options: Any) -> Any:
         opts["types"] = {**opts.get("types", {}), **types}
     opts.update(given_options(config, ("default_strategy", "fuzzy_threshold", "fuzzy_scorer", "zero_division", "bootstrap", "confidence",
                                        "seed", "min_records")))
+    if metadata_columns(config):
+        opts["metadata"] = metadata_columns(config)
     return task_config(FieldsConfig, opts, config, normalization=norm)
 
 

@@ -29,7 +29,7 @@ def _input_warnings(ledger: FieldsLedger, plan: FieldsPlan) -> list[str]:
     columns the truth lacks (ignored), fields the predictions lack (empty predictions)."""
     cfg, scored, all_fields, model_names = plan.config, list(plan.scored), list(plan.fields), list(ledger.models)
     warnings: list[str] = []
-    unknown_strat = sorted(set(cfg.strategies) - set(all_fields))
+    unknown_strat = sorted(set(cfg.strategies) - set(all_fields) - set(cfg.metadata))
     if unknown_strat:
         warnings.append(f"strategies given for fields that are not in the ground truth: {unknown_strat}")
     for m in model_names:
@@ -39,7 +39,7 @@ def _input_warnings(ledger: FieldsLedger, plan: FieldsPlan) -> list[str]:
                 f"model {m!r}: {ledger.missing[m]} ground-truth record(s) have no prediction and count as empty predictions: {shown}"
             )
         columns = ledger.columns[m]
-        known, present = set(all_fields), set(columns)  # sets: a file of 100,000 columns is not 10^10 comparisons
+        known, present = set(all_fields) | set(cfg.metadata), set(columns)  # sets: a file of 100,000 columns is not 10^10 comparisons
         unknown_cols = [c for c in columns if str(c) not in known]
         if unknown_cols and not plan.fields_given:
             warnings.append(f"model {m!r}: columns not in the ground truth are ignored: {_some(unknown_cols)}")

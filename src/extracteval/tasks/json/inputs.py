@@ -296,8 +296,12 @@ def load_json_inputs(
     id_key: str = "id",
     safety_key: str = "safety_score",
     is_absent: Callable[[Any], bool] | None = None,
+    metadata: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[JsonPredictions], str, list[str]]:
     """Read the truth and each `NAME=FILE` (or bare `FILE`) spec → (truth, models, truth source, notes).
+
+    `metadata`: top-level keys of the truth file's records that describe the record (the keys
+    slices and clusters are read from), taken out of its ground truth: they are not scored.
 
     Without `truth`, the ground truth comes from pairs-layout prediction files (which must agree).
     With both, a pairs file's `truth` must equal the ground truth record for record.
@@ -314,6 +318,9 @@ def load_json_inputs(
         if t.truth is None:
             raise InputError(f"{truth}: no ground truth found; a pairs-layout truth file needs a 'truth' key per record.")
         truth_map, truth_source = t.truth, str(truth)
+        if metadata:
+            drop = set(metadata)
+            truth_map = {rid: {k: v for k, v in obj.items() if k not in drop} if isinstance(obj, dict) else obj for rid, obj in truth_map.items()}
     loaded: list[tuple[str | None, Path, LoadedJson]] = []
     for spec in predictions:
         name, path = parse_model_spec(spec)

@@ -73,7 +73,7 @@ def build_config(options: Any) -> Any:
     options under the same names (`io.config.options_of`): the one translation for every door.
     A --config file (`config`) is read first; the options given beside it add to its `types`,
     `positive_labels`, `labels` and `multi_label` and override its other keys."""
-    from extracteval.io.config import given_options, options_of, task_config
+    from extracteval.io.config import given_options, metadata_columns, options_of, task_config
     from extracteval.tasks.labels.semantics import LabelsConfig
 
     import argparse
@@ -95,6 +95,8 @@ def build_config(options: Any) -> Any:
     opts["multi_label"] = {**_multi_label(base.get("multi_label") or {}, f"{config['config']}: multi_label" if base else "multi_label"),
                            **(_multi_label(given, "--multi-label" if command_line else "evaluator_config `multi_label`") if given else {})}
     opts.update(given_options({**base, **config}, ("zero_division",)))
+    if metadata_columns(config):
+        opts["metadata"] = metadata_columns(config)
     return task_config(LabelsConfig, opts, {**{k: base[k] for k in ("null_tokens", "dayfirst") if k in base}, **config})
 
 

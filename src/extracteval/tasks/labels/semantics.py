@@ -111,8 +111,10 @@ class LabelsConfig:
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
     zero_division: float = 0.0
     multi_label: Mapping[str, str | None] = field(default_factory=dict)
+    metadata: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", tuple(str(c) for c in self.metadata))
         zd = self.zero_division
         if not isinstance(zd, (int, float)) or isinstance(zd, bool) or not 0.0 <= float(zd) <= 1.0:
             raise InputError(f"Expected `zero_division` to be a number in [0, 1], but got {zd!r}.")
@@ -143,6 +145,7 @@ class LabelsConfig:
             "zero_division": self.zero_division,
             "missing_label": MISSING,
             **({"multi_label": dict(sorted(self.multi_label.items()))} if self.multi_label else {}),
+            **({"metadata": list(self.metadata)} if self.metadata else {}),
         }
 
 
@@ -252,13 +255,17 @@ def resolve_features(columns: Sequence[str], features: Sequence[str] | None, cfg
         unknown = [f for f in features if f not in columns]
         if unknown:
             raise InputError(f"{truth_source}: features {unknown} are not columns of the ground truth (columns: {columns}).")
+        meta = [f for f in features if f in cfg.metadata]
+        if meta:
+            raise InputError(f"{truth_source}: {meta} are named as features and as record metadata (--slice-by / --cluster-by); "
+                             "a metadata column is not scored.")
         feats = list(dict.fromkeys(features))
     else:
-        feats = columns
+        feats = [c for c in columns if c not in cfg.metadata]
     if not feats:
         raise InputError(f"{truth_source}: no feature columns; expected an id column and at least one feature column.")
     for what, mapping in (("type", cfg.types), ("positive label", cfg.positive_labels), ("labels", cfg.classes), ("multi_label", cfg.multi_label)):
-        unknown = sorted(set(mapping) - set(feats))
+        unknown = sorted(set(mapping) - set(feats) - set(cfg.metadata))  # a metadata column keeps its declarations unused
         if unknown:
             raise InputError(f"{what} given for features {unknown} that are not scored (features: {feats}).")
     return feats
