@@ -157,14 +157,16 @@ def test_score_slices_on_the_command_line(cli, tmp_path: Path) -> None:
     (["--slice-by", "nope"], "'nope'"),
     (["--slice-by", "channel", "--slice-bins", "x"], "--slice-bins"),
     (["--slice-by", "channel", "--slice-min-size", "0"], "--slice-min-size"),
-    (["--slice-by", "channel", "--chunk-size", "10"], "in memory"),
+    (["--slice-by", "channel", "--chunk-size", "10", "--output", "OUT"], "do not write --output"),
+    (["--slice-by", "channel", "--slice-bins", "channel=1,2"], "must be a number"),
+    (["--slice-by", "channel", "--metadata-id", "nope"], "'nope'"),
 ])
 def test_bad_slicing_options_are_clear_errors(cli, tmp_path: Path, argv: list[str], needle: str) -> None:
     case = CASES["labels"]
     truth, _ = _files(list(case.score_args))
     meta = tmp_path / "meta.csv"
     meta.write_text("id,channel\n" + "".join(f"{i},x\n" for i in _ids_of(truth)), encoding="utf-8")
-    r = cli("score", "labels", *case.score_args, "--metadata", str(meta), *argv)
+    r = cli("score", "labels", *case.score_args, "--metadata", str(meta), *[str(tmp_path / "out") if a == "OUT" else a for a in argv])
     assert r.code == 2 and needle in r.err and "Traceback" not in r.err, r.err
 
 
@@ -211,3 +213,23 @@ def test_a_column_cannot_be_both_a_field_and_metadata(cli) -> None:
     assert r.code == 2 and "record metadata" in r.err and "Traceback" not in r.err, r.err
     r = cli("score", "labels", *CASES["labels"].score_args, "--features", "category", "--slice-by", "category")
     assert r.code == 2 and "record metadata" in r.err, r.err
+
+
+def _metadata_file(task: str, tmp_path: Path) -> Path:
+    truth, preds = _files(list(CASES[task].score_args))
+    ids = sorted(set(_ids_of(truth)).union(*(_ids_of(p) for p in preds.values())))
+    meta = tmp_path / "meta.csv"
+    meta.write_text("id,group,customer\n" + "".join(f"{i},{'abc'[k % 3]},c{k % 7}\n" for k, i in enumerate(ids)), encoding="utf-8")
+    return meta
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("engine", [["--chunk-size", "7"], ["--chunk-size", "11", "--workers", "2"]], ids=["chunks", "workers"])
+def test_slices_are_the_same_in_chunks_and_with_workers(task: str, engine: list[str], cli, tmp_path: Path) -> None:
+    meta = _metadata_file(task, tmp_path)
+    argv = ["score", task, *CASES[task].score_args, "--slice-by", "group", "--cluster-by", "customer", "--metadata", str(meta), "--json"]
+    memory = cli(*argv)
+    assert memory.code == 0, memory.err
+    streamed = cli(*argv, *engine)
+    assert streamed.code == 0, streamed.err
+    assert json.loads(streamed.out)["slices"] == json.loads(memory.out)["slices"]

@@ -34,3 +34,14 @@ def test_evaluate_on_spark_logs_what_the_in_memory_one_logs(cli, spark, tmp_path
     got = evaluate_task(cli, task, TASK_ARGS[task], tmp_path, "spark", *SPARK)
     assert_same_stores(want, got, tmp_path)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("extracteval-stream-")]
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_slices_on_spark_are_the_in_memory_ones(cli, spark, task, tmp_path):
+    from tests.contract.test_slices import CASES, _metadata_file
+
+    meta = _metadata_file(task, tmp_path)
+    argv = ["score", task, *CASES[task].score_args, "--slice-by", "group", "--cluster-by", "customer", "--metadata", str(meta), "--json"]
+    want, got = cli(*argv), cli(*argv, *SPARK)
+    assert want.code == 0 and got.code == 0, got.err
+    assert json.loads(got.out)["slices"] == json.loads(want.out)["slices"]

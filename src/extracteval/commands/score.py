@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
             if staging is not None:
                 written = outputs.write(scored.result, scored.doc, staging, scored=scored, safe_csv=safe_csv)
         doc = scored.doc
+    elif slicing is not None:  # streamed like `evaluate`: each model's per-record rows go to a work folder the slices read
+        doc = _streamed_slices(task, args, engine, slicing)
     else:  # the streaming engines write their per-record rows into the staging folder as they score
         with _staged(output) as staging:
             result, doc = _scaled(engines, args, engine, staging)
@@ -70,12 +72,33 @@ def _slicing(args: argparse.Namespace, engine: str) -> tuple[Any, Any] | None:
     options = slice_options(args)
     if options is None:
         return None
-    if engine != "memory":
+    if engine != "memory" and getattr(args, "output", None):
         from extracteval.errors import InputError
 
-        raise InputError("--slice-by and --cluster-by are computed in memory: drop --chunk-size, --workers and --engine spark "
-                         "(the records' counts fit in memory for slicing up to a few million cells).")
+        raise InputError("--slice-by / --cluster-by with --chunk-size, --workers or --engine spark print the result (or --json) but do "
+                         "not write --output; drop --output, or slice in memory (or log the run with `extracteval evaluate`).")
     return options, metadata_for(args, options)
+
+
+def _streamed_slices(task: str, args: argparse.Namespace, engine: str, slicing: tuple[Any, Any]) -> dict[str, Any]:
+    """The result document of a chunked or Spark run with its slices: scored as `evaluate` streams
+    it, each model's per-record rows written to a work folder, read back for the slices, removed."""
+    import shutil
+
+    from extracteval.mlflow.adapters import get_adapter
+    from extracteval.mlflow.slicing import slice_scored
+    from extracteval.mlflow.stream import score_streamed
+
+    chunk_size = getattr(args, "chunk_size", None)
+    scored = score_streamed(get_adapter(task), args, engine=engine, chunk_size=100_000 if chunk_size is None else chunk_size,
+                            workers=getattr(args, "workers", 1) or 1)
+    try:
+        scored.doc["slices"] = slice_scored(scored, *slicing).to_dict()
+    finally:
+        workdir = scored.cache.get("stream_workdir")
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return scored.doc
 
 
 def _with_slices(render: Any) -> Any:

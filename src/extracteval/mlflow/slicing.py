@@ -112,21 +112,24 @@ def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> 
 
 
 def record_tables(scored: Any) -> dict[str, Any]:
-    """Each model's per-record counts (`RecordCountTable`) of a scored evaluation, read from the
-    per-record rows its run logs, by the task's own reader of them."""
+    """Each model's per-record counts (`RecordCountTable`) of a scored evaluation, read by the
+    task's own reader of the per-record rows its run logs: the rows a streaming engine wrote
+    while scoring, or those of the in-memory result."""
     from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter(scored.task)
     params = adapter.params(scored)
+    streamed = scored.cache.get("streamed_files") or {}
     tables: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="extracteval-slices-") as d:
         for k, m in enumerate(scored.models):
-            frame = adapter.records_frame(scored, m)
-            table = None
-            if frame is not None:
-                path = Path(d) / f"records-{k}.parquet"
-                frame.to_parquet(path, index=False)
-                table = adapter.record_counts(path, params)
+            path = streamed.get((m, "records.parquet"))
+            if path is None:
+                frame = adapter.records_frame(scored, m)
+                if frame is not None:
+                    path = Path(d) / f"records-{k}.parquet"
+                    frame.to_parquet(path, index=False)
+            table = adapter.record_counts(path, params) if path is not None and Path(path).is_file() else None
             if table is None:
                 raise InputError(f"--slice-by: the {scored.task} task keeps no per-record counts for model {m!r}, so its metrics cannot be "
                                  "broken down by record.")
