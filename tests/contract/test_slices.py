@@ -123,7 +123,7 @@ def test_cluster_by_resamples_whole_clusters(task: str) -> None:
     scored = _scored(task, list(CASES[task].score_args))
     from extracteval.core.record_counts import paired_counts
 
-    rec, _, _ = paired_counts(record_tables(scored))
+    rec, _, _ = paired_counts(record_tables(scored)[0])
     meta = pd.DataFrame({"own": rec, "two": [str(k % 2) for k in range(len(rec))]}, index=pd.Index(rec, dtype=object))
     plain = slice_scored(scored, slice_options({"slice_by": [], "cluster_by": "own", "resamples": 200}), meta).to_dict()
     base = slice_scored(scored, slice_options({"slice_by": ["two"], "resamples": 200}), meta).to_dict()
@@ -233,3 +233,18 @@ def test_slices_are_the_same_in_chunks_and_with_workers(task: str, engine: list[
     streamed = cli(*argv, *engine)
     assert streamed.code == 0, streamed.err
     assert json.loads(streamed.out)["slices"] == json.loads(memory.out)["slices"]
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_the_built_in_size_slice(task: str, cli) -> None:
+    """`--slice-by @size` bins each record's size as the task counts it, with no metadata: every
+    record falls in one bin, and the result names what the size counts."""
+    r = cli("score", task, *CASES[task].score_args, "--slice-by", "@size", "--slice-bins", "3", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)["slices"]
+    assert doc["size"]
+    rows = [x for x in doc["rows"] if x["slice"] == "@size"]
+    first = rows[0]["model"]
+    total = next(x["records"] for x in doc["rows"] if x["slice"] == ALL)
+    assert sum(x["records"] for x in rows if x["model"] == first) == total
+    assert MISSING not in {x["value"] for x in rows}

@@ -169,6 +169,7 @@ class SliceReport:
     gaps: list[dict[str, Any]]
     weakest: dict[str, list[dict[str, Any]]]
     notes: list[str]
+    extra: dict[str, Any] = field(default_factory=dict)  # what the caller adds (`size`: what the built-in size counts)
 
     def frame(self) -> Any:
         """The rows as a DataFrame (the `slices` table): one row per slicing, value and model."""
@@ -181,7 +182,7 @@ class SliceReport:
         return {
             "metric": self.metric, "label": self.label, "rate": self.rate, "by": [CROSS.join(b) for b in o.by], "min_size": o.min_size, "cluster_by": o.cluster_by,
             "confidence": o.confidence, "resamples": o.resamples, "seed": o.seed, "correction": "holm",
-            "rows": self.rows, "gaps": self.gaps, "weakest": self.weakest, "notes": self.notes,
+            "rows": self.rows, "gaps": self.gaps, "weakest": self.weakest, "notes": self.notes, **self.extra,
         }
 
 

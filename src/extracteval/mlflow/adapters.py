@@ -217,6 +217,12 @@ class TaskAdapter(Protocol):
         None when the artifact lacks what they need (a run logged by an earlier version).
         `params` are the run's params. Summed over all records they give the logged metrics."""
 
+    def record_sizes(self, path: "Path", params: Mapping[str, str]) -> "pd.Series | None":
+        """Each record's size as the task counts it (non-empty truth fields, gold spans, gold
+        entities, reference calls…), read from a model run's per-record artifact at `path`: a
+        Series indexed by record id, named by what it counts; None when the artifact lacks it.
+        The built-in slicing `@size` bins it (`--slice-by @size`)."""
+
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> "CountMetric | None":
         """The function from summed counts (..., len(columns)) to `metric` (...), vectorised over
         leading axes, for a metric of `interval_metrics`; None for any other metric. `columns`

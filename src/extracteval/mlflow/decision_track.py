@@ -156,6 +156,15 @@ class DecisionTrackAdapter(CellPredictions):
         module, name = self.counts_class
         return [f.name for f in fields(getattr(import_module(module), name))]
 
+    # the per-record count (or counts, summed) that is a record's size, and what it counts
+    size_counts: tuple[tuple[str, ...], str] = (("tp", "fn"), "reference fields")
+
+    def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: its size as `size_counts` declares it."""
+        from extracteval.mlflow.intervals import record_sizes_of
+
+        return record_sizes_of(path, self.size_counts[0], self.size_counts[1])
+
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         from extracteval.mlflow.intervals import decision_count_table
 

@@ -59,6 +59,26 @@ def read_records(path: Path, columns: Sequence[str]) -> Any:
         return None
 
 
+def record_sizes_of(path: Path, columns: Sequence[str], name: str, *, where: tuple[str, Any] | None = None) -> Any:
+    """A per-record artifact's `columns` summed per record id (over the rows where column
+    `where[0]` equals `where[1]`, when given): each record's size, a Series named `name`; None
+    when the artifact lacks a column."""
+    import numpy as np
+    import pandas as pd
+
+    frame = read_records(path, ["record_id", *columns, *([where[0]] if where else [])])
+    if frame is None:
+        return None
+    if where is not None:
+        frame = frame[frame[where[0]] == where[1]]
+    total = np.zeros(len(frame), dtype=np.int64)
+    for c in columns:
+        total += frame[c].fillna(0).to_numpy(dtype=np.int64)
+    sizes = pd.Series(total, index=frame["record_id"].astype(str).to_numpy(dtype=object)).groupby(level=0, sort=False).sum()
+    sizes.name = name
+    return sizes
+
+
 def zero_division_param(params: Mapping[str, str]) -> float:
     """The run's `zero_division` param (0.0 when absent or unreadable)."""
     try:

@@ -17,7 +17,9 @@ from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys"]
+SIZE = "@size"  # the built-in slicing: each record's size as its task counts it
+
+__all__ = ["SIZE", "slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys"]
 
 
 def _columns_of(value: Any) -> tuple[str, ...]:
@@ -99,7 +101,12 @@ def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> 
     the ground-truth file's own columns."""
     from extracteval.io.metadata import read_metadata
 
+    import pandas as pd
+
     get = args.get if isinstance(args, Mapping) else (lambda k, d=None: getattr(args, k, d))
+    columns = [c for c in options.columns if c != SIZE]
+    if not columns:  # the built-in size alone: no metadata to read
+        return pd.DataFrame(index=pd.Index([], dtype=object, name="record_id"))
     id_column = get("metadata_id") or get("id_column") or get("id_key") or "id"
     path = get("metadata")
     option = "--metadata"
@@ -108,19 +115,24 @@ def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> 
         if not path or not isinstance(path, (str, Path)):
             raise InputError("--slice-by needs record metadata: pass --metadata FILE (a table keyed by record id) — the ground truth "
                              "was not given as a file.")
-    return read_metadata(path, options.columns, id_column=str(id_column), option=option)
+    return read_metadata(path, columns, id_column=str(id_column), option=option)
 
 
-def record_tables(scored: Any) -> dict[str, Any]:
+def record_tables(scored: Any, *, sizes: bool = False) -> tuple[dict[str, Any], Any]:
     """Each model's per-record counts (`RecordCountTable`) of a scored evaluation, read by the
     task's own reader of the per-record rows its run logs: the rows a streaming engine wrote
-    while scoring, or those of the in-memory result."""
+    while scoring, or those of the in-memory result. With `sizes`, also each record's size as
+    the task counts it (the largest any model's rows give: a record a model skipped still has
+    its truth), else None."""
+    import pandas as pd
+
     from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter(scored.task)
     params = adapter.params(scored)
     streamed = scored.cache.get("streamed_files") or {}
     tables: dict[str, Any] = {}
+    found: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="extracteval-slices-") as d:
         for k, m in enumerate(scored.models):
             path = streamed.get((m, "records.parquet"))
@@ -134,7 +146,16 @@ def record_tables(scored: Any) -> dict[str, Any]:
                 raise InputError(f"--slice-by: the {scored.task} task keeps no per-record counts for model {m!r}, so its metrics cannot be "
                                  "broken down by record.")
             tables[m] = table
-    return tables
+            if sizes:
+                size = adapter.record_sizes(path, params)
+                if size is None:
+                    raise InputError(f"--slice-by {SIZE}: the {scored.task} task's per-record rows of model {m!r} do not give record sizes.")
+                found.append(size)
+    if not sizes:
+        return tables, None
+    joined = pd.concat(found, axis=1).max(axis=1)
+    joined.name = found[0].name
+    return tables, joined
 
 
 def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
@@ -146,7 +167,7 @@ def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
 
     adapter = get_adapter(scored.task)
     params = adapter.params(scored)
-    tables = record_tables(scored)
+    tables, sizes = record_tables(scored, sizes=SIZE in options.columns)
     rec, cols, arrays = paired_counts(tables)
     spec = ranking_spec(scored.task)
     metrics = {}
@@ -156,7 +177,13 @@ def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
             metrics[key] = f
     if spec.primary not in metrics:
         raise InputError(f"--slice-by: the {scored.task} task's per-record counts do not determine its primary metric {spec.primary!r}.")
-    if not metadata.index.isin(rec).any():
+    if len(metadata.columns) and not metadata.index.isin(rec).any():
         raise InputError(f"--slice-by: no record id of the metadata matches a scored record (metadata ids such as "
                          f"{', '.join(map(repr, list(metadata.index[:3])))}; scored ids such as {', '.join(map(repr, rec[:3]))}).")
-    return slice_report({m: arrays[m] for m in scored.models}, metadata.reindex(rec), metrics, spec, options)
+    meta = metadata.reindex(rec)
+    if sizes is not None:
+        meta[SIZE] = sizes.reindex(rec).to_numpy(dtype=object)
+    report = slice_report({m: arrays[m] for m in scored.models}, meta, metrics, spec, options)
+    if sizes is not None:
+        report.extra["size"] = str(sizes.name)
+    return report

@@ -36,6 +36,11 @@ def _gap_text(gap: Mapping[str, Any] | None, rate: bool) -> str:
 
 def render_slices(doc: Mapping[str, Any]) -> str:
     """The `slices` part of a result document as text."""
+    size = f"size ({doc['size']})" if doc.get("size") else "size"
+
+    def name(slicing: str) -> str:  # the built-in `@size` slicing by what it counts
+        return " × ".join(size if part == "@size" else part for part in slicing.split(" × "))
+
     rate = bool(doc.get("rate", True))
     rows = doc.get("rows", [])
     models = list(dict.fromkeys(r["model"] for r in rows))
@@ -60,7 +65,7 @@ def render_slices(doc: Mapping[str, Any]) -> str:
                          *[_interval(per[v][m], rate) if m in per[v] else "" for m in models],
                          (winner or "-") + flag, _gap_text(lead, rate)])
         out.append("")
-        out.append(f"By {slicing}:" if slicing != "(all records)" else "All records:")
+        out.append(f"By {name(slicing)}:" if slicing != "(all records)" else "All records:")
         out.append(table(["value", "records", *models, "winner", "lead over the next model"], body))
     weak = {m: w for m, w in (doc.get("weakest") or {}).items() if w}
     if weak:
@@ -71,13 +76,13 @@ def render_slices(doc: Mapping[str, Any]) -> str:
             parts = []
             for w in items[:3]:
                 sure = "*" if w["supported_drop"] > 0 else ""
-                parts.append(f"{w['slice']} = {w['value']}{sure} {_interval(w, rate)} vs {value_text(w['overall'], rate)} "
+                parts.append(f"{name(w['slice'])} = {w['value']}{sure} {_interval(w, rate)} vs {value_text(w['overall'], rate)} "
                              f"({count_of(int(w['records']), 'record')})")
             out.append(f"  {m}: " + "; ".join(parts))
     flips = sorted({(r["slice"], r["value"]) for r in rows if r.get("ranking_differs")})
     if flips:
         out.append("")
-        out.append("The ranking differs from the overall one in: " + "; ".join(f"{s} = {v}" for s, v in flips))
+        out.append("The ranking differs from the overall one in: " + "; ".join(f"{name(s)} = {v}" for s, v in flips))
     for note in doc.get("notes", []):
         out.append(f"note: {note}")
     return "\n".join(out)

@@ -207,6 +207,17 @@ class RecordsAdapter(CellPredictions):
 
     # ---- intervals of tracked runs
 
+    def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: its fields (every record has them all: one size)."""
+        import pyarrow.parquet as pq
+
+        names = pq.ParquetFile(path).schema_arrow.names
+        frame = pq.read_table(path, columns=["record_id"]).to_pandas()
+        sizes = pd.Series(sum(1 for n in names if n.startswith("f:")), index=frame["record_id"].astype(str).to_numpy(dtype=object))
+        sizes = sizes.groupby(level=0, sort=False).first()
+        sizes.name = "fields"
+        return sizes
+
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: `records` (1 for a truth record) and `correct`."""
         from extracteval.core.record_counts import RecordCountTable

@@ -72,6 +72,12 @@ class EntitiesAdapter(FeatureViewsAdapter):
     item_table_name = "feature_metrics"
     interval_metrics = ("entities/macro/f1", "entities/macro/precision", "entities/macro/recall", "entities/micro_accuracy")
 
+    def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: its gold entities."""
+        from extracteval.mlflow.intervals import record_sizes_of
+
+        return record_sizes_of(path, ("gold",), "gold entities")
+
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: the strict view's one-vs-rest tp, fp, fn of every feature and label
         (`strict_label_counts` of the per-record artifact) and the rows of each feature (matched

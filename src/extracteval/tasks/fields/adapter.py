@@ -342,6 +342,12 @@ class FieldsAdapter:
     # overall = macro over fields with a valid classification; micro = from the summed counts
     interval_metrics = METRICS
 
+    def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: its non-empty truth fields (tp + fn over the fields)."""
+        from extracteval.mlflow.intervals import record_sizes_of
+
+        return record_sizes_of(path, ("tp", "fn"), "non-empty truth fields")
+
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: tp, fp, fn, tn of every field (columns (field, count)), from the
         per-record artifact's dictionary-encoded rows (read without a pandas frame)."""

@@ -182,6 +182,12 @@ class JsonAdapter(CellPredictions):
     _MEANS = SCORES  # metric → the per-record score it is the mean of
     interval_metrics = METRICS
 
+    def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per record: its truth keys holding a value."""
+        from extracteval.mlflow.intervals import record_sizes_of
+
+        return record_sizes_of(path, ("gt_non_null",), "non-null truth keys")
+
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: `records` (1 for a record the means count, 0 for an excluded one) and its
         RQS and phase scores (0 for an excluded record): each mean is a sum over `records`."""

@@ -84,6 +84,27 @@ class LabelsAdapter(FeatureViewsAdapter):
     item_table_name = "feature_metrics"
     interval_metrics = ("labels/macro/f1", "labels/macro/precision", "labels/macro/recall", "labels/micro_accuracy")
 
+    def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per row: its features holding a truth value (a multi-label feature: its true labels)."""
+        import numpy as np
+        import pandas as pd
+
+        from extracteval.mlflow.intervals import read_records
+
+        frame = read_records(path, ["record_id", "truth"])
+        if frame is None:
+            return None
+
+        def size(v: Any) -> int:
+            if v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()):
+                return 0
+            return len(v) if isinstance(v, (list, tuple, np.ndarray)) else 1
+
+        sizes = pd.Series([size(v) for v in frame["truth"].to_numpy(dtype=object)], index=frame["record_id"].astype(str).to_numpy(dtype=object))
+        sizes = sizes.groupby(level=0, sort=False).sum()
+        sizes.name = "truth values"
+        return sizes
+
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: the strict view's one-vs-rest tp, fp, fn of every feature and label
         (columns (feature, label, count)) and the rows of each feature (a missing row is an fn

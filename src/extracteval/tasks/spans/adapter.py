@@ -218,6 +218,12 @@ class SpansAdapter(CellPredictions):
     # and the same for every relaxed mode (`spans/relaxed_0.5/…`)
     interval_metrics = ("spans/exact/micro/f1", "spans/exact/micro/precision", "spans/exact/micro/recall", "spans/exact/macro/f1")
 
+    def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
+        """Per document: its gold spans (tp + fn of the exact matching mode)."""
+        from extracteval.mlflow.intervals import record_sizes_of
+
+        return record_sizes_of(path, ("tp", "fn"), "gold spans", where=("mode", "exact"))
+
     def record_counts(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per document: tp, fp, fn of every matching mode and tag (columns (mode, tag, count))."""
         from extracteval.core.record_counts import RecordCountTable, column

@@ -69,6 +69,7 @@ class StructuredAdapter(DecisionTrackAdapter):
     # per record: tp, fp, fn over the flattened paths, and valid / extracted / exact as 0/1
     count_sums = ("tp", "fp", "fn")
     count_flags = ("valid", "extracted", "exact")
+    size_counts = (("tp", "fn"), "reference leaves")
 
     counts_class = ("extracteval.tasks.structured.semantics", "StructuredCounts")
 

@@ -97,6 +97,7 @@ class ToolcallsAdapter(DecisionTrackAdapter):
     # correct (the checker's verdict) as 0/1
     count_sums = ("ref_calls", "name_matches", "args_exact", "tp", "fp", "fn")
     count_flags = ("valid", "correct")
+    size_counts = (("ref_calls",), "reference calls")
 
     counts_class = ("extracteval.tasks.toolcalls.semantics", "ToolCallCounts")
 
