@@ -248,3 +248,26 @@ def test_the_built_in_size_slice(task: str, cli) -> None:
     total = next(x["records"] for x in doc["rows"] if x["slice"] == ALL)
     assert sum(x["records"] for x in rows if x["model"] == first) == total
     assert MISSING not in {x["value"] for x in rows}
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_cluster_by_makes_the_results_own_intervals_clustered(task: str, cli, tmp_path: Path) -> None:
+    """With --cluster-by the result's intervals and adjacent comparisons are the cluster
+    bootstrap's (those of the slice of all records), and so is a task's per-model interval."""
+    from extracteval.tasks import present
+
+    meta = _metadata_file(task, tmp_path)
+    r = cli("score", task, *CASES[task].score_args, "--cluster-by", "customer", "--metadata", str(meta), "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    rows = {x["model"]: x for x in doc["slices"]["rows"] if x["slice"] == ALL}
+    assert "cluster bootstrap over 'customer' (7 clusters)" == doc["intervals"]["method"]
+    for m, iv in doc["intervals"]["models"].items():
+        assert (iv["estimate"], iv["low"], iv["high"]) == (rows[m]["estimate"], rows[m]["low"], rows[m]["high"])
+    order = [x["model"] for x in sorted(rows.values(), key=lambda x: x["rank"])]
+    assert [(c["higher"], c["lower"]) for c in doc["comparisons"]] == list(zip(order, order[1:]))
+    key = getattr(present(task, "contract"), "PRIMARY_CI", None)
+    if key:
+        for m in rows:
+            ci = doc["models"][m]["ci"][key]
+            assert (ci["low"], ci["high"]) == (rows[m]["low"], rows[m]["high"])

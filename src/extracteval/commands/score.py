@@ -43,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
         scored = get_adapter(task).score_args(args)
         if slicing is not None:
-            from extracteval.mlflow.slicing import slice_scored
-
-            scored.doc["slices"] = slice_scored(scored, *slicing).to_dict()
+            _add_slices(scored, slicing)
         with _staged(output) as staging:
             if staging is not None:
                 written = outputs.write(scored.result, scored.doc, staging, scored=scored, safe_csv=safe_csv)
@@ -86,19 +84,27 @@ def _streamed_slices(task: str, args: argparse.Namespace, engine: str, slicing: 
     import shutil
 
     from extracteval.mlflow.adapters import get_adapter
-    from extracteval.mlflow.slicing import slice_scored
     from extracteval.mlflow.stream import score_streamed
 
     chunk_size = getattr(args, "chunk_size", None)
     scored = score_streamed(get_adapter(task), args, engine=engine, chunk_size=100_000 if chunk_size is None else chunk_size,
                             workers=getattr(args, "workers", 1) or 1)
     try:
-        scored.doc["slices"] = slice_scored(scored, *slicing).to_dict()
+        _add_slices(scored, slicing)
     finally:
         workdir = scored.cache.get("stream_workdir")
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
     return scored.doc
+
+
+def _add_slices(scored: Any, slicing: tuple[Any, Any]) -> None:
+    """The result's `slices`; with clusters, its own intervals and comparisons become clustered ones."""
+    from extracteval.mlflow.slicing import clustered_intervals, slice_scored
+
+    report = slice_scored(scored, *slicing)
+    scored.doc["slices"] = report.to_dict()
+    clustered_intervals(scored.doc, report, scored.task)
 
 
 def _with_slices(render: Any) -> Any:

@@ -224,13 +224,15 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
     records in the same order for every model, in ranking order of the whole evaluation) by the
     metadata rows of the same records. `metrics`: metric key → function of summed counts, the
     primary metric of `spec` first; `spec`'s tie-breaks among them rank the models inside a slice.
+    The slice of all records keeps the evaluation's ranking (the order of `arrays`), and a slice's
+    ranking is compared with it.
     """
     models = list(arrays)
     primary = spec.primary
     names = [primary, *[k for k in metrics if k != primary]]
     spec = replace(spec, tie_breaks=tuple(k for k in spec.tie_breaks if k in metrics))
     overall = {m: _values(metrics, names, arrays[m]) for m in models}
-    overall_order = [r.model for r in rank_by_metrics(spec, overall)]
+    overall_order = models  # the evaluation's own ranking (its tie-breaks may include item wins)
     clusters = None
     notes: list[str] = []
     if options.cluster_by:
@@ -251,7 +253,7 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
         family: list[dict[str, Any]] = []
         for value in order:
             idx = np.flatnonzero(vals == value)
-            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options)
+            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, order=None if by else overall_order)
             ranked = len(idx) >= options.min_size
             order_in = [r["model"] for r in got["ranking"]]
             differs = ranked and order_in != overall_order
@@ -284,13 +286,17 @@ def _values(metrics: Mapping[str, Metric], names: Sequence[str], rows: np.ndarra
 
 
 def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.ndarray | None, metrics: Mapping[str, Metric], names: Sequence[str],
-               spec: RankingSpec, options: SliceOptions) -> dict[str, Any]:
-    """One slice: every model's values (exact, from the slice's summed counts), its ranking, the
-    primary metric's paired interval per model and per adjacent gap, with the gaps' p-values."""
+               spec: RankingSpec, options: SliceOptions, *, order: Sequence[str] | None = None) -> dict[str, Any]:
+    """One slice: every model's values (exact, from the slice's summed counts), its ranking (by
+    `spec`, or `order` as given: the whole evaluation's), the primary metric's paired interval per
+    model and per adjacent gap, with the gaps' p-values."""
     models = list(arrays)
     sub = {m: np.asarray(arrays[m])[idx] for m in models}
     values = {m: _values(metrics, names, sub[m]) for m in models}
-    ranking = [{"model": r.model, "rank": r.rank} for r in rank_by_metrics(spec, values)]
+    if order is None:
+        ranking = [{"model": r.model, "rank": r.rank} for r in rank_by_metrics(spec, values)]
+    else:
+        ranking = [{"model": m, "rank": k} for k, m in enumerate(order, start=1)]
     rows = sub
     n_clusters = len(idx)
     if clusters is not None:

@@ -19,7 +19,7 @@ from extracteval.errors import InputError
 
 SIZE = "@size"  # the built-in slicing: each record's size as its task counts it
 
-__all__ = ["SIZE", "slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys"]
+__all__ = ["SIZE", "clustered_intervals", "slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys"]
 
 
 def _columns_of(value: Any) -> tuple[str, ...]:
@@ -187,3 +187,33 @@ def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
     if sizes is not None:
         report.extra["size"] = str(sizes.name)
     return report
+
+
+def clustered_intervals(doc: dict[str, Any], report: Any, task: str) -> None:
+    """With `--cluster-by`, the result's own intervals become the cluster bootstrap's: `intervals`
+    (each model's primary metric), `comparisons` (each adjacent pair of the ranking) and, where the
+    task keeps one per model (`PRIMARY_CI` in its contract: `models/<m>/ci/<key>`), that one too,
+    all taken from the slice of all records; nothing without clusters."""
+    from extracteval.core.bootstrap import Interval, comparison_entry
+    from extracteval.core.slices import ALL
+    from extracteval.tasks import present
+
+    o = report.options
+    if not o.cluster_by:
+        return
+    rows = [r for r in report.rows if r["slice"] == ALL]
+    if not rows:
+        return
+    resamples = o.resamples if rows[0]["records"] else 0
+    per = {r["model"]: Interval(estimate=r["estimate"], low=r["low"], high=r["high"], confidence=o.confidence, resamples=resamples) for r in rows}
+    method = f"cluster bootstrap over {o.cluster_by!r} ({rows[0]['clusters']} clusters)"
+    doc["intervals"] = {"metric": report.metric, "method": method, "seed": o.seed, "clusters": rows[0]["clusters"],
+                        "models": {m: iv.to_dict() for m, iv in per.items()}}
+    doc["comparisons"] = [comparison_entry(g["higher"], g["lower"], Interval(**g["difference"])) for g in report.gaps if g["slice"] == ALL]
+    contract = present(task, "contract")
+    key = getattr(contract, "PRIMARY_CI", None) if contract is not None else None
+    models = doc.get("models")
+    if key and isinstance(models, dict):
+        for m, iv in per.items():
+            if isinstance(models.get(m), dict):
+                models[m]["ci"] = {**(models[m].get("ci") or {}), key: iv.to_dict()}

@@ -11,3 +11,7 @@ RANKING = RankingSpec(task="fields", primary="overall/f1", label="macro F1 over 
 
 # the option through which the task takes its configuration file (`-P strategies=FILE` in MLproject)
 CONFIG_OPTION = "--strategies"
+
+# the per-model interval of the primary metric the result keeps (`models/<model>/ci/overall_f1`): with
+# `--cluster-by` it is the cluster bootstrap's
+PRIMARY_CI = "overall_f1"
