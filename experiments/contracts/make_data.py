@@ -30,6 +30,7 @@ COMPANIES = [
 PEOPLE = ["Maria Gonzalez", "Kenji Watanabe", "Aisha Bello", "Lars Eriksen", "Priya Raman", "Tom O'Neill"]
 LAWS = ["New York", "Delaware", "California", "England and Wales", "Ontario", "Texas", "Singapore"]
 MODELS = ["gpt-4o-mini", "llama-3.1-8b", "regex-baseline"]
+VALUED = ("Service Agreement", "Master Services Agreement", "Supply Agreement", "License Agreement")  # the types with a total value
 
 
 def fmt_date(d: date, style: int) -> str:
@@ -58,7 +59,7 @@ def make_truth(rng: random.Random, n: int) -> list[dict]:
             "effective_date": eff,
             "governing_law": rng.choice(LAWS) if rng.random() < 0.8 else None,
             "term_months": rng.choice([12, 24, 36, 60]) if ctype != "NDA" or rng.random() < 0.5 else None,
-            "total_value": round(rng.uniform(5_000, 2_500_000), -2) if ctype in ("Service Agreement", "Master Services Agreement", "Supply Agreement", "License Agreement") else None,
+            "total_value": round(rng.uniform(5_000, 2_500_000), -2) if ctype in VALUED else None,
             "termination_notice_days": rng.choice([30, 60, 90]) if rng.random() < 0.35 else None,
         })
     return rows
@@ -113,7 +114,8 @@ def predict(rng: random.Random, t: dict, prof: dict) -> dict:
     if law is None:
         p["governing_law"] = rng.choice(LAWS) if rng.random() < prof["law_halluc"] else absent(rng, prof["na_style"])
     else:
-        p["governing_law"] = absent(rng, prof["na_style"]) if rng.random() < prof["law_miss"] else (law if rng.random() < 0.85 else f"State of {law}" if law in ("New York", "Delaware", "California", "Texas") else law)
+        us_states = ("New York", "Delaware", "California", "Texas")
+        p["governing_law"] = absent(rng, prof["na_style"]) if rng.random() < prof["law_miss"] else (law if rng.random() < 0.85 else f"State of {law}" if law in us_states else law)
     term = t["term_months"]
     if term is None:
         p["term_months"] = absent(rng, prof["na_style"])
@@ -154,13 +156,84 @@ def write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
             w.writerow(out)
 
 
-def main() -> None:
+ABSENT = {"N/A", "", "none", "Not Present"}
+CLAUSES = ("contract_type", "governing_law", "termination_notice_days")
+
+
+def ocr_misses(t: dict, p: dict) -> list[str]:
+    """The clauses the regex baseline's output lost on a contract: a wrong contract type, or a
+    governing law or notice period the contract has but the output does not. The baseline keys on
+    clause headings, which OCR text garbles; a party name it drops (an "and" list it cuts short)
+    happens on every kind of document, so it says nothing about the source."""
+    lost = []
+    if p["contract_type"].strip().lower() != t["contract_type"].lower():
+        lost.append("contract_type")
+    lost += [c for c in CLAUSES[1:] if t[c] is not None and str(p[c]).strip() in ABSENT]
+    return lost
+
+
+def invented(t: dict, p: dict) -> list[str]:
+    """The clauses a model's output gives a value that the contract does not have."""
+    return [c for c in FIELDS if t[c] is None and str(p[c]).strip() not in ABSENT]
+
+
+def make_metadata(truth: list[dict], preds: dict[str, list[dict]]) -> list[dict]:
+    """Each contract's `source` (scanned | digital) and `customer`.
+
+    Added after the predictions, which are left as they were: `source` is read back from the
+    regex baseline's output — a contract where it lost a clause heading (`ocr_misses`) came from
+    the scanner, every other one is digital. Customers send one kind of document (their own
+    archive is scanned or it is not) and their contracts err together (one scanner, one template
+    that leaves out the clauses a model then invents): within each source, contracts are ordered by
+    how many clauses the baseline lost plus how many absent clauses gpt-4o-mini invented (ties in a
+    seeded random order) and dealt out, in that order, to customers holding 1–4 contracts each.
+    """
+    rng = random.Random(17)
+    regex = {p["id"]: p for p in preds["regex-baseline"]}
+    gpt = {p["id"]: p for p in preds["gpt-4o-mini"]}
+    lost = {t["id"]: len(ocr_misses(t, regex[t["id"]])) for t in truth}
+    source = {i: "scanned" if n else "digital" for i, n in lost.items()}
+    hard = {t["id"]: lost[t["id"]] + len(invented(t, gpt[t["id"]])) for t in truth}
+    customer: dict[str, str] = {}
+    for s in ("digital", "scanned"):
+        ids = [t["id"] for t in truth if source[t["id"]] == s]
+        noise = {i: rng.random() for i in ids}
+        order = sorted(ids, key=lambda i: (hard[i], noise[i]))
+        while order:
+            size = rng.choice([1, 2, 3, 3, 4])
+            name = f"CU-{len(set(customer.values())) + 1:02d}"
+            for i in order[:size]:
+                customer[i] = name
+            order = order[size:]
+    return [{"id": t["id"], "source": source[t["id"]], "customer": customer[t["id"]]} for t in truth]
+
+
+def generate() -> tuple[list[dict], dict[str, list[dict]]]:
+    """The truth and each model's predictions (one random stream, in this order)."""
     rng = random.Random(7)
     truth = make_truth(rng, 60)
+    preds = {m: [predict(rng, t, PROFILES[m]) for t in truth] for m in MODELS}
+    return truth, preds
+
+
+def metadata_csv() -> str:
+    """metadata.csv as the generator writes it."""
+    import io
+
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=["id", "source", "customer"], lineterminator="\n")
+    w.writeheader()
+    w.writerows(make_metadata(*generate()))
+    return out.getvalue()
+
+
+def main() -> None:
+    truth, preds = generate()
     write_csv(HERE / "truth.csv", truth, ["id", *FIELDS])
+    (HERE / "predictions").mkdir(parents=True, exist_ok=True)
     for m in MODELS:
-        preds = [predict(rng, t, PROFILES[m]) for t in truth]
-        write_csv(HERE / "predictions" / f"{m}.csv", preds, ["id", *FIELDS, "status"])
+        write_csv(HERE / "predictions" / f"{m}.csv", preds[m], ["id", *FIELDS, "status"])
+    (HERE / "metadata.csv").write_text(metadata_csv(), encoding="utf-8", newline="")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ Run from the repository root:  python experiments/invoices/make_data.py
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 from datetime import date, timedelta
@@ -28,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 N_INVOICES = 60
 MODELS = ["gpt-4o", "layout-ocr-v2", "mistral-7b"]
+LINES_PER_PAGE = 4  # the first page holds four line items
 CATALOGUE = [
     ("Steel hex bolt M8 x 40", "0.18"), ("Hex nut M8 zinc plated", "0.06"), ("Flat washer 8 mm", "0.03"),
     ("Cordless drill 18V", "129.00"), ("Drill bit set HSS 19 pcs", "24.50"), ("Safety gloves size L", "4.75"),
@@ -116,7 +119,7 @@ def layout_ocr(truth: list[dict], rng: random.Random) -> list[dict]:
     out = []
     for inv in truth:
         items = []
-        for e in inv["entities"][:4]:  # first page only
+        for e in inv["entities"][:LINES_PER_PAGE]:  # first page only
             p = dict(e)
             if rng.random() < 0.04:
                 p["quantity"] = int(str(p["quantity"]).replace("1", "7", 1)) if "1" in str(p["quantity"]) else p["quantity"]
@@ -167,6 +170,41 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
+def make_metadata(truth: list[dict]) -> list[dict]:
+    """Each invoice's `layout` (one-page | multi-page) and `customer`.
+
+    `layout` follows from the invoice itself: one page holds four line items, so an invoice with
+    more of them runs onto a second page (which layout-ocr-v2 never reads). Added after the
+    predictions, which are left as they were. Each customer buys from suppliers whose invoices look
+    alike: within each layout, invoices are ordered by their number of line items (ties in a seeded
+    random order) and dealt out, in that order, to customers holding 1–4 invoices each.
+    """
+    rng = random.Random(13)
+    lines = {inv["id"]: len(inv["entities"]) for inv in truth}
+    layout = {i: "one-page" if n <= LINES_PER_PAGE else "multi-page" for i, n in lines.items()}
+    customer: dict[str, str] = {}
+    for kind in ("one-page", "multi-page"):
+        ids = [inv["id"] for inv in truth if layout[inv["id"]] == kind]
+        noise = {i: rng.random() for i in ids}
+        order = sorted(ids, key=lambda i: (lines[i], noise[i]))
+        while order:
+            size = rng.choice([1, 2, 3, 3, 4])
+            name = f"CU-{len(set(customer.values())) + 1:02d}"
+            for i in order[:size]:
+                customer[i] = name
+            order = order[size:]
+    return [{"id": inv["id"], "layout": layout[inv["id"]], "customer": customer[inv["id"]]} for inv in truth]
+
+
+def metadata_csv() -> str:
+    """metadata.csv as the generator writes it."""
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=["id", "layout", "customer"], lineterminator="\n")
+    w.writeheader()
+    w.writerows(make_metadata(make_truth(random.Random(11))))
+    return out.getvalue()
+
+
 def main() -> None:
     rng = random.Random(11)
     truth = make_truth(rng)
@@ -174,6 +212,7 @@ def main() -> None:
     write_jsonl(HERE / "predictions" / "gpt-4o.jsonl", gpt(truth, random.Random(1)))
     write_jsonl(HERE / "predictions" / "layout-ocr-v2.jsonl", layout_ocr(truth, random.Random(2)))
     write_jsonl(HERE / "predictions" / "mistral-7b.jsonl", mistral(truth, random.Random(3)))
+    (HERE / "metadata.csv").write_text(metadata_csv(), encoding="utf-8", newline="")
 
 
 if __name__ == "__main__":

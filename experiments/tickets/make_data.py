@@ -19,8 +19,9 @@ Run from the repository root:  python experiments/tickets/make_data.py
 from __future__ import annotations
 
 import csv
+import io
 import random
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -113,12 +114,97 @@ def write(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def main() -> None:
+def _value(feature: str, v: str) -> object:
+    """A value as the config compares it, roughly: "none"/"N/A" are missing, amounts and dates parsed."""
+    v = (v or "").strip()
+    if v.lower() in ("", "none", "n/a"):
+        return None
+    if feature == "refund_amount":
+        try:
+            return float(v.replace("$", ""))
+        except ValueError:
+            return f"unparsable {v}"
+    if feature == "follow_up_date":
+        for fmt in ("%Y-%m-%d", "%B %d, %Y"):
+            try:
+                return datetime.strptime(v, fmt).date()
+            except ValueError:
+                pass
+    return v
+
+
+def misses(t: dict, p: dict | None) -> set[str]:
+    """The features a model's prediction gets wrong on a ticket (all of them when it skipped it)."""
+    if p is None:
+        return set(FEATURES)
+    return {f for f in FEATURES if _value(f, p[f]) != _value(f, t[f])}
+
+
+def make_metadata(truth: list[dict], preds: dict[str, list[dict]]) -> list[dict]:
+    """Each ticket's `channel` (email | chat | phone) and `customer`.
+
+    Added after the predictions, which are left as they were: `channel` is read back from how the
+    keyword rules did. The rules were written for the chat widget, whose tickets carry the words
+    of its menus verbatim (the category, the product, an "urgent" button): a ticket came by chat
+    when the rules made no mistake there that gpt-4o-mini did not make too, or when their only
+    mistake is a low/medium/high priority (the urgent button, not the text, sets "urgent").
+    Tickets the rules could not parse are long email threads; the rest came by email or phone,
+    at random (seeded). Customers write through one channel and their tickets read alike: within
+    each channel, tickets are ordered by how many features the rules and gpt-4o-mini missed
+    (ties in a seeded random order) and dealt out, in that order, to customers holding 1–4
+    tickets each.
+    """
+    rng = random.Random(15)
+    by = {m: {p["id"]: p for p in rows} for m, rows in preds.items()}
+    channel, hard = {}, {}
+    for t in truth:
+        i = t["id"]
+        rule, llm = misses(t, by["keyword-rules"].get(i)), misses(t, by["gpt-4o-mini"].get(i))
+        hard[i] = len(rule) + len(llm)
+        urgent = "urgent" in (t["priority"], by["keyword-rules"][i]["priority"]) if i in by["keyword-rules"] else True
+        if rule <= llm or (rule == {"priority"} and not urgent):
+            channel[i] = "chat"
+        elif i not in by["keyword-rules"]:
+            channel[i] = "email"
+        else:
+            channel[i] = rng.choice(["email", "phone"])
+    customer: dict[str, str] = {}
+    for c in ("chat", "email", "phone"):
+        ids = [t["id"] for t in truth if channel[t["id"]] == c]
+        noise = {i: rng.random() for i in ids}
+        order = sorted(ids, key=lambda i: (hard[i], noise[i]))
+        while order:
+            size = rng.choice([1, 2, 3, 3, 4])
+            name = f"CU-{len(set(customer.values())) + 1:02d}"
+            for i in order[:size]:
+                customer[i] = name
+            order = order[size:]
+    return [{"id": t["id"], "channel": channel[t["id"]], "customer": customer[t["id"]]} for t in truth]
+
+
+def generate() -> tuple[list[dict], dict[str, list[dict]]]:
+    """The truth and each model's predictions (each from its own seeded random stream)."""
     truth = make_truth(random.Random(5))
+    preds = {"gpt-4o-mini": gpt(truth, random.Random(1)), "distilbert-clf": classifier(truth, random.Random(2)),
+             "keyword-rules": rules(truth, random.Random(3))}
+    return truth, preds
+
+
+def metadata_csv() -> str:
+    """metadata.csv as the generator writes it."""
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=["id", "channel", "customer"], lineterminator="\n")
+    w.writeheader()
+    w.writerows(make_metadata(*generate()))
+    return out.getvalue()
+
+
+def main() -> None:
+    truth, preds = generate()
     write(HERE / "truth.csv", truth)
-    write(HERE / "predictions" / "gpt-4o-mini.csv", gpt(truth, random.Random(1)))
-    write(HERE / "predictions" / "distilbert-clf.csv", classifier(truth, random.Random(2)))
-    write(HERE / "predictions" / "keyword-rules.csv", rules(truth, random.Random(3)))
+    for m, rows in preds.items():
+        write(HERE / "predictions" / f"{m}.csv", rows)
+    (HERE / "metadata.csv").write_text(metadata_csv(), encoding="utf-8", newline="")
 
 
 if __name__ == "__main__":
