@@ -270,7 +270,7 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
                     family.append(g)
             if clusters is not None and got["clusters"] < options.min_clusters:
                 where = "all records" if label == ALL else f"{label} = {value}"
-                notes.append(f"{where}: {got['clusters']} clusters of {options.cluster_by!r}, fewer than {options.min_clusters}; "
+                notes.append(f"{where}: {got['clusters']} cluster{'' if got['clusters'] == 1 else 's'} of {options.cluster_by!r}, fewer than {options.min_clusters}; "
                              "its interval may be too narrow.")
         for g, p in zip(family, holm([g["p_value"] for g in family])):
             g["p_holm"] = p
