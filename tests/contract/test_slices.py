@@ -158,7 +158,7 @@ def test_score_slices_on_the_command_line(cli, tmp_path: Path) -> None:
     (["--slice-by", "channel", "--slice-bins", "x"], "--slice-bins"),
     (["--slice-by", "channel", "--slice-min-size", "0"], "--slice-min-size"),
     (["--slice-by", "channel", "--chunk-size", "10", "--output", "OUT"], "do not write --output"),
-    (["--slice-by", "channel", "--slice-bins", "channel=1,2"], "must be a number"),
+    (["--slice-by", "channel", "--slice-bins", "channel=1,2"], "must be a finite number"),
     (["--slice-by", "channel", "--metadata-id", "nope"], "'nope'"),
 ])
 def test_bad_slicing_options_are_clear_errors(cli, tmp_path: Path, argv: list[str], needle: str) -> None:
@@ -199,6 +199,11 @@ def test_a_metadata_column_of_the_truth_is_not_scored(task: str, tmp_path: Path)
     _with_column(truth, dst, "segment", {i: ("north" if k % 2 else "south") for k, i in enumerate(ids)})
     plain = _scored(task, argv)
     argv[argv.index("--truth") + 1] = str(dst)
+    _, preds = _files(argv)
+    for name, p in preds.items():  # the predictions may carry the column too: it is no prediction either
+        copy = tmp_path / f"{name}{p.suffix}"
+        _with_column(p, copy, "segment", {i: "east" for i in _ids_of(p)})
+        argv[argv.index(f"{name}={p}")] = f"{name}={copy}"
     sliced = _scored(task, [*argv, "--slice-by", "segment", "--cluster-by", "segment"])
     adapter = get_adapter(task)
     assert "segment" not in set(adapter.item_names(sliced))
@@ -271,3 +276,16 @@ def test_cluster_by_makes_the_results_own_intervals_clustered(task: str, cli, tm
         for m in rows:
             ci = doc["models"][m]["ci"][key]
             assert (ci["low"], ci["high"]) == (rows[m]["low"], rows[m]["high"])
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_a_truth_metadata_column_is_dropped_by_the_streaming_engines_too(task: str, cli, tmp_path: Path) -> None:
+    argv = list(CASES[task].score_args)
+    truth, _ = _files(argv)
+    dst = tmp_path / f"truth{truth.suffix}"
+    _with_column(truth, dst, "segment", {i: ("north" if k % 3 else "south") for k, i in enumerate(_ids_of(truth))})
+    argv[argv.index("--truth") + 1] = str(dst)
+    memory = cli("score", task, *argv, "--slice-by", "segment", "--json")
+    chunks = cli("score", task, *argv, "--slice-by", "segment", "--json", "--chunk-size", "9")
+    assert memory.code == 0 and chunks.code == 0, chunks.err
+    assert json.loads(chunks.out)["slices"] == json.loads(memory.out)["slices"]

@@ -100,11 +100,14 @@ def test_slice_metrics_are_the_metrics_of_its_records(seed: int, n: int, n_model
         rows = {m: a[idx] for m, a in arrays.items()}
         if cluster:
             rows = {m: cluster_sums(r, meta["c"].to_numpy()[idx]) for m, r in rows.items()}
+        if len(next(iter(rows.values()))) < 2:  # one record or one cluster: nothing to resample, no interval
+            assert (row["low"], row["high"]) == (None, None) and (row["slice"] == ALL or not row["ranked"])
+            continue
         per, _ = bootstrap_counts(rows, _f1, resamples=50, seed=seed % 7)
         assert (row["low"], row["high"]) == (per[row["model"]].low, per[row["model"]].high)
     # ranks inside a slice follow the slice's values; the gaps are between adjacent ranks
     for (s, v), rows in itertools.groupby(report.rows, key=lambda r: (r["slice"], r["value"])):
-        ranked = sorted(rows, key=lambda r: r["rank"])
+        ranked = list(rows)  # a slice's rows come in its ranking order (unranked slices too)
         if s == ALL:  # all records keep the evaluation's own ranking: the order the models were given in
             assert [r["model"] for r in ranked] == list(arrays)
             continue
@@ -130,3 +133,76 @@ def test_small_slices_are_reported_not_ranked_and_weakest_is_ordered() -> None:
     assert weakest[0]["value"] == "hard" and weakest[0]["supported_drop"] > 0
     gap = next(g for g in report.gaps if g["value"] == "hard")
     assert gap["significant"] and gap["p_holm"] <= 3 * gap["p_value"] + 1e-12
+
+
+def _report(arrays, meta, **kw):
+    return slice_report(arrays, meta, METRICS, SPEC, SliceOptions(resamples=100, **kw))
+
+
+def test_exact_ties_inside_a_slice_keep_the_evaluations_order() -> None:
+    rows = np.array([[1, 0, 0]] * 30 + [[0, 1, 1]] * 30)
+    zeta, alpha = rows.copy(), rows.copy()
+    alpha[30:] = [1, 0, 0]  # alpha is better overall; on the first half the two tie
+    meta = pd.DataFrame({"g": ["easy"] * 30 + ["hard"] * 30})
+    report = _report({"alpha": alpha, "zeta": zeta}, meta, by=(("g",),))
+    easy = [r for r in report.rows if r["value"] == "easy"]
+    assert [r["model"] for r in easy] == ["alpha", "zeta"] and not easy[0]["ranking_differs"]
+    tied = _report({"zeta": zeta, "alpha": zeta.copy()}, meta, by=(("g",),))
+    assert [r["model"] for r in tied.rows if r["value"] == "easy"] == ["zeta", "alpha"]
+
+
+def test_one_cluster_gives_no_interval_and_no_rank_and_all_records_are_always_ranked() -> None:
+    rng = np.random.default_rng(1)
+    arrays = {"a": rng.integers(0, 3, size=(40, 3)), "b": rng.integers(0, 3, size=(40, 3))}
+    meta = pd.DataFrame({"vendor": ["v1"] * 25 + ["v2"] * 15})
+    report = _report(arrays, meta, by=(("vendor",),), cluster_by="vendor", min_size=5)
+    v1 = [r for r in report.rows if r["value"] == "v1"]
+    assert all(r["low"] is None and r["high"] is None and not r["ranked"] for r in v1)
+    assert not [g for g in report.gaps if g["slice"] == "vendor"]
+    big = _report(arrays, meta, by=(("vendor",),), min_size=1000)  # no slice is big enough; all records still are ranked
+    everything = [r for r in big.rows if r["slice"] == ALL]
+    assert all(r["ranked"] for r in everything) and [g for g in big.gaps if g["slice"] == ALL]
+
+
+def test_records_without_a_cluster_value_are_clusters_of_their_own() -> None:
+    rng = np.random.default_rng(2)
+    arrays = {"a": rng.integers(0, 3, size=(30, 3)), "b": rng.integers(0, 3, size=(30, 3))}
+    meta = pd.DataFrame({"c": ["x"] * 10 + [None] * 10 + [""] * 5 + ["(missing)"] * 5})
+    report = _report(arrays, meta, cluster_by="c")
+    assert report.rows[0]["clusters"] == 1 + 15 + 1
+    assert any("15 record(s) without a value" in n for n in report.notes)
+
+
+def test_number_labels_stay_distinct_and_text_is_kept() -> None:
+    meta = pd.DataFrame({"t": [1_700_000_000 + k for k in range(40)], "code": ["007", "7", "7.0", "x"] * 10,
+                         "inf": [float("inf"), 1.0, 2.0, 3.0] * 10})
+    values, order = slice_values(meta, ("t",), SliceOptions(bins=4))
+    assert len(order) == 4 and len(set(order)) == 4 and sorted(set(values)) == sorted(order)
+    assert [values.count(o) for o in order] == [10, 10, 10, 10]
+    _, order = slice_values(meta, ("code",), SliceOptions(bins=10))
+    assert set(order) == {"007", "7", "7.0", "x"}
+    _, order = slice_values(meta, ("inf",), SliceOptions(bins=2))  # not all finite: taken as text
+    assert "inf" in order
+
+
+def test_crossed_values_holding_the_cross_sign() -> None:
+    meta = pd.DataFrame({"a": ["p × q", "p", "p × q", "p"], "b": ["r", "r × s", "r", "r × s"]})
+    values, order = slice_values(meta, ("a", "b"), SliceOptions())
+    assert order == ["p × r × s", "p × q × r"] and values[0] == "p × q × r"
+
+
+def test_a_note_when_holm_leaves_no_lead_a_chance() -> None:
+    rng = np.random.default_rng(4)
+    arrays = {"a": np.c_[rng.integers(1, 3, size=(600, 1)), np.zeros((600, 2), dtype=int)], "b": rng.integers(0, 3, size=(600, 3))}
+    meta = pd.DataFrame({"g": [f"s{k % 30}" for k in range(600)]})
+    report = slice_report(arrays, meta, METRICS, SPEC, SliceOptions(by=(("g",),), resamples=999))
+    assert any("no lead can be significant" in n and "--resamples 1200" in n for n in report.notes)
+
+
+def test_many_slice_values_are_grouped_once() -> None:
+    n = 50_000
+    rng = np.random.default_rng(5)
+    arrays = {"a": rng.integers(0, 3, size=(n, 3)), "b": rng.integers(0, 3, size=(n, 3))}
+    meta = pd.DataFrame({"g": [f"v{k % 2000}" for k in range(n)]})
+    report = slice_report(arrays, meta, METRICS, SPEC, SliceOptions(by=(("g",),), resamples=20))
+    assert len({r["value"] for r in report.rows}) == 2001  # 2,000 values and all records

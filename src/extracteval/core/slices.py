@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from extracteval.core.bootstrap import Interval, percentile_intervals, bootstrap_samples, cluster_sums
+from extracteval.core.bootstrap import bootstrap_samples, cluster_sums, percentile_intervals
 from extracteval.core.ranking import RankingSpec, rank_by_metrics
 from extracteval.core.significance import significance
 
@@ -75,85 +75,91 @@ class SliceOptions:
         return tuple(cols)
 
 
-def _number_label(x: float) -> str:
-    return f"{x:.6g}"
+def _edge_labels(edges: Sequence[float]) -> list[str]:
+    """The edges as text, with as many significant digits as it takes to tell them apart."""
+    for digits in range(6, 18):
+        labels = [f"{e:.{digits}g}" for e in edges]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [repr(float(e)) for e in edges]
 
 
-def _bin_labels(values: Any, edges: Sequence[float]) -> list[str]:
-    """Labels of the bins [e0, e1], (e1, e2], … (the first closed on both sides)."""
-    import pandas as pd
+def _bins(values: np.ndarray, edges: Sequence[float]) -> tuple[np.ndarray, list[str]]:
+    """Codes and labels of the bins [e0, e1], (e1, e2], … (the first closed on both sides), then
+    `< e0` and `> en` for values outside them; NaN (no value) → -1."""
+    uniq = sorted(set(float(e) for e in edges))
+    if len(uniq) == 1:
+        uniq = [uniq[0], uniq[0]]
+    text = _edge_labels(uniq)
+    inner = len(uniq) - 1
+    names = [("[" if k == 0 else "(") + f"{text[k]}, {text[k + 1]}]" for k in range(inner)]
+    codes = np.full(len(values), -1, dtype=np.int64)
+    present = ~np.isnan(values)
+    v = values[present]
+    # bin k holds (e_k, e_k+1]; the first also e_0 itself
+    k = np.searchsorted(np.asarray(uniq), v, side="left") - 1
+    k = np.where(v == uniq[0], 0, k)
+    out = np.where(v < uniq[0], inner, np.where(v > uniq[-1], inner + 1, k))
+    codes[present] = out
+    return codes, [*names, f"< {text[0]}", f"> {text[-1]}"]
 
-    codes = pd.cut(values, bins=list(edges), include_lowest=True, labels=False, duplicates="drop")
-    uniq = list(dict.fromkeys(float(e) for e in edges))
-    names = [("[" if k == 0 else "(") + f"{_number_label(uniq[k])}, {_number_label(uniq[k + 1])}]" for k in range(len(uniq) - 1)]
-    below, above = f"< {_number_label(uniq[0])}", f"> {_number_label(uniq[-1])}"
-    out = []
-    for v, c in zip(values, codes):
-        if v != v:  # NaN: no value
-            out.append(MISSING)
-        elif c == c:
-            out.append(names[int(c)])
-        else:
-            out.append(below if v < uniq[0] else above)
-    return out
 
-
-def _column_values(raw: Any, name: str, bins: int, edges: Sequence[float] | None) -> tuple[list[str], list[str]]:
-    """(each record's slice value, the values in display order) of one metadata column."""
+def _column_codes(raw: Any, name: str, bins: int, edges: Sequence[float] | None) -> tuple[np.ndarray, list[str]]:
+    """Each record's value of one metadata column as a code into the labels (-1: no value), and
+    the labels in display order: bins in order (below and above the edges last), other values in
+    natural order of their text."""
     import pandas as pd
 
     from extracteval.core.id_order import natural_key
 
     s = pd.Series(raw, dtype=object)
-    present = s.notna() & (s.astype(str).str.strip() != "")
-    nums = pd.to_numeric(s.where(present), errors="coerce")
-    numeric = bool(present.any()) and bool(nums[present].notna().all()) and not s[present].map(lambda v: isinstance(v, bool)).any()
+    text = s.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v).strip())
+    present = (text != "").to_numpy(dtype=bool)
+    nums = pd.to_numeric(s.where(present), errors="coerce").to_numpy(dtype=np.float64)
+    is_bool = s[present].map(lambda v: isinstance(v, (bool, np.bool_))).any()
+    numeric = bool(present.any()) and bool(np.isfinite(nums[present]).all()) and not is_bool
     if edges is not None and not numeric:
         from extracteval.errors import InputError
 
-        bad = s[present & nums.isna()].iloc[0] if (present & nums.isna()).any() else None
-        raise InputError(f"metadata column {name!r}: bin edges were given, so every value must be a number, but found {bad!r}.")
-    if numeric and (edges is not None or nums[present].nunique() > bins):
-        values = nums.where(present).to_numpy(dtype=np.float64)
-        if edges is None:
-            qs = np.quantile(values[~np.isnan(values)], np.linspace(0, 1, bins + 1))
-            cuts: Sequence[float] = sorted(set(qs.tolist()))
-            if len(cuts) < 2:
-                cuts = [cuts[0], cuts[0]]
-        else:
-            cuts = list(edges)
-        labels = _bin_labels(values, cuts)
-        order = [v for v in dict.fromkeys(sorted(set(labels) - {MISSING}, key=lambda lab: _bin_start(lab)))]
+        bad = next((v for v, n, p in zip(text, nums, present) if p and not np.isfinite(n)), None)
+        raise InputError(f"metadata column {name!r}: bin edges were given, so every value must be a finite number, but found {bad!r}.")
+    if numeric and (edges is not None or len(np.unique(nums[present])) > bins):
+        values = np.where(present, nums, np.nan)
+        cuts = list(edges) if edges is not None else np.quantile(values[present], np.linspace(0, 1, bins + 1)).tolist()
+        codes, labels = _bins(values, cuts)
+        used = sorted(set(codes[codes >= 0].tolist()))
+        remap = np.full(len(labels), -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        return np.where(codes >= 0, remap[np.maximum(codes, 0)], -1), [labels[c] for c in used]
+    uniques = sorted(set(text[present].tolist()), key=natural_key)
+    index = {u: k for k, u in enumerate(uniques)}
+    return np.array([index[t] if p else -1 for t, p in zip(text, present)], dtype=np.int64), uniques
+
+
+def _slice_codes(metadata: Any, by: Sequence[str], options: SliceOptions) -> tuple[np.ndarray, list[str]]:
+    """Each record's code of the slicing `by` (one column or crossed ones) and the values' labels
+    in display order (`(missing)` last: a record without a value in any of the columns)."""
+    parts = [_column_codes(metadata[col].to_numpy(dtype=object), col, options.bins, options.edges.get(col)) for col in by]
+    if len(parts) == 1:
+        codes, labels = parts[0]
     else:
-        labels = [(_number_label(float(n)) if numeric else str(v).strip()) if p else MISSING for v, n, p in zip(s, nums, present)]
-        order = sorted(set(labels) - {MISSING}, key=natural_key)
-    if MISSING in labels:
-        order.append(MISSING)
-    return labels, order
-
-
-def _bin_start(label: str) -> tuple[int, float]:
-    if label.startswith("<"):
-        return (0, -math.inf)
-    if label.startswith(">"):
-        return (2, math.inf)
-    return (1, float(label[1:].split(",")[0]))
+        stacked = np.stack([c for c, _ in parts], axis=1)
+        missing_any = (stacked < 0).any(axis=1)
+        combos, inverse = np.unique(stacked[~missing_any], axis=0, return_inverse=True)  # lexicographic: each column's order
+        codes = np.full(len(stacked), -1, dtype=np.int64)
+        codes[~missing_any] = inverse.reshape(-1)
+        labels = [CROSS.join(lab[c] for (_, lab), c in zip(parts, combo)) for combo in combos.tolist()]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(labels), codes)
+        labels = [*labels, MISSING]
+    return codes, labels
 
 
 def slice_values(metadata: Any, by: Sequence[str], options: SliceOptions) -> tuple[list[str], list[str]]:
     """Each record's value of the slicing `by` (one column or crossed ones) and the values in
     display order. `metadata`: a DataFrame, one row per record, holding the columns."""
-    per, orders = [], []
-    for col in by:
-        labels, order = _column_values(metadata[col].to_numpy(dtype=object), col, options.bins, options.edges.get(col))
-        per.append(labels)
-        orders.append(order)
-    if len(by) == 1:
-        return per[0], orders[0]
-    values = [CROSS.join(t) for t in zip(*per)]
-    rank = [{v: k for k, v in enumerate(o)} for o in orders]
-    seen = sorted(set(values), key=lambda v: tuple(r[p] for r, p in zip(rank, v.split(CROSS))))
-    return values, seen
+    codes, labels = _slice_codes(metadata, by, options)
+    return [labels[c] for c in codes.tolist()], labels
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,61 +229,93 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
     """Slice every model's per-record counts (`arrays`: model → (records, columns), the same
     records in the same order for every model, in ranking order of the whole evaluation) by the
     metadata rows of the same records. `metrics`: metric key → function of summed counts, the
-    primary metric of `spec` first; `spec`'s tie-breaks among them rank the models inside a slice.
-    The slice of all records keeps the evaluation's ranking (the order of `arrays`), and a slice's
-    ranking is compared with it.
+    primary metric of `spec` first; `spec`'s tie-breaks among them rank the models inside a slice
+    (exact ties keep the evaluation's order). The slice of all records keeps the evaluation's
+    ranking (the order of `arrays`) and is always ranked; a slice's ranking is compared with it.
+    A slice is ranked when it has `min_size` records and at least two resampling units (records,
+    or clusters); with fewer than two units it has no interval.
     """
     models = list(arrays)
     primary = spec.primary
     names = [primary, *[k for k in metrics if k != primary]]
     spec = replace(spec, tie_breaks=tuple(k for k in spec.tie_breaks if k in metrics))
     overall = {m: _values(metrics, names, arrays[m]) for m in models}
-    overall_order = models  # the evaluation's own ranking (its tie-breaks may include item wins)
-    clusters = None
+    n_records = len(next(iter(arrays.values()))) if arrays else 0
     notes: list[str] = []
-    if options.cluster_by:
-        import pandas as pd
-
-        cl = metadata[options.cluster_by].to_numpy(dtype=object)
-        clusters = np.where(pd.isna(cl), MISSING, cl.astype(str))
+    clusters = _clusters(metadata, options, n_records, notes)
     rows: list[dict[str, Any]] = []
     gaps: list[dict[str, Any]] = []
-    n_records = len(next(iter(arrays.values()))) if arrays else 0
     for by in ((), *options.by):
         label = CROSS.join(by) if by else ALL
-        if by:
-            values, order = slice_values(metadata, by, options)
-        else:  # every record: the whole evaluation, with the same (clustered) intervals
-            values, order = [ALL] * n_records, [ALL]
-        vals = np.asarray(values, dtype=object)
+        codes, labels = _slice_codes(metadata, by, options) if by else (np.zeros(n_records, dtype=np.int64), [ALL])
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(labels) + 1))
         family: list[dict[str, Any]] = []
-        for value in order:
-            idx = np.flatnonzero(vals == value)
-            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, order=None if by else overall_order)
-            ranked = len(idx) >= options.min_size
-            order_in = [r["model"] for r in got["ranking"]]
-            differs = ranked and order_in != overall_order
-            for r in got["ranking"]:
-                m = r["model"]
-                iv: Interval = got["intervals"][m]
-                rows.append({"slice": label, "value": value, "model": m, "records": int(len(idx)), "clusters": got["clusters"],
-                             "ranked": ranked, "rank": r["rank"] if ranked else None, "winner": ranked and r["rank"] == 1,
-                             "ranking_differs": differs, "metric": primary, "estimate": iv.estimate, "low": iv.low, "high": iv.high,
-                             "overall": overall[m][primary], **{f"metrics/{k}": got["values"][m][k] for k in names}})
+        for code, value in enumerate(labels):
+            idx = np.sort(order[bounds[code] : bounds[code + 1]])
+            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, order=None if by else models)
+            ranked = not by or (len(idx) >= options.min_size and got["units"] >= 2)
+            rows.extend(_rows(label, value, idx, got, ranked, primary, names, overall, models))
             if ranked:
                 for g in got["gaps"]:
                     g.update({"slice": label, "value": value})
                     family.append(g)
-            if clusters is not None and got["clusters"] < options.min_clusters:
-                where = "all records" if label == ALL else f"{label} = {value}"
-                notes.append(f"{where}: {got['clusters']} cluster{'' if got['clusters'] == 1 else 's'} of {options.cluster_by!r}, fewer than {options.min_clusters}; "
-                             "its interval may be too narrow.")
-        for g, p in zip(family, holm([g["p_value"] for g in family])):
-            g["p_holm"] = p
-            g["significant"] = p < 1.0 - options.confidence
+                if clusters is not None and got["clusters"] < options.min_clusters:
+                    where = "all records" if label == ALL else f"{label} = {value}"
+                    n = got["clusters"]
+                    notes.append(f"{where}: {n} cluster{'' if n == 1 else 's'} of {options.cluster_by!r}, fewer than {options.min_clusters}; "
+                                 "its interval may be too narrow.")
+        _correct(family, options, label, notes)
         gaps.extend(family)
     weakest = _weakest(rows, models, spec, options)
     return SliceReport(metric=primary, label=spec.label, rate=spec.primary_is_rate, options=options, rows=rows, gaps=gaps, weakest=weakest, notes=notes)
+
+
+def _clusters(metadata: Any, options: SliceOptions, n_records: int, notes: list[str]) -> np.ndarray | None:
+    """Each record's cluster label (None without `cluster_by`); a record without a value is a
+    cluster of its own."""
+    if not options.cluster_by:
+        return None
+    raw = metadata[options.cluster_by].to_numpy(dtype=object) if n_records else np.zeros(0, dtype=object)
+    text = np.array(["" if v is None or (isinstance(v, float) and v != v) else "v" + str(v).strip() for v in raw], dtype=object)
+    alone = text == "v"
+    alone |= text == ""
+    if alone.any():
+        text[alone] = [f"r{k}" for k in np.flatnonzero(alone)]  # one cluster per such record: never one block of unrelated records
+        notes.append(f"{int(alone.sum())} record(s) without a value of {options.cluster_by!r}: each is a cluster of its own.")
+    return text
+
+
+def _rows(label: str, value: str, idx: np.ndarray, got: Mapping[str, Any], ranked: bool, primary: str, names: Sequence[str],
+          overall: Mapping[str, Mapping[str, float]], models: Sequence[str]) -> list[dict[str, Any]]:
+    """The table rows of one slice: one per model, in the slice's ranking order."""
+    order_in = [r["model"] for r in got["ranking"]]
+    differs = bool(label != ALL and ranked and order_in != list(models))
+    out = []
+    for r in got["ranking"]:
+        m = r["model"]
+        iv = got["intervals"].get(m)
+        out.append({"slice": label, "value": value, "model": m, "records": int(len(idx)), "clusters": got["clusters"],
+                    "ranked": ranked, "rank": r["rank"] if ranked else None, "winner": ranked and r["rank"] == 1,
+                    "ranking_differs": differs, "metric": primary, "estimate": got["values"][m][primary],
+                    "low": iv.low if iv is not None else None, "high": iv.high if iv is not None else None,
+                    "overall": overall[m][primary], **{f"metrics/{k}": got["values"][m][k] for k in names}})
+    return out
+
+
+def _correct(family: list[dict[str, Any]], options: SliceOptions, label: str, notes: list[str]) -> None:
+    """Holm's correction over the leads of one slicing; a note when the resamples are too few for
+    any lead to pass it (the smallest bootstrap p-value is 2 / (resamples + 1))."""
+    alpha = 1.0 - options.confidence
+    for g, p in zip(family, holm([g["p_value"] for g in family])):
+        g["p_holm"] = p
+        g["significant"] = p < alpha
+    m = len(family)
+    if m and m * 2.0 / (options.resamples + 1) >= alpha:
+        need = int(math.ceil(2.0 * m / alpha))
+        where = "all records" if label == ALL else f"by {label}"
+        notes.append(f"{where}: with {m} leads and {options.resamples} resamples no lead can be significant after Holm's correction; "
+                     f"use --resamples {need} or more.")
 
 
 def _values(metrics: Mapping[str, Metric], names: Sequence[str], rows: np.ndarray) -> dict[str, float]:
@@ -285,24 +323,33 @@ def _values(metrics: Mapping[str, Metric], names: Sequence[str], rows: np.ndarra
     return {k: float(metrics[k](summed)) for k in names}
 
 
+def _ranking(spec: RankingSpec, values: Mapping[str, Mapping[str, float]], order: Sequence[str]) -> list[dict[str, Any]]:
+    """The models ranked by `spec` on `values`; exact ties keep their place in `order`."""
+    place = {m: f"{k:09d}" for k, m in enumerate(order)}
+    back = {v: m for m, v in place.items()}
+    return [{"model": back[r.model], "rank": r.rank} for r in rank_by_metrics(spec, {place[m]: v for m, v in values.items()})]
+
+
 def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.ndarray | None, metrics: Mapping[str, Metric], names: Sequence[str],
                spec: RankingSpec, options: SliceOptions, *, order: Sequence[str] | None = None) -> dict[str, Any]:
     """One slice: every model's values (exact, from the slice's summed counts), its ranking (by
     `spec`, or `order` as given: the whole evaluation's), the primary metric's paired interval per
-    model and per adjacent gap, with the gaps' p-values."""
+    model and per adjacent gap with the gaps' p-values — none with fewer than two resampling units."""
     models = list(arrays)
     sub = {m: np.asarray(arrays[m])[idx] for m in models}
     values = {m: _values(metrics, names, sub[m]) for m in models}
     if order is None:
-        ranking = [{"model": r.model, "rank": r.rank} for r in rank_by_metrics(spec, values)]
+        ranking = _ranking(spec, values, models)
     else:
         ranking = [{"model": m, "rank": k} for k, m in enumerate(order, start=1)]
     rows = sub
-    n_clusters = len(idx)
+    n_clusters = units = len(idx)
     if clusters is not None:
         labels = clusters[idx]
         rows = {m: cluster_sums(sub[m], labels) for m in models}
-        n_clusters = len(set(labels.tolist()))
+        n_clusters = units = len(set(labels.tolist()))
+    if units < 2:
+        return {"values": values, "ranking": ranking, "intervals": {}, "gaps": [], "clusters": int(n_clusters), "units": units}
     draws = bootstrap_samples(rows, metrics[spec.primary], resamples=options.resamples, seed=options.seed)
     ordered = [r["model"] for r in ranking]
     pairs = list(zip(ordered[:-1], ordered[1:]))
@@ -312,10 +359,10 @@ def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.n
     col = {m: k for k, m in enumerate(draws.models)}
     gaps = []
     for a, b in pairs:
-        d = draws.samples[:, col[a]] - draws.samples[:, col[b]] if draws.n else np.zeros(0)
+        d = draws.samples[:, col[a]] - draws.samples[:, col[b]]
         iv = diffs[(a, b)]
         gaps.append({"higher": a, "lower": b, "difference": iv.to_dict(), "p_value": bootstrap_p_value(d), "verdict": significance(iv.low, iv.high)})
-    return {"values": values, "ranking": ranking, "intervals": per, "gaps": gaps, "clusters": int(n_clusters)}
+    return {"values": values, "ranking": ranking, "intervals": per, "gaps": gaps, "clusters": int(n_clusters), "units": units}
 
 
 def _weakest(rows: Sequence[Mapping[str, Any]], models: Sequence[str], spec: RankingSpec, options: SliceOptions) -> dict[str, list[dict[str, Any]]]:
@@ -327,7 +374,7 @@ def _weakest(rows: Sequence[Mapping[str, Any]], models: Sequence[str], spec: Ran
     for m in models:
         mine = []
         for r in rows:
-            if r["model"] != m or not r["ranked"] or r["slice"] == ALL:
+            if r["model"] != m or not r["ranked"] or r["slice"] == ALL or r["high"] is None:
                 continue
             drop = r["estimate"] - r["overall"] if lower else r["overall"] - r["estimate"]
             if drop <= 0:

@@ -112,9 +112,14 @@ def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> 
     option = "--metadata"
     if not path:
         path, option = get("truth"), "--truth"
-        if not path or not isinstance(path, (str, Path)):
+        paths = list(path) if isinstance(path, (list, tuple)) else [path]
+        if not paths or not all(isinstance(p, (str, Path)) and str(p) for p in paths):
             raise InputError("--slice-by needs record metadata: pass --metadata FILE (a table keyed by record id) — the ground truth "
                              "was not given as a file.")
+        if len(paths) > 1:  # ground truth in several files (a task that takes --truth more than once): their records together
+            frames = [read_metadata(p, columns, id_column=str(id_column), option=option) for p in paths]
+            return pd.concat(frames)
+        path = paths[0]
     return read_metadata(path, columns, id_column=str(id_column), option=option)
 
 
@@ -204,6 +209,9 @@ def clustered_intervals(doc: dict[str, Any], report: Any, task: str) -> None:
     rows = [r for r in report.rows if r["slice"] == ALL]
     if not rows:
         return
+    if rows[0]["low"] is None:
+        raise InputError(f"--cluster-by {o.cluster_by}: the records fall in {rows[0]['clusters']} cluster(s); a cluster bootstrap needs at "
+                         "least two.")
     resamples = o.resamples if rows[0]["records"] else 0
     per = {r["model"]: Interval(estimate=r["estimate"], low=r["low"], high=r["high"], confidence=o.confidence, resamples=resamples) for r in rows}
     method = f"cluster bootstrap over {o.cluster_by!r} ({rows[0]['clusters']} clusters)"

@@ -21,7 +21,10 @@ def chunk_job(args: Any, *, chunk_size: int) -> Any:
     check_chunk_size(chunk_size)
     stream = open_table_stream(args.truth, args.predictions, chunk_size=chunk_size, id_column=args.id_column, delimiter=args.delimiter,
                                trailing_extras=True)
-    task = RecordsTask(config=build_config(args), fields=tuple(stream.truth_fields), truth_source=stream.truth_source, sources=dict(stream.models))
+    from extracteval.io.config import metadata_columns
+
+    fields = tuple(f for f in stream.truth_fields if f not in metadata_columns(args))  # record metadata is no field
+    task = RecordsTask(config=build_config(args), fields=fields, truth_source=stream.truth_source, sources=dict(stream.models))
     return ChunkJob(task=task, chunks=stream.chunks(), inputs={"truth": stream.truth_source, "predictions": dict(stream.models)})
 
 
@@ -39,7 +42,9 @@ def spark_job(args: Any, spark: Any) -> Any:
     tdf, preds, sources, text = read_spark_tables(spark, truth, args.predictions, delimiter=args.delimiter)
     if id_column not in tdf.columns:
         raise InputError(f"{truth}: no {id_column!r} column; columns found: {list(tdf.columns)[:20]}.")
-    fields: Sequence[str] = [c for c in tdf.columns if c != id_column]
+    from extracteval.io.config import metadata_columns
+
+    fields: Sequence[str] = [c for c in tdf.columns if c != id_column and c not in metadata_columns(args)]
     joined, spec = join_tables(tdf, preds, columns=list(fields), models=list(sources), id_column=id_column, truth_source=truth, sources=sources,
                                text_columns=text, partitions=args.spark_partitions, keep_extra=True)
 

@@ -231,7 +231,6 @@ class JsonAdapter(CellPredictions):
         from extracteval.tasks.json.options import build_config
         from extracteval.core.normalize import Normalizer
         from extracteval.core.similarity import get_similarity
-        from extracteval.io.config import metadata_columns
         from extracteval.tasks.json.inputs import load_json_inputs
 
         config, sim_name, sim_opts = build_config(args)
@@ -239,7 +238,7 @@ class JsonAdapter(CellPredictions):
         normalizer = Normalizer(config.normalization)
         truth, preds, truth_source, notes = load_json_inputs(
             args.truth, args.predictions, id_key=args.id_key, safety_key=config.safety_key, is_absent=normalizer.is_absent,
-            metadata=metadata_columns(args),
+            metadata=config.metadata,
         )
         include = {"auto": None, "all": True, "none": False}[getattr(args, "records", "auto") or "auto"]
         return self._scored(truth, preds, config, backend, truth_source, notes, include_records=include,
@@ -251,13 +250,12 @@ class JsonAdapter(CellPredictions):
         keys): the Python API's door."""
         from extracteval.core.normalize import Normalizer
         from extracteval.core.similarity import get_similarity
-        from extracteval.io.config import metadata_columns
         from extracteval.tasks.json.inputs import load_json_inputs
 
         cfg, sim_name, sim_opts = self.build_config(config)
         backend = get_similarity(sim_name, **sim_opts)
         truth_map, preds, truth_source, notes = load_json_inputs(truth, predictions, id_key=id_column, safety_key=cfg.safety_key,
-                                                                 is_absent=Normalizer(cfg.normalization).is_absent, metadata=metadata_columns(config))
+                                                                 is_absent=Normalizer(cfg.normalization).is_absent, metadata=cfg.metadata)
         return self._scored(truth_map, preds, cfg, backend, truth_source, notes, include_records=None,
                             inputs={"truth": truth_source, "predictions": {p.name: p.source for p in preds}})
 

@@ -138,7 +138,7 @@ def json_chunk_job(
     from extracteval.errors import InputError
     from extracteval.tasks.json.chunks import open_json_stream
 
-    stream = open_json_stream(truth, predictions, chunk_size=chunk_size, id_key=id_key, safety_key=config.safety_key)
+    stream = open_json_stream(truth, predictions, chunk_size=chunk_size, id_key=id_key, safety_key=config.safety_key, metadata=config.metadata)
     task = JsonTask(config=config, similarity=similarity, records_mode=records_mode, keep_records=keep_records)
     if workers > 1:
         try:

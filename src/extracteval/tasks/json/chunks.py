@@ -60,8 +60,8 @@ class _Rec:
 class _JsonlRecords:
     """One JSONL file, record by record, parsed as `read_json_records` parses it."""
 
-    def __init__(self, path: Path, *, role: str, id_key: str, safety_key: str) -> None:
-        self.path, self.role, self.id_key, self.safety_key = path, role, id_key, safety_key
+    def __init__(self, path: Path, *, role: str, id_key: str, safety_key: str, metadata: Sequence[str] = ()) -> None:
+        self.path, self.role, self.id_key, self.safety_key, self.metadata = path, role, id_key, safety_key, tuple(metadata)
         self.pairs: bool | None = None
         self._last: tuple[str, str] | None = None
 
@@ -85,28 +85,29 @@ class _JsonlRecords:
             if not isinstance(obj, dict):
                 raise InputError(f"{p}: {where}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
             if self.pairs is None:  # the layout is decided by the first record, as in the in-memory reader
-                self.pairs = is_pairs(obj, id_key, safety_key)
-            rec = parse_record(p, where, obj, role=self.role, pairs=self.pairs, id_key=id_key, safety_key=safety_key)
+                self.pairs = is_pairs(obj, id_key, safety_key, self.metadata)
+            rec = parse_record(p, where, obj, role=self.role, pairs=self.pairs, id_key=id_key, safety_key=safety_key, metadata=self.metadata)
             if self._last is not None:
                 check_id_order(p, where, rec.rid, *self._last)
             self._last = (rec.rid, where)
             yield rec
 
 
-def is_pairs(first: dict[str, Any], id_key: str, safety_key: str) -> bool:
-    """The pairs layout ({"id", "truth", "prediction"}), decided by a file's first record."""
-    keys = set(first) - {id_key, safety_key}
+def is_pairs(first: dict[str, Any], id_key: str, safety_key: str, metadata: Sequence[str] = ()) -> bool:
+    """The pairs layout ({"id", "truth", "prediction"}), decided by a file's first record (its
+    metadata keys aside)."""
+    keys = set(first) - {id_key, safety_key} - set(metadata)
     return bool(keys & _PAIR_KEYS) and keys <= _PAIR_KEYS | _PAIR_EXTRA
 
 
-def parse_record(p: Path | str, where: str, obj: Any, *, role: str, pairs: bool, id_key: str, safety_key: str) -> _Rec:
+def parse_record(p: Path | str, where: str, obj: Any, *, role: str, pairs: bool, id_key: str, safety_key: str, metadata: Sequence[str] = ()) -> _Rec:
     """One record as `read_json_records` reads it (also used by the Spark engine's executors)."""
     if not isinstance(obj, dict):
         raise InputError(f"{p}: {where}: expected a JSON object with an {id_key!r} key, but found {type(obj).__name__}.")
     rid = _record_id(Path(p), where, obj, id_key)
     rec = _Rec(rid=rid, where=where)
     if pairs:
-        check_pair_keys(p, where, obj, id_key, safety_key)
+        check_pair_keys(p, where, obj, id_key, safety_key, metadata)
         if "model" in obj:
             raise InputError(
                 f"{p}: {where}: a `model` key holds several models in one file; --chunk-size and --engine spark need one file "
@@ -145,16 +146,17 @@ class JsonStream:
     chunk_size: int
     id_key: str
     safety_key: str
+    metadata: tuple[str, ...] = ()
     truth_source: str = ""
     _truth_rank: int = field(default=-1, repr=False)
 
     def chunks(self) -> Iterator[JsonChunk]:
         streams: list[tuple[str | None, Iterator[_Rec]]] = []
         if self.truth is not None:
-            streams.append((None, iter(_JsonlRecords(Path(self.truth), role="truth", id_key=self.id_key, safety_key=self.safety_key))))
+            streams.append((None, iter(_JsonlRecords(Path(self.truth), role="truth", id_key=self.id_key, safety_key=self.safety_key, metadata=self.metadata))))
             self.truth_source = str(self.truth)
         for name, src in self.models.items():
-            streams.append((name, iter(_JsonlRecords(Path(src), role="predictions", id_key=self.id_key, safety_key=self.safety_key))))
+            streams.append((name, iter(_JsonlRecords(Path(src), role="predictions", id_key=self.id_key, safety_key=self.safety_key, metadata=self.metadata))))
         heads: list[_Rec | None] = [next(it, None) for _, it in streams]
         names = list(self.models)
         truth: dict[str, Any] = {}
@@ -218,7 +220,8 @@ class JsonStream:
 
 
 def open_json_stream(
-    truth: str | Path | None, predictions: Sequence[str], *, chunk_size: int, id_key: str = "id", safety_key: str = "safety_score"
+    truth: str | Path | None, predictions: Sequence[str], *, chunk_size: int, id_key: str = "id", safety_key: str = "safety_score",
+    metadata: Sequence[str] = (),
 ) -> JsonStream:
     """Check the file names and types; the files are read when the chunks are."""
     check_chunk_size(chunk_size)
@@ -235,4 +238,5 @@ def open_json_stream(
             )
         if not p.exists():
             raise InputError(f"{p}: file not found.")
-    return JsonStream(truth=None if truth is None else str(truth), models=models, chunk_size=chunk_size, id_key=id_key, safety_key=safety_key)
+    return JsonStream(truth=None if truth is None else str(truth), models=models, chunk_size=chunk_size, id_key=id_key, safety_key=safety_key,
+                      metadata=tuple(metadata))

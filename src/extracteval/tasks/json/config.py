@@ -78,6 +78,8 @@ class JsonConfig:
         normalization: null tokens, day-first dates, currency stripping.
         default_safety: safety score of a record without one (default 1.0).
         safety_key: the per-record key / column holding the safety score (recorded in the config).
+        metadata: top-level keys that describe a record (the keys slices and clusters are read
+            from): taken out of every truth and prediction object before it is scored.
     """
 
     strategies: Mapping[str, Strategy] = field(default_factory=dict)
@@ -90,8 +92,10 @@ class JsonConfig:
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
     default_safety: float = 1.0
     safety_key: str = "safety_score"
+    metadata: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", tuple(str(k) for k in self.metadata))
         for name in ("fuzzy_threshold", "semantic_threshold", "default_safety"):
             object.__setattr__(self, name, _unit(name, getattr(self, name)))
         if not isinstance(self.strategies, Mapping):
@@ -120,6 +124,7 @@ class JsonConfig:
             "flatten": self.flatten,
             "normalization": self.normalization.to_dict(),
             "safety_score": {"key": self.safety_key, "default": self.default_safety},
+            **({"metadata": list(self.metadata)} if self.metadata else {}),
         }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -569,6 +569,11 @@ def count_json(
     Stages: read and align (`_truth_in_order`, `_model_input`), count chunk by chunk
     (`_count_chunks`), order the paths (`_path_order`), one result per model (`_model_count`)."""
     cfg = config
+    if cfg.metadata:  # keys that describe the record are no part of its truth or of a prediction
+        from extracteval.tasks.json.inputs import without_keys
+
+        truth = without_keys(truth, cfg.metadata)
+        predictions = [replace(p, records=without_keys(p.records, cfg.metadata)) for p in predictions]
     order, truth_objs = _truth_in_order(truth, predictions, truth_source)
     normalizer = Normalizer(cfg.normalization)
     if similarity is None:

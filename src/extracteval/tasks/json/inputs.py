@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,9 +98,10 @@ def _memory_records(table: Any, id_key: str, safety_key: str) -> list[tuple[str,
     return memory_records(table)
 
 
-def check_pair_keys(p: Path | str, where: str, obj: dict[str, Any], id_key: str, safety_key: str) -> None:
-    """Refuse a record of a pairs-layout file that has keys the layout does not know."""
-    extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key})
+def check_pair_keys(p: Path | str, where: str, obj: dict[str, Any], id_key: str, safety_key: str, metadata: Sequence[str] = ()) -> None:
+    """Refuse a record of a pairs-layout file that has keys the layout does not know (its metadata
+    keys aside: they describe the record)."""
+    extra = sorted(set(obj) - _PAIR_KEYS - _PAIR_EXTRA - {id_key, safety_key} - set(metadata))
     if extra:
         raise InputError(
             f"{p}: {where}: this file is in the pairs layout ({{\"{id_key}\", \"truth\", \"prediction\"}}, decided by its "
@@ -129,7 +130,7 @@ def _safety_value(p: Path, where: str, rid: str, key: str, v: Any) -> float | No
     return x
 
 
-def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety_key: str = "safety_score") -> LoadedJson:
+def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety_key: str = "safety_score", metadata: Sequence[str] = ()) -> LoadedJson:
     """Read one truth (`role="truth"`) or predictions (`role="predictions"`) file, any layout.
     A table held in memory (`io.memory.InMemoryTable`) is read as the same records written as a
     file: a list of dicts as a JSON array, a DataFrame as a table — or, when its columns are
@@ -152,7 +153,7 @@ def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety
         raise InputError(f"{p}: {first_where}: expected a JSON object with an {id_key!r} key, but found {type(first).__name__}.")
     # the first record that holds more than its id decides the layout (a record holding only its
     # id is a record of either layout)
-    keys = next((k for k in (set(obj) - {id_key, safety_key} for _, obj in items if isinstance(obj, dict)) if k), set())
+    keys = next((k for k in (set(obj) - {id_key, safety_key} - set(metadata) for _, obj in items if isinstance(obj, dict)) if k), set())
     pairs = bool(keys & _PAIR_KEYS) and keys <= _PAIR_KEYS | _PAIR_EXTRA
     if not pairs:
         return _read_records_layout(p, items, role=role, id_key=id_key, safety_key=safety_key, owned=not is_in_memory(path))
@@ -165,7 +166,7 @@ def read_json_records(path: str | Path, *, role: str, id_key: str = "id", safety
         if "__value__" in obj:
             raise InputError(f"{p}: {where}: expected a JSON object as the record, but found {type(obj['__value__']).__name__}.")
         model = ""
-        check_pair_keys(p, where, obj, id_key, safety_key)
+        check_pair_keys(p, where, obj, id_key, safety_key, metadata)
         if "model" in obj:
             model = str(obj["model"])
         dup = seen.get((model, rid))
@@ -289,6 +290,14 @@ def _read_table(p: Path, *, role: str, id_key: str, safety_key: str) -> LoadedJs
     return out
 
 
+def without_keys(objects: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """Record id → object, without these top-level keys (an object that is not a dict as it is)."""
+    if not keys:
+        return dict(objects)
+    drop = set(keys)
+    return {rid: {k: v for k, v in obj.items() if k not in drop} if isinstance(obj, dict) else obj for rid, obj in objects.items()}
+
+
 def load_json_inputs(
     truth: str | Path | None,
     predictions: Sequence[str],
@@ -314,17 +323,17 @@ def load_json_inputs(
     truth_map: dict[str, Any] | None = None
     truth_source = ""
     if truth is not None:
-        t = read_json_records(truth, role="truth", id_key=id_key, safety_key=safety_key)
+        t = read_json_records(truth, role="truth", id_key=id_key, safety_key=safety_key, metadata=metadata)
         if t.truth is None:
             raise InputError(f"{truth}: no ground truth found; a pairs-layout truth file needs a 'truth' key per record.")
-        truth_map, truth_source = t.truth, str(truth)
-        if metadata:
-            drop = set(metadata)
-            truth_map = {rid: {k: v for k, v in obj.items() if k not in drop} if isinstance(obj, dict) else obj for rid, obj in truth_map.items()}
+        truth_map, truth_source = without_keys(t.truth, metadata), str(truth)
     loaded: list[tuple[str | None, Path, LoadedJson]] = []
     for spec in predictions:
         name, path = parse_model_spec(spec)
-        lj = read_json_records(path, role="predictions", id_key=id_key, safety_key=safety_key)
+        lj = read_json_records(path, role="predictions", id_key=id_key, safety_key=safety_key, metadata=metadata)
+        if metadata:  # metadata keys are no part of a truth or a prediction object
+            lj.truth = None if lj.truth is None else without_keys(lj.truth, metadata)
+            lj.predictions = {k: without_keys(recs, metadata) for k, recs in lj.predictions.items()}
         loaded.append((name, path, lj))
         if lj.truth is not None:
             if truth_map is None:

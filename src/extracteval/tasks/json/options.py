@@ -82,7 +82,7 @@ def build_config(options: Any) -> tuple[Any, str, dict[str, Any]]:
     too); the options given beside it override it, and `weights` adds to its weights."""
     from extracteval.core.strategies import parse_strategy_map
     from extracteval.errors import InputError
-    from extracteval.io.config import given_options, options_of, similarity_of, task_config
+    from extracteval.io.config import given_options, metadata_columns, options_of, similarity_of, task_config
     from extracteval.tasks.json.semantics import JsonConfig, RQSWeights
 
     config = options_of(options)
@@ -115,6 +115,8 @@ def build_config(options: Any) -> tuple[Any, str, dict[str, Any]]:
         opts["weights"] = {**opts.get("weights", {}), **dict(weights)}
     if "weights" in opts:
         opts["weights"] = RQSWeights(**opts["weights"])
+    if metadata_columns(config):
+        opts["metadata"] = metadata_columns(config)
     sim_name, sim_opts = similarity_of(config, file_sim)
     return task_config(JsonConfig, opts, config, normalization=norm), sim_name, sim_opts
 

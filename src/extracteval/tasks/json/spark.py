@@ -40,7 +40,7 @@ def _id_of(id_key: str):  # type: ignore[no-untyped-def]
     return id_of
 
 
-def _read_lines(spark: Any, path: str, *, id_key: str, safety_key: str) -> tuple[Any, bool]:
+def _read_lines(spark: Any, path: str, *, id_key: str, safety_key: str, metadata: Sequence[str] = ()) -> tuple[Any, bool]:
     """One JSONL file as (id, line) rows on Spark, and whether its records are in the pairs layout (read from its
     first line); a missing, empty or non-JSONL file is an error naming it."""
     from pyspark.sql import functions as F
@@ -62,7 +62,7 @@ def _read_lines(spark: Any, path: str, *, id_key: str, safety_key: str) -> tuple
         obj = _loads(first["value"])
     except ValueError as e:
         raise InputError(f"{path}: the first line is not valid JSON ({e}).") from None
-    pairs = isinstance(obj, dict) and is_pairs(obj, id_key, safety_key)
+    pairs = isinstance(obj, dict) and is_pairs(obj, id_key, safety_key, metadata)
     return read_keyed_lines(spark, path, _id_of(id_key)), pairs
 
 
@@ -103,7 +103,7 @@ def json_spark_job(
 
     safety_key = config.safety_key
 
-    read = lambda path: _read_lines(spark, path, id_key=id_key, safety_key=safety_key)  # noqa: E731
+    read = lambda path: _read_lines(spark, path, id_key=id_key, safety_key=safety_key, metadata=config.metadata)  # noqa: E731
 
     models = {name: str(path) for name, path in model_files(predictions).items()}
     specs = list(models)
@@ -123,7 +123,8 @@ def json_spark_job(
         ids = pdf[_ID].tolist()
         gt: dict[str, Any] = {}
         for rid, line in zip(ids, pdf["tl"].tolist()):
-            rec = parse_record(truth_source, f"record {rid!r}", _loads(line), role=t_role, pairs=t_pairs, id_key=id_key, safety_key=safety_key)
+            rec = parse_record(truth_source, f"record {rid!r}", _loads(line), role=t_role, pairs=t_pairs, id_key=id_key, safety_key=safety_key,
+                               metadata=config.metadata)
             if not rec.has_truth:
                 raise InputError(f"{truth_source}: record {rid!r} has no 'truth' key; the ground truth needs one per record.")
             gt[rid] = rec.truth
@@ -133,7 +134,8 @@ def json_spark_job(
             for rid, line in zip(ids, pdf[f"l{i}"].tolist()):
                 if not isinstance(line, str):
                     continue
-                rec = parse_record(models[m], f"record {rid!r}", _loads(line), role="predictions", pairs=layouts[m], id_key=id_key, safety_key=safety_key)
+                rec = parse_record(models[m], f"record {rid!r}", _loads(line), role="predictions", pairs=layouts[m], id_key=id_key,
+                                   safety_key=safety_key, metadata=config.metadata)
                 if rec.has_truth and _canon(rec.truth) != _canon(gt[rid]):
                     raise InputError(f"{models[m]}: record {rid!r}: its 'truth' differs from the ground truth in {truth_source}.")
                 recs[rid] = rec.prediction
