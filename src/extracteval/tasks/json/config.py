@@ -4,7 +4,7 @@ strategies, and the result types."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -442,3 +442,11 @@ class JsonResult:
         for r in rows:
             r["strategies"] = ";".join(f"{k}:{v}" for k, v in sorted(r["strategies"].items()))
         return pd.DataFrame(rows)
+
+
+def without_keys(objects: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """Record id → object, without these top-level keys (an object that is not a dict as it is)."""
+    if not keys:
+        return dict(objects)
+    drop = set(keys)
+    return {rid: {k: v for k, v in obj.items() if k not in drop} if isinstance(obj, dict) else obj for rid, obj in objects.items()}

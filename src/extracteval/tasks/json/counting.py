@@ -17,7 +17,7 @@ from extracteval.core.normalize import Normalizer
 from extracteval.core.similarity import FuzzySimilarity, SimilarityBackend, describe_similarity
 from extracteval.errors import InputError
 
-from extracteval.tasks.json.config import (BUCKETS, FieldAccuracy, JsonConfig, JsonPredictions, _BOTH, _Cells, _EXTRA, _GT_NULL_HAS, _MISSING, _NULL_BOTH,
+from extracteval.tasks.json.config import (without_keys, BUCKETS, FieldAccuracy, JsonConfig, JsonPredictions, _BOTH, _Cells, _EXTRA, _GT_NULL_HAS, _MISSING, _NULL_BOTH,
                                            _STRATEGIES, _STRATEGY_CODE, _S_EXACT, _S_FUZZY, _S_IGNORE, _S_SEMANTIC)
 from extracteval.tasks.json.paths import _KeyTable, _PathTable, _configured_strategy, _pattern, auto_strategy
 from extracteval.tasks.json.leaves import _leaves
@@ -570,8 +570,6 @@ def count_json(
     (`_count_chunks`), order the paths (`_path_order`), one result per model (`_model_count`)."""
     cfg = config
     if cfg.metadata:  # keys that describe the record are no part of its truth or of a prediction
-        from extracteval.tasks.json.inputs import without_keys
-
         truth = without_keys(truth, cfg.metadata)
         predictions = [replace(p, records=without_keys(p.records, cfg.metadata)) for p in predictions]
     order, truth_objs = _truth_in_order(truth, predictions, truth_source)

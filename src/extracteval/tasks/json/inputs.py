@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from extracteval.tasks.json.config import without_keys
 from extracteval.tasks.json.semantics import JsonPredictions
 from extracteval.errors import InputError
 from extracteval.io.config import models_in_file, parse_model_spec
@@ -288,14 +289,6 @@ def _read_table(p: Path, *, role: str, id_key: str, safety_key: str) -> LoadedJs
             recs[rid] = rec
         out.predictions[model] = recs
     return out
-
-
-def without_keys(objects: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
-    """Record id → object, without these top-level keys (an object that is not a dict as it is)."""
-    if not keys:
-        return dict(objects)
-    drop = set(keys)
-    return {rid: {k: v for k, v in obj.items() if k not in drop} if isinstance(obj, dict) else obj for rid, obj in objects.items()}
 
 
 def load_json_inputs(
