@@ -40,12 +40,11 @@ def run(args: argparse.Namespace) -> int:
     written: tuple[str, ...] = ()
     if engine == "memory":  # the output folder is made once the scores are there
         from extracteval.mlflow.adapters import get_adapter
+        from extracteval.mlflow.slicing import attach_slices, without_metadata
 
-        scored = get_adapter(task).score_args(args)
+        scored = get_adapter(task).score_args(without_metadata(args, slicing))
         if slicing is not None:
-            from extracteval.mlflow.slicing import slice_scored
-
-            scored.doc["slices"] = slice_scored(scored, *slicing).to_dict()
+            attach_slices(scored, slicing, truth=args.truth)
         with _staged(output) as staging:
             if staging is not None:
                 written = outputs.write(scored.result, scored.doc, staging, scored=scored, safe_csv=safe_csv)
@@ -65,17 +64,9 @@ def run(args: argparse.Namespace) -> int:
 def _slicing(args: argparse.Namespace, engine: str) -> tuple[Any, Any] | None:
     """(SliceOptions, metadata rows) of --slice-by / --cluster-by, read before scoring so that a
     wrong column fails fast; None without them."""
-    from extracteval.mlflow.slicing import metadata_for, slice_options
+    from extracteval.mlflow.slicing import slicing_for
 
-    options = slice_options(args)
-    if options is None:
-        return None
-    if engine != "memory":
-        from extracteval.errors import InputError
-
-        raise InputError("--slice-by and --cluster-by are computed in memory: drop --chunk-size, --workers and --engine spark "
-                         "(the records' counts fit in memory for slicing up to a few million cells).")
-    return options, metadata_for(args, options)
+    return slicing_for(args, in_memory=engine == "memory")
 
 
 def _with_slices(render: Any) -> Any:

@@ -16,8 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
+from extracteval.io.common_options import slice_config_keys
 
-__all__ = ["slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys"]
+__all__ = ["slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys", "slicing_for", "without_metadata",
+           "attach_slices", "frame_slicing", "SLICE_REPORT", "SLICE_RECORDS"]
+
+SLICE_REPORT = "slices"  # Scored.cache: the evaluation's `SliceReport`
+SLICE_RECORDS = "slice_records"  # Scored.cache: the metadata of the scored records (record id → columns, as read)
 
 
 def _columns_of(value: Any) -> tuple[str, ...]:
@@ -49,17 +54,6 @@ def _edges(values: Sequence[str]) -> tuple[int | None, dict[str, tuple[float, ..
             raise InputError(f"--slice-bins {col.strip()}=…: expected at least two increasing edges, but found {rest!r}.")
         edges[col.strip()] = cuts
     return bins, edges
-
-
-def slice_config_keys() -> dict[str, str]:
-    """evaluator_config / Python API keys of slicing, with what each means."""
-    return {
-        "slice_by": "metadata column(s) to break every metric down by: a name, 'a,b' for crossed columns, or a list of those",
-        "metadata": "file of record metadata keyed by record id (default: the ground-truth file's own columns)",
-        "slice_bins": "quantile bins of a numeric column (int), or {column: [edges]}",
-        "slice_min_size": "records a slice needs to be ranked (default 20)",
-        "cluster_by": "metadata column grouping records that are not independent: the intervals resample whole clusters",
-    }
 
 
 def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
@@ -96,19 +90,25 @@ def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
 
 def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> Any:
     """The metadata rows (record id → the options' columns): `--metadata FILE` when given, else
-    the ground-truth file's own columns."""
-    from extracteval.io.metadata import read_metadata
+    the ground truth's own columns. Through the Python API, `metadata` and the truth may be
+    tables held in memory (a DataFrame, a list of dicts) as well as files."""
+    from extracteval.io.metadata import frame_metadata, read_metadata
 
     get = args.get if isinstance(args, Mapping) else (lambda k, d=None: getattr(args, k, d))
-    id_column = get("metadata_id") or get("id_column") or get("id_key") or "id"
-    path = get("metadata")
-    option = "--metadata"
-    if not path:
-        path, option = get("truth"), "--truth"
-        if not path or not isinstance(path, (str, Path)):
+    id_column = str(get("metadata_id") or get("id_column") or get("id_key") or "id")
+    source = get("metadata")
+    option = "--metadata" if isinstance(args, argparse.Namespace) else "metadata"
+    if source is None or (isinstance(source, str) and not source):
+        source, option = get("truth"), ("--truth" if isinstance(args, argparse.Namespace) else "truth")
+        if isinstance(source, (list, tuple)) and len(source) == 1:
+            source = source[0]
+        if source is None or isinstance(source, (list, tuple)):
             raise InputError("--slice-by needs record metadata: pass --metadata FILE (a table keyed by record id) — the ground truth "
-                             "was not given as a file.")
-    return read_metadata(path, options.columns, id_column=str(id_column), option=option)
+                             "was not given as one file.")
+    if isinstance(source, (str, Path)):
+        return read_metadata(source, options.columns, id_column=id_column, option=option)
+    value = getattr(source, "value", source)  # a table the API already wrapped for the readers
+    return frame_metadata(value, options.columns, id_column=id_column, name=option, option=option)
 
 
 def record_tables(scored: Any) -> dict[str, Any]:
@@ -136,6 +136,11 @@ def record_tables(scored: Any) -> dict[str, Any]:
 
 def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
     """The `SliceReport` of a scored evaluation (models in its ranking order)."""
+    return _sliced(scored, options, metadata)[0]
+
+
+def _sliced(scored: Any, options: Any, metadata: Any) -> tuple[Any, Any]:
+    """(the `SliceReport`, the metadata rows of the scored records in their order)."""
     from extracteval.core.record_counts import paired_counts
     from extracteval.core.slices import slice_report
     from extracteval.mlflow.adapters import get_adapter
@@ -156,4 +161,65 @@ def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
     if not metadata.index.isin(rec).any():
         raise InputError(f"--slice-by: no record id of the metadata matches a scored record (metadata ids such as "
                          f"{', '.join(map(repr, list(metadata.index[:3])))}; scored ids such as {', '.join(map(repr, rec[:3]))}).")
-    return slice_report({m: arrays[m] for m in scored.models}, metadata.reindex(rec), metrics, spec, options)
+    rows = metadata.reindex(rec)
+    return slice_report({m: arrays[m] for m in scored.models}, rows, metrics, spec, options), rows
+
+
+def slicing_for(args: argparse.Namespace | Mapping[str, Any], *, in_memory: bool = True) -> tuple[Any, Any] | None:
+    """(SliceOptions, metadata rows) of the slicing options (`--slice-by`, `--cluster-by`, or the
+    same evaluator_config / API / experiment keys), read before scoring so that a wrong column
+    fails fast; None without them. `in_memory`: False for the streaming engines, which refuse them."""
+    options = slice_options(args)
+    if options is None:
+        return None
+    if not in_memory:
+        raise InputError("--slice-by and --cluster-by are computed in memory: drop --chunk-size, --workers and --engine spark "
+                         "(the records' counts fit in memory for slicing up to a few million cells).")
+    return options, metadata_for(args, options)
+
+
+def without_metadata(args: argparse.Namespace, slicing: tuple[Any, Any] | None) -> argparse.Namespace:
+    """The command line's arguments with a ground truth that no longer holds the metadata columns
+    (`io.metadata.without_columns`): a column named by `--slice-by` or `--cluster-by` is
+    metadata, never scored as a field, feature or key. The arguments as they are without slicing,
+    or when the truth holds none of the columns."""
+    from extracteval.io.metadata import without_columns
+
+    truth = getattr(args, "truth", None)
+    if slicing is None or not isinstance(truth, (str, Path)):
+        return args
+    lean = without_columns(truth, slicing[0].columns, delimiter=getattr(args, "delimiter", None))
+    return args if lean is truth else argparse.Namespace(**{**vars(args), "truth": lean})
+
+
+def attach_slices(scored: Any, slicing: tuple[Any, Any], *, truth: Any = None) -> Any:
+    """Slice a scored evaluation (`slice_scored`) and keep the result with it: its document gets
+    `slices` (`SliceReport.to_dict()`: the `--json` document, `result.json`, the API's
+    `to_dict()`), its cache the `SliceReport` and the scored records' metadata, which the runs
+    log. `truth`: the ground truth as the user named it, put back in the document's `inputs`
+    where the scoring read it without its metadata columns. Returns the `SliceReport`."""
+    options, metadata = slicing
+    report, rows = _sliced(scored, options, metadata)
+    scored.doc["slices"] = report.to_dict()
+    scored.cache[SLICE_REPORT] = report
+    scored.cache[SLICE_RECORDS] = rows
+    inputs = scored.doc.get("inputs")
+    if truth is not None and isinstance(inputs, dict) and "truth" in inputs and not isinstance(inputs["truth"], (str, list, type(None))):
+        inputs["truth"] = str(truth)
+    return report
+
+
+def frame_slicing(config: Mapping[str, Any], features: Any, ids: Sequence[str]) -> tuple[Any, Any] | None:
+    """The slicing of `mlflow.models.evaluate(..., evaluator_config=config)`: (SliceOptions,
+    metadata rows) or None. The metadata is the `metadata` key's file or DataFrame (keyed by
+    `metadata_id`, else `id_column`, else `id`), else the named columns of the evaluated data
+    itself (`features`: its columns other than the targets and predictions), one row per record
+    of `ids`; only the targets are scored, so such a column never is."""
+    from extracteval.io.metadata import frame_metadata
+
+    options = slice_options(config)
+    if options is None:
+        return None
+    if config.get("metadata") is not None:
+        return options, metadata_for(config, options)
+    return options, frame_metadata(features, options.columns, ids=ids, name="the evaluated data", option="evaluator_config `slice_by`")

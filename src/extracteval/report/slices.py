@@ -8,7 +8,7 @@ from typing import Any
 
 from extracteval.report.terminal import count_of, table
 
-__all__ = ["render_slices", "value_text"]
+__all__ = ["render_slices", "value_text", "slices_table", "weakest_lines", "ordered_values"]
 
 
 def value_text(x: float | None, rate: bool) -> str:
@@ -32,6 +32,60 @@ def _gap_text(gap: Mapping[str, Any] | None, rate: bool) -> str:
     size = f"{100.0 * d:+.1f} pts" if rate else f"{d:+.3f}"
     word = "significant" if gap.get("significant") else "not significant"
     return f"{size}, {word} (Holm p = {gap['p_holm']:.3g})"
+
+
+def ordered_values(rows: list[Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
+    """Each slicing with its values, weakest first (by the models' mean value in the slice); the
+    `(all records)` slicing first, as the rows have it."""
+    out = []
+    for slicing in dict.fromkeys(r["slice"] for r in rows):
+        mine = [r for r in rows if r["slice"] == slicing]
+        values = list(dict.fromkeys(r["value"] for r in mine))
+        mean = {v: [r["estimate"] for r in mine if r["value"] == v] for v in values}
+        values.sort(key=lambda v: sum(mean[v]) / max(len(mean[v]), 1))
+        out.append((slicing, values))
+    return out
+
+
+def slices_table(doc: Mapping[str, Any], models: list[str] | None = None) -> Any:
+    """The slices as one table for a report: a row per slicing and value (weakest value first
+    within each slicing), the records, each model's value with its interval, the winner and
+    whether the ranking differs from the overall one. `models`: the columns (default: all)."""
+    import pandas as pd
+
+    rate = bool(doc.get("rate", True))
+    rows = list(doc.get("rows", []))
+    models = models or list(dict.fromkeys(r["model"] for r in rows))
+    by = {(r["slice"], r["value"], r["model"]): r for r in rows}
+    gaps = {(g["slice"], g["value"], g["higher"]): g for g in doc.get("gaps", [])}
+    body = []
+    for slicing, values in ordered_values(rows):
+        for v in values:
+            mine = [r for r in rows if r["slice"] == slicing and r["value"] == v]
+            first = mine[0]
+            winner = next((r["model"] for r in mine if r.get("rank") == 1), None)
+            body.append({"slice": "all records" if slicing == "(all records)" else slicing, "value": v, "records": first["records"],
+                         "ranked": "yes" if first["ranked"] else "no (too few records)",
+                         **{m: _interval(by[(slicing, v, m)], rate) if (slicing, v, m) in by else "" for m in models},
+                         "winner": winner or "-", "lead over the next model": _gap_text(gaps.get((slicing, v, winner)) if winner else None, rate),
+                         "ranking": "differs from overall" if first.get("ranking_differs") else ""})
+    return pd.DataFrame(body, columns=["slice", "value", "records", "ranked", *models, "winner", "lead over the next model", "ranking"])
+
+
+def weakest_lines(doc: Mapping[str, Any], models: list[str] | None = None, limit: int = 3) -> list[str]:
+    """Per model, its weakest slices as one line (`model: slice = value* 71.2% [..] vs 84.0% (40 records); …`)."""
+    rate = bool(doc.get("rate", True))
+    out = []
+    for m, items in (doc.get("weakest") or {}).items():
+        if not items or (models is not None and m not in models):
+            continue
+        parts = []
+        for w in items[:limit]:
+            sure = "*" if w["supported_drop"] > 0 else ""
+            parts.append(f"{w['slice']} = {w['value']}{sure} {_interval(w, rate)} vs {value_text(w['overall'], rate)} "
+                         f"({count_of(int(w['records']), 'record')})")
+        out.append(f"{m}: " + "; ".join(parts))
+    return out
 
 
 def render_slices(doc: Mapping[str, Any]) -> str:
@@ -62,18 +116,12 @@ def render_slices(doc: Mapping[str, Any]) -> str:
         out.append("")
         out.append(f"By {slicing}:" if slicing != "(all records)" else "All records:")
         out.append(table(["value", "records", *models, "winner", "lead over the next model"], body))
-    weak = {m: w for m, w in (doc.get("weakest") or {}).items() if w}
+    weak = weakest_lines(doc)
     if weak:
         out.append("")
         out.append("Weakest slices (below the model's overall value, the largest drop its interval still supports first; "
                    "* where the whole interval lies below the overall value):")
-        for m, items in weak.items():
-            parts = []
-            for w in items[:3]:
-                sure = "*" if w["supported_drop"] > 0 else ""
-                parts.append(f"{w['slice']} = {w['value']}{sure} {_interval(w, rate)} vs {value_text(w['overall'], rate)} "
-                             f"({count_of(int(w['records']), 'record')})")
-            out.append(f"  {m}: " + "; ".join(parts))
+        out.extend(f"  {line}" for line in weak)
     flips = sorted({(r["slice"], r["value"]) for r in rows if r.get("ranking_differs")})
     if flips:
         out.append("")
