@@ -162,7 +162,7 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     if slicing is not None:  # a metadata column of the truth is read, never scored
         from extracteval.io.metadata import without_columns
 
-        t_in = without_columns(t_in, slicing[0].columns)
+        t_in = without_columns(t_in, [c for c in slicing[0].columns if c != id_column])
     if isinstance(predictions, Mapping):
         p_in: list[Any] = [(str(k), _source(v, f"predictions of model {str(k)!r}", status_column)) for k, v in predictions.items()]
     else:  # unnamed, as `--predictions FILE`: named after the file, or by its `model` column

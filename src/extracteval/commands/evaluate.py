@@ -26,6 +26,9 @@ for one model, or a parent comparison run with one nested child run per model. L
 (overall/, micro/, field/<name>/…, wins/field_wins, CI bounds), params (the configuration), tags
 (task, version, truth and config digests), the ground truth as a dataset input, and artifacts
 (extracteval/result.json, per-field CSV and table, per-record Parquet, figures, report.html).
+With --slice-by / --cluster-by also the slices: extracteval/slices.parquet, slices.json and the
+heat map slices.png, slice/<slicing>/<value>/<primary metric> on each model's run (at most 50),
+extracteval/record_metadata.parquet, and a Slices section in the report.
 
 The tracking store defaults to $MLFLOW_TRACKING_URI, else ./mlflow.db (MLflow's embedded SQLite
 store in the working directory); look at it with `mlflow ui --backend-store-uri sqlite:///mlflow.db`.

@@ -68,7 +68,7 @@ def _check_columns(p: Path, option: str, found: Sequence[str], want: Sequence[st
     if missing:
         shown = ", ".join(map(repr, list(found)[:30]))
         what = "record id column" if missing == [id_column] else ("columns" if len(missing) > 1 else "column")
-        raise InputError(f"{p}: {option}: expected the {what} {', '.join(map(repr, missing))}, but the file has {shown}.")
+        raise InputError(f"{p}: {option}: expected the {what} {', '.join(map(repr, missing))}, but its columns are {shown}.")
 
 
 def _read_json_records(p: Path, want: Sequence[str], id_column: str, option: str) -> Any:

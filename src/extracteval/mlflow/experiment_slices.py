@@ -41,10 +41,12 @@ def score_experiment(adapter: Any, folder: Path, spec: Mapping[str, Any]) -> Any
     keys = {k: settings[k] for k in slice_config_keys() if k in settings}
     if keys.get("metadata"):
         keys["metadata"] = str(folder / str(keys["metadata"]))
-    slicing = slicing_for({**settings, **keys, "truth": str(truth) if truth else None, "id_column": settings.get("id_column") or settings.get("id_key")})
+    slicing = slicing_for({**settings, **keys, "truth": str(truth) if truth else None,
+                           "id_column": settings.get("id_column") or settings.get("id_key")})
     assert slicing is not None
     with tempfile.TemporaryDirectory(prefix="extracteval-slices-") as d:
-        lean = _copy_without(truth, slicing[0].columns, Path(d)) if truth is not None else None
+        id_column = settings.get("id_column") or settings.get("id_key") or "id"  # slicing by the id leaves it in place
+        lean = _copy_without(truth, [c for c in slicing[0].columns if c != id_column], Path(d)) if truth is not None else None
         scored = adapter.score_experiment(folder, spec if lean is None else _with_truth(spec, adapter.task, lean))
         if lean is not None:
             _ = scored.truth  # made now, while the copy it may be read from is there

@@ -108,7 +108,7 @@ def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> 
     if isinstance(source, (str, Path)):
         return read_metadata(source, options.columns, id_column=id_column, option=option)
     value = getattr(source, "value", source)  # a table the API already wrapped for the readers
-    return frame_metadata(value, options.columns, id_column=id_column, name=option, option=option)
+    return frame_metadata(value, options.columns, id_column=id_column, name=option, option="slice_by")
 
 
 def record_tables(scored: Any) -> dict[str, Any]:
@@ -188,7 +188,8 @@ def without_metadata(args: argparse.Namespace, slicing: tuple[Any, Any] | None) 
     truth = getattr(args, "truth", None)
     if slicing is None or not isinstance(truth, (str, Path)):
         return args
-    lean = without_columns(truth, slicing[0].columns, delimiter=getattr(args, "delimiter", None))
+    id_column = getattr(args, "id_column", None) or getattr(args, "id_key", None) or "id"  # slicing by the id leaves it in place
+    lean = without_columns(truth, [c for c in slicing[0].columns if c != id_column], delimiter=getattr(args, "delimiter", None))
     return args if lean is truth else argparse.Namespace(**{**vars(args), "truth": lean})
 
 
