@@ -54,6 +54,16 @@ class ScoreResult:
         return dict(self.scored.doc)
 
     @property
+    def slices(self) -> Any:
+        """The slices (`slice_by` / `cluster_by`) as a DataFrame: one row per slicing, value and
+        model (`score --json`'s `slices.rows`); None when the evaluation was not sliced. The
+        whole document (gaps, weakest slices, notes) is `to_dict()["slices"]`."""
+        from extracteval.mlflow.slicing import SLICE_REPORT
+
+        report = self.scored.cache.get(SLICE_REPORT)
+        return None if report is None else report.frame()
+
+    @property
     def warnings(self) -> list[str]:
         return list(self.scored.doc.get("warnings", []))
 
@@ -126,7 +136,11 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
             for data in memory), or by its `model` column when it holds several models.
         id_column: the column (key) holding record ids.
         config: the task's options, as in `evaluator_config` (e.g. `strategies`, `bootstrap`,
-            `status_column`); an unknown key is an error naming the valid ones.
+            `status_column`), and the slicing keys (`slice_by`, `metadata`, `metadata_id`,
+            `slice_bins`, `slice_min_size`, `cluster_by`: docs/slices.md); an unknown key is an
+            error naming the valid ones. A column named by `slice_by` or `cluster_by` is read
+            from `metadata` (a file or a DataFrame keyed by record id) or else from the truth
+            itself, and is not scored.
 
     Every input is read by the reader `extracteval score <task>` uses and scored by the same
     engine, so the result is the command line's for the same records: a file path is read as
@@ -136,12 +150,19 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     for the task.
     """
     from extracteval.mlflow.adapters import check_config, get_adapter
+    from extracteval.mlflow.slicing import attach_slices, slice_config_keys, slicing_for
 
     adapter = get_adapter(task)
-    check_config(config, adapter.config_keys, task, where="extracteval.score", common={})
+    slice_keys = slice_config_keys()
+    check_config(config, adapter.config_keys, task, where="extracteval.score", common=slice_keys)
     status_column = config.get("status_column")
     # the command line's reader and scorer: files as they are, tables in memory in their place
     t_in = _source(truth, "truth", None)
+    slicing = slicing_for({**config, "truth": t_in, "id_column": id_column})  # before scoring: a wrong column fails fast
+    if slicing is not None:  # a metadata column of the truth is read, never scored
+        from extracteval.io.metadata import without_columns
+
+        t_in = without_columns(t_in, [c for c in slicing[0].columns if c != id_column])
     if isinstance(predictions, Mapping):
         p_in: list[Any] = [(str(k), _source(v, f"predictions of model {str(k)!r}", status_column)) for k, v in predictions.items()]
     else:  # unnamed, as `--predictions FILE`: named after the file, or by its `model` column
@@ -151,7 +172,10 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     from extracteval.core.collector import bulk_work
 
     with bulk_work():
-        scored = adapter.score_inputs(t_in, p_in, {k: v for k, v in config.items() if k != "status_column"}, id_column=id_column)
+        scored = adapter.score_inputs(t_in, p_in, {k: v for k, v in config.items() if k != "status_column" and k not in slice_keys},
+                                      id_column=id_column)
+        if slicing is not None:
+            attach_slices(scored, slicing, truth=truth if isinstance(truth, (str, Path)) else None)
     return ScoreResult(task=task, models=tuple(scored.models), scored=scored, adapter=adapter)
 
 

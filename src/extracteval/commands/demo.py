@@ -77,6 +77,7 @@ def only_names(values: list[str] | None) -> list[str]:
 def run_demo(args: argparse.Namespace) -> DemoOutcome:
     """Everything `extracteval demo` does (see DESCRIPTION), and what it logged."""
     from extracteval.io.config import distinct_file_name, load_mapping
+    from extracteval.mlflow.experiment_slices import score_experiment
 
     root = Path(args.experiments)
     specs = _example_specs(root, args.only)
@@ -95,7 +96,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
         if not adapters:
             print(f"== {name}: task {task!r} is not available in this version; skipped\n")
             continue
-        scoreds = [(a, a.score_experiment(spec_path.parent, spec)) for a in adapters]
+        scoreds = [(a, score_experiment(a, spec_path.parent, spec)) for a in adapters]  # sliced when the file asks
         _print_and_keep(args, spec, str(name), str(task), scoreds)
         for a, scored in [] if args.no_mlflow else scoreds:
             # a multi-track example: one experiment per track, so that each holds one task's runs

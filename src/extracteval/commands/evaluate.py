@@ -11,9 +11,9 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from extracteval.io.common_options import experiment_name, add_tracking_uri_argument
+from extracteval.io.common_options import add_slice_arguments, experiment_name, add_tracking_uri_argument
 
 if TYPE_CHECKING:  # pragma: no cover
 
@@ -26,6 +26,9 @@ for one model, or a parent comparison run with one nested child run per model. L
 (overall/, micro/, field/<name>/…, wins/field_wins, CI bounds), params (the configuration), tags
 (task, version, truth and config digests), the ground truth as a dataset input, and artifacts
 (extracteval/result.json, per-field CSV and table, per-record Parquet, figures, report.html).
+With --slice-by / --cluster-by also the slices: extracteval/slices.parquet, slices.json and the
+heat map slices.png, slice/<slicing>/<value>/<primary metric> on each model's run (at most 50),
+extracteval/record_metadata.parquet, and a Slices section in the report.
 
 The tracking store defaults to $MLFLOW_TRACKING_URI, else ./mlflow.db (MLflow's embedded SQLite
 store in the working directory); look at it with `mlflow ui --backend-store-uri sqlite:///mlflow.db`.
@@ -59,6 +62,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         g.add_argument("--run-name", metavar="NAME", help="name of the run (the parent run when several models are compared)")
         add_tracking_uri_argument(g)
         g.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
+        add_slice_arguments(tp)
         tp.set_defaults(_run=run, _evaluate_task=task)
 
 
@@ -86,10 +90,12 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
     from extracteval.mlflow.bundle import write_bundle
     from extracteval.mlflow.early import EarlyWork
     from extracteval.mlflow.adapters import get_adapter
+    from extracteval.mlflow.slicing import slicing_for
     from extracteval.mlflow.upload import UploadError, store_uri, upload_bundle
 
     engine = _scale_engine(args)
     adapter = get_adapter(args._evaluate_task)
+    slicing = slicing_for(args)
     # a task's `configure` may not offer --output/--json; the MLflow layer does not depend on them
     output, as_json = getattr(args, "output", None), bool(getattr(args, "json", False))
     uri = store_uri(args.tracking_uri)
@@ -99,7 +105,7 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
         if engine is None and getattr(adapter, "starts_early", False) else None
     try:
         if engine is None:
-            scored = adapter.score_args(args) if early is None else adapter.score_args(args, early=early)
+            scored = _score_in_memory(adapter, args, early, slicing)
         else:
             from extracteval.mlflow.stream import score_streamed
 
@@ -107,6 +113,10 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
             scored = score_streamed(adapter, args, engine=engine, chunk_size=100_000 if chunk_size is None else chunk_size,
                                     workers=getattr(args, "workers", 1), workdir_parent=Path(output).resolve().parent if output else None)
             streamed = scored.cache["stream_workdir"]
+            if slicing is not None:  # from the per-record rows the stream wrote
+                from extracteval.mlflow.slicing import attach_slices
+
+                attach_slices(scored, slicing)
         temporary = not output
         with _no_cyclic_gc():
             try:
@@ -122,6 +132,10 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
             if not as_json:
                 print(adapter.summary(scored))
                 print()
+                if slicing is not None:
+                    from extracteval.report.slices import render_slices
+
+                    print(render_slices(scored.doc["slices"]) + "\n")
             try:
                 result = upload_bundle(bundle, tracking_uri=uri, experiment=args.experiment)
             except UploadError as e:
@@ -144,6 +158,17 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
     return result
+
+
+def _score_in_memory(adapter: Any, args: argparse.Namespace, early: Any, slicing: tuple[Any, Any] | None) -> Any:
+    """The in-memory scoring of `evaluate <task>` (`early`: the adapter starts its big files while
+    it scores), sliced when --slice-by / --cluster-by ask: the metadata columns are not scored."""
+    from extracteval.mlflow.slicing import attach_slices
+
+    scored = adapter.score_args(args) if early is None else adapter.score_args(args, early=early)
+    if slicing is not None:
+        attach_slices(scored, slicing)
+    return scored
 
 
 def _logging_imports(uri: str, *, figures: bool) -> Callable[[], None]:

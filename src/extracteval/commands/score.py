@@ -65,17 +65,14 @@ def run(args: argparse.Namespace) -> int:
 def _slicing(args: argparse.Namespace, engine: str) -> tuple[Any, Any] | None:
     """(SliceOptions, metadata rows) of --slice-by / --cluster-by, read before scoring so that a
     wrong column fails fast; None without them."""
-    from extracteval.mlflow.slicing import metadata_for, slice_options
+    from extracteval.mlflow.slicing import slice_options, slicing_for
 
-    options = slice_options(args)
-    if options is None:
-        return None
-    if engine != "memory" and getattr(args, "output", None):
+    if engine != "memory" and getattr(args, "output", None) and slice_options(args) is not None:
         from extracteval.errors import InputError
 
         raise InputError("--slice-by / --cluster-by with --chunk-size, --workers or --engine spark print the result (or --json) but do "
                          "not write --output; drop --output, or slice in memory (or log the run with `extracteval evaluate`).")
-    return options, metadata_for(args, options)
+    return slicing_for(args)
 
 
 def _streamed_slices(task: str, args: argparse.Namespace, engine: str, slicing: tuple[Any, Any]) -> dict[str, Any]:
@@ -100,11 +97,9 @@ def _streamed_slices(task: str, args: argparse.Namespace, engine: str, slicing: 
 
 def _add_slices(scored: Any, slicing: tuple[Any, Any]) -> None:
     """The result's `slices`; with clusters, its own intervals and comparisons become clustered ones."""
-    from extracteval.mlflow.slicing import clustered_intervals, slice_scored
+    from extracteval.mlflow.slicing import attach_slices
 
-    report = slice_scored(scored, *slicing)
-    scored.doc["slices"] = report.to_dict()
-    clustered_intervals(scored.doc, report, scored.task)
+    attach_slices(scored, slicing)
 
 
 def _with_slices(render: Any) -> Any:

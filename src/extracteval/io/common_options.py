@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_slice_arguments", "add_bootstrap_arguments", "add_normalization_arguments", "add_result_arguments", "add_similarity_arguments", "add_tracking_uri_argument"]
+__all__ = ["add_slice_arguments", "slice_config_keys", "add_bootstrap_arguments", "add_normalization_arguments", "add_result_arguments",
+           "add_similarity_arguments", "add_tracking_uri_argument"]
 
 
 def add_normalization_arguments(p: argparse.ArgumentParser, *, null_meaning: str = "absent") -> None:
@@ -92,3 +93,17 @@ def add_slice_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cluster-by", dest="cluster_by", metavar="COLUMN",
                    help="records sharing this column's value are not independent (a customer, a source document): intervals "
                         "resample whole clusters")
+
+
+def slice_config_keys() -> dict[str, str]:
+    """evaluator_config / Python API keys of slicing, with what each means."""
+    return {
+        "slice_by": "metadata column(s) to break every metric down by: a name, 'a,b' for crossed columns, or a list of those; such a "
+                    "column is read as metadata, never scored",
+        "metadata": "record metadata keyed by record id: a CSV, TSV, Parquet or JSON Lines file, or a DataFrame (default: the "
+                    "ground truth's own columns; for mlflow.models.evaluate, the data's columns)",
+        "metadata_id": "record id column of `metadata` (default: the id column)",
+        "slice_bins": "quantile bins of a numeric column (int), or {column: [edges]}",
+        "slice_min_size": "records a slice needs to be ranked (default 20)",
+        "cluster_by": "metadata column grouping records that are not independent: the intervals resample whole clusters",
+    }

@@ -16,25 +16,26 @@ from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["read_metadata", "TABLE_SUFFIXES", "JSON_SUFFIXES"]
+__all__ = ["read_metadata", "frame_metadata", "without_columns", "TABLE_SUFFIXES", "JSON_SUFFIXES"]
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 
 
 def _suffix(path: Path) -> str:
+    """The file's type by its name; `.xz` compression (the text readers open it) looked through."""
     s = path.suffix.lower()
-    if s in (".gz", ".xz", ".bz2", ".zst"):
+    if s == ".xz":
         s = Path(path.stem).suffix.lower()
     return s
 
 
-def read_metadata(path: str | Path, columns: Sequence[str], *, id_column: str = "id", option: str = "--metadata") -> Any:
+def read_metadata(path: str | Path, columns: Sequence[str], *, id_column: str = "id", option: str = "--metadata",
+                  delimiter: str | None = None) -> Any:
     """A DataFrame indexed by record id (strings) with `columns` (objects), from `path`.
 
-    `option` names where the file came from in errors (`--metadata`, `--truth`)."""
-    import pandas as pd
-
+    `option` names where the file came from in errors (`--metadata`, `--truth`); `delimiter`: a
+    CSV's delimiter when it is not the comma (a TSV's is the tab)."""
     from extracteval.io.text_files import check_regular_file
 
     p = Path(path)
@@ -42,11 +43,9 @@ def read_metadata(path: str | Path, columns: Sequence[str], *, id_column: str = 
     suffix = _suffix(p)
     want = list(dict.fromkeys([id_column, *columns]))
     if suffix in (".csv", ".tsv"):
-        sep = "\t" if suffix == ".tsv" else ","
-        head = pd.read_csv(p, sep=sep, nrows=0, dtype=str)
-        _check_columns(p, option, list(head.columns), want, id_column)
-        frame = pd.read_csv(p, sep=sep, usecols=want, dtype=str, keep_default_na=False, na_values=[""])
+        frame = _read_delimited(p, want, id_column, option, delimiter or ("\t" if suffix == ".tsv" else ","))
     elif suffix in (".parquet", ".pq"):
+        import pandas as pd
         import pyarrow.parquet as pq
 
         try:
@@ -63,12 +62,32 @@ def read_metadata(path: str | Path, columns: Sequence[str], *, id_column: str = 
     return _keyed(p, option, frame, id_column, list(columns))
 
 
+def _read_delimited(p: Path, want: Sequence[str], id_column: str, option: str, sep: str) -> Any:
+    """The named columns of a CSV or TSV file, as text (read as every text file is: UTF-8 or a
+    byte-order mark, `.xz` opened)."""
+    import io
+
+    import pandas as pd
+
+    from extracteval.io.text_files import read_text
+
+    text = read_text(p)
+    if not text.strip():
+        raise InputError(f"{p}: {option}: expected a header row with {', '.join(map(repr, want))}, but the file is empty.")
+    try:
+        head = pd.read_csv(io.StringIO(text), sep=sep, nrows=0, dtype=str)
+        _check_columns(p, option, list(head.columns), want, id_column)
+        return pd.read_csv(io.StringIO(text), sep=sep, usecols=list(want), dtype=str, keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, ValueError) as e:
+        raise InputError(f"{p}: {option}: expected a table of rows separated by {sep!r}, but it could not be read ({e}).") from None
+
+
 def _check_columns(p: Path, option: str, found: Sequence[str], want: Sequence[str], id_column: str) -> None:
     missing = [c for c in want if c not in found]
     if missing:
         shown = ", ".join(map(repr, list(found)[:30]))
         what = "record id column" if missing == [id_column] else ("columns" if len(missing) > 1 else "column")
-        raise InputError(f"{p}: {option}: expected the {what} {', '.join(map(repr, missing))}, but the file has {shown}.")
+        raise InputError(f"{p}: {option}: expected the {what} {', '.join(map(repr, missing))}, but its columns are {shown}.")
 
 
 def _read_json_records(p: Path, want: Sequence[str], id_column: str, option: str) -> Any:
@@ -126,12 +145,80 @@ def _keyed(p: Path, option: str, frame: Any, id_column: str, columns: list[str])
     values.index = frame[id_column].to_numpy(dtype=object)
     dup = values.index.duplicated(keep=False)
     if dup.any():
-        groups = values[dup].groupby(level=0, sort=False)
-        for rid, g in groups:
-            if len(g.astype(str).drop_duplicates()) > 1:
-                col = next(c for c in columns if g[c].astype(str).nunique() > 1)
+        text = values[dup].map(lambda v: "" if v is None else str(v))  # an empty cell compared as "": one rule for every dtype
+        for rid, g in text.groupby(level=0, sort=False):
+            col = next((c for c in columns if g[c].nunique() > 1), None)
+            if col is not None:
                 raise InputError(f"{p}: record id {rid!r}: {option}: expected one value of {col!r} per record, but found "
-                                 f"{', '.join(map(repr, g[col].astype(str).unique()[:5]))}.")
+                                 f"{', '.join(map(repr, g[col].unique()[:5]))}.")
         values = values[~values.index.duplicated(keep="first")]
     values.index.name = "record_id"
     return values
+
+
+def without_columns(source: Any, columns: Sequence[str], *, delimiter: str | None = None) -> Any:
+    """`source` (a ground truth: a file path, or a table held in memory) without its metadata
+    `columns`, so that the task's reader does not score them as fields, features or keys.
+
+    A source holding none of them is returned as it is (the reader then reads the file itself);
+    otherwise a file is read — a CSV/TSV/Parquet table by `io.tables.read_table`, a JSON Lines
+    file record by record — and handed on as an `InMemoryTable` named by its path, which the task
+    readers read as the same records in a file (as the Python API's `status_column` does)."""
+    from extracteval.io.memory import InMemoryTable, is_in_memory, memory_frame
+
+    drop = set(columns)
+    if not drop:
+        return source
+    if is_in_memory(source):
+        if isinstance(source.value, list):
+            if not any(isinstance(r, dict) and drop & set(r) for r in source.value):
+                return source
+            return InMemoryTable([{k: v for k, v in r.items() if k not in drop} if isinstance(r, dict) else r for r in source.value],
+                                 source.name, source.model)
+        frame = memory_frame(source)
+        hit = [c for c in frame.columns if c in drop]
+        return InMemoryTable(frame.drop(columns=hit), source.name, source.model) if hit else source
+    if not isinstance(source, (str, Path)):
+        return source
+    p = Path(source)
+    suffix = _suffix(p)
+    if suffix in TABLE_SUFFIXES:
+        from extracteval.io.tables import read_table
+
+        frame = read_table(p, delimiter=delimiter)
+        hit = [c for c in frame.columns if c in drop]
+        return InMemoryTable(frame.drop(columns=hit), str(source)) if hit else source
+    if suffix in JSON_SUFFIXES:
+        from extracteval.io.json_text import read_record_file
+
+        records = [rec for _, rec in read_record_file(p)]
+        if not any(isinstance(r, dict) and drop & set(r) for r in records):
+            return source
+        return InMemoryTable([{k: v for k, v in r.items() if k not in drop} if isinstance(r, dict) else r for r in records], str(source))
+    return source
+
+
+def frame_metadata(table: Any, columns: Sequence[str], *, id_column: str = "id", ids: Sequence[Any] | None = None,
+                   name: str = "metadata", option: str = "slice_by") -> Any:
+    """Metadata rows (as `read_metadata` gives them) from a table held in memory: a DataFrame,
+    pyarrow or polars table or a list of dicts, keyed by its `id_column` — or by `ids`, one per
+    row, when given (the rows of `mlflow.models.evaluate`'s data, whose ids may be row numbers).
+    Nested values (lists, objects) become their JSON text, as in a JSON Lines file."""
+    from extracteval.io.memory import in_memory, memory_frame
+
+    t = in_memory(table, name)
+    where = Path(name)  # how messages name the table
+    if t is None:
+        raise InputError(f"{name}: expected a file path, a DataFrame or a list of dicts (one per record), but found {type(table).__name__}.")
+    frame = memory_frame(t)
+    frame.columns = [str(c) for c in frame.columns]
+    if ids is not None:
+        _check_columns(where, option, list(frame.columns), list(columns), id_column)
+        frame = frame[list(columns)].assign(**{id_column: [str(i) for i in ids]})
+    else:
+        _check_columns(where, option, list(frame.columns), list(dict.fromkeys([id_column, *columns])), id_column)
+    want = list(dict.fromkeys([id_column, *columns]))
+    frame = frame[want].copy()
+    for c in columns:
+        frame[c] = [_scalar(v) for v in frame[c].to_numpy(dtype=object)]
+    return _keyed(where, option, frame, id_column, list(columns))

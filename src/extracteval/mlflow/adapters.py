@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from extracteval.errors import InputError
+from extracteval.io.common_options import slice_config_keys
 from extracteval.tasks import TASKS, TaskSpec, parts, present
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -271,6 +272,7 @@ COMMON_CONFIG_KEYS: Mapping[str, str] = {
     "output": "folder for the local copy of the results (default: a temporary folder, removed after upload)",
     "figures": "log figures (default true)",
     "col_mapping": "MLflow's column renaming (handled by mlflow.models.evaluate)",
+    **slice_config_keys(),
 }
 
 

@@ -364,10 +364,13 @@ class _BundleWriter:
             _write_comparison_figures(adir / "comparison_metrics.json", self.scored, self.adapter, self.keys, self.models, self.metrics_of,
                                       self.spec)
             return notes.summary_metrics(self.spec, self.models, self.metrics_of, self.standing)
+        from extracteval.mlflow.slice_logging import slice_metrics
+
         metrics = self.metrics_of(plan.model)
         if plan.role == "single":
             metrics = alone(metrics)
-        return {**notes.headline_metrics(self.spec, metrics, None if plan.role == "single" else self.standing[plan.model]), **metrics}
+        return {**notes.headline_metrics(self.spec, metrics, None if plan.role == "single" else self.standing[plan.model]), **metrics,
+                **slice_metrics(self.scored, plan.model, self.keys)}
 
     def _record_files(self, plan: RunPlan, adir: Path, file_jobs: Mapping[tuple[str, str], Future[bool]]) -> None:
         """A model run's Parquet files that no thread writes: linked from the streaming engine,
@@ -384,6 +387,7 @@ class _BundleWriter:
 
     def write_run(self, plan: RunPlan, staging: Path, file_jobs: Mapping[tuple[str, str], Future[bool]]) -> None:
         """One run's metrics, result document, tables, Parquet files, key map, figures and report."""
+        from extracteval.mlflow.slice_logging import slice_sections, write_slice_files
         from extracteval.report.figures import png_bytes
         from extracteval.report.html import render_report
 
@@ -404,6 +408,7 @@ class _BundleWriter:
                 write_csv(table, adir / f"{safe_file_name(tname)}.csv", safe=self.safe_csv)
         else:
             self._record_files(plan, adir, file_jobs)
+        slices_png = write_slice_files(scored, plan.role, adir, figures=self.figures)
         used = {k: v for k, v in keys.originals.items() if k in metrics}
         (adir / "metric_keys.json").write_text(
             _dumps({"names": keys.names_table(), "metrics": [{"key": k, "original": used.get(k, k)} for k in sorted(metrics)]}),
@@ -425,9 +430,9 @@ class _BundleWriter:
         html = render_report(
             title=title,
             subtitle=_subtitle(scored),
-            sections=[*lead, *_own_sections(adapter.sections(scored, run_models), plan, self.models)],
+            sections=_with_slices([*lead, *_own_sections(adapter.sections(scored, run_models), plan, self.models)], slice_sections(scored, run_models)),
             figures_after=len(lead) + 1,
-            figures=pngs,
+            figures={**pngs, "slices.png": slices_png} if slices_png else pngs,
             meta={"extracteval version": __version__, "truth digest (SHA-256)": self.t_digest, "config digest (SHA-256)": self.c_digest,
                   "experiment": self.experiment or "", "run": plan.run_name},
         )
@@ -498,6 +503,16 @@ def _ranking_sections(spec: RankingSpec, plan: RunPlan, models: Sequence[str], m
     title = f"Comparison summary: {this} is ranked {models.index(this) + 1} of {len(models)}"
     return [Section(title=title, items=[*lines, legend, "This run's report shows this model's tables and figures; every model's are on "
                                         "the parent (comparison) run."], table=table), rule]
+
+
+def _with_slices(sections: list[Section], slices: list[Section]) -> list[Section]:
+    """The report's sections with the slices' before its closing ones (warnings, configuration)."""
+    if not slices:
+        return sections
+    at = len(sections)
+    while at > 0 and sections[at - 1].title in ("Warnings", "Configuration"):
+        at -= 1
+    return [*sections[:at], *slices, *sections[at:]]
 
 
 def _own_sections(sections: Sequence[Section], plan: RunPlan, models: Sequence[str]) -> list[Section]:

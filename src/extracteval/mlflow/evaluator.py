@@ -183,10 +183,14 @@ class ExtractevalEvaluator(ModelEvaluator):
         if safety_column is not None:
             extra["safety"] = {name: list(features[safety_column])}
         from extracteval.core.collector import bulk_work
+        from extracteval.mlflow.slicing import attach_slices, frame_slicing
 
+        slicing = frame_slicing(config, features, ids)  # before scoring: a wrong column fails fast
         with bulk_work():
             scored = adapter.score_frame(ids=ids, targets=list(dataset.labels_data), predictions={name: cells}, config=task_config,
                                          truth_source=_truth_source(dataset), **extra)
+            if slicing is not None:
+                attach_slices(scored, slicing)
         for w in scored.doc.get("warnings", []):  # what `extracteval score` prints, said here too (and in the report)
             if not w.startswith("only one model:"):  # one model per plugin call: that tie is no news here
                 print(f"extracteval: warning: {w}", file=sys.stderr)
@@ -314,7 +318,8 @@ def _artifacts(run_id: str, bundle: Any) -> dict[str, Any]:
     for p in sorted((rdir / "artifacts").rglob("*")):
         if p.is_file() and p.suffix in kinds:
             rel = p.relative_to(rdir / "artifacts").as_posix()
-            out[p.stem] = kinds[p.suffix](uri=get_artifact_uri(run_id, rel))
+            # named by the file's stem; files of one stem (slices.json, slices.parquet, slices.png): the first by it, the others by name
+            out[p.stem if p.stem not in out else p.name] = kinds[p.suffix](uri=get_artifact_uri(run_id, rel))
     return out
 
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_KEY_LENGTH", "KeyMap", "sanitize_segment", "is_valid_key"]
+__all__ = ["MAX_KEY_LENGTH", "KeyMap", "sanitize_segment", "bounded_segment", "is_valid_key"]
 
 MAX_KEY_LENGTH = 250
 # room left for the longest prefix/suffix we put around a name (`field/…/exact_match_rate/ci_high`)
@@ -42,6 +42,14 @@ def sanitize_segment(name: str) -> str:
     160 characters (a longer one is cut and ends with `-` and its digest)."""
     s = _clean(str(name))
     return _with_digest(s, str(name)) if len(s) > MAX_SEGMENT_LENGTH else s
+
+
+def bounded_segment(segment: str, name: str, limit: int) -> str:
+    """A key segment (of `KeyMap.segment`) of at most `limit` characters, for a key that holds
+    several names: a longer one is cut and ends with `-` and 8 hex digits of the name's digest."""
+    if len(segment) <= limit:
+        return segment
+    return segment[: max(limit - 9, 1)].rstrip() + "-" + _digest(str(name))
 
 
 def _clean(name: str) -> str:

@@ -16,10 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
+from extracteval.io.common_options import slice_config_keys
 
 SIZE = "@size"  # the built-in slicing: each record's size as its task counts it
 
-__all__ = ["SIZE", "clustered_intervals", "slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys"]
+__all__ = ["SIZE", "clustered_intervals", "slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys", "slicing_for",
+           "attach_slices", "frame_slicing", "SLICE_REPORT", "SLICE_RECORDS"]
+
+SLICE_REPORT = "slices"  # Scored.cache: the evaluation's `SliceReport`
+SLICE_RECORDS = "slice_records"  # Scored.cache: the metadata of the scored records (record id → columns, as read)
 
 
 def _columns_of(value: Any) -> tuple[str, ...]:
@@ -51,17 +56,6 @@ def _edges(values: Sequence[str]) -> tuple[int | None, dict[str, tuple[float, ..
             raise InputError(f"--slice-bins {col.strip()}=…: expected at least two increasing edges, but found {rest!r}.")
         edges[col.strip()] = cuts
     return bins, edges
-
-
-def slice_config_keys() -> dict[str, str]:
-    """evaluator_config / Python API keys of slicing, with what each means."""
-    return {
-        "slice_by": "metadata column(s) to break every metric down by: a name, 'a,b' for crossed columns, or a list of those",
-        "metadata": "file of record metadata keyed by record id (default: the ground-truth file's own columns)",
-        "slice_bins": "quantile bins of a numeric column (int), or {column: [edges]}",
-        "slice_min_size": "records a slice needs to be ranked (default 20)",
-        "cluster_by": "metadata column grouping records that are not independent: the intervals resample whole clusters",
-    }
 
 
 def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
@@ -98,8 +92,9 @@ def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
 
 def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> Any:
     """The metadata rows (record id → the options' columns): `--metadata FILE` when given, else
-    the ground-truth file's own columns."""
-    from extracteval.io.metadata import read_metadata
+    the ground truth's own columns. Through the Python API, `metadata` and the truth may be
+    tables held in memory (a DataFrame, a list of dicts) as well as files."""
+    from extracteval.io.metadata import frame_metadata, read_metadata
 
     import pandas as pd
 
@@ -107,20 +102,22 @@ def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> 
     columns = [c for c in options.columns if c != SIZE]
     if not columns:  # the built-in size alone: no metadata to read
         return pd.DataFrame(index=pd.Index([], dtype=object, name="record_id"))
-    id_column = get("metadata_id") or get("id_column") or get("id_key") or "id"
-    path = get("metadata")
-    option = "--metadata"
-    if not path:
-        path, option = get("truth"), "--truth"
-        paths = list(path) if isinstance(path, (list, tuple)) else [path]
-        if not paths or not all(isinstance(p, (str, Path)) and str(p) for p in paths):
+    id_column = str(get("metadata_id") or get("id_column") or get("id_key") or "id")
+    source = get("metadata")
+    option = "--metadata" if isinstance(args, argparse.Namespace) else "metadata"
+    if source is None or (isinstance(source, str) and not source):
+        source, option = get("truth"), ("--truth" if isinstance(args, argparse.Namespace) else "truth")
+        if isinstance(source, (list, tuple)) and source and all(isinstance(p, (str, Path)) for p in source):
+            if len(source) > 1:  # ground truth in several files (a task that takes --truth more than once): their records together
+                return pd.concat([read_metadata(p, columns, id_column=id_column, option=option) for p in source])
+            source = source[0]
+        if source is None or isinstance(source, (list, tuple)):
             raise InputError("--slice-by needs record metadata: pass --metadata FILE (a table keyed by record id) — the ground truth "
                              "was not given as a file.")
-        if len(paths) > 1:  # ground truth in several files (a task that takes --truth more than once): their records together
-            frames = [read_metadata(p, columns, id_column=str(id_column), option=option) for p in paths]
-            return pd.concat(frames)
-        path = paths[0]
-    return read_metadata(path, columns, id_column=str(id_column), option=option)
+    if isinstance(source, (str, Path)):
+        return read_metadata(source, columns, id_column=id_column, option=option, delimiter=get("delimiter") if option.endswith("truth") else None)
+    value = getattr(source, "value", source)  # a table the API already wrapped for the readers
+    return frame_metadata(value, columns, id_column=id_column, name=option, option="slice_by")
 
 
 def record_tables(scored: Any, *, sizes: bool = False) -> tuple[dict[str, Any], Any]:
@@ -165,6 +162,11 @@ def record_tables(scored: Any, *, sizes: bool = False) -> tuple[dict[str, Any], 
 
 def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
     """The `SliceReport` of a scored evaluation (models in its ranking order)."""
+    return _sliced(scored, options, metadata)[0]
+
+
+def _sliced(scored: Any, options: Any, metadata: Any) -> tuple[Any, Any]:
+    """(the `SliceReport`, the metadata rows of the scored records in their order)."""
     from extracteval.core.record_counts import paired_counts
     from extracteval.core.slices import slice_report
     from extracteval.mlflow.adapters import get_adapter
@@ -185,13 +187,13 @@ def slice_scored(scored: Any, options: Any, metadata: Any) -> Any:
     if len(metadata.columns) and not metadata.index.isin(rec).any():
         raise InputError(f"--slice-by: no record id of the metadata matches a scored record (metadata ids such as "
                          f"{', '.join(map(repr, list(metadata.index[:3])))}; scored ids such as {', '.join(map(repr, rec[:3]))}).")
-    meta = metadata.reindex(rec)
+    rows = metadata.reindex(rec)
     if sizes is not None:
-        meta[SIZE] = sizes.reindex(rec).to_numpy(dtype=object)
-    report = slice_report({m: arrays[m] for m in scored.models}, meta, metrics, spec, options)
+        rows[SIZE] = sizes.reindex(rec).to_numpy(dtype=object)
+    report = slice_report({m: arrays[m] for m in scored.models}, rows, metrics, spec, options)
     if sizes is not None:
         report.extra["size"] = str(sizes.name)
-    return report
+    return report, rows
 
 
 def clustered_intervals(doc: dict[str, Any], report: Any, task: str) -> None:
@@ -225,3 +227,47 @@ def clustered_intervals(doc: dict[str, Any], report: Any, task: str) -> None:
         for m, iv in per.items():
             if isinstance(models.get(m), dict):
                 models[m]["ci"] = {**(models[m].get("ci") or {}), key: iv.to_dict()}
+
+
+def slicing_for(args: argparse.Namespace | Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """(SliceOptions, metadata rows) of the slicing options (`--slice-by`, `--cluster-by`, or the
+    same evaluator_config / API / experiment keys), read before scoring so that a wrong column
+    fails fast; None without them."""
+    options = slice_options(args)
+    if options is None:
+        return None
+    return options, metadata_for(args, options)
+
+
+def attach_slices(scored: Any, slicing: tuple[Any, Any], *, truth: Any = None) -> Any:
+    """Slice a scored evaluation (`slice_scored`) and keep the result with it: its document gets
+    `slices` (`SliceReport.to_dict()`: the `--json` document, `result.json`, the API's
+    `to_dict()`), its cache the `SliceReport` and the scored records' metadata, which the runs
+    log. `truth`: the ground truth as the user named it, put back in the document's `inputs`
+    where the scoring read it without its metadata columns. Returns the `SliceReport`."""
+    options, metadata = slicing
+    report, rows = _sliced(scored, options, metadata)
+    scored.doc["slices"] = report.to_dict()
+    clustered_intervals(scored.doc, report, scored.task)
+    scored.cache[SLICE_REPORT] = report
+    scored.cache[SLICE_RECORDS] = rows
+    inputs = scored.doc.get("inputs")
+    if truth is not None and isinstance(inputs, dict) and "truth" in inputs and not isinstance(inputs["truth"], (str, list, type(None))):
+        inputs["truth"] = str(truth)
+    return report
+
+
+def frame_slicing(config: Mapping[str, Any], features: Any, ids: Sequence[str]) -> tuple[Any, Any] | None:
+    """The slicing of `mlflow.models.evaluate(..., evaluator_config=config)`: (SliceOptions,
+    metadata rows) or None. The metadata is the `metadata` key's file or DataFrame (keyed by
+    `metadata_id`, else `id_column`, else `id`), else the named columns of the evaluated data
+    itself (`features`: its columns other than the targets and predictions), one row per record
+    of `ids`; only the targets are scored, so such a column never is."""
+    from extracteval.io.metadata import frame_metadata
+
+    options = slice_options(config)
+    if options is None:
+        return None
+    if config.get("metadata") is not None:
+        return options, metadata_for(config, options)
+    return options, frame_metadata(features, options.columns, ids=ids, name="the evaluated data", option="evaluator_config `slice_by`")

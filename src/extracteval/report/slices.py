@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from extracteval.report.terminal import count_of, table
+from extracteval.report.terminal import count_of, table, terminal_safe
 
-__all__ = ["render_slices", "value_text"]
+__all__ = ["render_slices", "value_text", "slices_table", "weakest_lines", "ordered_values"]
 
 
 def value_text(x: float | None, rate: bool) -> str:
@@ -34,25 +34,90 @@ def _gap_text(gap: Mapping[str, Any] | None, rate: bool) -> str:
     return f"{size}, {word} (Holm p = {gap['p_holm']:.3g})"
 
 
+def ordered_values(rows: list[Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
+    """Each slicing with its values, weakest first (by the models' mean value in the slice); the
+    `(all records)` slicing first, as the rows have it."""
+    out = []
+    for slicing in dict.fromkeys(r["slice"] for r in rows):
+        mine = [r for r in rows if r["slice"] == slicing]
+        values = list(dict.fromkeys(r["value"] for r in mine))
+        mean = {v: [r["estimate"] for r in mine if r["value"] == v] for v in values}
+        values.sort(key=lambda v: sum(mean[v]) / max(len(mean[v]), 1))
+        out.append((slicing, values))
+    return out
+
+
+def slices_table(doc: Mapping[str, Any], models: list[str] | None = None) -> Any:
+    """The slices as one table for a report: a row per slicing and value (weakest value first
+    within each slicing), the records, each model's value with its interval, the winner and
+    whether the ranking differs from the overall one. `models`: the columns (default: all)."""
+    import pandas as pd
+
+    rate = bool(doc.get("rate", True))
+    rows = list(doc.get("rows", []))
+    models = models or list(dict.fromkeys(r["model"] for r in rows))
+    by = {(r["slice"], r["value"], r["model"]): r for r in rows}
+    gaps = {(g["slice"], g["value"], g["higher"]): g for g in doc.get("gaps", [])}
+    body = []
+    for slicing, values in ordered_values(rows):
+        for v in values:
+            mine = [r for r in rows if r["slice"] == slicing and r["value"] == v]
+            first = mine[0]
+            winner = next((r["model"] for r in mine if r.get("rank") == 1), None)
+            body.append({"slice": "all records" if slicing == "(all records)" else slicing, "value": v, "records": first["records"],
+                         "ranked": "yes" if first["ranked"] else "no (too few records)",
+                         **{m: _interval(by[(slicing, v, m)], rate) if (slicing, v, m) in by else "" for m in models},
+                         "winner": winner or "-", "lead over the next model": _gap_text(gaps.get((slicing, v, winner)) if winner else None, rate),
+                         "ranking": "differs from overall" if first.get("ranking_differs") else ""})
+    return pd.DataFrame(body, columns=["slice", "value", "records", "ranked", *models, "winner", "lead over the next model", "ranking"])
+
+
+def slicing_name(doc: Mapping[str, Any], slicing: str) -> str:
+    """A slicing as the reports name it: the built-in `@size` by what it counts."""
+    size = f"size ({doc['size']})" if doc.get("size") else "size"
+    return " × ".join(size if part == "@size" else part for part in slicing.split(" × "))
+
+
+def shown(text: Any) -> str:
+    """A name or value from the data, safe on a terminal and on one line: every control character
+    (line breaks and tabs too, and the escape that starts a colour) written out."""
+    return terminal_safe(str(text), colours=False).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def weakest_lines(doc: Mapping[str, Any], models: list[str] | None = None, limit: int = 3) -> list[str]:
+    """Per model, its weakest slices as one line (`model: slice = value* 71.2% [..] vs 84.0% (40 records); …`)."""
+    rate = bool(doc.get("rate", True))
+    out = []
+    for m, items in (doc.get("weakest") or {}).items():
+        if not items or (models is not None and m not in models):
+            continue
+        parts = []
+        for w in items[:limit]:
+            sure = "*" if w["supported_drop"] > 0 else ""
+            parts.append(f"{shown(slicing_name(doc, w['slice']))} = {shown(w['value'])}{sure} {_interval(w, rate)} vs "
+                         f"{value_text(w['overall'], rate)} ({count_of(int(w['records']), 'record')})")
+        out.append(f"{shown(m)}: " + "; ".join(parts))
+    return out
+
+
 def render_slices(doc: Mapping[str, Any]) -> str:
     """The `slices` part of a result document as text."""
-    size = f"size ({doc['size']})" if doc.get("size") else "size"
-
-    def name(slicing: str) -> str:  # the built-in `@size` slicing by what it counts
-        return " × ".join(size if part == "@size" else part for part in slicing.split(" × "))
+    def name(slicing: str) -> str:
+        return shown(slicing_name(doc, slicing))
 
     rate = bool(doc.get("rate", True))
     rows = doc.get("rows", [])
     models = list(dict.fromkeys(r["model"] for r in rows))
     conf = f"{100 * float(doc.get('confidence', 0.95)):g}%"
-    clusters = f"; whole clusters of {doc['cluster_by']!r} resampled" if doc.get("cluster_by") else ""
+    clusters = f"; whole clusters of {shown(repr(doc['cluster_by']))} resampled" if doc.get("cluster_by") else ""
     out = [f"Slices — {doc.get('label') or doc['metric']} per slice, {conf} intervals ({doc.get('resamples')} resamples{clusters}); "
            f"slices under {count_of(int(doc.get('min_size', 0)), 'record')} are shown but not ranked"]
     gaps = {(g["slice"], g["value"], g["higher"]): g for g in doc.get("gaps", [])}
-    for slicing in dict.fromkeys(r["slice"] for r in rows):
-        mine = [r for r in rows if r["slice"] == slicing]
-        values = list(dict.fromkeys(r["value"] for r in mine))
-        per = {v: {r["model"]: r for r in mine if r["value"] == v} for v in values}
+    grouped: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}  # slicing → value → model → row: one pass over the rows
+    for r in rows:
+        grouped.setdefault(r["slice"], {}).setdefault(r["value"], {})[r["model"]] = r
+    for slicing, per in grouped.items():
+        values = list(per)
         # weakest first: by the models' mean value in the slice
         values.sort(key=lambda v: sum(r["estimate"] for r in per[v].values()) / max(len(per[v]), 1))
         body = []
@@ -61,28 +126,22 @@ def render_slices(doc: Mapping[str, Any]) -> str:
             winner = next((m for m, r in per[v].items() if r.get("rank") == 1), None)
             lead = gaps.get((slicing, v, winner)) if winner else None
             flag = " ≠ overall" if first.get("ranking_differs") else ""
-            body.append([v, str(first["records"]) + ("" if first["ranked"] else " (not ranked)"),
+            body.append([shown(v), str(first["records"]) + ("" if first["ranked"] else " (not ranked)"),
                          *[_interval(per[v][m], rate) if m in per[v] else "" for m in models],
-                         (winner or "-") + flag, _gap_text(lead, rate)])
+                         (shown(winner) if winner else "-") + flag, _gap_text(lead, rate)])
         out.append("")
         out.append(f"By {name(slicing)}:" if slicing != "(all records)" else "All records:")
-        out.append(table(["value", "records", *models, "winner", "lead over the next model"], body))
-    weak = {m: w for m, w in (doc.get("weakest") or {}).items() if w}
+        out.append(table(["value", "records", *(shown(m) for m in models), "winner", "lead over the next model"], body))
+    weak = weakest_lines(doc)
     if weak:
         out.append("")
         out.append("Weakest slices (below the model's overall value, the largest drop its interval still supports first; "
                    "* where the whole interval lies below the overall value):")
-        for m, items in weak.items():
-            parts = []
-            for w in items[:3]:
-                sure = "*" if w["supported_drop"] > 0 else ""
-                parts.append(f"{name(w['slice'])} = {w['value']}{sure} {_interval(w, rate)} vs {value_text(w['overall'], rate)} "
-                             f"({count_of(int(w['records']), 'record')})")
-            out.append(f"  {m}: " + "; ".join(parts))
+        out.extend(f"  {line}" for line in weak)
     flips = sorted({(r["slice"], r["value"]) for r in rows if r.get("ranking_differs")})
     if flips:
         out.append("")
-        out.append("The ranking differs from the overall one in: " + "; ".join(f"{name(s)} = {v}" for s, v in flips))
+        out.append("The ranking differs from the overall one in: " + "; ".join(f"{name(s)} = {shown(v)}" for s, v in flips))
     for note in doc.get("notes", []):
-        out.append(f"note: {note}")
+        out.append(f"note: {shown(note)}")
     return "\n".join(out)
