@@ -246,11 +246,11 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
             values, order = slice_values(metadata, by, options)
         else:  # every record: the whole evaluation, with the same (clustered) intervals
             values, order = [ALL] * n_records, [ALL]
-        vals = np.asarray(values, dtype=object)
+        members = _members(np.asarray(values, dtype=object), order)
         family: list[dict[str, Any]] = []
         for value in order:
-            idx = np.flatnonzero(vals == value)
-            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options)
+            idx = members[value]
+            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, whole=overall if not by else None)
             ranked = len(idx) >= options.min_size
             order_in = [r["model"] for r in got["ranking"]]
             differs = ranked and order_in != overall_order
@@ -282,13 +282,37 @@ def _values(metrics: Mapping[str, Metric], names: Sequence[str], rows: np.ndarra
     return {k: float(metrics[k](summed)) for k in names}
 
 
+def _members(values: np.ndarray, order: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each value's records (their positions, ascending): one grouping pass over the records
+    instead of comparing every record with every value (50 values × 150k records: 0.1 s)."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(values, sort=False)
+    if len(codes) and codes.min() < 0:  # not from slice_values (which names a missing value): as compared one by one
+        return {v: np.flatnonzero(values == v) for v in order}
+    grouped = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1])
+    found = dict(zip(uniques.tolist(), grouped))
+    return {v: found.get(v, np.zeros(0, dtype=np.intp)) for v in order}
+
+
 def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.ndarray | None, metrics: Mapping[str, Metric], names: Sequence[str],
-               spec: RankingSpec, options: SliceOptions) -> dict[str, Any]:
+               spec: RankingSpec, options: SliceOptions, *, whole: Mapping[str, dict[str, float]] | None = None) -> dict[str, Any]:
     """One slice: every model's values (exact, from the slice's summed counts), its ranking, the
-    primary metric's paired interval per model and per adjacent gap, with the gaps' p-values."""
+    primary metric's paired interval per model and per adjacent gap, with the gaps' p-values.
+
+    `whole`: the slice is every record in order (`idx` is 0 … n-1) and these are the models'
+    values over all of them: a model's array laid out in rows (C order) is then used as it is,
+    with those values, instead of a copy of all its rows summed again — the same numbers, since
+    the copy would hold the same rows in the same layout."""
     models = list(arrays)
-    sub = {m: np.asarray(arrays[m])[idx] for m in models}
-    values = {m: _values(metrics, names, sub[m]) for m in models}
+    sub, values = {}, {}
+    for m in models:
+        a = np.asarray(arrays[m])
+        if whole is not None and a.flags.c_contiguous:
+            sub[m], values[m] = a, dict(whole[m])
+        else:
+            sub[m] = a[idx]
+            values[m] = _values(metrics, names, sub[m])
     ranking = [{"model": r.model, "rank": r.rank} for r in rank_by_metrics(spec, values)]
     rows = sub
     n_clusters = len(idx)
