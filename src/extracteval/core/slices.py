@@ -99,7 +99,36 @@ def _bin_labels(values: Any, edges: Sequence[float]) -> list[str]:
 
 
 def _column_values(raw: Any, name: str, bins: int, edges: Sequence[float] | None) -> tuple[list[str], list[str]]:
-    """(each record's slice value, the values in display order) of one metadata column."""
+    """(each record's slice value, the values in display order) of one metadata column.
+
+    A column of texts with few distinct ones (a region, a channel) is read once per distinct text
+    and the labels are spread back over the records: the same labels, since a record's label
+    depends on its text alone — unless the column is cut into bins, whose edges depend on every
+    record, and then every record is read. Only texts: other values that compare equal (1, 1.0,
+    True) would share one reading where each has its own label."""
+    import pandas as pd
+
+    raw = np.asarray(raw, dtype=object)
+    try:
+        codes, uniques = pd.factorize(raw)
+    except TypeError:  # a value that cannot be hashed (a list from a JSON record): read record by record
+        codes, uniques = None, None
+    if uniques is not None and 4 * len(uniques) <= len(raw) and all(type(u) is str for u in uniques):
+        got = _column_labels(uniques, name, bins, edges, whole=False)
+        if got is not None:
+            per, order = got
+            labels = np.asarray(per + [MISSING], dtype=object)[codes].tolist()  # code -1 (no value): the last, MISSING
+            if MISSING in labels and MISSING not in order:
+                order.append(MISSING)
+            return labels, order
+    got = _column_labels(raw, name, bins, edges, whole=True)
+    assert got is not None
+    return got
+
+
+def _column_labels(raw: Any, name: str, bins: int, edges: Sequence[float] | None, *, whole: bool) -> tuple[list[str], list[str]] | None:
+    """`_column_values` of these values; None when they are a column's distinct values only
+    (`whole` false) and it would be cut into bins, which needs every record's value."""
     import pandas as pd
 
     from extracteval.core.id_order import natural_key
@@ -114,6 +143,8 @@ def _column_values(raw: Any, name: str, bins: int, edges: Sequence[float] | None
         bad = s[present & nums.isna()].iloc[0] if (present & nums.isna()).any() else None
         raise InputError(f"metadata column {name!r}: bin edges were given, so every value must be a number, but found {bad!r}.")
     if numeric and (edges is not None or nums[present].nunique() > bins):
+        if not whole:
+            return None
         values = nums.where(present).to_numpy(dtype=np.float64)
         if edges is None:
             qs = np.quantile(values[~np.isnan(values)], np.linspace(0, 1, bins + 1))
