@@ -86,3 +86,19 @@ def test_the_generator_writes_the_committed_metadata_and_leaves_the_data_as_it_i
     assert Path("metadata.csv") in written and len(written) == 5  # truth, three models' predictions, metadata
     for rel in written:
         assert (tmp_path / rel).read_bytes() == (EXAMPLES / name / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("name", ["contracts", "tickets", "invoices"])
+def test_the_readme_slice_tables_are_what_the_command_prints(name: str, cli) -> None:
+    """Each example's README shows its slice command's tables as the command prints them today."""
+    import re
+    import shlex
+
+    text = (REPO / "experiments" / name / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"```bash runnable\n(extracteval score [^`]*?--slice-by[^`]*?)\n```\n+```\n(.*?)```", text, re.S)
+    assert m, f"{name}: no slice command followed by its output in the README"
+    argv = shlex.split(m.group(1).replace("\\\n", " "))[1:]
+    r = cli(*[str(REPO / a) if a.startswith("experiments/") else a for a in argv])
+    assert r.code == 0, r.err
+    for line in m.group(2).splitlines():
+        assert line in r.out.splitlines(), f"{name}: README line not printed any more: {line!r}"

@@ -166,6 +166,12 @@ def _print_and_keep(args: argparse.Namespace, spec: Mapping[str, Any], name: str
     print()
     print(text)
     print()
+    for _, scored in scoreds:  # where each model fails, when the example slices its records
+        if scored.doc.get("slices"):
+            from extracteval.report.slices import render_slices
+
+            print(render_slices(scored.doc["slices"]))
+            print()
     if args.output:
         from extracteval.io.outputs import check_output_folder, mark_folder, staged_folder
 
