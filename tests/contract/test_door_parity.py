@@ -46,7 +46,9 @@ from tests.mlflow.test_python_api import _config
 # task → its example (the key of CASES: a folder of experiments/, or folder/track)
 EXAMPLE = {task: name for name, (task, *_rest) in CASES.items()}
 # experiment.yaml keys that are not scoring options
-NOT_OPTIONS = {"name", "task", "description", "truth", "predictions", "tracks", "decision"}
+# the experiment's keys that are not the task's scoring options (the slicing keys: these doors are compared on the task's numbers)
+NOT_OPTIONS = {"name", "task", "description", "truth", "predictions", "tracks", "decision", "metadata", "metadata_id", "slice_by", "slice_bins",
+               "slice_min_size", "cluster_by"}
 EXTRA_ID = "zz-extra"
 DOORS = ("api-files", "api-dataframe", "api-dicts")
 

@@ -99,7 +99,7 @@ def test_slice_metrics_are_the_metrics_of_its_records(seed: int, n: int, n_model
         assert row["records"] == len(idx)
         rows = {m: a[idx] for m, a in arrays.items()}
         if cluster:
-            rows = {m: cluster_sums(r, meta["c"].to_numpy()[idx]) for m, r in rows.items()}
+            rows = {m: cluster_sums(r, ["v" + c for c in meta["c"].to_numpy()[idx]], natural=True) for m, r in rows.items()}
         if len(next(iter(rows.values()))) < 2:  # one record or one cluster: nothing to resample, no interval
             assert (row["low"], row["high"]) == (None, None) and (row["slice"] == ALL or not row["ranked"])
             continue

@@ -142,3 +142,37 @@ def test_an_experiment_file_takes_the_slicing_keys(tmp_path: Path) -> None:
         assert (got["overall"], got["ci"], got["totals"]) == (plain.doc["models"][m]["overall"], plain.doc["models"][m]["ci"], plain.doc["models"][m]["totals"])
     assert scored.truth_source == str(folder / "truth.csv") and scored.doc["inputs"]["truth"] == str(folder / "truth.csv")
     assert {r["value"] for r in scored.doc["slices"]["rows"] if r["slice"] == "channel"} == {"scan", "digital"}
+
+
+@pytest.mark.parametrize("task", ["labels", "fields", "toolcalls"])
+def test_leaderboard_and_compare_on_a_slice_give_the_slices_numbers(task: str, tmp_path: Path) -> None:
+    """`leaderboard --slice COLUMN=VALUE --cluster-by COLUMN` ranks the logged runs on one slice's
+    records with the numbers `score --slice-by` gives that slice — values and clustered intervals —
+    and `compare --slice` gives the gap between two runs there."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = list(task_cases()[task].score_args)
+    truth = Path(args[args.index("--truth") + 1])
+    if truth.suffix == ".csv":
+        ids = [str(i) for i in pd.read_csv(truth, dtype=str)["id"]]
+    else:
+        ids = [str(json.loads(line)["id"]) for line in truth.read_text(encoding="utf-8").splitlines() if line.strip()]
+    meta = tmp_path / "meta.csv"
+    pd.DataFrame({"id": ids, "channel": ["chat" if k % 3 else "email" for k in range(len(ids))],
+                  "customer": [f"c{k % 9}" for k in range(len(ids))]}).to_csv(meta, index=False)
+    slicing = ["--slice-by", "channel", "--metadata", str(meta), "--cluster-by", "customer"]
+    r = run_cli("evaluate", task, *args, *slicing, "--experiment", "lb-slices", "--tracking-uri", uri)
+    assert r.code == 0, r.err
+    score = json.loads(run_cli("score", task, *args, *slicing, "--json").out)["slices"]
+    want = {row["model"]: row for row in score["rows"] if row["slice"] == "channel" and row["value"] == "chat"}
+    lb = run_cli("leaderboard", "--experiment", "lb-slices", "--tracking-uri", uri, "--slice", "channel=chat", "--cluster-by", "customer",
+                 "--json", "--no-figures")
+    assert lb.code == 0, lb.err
+    doc = json.loads(lb.out)
+    entries = [e for g in doc["groups"] for e in g["ranking"]]
+    assert {e["model"] for e in entries} == set(want)
+    primary = score["metric"]
+    for e in entries:
+        w = want[e["model"]]
+        assert e["score"] == pytest.approx(w["estimate"], abs=1e-12) and primary == doc["primary_metric"]
+        assert (e["ci"]["low"], e["ci"]["high"]) == pytest.approx((w["low"], w["high"]), abs=1e-12)
+    assert doc["leaderboard_run_id"] is None  # a slice's ranking is a view: nothing is logged

@@ -63,6 +63,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-log", action="store_true", help="do not create a leaderboard run nor write ranks and wins to the ranked runs")
     p.add_argument("--no-ci", action="store_true", help="skip the bootstrap intervals (no artifact downloads)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG charts")
+    p.add_argument("--slice", metavar="COLUMN=VALUE",
+                   help="rank on the records of one slice (runs logged with --slice-by: their metrics recomputed from the per-record counts); "
+                        "printed, not logged")
+    p.add_argument("--cluster-by", dest="cluster_by", metavar="COLUMN",
+                   help="intervals resample whole clusters of this record-metadata column (runs logged with it as metadata)")
     add_safe_csv_argument(p)
     add_bootstrap_arguments(p)
     add_tracking_uri_argument(p)
@@ -80,9 +85,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.resamples < 1:
         raise InputError(f"--resamples: expected a positive integer, but got {args.resamples}.")
+    from extracteval.mlflow.run_slices import parse_slice
+
+    selector = parse_slice(getattr(args, "slice", None))
+    if selector is not None:  # a slice's ranking is a view: the runs' leaderboard ranks stay those of the whole evaluation
+        args.no_log = True
     result = build_tracking_leaderboard(
         experiment=args.experiment, tracking_uri=args.tracking_uri, filter_string=args.filter, task=args.task, metric=args.metric,
         group_by_truth=args.group_by_truth, ci=not args.no_ci, resamples=args.resamples, seed=args.seed, all_runs=args.all_runs,
+        slice_on=selector, cluster_by=getattr(args, "cluster_by", None),
     )
     temporary = args.output is None and not args.no_log
     out = Path(args.output) if args.output else (Path(tempfile.mkdtemp(prefix="extracteval-leaderboard-")) if temporary else None)

@@ -410,22 +410,34 @@ def bootstrap_samples(per_record: Mapping[Any, np.ndarray], statistic: Callable[
     return _draw(models, width, patterns, freq, statistic=statistic, records=lambda: joined, n_records=n, resamples=resamples, seed=seed)
 
 
-def cluster_sums(rows: np.ndarray, clusters: Any) -> np.ndarray:
+def cluster_sums(rows: np.ndarray, clusters: Any, *, natural: bool = False) -> np.ndarray:
     """Per-record rows (records, columns) summed per cluster (`clusters`: one label per record):
-    the rows a cluster bootstrap resamples, one per cluster in order of first appearance. A metric
-    of summed counts is the same on these rows as on the records'; resampling them draws whole
-    clusters, so records that share a customer, a document or an annotator move together.
+    the rows a cluster bootstrap resamples, one per cluster in order of first appearance, or in
+    natural order of the labels (`natural`: the order record ids are lined up in, so a table
+    keyed by cluster label resamples alike). A metric of summed counts is the same on these rows
+    as on the records'; resampling them draws whole clusters, so records that share a customer, a
+    document or an annotator move together.
 
     Example:
-        >>> cluster_sums(np.array([[1, 0], [0, 1], [1, 1]]), ["a", "b", "a"]).tolist()
+        >>> cluster_sums(np.array([[1, 0], [0, 1], [1, 1]]), ["b", "a", "b"]).tolist()
         [[2, 1], [0, 1]]
+        >>> cluster_sums(np.array([[1, 0], [0, 1], [1, 1]]), ["b", "a", "b"], natural=True).tolist()
+        [[0, 1], [2, 1]]
     """
     import pandas as pd
 
     rows = np.asarray(rows)
-    codes, uniques = pd.factorize(np.asarray(clusters, dtype=object), sort=False)
-    if len(codes) != len(rows):
-        raise ValueError(f"Expected one cluster label per record ({len(rows)}), but got {len(codes)}.")
+    labels = np.asarray(clusters, dtype=object)
+    if len(labels) != len(rows):
+        raise ValueError(f"Expected one cluster label per record ({len(rows)}), but got {len(labels)}.")
+    codes, uniques = pd.factorize(labels, sort=False)
+    if natural and len(uniques):
+        from extracteval.core.id_order import natural_key
+
+        order = sorted(range(len(uniques)), key=lambda k: natural_key(str(uniques[k])))
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        codes = rank[codes]
     out = np.zeros((len(uniques), rows.shape[1]), dtype=np.float64 if rows.dtype.kind == "f" else np.int64)
     np.add.at(out, codes, rows)
     return out

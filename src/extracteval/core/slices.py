@@ -280,8 +280,9 @@ def _clusters(metadata: Any, options: SliceOptions, n_records: int, notes: list[
     text = np.array(["" if v is None or (isinstance(v, float) and v != v) else "v" + str(v).strip() for v in raw], dtype=object)
     alone = text == "v"
     alone |= text == ""
-    if alone.any():
-        text[alone] = [f"r{k}" for k in np.flatnonzero(alone)]  # one cluster per such record: never one block of unrelated records
+    if alone.any():  # one cluster per such record (named by its id): never one block of unrelated records
+        ids = np.asarray(metadata.index, dtype=object)
+        text[alone] = [f"r{ids[k]}" for k in np.flatnonzero(alone)]
         notes.append(f"{int(alone.sum())} record(s) without a value of {options.cluster_by!r}: each is a cluster of its own.")
     return text
 
@@ -346,7 +347,7 @@ def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.n
     n_clusters = units = len(idx)
     if clusters is not None:
         labels = clusters[idx]
-        rows = {m: cluster_sums(sub[m], labels) for m in models}
+        rows = {m: cluster_sums(sub[m], labels, natural=True) for m in models}  # lined up as tables keyed by cluster are
         n_clusters = units = len(set(labels.tolist()))
     if units < 2:
         return {"values": values, "ranking": ranking, "intervals": {}, "gaps": [], "clusters": int(n_clusters), "units": units}

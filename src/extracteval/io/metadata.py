@@ -78,6 +78,8 @@ def _read_delimited(p: Path, want: Sequence[str], id_column: str, option: str, s
         head = pd.read_csv(io.StringIO(text), sep=sep, nrows=0, dtype=str)
         _check_columns(p, option, list(head.columns), want, id_column)
         return pd.read_csv(io.StringIO(text), sep=sep, usecols=list(want), dtype=str, keep_default_na=False, na_values=[""])
+    except InputError:
+        raise
     except (pd.errors.ParserError, ValueError) as e:
         raise InputError(f"{p}: {option}: expected a table of rows separated by {sep!r}, but it could not be read ({e}).") from None
 

@@ -376,6 +376,46 @@ def record_intervals(
     return intervals, pairs, notes
 
 
+def _sliced_ranking(lb: Leaderboard, runs: Mapping[str, TrackedRun], summaries: Sequence[RunSummary], uri: str, selector: Any,
+                    cluster_by: str | None, rank_options: Mapping[str, Any]) -> tuple[Leaderboard, list[RunSummary], dict[str, Any], list[str]]:
+    """The ranked runs on one slice's records (`selector`), their metrics recomputed from each
+    run's per-record counts and record metadata; the tables the intervals resample (the slice's
+    records, summed per cluster with `cluster_by`), and notes. Runs without record metadata (logged
+    without slicing) are left out of a sliced ranking, and without clustered intervals."""
+    from extracteval.mlflow.adapters import get_adapter
+    from extracteval.mlflow.run_slices import check_column, clustered_table, read_run_metadata, sliced_table, table_metrics
+
+    wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
+    tables = _record_tables(lb.task, wanted, uri)
+    meta = {rid: read_run_metadata(runs[rid].artifact_uri, uri) for rid in tables}
+    need = [c for c in (selector.column if selector is not None else None, cluster_by) if c]
+    usable = {rid: t for rid, t in tables.items() if meta[rid] is not None}
+    for rid in usable:
+        for c in need:
+            check_column(meta[rid], c, f"run {rid} ({runs[rid].tags.get('extracteval.model') or runs[rid].run_name})")
+    left = sorted(runs[rid].tags.get("extracteval.model") or runs[rid].run_name for rid in wanted if rid not in usable)
+    notes = [f"left out of the {'slice' if selector is not None else 'clustered intervals'}: {_names(left)} (no record metadata or "
+             "per-record counts: logged without slicing)."] if left else []
+    if selector is not None:
+        usable = {rid: sliced_table(t, meta[rid], selector) for rid, t in usable.items()}
+        spec = lb.spec
+        keys = [spec.primary, *spec.tie_breaks, *get_adapter(lb.task).interval_metrics]
+        by_id = {s.run_id: s for s in summaries}
+        kept = [replace(by_id[rid], metrics=table_metrics(lb.task, t, keys, runs[rid].params)) for rid, t in usable.items() if len(t.record_ids)]
+        if not kept or spec.primary not in kept[0].metrics:
+            raise InputError(f"--slice {selector}: no ranked run has records in this slice" if not kept else
+                             f"--slice {selector}: {spec.primary} cannot be recomputed from the runs' per-record counts.")
+        lb = rank_runs(kept, task=lb.task, **rank_options)
+        summaries = kept
+        n = {rid: len(t.record_ids) for rid, t in usable.items()}
+        notes.append(f"ranked on the slice {selector}: {min(n.values())}–{max(n.values())} records per run; metrics recomputed from the "
+                     "runs' per-record counts (item winners are not recomputed).")
+    if cluster_by:
+        usable = {rid: clustered_table(t, meta[rid], cluster_by) for rid, t in usable.items()}
+        notes.append(f"intervals resample whole clusters of {cluster_by!r} ({max((len(t.record_ids) for t in usable.values()), default=0)} clusters).")
+    return lb, list(summaries), usable, notes
+
+
 def build_tracking_leaderboard(
     *,
     experiment: str,
@@ -389,9 +429,13 @@ def build_tracking_leaderboard(
     seed: int = 0,
     confidence: float = 0.95,
     all_runs: bool = False,
+    slice_on: Any = None,
+    cluster_by: str | None = None,
 ) -> TrackingStoreLeaderboard:
     """Rank the model runs of `experiment` (see the module docstring): the latest run of each
-    model per truth/config group, or every run with `all_runs`.
+    model per truth/config group, or every run with `all_runs`. `slice_on` (a
+    `run_slices.SliceSelector`): rank by the metrics of that slice's records, recomputed from each
+    run's per-record counts and record metadata; `cluster_by`: intervals resample whole clusters.
 
     Raises:
         InputError: unknown experiment, no runs, mixed tasks without `task`, mixed digests
@@ -413,16 +457,21 @@ def build_tracking_leaderboard(
     runs = {r.info.run_id: TrackedRun(run_id=r.info.run_id, run_name=r.info.run_name or "", artifact_uri=r.info.artifact_uri,
                                       tags=dict(r.data.tags), params=dict(r.data.params)) for r in raw}
     lb = rank_runs(summaries, task=task, group_by_truth=group_by_truth, metric=metric, all_runs=all_runs)
-    t_rank, c_rank = time.perf_counter(), time.process_time()
     notes: list[str] = []
+    sliced: dict[str, Any] | None = None
+    if slice_on is not None or cluster_by:
+        lb, summaries, sliced, notes = _sliced_ranking(lb, runs, summaries, uri, slice_on, cluster_by,
+                                                       dict(group_by_truth=group_by_truth, metric=metric, all_runs=all_runs))
+    t_rank, c_rank = time.perf_counter(), time.process_time()
     if ci:
         from extracteval.mlflow.adapters import get_adapter
 
         wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
         # artifacts are read only when the ranking metric has intervals at all
-        tables = _record_tables(lb.task, wanted, uri) if lb.spec.primary in get_adapter(lb.task).interval_metrics else {}
-        intervals, pairs, notes = record_intervals(lb, tables, params={r: t.params for r, t in wanted.items()},
-                                                   resamples=resamples, seed=seed, confidence=confidence)
+        tables = sliced if sliced is not None else (_record_tables(lb.task, wanted, uri) if lb.spec.primary in get_adapter(lb.task).interval_metrics else {})
+        intervals, pairs, more = record_intervals(lb, tables, params={r: t.params for r, t in wanted.items()},
+                                                  resamples=resamples, seed=seed, confidence=confidence)
+        notes += more
         if intervals or pairs:
             lb = with_intervals(lb, intervals, pairs)
     else:
