@@ -59,9 +59,9 @@ def percent(x: float | None) -> str:
     return "-" if x is None else UNDEFINED if x != x else f"{100.0 * x:.1f}%"
 
 
-def signed_points(x: float) -> str:
+def signed_points(x: float | None) -> str:
     """A difference of ratios in percentage points with its sign (`+1.5`); `n/a` when undefined."""
-    return UNDEFINED if x != x else f"{100 * x:+.1f}"
+    return UNDEFINED if x is None or x != x else f"{100 * x:+.1f}"
 
 
 def colour(text: str, name: str | None, enabled: bool) -> str:

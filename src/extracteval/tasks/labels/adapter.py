@@ -213,7 +213,7 @@ class LabelsAdapter(FeatureViewsAdapter):
             id_column=spec.get("id_column", "id"), delimiter=None, features=None, types=[], positive_labels=[], labels=[],
             multi_label=spec.get("multi_label") or [],
             config=str(folder / spec["config"]) if spec.get("config") else None,
-            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
+            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=spec.get("zero_division"),
         )
         return self.score_args(ns)
 
