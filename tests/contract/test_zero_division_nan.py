@@ -176,3 +176,34 @@ RESCORED_NAN: dict[str, bool] = {}  # task → whether its rescored run logged a
 def test_some_rescored_run_held_an_undefined_metric() -> None:
     # runs after the rescore cases above (file order): NaN metrics went through the store and back
     assert any(RESCORED_NAN.values()), RESCORED_NAN
+
+
+# ---- mlflow.genai: a row's undefined value is no feedback; the run's aggregates are logged as NaN where undefined
+
+
+def test_genai_scorer_leaves_a_rows_undefined_value_out_of_its_feedback(sqlite_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from extracteval.mlflow.genai import extraction_scorer, log_micro_metrics
+
+    pytest.importorskip("mlflow.genai")
+    rows = [  # the second row predicts no entity: its entity precision is 0/0
+        {"inputs": {"d": 1}, "outputs": json.dumps({"entities": [{"description": "Pen", "amount": "1.00"}]}),
+         "expectations": {"expected": [{"description": "Pen", "amount": "1.00"}]}},
+        {"inputs": {"d": 2}, "outputs": json.dumps({"entities": []}), "expectations": {"expected": [{"description": "Ink", "amount": "2.00"}]}},
+    ]
+    s = extraction_scorer("entities", {"zero_division": "nan"})
+    first, second = ({f.name: f.value for f in s(outputs=r["outputs"], expectations=r["expectations"])} for r in rows)
+    assert first["extracteval/entity_precision"] == 1.0 and "extracteval/entity_precision" not in second
+    assert second["extracteval/entity_recall"] == 0.0 and second["extracteval/entity_f1"] == 0.0
+    monkeypatch.chdir(tmp_path)
+    mlflow.set_tracking_uri(sqlite_uri)
+    try:
+        mlflow.set_experiment(experiment_id=mlflow.create_experiment("genai-nan", artifact_location=(tmp_path / "artifacts").as_uri()))
+        result = mlflow.genai.evaluate(data=rows, scorers=[s])
+        logged = log_micro_metrics(result)
+    finally:
+        mlflow.set_tracking_uri("")
+    assert result.metrics["extracteval/entity_precision/mean"] == 1.0  # MLflow's mean over the rows that define it
+    assert logged["extracteval/entities/precision_entities"] == 1.0 and logged["extracteval/entities/recall_entities"] == 0.5
+    assert MlflowClient(sqlite_uri).get_run(result.run_id).data.metrics["extracteval/entities/precision_entities"] == 1.0
