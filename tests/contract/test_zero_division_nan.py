@@ -168,6 +168,16 @@ def test_rescore_reads_nan_back_and_equals_evaluate_on_the_edited_truth(cli: Any
     assert new.params["zero_division"] == want.params["zero_division"] == "nan"
     assert _same_metrics(new.metrics, want.metrics) == {}
     RESCORED_NAN[task] = any(math.isnan(v) for v in new.metrics.values())
+    if task == "labels":  # the undefined feature read back by compare and leaderboard
+        metric = "feature/sentiment/precision"
+        assert math.isnan(new.metrics[metric])
+        code, _out, err = cli("compare", "--baseline", run_id, "--candidate", out["new_run_id"], "--metric", metric, "--allow-different-truth",
+                              "--tracking-uri", store)
+        assert code == 2 and "undefined" in err and "Traceback" not in err, err
+        code, text, err = cli("leaderboard", "--experiment", f"nan-rescore-{task}", "--metric", metric, "--group-by-truth", "--no-log", "--no-ci",
+                              "--tracking-uri", store, "--json")
+        assert code == 0, err
+        assert [e["score"] for g in strict(text)["groups"] for e in g["ranking"]] == [None, None]
 
 
 RESCORED_NAN: dict[str, bool] = {}  # task → whether its rescored run logged an undefined metric
