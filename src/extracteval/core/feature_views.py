@@ -432,7 +432,10 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
     `average="weighted"`; `micro_accuracy` = right rows (its labels' tp) / rows. The view's
     `macro/<kind>`, `weighted/<kind>` and `micro_accuracy` are the means over features
     (`zero_division` without a feature);
-    `row_accuracy` = correct_rows / view_rows (0.0 without rows). The leading axes (models,
+    `row_accuracy` = correct_rows / view_rows (0.0 without rows). With `zero_division` NaN
+    (`"nan"`) a ratio over nothing is undefined and every average (per feature, and the view's over
+    features) leaves it out, NaN when nothing is defined; `row_accuracy` without rows is NaN too
+    (scikit-learn's `zero_division=np.nan` and `_nanaverage`). The leading axes (models,
     resamples) are kept. With `per_feature` also `feature/<kind>`, `feature/weighted/<kind>`,
     `feature/micro_accuracy` (..., features) and `label/<kind>` (..., labels).
 
