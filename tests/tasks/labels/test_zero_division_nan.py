@@ -110,9 +110,12 @@ def test_single_label_feature_equals_sklearn_nan(case):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 10**9))
-def test_multi_label_feature_equals_sklearn_nan(seed):
+@given(st.integers(0, 10**9), st.sampled_from([False, False, False, True]))
+def test_multi_label_feature_equals_sklearn_nan(seed, silent):
     tf, pf, al_t, al_p, st_t, st_p = _random_case(seed)
+    if silent:  # a model that predicts no label at all (its rows stay): precision undefined everywhere, micro too
+        pf = pf.assign(tags=None)
+        al_p, st_p = [set() for _ in al_p], [set() for _ in st_p]
     cfg = LabelsConfig(**CONFIG, zero_division="nan")
     if not any(st_t):
         with pytest.raises(InputError, match="every ground-truth record"):
@@ -141,7 +144,7 @@ def test_agreement_was_checked_for_every_average():
     # runs after the Hypothesis cases above (file order): every average compared many times, undefined values among them
     for avg in ("per-label", "macro", "weighted", "samples", "binary", "accuracy", "multi-label macro", "multi-label weighted",
                 "multi-label micro", "multi-label samples", "multi-label per-label"):
-        assert AGREED.get(avg, 0) >= 50, (avg, AGREED)
+        assert AGREED.get(avg, 0) >= 30, (avg, AGREED)
     for avg in ("per-label", "macro", "weighted", "samples", "binary", "multi-label macro", "multi-label weighted", "multi-label samples",
                 "multi-label micro", "multi-label per-label"):
         assert CHANGED.get(avg, 0) >= 5, (avg, CHANGED)
