@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from extracteval.core import strict_json
 from extracteval.io.common_options import experiment_name, add_bootstrap_arguments, add_tracking_uri_argument
 
 HELP = "baseline run vs candidate run from the tracking store: gap, verdict, paired interval"
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         resamples=args.resamples, seed=args.seed, allow_different_truth=args.allow_different_truth,
     )
     if args.json:
-        json.dump(res.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write(strict_json.dumps(res.to_dict(), indent=2, ensure_ascii=False))
         sys.stdout.write("\n")
         return 0
     from extracteval.core.decision import render_decision

@@ -8,10 +8,10 @@ baseline − candidate on a metric, the verdict and a paired-bootstrap interval 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from extracteval.core import strict_json
 from extracteval.io.decision_options import add_decision_arguments, make_decision, read_records
 
 HELP = "baseline vs candidate: metric gap, fine-tuning verdict and its bootstrap interval"
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     task, columns, matrices, zero_division = read_records(Path(args.result))
     d = make_decision(task, columns, matrices, args, zero_division=zero_division)
     if args.json:
-        json.dump({"task": task, "decision": d.to_dict()}, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write(strict_json.dumps({"task": task, "decision": d.to_dict()}, indent=2, ensure_ascii=False))
         sys.stdout.write("\n")
     else:
         print(render_decision(d.to_dict()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from extracteval.core import strict_json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,7 +152,6 @@ def _example_specs(root: Path, only_option: Any) -> list[Path]:
 def _print_and_keep(args: argparse.Namespace, spec: Mapping[str, Any], name: str, task: str, scoreds: list[tuple[Any, Any]]) -> None:
     """An example's description and terminal summary (one per track), and with --output its
     result.json under DIR/<name>/."""
-    import json
 
     from extracteval.io.config import distinct_file_name
 
@@ -177,7 +177,7 @@ def _print_and_keep(args: argparse.Namespace, spec: Mapping[str, Any], name: str
 
         top = check_output_folder(args.output, overwrite=getattr(args, "overwrite", False))
         with staged_folder(top / distinct_file_name(name)) as staging:
-            (staging / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+            (staging / "result.json").write_text(strict_json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
         mark_folder(top)  # the examples' folder is extracteval's too: a rerun writes into it again
 
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from extracteval.core import strict_json
 from extracteval.io.common_options import add_slice_arguments, experiment_name, add_tracking_uri_argument
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,7 +83,6 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
     """Score the task's inputs in `args` (parsed `evaluate <task> …` options), print the summary
     and log the runs; what was logged (experiment id, run ids), or None when the upload failed
     (the message printed, the local copy kept)."""
-    import json
     import shutil
     import tempfile
     from pathlib import Path
@@ -149,7 +149,7 @@ def evaluate_and_log(args: argparse.Namespace) -> "UploadResult | None":
 
         doc = dict(logged_doc(scored))
         doc["mlflow"] = {**result.to_dict(), "experiment": args.experiment, "output": None if temporary else str(out)}
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write(strict_json.dumps(doc, indent=2, ensure_ascii=False, default=str))
         sys.stdout.write("\n")
     else:
         _print_runs(bundle, result, args.experiment)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from extracteval.core import strict_json
 from extracteval.io.common_options import experiment_name, add_bootstrap_arguments, add_tracking_uri_argument
 from extracteval.io.outputs import add_safe_csv_argument
 
@@ -118,12 +118,12 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             if args.output:  # the local copy carries the run id too
                 with staged_folder(out) as staging:  # replaces leaderboard.json only, and whole
-                    (staging / "leaderboard.json").write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+                    (staging / "leaderboard.json").write_text(strict_json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     finally:
         if temporary and out is not None:
             shutil.rmtree(out, ignore_errors=True)
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write(strict_json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
         sys.stdout.write("\n")
     elif result.leaderboard_run_id:
         n_sup = sum(len(g.superseded) for g in result.leaderboard.groups)

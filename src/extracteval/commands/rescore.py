@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from extracteval.core import strict_json
 from extracteval.io.common_options import add_delimiter_argument, add_tracking_uri_argument
 
 HELP = "re-score a logged run's predictions against edited ground truth (new linked run)"
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     res = rescore_run(run_id=args.run, truth=args.truth, tracking_uri=args.tracking_uri, id_column=args.id_column, delimiter=args.delimiter,
                       figures=not args.no_figures, output=args.output)
     if args.json:
-        json.dump(res.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write(strict_json.dumps(res.to_dict(), indent=2, ensure_ascii=False))
         sys.stdout.write("\n")
         return 0
     print(res.message)

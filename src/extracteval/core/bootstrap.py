@@ -48,7 +48,8 @@ class Interval:
 
     @property
     def contains_zero(self) -> bool:
-        return self.low <= 0.0 <= self.high
+        """Whether 0 lies inside; an undefined interval (NaN bounds) excludes nothing, so it does."""
+        return not (self.low > 0.0 or self.high < 0.0)
 
     @property
     def significant(self) -> bool:
@@ -552,10 +553,20 @@ def percentile_intervals(models: list[Any], estimates: np.ndarray, samples: np.n
     q = [100 * alpha, 100 * (1 - alpha)]
 
     def bounds(s: np.ndarray) -> np.ndarray:
-        """(2, columns) percentiles of each column: per column the same values as one call per column."""
+        """(2, columns) percentiles of each column: per column the same values as one call per column.
+        An undefined (NaN) resample is left out of its column's percentiles; a column with fewer
+        than half its resamples defined has undefined bounds."""
         if n == 0 or s.shape[1] == 0:
             return np.zeros((2, s.shape[1]))
-        return np.percentile(s, q, axis=0)
+        undefined = np.isnan(s)
+        if not undefined.any():
+            return np.percentile(s, q, axis=0)
+        out = np.full((2, s.shape[1]), np.nan)
+        for j in range(s.shape[1]):
+            defined = s[~undefined[:, j], j]
+            if 2 * len(defined) >= len(s):
+                out[:, j] = np.percentile(defined, q)
+        return out
 
     def interval(est: float, lo: float, hi: float) -> Interval:
         if n == 0:

@@ -6,6 +6,7 @@ or machines; precision, recall, F1 and accuracy are computed once, at the end, b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,8 +14,36 @@ from typing import Any
 import numpy as np
 
 from extracteval.core.ledger import Ledger
+from extracteval.errors import InputError
 
-__all__ = ["Counts", "Ratios", "ratios", "macro_f1", "item_metrics", "RATIO_KINDS", "rate_metrics"]
+__all__ = ["Counts", "Ratios", "ratios", "macro_f1", "item_metrics", "RATIO_KINDS", "rate_metrics", "NAN_TASKS", "is_undefined", "checked_zero_division",
+           "zero_division_text"]
+
+# the tasks whose `zero_division` may be NaN (scikit-learn's `zero_division=np.nan`: an undefined ratio is left out of the averages)
+NAN_TASKS = ("labels", "entities")
+
+
+def is_undefined(value: Any) -> bool:
+    """Whether `value` is a float NaN: an undefined ratio under `zero_division="nan"`, or that setting itself."""
+    return isinstance(value, (float, np.floating)) and math.isnan(value)
+
+
+def checked_zero_division(value: Any, *, allow_nan: bool = False, name: str = "zero_division") -> Any:
+    """A `zero_division` option: a number in [0, 1], as given; where `allow_nan` (the `NAN_TASKS`)
+    also NaN, given as a float NaN or as the text `nan` (any case), returned as `math.nan`.
+    Anything else is an `InputError` naming what was expected."""
+    if allow_nan and (is_undefined(value) or (isinstance(value, str) and value.strip().lower() == "nan")):
+        return math.nan
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
+        note = "" if allow_nan else f' ("nan" is offered for the {" and ".join(NAN_TASKS)} tasks only)'
+        expected = 'a number in [0, 1] or "nan"' if allow_nan else "a number in [0, 1]"
+        raise InputError(f"Expected `{name}` to be {expected}{note}, but got {value!r}.")
+    return value
+
+
+def zero_division_text(value: Any) -> Any:
+    """`zero_division` as a JSON document or a parameter holds it: the text `nan` for NaN, the number otherwise."""
+    return "nan" if is_undefined(value) else value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,8 +112,9 @@ def _safe_div(num: np.ndarray, den: np.ndarray, zero_division: float) -> np.ndar
 def ratios(tp: Any, fp: Any, fn: Any, tn: Any, *, zero_division: float = 0.0) -> dict[str, np.ndarray]:
     """Precision, recall, F1 and accuracy from counts; scalars or arrays of any shape.
 
-    A zero denominator gives `zero_division`, except the all-true-negatives rule: when tp = fp = fn = 0 and
-    tn > 0 (a field correctly left empty everywhere) precision = recall = f1 = 1.0.
+    A zero denominator gives `zero_division` (NaN too: the ratio is undefined), except the
+    all-true-negatives rule: when tp = fp = fn = 0 and tn > 0 (a field correctly left empty
+    everywhere) precision = recall = f1 = 1.0.
     F1 is 2·tp / (2·tp + fp + fn), which equals 2PR/(P+R) whenever P + R > 0.
 
     Examples:
@@ -92,8 +122,8 @@ def ratios(tp: Any, fp: Any, fn: Any, tn: Any, *, zero_division: float = 0.0) ->
         >>> float(r["f1"]), float(r["accuracy"])
         (0.5, 0.5)
     """
-    if not 0.0 <= zero_division <= 1.0:
-        raise ValueError(f"Expected `zero_division` to be a float in [0, 1], but got {zero_division!r}.")
+    if not (0.0 <= zero_division <= 1.0 or is_undefined(zero_division)):
+        raise ValueError(f"Expected `zero_division` to be a float in [0, 1] or NaN, but got {zero_division!r}.")
     tp, fp, fn, tn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn, tn))
     precision = _safe_div(tp, tp + fp, zero_division)
     recall = _safe_div(tp, tp + fn, zero_division)

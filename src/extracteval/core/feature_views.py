@@ -292,18 +292,21 @@ def ledger_from_sets(truth: tuple[np.ndarray, np.ndarray], pred: tuple[np.ndarra
 
 def samples_sums(sets: Mapping[tuple[int, int, int], int], zero_division: float) -> dict[str, float]:
     """Σ over rows of each row's precision |T∩P|/|P|, recall |T∩P|/|T| and F1 2|T∩P|/(|T|+|P|),
-    `zero_division` for a zero denominator (scikit-learn's `average="samples"` before its mean)."""
+    `zero_division` for a zero denominator (scikit-learn's `average="samples"` before its mean).
+    With `zero_division` NaN a row's undefined value is left out of the sum, and `rows_<kind>`
+    counts the rows whose value is defined (the mean's denominator)."""
+    zd = float(zero_division)
     if not sets:
-        return {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+        return {"precision": 0.0, "recall": 0.0, "f1": 0.0, **({f"rows_{k}": 0.0 for k in _WEIGHTED} if np.isnan(zd) else {})}
     k = np.array(sorted(sets), dtype=np.float64)
     n = np.array([sets[x] for x in sorted(sets)], dtype=np.float64)
     inter, t, p = k[:, 0], k[:, 1], k[:, 2]
-    zd = float(zero_division)
-
-    def each(num: np.ndarray, den: np.ndarray) -> float:
-        return float(np.sum(n * np.divide(num, den, out=np.full(den.shape, zd), where=den > 0)))
-
-    return {"precision": each(inter, p), "recall": each(inter, t), "f1": each(2 * inter, t + p)}
+    dens = {"precision": p, "recall": t, "f1": t + p}
+    nums = {"precision": inter, "recall": inter, "f1": 2 * inter}
+    if np.isnan(zd):
+        out = {kind: float(np.sum(np.where(d > 0, n * np.divide(nums[kind], d, out=np.zeros(d.shape), where=d > 0), 0.0))) for kind, d in dens.items()}
+        return {**out, **{f"rows_{kind}": float(np.sum(n[d > 0])) for kind, d in dens.items()}}
+    return {kind: float(np.sum(n * np.divide(nums[kind], d, out=np.full(d.shape, zd), where=d > 0))) for kind, d in dens.items()}
 
 
 # the metrics of one view the map gives, as a model run logs them under its task's prefix
@@ -360,15 +363,23 @@ class LabelLayout:
 
 def _by_feature(values: np.ndarray, weight: np.ndarray, layout: LabelLayout, empty: np.ndarray) -> np.ndarray:
     """The mean of each feature's weighted label values (..., labels) → (..., features); `empty`
-    where a feature has none. One set of values: `np.mean` over each feature's labels in order."""
+    where a feature has none. One set of values: `np.mean` over each feature's labels in order.
+    An undefined (NaN) value is left out of its feature's mean, which is NaN when all its values
+    are (scikit-learn's `_nanaverage` under `zero_division=np.nan`)."""
     n_feat = len(layout.features)
+    undefined = np.isnan(values)
     if values.ndim == 1:
         out = np.array(empty, dtype=np.float64)
         for f in range(n_feat):
             sel = weight & (layout.member == f)
             if sel.any():
-                out[f] = np.mean(values[sel])
+                defined = sel & ~undefined
+                out[f] = np.mean(values[defined]) if defined.any() else np.nan
         return out
+    if undefined.any():
+        held = weight.astype(np.float64) @ layout.onto
+        weight = weight & ~undefined
+        empty = np.where(held > 0, np.nan, empty)  # values held, none defined: undefined
     total, n = np.where(weight, values, 0.0) @ layout.onto, weight.astype(np.float64) @ layout.onto
     return np.divide(total, n, out=np.array(np.broadcast_to(empty, total.shape), dtype=np.float64), where=n > 0)
 
@@ -376,19 +387,35 @@ def _by_feature(values: np.ndarray, weight: np.ndarray, layout: LabelLayout, emp
 def _weighted_by_feature(values: np.ndarray, observed: np.ndarray, support: np.ndarray, layout: LabelLayout, empty: np.ndarray) -> np.ndarray:
     """Each feature's observed label values (..., labels) averaged with their support as weights →
     (..., features); the plain mean where the feature's labels have no support, `empty` where it
-    has no observed label. One set of values: as `np.average` computes it."""
+    has no observed label. One set of values: as `np.average` computes it. An undefined (NaN)
+    value is left out with its weight (then the plain mean when the weights left sum to 0, NaN
+    when no value is defined), as scikit-learn's `_nanaverage`."""
+    undefined = np.isnan(values)
     if values.ndim == 1:
         out = np.array(empty, dtype=np.float64)
         for f in range(len(layout.features)):
             sel = observed & (layout.member == f)
             if sel.any():
+                sel = sel & ~undefined
                 w = support[sel]
-                out[f] = np.multiply(values[sel], w).sum() / w.sum() if w.sum() > 0 else np.mean(values[sel])
+                out[f] = np.nan if not sel.any() else np.multiply(values[sel], w).sum() / w.sum() if w.sum() > 0 else np.mean(values[sel])
         return out
     plain = _by_feature(values, observed, layout, empty)
-    w = np.where(observed, support, 0.0)
-    total, w_sum = _by_feature_sum(np.multiply(values, w), layout), _by_feature_sum(w, layout)
+    w = np.where(observed & ~undefined, support, 0.0)
+    total, w_sum = _by_feature_sum(np.multiply(np.where(undefined, 0.0, values), w), layout), _by_feature_sum(w, layout)
     return np.divide(total, w_sum, out=plain, where=w_sum > 0)
+
+
+def _mean_over_features(per: np.ndarray) -> np.ndarray:
+    """The mean over the last axis (features), an undefined (NaN) feature left out; NaN where every
+    feature is undefined."""
+    undefined = np.isnan(per)
+    if not undefined.any():
+        return np.mean(per) if per.ndim == 1 else per.mean(axis=-1)
+    if per.ndim == 1:
+        return np.float64(np.mean(per[~undefined])) if not undefined.all() else np.float64(np.nan)
+    n = (~undefined).sum(axis=-1)
+    return np.divide(np.where(undefined, 0.0, per).sum(axis=-1), n, out=np.full(n.shape, np.nan), where=n > 0)
 
 
 def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which: Sequence[str] = VIEW_METRICS, zero_division: float = 0.0,
@@ -405,7 +432,10 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
     `average="weighted"`; `micro_accuracy` = right rows (its labels' tp) / rows. The view's
     `macro/<kind>`, `weighted/<kind>` and `micro_accuracy` are the means over features
     (`zero_division` without a feature);
-    `row_accuracy` = correct_rows / view_rows (0.0 without rows). The leading axes (models,
+    `row_accuracy` = correct_rows / view_rows (0.0 without rows). With `zero_division` NaN
+    (`"nan"`) a ratio over nothing is undefined and every average (per feature, and the view's over
+    features) leaves it out, NaN when nothing is defined; `row_accuracy` without rows is NaN too
+    (scikit-learn's `zero_division=np.nan` and `_nanaverage`). The leading axes (models,
     resamples) are kept. With `per_feature` also `feature/<kind>`, `feature/weighted/<kind>`,
     `feature/micro_accuracy` (..., features) and `label/<kind>` (..., labels).
 
@@ -455,10 +485,11 @@ def view_count_metrics(counts: Mapping[str, Any], layout: LabelLayout, *, which:
     for k in which:
         if k == "row_accuracy":
             good, n = np.asarray(counts["correct_rows"], dtype=np.float64), np.asarray(counts["view_rows"], dtype=np.float64)
-            out[k] = np.divide(good, n, out=np.zeros(np.broadcast(good, n).shape), where=n > 0)
+            # 0.0 without rows, but undefined under `zero_division="nan"`
+            out[k] = np.divide(good, n, out=np.full(np.broadcast(good, n).shape, zd if np.isnan(zd) else 0.0), where=n > 0)
         elif k not in out:
             per = out[f"feature/{k.removeprefix('macro/')}"]  # `weighted/<kind>` → `feature/weighted/<kind>`, `samples/<kind>` likewise
-            out[k] = (np.mean(per) if per.ndim == 1 else per.mean(axis=-1)) if layout.features else np.full(per.shape[:-1], zd)
+            out[k] = _mean_over_features(per) if layout.features else np.full(per.shape[:-1], zd)
     return out if per_feature else {k: out[k] for k in which}
 
 
@@ -475,7 +506,8 @@ def _set_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, rows: np.ndarra
     for k in _WEIGHTED:
         if f"samples_{k}" in counts:
             total = np.asarray(counts[f"samples_{k}"], dtype=np.float64)
-            out[f"feature/samples/{k}"] = np.divide(total, rows, out=np.full(rows.shape, zd), where=rows > 0)
+            n = np.asarray(counts.get(f"samples_rows_{k}", rows), dtype=np.float64)  # under NaN: the rows whose value is defined
+            out[f"feature/samples/{k}"] = np.divide(total, n, out=np.full(rows.shape, zd), where=n > 0)
     return out
 
 
@@ -569,6 +601,8 @@ def _features_metrics(ledgers: Mapping[str, FeatureLedger], positive: Mapping[st
     if sets is not None:
         sums = [samples_sums(led.sets, zd) for led in ledgers.values()]
         extra.update({f"samples_{k}": np.array([x[k] for x in sums], dtype=np.float64) for k in _WEIGHTED})
+        if np.isnan(zd):
+            extra.update({f"samples_rows_{k}": np.array([x[f"rows_{k}"] for x in sums], dtype=np.float64) for k in _WEIGHTED})
         which = (*which, *(f"samples/{k}" for k in _WEIGHTED))
     got = view_count_metrics({"tp": tp, "fp": fp, "fn": fn, "rows": rows, **(view or {}), **extra}, layout, which=which, zero_division=zd,
                              per_feature=True)

@@ -52,9 +52,14 @@ class Score:
 
 
 def _cmp_desc(a: Sequence[float], b: Sequence[float], tol: float = TOLERANCE) -> int:
-    """Compare two key tuples, larger first, treating values within `tol` as equal."""
+    """Compare two key tuples, larger first, treating values within `tol` as equal. An undefined
+    value (NaN: a ratio over nothing under `zero_division="nan"`) comes after every number, and
+    two undefined values tie."""
     for x, y in zip(a, b):
-        if abs(x - y) > tol:
+        if x != x or y != y:
+            if (x != x) != (y != y):
+                return 1 if x != x else -1
+        elif abs(x - y) > tol:
             return -1 if x > y else 1
     return 0
 
@@ -64,7 +69,7 @@ class FieldWinner:
     """Who won one field.
 
     kind: `sole` (one best model, 1 win), `shared` (k best of n > k, 1/k win each),
-    `universal` (all models tie, 0 wins), `none` (best F1 is 0, 0 wins).
+    `universal` (all models tie, 0 wins), `none` (best F1 is 0 or undefined, 0 wins).
     """
 
     field: str
@@ -106,7 +111,7 @@ def field_winners(scores: Mapping[str, Mapping[str, Score]], *, tol: float = TOL
         best_key = max((per_model[m].key() for m in models), key=cmp_to_key(lambda a, b: -_cmp_desc(a, b, tol)))
         best = [m for m in models if _cmp_desc(per_model[m].key(), best_key, tol) == 0]
         best_score = per_model[best[0]]
-        if best_score.f1 <= tol:
+        if not best_score.f1 > tol:  # 0, or undefined (NaN): nobody won the field
             kind = "none"
         elif len(best) == len(models):
             kind = "universal"

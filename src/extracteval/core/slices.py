@@ -197,6 +197,7 @@ def bootstrap_p_value(differences: np.ndarray) -> float:
     resampled differences on either side of zero, each counted with the observed sample
     ((k + 1) / (B + 1)), at most 1."""
     d = np.asarray(differences, dtype=np.float64)
+    d = d[~np.isnan(d)]  # an undefined resample (a ratio of nothing, under zero_division "nan") says nothing either way
     b = len(d)
     if b == 0:
         return 1.0
@@ -378,7 +379,7 @@ def _weakest(rows: Sequence[Mapping[str, Any]], models: Sequence[str], spec: Ran
             if r["model"] != m or not r["ranked"] or r["slice"] == ALL or r["high"] is None:
                 continue
             drop = r["estimate"] - r["overall"] if lower else r["overall"] - r["estimate"]
-            if drop <= 0:
+            if not drop > 0:  # not below the overall value, or undefined
                 continue
             supported = r["low"] - r["overall"] if lower else r["overall"] - r["high"]
             mine.append({"slice": r["slice"], "value": r["value"], "records": r["records"], "estimate": r["estimate"], "low": r["low"],

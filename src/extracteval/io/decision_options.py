@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from extracteval.core import strict_json
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,7 @@ def write_records(out: Path, columns: tuple[str, ...], matrices: dict[str, Any],
                 row.update({c: int(v) for c, v in zip(columns, mat[k])})
                 if extra and m in extra:
                     row.update(extra[m][k])
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                f.write(strict_json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def read_records(folder: Path) -> tuple[str, tuple[str, ...], dict[str, Any], float]:

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from extracteval.core import strict_json
 from extracteval.errors import InputError, OutputError
 
 __all__ = [
@@ -150,7 +151,7 @@ def mark_folder(folder: Path, files: Sequence[str] | None = None) -> None:
                            "note": "this folder holds extracteval results; extracteval may write into it again without --overwrite"}
     if files is not None:
         doc["files"] = sorted(set(files) | {MARKER})
-    (folder / MARKER).write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    (folder / MARKER).write_text(strict_json.dumps(doc) + "\n", encoding="utf-8")
 
 
 def _ours(folder: Path) -> set[str]:
@@ -279,5 +280,5 @@ def write_feature_view_files(doc: dict[str, Any], out: Path, *, views: tuple[str
 
     from extracteval.report.feature_views import feature_rows
 
-    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    (out / "result.json").write_text(strict_json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     write_csv(pd.DataFrame(feature_rows(doc, views)), out / "feature_metrics.csv", safe=safe_csv)

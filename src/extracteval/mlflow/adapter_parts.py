@@ -9,10 +9,10 @@ Importing this module is cheap (pandas is imported when a table is built).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from extracteval.core import strict_json
 from extracteval.io.config import given_options, task_config  # noqa: F401  (the adapters import them from here too)
 from extracteval.mlflow.adapters import Section
 
@@ -125,7 +125,7 @@ def closing_sections(warnings: Sequence[str], config: Any, *, then: Sequence[Sec
     configuration as JSON."""
     out = [Section(title="Warnings", items=list(warnings))] if warnings else []
     out += then
-    out.append(Section(title="Configuration", text=json.dumps(config, indent=2, ensure_ascii=False, default=str)))
+    out.append(Section(title="Configuration", text=strict_json.dumps(config, indent=2, ensure_ascii=False, default=str)))
     return out
 
 

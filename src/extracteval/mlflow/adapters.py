@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from extracteval.mlflow.keys import KeyMap
     from extracteval.mlflow.predictions_file import LoggedPredictions
 
-__all__ = ["COMMON_CONFIG_KEYS", "shared_config_keys", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section",
+__all__ = ["COMMON_CONFIG_KEYS", "shared_config_keys", "ZERO_DIVISION_NAN", "check_config", "TaskSpec", "TASKS", "MODEL_TYPES", "Scored", "TaskAdapter", "Section",
            "get_adapter", "task_for_model_type", "available_tasks", "run_params", "strategies_param"]
 
 
@@ -284,6 +284,10 @@ _SHARED_CONFIG_KEYS: Mapping[str, str] = dict(
     fuzzy_scorer="rapidfuzz scorer name (ratio)",
     default_strategy="strategy of fields not listed (EXACT)",
 )
+
+
+# `zero_division` of the tasks that also take "nan" (`core.counts.NAN_TASKS`: labels, entities)
+ZERO_DIVISION_NAN = 'value of an undefined ratio: a number in [0, 1] (0.0), or "nan": undefined, left out of every average'
 
 
 def shared_config_keys(*names: str) -> dict[str, str]:

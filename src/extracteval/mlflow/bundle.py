@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extracteval.core import strict_json
 from extracteval import __version__
 from extracteval.errors import InputError
 from extracteval.io.config import safe_file_name
@@ -49,7 +50,7 @@ SINGLE_RUN_UNRANKED = "ranking/rank"  # the task's rank among the models scored 
 
 
 def _dumps(obj: Any, **kw: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=json_default, **kw)
+    return strict_json.dumps(obj, ensure_ascii=False, default=json_default, **kw)
 
 
 def truth_digest(truth: Any, *, known: Mapping[str, tuple[Any, Any]] | None = None) -> str:
@@ -94,7 +95,9 @@ class Bundle:
         return self.path / "runs" / key
 
     def metrics(self, key: str) -> dict[str, float]:
-        return json.loads((self.run_dir(key) / "metrics.json").read_text(encoding="utf-8"))
+        """The run's metrics; an undefined one (`null` in metrics.json) is NaN, as MLflow logs it."""
+        got = json.loads((self.run_dir(key) / "metrics.json").read_text(encoding="utf-8"))
+        return {k: strict_json.from_json_number(v) for k, v in got.items()}
 
     def read_state(self) -> dict[str, Any]:
         p = self.path / "state.json"

@@ -100,6 +100,21 @@ def _resolve(client: Any, ref: str, experiment: str | None) -> Any:
     return found[0]
 
 
+def _logged_values(b: Any, c: Any, metric: str) -> tuple[float, float]:
+    """The two runs' logged `metric`; refused when a run lacks it, or holds it undefined (NaN: a
+    ratio over nothing under zero_division "nan"), since a gap to it means nothing."""
+    for run in (b, c):
+        if metric not in run.data.metrics:
+            keys = sorted(k for k in run.data.metrics if k.count("/") <= 2)[:40]
+            raise InputError(f"--metric {metric!r}: run {run.info.run_id} has no such metric; it has {', '.join(keys)}.")
+    bv, cv = float(b.data.metrics[metric]), float(c.data.metrics[metric])
+    undefined = [r.info.run_id for r, v in ((b, bv), (c, cv)) if math.isnan(v)]
+    if undefined:
+        raise InputError(f"--metric {metric!r} is undefined (NaN: a ratio whose denominator is 0, under zero_division \"nan\") in run "
+                         f"{' and run '.join(undefined)}, so the gap is undefined; compare on a metric both runs define.")
+    return bv, cv
+
+
 def compare_runs(
     *,
     baseline: str,
@@ -144,11 +159,7 @@ def compare_runs(
                      f"baseline {'on' if mb == 'true' else 'off'}, candidate {'on' if mc == 'true' else 'off'}.")
     spec = RANKING_SPECS.get(str(task_b))
     metric = metric or (spec.primary if spec else "overall/f1")
-    for run in (b, c):
-        if metric not in run.data.metrics:
-            keys = sorted(k for k in run.data.metrics if k.count("/") <= 2)[:40]
-            raise InputError(f"--metric {metric!r}: run {run.info.run_id} has no such metric; it has {', '.join(keys)}.")
-    bv, cv = float(b.data.metrics[metric]), float(c.data.metrics[metric])
+    bv, cv = _logged_values(b, c, metric)
     gap = bv - cv
     name = lambda r: r.data.tags.get("extracteval.model") or r.info.run_name or r.info.run_id  # noqa: E731
     out = dict(metric=metric, baseline=name(b), candidate=name(c), baseline_run_id=b.info.run_id, candidate_run_id=c.info.run_id,
@@ -170,6 +181,9 @@ def compare_runs(
                      f"{', '.join(get_adapter(str(task_b)).interval_metrics)}.")
         return RunComparison(**out, notes=tuple(notes))
     iv = res.pairs[("b", "c")]
+    if math.isnan(iv.low) or math.isnan(iv.high):
+        notes.append(f"no paired interval: {metric!r} is undefined (NaN) in more than half of the resamples of one run.")
+        return RunComparison(**out, n_records=res.n_records, notes=tuple(notes))
     if not math.isclose(iv.estimate, gap, abs_tol=1e-9):
         notes.append(f"the per-record counts give a gap of {iv.estimate:.6f} on {res.n_records} records "
                      f"(logged metrics: {gap:.6f}); the interval is of these counts.")

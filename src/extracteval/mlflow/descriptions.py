@@ -91,21 +91,27 @@ def _finite(v: Any) -> bool:
 
 
 def fmt_value(spec: RankingSpec, v: float | None) -> str:
-    """`95.8%` for a rate, `0.828` otherwise; `-` when absent."""
+    """`95.8%` for a rate, `0.828` otherwise; `-` when absent, `n/a` when undefined (NaN)."""
+    if isinstance(v, float) and math.isnan(v):
+        return "n/a"
     if v is None or not _finite(v):
         return "-"
     return f"{100.0 * float(v):.1f}%" if is_rate(spec) else f"{float(v):.3f}"
 
 
 def fmt_interval(spec: RankingSpec, low: float, high: float) -> str:
-    """`[93.6, 97.6]` (points) for a rate, `[0.771, 0.850]` otherwise."""
+    """`[93.6, 97.6]` (points) for a rate, `[0.771, 0.850]` otherwise; `[n/a]` when undefined."""
+    if not (_finite(low) and _finite(high)):
+        return "[n/a]"
     if is_rate(spec):
         return f"[{100 * low:.1f}, {100 * high:.1f}]"
     return f"[{low:.3f}, {high:.3f}]"
 
 
 def fmt_diff(spec: RankingSpec, d: float) -> str:
-    """`+8.6 points` for a rate, `+0.042` otherwise."""
+    """`+8.6 points` for a rate, `+0.042` otherwise; `n/a` when undefined."""
+    if not _finite(d):
+        return "n/a"
     return f"{100 * d:+.1f} points" if is_rate(spec) else f"{d:+.3f}"
 
 

@@ -117,9 +117,12 @@ def extraction_scorer(task: str = "fields", config: Mapping[str, Any] | None = N
         zd = scored.config.get("zero_division") if isinstance(scored.config, Mapping) else None
         # the task and zero_division travel with the primary feedback so that
         # log_micro_metrics computes the task's own aggregates without being told
-        meta = {_TASK_META: task, _ZD_META: str(float(zd or 0.0))}
+        meta = {_TASK_META: task, _ZD_META: _zd_text(zd)}
         out = []
-        for i, (k, v) in enumerate(values.items()):
+        # an undefined value (NaN under zero_division "nan": a ratio over nothing in this row) is no
+        # feedback: MLflow's mean of that feedback is then over the rows where it is defined
+        defined = {k: v for k, v in values.items() if not (isinstance(v, float) and v != v)}
+        for i, (k, v) in enumerate(defined.items()):
             v = bool(v) if isinstance(v, (bool, np.bool_)) else float(v) if isinstance(v, float) else int(v)
             if i == 0:
                 counts = {c: str(values[c]) for c in spec.columns if c in values and not isinstance(values[c], float)}
@@ -131,6 +134,11 @@ def extraction_scorer(task: str = "fields", config: Mapping[str, Any] | None = N
         return out
 
     return extracteval_scorer
+
+
+def _zd_text(zd: Any) -> str:
+    """The scorer's zero_division as its feedback metadata holds it: `nan`, or the number as a float's text."""
+    return "nan" if isinstance(zd, str) and zd.strip().lower() == "nan" or isinstance(zd, float) and zd != zd else str(float(zd or 0.0))
 
 
 def _task_of(df: Any, name: str) -> tuple[str | None, float]:

@@ -10,6 +10,7 @@ recomputing the metric from each resample's summed counts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,11 +81,16 @@ def record_sizes_of(path: Path, columns: Sequence[str], name: str, *, where: tup
 
 
 def zero_division_param(params: Mapping[str, str]) -> float:
-    """The run's `zero_division` param (0.0 when absent or unreadable)."""
+    """The run's `zero_division` param: a number in [0, 1], NaN for `nan` (the labels and entities
+    tasks' undefined ratios, in any case), 0.0 when absent or unreadable."""
+    text = str(params.get("zero_division", 0.0)).strip()
+    if text.lower() == "nan":
+        return math.nan
     try:
-        return float(params.get("zero_division", 0.0))
+        value = float(text)
     except (TypeError, ValueError):
         return 0.0
+    return value if 0.0 <= value <= 1.0 else 0.0
 
 
 def read_run_counts(task: str, artifact_uri: str, params: Mapping[str, str], tracking_uri: str) -> Any:

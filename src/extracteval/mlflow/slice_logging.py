@@ -21,7 +21,7 @@ slicing, a value and the metric key stays within MLflow's 250 characters.
 
 from __future__ import annotations
 
-import json
+from extracteval.core import strict_json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -101,7 +101,7 @@ def write_slice_files(scored: Any, role: str, adir: Path, *, figures: bool) -> b
 
     doc = report.to_dict()
     report.frame().to_parquet(adir / "slices.parquet", index=False)
-    (adir / "slices.json").write_text(json.dumps(doc, ensure_ascii=False, default=json_default), encoding="utf-8")
+    (adir / "slices.json").write_text(strict_json.dumps(doc, ensure_ascii=False, default=json_default), encoding="utf-8")
     if not figures:
         return None
     from extracteval.report.figures import png_bytes

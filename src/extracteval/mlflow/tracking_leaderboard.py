@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from extracteval.core import strict_json
 from extracteval.core.bootstrap import Interval
 from extracteval.core.run_ranking import Leaderboard, RunSummary, build_leaderboard, with_intervals
 from extracteval.tasks import RANKING_SPECS
@@ -507,7 +508,7 @@ def write_outputs(result: TrackingStoreLeaderboard, out: Path, *, figures: bool 
         write_csv(pd.DataFrame(ranking_rows(doc)), staging / "leaderboard.csv", safe=safe_csv)
         write_csv(pd.DataFrame(winner_rows(doc), columns=["group", "item", "kind", "winners", "win_share", "badge", "best"]),
                   staging / "field_winners.csv", safe=safe_csv)
-        (staging / "leaderboard.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        (staging / "leaderboard.json").write_text(strict_json.dumps(doc, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
         pngs: dict[str, bytes] = {}
         if figures:
             fdir = staging / "figures"

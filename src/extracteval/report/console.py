@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from extracteval.core import strict_json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,7 +26,7 @@ def print_result(doc: dict[str, Any], *, as_json: bool, render: Callable[[dict[s
     """Print `doc` as JSON (`as_json`), else `render(doc)` and, when `output` is set, the line
     naming the files written there."""
     if as_json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=default)
+        sys.stdout.write(strict_json.dumps(doc, indent=2, ensure_ascii=False, default=default))
         sys.stdout.write("\n")
         return
     print(render(doc))

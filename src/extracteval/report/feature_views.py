@@ -22,6 +22,9 @@ def _winner_label(w: dict[str, Any] | None) -> tuple[str, str | None]:
         return ", ".join(w["winners"]) + f" (shared, {format_wins(w['win_share'])} each)", w["badge"]
     if w["kind"] == "universal":
         return "all tie (no wins)", w["badge"]
+    best = (w.get("best") or {}).get("f1")
+    if best is not None and best != best:  # undefined (NaN)
+        return "no winner (best F1 undefined)", None
     return "no winner (best F1 is 0)", None
 
 

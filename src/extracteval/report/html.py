@@ -54,7 +54,8 @@ def _is_rate_column(column: str) -> bool:
 def _cell(v: Any, column: str = "") -> tuple[str, bool]:
     """(escaped text, numeric?) of one table cell."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "", False
+        # an undefined ratio (NaN under `zero_division="nan"`) reads `n/a`; no value at all stays blank
+        return ("n/a", True) if v is not None and _is_rate_column(column) else ("", False)
     if isinstance(v, bool):
         return _e("yes" if v else "no"), False
     if isinstance(v, float):

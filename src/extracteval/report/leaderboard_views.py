@@ -15,7 +15,7 @@ from typing import Any
 
 from extracteval.core.ranking import format_wins
 from extracteval.core.significance import BORDERLINE, NOT_SIGNIFICANT, SIGNIFICANT
-from extracteval.report.terminal import count_of, percent, table
+from extracteval.report.terminal import UNDEFINED, count_of, percent, signed_points, table
 
 __all__ = ["render_terminal", "ranking_rows", "winner_rows", "render_html", "overall_chart", "item_heatmap"]
 
@@ -30,6 +30,8 @@ _SIGNIFICANCE_CELL = {SIGNIFICANT: "significant", BORDERLINE: "borderline (bound
 def _ci_text(ci: Mapping[str, Any] | None) -> str:
     if not ci:
         return "-"
+    if ci["low"] is None or ci["high"] is None or ci["low"] != ci["low"] or ci["high"] != ci["high"]:
+        return UNDEFINED  # fewer than half the resamples define the metric
     return f"[{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]"
 
 
@@ -212,7 +214,7 @@ def render_html(doc: Mapping[str, Any], figures: Mapping[str, bytes] | None = No
             cells.append(f"<td class=\"num\">{_e(_ci_text(e.get('ci')))}</td>")
             d = None if c is None else c["difference"]
             cells.append("<td></td>" if c is None else
-                         f"<td>{_e(c['verdict'])} (Δ {100 * d['estimate']:+.1f}, CI [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}])</td>")
+                         f"<td>{_e(c['verdict'])} (Δ {signed_points(d['estimate'])}, CI [{signed_points(d['low'])}, {signed_points(d['high'])}])</td>")
             cells.append(f"<td><code>{_e(e['run_id'])}</code></td>")
             parts.append("<tr>" + "".join(cells) + "</tr>")
         parts.append("</table>")

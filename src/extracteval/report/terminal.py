@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 
-__all__ = ["table", "percent", "colour", "comparison_line", "terminal_safe", "SafeStream"]
+__all__ = ["table", "percent", "signed_points", "UNDEFINED", "colour", "comparison_line", "terminal_safe", "SafeStream"]
 
 # C0 and C1 control characters but the line break and the tab; a colour sequence (SGR: ESC [ n m)
 # is let through where colours are (they only colour text), any other escape sequence is not
@@ -51,9 +51,17 @@ def count_of(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
+UNDEFINED = "n/a"  # how every report shows an undefined number (NaN: a ratio over nothing under `zero_division="nan"`)
+
+
 def percent(x: float | None) -> str:
-    """Percentages with one decimal, as every report shows them."""
-    return "-" if x is None else f"{100.0 * x:.1f}%"
+    """Percentages with one decimal, as every report shows them; `-` for no value, `n/a` for an undefined one."""
+    return "-" if x is None else UNDEFINED if x != x else f"{100.0 * x:.1f}%"
+
+
+def signed_points(x: float | None) -> str:
+    """A difference of ratios in percentage points with its sign (`+1.5`); `n/a` when undefined."""
+    return UNDEFINED if x is None or x != x else f"{100 * x:+.1f}"
 
 
 def colour(text: str, name: str | None, enabled: bool) -> str:
@@ -92,5 +100,5 @@ def comparison_line(c: Any, *, confidence: bool = True) -> str:
     points, its interval (with its confidence level when asked) and the verdict."""
     d = c["difference"]
     level = f"{int(round(100 * d['confidence']))}% " if confidence else ""
-    return (f"{c['higher']} vs {c['lower']}: ΔF1 {100 * d['estimate']:+.1f} points, "
-            f"{level}CI [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] — {c['verdict']}")
+    return (f"{c['higher']} vs {c['lower']}: ΔF1 {signed_points(d['estimate'])} points, "
+            f"{level}CI [{signed_points(d['low'])}, {signed_points(d['high'])}] — {c['verdict']}")

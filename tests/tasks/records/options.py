@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from extracteval.core.counts import checked_zero_division
 from extracteval.errors import InputError
 from extracteval.io.config import options_of
 
@@ -19,6 +20,4 @@ def build_config(options: Any) -> RecordsConfig:
         value = float(zd)
     except (TypeError, ValueError):
         raise InputError(f"zero_division: expected a number, but got {zd!r}.") from None
-    if not 0.0 <= value <= 1.0:
-        raise InputError(f"zero_division: expected a number in [0, 1], but got {value}.")
-    return RecordsConfig(zero_division=value)
+    return RecordsConfig(zero_division=checked_zero_division(value))  # a number in [0, 1]; "nan" is for the tasks that offer it

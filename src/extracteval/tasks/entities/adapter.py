@@ -33,7 +33,7 @@ from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
 from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, rescore_options, build_config
 from extracteval.mlflow.feature_views import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
-from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys
+from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys, ZERO_DIVISION_NAN
 from extracteval.tasks.entities.metrics import entities_metrics
 
 __all__ = ["ADAPTER", "EntitiesAdapter", "truth_frame"]
@@ -122,6 +122,7 @@ class EntitiesAdapter(FeatureViewsAdapter):
         "entities_key": "key of the entity list when a cell is an object such as {\"entities\": […]} (`entities`)",
         "null_tokens": "strings meaning missing (list or comma-separated)",
         **shared_config_keys("default_strategy", "fuzzy_scorer", "dayfirst", "zero_division"),
+        "zero_division": ZERO_DIVISION_NAN,
     }
 
     # ---- scoring ---------------------------------------------------------------------------

@@ -52,5 +52,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entities-key", default="entities", metavar="NAME", help="key of the entity list in each record (default: entities)")
     p.add_argument("--id-column", default="id", metavar="NAME", help="record id key (default: id)")
     add_normalization_arguments(p, null_meaning="missing")
-    p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
+    p.add_argument("--zero-division", type=float, metavar="X",
+                   help="value of an undefined ratio (a denominator of 0): a number in [0, 1], or nan: undefined, left out of every average (default 0.0)")
     add_result_arguments(p, writes="result.json and feature_metrics.csv")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-from extracteval.core.counts import Counts
+from extracteval.core.counts import Counts, checked_zero_division, zero_division_text
 from extracteval.core.feature_views import (
     FeatureLedger,
     FeatureViewsResult,
@@ -71,7 +71,8 @@ class EntitiesConfig:
     max_examples: int = 5
 
     def __post_init__(self) -> None:
-        for name in ("match_threshold", "fuzzy_threshold", "semantic_threshold", "zero_division"):
+        object.__setattr__(self, "zero_division", checked_zero_division(self.zero_division, allow_nan=True))
+        for name in ("match_threshold", "fuzzy_threshold", "semantic_threshold"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
                 raise InputError(f"Expected `{name}` to be a number in [0, 1], but got {v!r}.")
@@ -121,7 +122,7 @@ class EntitiesConfig:
             "semantic_threshold": self.semantic_threshold,
             "fuzzy_scorer": self.fuzzy_scorer,
             "normalization": self.normalization.to_dict(),
-            "zero_division": self.zero_division,
+            "zero_division": zero_division_text(self.zero_division),
         }
 
 

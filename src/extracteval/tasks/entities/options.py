@@ -134,5 +134,5 @@ def experiment_args(folder: Path, spec: Mapping[str, Any]) -> argparse.Namespace
         features=None, match_threshold=None, fuzzy_threshold=None, semantic_threshold=None,
         similarity=spec.get("similarity"), embedding_model=None, judge_base_url=None, judge_model=None,
         entities_key=spec.get("entities_key", "entities"), id_column=spec.get("id_column", "id"),
-        null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
+        null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=spec.get("zero_division"),
     )

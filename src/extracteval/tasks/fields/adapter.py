@@ -474,7 +474,7 @@ class FieldsAdapter:
             predictions=[f"{name}={folder / path}" for name, path in spec["predictions"].items()],
             strategies=str(folder / spec["strategies"]) if spec.get("strategies") else None,
             id_column=spec.get("id_column", "id"), delimiter=None, keys=None, fields=None, fuzzy_threshold=None,
-            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None, no_ci=False, resamples=None, seed=None,
+            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=spec.get("zero_division"), no_ci=False, resamples=None, seed=None,
         )
         return self.score_args(ns)
 

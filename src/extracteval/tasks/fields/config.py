@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from extracteval.core.bootstrap import Interval, PairComparison
-from extracteval.core.counts import Counts
+from extracteval.core.counts import Counts, checked_zero_division
 from extracteval.core.feature_views import checked_types
 from extracteval.core.normalize import NormalizationConfig
 from extracteval.core.ranking import FieldWinner, Score, format_wins
@@ -65,7 +65,8 @@ class FieldsConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", tuple(str(c) for c in self.metadata))
-        for name in ("fuzzy_threshold", "zero_division"):
+        checked_zero_division(self.zero_division)
+        for name in ("fuzzy_threshold",):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
                 raise InputError(f"Expected `{name}` to be a number in [0, 1], but got {v!r}.")

@@ -3,11 +3,11 @@ result.json, field_metrics.csv (one row per model and field) and records.parquet
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.core import strict_json
 from extracteval.report.console import json_default
 
 
@@ -24,7 +24,7 @@ def write(result: Any, doc: dict[str, Any], out: Path, *, scored: Any = None, sa
 
     from extracteval.io.outputs import write_csv
 
-    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=json_default), encoding="utf-8")
+    (out / "result.json").write_text(strict_json.dumps(doc, indent=2, ensure_ascii=False, default=json_default), encoding="utf-8")
     rows = []
     for m in result.ranking:
         for f, fm in result.models[m].fields.items():

@@ -4,11 +4,11 @@ per-record bucket listing: one row per model, record and key)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from extracteval.core import strict_json
 from extracteval.report.console import json_default
 
 
@@ -23,7 +23,7 @@ def write(result: Any, doc: dict[str, Any], out: Path, *, scored: Any = None, sa
     chunked engine (`scored` None), which streamed them there while scoring."""
     from extracteval.io.outputs import write_csv
 
-    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=json_default), encoding="utf-8")
+    (out / "result.json").write_text(strict_json.dumps(doc, indent=2, ensure_ascii=False, default=json_default), encoding="utf-8")
     write_csv(result.fields_frame(), out / "field_accuracy.csv", safe=safe_csv)
     if scored is not None:
         result.records_frame().to_parquet(out / "records.parquet", index=False)

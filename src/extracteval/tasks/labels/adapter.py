@@ -40,7 +40,7 @@ from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, resco
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.feature_views import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table, label_rows
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys
+from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys, ZERO_DIVISION_NAN
 from extracteval.tasks.labels.metrics import labels_metrics
 
 __all__ = ["ADAPTER", "LabelsAdapter"]
@@ -142,6 +142,7 @@ class LabelsAdapter(FeatureViewsAdapter):
         "status_column": "column holding each record's status: ok, pending or error; pending and error rows are not predictions (default: `status` when present)",
         "null_tokens": "strings meaning missing (list or comma-separated)",
         **shared_config_keys("dayfirst", "zero_division"),
+        "zero_division": ZERO_DIVISION_NAN,
     }
 
     # ---- scoring ---------------------------------------------------------------------------
@@ -234,7 +235,7 @@ class LabelsAdapter(FeatureViewsAdapter):
             id_column=spec.get("id_column", "id"), delimiter=None, features=None, types=[], positive_labels=[], labels=[],
             multi_label=spec.get("multi_label") or [],
             config=str(folder / spec["config"]) if spec.get("config") else None,
-            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=None,
+            null_tokens=None, dayfirst=bool(spec.get("dayfirst", False)), zero_division=spec.get("zero_division"),
         )
         return self.score_args(ns)
 

@@ -46,5 +46,6 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help='JSON/YAML: {"types": {…}, "positive_labels": {…}, "labels": {feature: [classes]}, "multi_label": {feature: SEP or null}, '
                         '"null_tokens": […], "dayfirst": …, "zero_division": …}')
     add_normalization_arguments(p, null_meaning="missing")
-    p.add_argument("--zero-division", type=float, metavar="X", help="value of an undefined ratio (default 0.0)")
+    p.add_argument("--zero-division", type=float, metavar="X",
+                   help="value of an undefined ratio (a denominator of 0): a number in [0, 1], or nan: undefined, left out of every average (default 0.0)")
     add_result_arguments(p, writes="result.json and feature_metrics.csv")

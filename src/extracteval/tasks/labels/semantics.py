@@ -31,6 +31,7 @@ from extracteval.tasks.labels.contract import RANKING
 from extracteval.core.ledger import Ledger, by_key, merge, smallest, union
 from extracteval.core.normalize import NormalizationConfig, key_text
 from extracteval.errors import InputError
+from extracteval.core.counts import checked_zero_division, zero_division_text
 from extracteval.core.feature_views import (  # noqa: F401 - the task's API too
     MISSING,
     FEATURE_TYPES,
@@ -99,7 +100,8 @@ class LabelsConfig:
             weighted averages are taken over exactly these, a class that occurs nowhere with
             no support (scikit-learn's `labels=`); other labels still count as errors.
         normalization: null tokens, day-first dates, currency stripping.
-        zero_division: value of a ratio whose denominator is 0.
+        zero_division: value of a ratio whose denominator is 0: a number in [0, 1], or NaN (the
+            text `nan` too): the ratio is undefined and left out of every average.
         multi_label: per-feature separator of the features whose cells are label sets (None: `;`):
             a list cell is the set of its items, a text cell is split on the separator, a
             missing cell is the empty set; each item is a label keyed by the feature's type rules.
@@ -115,9 +117,7 @@ class LabelsConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", tuple(str(c) for c in self.metadata))
-        zd = self.zero_division
-        if not isinstance(zd, (int, float)) or isinstance(zd, bool) or not 0.0 <= float(zd) <= 1.0:
-            raise InputError(f"Expected `zero_division` to be a number in [0, 1], but got {zd!r}.")
+        object.__setattr__(self, "zero_division", checked_zero_division(self.zero_division, allow_nan=True))
         object.__setattr__(self, "types", checked_types(self.types, "feature"))
         object.__setattr__(self, "positive_labels", {str(k): v for k, v in self.positive_labels.items()})
         classes = {}
@@ -142,7 +142,7 @@ class LabelsConfig:
             "positive_labels": {k: _plain(v) for k, v in sorted(self.positive_labels.items())},
             "labels": {k: [_plain(x) for x in v] for k, v in sorted(self.classes.items())},
             "normalization": self.normalization.to_dict(),
-            "zero_division": self.zero_division,
+            "zero_division": zero_division_text(self.zero_division),
             "missing_label": MISSING,
             **({"multi_label": dict(sorted(self.multi_label.items()))} if self.multi_label else {}),
             **({"metadata": list(self.metadata)} if self.metadata else {}),

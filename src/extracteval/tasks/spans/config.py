@@ -10,7 +10,7 @@ from typing import Any
 
 
 from extracteval.core.bootstrap import Interval, PairComparison
-from extracteval.core.counts import Counts, ratios
+from extracteval.core.counts import Counts, checked_zero_division, ratios
 from extracteval.core.ranking import TIER_COLOURS, format_wins
 
 
@@ -72,7 +72,8 @@ class SpansConfig:
         v = self.min_overlap
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= float(v) <= 100.0:
             raise ValueError(f"Expected `min_overlap` to be a percentage in the [1, 100] range, but got {v!r}.")
-        for name in ("threshold", "iou_weight", "text_weight", "zero_division"):
+        checked_zero_division(self.zero_division)
+        for name in ("threshold", "iou_weight", "text_weight"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
                 raise ValueError(f"Expected `{name}` to be a float in the [0, 1] range, but got {v!r}.")

@@ -3,8 +3,8 @@ result.json, tag_metrics.csv (one row per model, mode and tag) and f1_vs_thresho
 
 from __future__ import annotations
 
-import json
 import sys
+from extracteval.core import strict_json
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +27,7 @@ def write(result: Any, doc: dict[str, Any], out: Path, *, scored: Any = None, sa
 
     from extracteval.io.outputs import safe_csv_row
 
-    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    (out / "result.json").write_text(strict_json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
     with open(out / "tag_metrics.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         row = safe_csv_row if safe_csv else list

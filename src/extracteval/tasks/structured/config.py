@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from extracteval.core.ledger import Ledger
+from extracteval.core.counts import checked_zero_division
 from extracteval.errors import InputError
 from extracteval.core.decision_track import PASS_THRESHOLD, ExtendedScores
 
@@ -45,8 +46,7 @@ class StructuredConfig:
             raise InputError(f"list_matching: expected one of {', '.join(LIST_MATCHING)}, but got {self.list_matching!r}.")
         if self.value_match not in VALUE_MATCH:
             raise InputError(f"value_match: expected one of {', '.join(VALUE_MATCH)}, but got {self.value_match!r}.")
-        if not 0.0 <= self.zero_division <= 1.0:
-            raise InputError(f"zero_division: expected a number in [0, 1], but got {self.zero_division!r}.")
+        checked_zero_division(self.zero_division)
         if not 0.0 <= self.pass_threshold <= 1.0:
             raise InputError(f"pass_threshold: expected a number in [0, 1], but got {self.pass_threshold!r}.")
 

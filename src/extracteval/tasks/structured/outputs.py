@@ -4,17 +4,17 @@ while scoring, with --chunk-size/--workers)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from extracteval.core import strict_json
 from extracteval.tasks.structured.pipeline import render
 
 __all__ = ["render", "write"]
 
 
 def write(result: Any, doc: dict[str, Any], out: Path, *, scored: Any = None, safe_csv: bool = True) -> tuple[str, ...]:
-    (out / "result.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    (out / "result.json").write_text(strict_json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
     if scored is None:  # the chunked engine streamed records.parquet while scoring
         return ("result.json", "records.parquet")
     from extracteval.io.decision_options import write_records

@@ -10,6 +10,7 @@ import numpy as np
 
 from extracteval.core.ledger import Ledger
 from extracteval.core.decision_track import PASS_THRESHOLD, ExtendedScores, leaf_key
+from extracteval.core.counts import checked_zero_division
 from extracteval.errors import InputError
 
 
@@ -30,8 +31,7 @@ class ToolCallConfig:
     def __post_init__(self) -> None:
         if self.value_match not in ("exact", "normalized"):
             raise InputError(f"value_match: expected one of exact, normalized, but got {self.value_match!r}.")
-        if not 0.0 <= self.zero_division <= 1.0:
-            raise InputError(f"zero_division: expected a number in [0, 1], but got {self.zero_division!r}.")
+        checked_zero_division(self.zero_division)
         if not 0.0 <= self.pass_threshold <= 1.0:
             raise InputError(f"pass_threshold: expected a number in [0, 1], but got {self.pass_threshold!r}.")
 
