@@ -177,3 +177,9 @@ def test_leaderboard_and_compare_on_a_slice_give_the_slices_numbers(task: str, t
         assert e["score"] == pytest.approx(w["estimate"], abs=1e-12) and primary == doc["primary_metric"]
         assert (e["ci"]["low"], e["ci"]["high"]) == pytest.approx((w["low"], w["high"]), abs=1e-12)
     assert doc["leaderboard_run_id"] is None  # a slice's ranking is a view: nothing is logged
+    a, b = sorted(want)
+    cmp = run_cli("compare", "--experiment", "lb-slices", "--tracking-uri", uri, "--baseline", a, "--candidate", b, "--slice", "channel=chat",
+                  "--json")
+    assert cmp.code == 0, cmp.err
+    gap = json.loads(cmp.out)
+    assert gap["gap"] == pytest.approx(want[a]["estimate"] - want[b]["estimate"], abs=1e-12)

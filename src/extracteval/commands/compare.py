@@ -37,6 +37,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_bootstrap_arguments(p)
     p.add_argument("--allow-different-truth", action="store_true", help="compare runs scored against different ground truth (no interval)")
     p.add_argument("--json", action="store_true", help="print the decision as one JSON document")
+    p.add_argument("--slice", metavar="COLUMN=VALUE", help="the gap on one slice's records (runs logged with --slice-by), recomputed from their per-record counts")
+    p.add_argument("--cluster-by", dest="cluster_by", metavar="COLUMN", help="the interval resamples whole clusters of this record-metadata column")
     add_tracking_uri_argument(p)
 
 
@@ -44,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from extracteval.core.decision import DecisionThresholds
     from extracteval.errors import InputError
     from extracteval.mlflow.compare import compare_runs
+    from extracteval.mlflow.run_slices import parse_slice
 
     if args.resamples < 1:
         raise InputError(f"--resamples: expected a positive integer, but got {args.resamples}.")
@@ -51,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline, candidate=args.candidate, metric=args.metric, experiment=args.experiment, tracking_uri=args.tracking_uri,
         thresholds=DecisionThresholds(recommend=args.recommend_threshold, moderate=args.moderate_threshold),
         resamples=args.resamples, seed=args.seed, allow_different_truth=args.allow_different_truth,
+        slice_on=parse_slice(getattr(args, "slice", None)), cluster_by=getattr(args, "cluster_by", None),
     )
     if args.json:
         sys.stdout.write(strict_json.dumps(res.to_dict(), indent=2, ensure_ascii=False))

@@ -115,6 +115,57 @@ def _logged_values(b: Any, c: Any, metric: str) -> tuple[float, float]:
     return bv, cv
 
 
+def _pair_notes(b: Any, c: Any, allow_different_truth: bool) -> list[str]:
+    """What the comparison of these two runs must say (different ground truth refused unless allowed)."""
+    tb, tc = b.data.tags, c.data.tags
+    notes: list[str] = []
+    if tb.get("extracteval.truth_digest") != tc.get("extracteval.truth_digest"):
+        msg = (f"the runs were scored against different ground truth (truth digests {str(tb.get('extracteval.truth_digest'))[:12]}… and "
+               f"{str(tc.get('extracteval.truth_digest'))[:12]}…)")
+        if not allow_different_truth:
+            raise InputError(msg + "; the comparison would not be fair. Rescore one of them, or pass --allow-different-truth.")
+        notes.append(msg + "; no paired interval.")
+    if tb.get("extracteval.config_digest") != tc.get("extracteval.config_digest"):
+        notes.append("the runs were scored with different configurations (config digests differ).")
+    mb, mc = b.data.params.get("underscore_to_dot"), c.data.params.get("underscore_to_dot")
+    if "true" in (mb, mc):  # BFCL toolcalls: a per-model setting, outside the config digest
+        notes.append("'.' → '_' function-name mangling (param underscore_to_dot): "
+                     f"baseline {'on' if mb == 'true' else 'off'}, candidate {'on' if mc == 'true' else 'off'}.")
+    return notes
+
+
+def _sliced_pair(task: str, runs: tuple[Any, Any], tables: tuple[Any, Any], uri: str, selector: Any, cluster_by: str | None, metric: str,
+                 out: dict[str, Any], thresholds: DecisionThresholds) -> tuple[tuple[Any, Any], list[str]]:
+    """The two runs' per-record counts on the slice's records (`out`'s values, gap and verdict
+    recomputed from them) and summed per cluster; notes saying so."""
+    from extracteval.mlflow.run_slices import check_column, clustered_table, read_run_metadata, sliced_table, table_metrics
+
+    what = f"--slice {selector}" if selector is not None else f"--cluster-by {cluster_by}"
+    metas = [read_run_metadata(r.info.artifact_uri, uri) for r in runs]
+    for r, t, meta in zip(runs, tables, metas):
+        if t is None or meta is None:
+            raise InputError(f"{what}: run {r.info.run_id} has no per-record counts and record metadata (it was logged without --slice-by "
+                             "or --cluster-by); evaluate it again with them.")
+        for col in (selector.column if selector is not None else None, cluster_by):
+            if col:
+                check_column(meta, col, f"{what}: run {r.info.run_id}")
+    notes: list[str] = []
+    if selector is not None:
+        tables = tuple(sliced_table(t, meta, selector) for t, meta in zip(tables, metas))
+        values = [table_metrics(task, t, [metric], r.data.params).get(metric) for r, t in zip(runs, tables)]
+        if any(v is None for v in values):
+            raise InputError(f"{what}: {metric!r} cannot be recomputed from the runs' per-record counts.")
+        if not all(len(t.record_ids) for t in tables):
+            raise InputError(f"{what}: a run has no record in this slice.")
+        out.update(baseline_value=values[0], candidate_value=values[1], gap=values[0] - values[1], verdict=verdict_for(values[0] - values[1], thresholds))
+        notes.append(f"on the slice {selector}: {len(tables[0].record_ids)} and {len(tables[1].record_ids)} records; values recomputed from the "
+                     "runs' per-record counts.")
+    if cluster_by:
+        tables = tuple(clustered_table(t, meta, cluster_by) for t, meta in zip(tables, metas))
+        notes.append(f"the interval resamples whole clusters of {cluster_by!r} ({max(len(t.record_ids) for t in tables)} clusters).")
+    return (tables[0], tables[1]), notes
+
+
 def compare_runs(
     *,
     baseline: str,
@@ -127,8 +178,12 @@ def compare_runs(
     seed: int = 0,
     confidence: float = 0.95,
     allow_different_truth: bool = False,
+    slice_on: Any = None,
+    cluster_by: str | None = None,
 ) -> RunComparison:
-    """The baseline-vs-candidate decision for two tracked runs; see the module docstring."""
+    """The baseline-vs-candidate decision for two tracked runs; see the module docstring.
+    `slice_on` (`run_slices.SliceSelector`): the gap on one slice's records, recomputed from the
+    runs' per-record counts and record metadata; `cluster_by`: the interval resamples whole clusters."""
     from mlflow.tracking import MlflowClient
 
     from extracteval.tasks import RANKING_SPECS
@@ -144,19 +199,7 @@ def compare_runs(
     task_b, task_c = tb.get("extracteval.task"), tc.get("extracteval.task")
     if task_b != task_c:
         raise InputError(f"the runs are of different tasks ({task_b!r} and {task_c!r}); compare runs of one task.")
-    notes: list[str] = []
-    if tb.get("extracteval.truth_digest") != tc.get("extracteval.truth_digest"):
-        msg = (f"the runs were scored against different ground truth (truth digests {str(tb.get('extracteval.truth_digest'))[:12]}… and "
-               f"{str(tc.get('extracteval.truth_digest'))[:12]}…)")
-        if not allow_different_truth:
-            raise InputError(msg + "; the comparison would not be fair. Rescore one of them, or pass --allow-different-truth.")
-        notes.append(msg + "; no paired interval.")
-    if tb.get("extracteval.config_digest") != tc.get("extracteval.config_digest"):
-        notes.append("the runs were scored with different configurations (config digests differ).")
-    mb, mc = b.data.params.get("underscore_to_dot"), c.data.params.get("underscore_to_dot")
-    if "true" in (mb, mc):  # BFCL toolcalls: a per-model setting, outside the config digest
-        notes.append("'.' → '_' function-name mangling (param underscore_to_dot): "
-                     f"baseline {'on' if mb == 'true' else 'off'}, candidate {'on' if mc == 'true' else 'off'}.")
+    notes = _pair_notes(b, c, allow_different_truth)
     spec = RANKING_SPECS.get(str(task_b))
     metric = metric or (spec.primary if spec else "overall/f1")
     bv, cv = _logged_values(b, c, metric)
@@ -166,11 +209,17 @@ def compare_runs(
                baseline_value=bv, candidate_value=cv, gap=gap, verdict=verdict_for(gap, thresholds), thresholds=thresholds,
                confidence=confidence, seed=seed)
     if notes and "no paired interval" in notes[-1]:
+        if slice_on is not None or cluster_by:
+            raise InputError(notes[-1].replace("; no paired interval.", "") + ": a slice or clusters need the same records in both runs.")
         return RunComparison(**out, notes=tuple(notes))
     from extracteval.mlflow.intervals import paired_intervals, read_run_counts
     from extracteval.mlflow.adapters import get_adapter
 
     tb_, tc_ = (read_run_counts(str(task_b), r.info.artifact_uri, r.data.params, uri) for r in (b, c))
+    if slice_on is not None or cluster_by:
+        (tb_, tc_), more = _sliced_pair(str(task_b), (b, c), (tb_, tc_), uri, slice_on, cluster_by, metric, out, thresholds)
+        notes += more
+        gap = out["gap"]
     if tb_ is None or tc_ is None:
         notes.append("no paired interval: a run's per-record artifact (extracteval/records.parquet) is absent or lacks the per-record "
                      "counts (a run logged by an earlier version).")
