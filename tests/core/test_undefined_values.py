@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from extracteval.core.bootstrap import Interval, _percentile_intervals, bootstrap_counts
+from extracteval.core.bootstrap import Interval, percentile_intervals, bootstrap_counts
 from extracteval.core.counts import checked_zero_division, ratios, zero_division_text
 from extracteval.core.ranking import RankingSpec, Score, field_winners, rank_by_metrics
 from extracteval.core.run_ranking import RunSummary
@@ -116,7 +116,7 @@ def test_undefined_resamples_are_left_out_of_the_percentiles():
     samples = rng.random((1000, 2))
     held = samples.copy()
     samples[::4, 0] = NAN  # a quarter undefined
-    per, diffs = _percentile_intervals(["a", "b"], np.array([0.5, 0.4]), samples, [("a", "b")], 50, 0.95, 1000)
+    per, diffs = percentile_intervals(["a", "b"], np.array([0.5, 0.4]), samples, [("a", "b")], 50, 0.95, 1000)
     defined = samples[~np.isnan(samples[:, 0]), 0]
     assert (per["a"].low, per["a"].high) == pytest.approx(tuple(np.percentile(defined, [2.5, 97.5])), abs=1e-12)
     both = ~np.isnan(samples[:, 0])  # a pair's difference: the resamples where both are defined
@@ -128,10 +128,10 @@ def test_undefined_resamples_are_left_out_of_the_percentiles():
 def test_fewer_than_half_defined_resamples_give_an_undefined_interval():
     samples = np.linspace(0, 1, 100).reshape(100, 1)
     samples[:51, 0] = NAN
-    per, _ = _percentile_intervals(["a"], np.array([0.3]), samples, [], 10, 0.95, 100)
+    per, _ = percentile_intervals(["a"], np.array([0.3]), samples, [], 10, 0.95, 100)
     assert math.isnan(per["a"].low) and math.isnan(per["a"].high) and per["a"].estimate == 0.3
     samples[50, 0] = 0.5  # exactly half defined: an interval
-    per, _ = _percentile_intervals(["a"], np.array([0.3]), samples, [], 10, 0.95, 100)
+    per, _ = percentile_intervals(["a"], np.array([0.3]), samples, [], 10, 0.95, 100)
     assert not math.isnan(per["a"].low)
 
 
