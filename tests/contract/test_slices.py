@@ -289,3 +289,17 @@ def test_a_truth_metadata_column_is_dropped_by_the_streaming_engines_too(task: s
     chunks = cli("score", task, *argv, "--slice-by", "segment", "--json", "--chunk-size", "9")
     assert memory.code == 0 and chunks.code == 0, chunks.err
     assert json.loads(chunks.out)["slices"] == json.loads(memory.out)["slices"]
+
+
+def test_slices_without_intervals_and_the_resamples_of_a_task_without_its_own(cli, tmp_path: Path) -> None:
+    """`--no-ci` keeps the slices' values and rankings and drops their intervals (and leads); a
+    task whose result has no intervals of its own still takes --resamples and --seed for them."""
+    fields = cli("score", "fields", *CASES["fields"].score_args, "--slice-by", "@size", "--no-ci", "--json")
+    assert fields.code == 0, fields.err
+    doc = json.loads(fields.out)["slices"]
+    assert doc["resamples"] == 0 and not doc["gaps"] and all(r["low"] is None and r["high"] is None for r in doc["rows"])
+    assert all(r["rank"] for r in doc["rows"] if r["ranked"]) and all(w["supported_drop"] is None for ws in doc["weakest"].values() for w in ws)
+    labels = cli("score", "labels", *CASES["labels"].score_args, "--slice-by", "@size", "--resamples", "50", "--seed", "3", "--json")
+    assert labels.code == 0, labels.err
+    got = json.loads(labels.out)["slices"]
+    assert (got["resamples"], got["seed"]) == (50, 3)

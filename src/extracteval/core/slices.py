@@ -350,7 +350,7 @@ def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.n
         labels = clusters[idx]
         rows = {m: cluster_sums(sub[m], labels, natural=True) for m in models}  # lined up as tables keyed by cluster are
         n_clusters = units = len(set(labels.tolist()))
-    if units < 2:
+    if units < 2 or options.resamples <= 0:  # nothing to resample, or intervals off
         return {"values": values, "ranking": ranking, "intervals": {}, "gaps": [], "clusters": int(n_clusters), "units": units}
     draws = bootstrap_samples(rows, metrics[spec.primary], resamples=options.resamples, seed=options.seed)
     ordered = [r["model"] for r in ranking]
@@ -376,14 +376,17 @@ def _weakest(rows: Sequence[Mapping[str, Any]], models: Sequence[str], spec: Ran
     for m in models:
         mine = []
         for r in rows:
-            if r["model"] != m or not r["ranked"] or r["slice"] == ALL or r["high"] is None:
+            if r["model"] != m or not r["ranked"] or r["slice"] == ALL or (r["high"] is None and options.resamples > 0):
                 continue
             drop = r["estimate"] - r["overall"] if lower else r["overall"] - r["estimate"]
             if not drop > 0:  # not below the overall value, or undefined
                 continue
-            supported = r["low"] - r["overall"] if lower else r["overall"] - r["high"]
+            if r["high"] is None:  # intervals off: ordered by the drop itself
+                supported = None
+            else:
+                supported = r["low"] - r["overall"] if lower else r["overall"] - r["high"]
             mine.append({"slice": r["slice"], "value": r["value"], "records": r["records"], "estimate": r["estimate"], "low": r["low"],
                          "high": r["high"], "overall": r["overall"], "drop": drop, "supported_drop": supported})
-        mine.sort(key=lambda w: (-w["supported_drop"], -w["drop"], w["slice"], w["value"]))
+        mine.sort(key=lambda w: (-(w["drop"] if w["supported_drop"] is None else w["supported_drop"]), -w["drop"], w["slice"], w["value"]))
         out[m] = mine[: options.weakest]
     return out

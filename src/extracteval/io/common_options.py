@@ -93,6 +93,11 @@ def add_slice_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cluster-by", dest="cluster_by", metavar="COLUMN",
                    help="records sharing this column's value are not independent (a customer, a source document): intervals "
                         "resample whole clusters")
+    have = {o for a in p._actions for o in a.option_strings}
+    if "--resamples" not in have:  # a task whose result has no intervals of its own: the slices' resamples and seed
+        g.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap resamples of the slices' intervals (default 1000)")
+    if "--seed" not in have:
+        g.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed of the slices' intervals (default 0)")
 
 
 def slice_config_keys() -> dict[str, str]:

@@ -83,6 +83,10 @@ def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
         v = get(key)
         if v is not None and not isinstance(v, bool):
             kw[name] = v
+    if get("no_ci") is True or get("bootstrap") == 0:  # intervals off: the slices' values and rankings, without intervals
+        kw["resamples"] = 0
+    if kw.get("resamples", 1000) < 0:
+        raise InputError(f"--resamples: expected a number of resamples (0 or more), but found {kw['resamples']}.")
     opts = SliceOptions(by=by, bins=bins or 4, edges=edges, min_size=int(min_size) if min_size is not None else 20,
                         cluster_by=str(cluster) if cluster else None, **kw)
     if opts.min_size < 1:
@@ -184,7 +188,7 @@ def _sliced(scored: Any, options: Any, metadata: Any) -> tuple[Any, Any]:
             metrics[key] = f
     if spec.primary not in metrics:
         raise InputError(f"--slice-by: the {scored.task} task's per-record counts do not determine its primary metric {spec.primary!r}.")
-    if len(metadata.columns) and not metadata.index.isin(rec).any():
+    if len(metadata.columns) and set(rec).isdisjoint(metadata.index.tolist()):
         raise InputError(f"--slice-by: no record id of the metadata matches a scored record (metadata ids such as "
                          f"{', '.join(map(repr, list(metadata.index[:3])))}; scored ids such as {', '.join(map(repr, rec[:3]))}).")
     rows = metadata.reindex(rec)
@@ -206,7 +210,7 @@ def clustered_intervals(doc: dict[str, Any], report: Any, task: str) -> None:
     from extracteval.tasks import present
 
     o = report.options
-    if not o.cluster_by:
+    if not o.cluster_by or o.resamples <= 0:
         return
     rows = [r for r in report.rows if r["slice"] == ALL]
     if not rows:

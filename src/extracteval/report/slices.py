@@ -93,7 +93,7 @@ def weakest_lines(doc: Mapping[str, Any], models: list[str] | None = None, limit
             continue
         parts = []
         for w in items[:limit]:
-            sure = "*" if w["supported_drop"] > 0 else ""
+            sure = "*" if (w.get("supported_drop") or 0) > 0 else ""
             parts.append(f"{shown(slicing_name(doc, w['slice']))} = {shown(w['value'])}{sure} {_interval(w, rate)} vs "
                          f"{value_text(w['overall'], rate)} ({count_of(int(w['records']), 'record')})")
         out.append(f"{shown(m)}: " + "; ".join(parts))
