@@ -87,6 +87,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
     uri = None
     logged: list[tuple[str, str, dict[str, str]]] = []  # (example, experiment, run key → run id)
     labels: list[str] = []  # each logged experiment's name after the prefix
+    clusters: dict[str, str] = {}  # experiment → the metadata column its example clusters records by
     tasks_logged: dict[str, list[str]] = {}  # task → the examples logged with it
     for spec_path in specs:
         spec = load_mapping(spec_path)
@@ -107,6 +108,8 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
             uri, run_ids = _log(a, scored, experiment, args.tracking_uri, about)
             failed += run_ids is None
             if run_ids is not None:
+                if _cluster_of(spec, a.task):  # the leaderboard's intervals resample the clusters the example's runs did
+                    clusters[experiment] = _cluster_of(spec, a.task)
                 logged.append((str(name) if len(scoreds) == 1 else f"{name} ({a.task})", experiment, run_ids))
                 labels.append(label)
                 tasks_logged.setdefault(a.task, []).append(str(name))
@@ -114,7 +117,7 @@ def run_demo(args: argparse.Namespace) -> DemoOutcome:
         ran += 1
     leaderboards: dict[str, LeaderboardCall] = {}
     if logged and not args.no_leaderboard:
-        leaderboards = _leaderboards([exp for _, exp, _ in logged], uri)
+        leaderboards = _leaderboards([exp for _, exp, _ in logged], uri, clusters)
         failed += sum(call.exit_code != 0 for call in leaderboards.values())
     if uri is not None:
         from extracteval.mlflow.upload import ui_hint
@@ -257,7 +260,15 @@ def look_at(prefix: str, tasks: Mapping[str, list[str]]) -> str:
     return LOOK_AT.format(prefix=prefix, keys="\n".join(lines) or "  (nothing logged)")
 
 
-def _leaderboards(experiments: list[str], uri: str | None) -> dict[str, LeaderboardCall]:
+def _cluster_of(spec: Mapping[str, Any], task: str) -> str | None:
+    """The example's `cluster_by` (a track's own, else the file's)."""
+    tracks = spec.get("tracks")
+    track = tracks.get(task) if isinstance(tracks, Mapping) else None
+    value = (track.get("cluster_by") if isinstance(track, Mapping) else None) or spec.get("cluster_by")
+    return str(value) if value else None
+
+
+def _leaderboards(experiments: list[str], uri: str | None, clusters: Mapping[str, str] | None = None) -> dict[str, LeaderboardCall]:
     """Build each experiment's cross-run leaderboard with `extracteval leaderboard`: experiment →
     its exit code and leaderboard run."""
     import os
@@ -275,7 +286,8 @@ def _leaderboards(experiments: list[str], uri: str | None) -> dict[str, Leaderbo
             os.environ["MLFLOW_TRACKING_URI"] = uri  # the documented CLI takes the store from the environment
         for experiment in experiments:
             print(f"== leaderboard of {experiment}")
-            calls[experiment] = call_leaderboard(["--experiment", experiment])
+            cluster = (clusters or {}).get(experiment)
+            calls[experiment] = call_leaderboard(["--experiment", experiment, *(["--cluster-by", cluster] if cluster else [])])
             print()
     finally:
         if saved is None:

@@ -13,7 +13,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 
 __all__ = ["dumps", "defined_or_none", "from_json_number"]
 
@@ -23,6 +22,7 @@ def defined_or_none(value: Any, default: Callable[[Any], Any] | None = None) -> 
     numpy arrays, or as `default` turns an object into JSON) replaced by None.
 
     Examples:
+        >>> import numpy as np
         >>> defined_or_none({"f1": float("nan"), "n": [1, np.float64("inf"), 0.5]})
         {'f1': None, 'n': [1, None, 0.5]}
     """
@@ -34,6 +34,8 @@ def defined_or_none(value: Any, default: Callable[[Any], Any] | None = None) -> 
         return {k: defined_or_none(v, default) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [defined_or_none(v, default) for v in value]
+    import numpy as np  # here, not at the top: the commands import this module to print, and `--help` loads no numpy
+
     if isinstance(value, np.ndarray):
         return defined_or_none(value.tolist(), default)
     if isinstance(value, np.generic):

@@ -170,10 +170,19 @@ def model_run_metrics(scored: Scored, adapter: TaskAdapter, model: str, keys: Ke
     from extracteval.mlflow.significance import interval_metrics, logged_doc
 
     met = adapter.metrics(scored, model, keys)
-    for k, v in interval_metrics(logged_doc(scored), model, ranking_spec(scored.task).primary).items():
-        met.setdefault(k, v)
+    doc = logged_doc(scored)
+    for k, v in interval_metrics(doc, model, ranking_spec(scored.task).primary).items():
+        if _clustered(doc):  # --cluster-by: the document's cluster bootstrap replaces the task's own record bootstrap
+            met[k] = v
+        else:
+            met.setdefault(k, v)
     met.setdefault("invalid_outputs/count", float(((scored.doc.get("invalid_outputs") or {}).get(model) or {}).get("count", 0)))
     return met
+
+
+def _clustered(doc: Mapping[str, Any]) -> bool:
+    """The document's intervals and comparisons come from the cluster bootstrap (`--cluster-by`)."""
+    return str((doc.get("intervals") or {}).get("method", "")).startswith("cluster bootstrap")
 
 
 def alone(metrics: Mapping[str, float]) -> dict[str, float]:
@@ -463,6 +472,11 @@ def _write_comparison_figures(path: Path, scored: Scored, adapter: TaskAdapter, 
     each model's headline numbers under `models/<m>/<key>`; `original_keys`: the unsanitised
     name behind each key whose model or item name had to be changed to be a metric key."""
     figures = dict(adapter.comparison_metrics(scored, keys))
+    if _clustered(scored.doc):  # the adjacent pairs' intervals of the cluster bootstrap, where the task logs its own
+        for c in scored.doc.get("comparisons") or []:
+            pair = f"comparison/{keys.segment(c['higher'])} vs {keys.segment(c['lower'])}"
+            if f"{pair}/ci_low" in figures:
+                figures[f"{pair}/ci_low"], figures[f"{pair}/ci_high"] = float(c["difference"]["low"]), float(c["difference"]["high"])
     for m in models:
         child = metrics_of(m)
         for k in dict.fromkeys((*spec.keys, "overall/f1", "overall/precision", "overall/recall", "micro/f1")):

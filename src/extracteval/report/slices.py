@@ -50,26 +50,36 @@ def ordered_values(rows: list[Mapping[str, Any]]) -> list[tuple[str, list[str]]]
 def slices_table(doc: Mapping[str, Any], models: list[str] | None = None) -> Any:
     """The slices as one table for a report: a row per slicing and value (weakest value first
     within each slicing), the records, each model's value with its interval, the winner and
-    whether the ranking differs from the overall one. `models`: the columns (default: all)."""
+    whether the ranking differs from the overall one. `models`: the columns (default: all); for
+    some of the models only (a model run's report) each one's rank in the slice instead of the
+    winner and lead, so that the table names no other model."""
     import pandas as pd
 
     rate = bool(doc.get("rate", True))
     rows = list(doc.get("rows", []))
-    models = models or list(dict.fromkeys(r["model"] for r in rows))
+    every = list(dict.fromkeys(r["model"] for r in rows))
+    models = models or every
+    subset = set(models) != set(every)
     by = {(r["slice"], r["value"], r["model"]): r for r in rows}
     gaps = {(g["slice"], g["value"], g["higher"]): g for g in doc.get("gaps", [])}
     body = []
     for slicing, values in ordered_values(rows):
         for v in values:
-            mine = [r for r in rows if r["slice"] == slicing and r["value"] == v]
+            mine = [by[(slicing, v, m)] for m in every if (slicing, v, m) in by]
             first = mine[0]
-            winner = next((r["model"] for r in mine if r.get("rank") == 1), None)
-            body.append({"slice": "all records" if slicing == "(all records)" else slicing, "value": v, "records": first["records"],
-                         "ranked": "yes" if first["ranked"] else "no (too few records)",
-                         **{m: _interval(by[(slicing, v, m)], rate) if (slicing, v, m) in by else "" for m in models},
-                         "winner": winner or "-", "lead over the next model": _gap_text(gaps.get((slicing, v, winner)) if winner else None, rate),
-                         "ranking": "differs from overall" if first.get("ranking_differs") else ""})
-    return pd.DataFrame(body, columns=["slice", "value", "records", "ranked", *models, "winner", "lead over the next model", "ranking"])
+            row = {"slice": "all records" if slicing == "(all records)" else slicing, "value": v, "records": first["records"],
+                   "ranked": "yes" if first["ranked"] else "no (too few records)",
+                   **{m: _interval(by[(slicing, v, m)], rate) if (slicing, v, m) in by else "" for m in models}}
+            if subset:
+                row.update({f"rank of {m}": (f"{by[(slicing, v, m)]['rank']} of {len(mine)}" if (slicing, v, m) in by and by[(slicing, v, m)].get("rank")
+                                             else "-") for m in models})
+            else:
+                winner = next((r["model"] for r in mine if r.get("rank") == 1), None)
+                row.update({"winner": winner or "-", "lead over the next model": _gap_text(gaps.get((slicing, v, winner)) if winner else None, rate)})
+            row["ranking"] = "differs from overall" if first.get("ranking_differs") else ""
+            body.append(row)
+    tail = [f"rank of {m}" for m in models] if subset else ["winner", "lead over the next model"]
+    return pd.DataFrame(body, columns=["slice", "value", "records", "ranked", *models, *tail, "ranking"])
 
 
 def slicing_name(doc: Mapping[str, Any], slicing: str) -> str:
