@@ -113,7 +113,8 @@ def _column_codes(raw: Any, name: str, bins: int, edges: Sequence[float] | None)
     from extracteval.core.id_order import natural_key
 
     s = pd.Series(raw, dtype=object)
-    text = s.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v).strip())
+    missing = s.isna().to_numpy(dtype=bool)
+    text = s.where(~missing, "").astype(str).str.strip()  # vectorised: one pass over the records, not a Python call each
     present = (text != "").to_numpy(dtype=bool)
     nums = pd.to_numeric(s.where(present), errors="coerce").to_numpy(dtype=np.float64)
     is_bool = s[present].map(lambda v: isinstance(v, (bool, np.bool_))).any()
@@ -131,9 +132,13 @@ def _column_codes(raw: Any, name: str, bins: int, edges: Sequence[float] | None)
         remap = np.full(len(labels), -1, dtype=np.int64)
         remap[used] = np.arange(len(used))
         return np.where(codes >= 0, remap[np.maximum(codes, 0)], -1), [labels[c] for c in used]
-    uniques = sorted(set(text[present].tolist()), key=natural_key)
-    index = {u: k for k, u in enumerate(uniques)}
-    return np.array([index[t] if p else -1 for t, p in zip(text, present)], dtype=np.int64), uniques
+    codes, distinct = pd.factorize(text.to_numpy(dtype=object), sort=False)
+    uniques = sorted((u for u in distinct.tolist() if u != ""), key=natural_key)
+    rank = np.full(len(distinct), -1, dtype=np.int64)
+    where = {u: k for k, u in enumerate(distinct.tolist())}
+    for k, u in enumerate(uniques):
+        rank[where[u]] = k
+    return rank[codes], uniques
 
 
 def _slice_codes(metadata: Any, by: Sequence[str], options: SliceOptions) -> tuple[np.ndarray, list[str]]:
