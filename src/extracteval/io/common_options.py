@@ -82,8 +82,9 @@ def add_slice_arguments(p: argparse.ArgumentParser) -> None:
     metadata column of the records, with intervals that resample whole clusters."""
     g = p.add_argument_group("slices and clusters")
     g.add_argument("--slice-by", dest="slice_by", action="append", default=[], metavar="COLUMN[,COLUMN]",
-                   help="break every model's metrics down by this metadata column (repeatable; A,B crosses two columns); "
-                        "a column named here or by --cluster-by is metadata, not scored")
+                   help="break every model's metrics down by this metadata column (repeatable; A,B crosses two columns; @size: "
+                        "each record's size as the task counts it); a ground-truth column named here or by --cluster-by is "
+                        "metadata, not scored (with --metadata FILE the ground truth is scored whole)")
     g.add_argument("--metadata", metavar="FILE", help="record metadata (CSV, TSV, Parquet or JSON Lines keyed by record id; "
                                                       "default: the ground-truth file's own columns)")
     g.add_argument("--metadata-id", metavar="NAME", help="record id column of --metadata (default: the task's record id column)")
