@@ -183,3 +183,26 @@ def test_leaderboard_and_compare_on_a_slice_give_the_slices_numbers(task: str, t
     assert cmp.code == 0, cmp.err
     gap = json.loads(cmp.out)
     assert gap["gap"] == pytest.approx(want[a]["estimate"] - want[b]["estimate"], abs=1e-12)
+
+
+def test_the_fields_runs_per_field_intervals_resample_the_clusters(tmp_path: Path) -> None:
+    """With --cluster-by, a fields model run's per-field intervals (`field/<f>/ci_low|ci_high`)
+    resample whole clusters too: with every record its own cluster they are the record
+    bootstrap's, with a few large clusters they differ."""
+    args = list(task_cases()["fields"].score_args)
+    ids = [str(i) for i in pd.read_csv(args[args.index("--truth") + 1], dtype=str)["id"]]
+    meta = tmp_path / "meta.csv"
+    pd.DataFrame({"id": ids, "own": ids, "few": [f"c{k % 4}" for k in range(len(ids))]}).to_csv(meta, index=False)
+
+    def field_cis(name: str, *more: str) -> dict[str, float]:
+        uri = f"sqlite:///{tmp_path / (name + '.db')}"
+        r = run_cli("evaluate", "fields", *args, "--metadata", str(meta), *more, "--experiment", name, "--tracking-uri", uri)
+        assert r.code == 0, r.err
+        run = next(iter(_runs(uri, name)[m] for m in ("gpt",)))
+        return {k: v for k, v in run.data.metrics.items() if k.startswith("field/") and k.endswith(("/ci_low", "/ci_high"))}
+
+    plain = field_cis("plain", "--slice-by", "few")
+    own = field_cis("own", "--slice-by", "few", "--cluster-by", "own")
+    few = field_cis("few", "--slice-by", "few", "--cluster-by", "few")
+    assert plain and own == plain
+    assert few != plain

@@ -33,7 +33,7 @@ from extracteval.core.bootstrap import bootstrap_samples, cluster_sums, percenti
 from extracteval.core.ranking import RankingSpec, rank_by_metrics
 from extracteval.core.significance import significance
 
-__all__ = ["MISSING", "ALL", "CROSS", "SliceOptions", "slice_values", "SliceReport", "slice_report", "holm", "bootstrap_p_value"]
+__all__ = ["cluster_labels", "MISSING", "ALL", "CROSS", "SliceOptions", "slice_values", "SliceReport", "slice_report", "holm", "bootstrap_p_value"]
 
 MISSING = "(missing)"
 ALL = "(all records)"  # the slicing (and value) of every record: the whole evaluation
@@ -277,20 +277,27 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
     return SliceReport(metric=primary, label=spec.label, rate=spec.primary_is_rate, options=options, rows=rows, gaps=gaps, weakest=weakest, notes=notes)
 
 
+def cluster_labels(values: Sequence[Any], record_ids: Sequence[Any]) -> np.ndarray:
+    """Each record's cluster label: `v<value>`, or `r<record id>` for a record without a value (a
+    cluster of its own, never one block of unrelated records). One rule for every door, so that
+    the clusters line up alike wherever they are resampled."""
+    out = np.empty(len(values), dtype=object)
+    for k, (v, rid) in enumerate(zip(values, record_ids)):
+        text = "" if v is None or (isinstance(v, float) and v != v) else str(v).strip()
+        out[k] = f"v{text}" if text else f"r{rid}"
+    return out
+
+
 def _clusters(metadata: Any, options: SliceOptions, n_records: int, notes: list[str]) -> np.ndarray | None:
-    """Each record's cluster label (None without `cluster_by`); a record without a value is a
-    cluster of its own."""
+    """Each record's cluster label (None without `cluster_by`; see `cluster_labels`)."""
     if not options.cluster_by:
         return None
     raw = metadata[options.cluster_by].to_numpy(dtype=object) if n_records else np.zeros(0, dtype=object)
-    text = np.array(["" if v is None or (isinstance(v, float) and v != v) else "v" + str(v).strip() for v in raw], dtype=object)
-    alone = text == "v"
-    alone |= text == ""
-    if alone.any():  # one cluster per such record (named by its id): never one block of unrelated records
-        ids = np.asarray(metadata.index, dtype=object)
-        text[alone] = [f"r{ids[k]}" for k in np.flatnonzero(alone)]
-        notes.append(f"{int(alone.sum())} record(s) without a value of {options.cluster_by!r}: each is a cluster of its own.")
-    return text
+    labels = cluster_labels(raw, np.asarray(metadata.index, dtype=object))
+    alone = int(sum(1 for x in labels if x.startswith("r")))
+    if alone:
+        notes.append(f"{alone} record(s) without a value of {options.cluster_by!r}: each is a cluster of its own.")
+    return labels
 
 
 def _rows(label: str, value: str, idx: np.ndarray, got: Mapping[str, Any], ranked: bool, primary: str, names: Sequence[str],

@@ -92,9 +92,11 @@ def clustered_table(table: Any, metadata: Any, column: str) -> Any:
 
     from extracteval.core.bootstrap import cluster_sums
 
-    labels = [f"v{v}" if v else f"r{rid}" for v, rid in zip(_values(metadata, column, table.record_ids), table.record_ids)]
+    from extracteval.core.slices import cluster_labels
+
+    labels = cluster_labels(_values(metadata, column, table.record_ids), table.record_ids)
     sums = cluster_sums(table.counts, labels)
-    ids = np.asarray(list(dict.fromkeys(labels)), dtype=object)
+    ids = np.asarray(list(dict.fromkeys(labels.tolist())), dtype=object)
     return replace(table, record_ids=ids, counts=sums)
 
 

@@ -135,6 +135,36 @@ class _Columns:
 _MAX_PATTERN_CODES = 1 << 20
 
 
+def _cluster_column(scored: Scored) -> str | None:
+    """The record-metadata column the evaluation's intervals resample by (`--cluster-by`), or None."""
+    from extracteval.mlflow.slicing import SLICE_RECORDS, SLICE_REPORT
+
+    report, meta = scored.cache.get(SLICE_REPORT), scored.cache.get(SLICE_RECORDS)
+    options = getattr(report, "options", None)
+    column = getattr(options, "cluster_by", None)
+    return column if column and meta is not None and column in meta.columns and getattr(options, "resamples", 0) else None
+
+
+def _clustered_ledger(scored: Scored, records: Any, model: str) -> np.ndarray | None:
+    """With `--cluster-by`, the model's per-record ledger summed per cluster (natural order of the
+    labels), so that the per-field intervals resample whole clusters as every other interval of the
+    evaluation does; None without clusters."""
+    from extracteval.mlflow.slicing import SLICE_RECORDS
+
+    ledger = records.counts[model]
+    column = _cluster_column(scored)
+    if column is None:
+        return None
+    meta = scored.cache[SLICE_RECORDS]
+    from extracteval.core.bootstrap import cluster_sums
+    from extracteval.core.slices import cluster_labels
+
+    ids = list(records.record_ids)
+    labels = cluster_labels(meta[column].reindex([str(i) for i in ids]).tolist(), ids)
+    n, f = ledger.shape[0], ledger.shape[1]
+    return cluster_sums(ledger.reshape(n, f * 5), labels, natural=True).reshape(-1, f, 5)
+
+
 def _field_f1_intervals(ledger: np.ndarray, *, resamples: int, confidence: float, seed: int, zero_division: float) -> np.ndarray:
     """(fields, 2) percentile bootstrap interval of each field's F1, resampling records.
 
@@ -544,13 +574,17 @@ class FieldsAdapter:
         return list(scored.result.fields)
 
     def _intervals(self, scored: Scored, model: str) -> np.ndarray:
-        if ("f1_ci", model) in scored.cache:
-            return scored.cache[("f1_ci", model)]
         r = scored.result
+        key = ("f1_ci", model, _cluster_column(scored))
+        if key in scored.cache:
+            return scored.cache[key]
+        clustered = _clustered_ledger(scored, r.records, model) if r.records is not None and key[2] else None
         cfg = r.config
         kw = {"resamples": int(cfg.get("bootstrap") or 0), "confidence": float(cfg["confidence"]), "seed": int(cfg["seed"]),
               "zero_division": float(cfg["zero_division"])}
-        if r.field_patterns is not None and cfg.get("bootstrap"):
+        if clustered is not None and cfg.get("bootstrap"):  # --cluster-by: whole clusters resampled
+            ci = _field_f1_intervals(clustered, **kw)
+        elif r.field_patterns is not None and cfg.get("bootstrap"):
             # counted while scoring: the same distinct rows and frequencies per field as the
             # per-record counts give, so the same intervals without reading those again
             ci = field_f1_intervals_from_patterns(*r.field_patterns, sorted(r.models).index(model), len(r.fields), **kw)
@@ -558,7 +592,7 @@ class FieldsAdapter:
             return np.full((len(r.fields), 2), np.nan)
         else:
             ci = _field_f1_intervals(r.records.counts[model], **kw)
-        scored.cache[("f1_ci", model)] = ci
+        scored.cache[key] = ci
         return ci
 
     def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
