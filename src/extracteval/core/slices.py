@@ -33,7 +33,7 @@ from extracteval.core.bootstrap import bootstrap_samples, cluster_sums, percenti
 from extracteval.core.ranking import RankingSpec, rank_by_metrics
 from extracteval.core.significance import significance
 
-__all__ = ["cluster_labels", "MISSING", "ALL", "CROSS", "SliceOptions", "slice_values", "SliceReport", "slice_report", "holm", "bootstrap_p_value"]
+__all__ = ["value_text", "cluster_labels", "MISSING", "ALL", "CROSS", "SliceOptions", "slice_values", "SliceReport", "slice_report", "holm", "bootstrap_p_value"]
 
 MISSING = "(missing)"
 ALL = "(all records)"  # the slicing (and value) of every record: the whole evaluation
@@ -259,7 +259,7 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
         family: list[dict[str, Any]] = []
         for code, value in enumerate(labels):
             idx = np.sort(order[bounds[code] : bounds[code + 1]])
-            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, order=None if by else models)
+            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, whole=None if by else (models, overall))
             ranked = not by or (len(idx) >= options.min_size and got["units"] >= 2)
             rows.extend(_rows(label, value, idx, got, ranked, primary, names, overall, models))
             if ranked:
@@ -277,13 +277,18 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
     return SliceReport(metric=primary, label=spec.label, rate=spec.primary_is_rate, options=options, rows=rows, gaps=gaps, weakest=weakest, notes=notes)
 
 
+def value_text(v: Any) -> str:
+    """A metadata value as slices and clusters compare it: its text, stripped; "" for none."""
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v).strip()
+
+
 def cluster_labels(values: Sequence[Any], record_ids: Sequence[Any]) -> np.ndarray:
     """Each record's cluster label: `v<value>`, or `r<record id>` for a record without a value (a
     cluster of its own, never one block of unrelated records). One rule for every door, so that
     the clusters line up alike wherever they are resampled."""
     out = np.empty(len(values), dtype=object)
     for k, (v, rid) in enumerate(zip(values, record_ids)):
-        text = "" if v is None or (isinstance(v, float) and v != v) else str(v).strip()
+        text = value_text(v)
         out[k] = f"v{text}" if text else f"r{rid}"
     return out
 
@@ -345,23 +350,26 @@ def _ranking(spec: RankingSpec, values: Mapping[str, Mapping[str, float]], order
 
 
 def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.ndarray | None, metrics: Mapping[str, Metric], names: Sequence[str],
-               spec: RankingSpec, options: SliceOptions, *, order: Sequence[str] | None = None) -> dict[str, Any]:
+               spec: RankingSpec, options: SliceOptions, *, whole: tuple[Sequence[str], Mapping[str, Mapping[str, float]]] | None = None
+               ) -> dict[str, Any]:
     """One slice: every model's values (exact, from the slice's summed counts), its ranking (by
-    `spec`, or `order` as given: the whole evaluation's), the primary metric's paired interval per
-    model and per adjacent gap with the gaps' p-values — none with fewer than two resampling units."""
+    `spec`; for the slice of all records, `whole`: the evaluation's order and the values already
+    summed), the primary metric's paired interval per model and per adjacent gap with the gaps'
+    p-values — none with fewer than two resampling units."""
     models = list(arrays)
-    sub = {m: np.asarray(arrays[m])[idx] for m in models}
-    values = {m: _values(metrics, names, sub[m]) for m in models}
-    if order is None:
+    if whole is None:
+        sub = {m: np.asarray(arrays[m])[idx] for m in models}
+        values = {m: _values(metrics, names, sub[m]) for m in models}
         ranking = _ranking(spec, values, models)
-    else:
-        ranking = [{"model": m, "rank": k} for k, m in enumerate(order, start=1)]
+    else:  # every record: the arrays as they are, not copied, and their sums already taken
+        sub, values = {m: np.asarray(arrays[m]) for m in models}, whole[1]
+        ranking = [{"model": m, "rank": k} for k, m in enumerate(whole[0], start=1)]
     rows = sub
     n_clusters = units = len(idx)
     if clusters is not None:
         labels = clusters[idx]
-        rows = {m: cluster_sums(sub[m], labels, natural=True) for m in models}  # lined up as tables keyed by cluster are
-        n_clusters = units = len(set(labels.tolist()))
+        rows = _cluster_rows(sub, labels)
+        n_clusters = units = len(next(iter(rows.values()))) if rows else 0
     if units < 2 or options.resamples <= 0:  # nothing to resample, or intervals off
         return {"values": values, "ranking": ranking, "intervals": {}, "gaps": [], "clusters": int(n_clusters), "units": units}
     draws = bootstrap_samples(rows, metrics[spec.primary], resamples=options.resamples, seed=options.seed)
@@ -377,6 +385,17 @@ def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.n
         iv = diffs[(a, b)]
         gaps.append({"higher": a, "lower": b, "difference": iv.to_dict(), "p_value": bootstrap_p_value(d), "verdict": significance(iv.low, iv.high)})
     return {"values": values, "ranking": ranking, "intervals": per, "gaps": gaps, "clusters": int(n_clusters), "units": units}
+
+
+def _cluster_rows(sub: Mapping[str, np.ndarray], labels: np.ndarray) -> dict[str, np.ndarray]:
+    """Every model's rows summed per cluster in one pass (the labels factorised once), in natural
+    order of the labels: lined up as tables keyed by cluster are."""
+    models = list(sub)
+    widths = [np.asarray(sub[m]).shape[1] for m in models]
+    joined = np.concatenate([np.asarray(sub[m]) for m in models], axis=1) if models else np.zeros((len(labels), 0))
+    sums = cluster_sums(joined, labels, natural=True)
+    cuts = np.cumsum([0, *widths])
+    return {m: sums[:, cuts[k] : cuts[k + 1]] for k, m in enumerate(models)}
 
 
 def _weakest(rows: Sequence[Mapping[str, Any]], models: Sequence[str], spec: RankingSpec, options: SliceOptions) -> dict[str, list[dict[str, Any]]]:

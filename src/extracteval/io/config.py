@@ -242,6 +242,20 @@ def options_of(options: Any) -> Mapping[str, Any]:
     return opts
 
 
+def slicings(value: Any) -> tuple[tuple[str, ...], ...]:
+    """`--slice-by` / evaluator_config `slice_by` as slicings, each a tuple of columns: a name,
+    `a,b` for crossed columns, or a list of those (a list inside the list: crossed columns)."""
+    raw = value or ()
+    if isinstance(raw, str):
+        raw = [raw]
+    out = []
+    for v in raw:
+        cols = tuple(str(c).strip() for c in (v if isinstance(v, (list, tuple)) else str(v).split(",")) if str(c).strip())
+        if cols:
+            out.append(cols)
+    return tuple(out)
+
+
 def metadata_columns(options: Any) -> tuple[str, ...]:
     """The ground-truth columns the options make record metadata (`--slice-by`, `--cluster-by`,
     evaluator_config `slice_by`, `cluster_by`), in the order named: they describe a record and are
@@ -250,14 +264,7 @@ def metadata_columns(options: Any) -> tuple[str, ...]:
     config = options_of(options)
     if config.get("metadata") is not None:
         return ()
-    raw = config.get("slice_by") or ()
-    if isinstance(raw, str):
-        raw = [raw]
-    names: dict[str, None] = {}
-    for v in raw:
-        for c in (v if isinstance(v, (list, tuple)) else str(v).split(",")):
-            if str(c).strip():
-                names[str(c).strip()] = None
+    names = dict.fromkeys(c for by in slicings(config.get("slice_by")) for c in by)
     if config.get("cluster_by"):
         names[str(config["cluster_by"]).strip()] = None
     return tuple(names)

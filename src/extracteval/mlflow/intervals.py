@@ -96,17 +96,23 @@ def zero_division_param(params: Mapping[str, str]) -> float:
 def read_run_counts(task: str, artifact_uri: str, params: Mapping[str, str], tracking_uri: str) -> Any:
     """A model run's per-record counts (`RecordCountTable`), or None when the run has no
     per-record artifact or its artifact lacks the counts."""
-    import tempfile
-
     from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter(task)
-    direct = _local_artifact(artifact_uri, RECORDS_ARTIFACT)
+    return read_run_artifact(artifact_uri, RECORDS_ARTIFACT, tracking_uri, lambda p: adapter.record_counts(p, params))
+
+
+def read_run_artifact(artifact_uri: str, name: str, tracking_uri: str, read: Any) -> Any:
+    """`read(path)` of a run's artifact `name`: read in place from a local artifact store, else
+    downloaded to a temporary folder removed afterwards; None when the run has no such file."""
+    import tempfile
+
+    direct = _local_artifact(artifact_uri, name)
     if direct is not None:  # a local artifact store: read in place, no copy
-        return adapter.record_counts(direct, params) if direct.is_file() else None
+        return read(direct) if direct.is_file() else None
     with tempfile.TemporaryDirectory(prefix="extracteval-iv-") as d:
-        p = _download(artifact_uri, RECORDS_ARTIFACT, tracking_uri, d)
-        return adapter.record_counts(p, params) if p is not None and p.is_file() else None
+        p = _download(artifact_uri, name, tracking_uri, d)
+        return read(p) if p is not None and p.is_file() else None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["METADATA_ARTIFACT", "SliceSelector", "parse_slice", "read_run_metadata", "sliced_table", "clustered_table", "table_metrics"]
+__all__ = ["count_metrics", "METADATA_ARTIFACT", "SliceSelector", "parse_slice", "read_run_metadata", "sliced_table", "clustered_table", "table_metrics"]
 
 METADATA_ARTIFACT = "extracteval/record_metadata.parquet"
 
@@ -46,11 +46,9 @@ def parse_slice(text: str | None) -> SliceSelector | None:
 def read_run_metadata(artifact_uri: str, tracking_uri: str) -> Any:
     """A run's record metadata (DataFrame indexed by record id, text columns), or None when the
     run has none (it was logged without slicing, or by an earlier version)."""
-    import tempfile
-
     import pandas as pd
 
-    from extracteval.mlflow.intervals import _download, _local_artifact
+    from extracteval.mlflow.intervals import read_run_artifact
 
     def read(path: Any) -> Any:
         try:
@@ -63,18 +61,14 @@ def read_run_metadata(artifact_uri: str, tracking_uri: str) -> Any:
         frame.index = frame.pop("record_id").astype(str).to_numpy(dtype=object)
         return frame
 
-    direct = _local_artifact(artifact_uri, METADATA_ARTIFACT)
-    if direct is not None:
-        return read(direct) if direct.is_file() else None
-    with tempfile.TemporaryDirectory(prefix="extracteval-meta-") as d:
-        p = _download(artifact_uri, METADATA_ARTIFACT, tracking_uri, d)
-        return read(p) if p is not None and p.is_file() else None
+    return read_run_artifact(artifact_uri, METADATA_ARTIFACT, tracking_uri, read)
 
 
 def _values(metadata: Any, column: str, ids: Sequence[Any]) -> list[str]:
     """The column's value (text; "" for none) of each of `ids`."""
-    col = metadata[column].reindex([str(i) for i in ids])
-    return ["" if v is None or (isinstance(v, float) and v != v) else str(v).strip() for v in col.tolist()]
+    from extracteval.core.slices import value_text
+
+    return [value_text(v) for v in metadata[column].reindex([str(i) for i in ids]).tolist()]
 
 
 def sliced_table(table: Any, metadata: Any, selector: SliceSelector) -> Any:
@@ -100,18 +94,24 @@ def clustered_table(table: Any, metadata: Any, column: str) -> Any:
     return replace(table, record_ids=ids, counts=sums)
 
 
-def table_metrics(task: str, table: Any, keys: Sequence[str], params: Mapping[str, str]) -> dict[str, float]:
-    """The metrics among `keys` that the run's per-record counts determine, on these records."""
+def count_metrics(task: str, keys: Sequence[str], columns: Sequence[str], params: Mapping[str, str]) -> dict[str, Any]:
+    """Metric key → the task's function of summed counts (`count_metric`), for the keys among
+    `keys` that counts in these `columns` determine, in the order given."""
     from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter(task)
-    summed = table.counts.sum(axis=0)
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for key in dict.fromkeys(keys):
-        f = adapter.count_metric(key, table.columns, params)
+        f = adapter.count_metric(key, columns, params)
         if f is not None:
-            out[key] = float(f(summed))
+            out[key] = f
     return out
+
+
+def table_metrics(task: str, table: Any, keys: Sequence[str], params: Mapping[str, str]) -> dict[str, float]:
+    """The metrics among `keys` that the run's per-record counts determine, on these records."""
+    summed = table.counts.sum(axis=0)
+    return {k: float(f(summed)) for k, f in count_metrics(task, keys, table.columns, params).items()}
 
 
 def check_column(metadata: Any, column: str, what: str) -> None:

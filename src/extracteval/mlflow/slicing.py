@@ -27,12 +27,6 @@ SLICE_REPORT = "slices"  # Scored.cache: the evaluation's `SliceReport`
 SLICE_RECORDS = "slice_records"  # Scored.cache: the metadata of the scored records (record id → columns, as read)
 
 
-def _columns_of(value: Any) -> tuple[str, ...]:
-    if isinstance(value, (list, tuple)):
-        return tuple(str(v).strip() for v in value if str(v).strip())
-    return tuple(c.strip() for c in str(value).split(",") if c.strip())
-
-
 def _edges(values: Sequence[str]) -> tuple[int | None, dict[str, tuple[float, ...]]]:
     """`--slice-bins`: N (quantile bins of every numeric column) and/or COLUMN=E1,E2,… (edges)."""
     bins: int | None = None
@@ -63,12 +57,10 @@ def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
     when neither slices nor clusters were asked for (`--cluster-by` alone gives the whole
     evaluation's clustered intervals)."""
     from extracteval.core.slices import SliceOptions
+    from extracteval.io.config import slicings
 
     get = args.get if isinstance(args, Mapping) else (lambda k, d=None: getattr(args, k, d))
-    raw = get("slice_by") or ()
-    if isinstance(raw, str):
-        raw = [raw]
-    by = tuple(c for c in (_columns_of(v) for v in raw) if c)
+    by = slicings(get("slice_by"))
     cluster = get("cluster_by") or None
     if not by and not cluster:
         return None
@@ -79,10 +71,10 @@ def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
         bins, edges = _edges([bins_raw] if isinstance(bins_raw, (str, int)) else list(bins_raw))
     min_size = get("slice_min_size")
     kw: dict[str, Any] = {}
-    for key, name in (("resamples", "resamples"), ("seed", "seed"), ("confidence", "confidence")):
+    for key in ("resamples", "seed", "confidence"):
         v = get(key)
         if v is not None and not isinstance(v, bool):
-            kw[name] = v
+            kw[key] = v
     if get("no_ci") is True or get("bootstrap") == 0:  # intervals off: the slices' values and rankings, without intervals
         kw["resamples"] = 0
     if kw.get("resamples", 1000) < 0:
@@ -94,6 +86,11 @@ def slice_options(args: argparse.Namespace | Mapping[str, Any]) -> Any:
     return opts
 
 
+def _metadata_columns(options: Any) -> list[str]:
+    """The columns the options read from the metadata (the built-in `@size` is no column of it)."""
+    return [c for c in options.columns if c != SIZE]
+
+
 def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> Any:
     """The metadata rows (record id → the options' columns): `--metadata FILE` when given, else
     the ground truth's own columns. Through the Python API, `metadata` and the truth may be
@@ -103,7 +100,7 @@ def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> 
     import pandas as pd
 
     get = args.get if isinstance(args, Mapping) else (lambda k, d=None: getattr(args, k, d))
-    columns = [c for c in options.columns if c != SIZE]
+    columns = _metadata_columns(options)
     if not columns:  # the built-in size alone: no metadata to read
         return pd.DataFrame(index=pd.Index([], dtype=object, name="record_id"))
     id_column = str(get("metadata_id") or get("id_column") or get("id_key") or "id")
@@ -174,6 +171,7 @@ def _sliced(scored: Any, options: Any, metadata: Any) -> tuple[Any, Any]:
     from extracteval.core.record_counts import paired_counts
     from extracteval.core.slices import slice_report
     from extracteval.mlflow.adapters import get_adapter
+    from extracteval.mlflow.run_slices import count_metrics
     from extracteval.tasks import ranking_spec
 
     adapter = get_adapter(scored.task)
@@ -181,11 +179,7 @@ def _sliced(scored: Any, options: Any, metadata: Any) -> tuple[Any, Any]:
     tables, sizes = record_tables(scored, sizes=SIZE in options.columns)
     rec, cols, arrays = paired_counts(tables)
     spec = ranking_spec(scored.task)
-    metrics = {}
-    for key in dict.fromkeys([spec.primary, *spec.tie_breaks, *adapter.interval_metrics]):
-        f = adapter.count_metric(key, cols, params)
-        if f is not None:
-            metrics[key] = f
+    metrics = count_metrics(scored.task, [spec.primary, *spec.tie_breaks, *adapter.interval_metrics], cols, params)
     if spec.primary not in metrics:
         raise InputError(f"--slice-by: the {scored.task} task's per-record counts do not determine its primary metric {spec.primary!r}.")
     if len(metadata.columns) and set(rec).isdisjoint(metadata.index.tolist()):
@@ -274,4 +268,4 @@ def frame_slicing(config: Mapping[str, Any], features: Any, ids: Sequence[str]) 
         return None
     if config.get("metadata") is not None:
         return options, metadata_for(config, options)
-    return options, frame_metadata(features, options.columns, ids=ids, name="the evaluated data", option="evaluator_config `slice_by`")
+    return options, frame_metadata(features, _metadata_columns(options), ids=ids, name="the evaluated data", option="evaluator_config `slice_by`")

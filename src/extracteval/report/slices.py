@@ -8,7 +8,7 @@ from typing import Any
 
 from extracteval.report.terminal import count_of, table, terminal_safe
 
-__all__ = ["render_slices", "value_text", "slices_table", "weakest_lines", "ordered_values"]
+__all__ = ["render_slices", "value_text", "slices_table", "weakest_lines", "ordered_values", "grouped"]
 
 
 def value_text(x: float | None, rate: bool) -> str:
@@ -34,17 +34,19 @@ def _gap_text(gap: Mapping[str, Any] | None, rate: bool) -> str:
     return f"{size}, {word} (Holm p = {gap['p_holm']:.3g})"
 
 
+def grouped(rows: list[Mapping[str, Any]]) -> list[tuple[str, list[tuple[str, dict[str, Mapping[str, Any]]]]]]:
+    """The rows by slicing, then value (weakest first: by the models' mean value in the slice),
+    then model: one pass over the rows; the `(all records)` slicing first, as the rows have it."""
+    by: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}
+    for r in rows:
+        by.setdefault(r["slice"], {}).setdefault(r["value"], {})[r["model"]] = r
+    return [(slicing, sorted(per.items(), key=lambda kv: sum(r["estimate"] for r in kv[1].values()) / max(len(kv[1]), 1)))
+            for slicing, per in by.items()]
+
+
 def ordered_values(rows: list[Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
-    """Each slicing with its values, weakest first (by the models' mean value in the slice); the
-    `(all records)` slicing first, as the rows have it."""
-    out = []
-    for slicing in dict.fromkeys(r["slice"] for r in rows):
-        mine = [r for r in rows if r["slice"] == slicing]
-        values = list(dict.fromkeys(r["value"] for r in mine))
-        mean = {v: [r["estimate"] for r in mine if r["value"] == v] for v in values}
-        values.sort(key=lambda v: sum(mean[v]) / max(len(mean[v]), 1))
-        out.append((slicing, values))
-    return out
+    """Each slicing with its values, weakest first (see `grouped`)."""
+    return [(slicing, [v for v, _ in values]) for slicing, values in grouped(rows)]
 
 
 def slices_table(doc: Mapping[str, Any], models: list[str] | None = None) -> Any:
@@ -60,19 +62,17 @@ def slices_table(doc: Mapping[str, Any], models: list[str] | None = None) -> Any
     every = list(dict.fromkeys(r["model"] for r in rows))
     models = models or every
     subset = set(models) != set(every)
-    by = {(r["slice"], r["value"], r["model"]): r for r in rows}
     gaps = {(g["slice"], g["value"], g["higher"]): g for g in doc.get("gaps", [])}
     body = []
-    for slicing, values in ordered_values(rows):
-        for v in values:
-            mine = [by[(slicing, v, m)] for m in every if (slicing, v, m) in by]
+    for slicing, values in grouped(rows):
+        for v, per in values:
+            mine = list(per.values())
             first = mine[0]
             row = {"slice": "all records" if slicing == "(all records)" else slicing, "value": v, "records": first["records"],
                    "ranked": "yes" if first["ranked"] else "no (too few records)",
-                   **{m: _interval(by[(slicing, v, m)], rate) if (slicing, v, m) in by else "" for m in models}}
+                   **{m: _interval(per[m], rate) if m in per else "" for m in models}}
             if subset:
-                row.update({f"rank of {m}": (f"{by[(slicing, v, m)]['rank']} of {len(mine)}" if (slicing, v, m) in by and by[(slicing, v, m)].get("rank")
-                                             else "-") for m in models})
+                row.update({f"rank of {m}": (f"{per[m]['rank']} of {len(mine)}" if m in per and per[m].get("rank") else "-") for m in models})
             else:
                 winner = next((r["model"] for r in mine if r.get("rank") == 1), None)
                 row.update({"winner": winner or "-", "lead over the next model": _gap_text(gaps.get((slicing, v, winner)) if winner else None, rate)})
@@ -123,21 +123,15 @@ def render_slices(doc: Mapping[str, Any]) -> str:
     out = [f"Slices — {doc.get('label') or doc['metric']} per slice, {conf} intervals ({doc.get('resamples')} resamples{clusters}); "
            f"slices under {count_of(int(doc.get('min_size', 0)), 'record')} are shown but not ranked"]
     gaps = {(g["slice"], g["value"], g["higher"]): g for g in doc.get("gaps", [])}
-    grouped: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}  # slicing → value → model → row: one pass over the rows
-    for r in rows:
-        grouped.setdefault(r["slice"], {}).setdefault(r["value"], {})[r["model"]] = r
-    for slicing, per in grouped.items():
-        values = list(per)
-        # weakest first: by the models' mean value in the slice
-        values.sort(key=lambda v: sum(r["estimate"] for r in per[v].values()) / max(len(per[v]), 1))
+    for slicing, values in grouped(rows):
         body = []
-        for v in values:
-            first = next(iter(per[v].values()))
-            winner = next((m for m, r in per[v].items() if r.get("rank") == 1), None)
+        for v, per in values:
+            first = next(iter(per.values()))
+            winner = next((m for m, r in per.items() if r.get("rank") == 1), None)
             lead = gaps.get((slicing, v, winner)) if winner else None
             flag = " ≠ overall" if first.get("ranking_differs") else ""
             body.append([shown(v), str(first["records"]) + ("" if first["ranked"] else " (not ranked)"),
-                         *[_interval(per[v][m], rate) if m in per[v] else "" for m in models],
+                         *[_interval(per[m], rate) if m in per else "" for m in models],
                          (shown(winner) if winner else "-") + flag, _gap_text(lead, rate)])
         out.append("")
         out.append(f"By {name(slicing)}:" if slicing != "(all records)" else "All records:")
