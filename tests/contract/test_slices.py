@@ -303,3 +303,14 @@ def test_slices_without_intervals_and_the_resamples_of_a_task_without_its_own(cl
     assert labels.code == 0, labels.err
     got = json.loads(labels.out)["slices"]
     assert (got["resamples"], got["seed"]) == (50, 3)
+
+
+def test_the_evaluators_data_is_not_asked_for_the_built_in_size() -> None:
+    """`evaluator_config={"slice_by": ["@size", "channel"]}`: `@size` is the task's, not a column of the evaluated data."""
+    import pandas as pd
+
+    from extracteval.mlflow.slicing import frame_slicing
+
+    features = pd.DataFrame({"channel": ["chat", "email"]})
+    options, meta = frame_slicing({"slice_by": ["@size", "channel"]}, features, ["r1", "r2"])
+    assert options.by == (("@size",), ("channel",)) and list(meta.columns) == ["channel"] and meta.loc["r2", "channel"] == "email"
