@@ -15,10 +15,11 @@
    asserts on this simulation.
 2. **Cost of slicing**: `extracteval score fields` in process (`commands.runner.main`), 150k
    records × 10 fields × 2 models = 3M cells from CSV files, without and with `--slice-by region
-   --metadata meta.parquet` (50 values), both `--no-ci`; `--no-ci` does not turn off the slices'
-   own intervals, which take `--resamples` (default 1000). Also with `--resamples 100`, and both
-   with intervals on (the default). Then where the slicing time goes: the steps of
-   `mlflow.slicing.slice_scored` one by one.
+   --metadata meta.parquet` (50 values), both `--no-ci` (which turns the slices' intervals off
+   as it does the result's). Also with `--resamples 100`, and both with intervals on (the default),
+   where every slice's interval is the bootstrap of its own records. Then where the slicing time
+   goes: the steps of `mlflow.slicing.slice_scored` one by one, and what the counts would cost
+   read back from the rows a run logs instead of handed over in memory.
 3. **Cost of clusters**: 100k records in 5k clusters, 2 models, 1,000 resamples: the cluster
    bootstrap (`cluster_sums` of each model, timed, + `bootstrap_counts`) against the record
    bootstrap on the same rows and metric; once for rows of few distinct patterns (the accuracy
@@ -247,6 +248,7 @@ def _slicing_breakdown(argv: list[str], unsliced: float) -> None:
     from extracteval.core.record_counts import paired_counts
     from extracteval.core.slices import SliceOptions, slice_report, slice_values
     from extracteval.mlflow.adapters import get_adapter
+    from extracteval.mlflow.intervals import logged_record_table
     from extracteval.mlflow.slicing import metadata_for, record_tables, slice_options, slice_scored
     from extracteval.tasks import ranking_spec
 
@@ -257,12 +259,7 @@ def _slicing_breakdown(argv: list[str], unsliced: float) -> None:
     scored = adapter.score_args(args)
     params = adapter.params(scored)
     models = list(scored.models)
-    frames = [adapter.records_frame(scored, m) for m in models]
-    tmp = Path(tempfile.mkdtemp(prefix="bench-slices-"))
-    paths = [tmp / f"records-{k}.parquet" for k in range(len(models))]
-    for f, p in zip(frames, paths):
-        f.to_parquet(p, index=False)
-    tables = {m: adapter.record_counts(p, params) for m, p in zip(models, paths)}
+    tables = record_tables(scored)[0]
     rec, cols, arrays = paired_counts(tables)
     spec = ranking_spec("fields")
     metrics = {k: f for k in dict.fromkeys([spec.primary, *spec.tie_breaks, *adapter.interval_metrics]) if (f := adapter.count_metric(k, cols, params))}
@@ -271,32 +268,26 @@ def _slicing_breakdown(argv: list[str], unsliced: float) -> None:
     vals = np.asarray(values, dtype=object)
     idx = [np.flatnonzero(vals == v) for v in order]
     primary = metrics[spec.primary]
+    resamples = options.resamples or 1000
     steps: dict[str, Any] = {
-        "records_frame (each model)": lambda: [adapter.records_frame(scored, m) for m in models],
-        "  → Parquet": lambda: [f.to_parquet(p, index=False) for f, p in zip(frames, paths)],
-        "  → the task's record_counts": lambda: [adapter.record_counts(p, params) for p in paths],
-        "record_tables (the three above)": lambda: record_tables(scored),
+        "metadata_for (read --metadata)": lambda: metadata_for(args, options),
+        "record_tables (the task's counts, in memory)": lambda: record_tables(scored),
+        "  were they read back from the run's rows": lambda: [logged_record_table(adapter, scored, m) for m in models],
         "paired_counts": lambda: paired_counts(tables),
-        "metadata ids check (index.isin)": lambda: meta.index.isin(rec).any(),
         "metadata.reindex": lambda: meta.reindex(rec),
         "slice_report": lambda: slice_report(arrays, rows, metrics, spec, options),
         "  slice_values (the 50 labels)": lambda: slice_values(rows, ("region",), options),
-        "  bootstrap of all records": lambda: bootstrap_samples(arrays, primary, resamples=options.resamples, seed=options.seed),
-        "  bootstrap of the 50 slices": lambda: [bootstrap_samples({m: a[i] for m, a in arrays.items()}, primary, resamples=options.resamples,
-                                                                     seed=options.seed) for i in idx],
         "  slice_report, all records only": lambda: slice_report(arrays, rows, metrics, spec, SliceOptions(resamples=options.resamples)),
-        "slice_scored (everything)": lambda: slice_scored(scored, options, meta),
+        f"  with intervals: bootstrap of all records ({resamples})": lambda: bootstrap_samples(arrays, primary, resamples=resamples, seed=options.seed),
+        f"  with intervals: the 50 slices' ({resamples} each)": lambda: [bootstrap_samples({m: a[i] for m, a in arrays.items()}, primary,
+                                                                                           resamples=resamples, seed=options.seed) for i in idx],
+        "slice_scored (everything but the metadata)": lambda: slice_scored(scored, options, meta),
     }
     got = dict(zip(steps, best_of([((lambda: ()), f) for f in steps.values()])))
     print(f"  where the slicing goes ({len(rec):,} records × {len(cols)} count columns × {len(models)} models, {options.resamples} resamples; "
           f"CPU s, fastest of three; % of the unsliced --no-ci command's {unsliced:.2f} s):")
     for k, t in got.items():
-        print(f"    {k:<40} {t.cpu:6.3f} s  {t.cpu / unsliced:6.1%}")
-    rest = got["slice_report"].cpu - got["  slice_values (the 50 labels)"].cpu - got["  bootstrap of all records"].cpu - got["  bootstrap of the 50 slices"].cpu
-    print(f"    {'  slice_report, the rest':<40} {rest:6.3f} s  {rest / unsliced:6.1%}")
-    for p in paths:
-        p.unlink()
-    tmp.rmdir()
+        print(f"    {k:<52} {t.cpu:6.3f} s  {t.cpu / unsliced:6.1%}")
 
 
 # ---- 3. the cost of clusters ----------------------------------------------------------------------

@@ -115,6 +115,27 @@ def test_a_slice_scores_as_its_records_alone(task: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("task", list(TASKS))
+def test_the_tasks_count_table_in_memory_is_what_its_run_logs(task: str, tmp_path: Path) -> None:
+    """`record_table` (slices are taken from it) hands over exactly the per-record counts and
+    sizes that the task's readers get from the rows its run logs (`records_frame` → Parquet →
+    `record_counts`, `record_sizes`), for every model of the example."""
+    import pandas as pd
+
+    scored = _scored(task, list(CASES[task].score_args))
+    adapter = get_adapter(task)
+    params = adapter.params(scored)
+    for k, m in enumerate(scored.models):
+        path = tmp_path / f"records-{k}.parquet"
+        adapter.records_frame(scored, m).to_parquet(path, index=False)
+        logged, logged_sizes = adapter.record_counts(path, params), adapter.record_sizes(path, params)
+        table, sizes = adapter.record_table(scored, m, sizes=True)
+        assert table.record_ids.tolist() == logged.record_ids.tolist() and table.columns == logged.columns, (task, m)
+        assert table.counts.dtype.kind == logged.counts.dtype.kind and np.array_equal(table.counts, logged.counts), (task, m)
+        pd.testing.assert_series_equal(sizes, logged_sizes, check_index_type=False)
+        assert adapter.record_table(scored, m)[1] is None
+
+
+@pytest.mark.parametrize("task", list(TASKS))
 def test_cluster_by_resamples_whole_clusters(task: str) -> None:
     """With every record its own cluster the intervals are the record bootstrap's; with two
     clusters the notes warn that the interval may be too narrow."""

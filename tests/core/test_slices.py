@@ -206,3 +206,42 @@ def test_many_slice_values_are_grouped_once() -> None:
     meta = pd.DataFrame({"g": [f"v{k % 2000}" for k in range(n)]})
     report = slice_report(arrays, meta, METRICS, SPEC, SliceOptions(by=(("g",),), resamples=20))
     assert len({r["value"] for r in report.rows}) == 2001  # 2,000 values and all records
+
+
+def _naive_column(raw: list, bins: int) -> tuple[list[str | None], list[str]]:
+    """Each record's slice value read one record at a time: its text (stripped; None without
+    one); numbers — every present value finite, not a bool, more distinct than `bins` — by
+    quantile bin. The labels: texts in natural order (first seen first among ties)."""
+    from extracteval.core.id_order import natural_key
+
+    text = [None if v is None or (isinstance(v, float) and v != v) else (str(v).strip() or None) for v in raw]
+    nums = []
+    for v, t in zip(raw, text):
+        try:
+            nums.append(float(pd.to_numeric(v)) if t is not None else None)
+        except (TypeError, ValueError):
+            nums.append(float("nan"))
+    present = [n for n in nums if n is not None]
+    numeric = bool(present) and all(np.isfinite(present)) and not any(isinstance(v, bool) for v, t in zip(raw, text) if t is not None)
+    if numeric and len(set(present)) > bins:
+        return None, []  # binned: compared by the bins' own test
+    return text, sorted(dict.fromkeys(t for t in text if t is not None), key=natural_key)
+
+
+_VALUES = st.one_of(st.sampled_from(["a", " a", "b ", "r1", "r01", "r10", "", "  ", "x²", "1", "2.5", "-0.0"]), st.none(),
+                    st.integers(-3, 3), st.sampled_from([1.0, 0.0, -0.0, 2.5, float("nan"), True, False]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_VALUES, max_size=40), st.integers(1, 4))
+def test_a_columns_values_are_read_per_distinct_value_as_per_record(raw: list, bins: int) -> None:
+    """Reading each distinct value once gives each record the slice value a record-by-record
+    reading gives (`1`, `1.0` and `True` stay apart; `a` and ` a` are one value)."""
+    from extracteval.core.slices import _column_codes
+
+    text, labels = _naive_column(raw, bins)
+    if text is None:
+        return
+    codes, got = _column_codes(np.asarray(raw, dtype=object), "c", bins, None)
+    assert got == labels
+    assert [None if c < 0 else got[c] for c in codes.tolist()] == text

@@ -4,27 +4,59 @@ in which every result lists ids (missing, extra, failed ids; examples; per-recor
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["natural_key", "natural_sorted", "natural_ids", "first_by_id"]
+__all__ = ["natural_key", "natural_sorted", "natural_order", "natural_ids", "first_by_id"]
 
 
 _DIGITS = re.compile(r"(\d+)")
 
 
 def natural_sorted(ids: Any) -> list[Any]:
-    """`sorted(ids, key=natural_key)`; ids that are all ASCII digits (the usual record numbers)
-    sort by their integer value, which is the same order (equal numbers tie, as there)."""
+    """`sorted(ids, key=natural_key)`, ties in the order given. Ids that all share one ASCII text
+    prefix followed by ASCII digits (`123`, `doc-000123`: the usual record ids) sort by the
+    prefix's number, which is the same order, without a key per id."""
     ids = list(ids)
-    try:
-        joined = "".join(ids)
-    except TypeError:  # not all strings
-        return sorted(ids, key=natural_key)
-    if joined.isascii() and joined.isdigit() and all(ids):
-        return sorted(ids, key=int)
-    return sorted(ids, key=natural_key)
+    return [ids[i] for i in natural_order(ids)]
 
 
+def natural_order(ids: Sequence[Any]) -> list[int]:
+    """The positions of `ids` in the order of `natural_sorted(ids)` (ties in the order given)."""
+    ids = list(ids)
+    order = _prefix_number_order(ids)
+    return order if order is not None else sorted(range(len(ids)), key=lambda i: natural_key(ids[i]))
+
+
+def _prefix_number_order(ids: list[Any]) -> list[int] | None:
+    """The positions of `ids` in natural order when every id is str, all of them one ASCII
+    non-digit prefix then ASCII digits (read vectorised, numbers up to 18 digits in int64); else None."""
+    if not ids or not all(type(i) is str for i in ids):
+        return None
+    prefix = _TEXT.match(ids[0]).group(0)  # type: ignore[union-attr]
+    if not prefix.isascii():
+        return None
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(ids, type=pa.string())
+    if prefix and not pc.all(pc.starts_with(arr, prefix)).as_py():
+        return None
+    rest = pc.utf8_slice_codeunits(arr, len(prefix)) if prefix else arr
+    width = pc.binary_length(rest)
+    if pc.min(width).as_py() == 0 or not pc.all(pc.ascii_is_decimal(rest)).as_py():
+        return None
+    if pc.max(width).as_py() <= 18:
+        numbers = pc.cast(rest, pa.int64()).to_numpy()
+        if len(numbers) < 2 or bool((numbers[1:] >= numbers[:-1]).all()):  # already in order (ids sorted as they are written)
+            return list(range(len(ids)))
+        return np.argsort(numbers, kind="stable").tolist()
+    numbers = [int(r) for r in rest.to_pylist()]
+    return sorted(range(len(ids)), key=numbers.__getitem__)
+
+
+_TEXT = re.compile(r"\D*")
 _PREFIX_NUMBER = re.compile(r"(\D*)(\d+)")
 
 
@@ -54,4 +86,4 @@ def natural_key(rid: Any) -> tuple[Any, ...]:
             return ((0, int(digits), ""),)
         if not prefix.isdigit():
             return ((1, 0, prefix), (0, int(digits), ""))
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(str(rid)) if part)
+    return tuple((0, int(part), "") if part.isdecimal() else (1, 0, part) for part in _DIGITS.split(str(rid)) if part)

@@ -88,9 +88,9 @@ class RecordCountTable:
 
 
 def _natural(ids: Sequence[str]) -> list[str]:
-    from extracteval.core.id_order import natural_key
+    from extracteval.core.id_order import natural_sorted
 
-    return sorted(ids, key=natural_key)
+    return natural_sorted(ids)
 
 
 def paired_counts(tables: Mapping[Hashable, RecordCountTable]) -> tuple[list[str], tuple[str, ...], dict[Hashable, np.ndarray]]:
@@ -106,6 +106,9 @@ def paired_counts(tables: Mapping[Hashable, RecordCountTable]) -> tuple[list[str
 
     if not tables:
         return [], (), {}
+    first = next(iter(tables.values())).record_ids
+    if all(_same(first, t.record_ids) for t in tables.values()):  # every model scored the same records: one permutation
+        return _paired_same_records(tables, [str(x) for x in np.asarray(first, dtype=object).tolist()])
     ids: dict[str, None] = {}
     cols: dict[str, None] = {}
     prev_ids: Any = None
@@ -131,6 +134,31 @@ def paired_counts(tables: Mapping[Hashable, RecordCountTable]) -> tuple[list[str
             arr = np.zeros((len(rec), len(cols)), dtype=t.counts.dtype)
             arr[np.ix_(rows, where)] = t.counts
             out[k] = arr
+    return rec, tuple(cols), out
+
+
+def _paired_same_records(tables: Mapping[Hashable, RecordCountTable], ids: list[str]) -> tuple[list[str], tuple[str, ...], dict[Hashable, np.ndarray]]:
+    """`paired_counts` of tables that all hold the records `ids` in one order: the natural order
+    is one permutation of them, each table's rows moved by it (not copied when it is the identity)."""
+    import pandas as pd
+
+    from extracteval.core.id_order import natural_order
+
+    perm = np.asarray(natural_order(ids), dtype=np.intp)
+    identity = bool(np.array_equal(perm, np.arange(len(perm))))
+    rec = ids if identity else [ids[i] for i in perm.tolist()]
+    cols: dict[str, None] = {}
+    for t in tables.values():
+        cols.update(dict.fromkeys(t.columns))
+    col_index = pd.Index(list(cols), dtype=object)
+    out: dict[Hashable, np.ndarray] = {}
+    for k, t in tables.items():
+        counts = t.counts if identity else t.counts[perm]
+        if t.columns != tuple(cols):
+            arr = np.zeros((len(rec), len(cols)), dtype=t.counts.dtype)
+            arr[:, col_index.get_indexer(pd.Index(list(t.columns), dtype=object))] = counts
+            counts = arr
+        out[k] = counts
     return rec, tuple(cols), out
 
 

@@ -104,41 +104,57 @@ def _bins(values: np.ndarray, edges: Sequence[float]) -> tuple[np.ndarray, list[
     return codes, [*names, f"< {text[0]}", f"> {text[-1]}"]
 
 
+def _distinct(raw: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, distinct values) of a column, -1 for no value: its distinct values when equal
+    values are sure to read alike (all text, or all integers: a column read from a file), else
+    every record a value of its own (`1`, `1.0` and `True` are equal objects with other texts)."""
+    import pandas as pd
+
+    raw = np.asarray(raw, dtype=object)
+    if pd.api.types.infer_dtype(raw, skipna=True) in ("string", "integer", "empty"):
+        codes, uniq = pd.factorize(raw, sort=False)
+        return codes, np.asarray(uniq, dtype=object)
+    return np.arange(len(raw), dtype=np.int64), raw
+
+
 def _column_codes(raw: Any, name: str, bins: int, edges: Sequence[float] | None) -> tuple[np.ndarray, list[str]]:
     """Each record's value of one metadata column as a code into the labels (-1: no value), and
     the labels in display order: bins in order (below and above the edges last), other values in
-    natural order of their text."""
+    natural order of their text. Each distinct value is read once (its text, its number)."""
     import pandas as pd
 
     from extracteval.core.id_order import natural_key
 
-    s = pd.Series(raw, dtype=object)
-    missing = s.isna().to_numpy(dtype=bool)
-    text = s.where(~missing, "").astype(str).str.strip()  # vectorised: one pass over the records, not a Python call each
-    present = (text != "").to_numpy(dtype=bool)
-    nums = pd.to_numeric(s.where(present), errors="coerce").to_numpy(dtype=np.float64)
-    is_bool = s[present].map(lambda v: isinstance(v, (bool, np.bool_))).any()
-    numeric = bool(present.any()) and bool(np.isfinite(nums[present]).all()) and not is_bool
+    codes, uniq = _distinct(raw)
+    u = pd.Series(uniq, dtype=object)
+    u_missing = u.isna().to_numpy(dtype=bool)
+    u_text = u.where(~u_missing, "").astype(str).str.strip().to_numpy(dtype=object)
+    u_present = u_text != ""
+    u_nums = pd.to_numeric(u.where(u_present), errors="coerce").to_numpy(dtype=np.float64)
+    has = codes >= 0
+    at = np.where(has, codes, 0)
+    present = has & u_present[at] if len(uniq) else np.zeros(len(codes), dtype=bool)
+    used = np.zeros(len(uniq), dtype=bool)
+    used[codes[present]] = True  # distinct values some record holds
+    is_bool = any(isinstance(v, (bool, np.bool_)) for v in uniq[used].tolist())
+    numeric = bool(used.any()) and bool(np.isfinite(u_nums[used]).all()) and not is_bool
     if edges is not None and not numeric:
         from extracteval.errors import InputError
 
-        bad = next((v for v, n, p in zip(text, nums, present) if p and not np.isfinite(n)), None)
+        bad = next((t for t, n, k in zip(u_text, u_nums, used) if k and not np.isfinite(n)), None)
         raise InputError(f"metadata column {name!r}: bin edges were given, so every value must be a finite number, but found {bad!r}.")
-    if numeric and (edges is not None or len(np.unique(nums[present])) > bins):
-        values = np.where(present, nums, np.nan)
+    if numeric and (edges is not None or len(np.unique(u_nums[used])) > bins):
+        values = np.where(present, u_nums[at] if len(uniq) else np.nan, np.nan)
         cuts = list(edges) if edges is not None else np.quantile(values[present], np.linspace(0, 1, bins + 1)).tolist()
-        codes, labels = _bins(values, cuts)
-        used = sorted(set(codes[codes >= 0].tolist()))
+        bcodes, labels = _bins(values, cuts)
+        kept = sorted(set(bcodes[bcodes >= 0].tolist()))
         remap = np.full(len(labels), -1, dtype=np.int64)
-        remap[used] = np.arange(len(used))
-        return np.where(codes >= 0, remap[np.maximum(codes, 0)], -1), [labels[c] for c in used]
-    codes, distinct = pd.factorize(text.to_numpy(dtype=object), sort=False)
-    uniques = sorted((u for u in distinct.tolist() if u != ""), key=natural_key)
-    rank = np.full(len(distinct), -1, dtype=np.int64)
-    where = {u: k for k, u in enumerate(distinct.tolist())}
-    for k, u in enumerate(uniques):
-        rank[where[u]] = k
-    return rank[codes], uniques
+        remap[kept] = np.arange(len(kept))
+        return np.where(bcodes >= 0, remap[np.maximum(bcodes, 0)], -1), [labels[c] for c in kept]
+    texts = sorted(dict.fromkeys(t for t, k in zip(u_text.tolist(), used.tolist()) if k), key=natural_key)  # ties: first seen first
+    where = {t: k for k, t in enumerate(texts)}
+    rank = np.array([where.get(t, -1) if k else -1 for t, k in zip(u_text.tolist(), used.tolist())], dtype=np.int64)
+    return np.where(present, rank[at] if len(uniq) else -1, -1), texts
 
 
 def _slice_codes(metadata: Any, by: Sequence[str], options: SliceOptions) -> tuple[np.ndarray, list[str]]:

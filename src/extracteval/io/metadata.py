@@ -138,13 +138,17 @@ def _scalar(v: Any) -> Any:
 
 
 def _keyed(p: Path, option: str, frame: Any, id_column: str, columns: list[str]) -> Any:
-    ids = frame[id_column].astype(object).where(frame[id_column].notna(), None)
-    if ids.isna().any():
-        row = int(ids.isna().to_numpy().nonzero()[0][0]) + 1
+    raw = frame[id_column]
+    empty = raw.isna().to_numpy(dtype=bool)
+    if empty.any():
+        row = int(empty.nonzero()[0][0]) + 1
         raise InputError(f"{p}: record {row}: {option}: expected a record id in {id_column!r}, but it is empty.")
-    frame = frame.assign(**{id_column: ids.map(lambda v: str(v).strip())})
+    import pandas as pd
+
+    strings = raw if isinstance(raw.dtype, pd.StringDtype) else raw.astype(object).astype(str)  # str() of each id
+    text = strings.str.strip().to_numpy(dtype=object)
     values = frame[columns].astype(object).where(frame[columns].notna(), None)
-    values.index = frame[id_column].to_numpy(dtype=object)
+    values.index = text
     dup = values.index.duplicated(keep=False)
     if dup.any():
         text = values[dup].map(lambda v: "" if v is None else str(v))  # an empty cell compared as "": one rule for every dtype

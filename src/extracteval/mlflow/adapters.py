@@ -218,6 +218,14 @@ class TaskAdapter(Protocol):
         None when the artifact lacks what they need (a run logged by an earlier version).
         `params` are the run's params. Summed over all records they give the logged metrics."""
 
+    def record_table(self, scored: Scored, model: str, *, sizes: bool = False) -> "tuple[RecordCountTable | None, pd.Series | None]":
+        """One model's per-record counts of a scored evaluation held in memory: the table
+        `record_counts` reads from the rows `records_frame(scored, model)` gives (and with
+        `sizes`, what `record_sizes` reads, else None), equal to them (tested over the registry).
+        A task hands its own counts over without writing rows, or reads them back through
+        `mlflow.intervals.logged_record_table`. (None, None) when the result keeps no per-record
+        counts. Slices are taken from it."""
+
     def record_sizes(self, path: "Path", params: Mapping[str, str]) -> "pd.Series | None":
         """Each record's size as the task counts it (non-empty truth fields, gold spans, gold
         entities, reference calls…), read from a model run's per-record artifact at `path`: a

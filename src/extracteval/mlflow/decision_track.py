@@ -159,6 +159,11 @@ class DecisionTrackAdapter(CellPredictions):
     # the per-record count (or counts, summed) that is a record's size, and what it counts
     size_counts: tuple[tuple[str, ...], str] = (("tp", "fn"), "reference fields")
 
+    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
+        from extracteval.mlflow.intervals import logged_record_table
+
+        return logged_record_table(self, scored, model, sizes=sizes)
+
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: its size as `size_counts` declares it."""
         from extracteval.mlflow.intervals import record_sizes_of

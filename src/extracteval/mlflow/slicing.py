@@ -1,16 +1,16 @@
 """Slices of a scored evaluation, for every task alike, through its adapter.
 
-Each model's per-record counts come from the rows the run logs as `records.parquet`
-(`records_frame`, read back by the task's `record_counts`), and each metric from the task's map
-of summed counts to metrics (`count_metric`): the same path as the intervals of `leaderboard`
-and `compare`, so a slice's numbers are those of scoring its records alone, for every task.
+Each model's per-record counts are those the run logs as `records.parquet` (handed over by the
+task in memory, `record_table`, or read back by its `record_counts` from the rows a streaming
+engine wrote), and each metric comes from the task's map of summed counts to metrics
+(`count_metric`): the counts and maps of the intervals of `leaderboard` and `compare`, so a
+slice's numbers are those of scoring its records alone, for every task.
 `core.slices` does the slicing, the intervals and the rankings.
 """
 
 from __future__ import annotations
 
 import argparse
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -122,38 +122,35 @@ def metadata_for(args: argparse.Namespace | Mapping[str, Any], options: Any) -> 
 
 
 def record_tables(scored: Any, *, sizes: bool = False) -> tuple[dict[str, Any], Any]:
-    """Each model's per-record counts (`RecordCountTable`) of a scored evaluation, read by the
-    task's own reader of the per-record rows its run logs: the rows a streaming engine wrote
-    while scoring, or those of the in-memory result. With `sizes`, also each record's size as
-    the task counts it (the largest any model's rows give: a record a model skipped still has
-    its truth), else None."""
+    """Each model's per-record counts (`RecordCountTable`) of a scored evaluation: read by the
+    task's reader of the per-record rows a streaming engine wrote while scoring, else handed over
+    by the task from the in-memory result (`TaskAdapter.record_table`, equal to reading the rows
+    its run logs). With `sizes`, also each record's size as the task counts it (the largest any
+    model's rows give: a record a model skipped still has its truth), else None."""
     import pandas as pd
 
     from extracteval.mlflow.adapters import get_adapter
 
     adapter = get_adapter(scored.task)
-    params = adapter.params(scored)
     streamed = scored.cache.get("streamed_files") or {}
+    params = adapter.params(scored) if streamed else {}
     tables: dict[str, Any] = {}
     found: list[Any] = []
-    with tempfile.TemporaryDirectory(prefix="extracteval-slices-") as d:
-        for k, m in enumerate(scored.models):
-            path = streamed.get((m, "records.parquet"))
-            if path is None:
-                frame = adapter.records_frame(scored, m)
-                if frame is not None:
-                    path = Path(d) / f"records-{k}.parquet"
-                    frame.to_parquet(path, index=False)
-            table = adapter.record_counts(path, params) if path is not None and Path(path).is_file() else None
-            if table is None:
-                raise InputError(f"--slice-by: the {scored.task} task keeps no per-record counts for model {m!r}, so its metrics cannot be "
-                                 "broken down by record.")
-            tables[m] = table
-            if sizes:
-                size = adapter.record_sizes(path, params)
-                if size is None:
-                    raise InputError(f"--slice-by {SIZE}: the {scored.task} task's per-record rows of model {m!r} do not give record sizes.")
-                found.append(size)
+    for m in scored.models:
+        path = streamed.get((m, "records.parquet"))
+        if path is not None:
+            table = adapter.record_counts(path, params) if Path(path).is_file() else None
+            size = adapter.record_sizes(path, params) if sizes and table is not None else None
+        else:
+            table, size = adapter.record_table(scored, m, sizes=sizes)
+        if table is None:
+            raise InputError(f"--slice-by: the {scored.task} task keeps no per-record counts for model {m!r}, so its metrics cannot be "
+                             "broken down by record.")
+        tables[m] = table
+        if sizes:
+            if size is None:
+                raise InputError(f"--slice-by {SIZE}: the {scored.task} task's per-record rows of model {m!r} do not give record sizes.")
+            found.append(size)
     if not sizes:
         return tables, None
     joined = pd.concat(found, axis=1).max(axis=1)
@@ -182,7 +179,8 @@ def _sliced(scored: Any, options: Any, metadata: Any) -> tuple[Any, Any]:
     metrics = count_metrics(scored.task, [spec.primary, *spec.tie_breaks, *adapter.interval_metrics], cols, params)
     if spec.primary not in metrics:
         raise InputError(f"--slice-by: the {scored.task} task's per-record counts do not determine its primary metric {spec.primary!r}.")
-    if len(metadata.columns) and set(rec).isdisjoint(metadata.index.tolist()):
+    at = metadata.index.get_indexer(rec)  # each scored record's metadata row, -1 where it has none
+    if len(metadata.columns) and not (at >= 0).any():
         raise InputError(f"--slice-by: no record id of the metadata matches a scored record (metadata ids such as "
                          f"{', '.join(map(repr, list(metadata.index[:3])))}; scored ids such as {', '.join(map(repr, rec[:3]))}).")
     rows = metadata.reindex(rec)

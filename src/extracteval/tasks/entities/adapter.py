@@ -72,6 +72,11 @@ class EntitiesAdapter(FeatureViewsAdapter):
     item_table_name = "feature_metrics"
     interval_metrics = ("entities/macro/f1", "entities/macro/precision", "entities/macro/recall", "entities/micro_accuracy")
 
+    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
+        from extracteval.mlflow.intervals import logged_record_table
+
+        return logged_record_table(self, scored, model, sizes=sizes)
+
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: its gold entities."""
         from extracteval.mlflow.intervals import record_sizes_of

@@ -372,6 +372,13 @@ class FieldsAdapter:
     # overall = macro over fields with a valid classification; micro = from the summed counts
     interval_metrics = METRICS
 
+    def record_table(self, scored: Scored, model: str, *, sizes: bool = False) -> Any:
+        """From the in-memory ledger (`tasks.fields.records.record_count_table`)."""
+        from extracteval.tasks.fields.records import record_count_table
+
+        rec = scored.result.records
+        return (None, None) if rec is None else record_count_table(rec, model, sizes=sizes)
+
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: its non-empty truth fields (tp + fn over the fields)."""
         from extracteval.mlflow.intervals import record_sizes_of

@@ -182,6 +182,11 @@ class JsonAdapter(CellPredictions):
     _MEANS = SCORES  # metric → the per-record score it is the mean of
     interval_metrics = METRICS
 
+    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
+        from extracteval.mlflow.intervals import logged_record_table
+
+        return logged_record_table(self, scored, model, sizes=sizes)
+
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: its truth keys holding a value."""
         from extracteval.mlflow.intervals import record_sizes_of

@@ -84,6 +84,11 @@ class LabelsAdapter(FeatureViewsAdapter):
     item_table_name = "feature_metrics"
     interval_metrics = ("labels/macro/f1", "labels/macro/precision", "labels/macro/recall", "labels/micro_accuracy")
 
+    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
+        from extracteval.mlflow.intervals import logged_record_table
+
+        return logged_record_table(self, scored, model, sizes=sizes)
+
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per row: its features holding a truth value (a multi-label feature: its true labels)."""
         import numpy as np

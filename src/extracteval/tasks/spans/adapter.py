@@ -218,6 +218,11 @@ class SpansAdapter(CellPredictions):
     # and the same for every relaxed mode (`spans/relaxed_0.5/…`)
     interval_metrics = ("spans/exact/micro/f1", "spans/exact/micro/precision", "spans/exact/micro/recall", "spans/exact/macro/f1")
 
+    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
+        from extracteval.mlflow.intervals import logged_record_table
+
+        return logged_record_table(self, scored, model, sizes=sizes)
+
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per document: its gold spans (tp + fn of the exact matching mode)."""
         from extracteval.mlflow.intervals import record_sizes_of
