@@ -156,6 +156,38 @@ def test_cluster_by_resamples_whole_clusters(task: str) -> None:
     assert all(r["clusters"] == 2 for r in two["rows"])
 
 
+def test_a_slice_of_one_models_extra_records_leaves_the_others_undefined(cli, tmp_path: Path) -> None:
+    """A slice of records only one model predicted (ids the truth lacks): there the other model
+    is n/a and unranked, not 0.0%, in --json and on the terminal."""
+    case = CASES["labels"]
+    argv = list(case.score_args)
+    _, preds = _files(argv)
+    name, path = next(iter(preds.items()))
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    k = rows[0].index("id")
+    extra = [[f"extra-{j}" if i == k else c for i, c in enumerate(rows[1])] for j in range(25)]
+    copy = tmp_path / f"{name}.csv"
+    with copy.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows([*rows, *extra])
+    argv[argv.index(f"{name}={path}")] = f"{name}={copy}"
+    truth, _ = _files(argv)
+    meta = tmp_path / "meta.csv"
+    meta.write_text("id,channel\n" + "".join(f"{i},{'chat' if j % 2 else 'mail'}\n" for j, i in enumerate(_ids_of(truth)))
+                    + "".join(f"extra-{j},web\n" for j in range(25)), encoding="utf-8")
+    r = cli("score", "labels", *argv, "--slice-by", "channel", "--metadata", str(meta), "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)["slices"]
+    missing = {x["model"]: x for x in doc["rows"] if x["value"] == "web"}
+    other = next(m for m in missing if m != name)
+    assert missing[other]["estimate"] is None and missing[other]["rank"] is None and not missing[other]["ranked"]
+    assert missing[name]["ranked"] and missing[name]["rank"] == 1 and missing[name]["records"] == 25
+    assert any(f"no record of {other!r}" in n for n in doc["notes"])
+    text = cli("score", "labels", *argv, "--slice-by", "channel", "--metadata", str(meta))
+    line = next(ln for ln in text.out.splitlines() if ln.startswith("web "))
+    assert line.split()[-2:] == ["n/a", name] or "n/a" in line.split(), line
+
+
 def test_score_slices_on_the_command_line(cli, tmp_path: Path) -> None:
     case = CASES["labels"]
     truth, _ = _files(list(case.score_args))

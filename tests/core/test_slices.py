@@ -135,8 +135,8 @@ def test_small_slices_are_reported_not_ranked_and_weakest_is_ordered() -> None:
     assert gap["significant"] and gap["p_holm"] <= 3 * gap["p_value"] + 1e-12
 
 
-def _report(arrays, meta, **kw):
-    return slice_report(arrays, meta, METRICS, SPEC, SliceOptions(resamples=100, **kw))
+def _report(arrays, meta, present=None, **kw):
+    return slice_report(arrays, meta, METRICS, SPEC, SliceOptions(resamples=100, **kw), present=present)
 
 
 def test_exact_ties_inside_a_slice_keep_the_evaluations_order() -> None:
@@ -245,3 +245,27 @@ def test_a_columns_values_are_read_per_distinct_value_as_per_record(raw: list, b
     codes, got = _column_codes(np.asarray(raw, dtype=object), "c", bins, None)
     assert got == labels
     assert [None if c < 0 else got[c] for c in codes.tolist()] == text
+
+
+def test_a_model_without_records_in_a_slice_is_undefined_there_not_zero() -> None:
+    """Records only one model has rows for (its extra predictions) form a slice where the other
+    model has no value: n/a (NaN), no rank, no interval, no lead, a note — and the present
+    models' numbers are those of the slice without it."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 3, size=(60, 3))
+    b = rng.integers(0, 3, size=(60, 3))
+    b[50:] = 0  # b has no rows for the last ten records
+    meta = pd.DataFrame({"g": ["x"] * 25 + ["y"] * 25 + ["extra"] * 10})
+    present = {"b": np.arange(60) < 50}
+    report = _report({"a": a, "b": b}, meta, by=(("g",),), min_size=5, present=present)
+    extra = {r["model"]: r for r in report.rows if r["value"] == "extra"}
+    assert np.isnan(extra["b"]["estimate"]) and extra["b"]["rank"] is None and not extra["b"]["ranked"] and extra["b"]["low"] is None
+    assert extra["a"]["ranked"] and extra["a"]["rank"] == 1 and extra["a"]["winner"] and extra["a"]["low"] is not None
+    assert not [g for g in report.gaps if g["value"] == "extra"]
+    assert any("no record of 'b'" in n for n in report.notes)
+    alone = _report({"a": a[50:]}, pd.DataFrame({"g": ["extra"] * 10}), by=(("g",),), min_size=5)
+    mine = next(r for r in alone.rows if r["value"] == "extra")
+    assert (extra["a"]["estimate"], extra["a"]["low"], extra["a"]["high"]) == (mine["estimate"], mine["low"], mine["high"])
+    x = {r["model"]: r for r in report.rows if r["value"] == "x"}
+    assert x["b"]["ranked"] and not np.isnan(x["b"]["estimate"])  # b has the records of x: ranked as ever
+    assert all(w["value"] != "extra" for w in report.weakest["b"])

@@ -247,7 +247,8 @@ def holm(p_values: Sequence[float]) -> list[float]:
 Metric = Callable[[np.ndarray], np.ndarray]
 
 
-def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mapping[str, Metric], spec: RankingSpec, options: SliceOptions) -> SliceReport:
+def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mapping[str, Metric], spec: RankingSpec, options: SliceOptions, *,
+                 present: Mapping[str, np.ndarray] | None = None) -> SliceReport:
     """Slice every model's per-record counts (`arrays`: model → (records, columns), the same
     records in the same order for every model, in ranking order of the whole evaluation) by the
     metadata rows of the same records. `metrics`: metric key → function of summed counts, the
@@ -255,7 +256,10 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
     (exact ties keep the evaluation's order). The slice of all records keeps the evaluation's
     ranking (the order of `arrays`) and is always ranked; a slice's ranking is compared with it.
     A slice is ranked when it has `min_size` records and at least two resampling units (records,
-    or clusters); with fewer than two units it has no interval.
+    or clusters); with fewer than two units it has no interval. `present`: for a model that has
+    rows for only some of the records (others' extra predictions), which ones (a boolean per
+    record); in a slice where it has none, its metrics are undefined (NaN: `n/a`) and it is
+    neither ranked nor resampled there, as `leaderboard --slice` leaves out a run without records.
     """
     models = list(arrays)
     primary = spec.primary
@@ -275,7 +279,10 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
         family: list[dict[str, Any]] = []
         for code, value in enumerate(labels):
             idx = np.sort(order[bounds[code] : bounds[code + 1]])
-            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, whole=None if by else (models, overall))
+            absent = frozenset(m for m, p in (present or {}).items() if by and m in arrays and not np.asarray(p)[idx].any())
+            got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, whole=None if by else (models, overall), absent=absent)
+            for m in sorted(absent, key=models.index):
+                notes.append(f"{label} = {value}: no record of {m!r}; its metrics there are undefined (n/a).")
             ranked = not by or (len(idx) >= options.min_size and got["units"] >= 2)
             rows.extend(_rows(label, value, idx, got, ranked, primary, names, overall, models))
             if ranked:
@@ -324,14 +331,16 @@ def _clusters(metadata: Any, options: SliceOptions, n_records: int, notes: list[
 def _rows(label: str, value: str, idx: np.ndarray, got: Mapping[str, Any], ranked: bool, primary: str, names: Sequence[str],
           overall: Mapping[str, Mapping[str, float]], models: Sequence[str]) -> list[dict[str, Any]]:
     """The table rows of one slice: one per model, in the slice's ranking order."""
-    order_in = [r["model"] for r in got["ranking"]]
-    differs = bool(label != ALL and ranked and order_in != list(models))
+    absent = got.get("absent", frozenset())
+    order_in = [r["model"] for r in got["ranking"] if r["model"] not in absent]
+    differs = bool(label != ALL and ranked and order_in != [m for m in models if m not in absent])
     out = []
     for r in got["ranking"]:
         m = r["model"]
         iv = got["intervals"].get(m)
         out.append({"slice": label, "value": value, "model": m, "records": int(len(idx)), "clusters": got["clusters"],
-                    "ranked": ranked, "rank": r["rank"] if ranked else None, "winner": ranked and r["rank"] == 1,
+                    "ranked": ranked and m not in absent, "rank": r["rank"] if ranked and m not in absent else None,
+                    "winner": ranked and m not in absent and r["rank"] == 1,
                     "ranking_differs": differs, "metric": primary, "estimate": got["values"][m][primary],
                     "low": iv.low if iv is not None else None, "high": iv.high if iv is not None else None,
                     "overall": overall[m][primary], **{f"metrics/{k}": got["values"][m][k] for k in names}})
@@ -366,16 +375,17 @@ def _ranking(spec: RankingSpec, values: Mapping[str, Mapping[str, float]], order
 
 
 def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.ndarray | None, metrics: Mapping[str, Metric], names: Sequence[str],
-               spec: RankingSpec, options: SliceOptions, *, whole: tuple[Sequence[str], Mapping[str, Mapping[str, float]]] | None = None
-               ) -> dict[str, Any]:
+               spec: RankingSpec, options: SliceOptions, *, whole: tuple[Sequence[str], Mapping[str, Mapping[str, float]]] | None = None,
+               absent: frozenset[str] = frozenset()) -> dict[str, Any]:
     """One slice: every model's values (exact, from the slice's summed counts), its ranking (by
     `spec`; for the slice of all records, `whole`: the evaluation's order and the values already
     summed), the primary metric's paired interval per model and per adjacent gap with the gaps'
-    p-values — none with fewer than two resampling units."""
+    p-values — none with fewer than two resampling units. `absent`: models without a record in
+    the slice: undefined values, ranked after the others, no interval and no lead."""
     models = list(arrays)
     if whole is None:
-        sub = {m: np.asarray(arrays[m])[idx] for m in models}
-        values = {m: _values(metrics, names, sub[m]) for m in models}
+        sub = {m: np.asarray(arrays[m])[idx] for m in models if m not in absent}
+        values = {m: {k: math.nan for k in names} if m in absent else _values(metrics, names, sub[m]) for m in models}
         ranking = _ranking(spec, values, models)
     else:  # every record: the arrays as they are, not copied, and their sums already taken
         sub, values = {m: np.asarray(arrays[m]) for m in models}, whole[1]
@@ -386,10 +396,11 @@ def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.n
         labels = clusters[idx]
         rows = _cluster_rows(sub, labels)
         n_clusters = units = len(next(iter(rows.values()))) if rows else 0
-    if units < 2 or options.resamples <= 0:  # nothing to resample, or intervals off
-        return {"values": values, "ranking": ranking, "intervals": {}, "gaps": [], "clusters": int(n_clusters), "units": units}
+    done = {"values": values, "ranking": ranking, "intervals": {}, "gaps": [], "clusters": int(n_clusters), "units": units, "absent": absent}
+    if units < 2 or options.resamples <= 0 or not rows:  # nothing to resample, or intervals off
+        return done
     draws = bootstrap_samples(rows, metrics[spec.primary], resamples=options.resamples, seed=options.seed)
-    ordered = [r["model"] for r in ranking]
+    ordered = [r["model"] for r in ranking if r["model"] not in absent]
     pairs = list(zip(ordered[:-1], ordered[1:]))
     assert draws is not None
     estimates = np.array([values[m][spec.primary] for m in draws.models])
@@ -400,7 +411,7 @@ def _one_slice(arrays: Mapping[str, np.ndarray], idx: np.ndarray, clusters: np.n
         d = draws.samples[:, col[a]] - draws.samples[:, col[b]]
         iv = diffs[(a, b)]
         gaps.append({"higher": a, "lower": b, "difference": iv.to_dict(), "p_value": bootstrap_p_value(d), "verdict": significance(iv.low, iv.high)})
-    return {"values": values, "ranking": ranking, "intervals": per, "gaps": gaps, "clusters": int(n_clusters), "units": units}
+    return {**done, "intervals": per, "gaps": gaps}
 
 
 def _cluster_rows(sub: Mapping[str, np.ndarray], labels: np.ndarray) -> dict[str, np.ndarray]:

@@ -186,10 +186,25 @@ def _sliced(scored: Any, options: Any, metadata: Any) -> tuple[Any, Any]:
     rows = metadata.reindex(rec)
     if sizes is not None:
         rows[SIZE] = sizes.reindex(rec).to_numpy(dtype=object)
-    report = slice_report({m: arrays[m] for m in scored.models}, rows, metrics, spec, options)
+    report = slice_report({m: arrays[m] for m in scored.models}, rows, metrics, spec, options, present=_present(tables, rec))
     if sizes is not None:
         report.extra["size"] = str(sizes.name)
     return report, rows
+
+
+def _present(tables: Mapping[str, Any], rec: Sequence[str]) -> dict[str, Any]:
+    """For each model whose table lacks some of the lined-up records `rec` (another model's extra
+    predictions), which records it has rows for; models that have them all are left out."""
+    import numpy as np
+    import pandas as pd
+
+    out: dict[str, Any] = {}
+    index = None
+    for m, t in tables.items():
+        if len(t.record_ids) != len(rec):
+            index = pd.Index(rec, dtype=object) if index is None else index
+            out[m] = index.isin(np.asarray(t.record_ids, dtype=object).astype(str).tolist())
+    return out
 
 
 def clustered_intervals(doc: dict[str, Any], report: Any, task: str) -> None:
