@@ -207,3 +207,43 @@ def test_the_fields_runs_per_field_intervals_resample_the_clusters(tmp_path: Pat
     few = field_cis("few", "--slice-by", "few", "--cluster-by", "few")
     assert plain and own == plain
     assert few != plain
+
+
+@pytest.mark.parametrize("task", ["labels", "fields"])
+def test_leaderboard_on_a_bin_of_a_numeric_column_and_of_the_built_in_size(task: str, tmp_path: Path) -> None:
+    """`leaderboard --slice length=(a, b]` and `--slice @size=[a, b]`: a bin written as `score`
+    prints it takes the records whose number falls in it — the numbers `score --slice-by` gives
+    that bin; `@size` is read from the runs' per-record counts."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = list(task_cases()[task].score_args)
+    ids = [str(i) for i in pd.read_csv(args[args.index("--truth") + 1], dtype=str)["id"]]
+    meta = tmp_path / "meta.csv"
+    pd.DataFrame({"id": ids, "length": [(k * 7) % 23 for k in range(len(ids))]}).to_csv(meta, index=False)
+    slicing = ["--slice-by", "length", "--slice-by", "@size", "--slice-bins", "3", "--metadata", str(meta)]
+    r = run_cli("evaluate", task, *args, *slicing, "--experiment", "bins", "--tracking-uri", uri)
+    assert r.code == 0, r.err
+    score = json.loads(run_cli("score", task, *args, *slicing, "--json").out)["slices"]
+    checked = 0
+    for slicing_name in ("length", "@size"):
+        values = [row["value"] for row in score["rows"] if row["slice"] == slicing_name and row["records"] >= 5 and row["value"] != "(missing)"]
+        for value in dict.fromkeys(values):
+            want = {row["model"]: row["estimate"] for row in score["rows"] if row["slice"] == slicing_name and row["value"] == value}
+            lb = run_cli("leaderboard", "--experiment", "bins", "--tracking-uri", uri, "--slice", f"{slicing_name}={value}", "--json", "--no-figures")
+            assert lb.code == 0, lb.err
+            got = {e["model"]: e["score"] for g in json.loads(lb.out)["groups"] for e in g["ranking"]}
+            assert got == pytest.approx(want, abs=1e-12), (slicing_name, value)
+            checked += 1
+    assert checked >= 3
+
+
+def test_a_slice_value_matches_text_numbers_and_bins_as_score_prints_them() -> None:
+    from extracteval.mlflow.run_slices import _in_slice
+
+    nums = ["1", "5", "5.5", "12", "", "40"]
+    assert _in_slice(nums, "[1, 5]") == [True, True, False, False, False, False]
+    assert _in_slice(nums, "(5, 12]") == [False, False, True, True, False, False]
+    assert _in_slice(nums, "< 1") == [False] * 6 and _in_slice(nums, "> 12") == [False] * 5 + [True]
+    assert _in_slice(nums, "5.0") == [False, True, False, False, False, False]
+    text = ["[1, 5]", "chat", "(5, 12]"]
+    assert _in_slice(text, "[1, 5]") == [True, False, False] and _in_slice(text, "(5, 12]") == [False, False, True]
+    assert _in_slice(["a", "b"], "< 3") == [False, False]

@@ -138,10 +138,11 @@ def _sliced_pair(task: str, runs: tuple[Any, Any], tables: tuple[Any, Any], uri:
                  out: dict[str, Any], thresholds: DecisionThresholds) -> tuple[tuple[Any, Any], list[str]]:
     """The two runs' per-record counts on the slice's records (`out`'s values, gap and verdict
     recomputed from them) and summed per cluster; notes saying so."""
-    from extracteval.mlflow.run_slices import check_column, clustered_table, read_run_metadata, sliced_table, table_metrics
+    from extracteval.mlflow.run_slices import check_column, clustered_table, slice_metadata, sliced_table, table_metrics
 
     what = f"--slice {selector}" if selector is not None else f"--cluster-by {cluster_by}"
-    metas = [read_run_metadata(r.info.artifact_uri, uri) for r in runs]
+    need = [c for c in (selector.column if selector is not None else None, cluster_by) if c]
+    metas = [slice_metadata(task, r, uri, need) for r in runs]
     for r, t, meta in zip(runs, tables, metas):
         if t is None or meta is None:
             raise InputError(f"{what}: run {r.info.run_id} has no per-record counts and record metadata (it was logged without --slice-by "

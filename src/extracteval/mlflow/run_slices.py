@@ -11,20 +11,25 @@ column, so that the paired bootstrap resamples whole clusters.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["count_metrics", "METADATA_ARTIFACT", "SliceSelector", "parse_slice", "read_run_metadata", "sliced_table", "clustered_table", "table_metrics"]
+__all__ = ["count_metrics", "METADATA_ARTIFACT", "SliceSelector", "parse_slice", "read_run_metadata", "slice_metadata", "sliced_table", "clustered_table",
+           "table_metrics"]
 
 METADATA_ARTIFACT = "extracteval/record_metadata.parquet"
 
 
 @dataclass(frozen=True)
 class SliceSelector:
-    """`COLUMN=VALUE`: the records whose metadata column holds this value (as text)."""
+    """`COLUMN=VALUE`: the records whose metadata column holds this value (as text), or whose
+    number falls in it when the value is a bin label of a numeric column (`length=(5, 12]`);
+    `@size=…`: the records of that size (or size bin)."""
 
     column: str
     value: str
@@ -64,6 +69,82 @@ def read_run_metadata(artifact_uri: str, tracking_uri: str) -> Any:
     return read_run_artifact(artifact_uri, METADATA_ARTIFACT, tracking_uri, read)
 
 
+def slice_metadata(task: str, run: Any, tracking_uri: str, columns: Sequence[str]) -> Any:
+    """A run's record metadata holding `columns`: those of its `record_metadata.parquet`, and the
+    built-in `@size` (each record's size as the task counts it, read from its per-record counts:
+    a run logged without slicing has it too). `run`: an MLflow `Run` or a tracked run (its
+    artifact URI and params). None when the run lacks what the columns need."""
+    import pandas as pd
+
+    from extracteval.mlflow.adapters import get_adapter
+    from extracteval.mlflow.intervals import RECORDS_ARTIFACT, read_run_artifact
+    from extracteval.mlflow.slicing import SIZE
+
+    info = getattr(run, "info", None)
+    uri = info.artifact_uri if info is not None else run.artifact_uri
+    params = run.data.params if info is not None else run.params
+    named = [c for c in columns if c != SIZE]
+    meta = read_run_metadata(uri, tracking_uri) if named else None
+    if named and meta is None:
+        return None
+    if SIZE not in columns:
+        return meta
+    adapter = get_adapter(task)
+    sizes = read_run_artifact(uri, RECORDS_ARTIFACT, tracking_uri, lambda p: adapter.record_sizes(p, params))
+    if sizes is None:
+        return None
+    sizes.index = sizes.index.astype(str)
+    frame = pd.DataFrame(index=sizes.index) if meta is None else meta.reindex(meta.index.union(sizes.index, sort=False))
+    frame[SIZE] = [None if pd.isna(v) else str(int(v)) for v in sizes.reindex(frame.index).tolist()]
+    return frame
+
+
+_BIN = re.compile(r"^([\[(])\s*([^,\s]+)\s*,\s*([^\]\s]+)\s*\]$")
+_OUTSIDE = re.compile(r"^([<>])\s*(\S+)$")
+
+
+def _bin_range(value: str) -> tuple[float, float, bool, bool] | None:
+    """The range of a bin label as `score` prints it (`[1, 5]`, `(5, 12]`, `< 1`, `> 40`): (low,
+    high, low included, high included); None for any other text."""
+    try:
+        m = _BIN.match(value)
+        if m:
+            return float(m.group(2)), float(m.group(3)), m.group(1) == "[", True
+        m = _OUTSIDE.match(value)
+        if m:
+            edge = float(m.group(2))
+            return (-math.inf, edge, False, False) if m.group(1) == "<" else (edge, math.inf, False, False)
+    except ValueError:
+        return None
+    return None
+
+
+def _in_slice(texts: Sequence[str], value: str) -> list[bool]:
+    """Which of these metadata values (text) are in the slice `value`: the same text, or — for a
+    number or a bin label, in a numeric column (every value a number) — a number equal to it or
+    inside the bin."""
+    same = [t == value for t in texts]
+    rng = _bin_range(value)
+    if rng is None:
+        try:
+            rng = (float(value),) * 2 + (True, True)  # a number: the records holding it, however written (`6`, `6.0`)
+        except ValueError:
+            return same
+    if any(same):
+        return same
+    numbers = []
+    for t in texts:
+        if t == "":
+            numbers.append(None)
+            continue
+        try:
+            numbers.append(float(t))
+        except ValueError:
+            return same  # a text column: its values as they are
+    low, high, low_in, high_in = rng
+    return [n is not None and (low < n or (low_in and n == low)) and (n < high or (high_in and n == high)) for n in numbers]
+
+
 def _values(metadata: Any, column: str, ids: Sequence[Any]) -> list[str]:
     """The column's value (text; "" for none) of each of `ids`."""
     from extracteval.core.slices import value_text
@@ -75,7 +156,7 @@ def sliced_table(table: Any, metadata: Any, selector: SliceSelector) -> Any:
     """The run's per-record counts restricted to the records of the slice."""
     import numpy as np
 
-    keep = np.array([v == selector.value for v in _values(metadata, selector.column, table.record_ids)], dtype=bool)
+    keep = np.array(_in_slice(_values(metadata, selector.column, table.record_ids), selector.value), dtype=bool)
     return replace(table, record_ids=table.record_ids[keep], counts=table.counts[keep])
 
 

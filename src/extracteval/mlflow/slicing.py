@@ -153,7 +153,9 @@ def record_tables(scored: Any, *, sizes: bool = False) -> tuple[dict[str, Any], 
             found.append(size)
     if not sizes:
         return tables, None
-    joined = pd.concat(found, axis=1).max(axis=1)
+    joined = pd.concat(found, axis=1).max(axis=1)  # a record one model lacks is NaN there: the others' size
+    if len(joined) and joined.notna().all():
+        joined = joined.astype("int64")  # a count: `6`, not `6.0`
     joined.name = found[0].name
     return tables, joined
 

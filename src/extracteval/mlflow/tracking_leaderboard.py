@@ -384,12 +384,12 @@ def _sliced_ranking(lb: Leaderboard, runs: Mapping[str, TrackedRun], summaries: 
     records, summed per cluster with `cluster_by`), and notes. Runs without record metadata (logged
     without slicing) are left out of a sliced ranking, and without clustered intervals."""
     from extracteval.mlflow.adapters import get_adapter
-    from extracteval.mlflow.run_slices import check_column, clustered_table, read_run_metadata, sliced_table, table_metrics
+    from extracteval.mlflow.run_slices import check_column, clustered_table, slice_metadata, sliced_table, table_metrics
 
     wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
     tables = _record_tables(lb.task, wanted, uri)
-    meta = {rid: read_run_metadata(runs[rid].artifact_uri, uri) for rid in tables}
     need = [c for c in (selector.column if selector is not None else None, cluster_by) if c]
+    meta = {rid: slice_metadata(lb.task, runs[rid], uri, need) for rid in tables}
     usable = {rid: t for rid, t in tables.items() if meta[rid] is not None}
     for rid in usable:
         for c in need:
