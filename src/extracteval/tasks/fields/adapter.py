@@ -585,7 +585,9 @@ class FieldsAdapter:
         key = ("f1_ci", model, _cluster_column(scored))
         if key in scored.cache:
             return scored.cache[key]
-        clustered = _clustered_ledger(scored, r.records, model) if r.records is not None and key[2] else None
+        clustered = None
+        if key[2]:
+            clustered = _clustered_ledger(scored, r.records, model) if r.records is not None else self._clustered_streamed(scored, model)
         cfg = r.config
         kw = {"resamples": int(cfg.get("bootstrap") or 0), "confidence": float(cfg["confidence"]), "seed": int(cfg["seed"]),
               "zero_division": float(cfg["zero_division"])}
@@ -601,6 +603,33 @@ class FieldsAdapter:
             ci = _field_f1_intervals(r.records.counts[model], **kw)
         scored.cache[key] = ci
         return ci
+
+    def _clustered_streamed(self, scored: Scored, model: str) -> np.ndarray | None:
+        """`_clustered_ledger` of a streamed evaluation (no ledger in memory): the model's per-record
+        counts read back from the rows the engine streamed (`records.parquet`), each field's
+        columns in the result's field order, summed per cluster alike; None without those rows."""
+        from extracteval.core.bootstrap import cluster_sums
+        from extracteval.core.record_counts import column
+        from extracteval.core.run_ranking import COUNT_COLUMNS
+        from extracteval.core.slices import cluster_labels
+        from extracteval.mlflow.slicing import SLICE_RECORDS
+
+        path = (scored.cache.get("streamed_files") or {}).get((model, "records.parquet"))
+        table = self.record_counts(path, self.params(scored)) if path is not None and Path(path).is_file() else None
+        if table is None:
+            return None
+        fields = list(scored.result.fields)
+        at = {c: j for j, c in enumerate(table.columns)}
+        n = len(table.record_ids)
+        rows = np.zeros((n, len(fields), 5), dtype=np.int64)
+        for j, name in enumerate(fields):
+            for k, count in enumerate(COUNT_COLUMNS):
+                c = at.get(column(name, count))
+                if c is not None:
+                    rows[:, j, k] = table.counts[:, c]
+        ids = [str(i) for i in table.record_ids]
+        labels = cluster_labels(scored.cache[SLICE_RECORDS][_cluster_column(scored)].reindex(ids).tolist(), ids)
+        return cluster_sums(rows.reshape(n, -1), labels, natural=True).reshape(-1, len(fields), 5)
 
     def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
         m = scored.result.models[model]
