@@ -32,3 +32,9 @@ def test_the_usual_ids() -> None:
     assert natural_sorted(big) == ["r3", "r" + "1" + "0" * 24, "r" + "9" * 25]
     assert natural_sorted(["b1", "a2", 3]) == sorted(["b1", "a2", 3], key=natural_key)
     assert natural_sorted([]) == []
+
+
+def test_ids_that_are_not_utf8_text_keep_the_general_rule() -> None:
+    """A lone surrogate (valid in JSON text, not UTF-8) takes the general rule, not the vectorised path."""
+    ids = ["r2\ud800", "r10", "r1"]
+    assert natural_sorted(ids) == sorted(ids, key=natural_key) == ["r1", "r2\ud800", "r10"]

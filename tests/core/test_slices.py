@@ -269,3 +269,14 @@ def test_a_model_without_records_in_a_slice_is_undefined_there_not_zero() -> Non
     x = {r["model"]: r for r in report.rows if r["value"] == "x"}
     assert x["b"]["ranked"] and not np.isnan(x["b"]["estimate"])  # b has the records of x: ranked as ever
     assert all(w["value"] != "extra" for w in report.weakest["b"])
+
+
+def test_bin_labels_name_their_edges_exactly() -> None:
+    """Six significant digits where they read back as the edge, more where it needs them: a label
+    read back gives the edges the records were cut at."""
+    from extracteval.core.slices import _edge_labels
+
+    edges = [0.1234567, 0.2875, 2.0000001, 4.0, 1234567.0, 0.1 + 0.2, 3.5, -1e-9]
+    labels = _edge_labels(edges)
+    assert labels[1] == "0.2875" and labels[3] == "4" and labels[6] == "3.5"
+    assert [float(t) for t in labels] == edges

@@ -40,7 +40,10 @@ def _prefix_number_order(ids: list[Any]) -> list[int] | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = pa.array(ids, type=pa.string())
+    try:
+        arr = pa.array(ids, type=pa.string())
+    except (UnicodeError, pa.ArrowException):  # text that is not UTF-8 (a lone surrogate): the general rule
+        return None
     if prefix and not pc.all(pc.starts_with(arr, prefix)).as_py():
         return None
     rest = pc.utf8_slice_codeunits(arr, len(prefix)) if prefix else arr

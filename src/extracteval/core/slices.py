@@ -76,12 +76,13 @@ class SliceOptions:
 
 
 def _edge_labels(edges: Sequence[float]) -> list[str]:
-    """The edges as text, with as many significant digits as it takes to tell them apart."""
-    for digits in range(6, 18):
-        labels = [f"{e:.{digits}g}" for e in edges]
-        if len(set(labels)) == len(labels):
-            return labels
-    return [repr(float(e)) for e in edges]
+    """Each edge as text: six significant digits, or as many more as it takes to read back as the
+    edge itself — so a bin's label names its exact edges (`leaderboard --slice` reads them)."""
+    out = []
+    for e in edges:
+        e = float(e)
+        out.append(next((t for d in range(6, 18) if float(t := f"{e:.{d}g}") == e), repr(e)))
+    return out
 
 
 def _bins(values: np.ndarray, edges: Sequence[float]) -> tuple[np.ndarray, list[str]]:

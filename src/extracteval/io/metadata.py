@@ -143,10 +143,13 @@ def _keyed(p: Path, option: str, frame: Any, id_column: str, columns: list[str])
     if empty.any():
         row = int(empty.nonzero()[0][0]) + 1
         raise InputError(f"{p}: record {row}: {option}: expected a record id in {id_column!r}, but it is empty.")
+    import numpy as np
     import pandas as pd
 
-    strings = raw if isinstance(raw.dtype, pd.StringDtype) else raw.astype(object).astype(str)  # str() of each id
-    text = strings.str.strip().to_numpy(dtype=object)
+    if isinstance(raw.dtype, pd.StringDtype) or raw.dtype.kind in "iu":  # text, or integers: str() of each, vectorised
+        text = raw.astype(str).str.strip().to_numpy(dtype=object)
+    else:  # anything else (floats, bytes, dates, mixed objects): str() of each value, as written
+        text = np.array([str(v).strip() for v in raw.astype(object).tolist()], dtype=object)
     values = frame[columns].astype(object).where(frame[columns].notna(), None)
     values.index = text
     dup = values.index.duplicated(keep=False)
