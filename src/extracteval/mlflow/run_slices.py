@@ -69,11 +69,12 @@ def read_run_metadata(artifact_uri: str, tracking_uri: str) -> Any:
     return read_run_artifact(artifact_uri, METADATA_ARTIFACT, tracking_uri, read)
 
 
-def slice_metadata(task: str, run: Any, tracking_uri: str, columns: Sequence[str]) -> Any:
+def slice_metadata(task: str, run: Any, tracking_uri: str, columns: Sequence[str], *, sizes: Any = None) -> Any:
     """A run's record metadata holding `columns`: those of its `record_metadata.parquet`, and the
     built-in `@size` (each record's size as the task counts it, read from its per-record counts:
     a run logged without slicing has it too). `run`: an MLflow `Run` or a tracked run (its
-    artifact URI and params). None when the run lacks what the columns need."""
+    artifact URI and params); `sizes`: its record sizes when already read. None when the run lacks
+    what the columns need."""
     import pandas as pd
 
     from extracteval.mlflow.adapters import get_adapter
@@ -89,8 +90,9 @@ def slice_metadata(task: str, run: Any, tracking_uri: str, columns: Sequence[str
         return None
     if SIZE not in columns:
         return meta
-    adapter = get_adapter(task)
-    sizes = read_run_artifact(uri, RECORDS_ARTIFACT, tracking_uri, lambda p: adapter.record_sizes(p, params))
+    if sizes is None:
+        adapter = get_adapter(task)
+        sizes = read_run_artifact(uri, RECORDS_ARTIFACT, tracking_uri, lambda p: adapter.record_sizes(p, params))
     if sizes is None:
         return None
     sizes.index = sizes.index.astype(str)

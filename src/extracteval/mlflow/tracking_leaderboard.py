@@ -310,16 +310,26 @@ def _read_record_counts(path: Path) -> Any:
         return None
 
 
-def _record_tables(task: str, runs: Mapping[str, TrackedRun], tracking_uri: str, workers: int = 8) -> dict[str, Any]:
+def _record_tables(task: str, runs: Mapping[str, TrackedRun], tracking_uri: str, workers: int = 8, *, sizes: dict[str, Any] | None = None
+                   ) -> dict[str, Any]:
     """run id → per-record counts (`RecordCountTable`, the task adapter's reading of the run's
-    per-record artifact); runs without them are left out."""
+    per-record artifact); runs without them are left out. With `sizes` (a dict), each run's record
+    sizes (`record_sizes`) go into it from the same read of the artifact."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from extracteval.mlflow.intervals import read_run_counts
+    from extracteval.mlflow.adapters import get_adapter
+    from extracteval.mlflow.intervals import RECORDS_ARTIFACT, read_run_artifact, read_run_counts
+
+    adapter = get_adapter(task)
 
     def one(item: tuple[str, TrackedRun]) -> tuple[str, Any]:
         rid, run = item
-        return rid, read_run_counts(task, run.artifact_uri, run.params, tracking_uri)
+        if sizes is None:
+            return rid, read_run_counts(task, run.artifact_uri, run.params, tracking_uri)
+        both = read_run_artifact(run.artifact_uri, RECORDS_ARTIFACT, tracking_uri,
+                                 lambda p: (adapter.record_counts(p, run.params), adapter.record_sizes(p, run.params)))
+        table, sizes[rid] = both if both is not None else (None, None)
+        return rid, table
 
     if not tracking_uri.startswith(("http://", "https://", "databricks")):
         # local files: a read is well under a millisecond, mostly under the GIL; threads only add overhead
@@ -386,10 +396,13 @@ def _sliced_ranking(lb: Leaderboard, runs: Mapping[str, TrackedRun], summaries: 
     from extracteval.mlflow.adapters import get_adapter
     from extracteval.mlflow.run_slices import check_column, clustered_table, slice_metadata, sliced_table, table_metrics
 
+    from extracteval.mlflow.slicing import SIZE
+
     wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
-    tables = _record_tables(lb.task, wanted, uri)
     need = [c for c in (selector.column if selector is not None else None, cluster_by) if c]
-    meta = {rid: slice_metadata(lb.task, runs[rid], uri, need) for rid in tables}
+    sizes: dict[str, Any] | None = {} if SIZE in need else None
+    tables = _record_tables(lb.task, wanted, uri, sizes=sizes)  # with `@size`, each run's sizes from the same read
+    meta = {rid: slice_metadata(lb.task, runs[rid], uri, need, sizes=(sizes or {}).get(rid)) for rid in tables}
     usable = {rid: t for rid, t in tables.items() if meta[rid] is not None}
     for rid in usable:
         for c in need:
