@@ -262,7 +262,7 @@ def test_a_model_without_records_in_a_slice_is_undefined_there_not_zero() -> Non
     assert np.isnan(extra["b"]["estimate"]) and extra["b"]["rank"] is None and not extra["b"]["ranked"] and extra["b"]["low"] is None
     assert extra["a"]["ranked"] and extra["a"]["rank"] == 1 and extra["a"]["winner"] and extra["a"]["low"] is not None
     assert not [g for g in report.gaps if g["value"] == "extra"]
-    assert any("no record of 'b'" in n for n in report.notes)
+    assert any("no record of 'b'" in n for n in report.notes_of(["b"])) and report.notes_of(["a"]) == report.notes
     alone = _report({"a": a[50:]}, pd.DataFrame({"g": ["extra"] * 10}), by=(("g",),), min_size=5)
     mine = next(r for r in alone.rows if r["value"] == "extra")
     assert (extra["a"]["estimate"], extra["a"]["low"], extra["a"]["high"]) == (mine["estimate"], mine["low"], mine["high"])

@@ -198,6 +198,11 @@ class SliceReport:
     weakest: dict[str, list[dict[str, Any]]]
     notes: list[str]
     extra: dict[str, Any] = field(default_factory=dict)  # what the caller adds (`size`: what the built-in size counts)
+    model_notes: dict[str, list[str]] = field(default_factory=dict)  # notes about one model (a slice without its records), after `notes`
+
+    def notes_of(self, models: Sequence[str]) -> list[str]:
+        """The notes a view of these models shows: the general ones, then those about them."""
+        return [*self.notes, *(n for m in models for n in self.model_notes.get(m, ()))]
 
     def frame(self) -> Any:
         """The rows as a DataFrame (the `slices` table): one row per slicing, value and model."""
@@ -210,7 +215,7 @@ class SliceReport:
         return {
             "metric": self.metric, "label": self.label, "rate": self.rate, "by": [CROSS.join(b) for b in o.by], "min_size": o.min_size, "cluster_by": o.cluster_by,
             "confidence": o.confidence, "resamples": o.resamples, "seed": o.seed, "correction": "holm",
-            "rows": self.rows, "gaps": self.gaps, "weakest": self.weakest, "notes": self.notes, **self.extra,
+            "rows": self.rows, "gaps": self.gaps, "weakest": self.weakest, "notes": self.notes_of(list(self.model_notes)), **self.extra,
         }
 
 
@@ -269,6 +274,7 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
     overall = {m: _values(metrics, names, arrays[m]) for m in models}
     n_records = len(next(iter(arrays.values()))) if arrays else 0
     notes: list[str] = []
+    model_notes: dict[str, list[str]] = {}
     clusters = _clusters(metadata, options, n_records, notes)
     rows: list[dict[str, Any]] = []
     gaps: list[dict[str, Any]] = []
@@ -283,7 +289,7 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
             absent = frozenset(m for m, p in (present or {}).items() if by and m in arrays and not np.asarray(p)[idx].any())
             got = _one_slice(arrays, idx, clusters, metrics, names, spec, options, whole=None if by else (models, overall), absent=absent)
             for m in sorted(absent, key=models.index):
-                notes.append(f"{label} = {value}: no record of {m!r}; its metrics there are undefined (n/a).")
+                model_notes.setdefault(m, []).append(f"{label} = {value}: no record of {m!r}; its metrics there are undefined (n/a).")
             ranked = not by or (len(idx) >= options.min_size and got["units"] >= 2)
             rows.extend(_rows(label, value, idx, got, ranked, primary, names, overall, models))
             if ranked:
@@ -298,7 +304,8 @@ def slice_report(arrays: Mapping[str, np.ndarray], metadata: Any, metrics: Mappi
         _correct(family, options, label, notes)
         gaps.extend(family)
     weakest = _weakest(rows, models, spec, options)
-    return SliceReport(metric=primary, label=spec.label, rate=spec.primary_is_rate, options=options, rows=rows, gaps=gaps, weakest=weakest, notes=notes)
+    return SliceReport(metric=primary, label=spec.label, rate=spec.primary_is_rate, options=options, rows=rows, gaps=gaps, weakest=weakest, notes=notes,
+                       model_notes={m: model_notes[m] for m in models if m in model_notes})
 
 
 def value_text(v: Any) -> str:

@@ -125,4 +125,4 @@ def slice_sections(scored: Any, models: Sequence[str]) -> list[Section]:
               + (f", whole clusters of {o.cluster_by!r}" if o.cluster_by else "") + f"); slices under {o.min_size} records are shown "
               "but not ranked; within each slicing the weakest value comes first. Every row: extracteval/slices.parquet.")
     weak = [f"weakest slices of {line}" for line in weakest_lines(doc, list(models))]
-    return [Section(title="Slices", table=slices_table(doc, list(models)), items=[legend, *weak, *report.notes])]
+    return [Section(title="Slices", table=slices_table(doc, list(models)), items=[legend, *weak, *report.notes_of(list(models))])]

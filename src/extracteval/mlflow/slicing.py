@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
-from extracteval.io.common_options import slice_config_keys
-
-SIZE = "@size"  # the built-in slicing: each record's size as its task counts it
+from extracteval.io.common_options import SIZE, slice_config_keys  # SIZE: the built-in slicing, named here too
 
 __all__ = ["SIZE", "clustered_intervals", "slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys", "slicing_for",
            "attach_slices", "frame_slicing", "SLICE_REPORT", "SLICE_RECORDS"]
