@@ -23,9 +23,9 @@ demo: $(STAMP)
 
 # the whole suite, as CI runs it: with every Python package installed, a missing one fails a test
 # instead of skipping it; tests that need a system package (Java, Chromium, PostgreSQL) skip
-# without it, naming the Debian package to install
+# without it, naming the Debian package to install; two worker processes (pytest-xdist), one per core
 test: $(DEV_STAMP)
-	EXTRACTEVAL_WHOLE_SUITE=1 $(BIN)/python -m pytest -q
+	EXTRACTEVAL_WHOLE_SUITE=1 $(BIN)/python -m pytest -q -n 2
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
