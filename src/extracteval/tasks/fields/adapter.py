@@ -405,15 +405,12 @@ class FieldsAdapter:
                                 counts=flat.reshape(len(rc.ids), width)[present])
 
     def count_metric(self, metric: str, columns: Sequence[str], params: Mapping[str, str]) -> Any:
-        from extracteval.core.record_counts import item_count_columns
         from extracteval.mlflow.intervals import zero_division_param
-        from extracteval.tasks.fields.metrics import fields_metrics
+        from extracteval.tasks.fields.metrics import CountMetrics
 
         if metric not in self.interval_metrics:
             return None
-        _fields, counts = item_count_columns(columns)
-        zd = zero_division_param(params)
-        return lambda summed: fields_metrics(counts(summed), which=(metric,), zero_division=zd)[metric]
+        return CountMetrics.of(tuple(columns), zero_division_param(params)).metric(metric)
     config_keys: Mapping[str, str] = {
         "strategies": "per-field strategy: mapping {field: EXACT|FUZZY|IGNORE} or a JSON/YAML file path",
         "types": "per-field value type: mapping {field: auto|text|id}; text: text rules only, id: exactly as written (auto)",
