@@ -159,10 +159,6 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     # the command line's reader and scorer: files as they are, tables in memory in their place
     t_in = _source(truth, "truth", None)
     slicing = slicing_for({**config, "truth": t_in, "id_column": id_column})  # before scoring: a wrong column fails fast
-    if slicing is not None:  # a metadata column of the truth is read, never scored
-        from extracteval.io.metadata import without_columns
-
-        t_in = without_columns(t_in, [c for c in slicing[0].columns if c != id_column])
     if isinstance(predictions, Mapping):
         p_in: list[Any] = [(str(k), _source(v, f"predictions of model {str(k)!r}", status_column)) for k, v in predictions.items()]
     else:  # unnamed, as `--predictions FILE`: named after the file, or by its `model` column
@@ -172,10 +168,10 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
     from extracteval.core.collector import bulk_work
 
     with bulk_work():
-        scored = adapter.score_inputs(t_in, p_in, {k: v for k, v in config.items() if k != "status_column" and k not in slice_keys},
-                                      id_column=id_column)
+        # the slicing keys go to the task too: a column of the truth they name is metadata, which its configuration leaves unscored
+        scored = adapter.score_inputs(t_in, p_in, {k: v for k, v in config.items() if k != "status_column"}, id_column=id_column)
         if slicing is not None:
-            attach_slices(scored, slicing, truth=truth if isinstance(truth, (str, Path)) else None)
+            attach_slices(scored, slicing)
     return ScoreResult(task=task, models=tuple(scored.models), scored=scored, adapter=adapter)
 
 

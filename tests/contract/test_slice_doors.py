@@ -123,9 +123,22 @@ def test_a_metadata_column_of_the_truth_is_read_not_scored(task: str, tmp_path: 
     plain = run_cli("score", task, "--truth", str(ex.truth), *common[:-3], "--json")
     assert inside.code == apart.code == plain.code == 0, inside.err + apart.err
     a, b, c = json.loads(inside.out), json.loads(apart.out), json.loads(plain.out)
+    # the Python API on the same truth file, and (a table) on it read into a DataFrame: the command line's document
+    api = extracteval.score(task, truth, {ex.model: pred}, **ex.config, slice_by=["channel"], slice_min_size=5).to_dict()
+    assert api["inputs"]["truth"] == str(truth)
+    docs = [api]
+    if truth.suffix == ".csv":
+        docs.append(extracteval.score(task, pd.read_csv(truth, dtype=str, keep_default_na=False), {ex.model: pred}, **ex.config,
+                                      slice_by=["channel"], slice_min_size=5).to_dict())
+    for d in docs:
+        assert _text(d.pop("slices")["rows"]) == _text(a["slices"]["rows"])
+        d.pop("inputs")
     assert _text(a.pop("slices")["rows"]) == _text(b.pop("slices")["rows"])
     assert a.pop("inputs")["truth"] == str(truth)
     b.pop("inputs"), c.pop("inputs")
     if task in ("fields", "labels", "json"):  # the tasks whose truth columns (keys) are all scored say which ones they left out
         assert a["config"].pop("metadata") == ["channel"]
+        for d in docs:
+            assert d["config"].pop("metadata") == ["channel"]
     assert a == b == c
+    assert all(json.loads(json.dumps(d, default=str)) == json.loads(json.dumps(a, default=str)) for d in docs), task

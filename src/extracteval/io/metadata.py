@@ -16,7 +16,7 @@ from typing import Any
 
 from extracteval.errors import InputError
 
-__all__ = ["read_metadata", "frame_metadata", "without_columns", "TABLE_SUFFIXES", "JSON_SUFFIXES"]
+__all__ = ["read_metadata", "frame_metadata", "TABLE_SUFFIXES", "JSON_SUFFIXES"]
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -163,48 +163,6 @@ def _keyed(p: Path, option: str, frame: Any, id_column: str, columns: list[str])
         values = values[~values.index.duplicated(keep="first")]
     values.index.name = "record_id"
     return values
-
-
-def without_columns(source: Any, columns: Sequence[str], *, delimiter: str | None = None) -> Any:
-    """`source` (a ground truth: a file path, or a table held in memory) without its metadata
-    `columns`, so that the task's reader does not score them as fields, features or keys.
-
-    A source holding none of them is returned as it is (the reader then reads the file itself);
-    otherwise a file is read — a CSV/TSV/Parquet table by `io.tables.read_table`, a JSON Lines
-    file record by record — and handed on as an `InMemoryTable` named by its path, which the task
-    readers read as the same records in a file (as the Python API's `status_column` does)."""
-    from extracteval.io.memory import InMemoryTable, is_in_memory, memory_frame
-
-    drop = set(columns)
-    if not drop:
-        return source
-    if is_in_memory(source):
-        if isinstance(source.value, list):
-            if not any(isinstance(r, dict) and drop & set(r) for r in source.value):
-                return source
-            return InMemoryTable([{k: v for k, v in r.items() if k not in drop} if isinstance(r, dict) else r for r in source.value],
-                                 source.name, source.model)
-        frame = memory_frame(source)
-        hit = [c for c in frame.columns if c in drop]
-        return InMemoryTable(frame.drop(columns=hit), source.name, source.model) if hit else source
-    if not isinstance(source, (str, Path)):
-        return source
-    p = Path(source)
-    suffix = _suffix(p)
-    if suffix in TABLE_SUFFIXES:
-        from extracteval.io.tables import read_table
-
-        frame = read_table(p, delimiter=delimiter)
-        hit = [c for c in frame.columns if c in drop]
-        return InMemoryTable(frame.drop(columns=hit), str(source)) if hit else source
-    if suffix in JSON_SUFFIXES:
-        from extracteval.io.json_text import read_record_file
-
-        records = [rec for _, rec in read_record_file(p)]
-        if not any(isinstance(r, dict) and drop & set(r) for r in records):
-            return source
-        return InMemoryTable([{k: v for k, v in r.items() if k not in drop} if isinstance(r, dict) else r for r in records], str(source))
-    return source
 
 
 def frame_metadata(table: Any, columns: Sequence[str], *, id_column: str = "id", ids: Sequence[Any] | None = None,

@@ -250,21 +250,17 @@ def slicing_for(args: argparse.Namespace | Mapping[str, Any]) -> tuple[Any, Any]
     return options, metadata_for(args, options)
 
 
-def attach_slices(scored: Any, slicing: tuple[Any, Any], *, truth: Any = None) -> Any:
+def attach_slices(scored: Any, slicing: tuple[Any, Any]) -> Any:
     """Slice a scored evaluation (`slice_scored`) and keep the result with it: its document gets
     `slices` (`SliceReport.to_dict()`: the `--json` document, `result.json`, the API's
     `to_dict()`), its cache the `SliceReport` and the scored records' metadata, which the runs
-    log. `truth`: the ground truth as the user named it, put back in the document's `inputs`
-    where the scoring read it without its metadata columns. Returns the `SliceReport`."""
+    log. Returns the `SliceReport`."""
     options, metadata = slicing
     report, rows = _sliced(scored, options, metadata)
     scored.doc["slices"] = report.to_dict()
     clustered_intervals(scored.doc, report, scored.task)
     scored.cache[SLICE_REPORT] = report
     scored.cache[SLICE_RECORDS] = rows
-    inputs = scored.doc.get("inputs")
-    if truth is not None and isinstance(inputs, dict) and "truth" in inputs and not isinstance(inputs["truth"], (str, list, type(None))):
-        inputs["truth"] = str(truth)
     return report
 
 
