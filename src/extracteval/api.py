@@ -139,8 +139,9 @@ def score(task: str, truth: Any, predictions: Any, *, id_column: str = "id", **c
             `status_column`), and the slicing keys (`slice_by`, `metadata`, `metadata_id`,
             `slice_bins`, `slice_min_size`, `cluster_by`: docs/slices.md); an unknown key is an
             error naming the valid ones. A column named by `slice_by` or `cluster_by` is read
-            from `metadata` (a file or a DataFrame keyed by record id) or else from the truth
-            itself, and is not scored.
+            from `metadata` (a file or a DataFrame keyed by record id) when it is given — the
+            truth is then scored whole, as on the command line — or else from the truth itself,
+            where it is not scored.
 
     Every input is read by the reader `extracteval score <task>` uses and scored by the same
     engine, so the result is the command line's for the same records: a file path is read as

@@ -99,3 +99,49 @@ def test_a_damaged_result_artifact_is_a_clear_error(cli: Any, store: str, tmp_pa
     code, out, err = cli("rescore", "--run", run_id, "--truth", str(folder / truth_name), "--tracking-uri", store, "--json")
     assert code == 2 and f"--run {run_id}" in err and "result.json" in err and "Traceback" not in err, err
     assert len(client.search_runs([client.get_run(run_id).info.experiment_id])) == before
+
+
+def _with_segment(src: Path, dst: Path) -> None:
+    """`src` with a `segment` column (CSV) or top-level key (JSON Lines), alternating north/south."""
+    import csv
+
+    if src.suffix == ".csv":
+        with src.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+        with dst.open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f).writerows([[*rows[0], "segment"], *([*r, "north" if k % 2 else "south"] for k, r in enumerate(rows[1:]))])
+    else:
+        recs = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines() if line.strip()]
+        dst.write_text("".join(json.dumps({**r, "segment": "north" if k % 2 else "south"}) + "\n" for k, r in enumerate(recs)), encoding="utf-8")
+
+
+@pytest.mark.parametrize("task", ["fields", "labels", "json"])
+def test_a_truth_column_the_run_sliced_by_stays_unscored_when_rescored(cli: Any, store: str, tmp_path: Path, task: str) -> None:
+    """A run that read a truth column as record metadata (`--slice-by segment`) is rescored on an
+    edited truth that still has the column: the column is left unscored again, so the new run's
+    metrics and configuration digest are those `evaluate --slice-by segment` logs on that truth."""
+    folder, truth_name, model, preds, options, edit = CASES[task]
+    truth, edited = tmp_path / f"s-{truth_name}", tmp_path / f"e-{truth_name}"
+    _with_segment(folder / truth_name, truth)
+    edit(folder / truth_name, tmp_path / f"plain-e-{truth_name}")
+    _with_segment(tmp_path / f"plain-e-{truth_name}", edited)
+    opts = [str(folder / o) if (folder / o).is_file() else o for o in options]
+
+    def evaluate(path: Path, experiment: str) -> str:
+        code, out, err = cli("evaluate", task, "--truth", str(path), "--predictions", f"{model}={folder / preds}", *opts, "--slice-by", "segment",
+                             "--experiment", experiment, "--tracking-uri", store, "--no-figures", "--json")
+        assert code == 0, err
+        return json.loads(out)["mlflow"]["models"][model]
+
+    run_id = evaluate(truth, f"sliced-{task}")
+    code, text, err = cli("rescore", "--run", run_id, "--truth", str(edited), "--tracking-uri", store, "--json", "--no-figures")
+    assert code == 0, err
+    new_id = json.loads(text)["new_run_id"]
+    want_id = evaluate(edited, f"sliced-edited-{task}")
+    client = MlflowClient(store)
+    new, want = client.get_run(new_id), client.get_run(want_id)
+    assert new.data.tags["extracteval.config_digest"] == want.data.tags["extracteval.config_digest"]
+    got = {k: v for k, v in new.data.metrics.items() if not k.startswith("slice/")}
+    expected = {k: v for k, v in want.data.metrics.items() if not k.startswith("slice/")}
+    assert not any(k.split("/")[1:2] == ["segment"] for k in got), [k for k in got if "/segment/" in k][:3]  # no item of that name
+    assert sorted(got) == sorted(expected) and all(abs(got[k] - expected[k]) < 1e-12 for k in expected)

@@ -258,15 +258,18 @@ def slicings(value: Any) -> tuple[tuple[str, ...], ...]:
 
 def metadata_columns(options: Any) -> tuple[str, ...]:
     """The ground-truth columns the options make record metadata (`--slice-by`, `--cluster-by`,
-    evaluator_config `slice_by`, `cluster_by`), in the order named: they describe a record and are
-    not scored. None when the metadata comes from a file of its own (`--metadata FILE`): the
-    ground truth is then scored whole."""
+    evaluator_config `slice_by`, `cluster_by`), in the order named, but the built-in `@size`: they
+    describe a record and are not scored. None when the metadata comes from a file (or table) of
+    its own (`--metadata FILE`; an empty name is none): the ground truth is then scored whole."""
+    from extracteval.io.common_options import SIZE
+
     config = options_of(options)
-    if config.get("metadata") is not None:
+    if config.get("metadata") is not None and not (isinstance(config["metadata"], str) and not config["metadata"]):
         return ()
     names = dict.fromkeys(c for by in slicings(config.get("slice_by")) for c in by)
     if config.get("cluster_by"):
         names[str(config["cluster_by"]).strip()] = None
+    names.pop(SIZE, None)  # the built-in size slice is no column of the truth
     return tuple(names)
 
 

@@ -133,8 +133,9 @@ def rescore_options(adapter: Any, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The evaluator_config options that rebuild a logged run's configuration (its result.json's
     `config`), for `adapter.build_config`: every key of the task's `config_keys` the logged
     config holds, the normaliser's keys from its `normalization`, the similarity backend from
-    its description, and the adapter's `logged_keys` ({where in the document: option}, where is
-    `a.b` inside `config`, or `/name` at the document's top, e.g. the fields a run scored)."""
+    its description, the truth columns it left unscored as record metadata (`metadata`), and the
+    adapter's `logged_keys` ({where in the document: option}, where is `a.b` inside `config`, or
+    `/name` at the document's top, e.g. the fields a run scored)."""
     from extracteval.io.config import logged_similarity
 
     cfg = doc.get("config") or {}
@@ -142,6 +143,9 @@ def rescore_options(adapter: Any, doc: Mapping[str, Any]) -> dict[str, Any]:
     opts = {k: cfg[k] for k in keys if k not in ("similarity", "similarity_options") and cfg.get(k) is not None}
     norm = cfg.get("normalization") or {}
     opts.update({k: norm[k] for k in ("null_tokens", "dayfirst") if k in keys and norm.get(k) is not None})
+    metadata = cfg.get("metadata")
+    if isinstance(metadata, list) and metadata:  # truth columns the run read as record metadata: left unscored again
+        opts["slice_by"] = [str(c) for c in metadata]
     similarity = cfg.get("similarity")
     if "similarity" in keys and isinstance(similarity, Mapping):
         opts.update(logged_similarity(similarity.get("semantic")))
