@@ -119,7 +119,8 @@ def _with_segment(src: Path, dst: Path) -> None:
 def test_a_truth_column_the_run_sliced_by_stays_unscored_when_rescored(cli: Any, store: str, tmp_path: Path, task: str) -> None:
     """A run that read a truth column as record metadata (`--slice-by segment`) is rescored on an
     edited truth that still has the column: the column is left unscored again, so the new run's
-    metrics and configuration digest are those `evaluate --slice-by segment` logs on that truth."""
+    metrics and configuration digest are those `evaluate --slice-by segment` logs on that truth;
+    on the truth it was scored on there is nothing to rescore."""
     folder, truth_name, model, preds, options, edit = CASES[task]
     truth, edited = tmp_path / f"s-{truth_name}", tmp_path / f"e-{truth_name}"
     _with_segment(folder / truth_name, truth)
@@ -134,6 +135,8 @@ def test_a_truth_column_the_run_sliced_by_stays_unscored_when_rescored(cli: Any,
         return json.loads(out)["mlflow"]["models"][model]
 
     run_id = evaluate(truth, f"sliced-{task}")
+    code, text, err = cli("rescore", "--run", run_id, "--truth", str(truth), "--tracking-uri", store, "--json")
+    assert code == 0 and json.loads(text)["skipped"] is True, text + err  # the truth it was scored on, metadata and all: nothing to do
     code, text, err = cli("rescore", "--run", run_id, "--truth", str(edited), "--tracking-uri", store, "--json", "--no-figures")
     assert code == 0, err
     new_id = json.loads(text)["new_run_id"]

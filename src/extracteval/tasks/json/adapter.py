@@ -373,8 +373,11 @@ class JsonAdapter(CellPredictions):
 
         cfg, sim_name, sim_opts = self.build_config(config)
         backend = get_similarity(sim_name, **sim_opts)
+        from extracteval.tasks.json.config import without_keys
+
         ids = frame_ids(ids, targets, predictions, truth_source, status=status)
         truth = {rid: _parse_object(v, what=truth_source, record=rid, strict=True) for rid, v in zip(ids, targets)}
+        truth = without_keys(truth, cfg.metadata)  # keys that describe a record: no part of its truth, as the file reader reads it
         preds = []
         for name, cells in predictions.items():
             given = (status or {}).get(name)
