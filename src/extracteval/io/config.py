@@ -11,6 +11,8 @@ from typing import Any
 from extracteval.errors import InputError
 from extracteval.io.text_files import read_text
 
+SIZE = "@size"  # the built-in slicing (`--slice-by @size`): each record's size as its task counts it
+
 __all__ = ["load_mapping", "parse_model_spec", "models_in_file", "safe_file_name", "similarity_settings", "similarity_of", "options_of", "given_options", "task_config"]
 
 
@@ -261,8 +263,6 @@ def metadata_columns(options: Any) -> tuple[str, ...]:
     evaluator_config `slice_by`, `cluster_by`), in the order named, but the built-in `@size`: they
     describe a record and are not scored. None when the metadata comes from a file (or table) of
     its own (`--metadata FILE`; an empty name is none): the ground truth is then scored whole."""
-    from extracteval.io.common_options import SIZE
-
     config = options_of(options)
     if config.get("metadata") is not None and not (isinstance(config["metadata"], str) and not config["metadata"]):
         return ()

@@ -79,7 +79,7 @@ def slice_metadata(task: str, run: Any, tracking_uri: str, columns: Sequence[str
 
     from extracteval.mlflow.adapters import get_adapter
     from extracteval.mlflow.intervals import RECORDS_ARTIFACT, read_run_artifact
-    from extracteval.io.common_options import SIZE
+    from extracteval.io.config import SIZE
 
     info = getattr(run, "info", None)
     uri = info.artifact_uri if info is not None else run.artifact_uri

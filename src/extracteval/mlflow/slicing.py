@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from extracteval.errors import InputError
-from extracteval.io.common_options import SIZE, slice_config_keys  # SIZE: the built-in slicing, named here too
+from extracteval.io.common_options import slice_config_keys
+from extracteval.io.config import SIZE  # the built-in slicing, named here too
 
 __all__ = ["SIZE", "clustered_intervals", "slice_options", "slice_scored", "metadata_for", "record_tables", "slice_config_keys", "slicing_for",
            "attach_slices", "frame_slicing", "SLICE_REPORT", "SLICE_RECORDS"]

@@ -396,7 +396,7 @@ def _sliced_ranking(lb: Leaderboard, runs: Mapping[str, TrackedRun], summaries: 
     from extracteval.mlflow.adapters import get_adapter
     from extracteval.mlflow.run_slices import check_column, clustered_table, slice_metadata, sliced_table, table_metrics
 
-    from extracteval.io.common_options import SIZE
+    from extracteval.io.config import SIZE
 
     wanted = {e.run_id: runs[e.run_id] for g in lb.groups for e in g.entries}
     need = [c for c in (selector.column if selector is not None else None, cluster_by) if c]
