@@ -145,22 +145,19 @@ def _cluster_column(scored: Scored) -> str | None:
     return column if column and meta is not None and column in meta.columns and getattr(options, "resamples", 0) else None
 
 
-def _clustered_ledger(scored: Scored, records: Any, model: str) -> np.ndarray | None:
-    """With `--cluster-by`, the model's per-record ledger summed per cluster (natural order of the
-    labels), so that the per-field intervals resample whole clusters as every other interval of the
-    evaluation does; None without clusters."""
+def _clustered_ledger(scored: Scored, ids: Sequence[Any], ledger: np.ndarray) -> np.ndarray | None:
+    """With `--cluster-by`, a model's per-record ledger (records `ids`, fields, 5) summed per cluster
+    (natural order of the labels), so that the per-field intervals resample whole clusters as every
+    other interval of the evaluation does; None without clusters."""
+    from extracteval.core.bootstrap import cluster_sums
+    from extracteval.core.slices import cluster_labels
     from extracteval.mlflow.slicing import SLICE_RECORDS
 
-    ledger = records.counts[model]
     column = _cluster_column(scored)
     if column is None:
         return None
-    meta = scored.cache[SLICE_RECORDS]
-    from extracteval.core.bootstrap import cluster_sums
-    from extracteval.core.slices import cluster_labels
-
-    ids = list(records.record_ids)
-    labels = cluster_labels(meta[column].reindex([str(i) for i in ids]).tolist(), ids)
+    ids = list(ids)
+    labels = cluster_labels(scored.cache[SLICE_RECORDS][column].reindex([str(i) for i in ids]).tolist(), ids)
     n, f = ledger.shape[0], ledger.shape[1]
     return cluster_sums(ledger.reshape(n, f * 5), labels, natural=True).reshape(-1, f, 5)
 
@@ -584,7 +581,8 @@ class FieldsAdapter:
             return scored.cache[key]
         clustered = None
         if key[2]:
-            clustered = _clustered_ledger(scored, r.records, model) if r.records is not None else self._clustered_streamed(scored, model)
+            clustered = _clustered_ledger(scored, r.records.record_ids, r.records.counts[model]) if r.records is not None \
+                else self._clustered_streamed(scored, model)
         cfg = r.config
         kw = {"resamples": int(cfg.get("bootstrap") or 0), "confidence": float(cfg["confidence"]), "seed": int(cfg["seed"]),
               "zero_division": float(cfg["zero_division"])}
@@ -603,13 +601,10 @@ class FieldsAdapter:
 
     def _clustered_streamed(self, scored: Scored, model: str) -> np.ndarray | None:
         """`_clustered_ledger` of a streamed evaluation (no ledger in memory): the model's per-record
-        counts read back from the rows the engine streamed (`records.parquet`), each field's
-        columns in the result's field order, summed per cluster alike; None without those rows."""
-        from extracteval.core.bootstrap import cluster_sums
+        counts read back from the rows the engine streamed (`records.parquet`) as a ledger, each
+        field's columns in the result's field order; None without those rows."""
         from extracteval.core.record_counts import column
         from extracteval.core.run_ranking import COUNT_COLUMNS
-        from extracteval.core.slices import cluster_labels
-        from extracteval.mlflow.slicing import SLICE_RECORDS
 
         path = (scored.cache.get("streamed_files") or {}).get((model, "records.parquet"))
         table = self.record_counts(path, self.params(scored)) if path is not None and Path(path).is_file() else None
@@ -624,9 +619,7 @@ class FieldsAdapter:
                 c = at.get(column(name, count))
                 if c is not None:
                     rows[:, j, k] = table.counts[:, c]
-        ids = [str(i) for i in table.record_ids]
-        labels = cluster_labels(scored.cache[SLICE_RECORDS][_cluster_column(scored)].reindex(ids).tolist(), ids)
-        return cluster_sums(rows.reshape(n, -1), labels, natural=True).reshape(-1, len(fields), 5)
+        return _clustered_ledger(scored, table.record_ids, rows)
 
     def metrics(self, scored: Scored, model: str, keys: KeyMap) -> dict[str, float]:
         m = scored.result.models[model]
