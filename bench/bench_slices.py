@@ -248,7 +248,7 @@ def _slicing_breakdown(argv: list[str], unsliced: float) -> None:
     from extracteval.core.record_counts import paired_counts
     from extracteval.core.slices import SliceOptions, slice_report, slice_values
     from extracteval.mlflow.adapters import get_adapter
-    from extracteval.mlflow.intervals import logged_record_table
+    from extracteval.mlflow.adapter_parts import logged_record_table
     from extracteval.mlflow.slicing import metadata_for, record_tables, slice_options, slice_scored
     from extracteval.tasks import ranking_spec
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from extracteval.mlflow.keys import KeyMap
 
-__all__ = ["FIGURE_ITEMS", "worst_items", "given_options", "task_config", "build_config", "rescore_options", "frame_ids", "WINNER_KINDS", "is_winner",
+__all__ = ["FIGURE_ITEMS", "worst_items", "given_options", "task_config", "build_config", "rescore_options", "logged_record_table", "frame_ids", "WINNER_KINDS", "is_winner",
            "rank_metrics", "winner_kind_metrics", "parent_head", "comparison_metrics", "winners_table",
            "adjacent_ranks_section", "closing_sections"]
 
@@ -161,6 +161,24 @@ def rescore_options(adapter: Any, doc: Mapping[str, Any]) -> dict[str, Any]:
         if value is not None:
             opts[key] = value
     return opts
+
+
+def logged_record_table(adapter: Any, scored: Any, model: str, *, sizes: bool = False) -> tuple[Any, Any]:
+    """`TaskAdapter.record_table` through the rows a run logs (an adapter's `record_table =
+    logged_record_table`): the model's `records_frame` written to Parquet in a temporary folder
+    and read back by the task's `record_counts` (and `record_sizes`), as `leaderboard` reads a
+    run. (None, None) without per-record rows."""
+    import tempfile
+    from pathlib import Path
+
+    frame = adapter.records_frame(scored, model)
+    if frame is None:
+        return None, None
+    params = adapter.params(scored)
+    with tempfile.TemporaryDirectory(prefix="extracteval-records-") as d:
+        path = Path(d) / "records.parquet"
+        frame.to_parquet(path, index=False)
+        return adapter.record_counts(path, params), (adapter.record_sizes(path, params) if sizes else None)
 
 
 def build_config(adapter: Any, config: Mapping[str, Any]) -> Any:

@@ -223,7 +223,7 @@ class TaskAdapter(Protocol):
         `record_counts` reads from the rows `records_frame(scored, model)` gives (and with
         `sizes`, what `record_sizes` reads, else None), equal to them (tested over the registry).
         A task hands its own counts over without writing rows, or reads them back through
-        `mlflow.intervals.logged_record_table`. (None, None) when the result keeps no per-record
+        `mlflow.adapter_parts.logged_record_table`. (None, None) when the result keeps no per-record
         counts. Slices are taken from it."""
 
     def record_sizes(self, path: "Path", params: Mapping[str, str]) -> "pd.Series | None":

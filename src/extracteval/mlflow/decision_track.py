@@ -15,6 +15,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
+from extracteval.mlflow.adapter_parts import logged_record_table
 from extracteval.mlflow.adapters import Section
 
 __all__ = ["track_spec", "decision_namespace", "decision_metrics", "decision_params", "decision_table", "decision_sections", "percent_table",
@@ -159,10 +160,7 @@ class DecisionTrackAdapter(CellPredictions):
     # the per-record count (or counts, summed) that is a record's size, and what it counts
     size_counts: tuple[tuple[str, ...], str] = (("tp", "fn"), "reference fields")
 
-    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
-        from extracteval.mlflow.intervals import logged_record_table
-
-        return logged_record_table(self, scored, model, sizes=sizes)
+    record_table = logged_record_table  # the per-record counts in memory: read back from the rows the run logs
 
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: its size as `size_counts` declares it."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from extracteval.core.bootstrap import Interval
 
-__all__ = ["read_records", "logged_record_table", "zero_division_param", "read_run_counts", "PairedIntervals", "paired_intervals", "decision_count_table",
+__all__ = ["read_records", "zero_division_param", "read_run_counts", "PairedIntervals", "paired_intervals", "decision_count_table",
            "decision_count_metric"]
 
 RECORDS_ARTIFACT = "extracteval/records.parquet"
@@ -78,22 +78,6 @@ def record_sizes_of(path: Path, columns: Sequence[str], name: str, *, where: tup
     sizes = pd.Series(total, index=frame["record_id"].astype(str).to_numpy(dtype=object)).groupby(level=0, sort=False).sum()
     sizes.name = name
     return sizes
-
-
-def logged_record_table(adapter: Any, scored: Any, model: str, *, sizes: bool = False) -> tuple[Any, Any]:
-    """`TaskAdapter.record_table` through the rows a run logs: the model's `records_frame`
-    written to Parquet in a temporary folder and read back by the task's `record_counts` (and
-    `record_sizes`), as `leaderboard` reads a run. (None, None) without per-record rows."""
-    import tempfile
-
-    frame = adapter.records_frame(scored, model)
-    if frame is None:
-        return None, None
-    params = adapter.params(scored)
-    with tempfile.TemporaryDirectory(prefix="extracteval-records-") as d:
-        path = Path(d) / "records.parquet"
-        frame.to_parquet(path, index=False)
-        return adapter.record_counts(path, params), (adapter.record_sizes(path, params) if sizes else None)
 
 
 def zero_division_param(params: Mapping[str, str]) -> float:

@@ -207,10 +207,7 @@ class RecordsAdapter(CellPredictions):
 
     # ---- intervals of tracked runs
 
-    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
-        from extracteval.mlflow.intervals import logged_record_table
-
-        return logged_record_table(self, scored, model, sizes=sizes)
+    record_table = adapter_parts.logged_record_table  # the per-record counts in memory: read back from the rows the run logs
 
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: its fields (every record has them all: one size)."""

@@ -31,7 +31,7 @@ from extracteval.errors import InputError
 from extracteval.io.cells import record_object
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
-from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, rescore_options, build_config
+from extracteval.mlflow.adapter_parts import closing_sections, frame_ids, rescore_options, build_config, logged_record_table
 from extracteval.mlflow.feature_views import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table
 from extracteval.mlflow.adapters import Scored, Section, run_params, shared_config_keys, ZERO_DIVISION_NAN
 from extracteval.tasks.entities.metrics import entities_metrics
@@ -72,10 +72,7 @@ class EntitiesAdapter(FeatureViewsAdapter):
     item_table_name = "feature_metrics"
     interval_metrics = ("entities/macro/f1", "entities/macro/precision", "entities/macro/recall", "entities/micro_accuracy")
 
-    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
-        from extracteval.mlflow.intervals import logged_record_table
-
-        return logged_record_table(self, scored, model, sizes=sizes)
+    record_table = logged_record_table  # the per-record counts in memory: read back from the rows the run logs
 
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: its gold entities."""

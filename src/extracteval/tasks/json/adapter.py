@@ -26,7 +26,8 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, is_missing, record_object, status_text
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, is_winner, parent_head, rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config,
+                                            logged_record_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.predictions_file import CellPredictions, write_prediction_cells
 from extracteval.tasks.json.metrics import METRICS, SCORES, count_metrics
@@ -182,10 +183,7 @@ class JsonAdapter(CellPredictions):
     _MEANS = SCORES  # metric → the per-record score it is the mean of
     interval_metrics = METRICS
 
-    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
-        from extracteval.mlflow.intervals import logged_record_table
-
-        return logged_record_table(self, scored, model, sizes=sizes)
+    record_table = logged_record_table  # the per-record counts in memory: read back from the rows the run logs
 
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per record: its truth keys holding a value."""

@@ -36,7 +36,7 @@ import pandas as pd
 
 from extracteval.errors import InputError
 from extracteval.io.cells import is_empty, record_object, status_text
-from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, rescore_options, build_config)
+from extracteval.mlflow.adapter_parts import (closing_sections, frame_ids, rescore_options, build_config, logged_record_table)
 from extracteval.mlflow.keys import KeyMap
 from extracteval.mlflow.feature_views import FeatureViewsAdapter, _short, is_blank, json_param, label_count_table, label_rows
 from extracteval.mlflow.predictions_file import prediction_cells_frame, write_prediction_cells
@@ -84,10 +84,7 @@ class LabelsAdapter(FeatureViewsAdapter):
     item_table_name = "feature_metrics"
     interval_metrics = ("labels/macro/f1", "labels/macro/precision", "labels/macro/recall", "labels/micro_accuracy")
 
-    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
-        from extracteval.mlflow.intervals import logged_record_table
-
-        return logged_record_table(self, scored, model, sizes=sizes)
+    record_table = logged_record_table  # the per-record counts in memory: read back from the rows the run logs
 
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per row: its features holding a truth value (a multi-label feature: its true labels)."""

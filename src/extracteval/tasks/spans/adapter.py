@@ -30,6 +30,7 @@ from extracteval.io.cells import is_missing
 from extracteval.errors import InputError
 from extracteval.mlflow.adapter_parts import (adjacent_ranks_section, closing_sections, comparison_metrics, frame_ids, is_winner, parent_head,
                                               rank_metrics, winner_kind_metrics, winners_table, rescore_options, build_config)
+from extracteval.mlflow.adapter_parts import logged_record_table
 from extracteval.mlflow.keys import KeyMap, sanitize_segment
 from extracteval.mlflow.predictions_file import CellPredictions, prediction_cells_frame, write_prediction_cells
 from extracteval.tasks.spans.records import COUNTS as _COUNTS
@@ -218,10 +219,7 @@ class SpansAdapter(CellPredictions):
     # and the same for every relaxed mode (`spans/relaxed_0.5/…`)
     interval_metrics = ("spans/exact/micro/f1", "spans/exact/micro/precision", "spans/exact/micro/recall", "spans/exact/macro/f1")
 
-    def record_table(self, scored: Any, model: str, *, sizes: bool = False) -> Any:
-        from extracteval.mlflow.intervals import logged_record_table
-
-        return logged_record_table(self, scored, model, sizes=sizes)
+    record_table = logged_record_table  # the per-record counts in memory: read back from the rows the run logs
 
     def record_sizes(self, path: Any, params: Mapping[str, str]) -> Any:
         """Per document: its gold spans (tp + fn of the exact matching mode)."""
