@@ -87,12 +87,6 @@ class RecordCountTable:
         return cls(record_ids=np.asarray(ids, dtype=object), columns=tuple(str(x) for x in cols), counts=out.reshape(len(ids), len(cols)))
 
 
-def _natural(ids: Sequence[str]) -> list[str]:
-    from extracteval.core.id_order import natural_sorted
-
-    return natural_sorted(ids)
-
-
 def paired_counts(tables: Mapping[Hashable, RecordCountTable]) -> tuple[list[str], tuple[str, ...], dict[Hashable, np.ndarray]]:
     """Tables of several models → (record ids, columns, model → (records, columns) array).
 
@@ -117,7 +111,9 @@ def paired_counts(tables: Mapping[Hashable, RecordCountTable]) -> tuple[list[str
             ids.update(dict.fromkeys(map(str, t.record_ids)))
             prev_ids = t.record_ids
         cols.update(dict.fromkeys(t.columns))
-    rec = _natural(list(ids))
+    from extracteval.core.id_order import natural_sorted
+
+    rec = natural_sorted(ids)
     rec_index, col_index = pd.Index(rec, dtype=object), pd.Index(list(cols), dtype=object)
     out: dict[Hashable, np.ndarray] = {}
     prev: tuple[Any, Any, np.ndarray, np.ndarray] | None = None

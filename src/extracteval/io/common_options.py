@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-
 __all__ = ["add_slice_arguments", "slice_config_keys", "add_bootstrap_arguments", "add_normalization_arguments", "add_result_arguments",
            "add_similarity_arguments", "add_tracking_uri_argument"]
 

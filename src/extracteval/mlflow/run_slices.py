@@ -95,7 +95,7 @@ def slice_metadata(task: str, run: Any, tracking_uri: str, columns: Sequence[str
         sizes = read_run_artifact(uri, RECORDS_ARTIFACT, tracking_uri, lambda p: adapter.record_sizes(p, params))
     if sizes is None:
         return None
-    sizes.index = sizes.index.astype(str)
+    sizes = sizes.set_axis(sizes.index.astype(str))  # a copy: the caller's sizes stay as they were
     frame = pd.DataFrame(index=sizes.index) if meta is None else meta.reindex(meta.index.union(sizes.index, sort=False))
     frame[SIZE] = [None if pd.isna(v) else str(int(v)) for v in sizes.reindex(frame.index).tolist()]
     return frame

@@ -35,9 +35,10 @@ def records_frame_of(rec: Any, models: Sequence[str]) -> pd.DataFrame:
 
 def record_count_table(rec: Any, model: str, *, sizes: bool = False) -> tuple[Any, Any]:
     """One model's per-record counts of a `RecordLedger`: the `RecordCountTable` (columns (field,
-    tp|fp|fn|tn), in the ledger's integer type) and with `sizes` each record's non-empty truth fields (tp + fn) — what
-    the adapter's `record_counts` and `record_sizes` read from the rows of `records_frame_of`,
-    taken from the ledger's array itself. (None, None) for a model the ledger lacks."""
+    tp|fp|fn|tn), in the ledger's integer type) and with `sizes` each record's non-empty truth
+    fields (tp + fn) — what the adapter's `record_counts` and `record_sizes` read from the rows of
+    `records_frame_of`, taken from the ledger's array itself. (None, None) for a model the ledger
+    lacks."""
     from extracteval.core.record_counts import RecordCountTable, column
     from extracteval.core.run_ranking import COUNT_COLUMNS
 

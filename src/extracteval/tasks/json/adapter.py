@@ -366,13 +366,12 @@ class JsonAdapter(CellPredictions):
         object is counted as an invalid prediction, never raised. `status`: per model, one status
         per record (the evaluator's `status_column`); `safety`: per model, one safety score per
         record (the evaluator's `safety_column`; an empty cell leaves the object's own score)."""
+        from extracteval.tasks.json.config import without_keys
         from extracteval.tasks.json.semantics import JsonPredictions
         from extracteval.core.similarity import get_similarity
 
         cfg, sim_name, sim_opts = self.build_config(config)
         backend = get_similarity(sim_name, **sim_opts)
-        from extracteval.tasks.json.config import without_keys
-
         ids = frame_ids(ids, targets, predictions, truth_source, status=status)
         truth = {rid: _parse_object(v, what=truth_source, record=rid, strict=True) for rid, v in zip(ids, targets)}
         truth = without_keys(truth, cfg.metadata)  # keys that describe a record: no part of its truth, as the file reader reads it
